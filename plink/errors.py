@@ -1,0 +1,17 @@
+"""Errors a user can act on.
+
+Every failure that is the user's input (a malformed file, an option out of
+range, an unreachable host) raises :class:`PlinkError` with a one-line
+message.  The CLI prints it as ``plink: error: <message>`` and exits 1;
+anything else is a bug and is shown as a traceback only with ``--debug``.
+"""
+
+
+class PlinkError(Exception):
+    """A user-facing error with a one-line, actionable message."""
+
+    exit_code = 1
+
+
+class ProbeFileError(PlinkError):
+    """A probe, group or order file that cannot be read or is invalid."""

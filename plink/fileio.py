@@ -1,0 +1,53 @@
+"""Atomic file writes: a reader sees the old file or the new one, never half.
+
+The data is written to a temporary file in the target's directory, flushed
+and fsynced, then renamed over the target (``os.replace`` is atomic on POSIX
+within one file system).  A crash mid-write leaves the old file untouched.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from .errors import PlinkError
+
+
+def atomic_write_text(path: str | os.PathLike, text: str, mode: int | None = None) -> None:
+    """Write ``text`` to ``path`` atomically (temp file + fsync + rename)."""
+    target = Path(path)
+    directory = target.parent if str(target.parent) else Path(".")
+    if not directory.is_dir():
+        raise PlinkError(f"cannot write {target}: directory {directory} does not exist")
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=directory)
+    except OSError as exc:
+        raise PlinkError(f"cannot write {target}: {exc.strerror or exc}") from exc
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(text)
+            fh.flush()
+            os.fsync(fh.fileno())
+        if mode is not None:
+            os.chmod(tmp, mode)
+        elif target.exists():
+            os.chmod(tmp, target.stat().st_mode & 0o7777)
+        else:
+            umask = os.umask(0)
+            os.umask(umask)
+            os.chmod(tmp, 0o666 & ~umask)
+        os.replace(tmp, target)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+
+
+def atomic_write_json(path: str | os.PathLike, obj: Any) -> None:
+    """Serialise ``obj`` as indented JSON and write it atomically."""
+    atomic_write_text(path, json.dumps(obj, indent=1, allow_nan=False) + "\n")

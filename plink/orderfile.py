@@ -1,0 +1,100 @@
+"""The order file: a rank order, as plain text or versioned JSON.
+
+Plain: one host name per line, rank 0 first (``#`` comments allowed).
+
+JSON::
+
+    {
+      "format": "plink-order", "version": 1,
+      "algo": "ring", "size_bytes": 26214400,
+      "hosts": [{"rank": 0, "name": "vm017", "address": "...", "ssh": "..."}, ...],
+      "report": {... OrderResult.to_dict() ...}
+    }
+
+Launcher-specific files (hostfiles, rankfiles, torchrun maps) are written by
+the emitters from the same data.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+from .errors import ProbeFileError
+from .fileio import atomic_write_text
+from .order import OrderResult
+from .probefile import ProbeData
+
+FORMAT = "plink-order"
+VERSION = 1
+
+
+def order_document(result: OrderResult, probe: ProbeData) -> dict:
+    hosts = []
+    for rank, i in enumerate(result.order):
+        h = probe.hosts[i]
+        entry = {"rank": rank, **h.to_dict()}
+        hosts.append(entry)
+    return {
+        "format": FORMAT,
+        "version": VERSION,
+        "algo": result.algo,
+        "size_bytes": result.size,
+        "hosts": hosts,
+        "report": result.to_dict(),
+    }
+
+
+def render_plain(result: OrderResult) -> str:
+    return "".join(f"{name}\n" for name in result.hosts)
+
+
+def render(result: OrderResult, probe: ProbeData, fmt: str = "plain") -> str:
+    if fmt == "plain":
+        return render_plain(result)
+    if fmt == "json":
+        return json.dumps(order_document(result, probe), indent=1, allow_nan=False) + "\n"
+    raise ProbeFileError(f"unknown order format {fmt!r} (choose plain or json)")
+
+
+def write_order(path: str | os.PathLike, result: OrderResult, probe: ProbeData, fmt: str = "plain") -> None:
+    """Write the order file atomically."""
+    atomic_write_text(path, render(result, probe, fmt))
+
+
+def read_order(path: str | os.PathLike) -> list[str]:
+    """Host names in rank order from a plain or JSON order file."""
+    p = Path(path)
+    try:
+        text = p.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise ProbeFileError(f"{path}: no such file") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ProbeFileError(f"{path}: cannot read: {exc}") from None
+    if text.lstrip().startswith("{"):
+        try:
+            doc = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise ProbeFileError(f"{path}: invalid JSON at line {exc.lineno}: {exc.msg}") from None
+        if not isinstance(doc, dict) or doc.get("format") != FORMAT:
+            raise ProbeFileError(f"{path}: not a plink order file")
+        if not isinstance(doc.get("version"), int) or doc["version"] > VERSION:
+            raise ProbeFileError(f"{path}: unsupported order file version {doc.get('version')!r}")
+        try:
+            hosts = sorted(doc["hosts"], key=lambda h: h["rank"])
+            names = [str(h["name"]) for h in hosts]
+        except (KeyError, TypeError):
+            raise ProbeFileError(f"{path}: every host needs a 'rank' and a 'name'") from None
+    else:
+        names = []
+        for line in text.splitlines():
+            line = line.split("#", 1)[0].strip()
+            if line:
+                names.append(line.split()[0])
+    if not names:
+        raise ProbeFileError(f"{path}: no hosts in order file")
+    if len(set(names)) != len(names):
+        dup = next(n for n in names if names.count(n) > 1)
+        raise ProbeFileError(f"{path}: host {dup!r} appears twice")
+    return names

@@ -1,0 +1,577 @@
+"""The probe file: the one data model every plink stage reads and writes.
+
+A probe file is versioned JSON::
+
+    {
+      "format": "plink-probe",
+      "version": 1,
+      "hosts": [{"name": "h00", "address": "10.0.0.1", "ssh": "root@h00"}, ...],
+      "latency_us": [[0, 12.5, null, ...], ...],        # p10 RTT, the value used
+      "latency_median_us": [[...]],                    # optional
+      "latency_p90_us": [[...]],                       # optional
+      "bandwidth_gbps": [[...]],                       # optional
+      "meta": {"method": "udp", "samples": 200, "created": "...", "tool_version": "..."},
+      "truth": {"levels": ["dc", "rack"], "labels": [["dc0", "r3"], ...]}   # optional
+    }
+
+Row ``i``, column ``j`` is the measurement from host ``i`` to host ``j``;
+``null`` marks a pair that was not measured.  Missing pairs stay missing:
+no stage invents a value for them.
+
+On load, asymmetric pairs are symmetrised as in the dissertation (§5.2.2):
+``lat[i, j] = lat[j, i] = max(lat[i, j], lat[j, i])`` (the slower direction
+bounds a collective), and bandwidth with ``min`` for the same reason.  When
+only one direction was measured, that one is used.
+
+Plain matrices are read too: CSV/TSV (an optional header row of host names,
+an optional first column of names; empty, ``nan``, ``NA`` or ``null`` cells
+are missing) and ``.npy`` files, with host names from a host list or
+generated as ``h0 .. h{N-1}``.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import math
+import os
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Iterable, Sequence
+
+import numpy as np
+
+from . import __version__
+from .errors import ProbeFileError
+from .fileio import atomic_write_text
+
+FORMAT = "plink-probe"
+VERSION = 1
+
+#: Units accepted for plain matrices, as a factor to microseconds.
+LATENCY_UNITS = {"us": 1.0, "ms": 1e3, "s": 1e6, "ns": 1e-3}
+
+_MATRIX_KEYS = ("latency_us", "latency_median_us", "latency_p90_us", "bandwidth_gbps")
+
+
+@dataclass(frozen=True)
+class Host:
+    """One host: a unique ``name``, and how to reach it."""
+
+    name: str
+    address: str | None = None
+    ssh: str | None = None
+
+    def to_dict(self) -> dict:
+        d: dict[str, Any] = {"name": self.name}
+        if self.address is not None:
+            d["address"] = self.address
+        if self.ssh is not None:
+            d["ssh"] = self.ssh
+        return d
+
+
+@dataclass(frozen=True)
+class Truth:
+    """Ground-truth location of each host, outermost level first.
+
+    ``labels[i]`` is host ``i``'s location tuple, e.g. ``("dc0", "row2",
+    "rack5")``; two hosts are closer the longer the common prefix of their
+    tuples.  Only simulated or hand-labelled data has it.
+    """
+
+    levels: tuple[str, ...]
+    labels: tuple[tuple[str, ...], ...]
+
+    def to_dict(self) -> dict:
+        return {"levels": list(self.levels), "labels": [list(t) for t in self.labels]}
+
+    def level_labels(self, depth: int | None = None) -> list[tuple[str, ...]]:
+        """Prefixes of every host's tuple of length ``depth`` (default: all)."""
+        depth = len(self.levels) if depth is None else depth
+        return [t[:depth] for t in self.labels]
+
+
+@dataclass
+class ProbeData:
+    """Hosts plus their pairwise measurements (see the module docstring).
+
+    Matrices are ``(N, N)`` float arrays with ``NaN`` for missing pairs,
+    already symmetrised.  ``latency`` is in microseconds, ``bandwidth`` in
+    Gbit/s.
+    """
+
+    hosts: list[Host]
+    latency: np.ndarray
+    latency_median: np.ndarray | None = None
+    latency_p90: np.ndarray | None = None
+    bandwidth: np.ndarray | None = None
+    meta: dict = field(default_factory=dict)
+    truth: Truth | None = None
+
+    def __post_init__(self) -> None:
+        self.latency = np.asarray(self.latency, dtype=float)
+        for name in ("latency_median", "latency_p90", "bandwidth"):
+            value = getattr(self, name)
+            if value is not None:
+                setattr(self, name, np.asarray(value, dtype=float))
+        validate(self)
+        self.latency = symmetrise(self.latency, np.fmax)
+        if self.latency_median is not None:
+            self.latency_median = symmetrise(self.latency_median, np.fmax)
+        if self.latency_p90 is not None:
+            self.latency_p90 = symmetrise(self.latency_p90, np.fmax)
+        if self.bandwidth is not None:
+            self.bandwidth = symmetrise(self.bandwidth, np.fmin)
+            np.fill_diagonal(self.bandwidth, np.nan)
+        np.fill_diagonal(self.latency, 0.0)
+
+    # -- views -----------------------------------------------------------
+    @property
+    def n(self) -> int:
+        return len(self.hosts)
+
+    @property
+    def names(self) -> list[str]:
+        return [h.name for h in self.hosts]
+
+    def missing_mask(self) -> np.ndarray:
+        """Boolean ``(N, N)`` mask of unmeasured off-diagonal latency pairs."""
+        mask = np.isnan(self.latency)
+        np.fill_diagonal(mask, False)
+        return mask
+
+    def n_missing_pairs(self) -> int:
+        """Number of unordered host pairs without a latency value."""
+        return int(np.triu(self.missing_mask(), 1).sum())
+
+    def coverage(self) -> float:
+        """Fraction of unordered pairs measured (1.0 for N < 2)."""
+        pairs = self.n * (self.n - 1) // 2
+        return 1.0 if pairs == 0 else 1.0 - self.n_missing_pairs() / pairs
+
+    def index(self, name: str) -> int:
+        """Position of the host called ``name``."""
+        for i, h in enumerate(self.hosts):
+            if h.name == name:
+                return i
+        raise ProbeFileError(f"host {name!r} is not in the probe file")
+
+    def subset(self, indices: Sequence[int]) -> "ProbeData":
+        """A new ProbeData with hosts ``indices`` (in that order)."""
+        idx = np.asarray(indices, dtype=int)
+        ix = np.ix_(idx, idx)
+
+        def pick(m: np.ndarray | None) -> np.ndarray | None:
+            return None if m is None else m[ix]
+
+        truth = None
+        if self.truth is not None:
+            truth = Truth(self.truth.levels, tuple(self.truth.labels[i] for i in idx))
+        return ProbeData(
+            hosts=[self.hosts[i] for i in idx],
+            latency=self.latency[ix],
+            latency_median=pick(self.latency_median),
+            latency_p90=pick(self.latency_p90),
+            bandwidth=pick(self.bandwidth),
+            meta=dict(self.meta),
+            truth=truth,
+        )
+
+    # -- serialisation ---------------------------------------------------
+    def to_dict(self) -> dict:
+        doc: dict[str, Any] = {
+            "format": FORMAT,
+            "version": VERSION,
+            "hosts": [h.to_dict() for h in self.hosts],
+            "latency_us": _matrix_to_list(self.latency, 3),
+        }
+        if self.latency_median is not None:
+            doc["latency_median_us"] = _matrix_to_list(self.latency_median, 3)
+        if self.latency_p90 is not None:
+            doc["latency_p90_us"] = _matrix_to_list(self.latency_p90, 3)
+        if self.bandwidth is not None:
+            doc["bandwidth_gbps"] = _matrix_to_list(self.bandwidth, 4)
+        doc["meta"] = self.meta
+        if self.truth is not None:
+            doc["truth"] = self.truth.to_dict()
+        return doc
+
+    def dumps(self) -> str:
+        return dumps(self.to_dict())
+
+    def save(self, path: str | os.PathLike) -> None:
+        """Write the probe file atomically."""
+        atomic_write_text(path, self.dumps())
+
+
+# ---------------------------------------------------------------------------
+# validation and symmetrisation
+
+
+def symmetrise(m: np.ndarray, combine=np.fmax) -> np.ndarray:
+    """Combine ``m[i, j]`` and ``m[j, i]`` with ``combine`` (NaN-aware).
+
+    ``np.fmax`` / ``np.fmin`` ignore a NaN side, so a pair measured in one
+    direction only keeps that measurement; a pair missing both ways stays NaN.
+    """
+    return combine(m, m.T)
+
+
+def _where(data: ProbeData, i: int, j: int) -> str:
+    return f"({data.hosts[i].name} -> {data.hosts[j].name})"
+
+
+def validate(data: ProbeData) -> None:
+    """Raise :class:`ProbeFileError` naming the first problem found."""
+    n = len(data.hosts)
+    if n == 0:
+        raise ProbeFileError("probe data has no hosts")
+    seen: set[str] = set()
+    for h in data.hosts:
+        if not isinstance(h.name, str) or not h.name.strip():
+            raise ProbeFileError(f"host name {h.name!r} is empty or not a string")
+        if h.name in seen:
+            raise ProbeFileError(f"duplicate host {h.name!r}")
+        seen.add(h.name)
+    for label, m in (
+        ("latency", data.latency),
+        ("latency_median", data.latency_median),
+        ("latency_p90", data.latency_p90),
+        ("bandwidth", data.bandwidth),
+    ):
+        if m is None:
+            continue
+        if m.ndim != 2 or m.shape[0] != m.shape[1]:
+            raise ProbeFileError(f"{label} matrix is not square (shape {'x'.join(map(str, m.shape))})")
+        if m.shape[0] != n:
+            raise ProbeFileError(f"{label} matrix is {m.shape[0]}x{m.shape[1]} but there are {n} hosts")
+        bad = np.isinf(m)
+        if bad.any():
+            i, j = np.argwhere(bad)[0]
+            raise ProbeFileError(f"{label} value at row {i}, column {j} {_where(data, i, j)} is infinite")
+        off = ~np.eye(n, dtype=bool)
+        if label == "bandwidth":
+            bad = off & (m <= 0)
+            if bad.any():
+                i, j = np.argwhere(bad)[0]
+                raise ProbeFileError(
+                    f"bandwidth at row {i}, column {j} {_where(data, i, j)} is {m[i, j]:g}: must be > 0 (use null for missing)"
+                )
+            continue
+        bad = m < 0
+        if bad.any():
+            i, j = np.argwhere(bad)[0]
+            raise ProbeFileError(f"{label} value at row {i}, column {j} {_where(data, i, j)} is negative ({m[i, j]:g})")
+        diag = np.diagonal(m)
+        bad_diag = ~np.isnan(diag) & (diag != 0)
+        if bad_diag.any():
+            i = int(np.argmax(bad_diag))
+            raise ProbeFileError(
+                f"{label} diagonal at host {i} ({data.hosts[i].name}) is {diag[i]:g}: a host's distance to itself must be 0 or null"
+            )
+    if data.truth is not None and len(data.truth.labels) != n:
+        raise ProbeFileError(f"truth has {len(data.truth.labels)} labels but there are {n} hosts")
+
+
+# ---------------------------------------------------------------------------
+# JSON encoding (one matrix row per line: readable and diff-able)
+
+
+def _matrix_to_list(m: np.ndarray, digits: int) -> list[list[float | None]]:
+    out = []
+    for row in m:
+        out.append([None if math.isnan(v) else round(float(v), digits) for v in row])
+    return out
+
+
+def dumps(doc: dict) -> str:
+    """Serialise a probe document: scalars indented, one matrix row per line."""
+    parts = []
+    for key, value in doc.items():
+        if key in _MATRIX_KEYS and value is not None:
+            rows = ",\n  ".join(json.dumps(r, allow_nan=False) for r in value)
+            parts.append(f' {json.dumps(key)}: [\n  {rows}\n ]')
+        else:
+            body = json.dumps(value, indent=1, allow_nan=False).replace("\n", "\n ")
+            parts.append(f" {json.dumps(key)}: {body}")
+    return "{\n" + ",\n".join(parts) + "\n}\n"
+
+
+def _parse_matrix(doc: dict, key: str, n: int, path: str) -> np.ndarray | None:
+    raw = doc.get(key)
+    if raw is None:
+        return None
+    if not isinstance(raw, list) or not all(isinstance(r, list) for r in raw):
+        raise ProbeFileError(f"{path}: {key} must be a list of rows")
+    if len(raw) != n or any(len(r) != n for r in raw):
+        lens = sorted({len(r) for r in raw})
+        raise ProbeFileError(
+            f"{path}: {key} must be {n}x{n} (one row and column per host), got {len(raw)} rows of length {lens}"
+        )
+    m = np.full((n, n), np.nan)
+    for i, row in enumerate(raw):
+        for j, v in enumerate(row):
+            if v is None:
+                continue
+            if isinstance(v, bool) or not isinstance(v, (int, float)):
+                raise ProbeFileError(f"{path}: {key}[{i}][{j}] is {v!r}, not a number or null")
+            if isinstance(v, float) and math.isnan(v):
+                raise ProbeFileError(f"{path}: {key}[{i}][{j}] is NaN: use null for a missing pair")
+            m[i, j] = v
+    return m
+
+
+def from_dict(doc: Any, path: str = "<probe>") -> ProbeData:
+    """Build :class:`ProbeData` from a parsed probe document, validating it."""
+    if not isinstance(doc, dict):
+        raise ProbeFileError(f"{path}: not a plink probe file (top level is not a JSON object)")
+    fmt = doc.get("format")
+    if fmt != FORMAT:
+        raise ProbeFileError(f"{path}: not a plink probe file (format is {fmt!r}, expected {FORMAT!r})")
+    version = doc.get("version")
+    if not isinstance(version, int) or isinstance(version, bool):
+        raise ProbeFileError(f"{path}: missing or invalid version {version!r}")
+    if version > VERSION:
+        raise ProbeFileError(
+            f"{path}: probe file version {version} is newer than this plink reads ({VERSION}); upgrade plink"
+        )
+    if version < 1:
+        raise ProbeFileError(f"{path}: invalid probe file version {version}")
+    raw_hosts = doc.get("hosts")
+    if not isinstance(raw_hosts, list) or not raw_hosts:
+        raise ProbeFileError(f"{path}: 'hosts' must be a non-empty list")
+    hosts = []
+    for k, h in enumerate(raw_hosts):
+        if isinstance(h, str):
+            h = {"name": h}
+        if not isinstance(h, dict) or not isinstance(h.get("name"), str):
+            raise ProbeFileError(f"{path}: hosts[{k}] must be an object with a string 'name'")
+        for opt in ("address", "ssh"):
+            if h.get(opt) is not None and not isinstance(h[opt], str):
+                raise ProbeFileError(f"{path}: hosts[{k}].{opt} must be a string")
+        hosts.append(Host(h["name"], h.get("address"), h.get("ssh")))
+    n = len(hosts)
+    if "latency_us" not in doc:
+        raise ProbeFileError(f"{path}: missing 'latency_us' matrix")
+    mats = {k: _parse_matrix(doc, k, n, path) for k in _MATRIX_KEYS}
+    meta = doc.get("meta") or {}
+    if not isinstance(meta, dict):
+        raise ProbeFileError(f"{path}: 'meta' must be an object")
+    truth = None
+    if doc.get("truth") is not None:
+        t = doc["truth"]
+        try:
+            levels = tuple(str(x) for x in t["levels"])
+            labels = tuple(tuple(str(x) for x in lab) for lab in t["labels"])
+        except (TypeError, KeyError) as exc:
+            raise ProbeFileError(f"{path}: 'truth' must have 'levels' and 'labels' lists") from exc
+        if any(len(lab) != len(levels) for lab in labels):
+            raise ProbeFileError(f"{path}: every truth label must have {len(levels)} levels")
+        truth = Truth(levels, labels)
+    try:
+        return ProbeData(
+            hosts=hosts,
+            latency=mats["latency_us"],
+            latency_median=mats["latency_median_us"],
+            latency_p90=mats["latency_p90_us"],
+            bandwidth=mats["bandwidth_gbps"],
+            meta=meta,
+            truth=truth,
+        )
+    except ProbeFileError as exc:
+        raise ProbeFileError(f"{path}: {exc}") from None
+
+
+# ---------------------------------------------------------------------------
+# reading
+
+
+def _read_text(path: str | os.PathLike) -> str:
+    try:
+        with open(path, encoding="utf-8") as fh:
+            return fh.read()
+    except FileNotFoundError:
+        raise ProbeFileError(f"{path}: no such file") from None
+    except IsADirectoryError:
+        raise ProbeFileError(f"{path}: is a directory, not a file") from None
+    except UnicodeDecodeError:
+        raise ProbeFileError(f"{path}: not a text file (is it a .npy matrix? use the .npy extension)") from None
+    except OSError as exc:
+        raise ProbeFileError(f"{path}: cannot read: {exc.strerror or exc}") from None
+
+
+def load_json(path: str | os.PathLike) -> ProbeData:
+    """Read a plink probe file (JSON)."""
+    text = _read_text(path)
+    try:
+        doc = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ProbeFileError(f"{path}: invalid JSON at line {exc.lineno} column {exc.colno}: {exc.msg}") from None
+    return from_dict(doc, str(path))
+
+
+def _parse_cell(cell: str, where: str) -> float:
+    s = cell.strip()
+    if s == "" or s.lower() in ("nan", "na", "null", "none", "-"):
+        return math.nan
+    try:
+        return float(s)
+    except ValueError:
+        raise ProbeFileError(f"{where}: {s!r} is not a number") from None
+
+
+def _is_number(s: str) -> bool:
+    try:
+        float(s)
+        return True
+    except ValueError:
+        return s.strip().lower() in ("", "nan", "na", "null", "none", "-")
+
+
+def read_matrix_csv(path: str | os.PathLike) -> tuple[np.ndarray, list[str] | None]:
+    """Read a CSV/TSV matrix; return it and the host names found in it, if any."""
+    text = _read_text(path)
+    lines = [ln for ln in text.splitlines() if ln.strip() and not ln.lstrip().startswith("#")]
+    if not lines:
+        raise ProbeFileError(f"{path}: empty matrix file")
+    dialect = "excel-tab" if "\t" in lines[0] else "excel"
+    rows = list(csv.reader(io.StringIO("\n".join(lines)), dialect=dialect))
+    if len(rows[0]) == 1 and " " in lines[0].strip():
+        rows = [ln.split() for ln in lines]
+    names: list[str] | None = None
+    if not all(_is_number(c) for c in rows[0]):
+        header = [c.strip() for c in rows[0]]
+        rows = rows[1:]
+        # A header may have an empty (or label) corner cell over a name column.
+        if rows and len(header) == len(rows[0]) and not _is_number(rows[0][0]):
+            header = header[1:]
+        names = header
+    if rows and not _is_number(rows[0][0]):
+        col = [r[0].strip() for r in rows]
+        rows = [r[1:] for r in rows]
+        if names is None:
+            names = col
+        elif col != names:
+            raise ProbeFileError(f"{path}: row names do not match the column names")
+    n = len(rows)
+    if n == 0:
+        raise ProbeFileError(f"{path}: no matrix rows")
+    for i, r in enumerate(rows):
+        if len(r) != n:
+            raise ProbeFileError(f"{path}: matrix is not square: row {i} has {len(r)} values, expected {n}")
+    m = np.array([[_parse_cell(c, f"{path}: row {i} column {j}") for j, c in enumerate(r)] for i, r in enumerate(rows)])
+    if names is not None and len(names) != n:
+        raise ProbeFileError(f"{path}: {len(names)} host names for a {n}x{n} matrix")
+    return m, names
+
+
+def read_host_names(path: str | os.PathLike) -> list[str]:
+    """Host names, one per line (blank lines and ``#`` comments skipped).
+
+    Only the first whitespace-separated word of a line counts, so an MPI
+    hostfile (``host slots=4``) works too.
+    """
+    names = []
+    for line in _read_text(path).splitlines():
+        line = line.split("#", 1)[0].strip()
+        if line:
+            names.append(line.split()[0])
+    return names
+
+
+def from_matrix(
+    latency: np.ndarray,
+    names: Sequence[str] | None = None,
+    *,
+    unit: str = "us",
+    bandwidth: np.ndarray | None = None,
+    meta: dict | None = None,
+) -> ProbeData:
+    """Wrap a plain latency matrix (in ``unit``) as :class:`ProbeData`.
+
+    Missing pairs are ``NaN``.  A diagonal of ``NaN`` is read as 0.
+    """
+    if unit not in LATENCY_UNITS:
+        raise ProbeFileError(f"unknown latency unit {unit!r} (choose from {', '.join(LATENCY_UNITS)})")
+    m = np.array(latency, dtype=float) * LATENCY_UNITS[unit]
+    if m.ndim != 2 or m.shape[0] != m.shape[1]:
+        raise ProbeFileError(f"latency matrix is not square (shape {'x'.join(map(str, m.shape))})")
+    n = m.shape[0]
+    if names is None:
+        width = len(str(max(n - 1, 0)))
+        names = [f"h{i:0{width}d}" for i in range(n)]
+    names = list(names)
+    if len(names) != n:
+        raise ProbeFileError(f"{len(names)} host names for a {n}x{n} matrix")
+    diag = np.diagonal(m).copy()
+    diag[np.isnan(diag)] = 0.0
+    np.fill_diagonal(m, diag)
+    return ProbeData(
+        hosts=[Host(name) for name in names],
+        latency=m,
+        bandwidth=bandwidth,
+        meta=dict(meta or {}),
+    )
+
+
+def load(
+    path: str | os.PathLike,
+    *,
+    hosts_file: str | os.PathLike | None = None,
+    unit: str = "us",
+) -> ProbeData:
+    """Read a probe file (``.json``) or a plain matrix (``.csv``/``.tsv``/``.txt``/``.npy``).
+
+    ``hosts_file`` names the hosts of a plain matrix; ``unit`` is the plain
+    matrix's latency unit (``us``, ``ms``, ``s`` or ``ns``).  JSON probe
+    files are always in microseconds.
+    """
+    p = Path(path)
+    suffix = p.suffix.lower()
+    if suffix == ".json":
+        return load_json(p)
+    names: list[str] | None = None
+    if suffix == ".npy":
+        try:
+            m = np.load(p, allow_pickle=False)
+        except FileNotFoundError:
+            raise ProbeFileError(f"{path}: no such file") from None
+        except (ValueError, OSError) as exc:
+            raise ProbeFileError(f"{path}: not a valid .npy matrix: {exc}") from None
+        if m.dtype.kind not in "fiu":
+            raise ProbeFileError(f"{path}: .npy matrix must be numeric, not {m.dtype}")
+    elif suffix in (".csv", ".tsv", ".txt", ".mat", ""):
+        m, names = read_matrix_csv(p)
+    else:
+        raise ProbeFileError(f"{path}: unknown file type {suffix!r} (expected .json, .csv, .tsv, .txt or .npy)")
+    if hosts_file is not None:
+        listed = read_host_names(hosts_file)
+        if names is not None and listed != names:
+            raise ProbeFileError(f"{hosts_file}: host names differ from those in {path}")
+        names = listed
+    meta = {"method": "matrix", "source": p.name, "unit": unit}
+    try:
+        return from_matrix(m, names, unit=unit, meta=meta)
+    except ProbeFileError as exc:
+        raise ProbeFileError(f"{path}: {exc}") from None
+
+
+def new_meta(method: str, **extra: Any) -> dict:
+    """Metadata for a probe file written now by this plink version."""
+    meta = {
+        "method": method,
+        "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "tool_version": __version__,
+    }
+    meta.update(extra)
+    return meta
+
+
+def iter_pairs(n: int) -> Iterable[tuple[int, int]]:
+    """All unordered pairs ``(i, j)`` with ``i < j``."""
+    for i in range(n):
+        for j in range(i + 1, n):
+            yield i, j

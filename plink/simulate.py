@@ -1,0 +1,178 @@
+"""A synthetic datacenter: probe data with known ground truth.
+
+Hosts sit in a hierarchy ``dc / cluster / row / rack / host`` with a
+configurable fan-out per level.  The RTT of a pair is set by the outermost
+level at which the two hosts differ (``rack_us`` inside a rack, ``row_us``
+between racks of a row, and so on), plus each host's own startup cost
+("height", the per-host term of ProbeEmbed, §4.2.1), then noise:
+
+* ``jitter``: multiplicative log-normal noise, ``exp(N(0, jitter))``;
+* ``outlier_frac`` / ``outlier_scale``: that fraction of pairs is hit by other
+  tenants' traffic and inflated by ``1 + outlier_scale * Pareto(1.5)``
+  (heavy-tailed);
+* ``asymmetry``: the fraction of pairs whose two directions differ (one is
+  inflated by up to 50%); plink symmetrises with max on load;
+* ``missing_frac``: the fraction of pairs left unmeasured (``null``).
+
+With ``bandwidth=True`` a bandwidth matrix is added: ``host_gbps`` inside a
+rack, divided by ``oversubscription`` for every level above the rack that a
+pair crosses, with the same jitter.
+
+The hosts are shuffled into a random order (as a cloud hands them out) and
+named ``vm000 ..`` in that order, so names say nothing about placement; the
+true location of each host is kept in ``truth``.  Deterministic for a seed.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .errors import PlinkError
+from .probefile import Host, ProbeData, Truth, new_meta
+
+LEVELS = ("dc", "cluster", "row", "rack")
+
+
+def simulate_datacenter(
+    racks: int = 8,
+    hosts_per_rack: int = 8,
+    *,
+    rows: int = 1,
+    clusters: int = 1,
+    dcs: int = 1,
+    rack_us: float = 20.0,
+    row_us: float = 60.0,
+    cluster_us: float = 120.0,
+    dc_us: float = 250.0,
+    inter_dc_us: float = 2000.0,
+    height_us: float = 5.0,
+    jitter: float = 0.05,
+    outlier_frac: float = 0.0,
+    outlier_scale: float = 1.0,
+    asymmetry: float = 0.0,
+    missing_frac: float = 0.0,
+    bandwidth: bool = False,
+    host_gbps: float = 25.0,
+    oversubscription: float = 4.0,
+    shuffle: bool = True,
+    seed: int = 0,
+) -> ProbeData:
+    """Generate a :class:`ProbeData` for a synthetic datacenter.
+
+    ``racks`` is the number of racks *per row*, ``rows`` per cluster,
+    ``clusters`` per datacenter, ``dcs`` in total; ``hosts_per_rack`` hosts
+    in each rack.  All latencies are RTTs in microseconds.
+    """
+    counts = {"racks": racks, "hosts_per_rack": hosts_per_rack, "rows": rows, "clusters": clusters, "dcs": dcs}
+    for name, v in counts.items():
+        if not isinstance(v, (int, np.integer)) or v < 1:
+            raise PlinkError(f"{name.replace('_', '-')} must be a positive integer, got {v!r}")
+    for name, v in {"jitter": jitter, "outlier-scale": outlier_scale, "height-us": height_us}.items():
+        if not np.isfinite(v) or v < 0:
+            raise PlinkError(f"{name} must be >= 0, got {v}")
+    for name, v in {"outlier-frac": outlier_frac, "asymmetry": asymmetry, "missing-frac": missing_frac}.items():
+        if not 0.0 <= v <= 1.0:
+            raise PlinkError(f"{name} must be between 0 and 1, got {v}")
+    if missing_frac >= 1.0:
+        raise PlinkError("missing-frac must be < 1 (some pairs must be measured)")
+    lat_levels = [inter_dc_us, dc_us, cluster_us, row_us, rack_us]
+    if any((not np.isfinite(v)) or v <= 0 for v in lat_levels):
+        raise PlinkError("per-level latencies must be > 0")
+    if host_gbps <= 0 or oversubscription < 1:
+        raise PlinkError("host-gbps must be > 0 and oversubscription >= 1")
+    n = dcs * clusters * rows * racks * hosts_per_rack
+    if n < 2:
+        raise PlinkError("a datacenter needs at least 2 hosts")
+    if n > 20000:
+        raise PlinkError(f"{n} hosts is more than plink simulates (20000)")
+    rng = np.random.default_rng(seed)
+
+    # location tuple per host, in generation (sorted) order
+    idx = np.arange(n)
+    rack_i = idx // hosts_per_rack
+    row_i = rack_i // racks
+    cluster_i = row_i // rows
+    dc_i = cluster_i // clusters
+    loc = np.stack([dc_i, cluster_i, row_i, rack_i], axis=1)
+
+    # level at which two hosts first differ: 0 = different dc .. 4 = same rack
+    same = loc[:, None, :] == loc[None, :, :]
+    common = same.cumprod(axis=2).sum(axis=2)  # length of common prefix, 0..4
+    base = np.asarray(lat_levels)[common]
+    heights = rng.uniform(0.0, height_us, size=n)
+    lat = base + heights[:, None] + heights[None, :]
+
+    def sym_noise(scale: float) -> np.ndarray:
+        z = rng.normal(0.0, scale, size=(n, n))
+        z = np.triu(z, 1)
+        return np.exp(z + z.T)
+
+    lat = lat * sym_noise(jitter)
+    if outlier_frac > 0:
+        hit = np.triu(rng.random((n, n)) < outlier_frac, 1)
+        factor = 1.0 + outlier_scale * rng.pareto(1.5, size=(n, n))
+        factor = np.where(hit, factor, 1.0)
+        factor = np.triu(factor, 1)
+        factor = factor + factor.T
+        factor[factor == 0] = 1.0
+        lat = lat * factor
+    if asymmetry > 0:
+        hit = rng.random((n, n)) < asymmetry
+        hit = np.triu(hit, 1)
+        which = rng.random((n, n)) < 0.5
+        up = hit & which
+        lo = (hit & ~which).T
+        inflate = 1.0 + 0.5 * rng.random((n, n))
+        lat = np.where(up | lo, lat * inflate, lat)
+    np.fill_diagonal(lat, 0.0)
+
+    bw = None
+    if bandwidth:
+        crossed = 4 - common  # switch levels above the rack that the pair crosses
+        bw = host_gbps / (oversubscription ** crossed)
+        bw = bw / sym_noise(jitter)
+        np.fill_diagonal(bw, np.nan)
+
+    if missing_frac > 0:
+        miss = np.triu(rng.random((n, n)) < missing_frac, 1)
+        miss = miss | miss.T
+        lat[miss] = np.nan
+        if bw is not None:
+            bw[miss] = np.nan
+
+    order = rng.permutation(n) if shuffle else np.arange(n)
+    ix = np.ix_(order, order)
+    lat = lat[ix]
+    if bw is not None:
+        bw = bw[ix]
+    width = max(3, len(str(n - 1)))
+    hosts = [Host(f"vm{k:0{width}d}") for k in range(n)]
+    labels = tuple(
+        (f"dc{loc[i, 0]}", f"cluster{loc[i, 1]}", f"row{loc[i, 2]}", f"rack{loc[i, 3]}") for i in order
+    )
+    meta = new_meta(
+        "simulate",
+        seed=seed,
+        params={
+            "racks": racks,
+            "hosts_per_rack": hosts_per_rack,
+            "rows": rows,
+            "clusters": clusters,
+            "dcs": dcs,
+            "rack_us": rack_us,
+            "row_us": row_us,
+            "cluster_us": cluster_us,
+            "dc_us": dc_us,
+            "inter_dc_us": inter_dc_us,
+            "height_us": height_us,
+            "jitter": jitter,
+            "outlier_frac": outlier_frac,
+            "outlier_scale": outlier_scale,
+            "asymmetry": asymmetry,
+            "missing_frac": missing_frac,
+            "bandwidth": bandwidth,
+            "host_gbps": host_gbps,
+            "oversubscription": oversubscription,
+        },
+    )
+    return ProbeData(hosts=hosts, latency=lat, bandwidth=bw, meta=meta, truth=Truth(LEVELS, labels))

@@ -1,0 +1,53 @@
+"""Parsing and printing of sizes and durations given on the command line."""
+
+from __future__ import annotations
+
+import re
+
+from .errors import PlinkError
+
+_SIZE_UNITS = {
+    "": 1,
+    "b": 1,
+    "k": 1000,
+    "kb": 1000,
+    "m": 1000**2,
+    "mb": 1000**2,
+    "g": 1000**3,
+    "gb": 1000**3,
+    "kib": 1024,
+    "mib": 1024**2,
+    "gib": 1024**3,
+}
+
+
+def parse_size(text: str | int | float) -> int:
+    """Bytes from ``'64MiB'``, ``'25MB'``, ``'1G'``, ``'4096'`` (SI and IEC units)."""
+    if isinstance(text, (int, float)):
+        value = float(text)
+    else:
+        m = re.fullmatch(r"\s*([0-9]*\.?[0-9]+(?:[eE][+-]?[0-9]+)?)\s*([A-Za-z]*)\s*", str(text))
+        if not m or m.group(2).lower() not in _SIZE_UNITS:
+            raise PlinkError(f"invalid size {text!r}: use bytes or a unit such as 64KiB, 25MB, 1GiB")
+        value = float(m.group(1)) * _SIZE_UNITS[m.group(2).lower()]
+    if value < 0 or value != value or value == float("inf"):
+        raise PlinkError(f"invalid size {text!r}: must be a finite number >= 0")
+    return int(round(value))
+
+
+def format_size(n: float) -> str:
+    """``26214400 -> '25 MiB'``."""
+    for unit, factor in (("GiB", 1024**3), ("MiB", 1024**2), ("KiB", 1024)):
+        if n >= factor:
+            v = n / factor
+            return f"{v:.4g} {unit}"
+    return f"{int(n)} B"
+
+
+def format_us(us: float) -> str:
+    """A duration in microseconds, scaled to a readable unit."""
+    if us >= 1e6:
+        return f"{us / 1e6:.3f} s"
+    if us >= 1e3:
+        return f"{us / 1e3:.3f} ms"
+    return f"{us:.2f} us"

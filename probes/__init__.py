@@ -1,0 +1,1 @@
+"""Measurement: round scheduling, SSH transport, probe methods, the remote agent."""

@@ -1,0 +1,6 @@
+"""Optimisation over rank orders: collective cost models and solvers.
+
+Pure functions over plain numpy data; nothing here imports ``plink``.
+"""
+
+from .costmodels import ALGORITHMS, CostModel, PairCost  # noqa: F401
