@@ -186,6 +186,38 @@ def order(probefile, algo, size, base, time_limit, seed, fmt, output, as_json, h
 
 
 # ---------------------------------------------------------------------------
+# probe (probing: plink probe)
+#
+#
+#
+#
+
+
+# ---------------------------------------------------------------------------
+# group / show (embedding and grouping: plink group, plink show)
+#
+#
+#
+#
+
+
+# ---------------------------------------------------------------------------
+# schedule / retune (2LHA: plink schedule, plink retune)
+#
+#
+#
+#
+
+
+# ---------------------------------------------------------------------------
+# launchers / watch (launchers: plink node-rank, plink watch)
+#
+#
+#
+#
+
+
+# ---------------------------------------------------------------------------
 # entry point
 
 

@@ -1,0 +1,136 @@
+"""The groups file: a partition of the hosts into locality groups.
+
+Versioned JSON written by ``plink group`` and read by ``plink schedule``,
+``plink order`` warm starts and the Slurm topology emitter::
+
+    {
+      "format": "plink-groups", "version": 1,
+      "hosts": ["vm000", "vm001", ...],           # every host exactly once
+      "labels": [2, 0, ...],                      # group index per host, 0..k-1
+      "coordinates": [[x, y], ...],               # optional: ProbeEmbed coordinates
+      "heights": [h, ...],                        # optional: ProbeEmbed heights (us)
+      "metrics": {...},                           # optional: PAIA, AMI, ...
+      "params": {...}                             # optional: how the groups were made
+    }
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass, field
+from typing import Any, Sequence
+
+import numpy as np
+
+from .errors import ProbeFileError
+from .fileio import atomic_write_text
+
+FORMAT = "plink-groups"
+VERSION = 1
+
+
+@dataclass
+class Groups:
+    """Hosts and their group labels (``labels[i]`` is host ``i``'s group)."""
+
+    hosts: list[str]
+    labels: np.ndarray
+    coordinates: np.ndarray | None = None
+    heights: np.ndarray | None = None
+    metrics: dict[str, Any] = field(default_factory=dict)
+    params: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self.labels = np.asarray(self.labels, dtype=int)
+        if len(self.hosts) != len(set(self.hosts)):
+            raise ProbeFileError("groups: a host appears twice")
+        if self.labels.shape != (len(self.hosts),):
+            raise ProbeFileError(f"groups: {len(self.labels)} labels for {len(self.hosts)} hosts")
+        if len(self.hosts) == 0:
+            raise ProbeFileError("groups: no hosts")
+        if self.labels.min() < 0:
+            raise ProbeFileError("groups: labels must be >= 0")
+        used = np.unique(self.labels)
+        if not np.array_equal(used, np.arange(len(used))):
+            raise ProbeFileError("groups: labels must be 0..k-1 with every group non-empty")
+
+    @property
+    def k(self) -> int:
+        return int(self.labels.max()) + 1
+
+    def members(self) -> list[list[int]]:
+        """Host indices of each group."""
+        return [np.flatnonzero(self.labels == g).tolist() for g in range(self.k)]
+
+    def sizes(self) -> list[int]:
+        return np.bincount(self.labels, minlength=self.k).tolist()
+
+    def aligned_to(self, names: Sequence[str]) -> np.ndarray:
+        """Labels in the order of ``names`` (must be the same set of hosts)."""
+        pos = {h: i for i, h in enumerate(self.hosts)}
+        missing = [n for n in names if n not in pos]
+        extra = set(self.hosts) - set(names)
+        if missing or extra:
+            what = f"missing {missing[:3]}" if missing else f"unknown {sorted(extra)[:3]}"
+            raise ProbeFileError(f"groups do not cover the same hosts as the probe file ({what})")
+        return np.array([self.labels[pos[n]] for n in names], dtype=int)
+
+    def to_dict(self) -> dict:
+        doc: dict[str, Any] = {
+            "format": FORMAT,
+            "version": VERSION,
+            "hosts": list(self.hosts),
+            "labels": self.labels.tolist(),
+            "groups": [[self.hosts[i] for i in m] for m in self.members()],
+        }
+        if self.coordinates is not None:
+            doc["coordinates"] = np.round(np.asarray(self.coordinates, dtype=float), 6).tolist()
+        if self.heights is not None:
+            doc["heights"] = np.round(np.asarray(self.heights, dtype=float), 6).tolist()
+        if self.metrics:
+            doc["metrics"] = self.metrics
+        if self.params:
+            doc["params"] = self.params
+        return doc
+
+    def save(self, path: str | os.PathLike) -> None:
+        atomic_write_text(path, json.dumps(self.to_dict(), indent=1, allow_nan=False) + "\n")
+
+
+def load_groups(path: str | os.PathLike) -> Groups:
+    """Read and validate a groups file."""
+    try:
+        with open(path, encoding="utf-8") as fh:
+            doc = json.load(fh)
+    except FileNotFoundError:
+        raise ProbeFileError(f"{path}: no such file") from None
+    except json.JSONDecodeError as exc:
+        raise ProbeFileError(f"{path}: invalid JSON at line {exc.lineno}: {exc.msg}") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ProbeFileError(f"{path}: cannot read: {exc}") from None
+    if not isinstance(doc, dict) or doc.get("format") != FORMAT:
+        raise ProbeFileError(f"{path}: not a plink groups file")
+    v = doc.get("version")
+    if not isinstance(v, int) or isinstance(v, bool) or v < 1:
+        raise ProbeFileError(f"{path}: missing or invalid version {v!r}")
+    if v > VERSION:
+        raise ProbeFileError(f"{path}: groups file version {v} is newer than this plink reads ({VERSION})")
+    hosts, labels = doc.get("hosts"), doc.get("labels")
+    if not isinstance(hosts, list) or not all(isinstance(h, str) for h in hosts):
+        raise ProbeFileError(f"{path}: 'hosts' must be a list of names")
+    if not isinstance(labels, list) or not all(isinstance(x, int) and not isinstance(x, bool) for x in labels):
+        raise ProbeFileError(f"{path}: 'labels' must be a list of integers")
+    try:
+        return Groups(
+            hosts=hosts,
+            labels=np.array(labels, dtype=int),
+            coordinates=None if doc.get("coordinates") is None else np.array(doc["coordinates"], dtype=float),
+            heights=None if doc.get("heights") is None else np.array(doc["heights"], dtype=float),
+            metrics=doc.get("metrics") or {},
+            params=doc.get("params") or {},
+        )
+    except ProbeFileError as exc:
+        raise ProbeFileError(f"{path}: {exc}") from None
+    except (TypeError, ValueError) as exc:
+        raise ProbeFileError(f"{path}: {exc}") from None
