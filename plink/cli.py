@@ -128,8 +128,14 @@ def render_order_report(result, console) -> None:
     console.print(t)
     solver = result.solver.get("name", "?")
     extra = ""
+    smt = result.solver.get("smt")
+    if result.proven_optimal and smt and smt.get("tolerance"):
+        extra = f", to within {smt['tolerance']:.2g} us"
     if result.lower_bound is not None and result.proven_optimal is not True:
-        extra = f", lower bound {format_us(result.lower_bound)}"
+        gap = result.cost_plink / result.lower_bound - 1 if result.lower_bound > 0 else float("inf")
+        extra = f", lower bound {format_us(result.lower_bound)}: at most {gap:.1%} above optimal"
+    if smt and not result.proven_optimal:
+        extra += f"; Z3: {smt['status']} after {smt['seconds']:.1f} s"
     console.print(f"proven optimal: {proof} (solver: {solver}{extra}); {result.elapsed:.1f} s")
     if result.missing_pairs:
         console.print(f"note: {result.missing_pairs} unmeasured pairs were priced as the worst measured pair")
@@ -142,6 +148,11 @@ def render_order_report(result, console) -> None:
 @click.option("--size", default="25MiB", show_default=True, help="All-reduce size (bytes, or KiB/MiB/GiB/KB/MB/GB).")
 @click.option("--base", default=2, show_default=True, type=int, help="BCube base (--algo bcube).")
 @click.option("--time-limit", default=5.0, show_default=True, type=float, help="Seconds of search.")
+@click.option("--jobs", default=1, show_default=True, type=int, help="Search processes (0: all cores).")
+@click.option("--smt-time", default=0.0, show_default=True, type=float,
+              help="Seconds for Z3 to improve the order or prove it optimal (0: skip).")
+@click.option("--groups", "groups_file", type=click.Path(dir_okay=False),
+              help="Groups file (plink group): also start from the grouping.")
 @click.option("--seed", default=0, show_default=True, type=int)
 @click.option("--format", "fmt", type=click.Choice(["plain", "json"]), default="plain", show_default=True,
               help="Format of the order written with -o (or to stdout).")
@@ -151,7 +162,8 @@ def render_order_report(result, console) -> None:
 @click.option("--unit", type=click.Choice(["us", "ms", "s", "ns"]), default="us", show_default=True,
               help="Latency unit of a plain CSV/NPY matrix.")
 @click.option("--no-bandwidth", is_flag=True, help="Ignore a bandwidth matrix; cost by latency only.")
-def order(probefile, algo, size, base, time_limit, seed, fmt, output, as_json, hosts, unit, no_bandwidth) -> None:
+def order(probefile, algo, size, base, time_limit, jobs, smt_time, groups_file, seed, fmt, output, as_json, hosts, unit,
+          no_bandwidth) -> None:
     """Find the rank order that minimises the collective's cost model.
 
     PROBEFILE is a plink probe file (.json) or a plain latency matrix
@@ -162,16 +174,22 @@ def order(probefile, algo, size, base, time_limit, seed, fmt, output, as_json, h
     Example:
       plink simulate --racks 8 --hosts-per-rack 8 --seed 1 -o dc.json
       plink order dc.json --algo ring -o hosts.txt
+      plink order dc.json --algo hd --time-limit 30 --jobs 0 --smt-time 60 -o hosts.txt
       mpirun --hostfile hosts.txt --map-by seq ...
+
+    Small clusters (ring up to 16 hosts, other algorithms up to ~9) get a
+    certified optimum; the report says whether the order is proven optimal
+    and the best lower bound known.
     """
-    from .order import order_hosts
+    from .order import group_labels, order_hosts
     from .orderfile import render, write_order
     from .units import parse_size
 
     probe = _load_probe(probefile, hosts, unit)
+    labels = group_labels(probe, groups_file) if groups_file else None
     result = order_hosts(
         probe, algo, size=parse_size(size), time_limit=time_limit, seed=seed, base=base,
-        use_bandwidth=not no_bandwidth,
+        use_bandwidth=not no_bandwidth, jobs=jobs, smt_time=smt_time, labels=labels,
     )
     if output:
         write_order(output, result, probe, fmt)
