@@ -112,6 +112,10 @@ def _transitive(model: CostModel) -> bool:
     return model.algo in ("ring", "bcube") or (model.algo == "hd" and n & (n - 1) == 0)
 
 
+class _TooBig(Exception):
+    """Building the encoding did not fit in half the time limit."""
+
+
 def smt_improve(model: CostModel, perm, time_limit: float, seed: int = 0) -> SmtResult:
     """Improve ``perm`` or prove it optimal within ``time_limit`` seconds (see module docstring)."""
     import z3
@@ -144,8 +148,12 @@ def smt_improve(model: CostModel, perm, time_limit: float, seed: int = 0) -> Smt
     if _transitive(model):
         solver.add(x[0][0])
 
+    build_deadline = start + 0.5 * time_limit
+
     def lower(y, q, r, table, extra=None):
         """y >= table[host(q)][host(r)] (+ extra) for every host pair."""
+        if time.perf_counter() > build_deadline:
+            raise _TooBig
         for h in range(n):
             row = table[h]
             for g in range(n):
@@ -154,36 +162,39 @@ def smt_improve(model: CostModel, perm, time_limit: float, seed: int = 0) -> Smt
                 rhs = row[g] if extra is None else row[g] + extra
                 solver.add(z3.Or(z3.Not(x[q][h]), z3.Not(x[r][g]), y >= rhs))
 
-    if model.algo == "ring":
-        tab = _int_table(named[0][1], s, exact)
-        ys = [z3.Int(f"hop_{r}") for r in range(n)]
-        for r in range(n):
-            solver.add(ys[r] >= 0)
-            lower(ys[r], r, (r - 1) % n, tab)  # hop cost c[perm[r], perm[r-1]]
-        objective = [z3.Sum(ys)]
-    elif model.algo in ("hd", "bcube"):
-        ys = []
-        for k, (a, b, _frac) in enumerate(model._rounds):
-            tab = _int_table(named[k][1], s, exact)
-            y = z3.Int(f"round_{k}")
-            solver.add(y >= 0)
-            for ra, rb in zip(a.tolist(), b.tolist()):
-                lower(y, ra, rb, tab)
-            ys.append(y)
-        objective = [z3.Sum(ys)]
-    else:
-        tab = _int_table(named[0][1], s, exact)
-        roots = []
-        for tree in (0, 1):
-            ys = [z3.Int(f"t{tree}_{v}") for v in range(n)]
-            for v in range(n):
-                solver.add(ys[v] >= 0)
-            rank = (lambda v: v) if tree == 0 else (lambda v: (v - 1) % n)
-            for par, ch in dbt_levels(n):
-                for p, c in zip(par.tolist(), ch.tolist()):
-                    lower(ys[p], rank(p), rank(c), tab, extra=ys[c])
-            roots.append(ys[(n - 1) // 2])
-        objective = roots
+    try:
+        if model.algo == "ring":
+            tab = _int_table(named[0][1], s, exact)
+            ys = [z3.Int(f"hop_{r}") for r in range(n)]
+            for r in range(n):
+                solver.add(ys[r] >= 0)
+                lower(ys[r], r, (r - 1) % n, tab)  # hop cost c[perm[r], perm[r-1]]
+            objective = [z3.Sum(ys)]
+        elif model.algo in ("hd", "bcube"):
+            ys = []
+            for k, (a, b, _frac) in enumerate(model._rounds):
+                tab = _int_table(named[k][1], s, exact)
+                y = z3.Int(f"round_{k}")
+                solver.add(y >= 0)
+                for ra, rb in zip(a.tolist(), b.tolist()):
+                    lower(y, ra, rb, tab)
+                ys.append(y)
+            objective = [z3.Sum(ys)]
+        else:
+            tab = _int_table(named[0][1], s, exact)
+            roots = []
+            for tree in (0, 1):
+                ys = [z3.Int(f"t{tree}_{v}") for v in range(n)]
+                for v in range(n):
+                    solver.add(ys[v] >= 0)
+                rank = (lambda v: v) if tree == 0 else (lambda v: (v - 1) % n)
+                for par, ch in dbt_levels(n):
+                    for p, c in zip(par.tolist(), ch.tolist()):
+                        lower(ys[p], rank(p), rank(c), tab, extra=ys[c])
+                roots.append(ys[(n - 1) // 2])
+            objective = roots
+    except _TooBig:  # the encoding alone would exceed half the time limit
+        return SmtResult(best, best_cost, "timeout", 0, None, tol, s, time.perf_counter() - start)
     improved = 0
     status = "timeout"
     while True:
