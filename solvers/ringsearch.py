@@ -380,7 +380,7 @@ def iterated_local_search(
     seed: int = 0,
     neighbours: np.ndarray | None = None,
     k: int = 8,
-    window: int = 50,
+    window: int = 25,
     deadline: float | None = None,
 ) -> ILSResult:
     """Iterated 2-opt + Or-opt local search for a symmetric ring (see module docstring).
