@@ -8,7 +8,8 @@
    optimal tours are costed first (must equal ``optima.csv``), then plink's
    ring search (``solvers.solve.minimise``, ``--jobs`` processes) is run with
    a time limit of ``min(30, max(3, N/25))`` s: cost / optimum and time; and
-   LKH-3 (``elkai``, ``runs=10``, its default): cost / optimum, time, and the
+   LKH-3 (``elkai``, ``runs=1`` by default, ``--lkh-runs``; elkai's own
+   default is 10): cost / optimum, time, and the
    plink / LKH cost and time ratios.
 2. Simulated datacenters (``plink.simulate``), N = 64 ... 1024: plink ring
    vs LKH-3 (on the matrix scaled to integer nanoseconds).
@@ -158,7 +159,7 @@ def bench_models(args) -> None:
 
 def _scale_one(algo: str, n: int, tl: float, jobs: int) -> None:
     t = time.perf_counter()
-    probe = simulate_datacenter(racks=n // 32, hosts_per_rack=32, rows=8, seed=1)
+    probe = simulate_datacenter(racks=max(1, n // 256), hosts_per_rack=32, rows=8, seed=1)
     from plink.order import pair_cost
 
     pc, _ = pair_cost(probe)
@@ -185,7 +186,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--quick", action="store_true", help="reduced run")
     ap.add_argument("--jobs", type=int, default=2, help="search processes for plink (default 2)")
-    ap.add_argument("--lkh-runs", type=int, default=10)
+    ap.add_argument("--lkh-runs", type=int, default=1, help="LKH runs per instance (elkai's default is 10)")
     ap.add_argument("--only", choices=["tsplib", "datacenter", "models", "scaling"])
     ap.add_argument("--scale-one", nargs=4, help=argparse.SUPPRESS)
     args = ap.parse_args()
