@@ -121,11 +121,16 @@ def round_lower_bound(model: CostModel) -> float:
     if n < 2:
         return 0.0
     total = 0.0
+    cache: dict[tuple[float, int], np.ndarray] = {}
+    latency_only = not np.any(model.pc.inv_bw)
     for ia, ib, frac in model._rounds:
-        c = _sym_round_matrix(model, model.size * frac)
         involved = len(np.unique(np.concatenate([ia, ib])))
         partners = max(1, int(round(2 * len(ia) / involved)))  # exchanges per involved host
-        kth = np.sort(c, axis=1)[:, partners - 1]
+        key = (0.0 if latency_only else frac, partners)
+        if key not in cache:
+            c = _sym_round_matrix(model, model.size * frac)
+            cache[key] = np.partition(c, partners - 1, axis=1)[:, partners - 1]
+        kth = cache[key]
         # some `involved` of the n hosts take part: the round's max is at least the
         # involved-th smallest per-host value
         total += float(np.sort(kth)[involved - 1])

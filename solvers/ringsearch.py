@@ -135,38 +135,44 @@ def greedy_edge_tour(matrix: np.ndarray, k: int = 10, neighbours: np.ndarray | N
         edges += 1
         if edges == n - 1:
             break
-    # join fragments: repeatedly connect the current path end to the nearest free endpoint
-    while edges < n - 1:
-        ends = [x for x in range(n) if deg[x] < 2]
-        # walk from one end of some fragment to its other end
-        start = ends[0]
-        end = _path_end(adj, start)
-        cand = [x for x in ends if find(x) != find(start)]
-        row = matrix[end, cand]
-        j = cand[int(np.argmin(row))]
-        parent[find(end)] = find(j)
-        deg[end] += 1
-        deg[j] += 1
-        adj[end].append(j)
-        adj[j].append(end)
-        edges += 1
-    start = next((x for x in range(n) if deg[x] < 2), 0)
-    tour = [start]
-    prev, cur = -1, start
-    while len(tour) < n:
-        nxt = adj[cur][0] if adj[cur][0] != prev else adj[cur][1]
-        tour.append(nxt)
-        prev, cur = cur, nxt
+    # collect the path fragments (isolated hosts are fragments of one host)
+    seen = [False] * n
+    frags = []
+    for x in range(n):
+        if seen[x] or deg[x] == 2:
+            continue
+        path = [x]
+        seen[x] = True
+        prev, cur = -1, x
+        while True:
+            nxt = [y for y in adj[cur] if y != prev]
+            if not nxt:
+                break
+            prev, cur = cur, nxt[0]
+            path.append(cur)
+            seen[cur] = True
+        frags.append(path)
+    if not frags:  # the greedy edges already closed... cannot happen (no cycles), keep safe
+        return np.arange(n)
+    # join fragments nearest-neighbour style over their endpoints: O(F^2) numpy
+    f = len(frags)
+    heads = np.array([p[0] for p in frags])
+    tails = np.array([p[-1] for p in frags])
+    used = np.zeros(f, dtype=bool)
+    used[0] = True
+    tour = list(frags[0])
+    for _ in range(f - 1):
+        end = tour[-1]
+        dh = np.where(used, np.inf, matrix[end, heads])
+        dt = np.where(used, np.inf, matrix[end, tails])
+        jh, jt = int(np.argmin(dh)), int(np.argmin(dt))
+        if dh[jh] <= dt[jt]:
+            tour.extend(frags[jh])
+            used[jh] = True
+        else:
+            tour.extend(reversed(frags[jt]))
+            used[jt] = True
     return np.array(tour, dtype=int)
-
-
-def _path_end(adj, start):
-    prev, cur = -1, start
-    while True:
-        nxts = [x for x in adj[cur] if x != prev]
-        if not nxts:
-            return cur
-        prev, cur = cur, nxts[0]
 
 
 class _Tour:
