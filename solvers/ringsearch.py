@@ -58,22 +58,38 @@ def tour_length(matrix: np.ndarray, tour) -> float:
     return float(matrix[t, np.roll(t, 1)].sum())
 
 
-def neighbour_lists(matrix: np.ndarray, k: int = 10, chunk: int = 512) -> np.ndarray:
-    """``(N, k)`` array: for each host its ``k`` cheapest partners, cheapest first. O(N^2)."""
+def neighbour_lists(matrix: np.ndarray, k: int = 8, far: int = 0, chunk: int = 512) -> np.ndarray:
+    """``(N, k + far)`` candidate partners per host, cheapest first. O(N^2).
+
+    The ``k`` cheapest partners, plus ``far`` partners at geometric ranks
+    ``2k, 4k, 8k, ...`` of the host's sorted row: on clustered costs (racks
+    bigger than ``k``) the plain ``k`` nearest all sit in the host's own
+    rack.  (Measured at 10,000 kicks: no clear gain on 256 / 1024-host
+    simulated datacenters or pr1002, so the default is ``far = 0``.)
+    """
     n = matrix.shape[0]
     k = max(1, min(k, n - 1))
-    out = np.empty((n, k), dtype=np.int64)
+    ranks = list(range(k))
+    r = 2 * k
+    while len(ranks) < k + far and r < n - 1:
+        ranks.append(r)
+        r *= 2
+    width = len(ranks)
+    out = np.empty((n, width), dtype=np.int64)
     for s in range(0, n, chunk):
         rows = np.array(matrix[s : s + chunk], dtype=float)
         rows[np.arange(len(rows)), np.arange(s, s + len(rows))] = np.inf
-        if k < n - 1:
-            idx = np.argpartition(rows, k - 1, axis=1)[:, :k]
+        if ranks[-1] < n - 2:
+            idx = np.argpartition(rows, ranks, axis=1)
         else:
-            idx = np.argsort(rows, axis=1)[:, :k]
-        vals = np.take_along_axis(rows, idx, 1)
+            idx = np.argsort(rows, axis=1)
+        near = idx[:, :k]
+        vals = np.take_along_axis(rows, near, 1)
         # stable tie-break on index keeps the lists deterministic
-        order = np.lexsort((idx, vals), axis=1)
-        out[s : s + chunk] = np.take_along_axis(idx, order, 1)
+        order = np.lexsort((near, vals), axis=1)
+        out[s : s + chunk, :k] = np.take_along_axis(near, order, 1)
+        if width > k:
+            out[s : s + chunk, k:] = idx[:, ranks[k:]]
     return out
 
 
@@ -437,6 +453,7 @@ def iterated_local_search(
     seed: int = 0,
     neighbours: np.ndarray | None = None,
     k: int = 8,
+    far: int = 0,
     window: int = 25,
     deadline: float | None = None,
     kick: int = 0,
@@ -452,7 +469,7 @@ def iterated_local_search(
     stop_at = deadline if deadline is not None else start + time_limit
     m = np.ascontiguousarray(matrix, dtype=float)
     n = m.shape[0]
-    nb = neighbours if neighbours is not None else neighbour_lists(m, k)
+    nb = neighbours if neighbours is not None else neighbour_lists(m, k, far)
     if tour is None:
         tour = greedy_edge_tour(m, neighbours=nb)
     tour = np.asarray(tour, dtype=int)
