@@ -153,6 +153,8 @@ def order_hosts(
         raise PlinkError(f"size must be >= 0 bytes, got {size}")
     if n_random < 1:
         raise PlinkError("n_random must be >= 1")
+    if jobs < 0:
+        raise PlinkError(f"--jobs must be >= 0 (0: all cores), got {jobs}")
     if max_iter is not None and max_iter < 0:
         raise PlinkError(f"max_iter must be >= 0, got {max_iter}")
     n = probe.n

@@ -77,6 +77,27 @@ def test_smt_stage_through_order_hosts():
     assert res.cost_plink == pytest.approx(model(np.array(res.order)))
 
 
+def test_groups_warm_start_through_cli(tmp_path):
+    from plink.groupfile import Groups
+
+    probe = simulate_datacenter(racks=4, hosts_per_rack=8, seed=9)
+    racks = ["/".join(lab) for lab in probe.truth.labels]
+    names = sorted(set(racks))
+    labels = np.array([names.index(r) for r in racks])
+    gpath = tmp_path / "g.json"
+    Groups(hosts=probe.names, labels=labels).save(gpath)
+    ppath = tmp_path / "p.json"
+    probe.save(ppath)
+    r = CliRunner().invoke(cli, ["order", str(ppath), "--groups", str(gpath), "--time-limit", "0.5", "--json"])
+    assert r.exit_code == 0, r.output
+    d = json.loads(r.output)
+    assert d["cost_plink"] <= d["cost_input"]
+    res = order_hosts(probe, "hd", time_limit=0.5, max_iter=10, labels=labels)
+    # the grouping start keeps racks contiguous, so it beats the shuffled input by far
+    assert res.solver["start"] in ("groups", "nearest-neighbour", "greedy-edge")
+    assert res.cost_plink < 0.8 * res.cost_input
+
+
 def test_bad_input():
     p = _probe(6)
     with pytest.raises(PlinkError, match="time limit"):
@@ -89,6 +110,8 @@ def test_bad_input():
         order_hosts(p, "bcube", base=3)
     with pytest.raises(PlinkError, match="smt"):
         order_hosts(p, "ring", smt_time=-1)
+    with pytest.raises(PlinkError, match="jobs"):
+        order_hosts(p, "ring", jobs=-1)
     with pytest.raises(PlinkError, match="labels"):
         order_hosts(p, "ring", labels=[0, 1])
 
