@@ -261,6 +261,13 @@ class _DbtEval:
                 self.depth[y] = self.depth[x] + 1
                 order.append(y)
         self.bottom_up = order[::-1]
+        # rank playing each tree node: tree one is the identity, the mirror shifts by one
+        self.rank_of = [list(range(n)), [(v - 1) % n for v in range(n)]]
+        self.table = None
+        if n * n * 8 <= _RoundsEval.TABLE_BYTES:
+            c = np.ascontiguousarray(model.pc.matrix(self.half))
+            self._keep = c
+            self.table = [memoryview(r) for r in c]
         self.down = [self._full(0), self._full(1)]
         self.cost = max(self.down[0][self.root], self.down[1][self.root])
         self._pending = None
@@ -270,6 +277,8 @@ class _DbtEval:
         return changes.get(r, self.perm[r])
 
     def _edge(self, x: int, y: int) -> float:
+        if self.table is not None:
+            return self.table[x][y]
         if self.has_bw:
             return self.lat[x][y] + self.half * self.ib[x][y]
         return self.lat[x][y]
@@ -300,11 +309,17 @@ class _DbtEval:
                     dirty.add(node)
                     node = self.parent[node]
             over: dict[int, float] = {}
-            for node in sorted(dirty, key=lambda x: -self.depth[x]):
-                hx = self._host(tree, node, changes)
+            rank_of, perm, children, tab = self.rank_of[tree], self.perm, self.children, self.table
+            depth = self.depth
+            for node in sorted(dirty, key=depth.__getitem__, reverse=True):
+                r = rank_of[node]
+                hx = changes.get(r, perm[r])
+                row = tab[hx] if tab is not None else None
                 best = 0.0
-                for y in self.children[node]:
-                    v = self._edge(hx, self._host(tree, y, changes)) + over.get(y, down[y])
+                for y in children[node]:
+                    ry = rank_of[y]
+                    hy = changes.get(ry, perm[ry])
+                    v = (row[hy] if row is not None else self._edge(hx, hy)) + over.get(y, down[y])
                     if v > best:
                         best = v
                 over[node] = best
