@@ -458,11 +458,13 @@ def iterated_local_search(
     deadline: float | None = None,
     kick: int = 0,
     temperature: float = 0.0,
+    stall: int | None = None,
 ) -> ILSResult:
     """Iterated 2-opt + Or-opt local search for a symmetric ring (see module docstring).
 
     Starts from ``tour`` (default: greedy edge).  Stops after ``max_kicks``
-    perturbations or ``time_limit`` seconds, whichever comes first; never
+    perturbations, ``time_limit`` seconds, or ``stall`` perturbations in a
+    row that did not improve the best tour, whichever comes first; never
     returns a tour longer than the start.
     """
     start = time.perf_counter()
@@ -485,7 +487,7 @@ def iterated_local_search(
     tr.improve(q, inq)
     cur = tr.length()
     best_t, best = list(tr.t), cur
-    kicks = improvements = 0
+    kicks = improvements = last_best = 0
     w = max(4, min(window, n // 2))
     self_kick = kick
     temp = temperature * cur / n  # in units of the mean tour edge
@@ -493,6 +495,8 @@ def iterated_local_search(
         if max_kicks is not None and kicks >= max_kicks:
             break
         if (kicks & 7) == 0 and time.perf_counter() >= stop_at:
+            break
+        if stall is not None and kicks - last_best >= stall:
             break
         kicks += 1
         saved_t, saved_pos = tr.t[:], tr.pos[:]
@@ -530,6 +534,7 @@ def iterated_local_search(
             if cur < best - _EPS:
                 best = cur
                 best_t = tr.t[:]
+                last_best = kicks
         else:
             tr.t, tr.pos = saved_t, saved_pos
     best_arr = np.array(best_t, dtype=int)

@@ -10,8 +10,9 @@
    in ``jobs`` processes with seeds ``seed, seed+1, ...`` sharing one
    deadline; the cheapest result wins (ties: lowest seed).  Ring with a
    symmetric matrix uses iterated 2-opt + Or-opt local search
-   (``solvers.ringsearch``), everything else simulated annealing
-   (``solvers.anneal``).
+   (``solvers.ringsearch``; it stops early after ``max(5000, 50 N)``
+   perturbations in a row without a better tour), everything else
+   simulated annealing (``solvers.anneal``).
 4. Optional SMT stage (``smt_time`` > 0, ``solvers.smt``): a strictly better
    order, or a proof of optimality (up to the documented integer scaling).
 5. A lower bound (``solvers.bounds``) when optimality was not proven.
@@ -62,11 +63,16 @@ def _search_job(job: int) -> tuple[float, list[int], dict]:
     if _JOB["ring_ils"]:
         r = iterated_local_search(
             model.ring_matrix, init, time_limit=remaining, max_kicks=max_iter, seed=seed,
-            neighbours=_JOB.get("neighbours"), deadline=deadline,
+            neighbours=_JOB.get("neighbours"), deadline=deadline, stall=stall_kicks(model.n),
         )
         return float(model(r.tour)), r.tour.tolist(), {"kicks": r.kicks, "improvements": r.improvements}
     r = anneal(model, init=init, time_limit=remaining, max_iter=max_iter, seed=seed, deadline=deadline)
     return float(r.cost), r.perm.tolist(), {"iterations": r.iterations, "accepted": r.accepted}
+
+
+def stall_kicks(n: int) -> int:
+    """Ring search stops early after this many perturbations without a better tour."""
+    return max(5000, 50 * n)
 
 
 def resolve_jobs(jobs: int) -> int:

@@ -96,6 +96,9 @@ def test_ring_local_search_and_ils():
     assert r1.tour.tolist() == r2.tour.tolist()
     assert r1.cost <= tour_length(m, ls) + 1e-9
     assert r1.cost == pytest.approx(tour_length(m, r1.tour))
+    # converged search stops early after `stall` fruitless perturbations
+    r3 = iterated_local_search(m, g, max_kicks=10**6, time_limit=60, seed=1, neighbours=nb, stall=300)
+    assert r3.kicks < 10**6 and r3.cost <= tour_length(m, ls) + 1e-9
 
 
 def test_ils_finds_optimum_of_small_instance():
