@@ -21,9 +21,10 @@ the model:
 Temperature: ``T0 = t0_scale x (mean uphill delta of 100 random moves from
 the start) / ln 2`` (``t0_scale = 1`` would accept an average uphill move
 with probability 1/2; the default 0.001 only accepts small uphill moves and
-walks the plateaus of the max-based models: of 1, 0.02, 0.005, 0.001 and
-0.0002 it gave the lowest cost in 3 s on a 256-host hd and dbt instance,
-hd -8 % and dbt -16 % below the greedy start), cooled geometrically to ``1e-4 T0`` over
+walks the plateaus of the max-based models: it came out best of 1, 0.02,
+0.005, 0.001 and 0.0002 in a one-off 3 s test on a 256-host hd and dbt
+instance; ``benchmarks/solvers.py --only models`` measures what 3 s buy
+over the warm start), cooled geometrically to ``1e-4 T0`` over
 each restart (by iteration count when ``max_iter`` is
 given, else by wall-clock time).  ``restarts`` reheats from the best order
 found so far, at half the previous ``T0`` each time.  Deterministic for a

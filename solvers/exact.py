@@ -5,17 +5,17 @@ directed Hamiltonian cycle, so asymmetric costs are fine).  Host 0 is fixed
 at rank 0 (rotations of a ring cost the same); the table ``dp[S, j]`` = the
 cheapest path from host 0 through the host set ``S`` ending at ``j`` is
 filled layer by layer (|S| = 1, 2, ...), vectorised over all sets of a
-layer with numpy.  O(2^N N^2) time, O(2^N N) memory; N = 16 takes about a
-second, N = 20 needs ~80 MB.
+layer with numpy.  O(2^N N^2) time, O(2^N N) memory; N = 16 takes 0.06 s
+(``benchmarks/solvers.py --only exact``), N = 20 needs ~80 MB.
 
 ``exhaustive``: every permutation, evaluated in vectorised batches, with
 symmetry breaking where the model has it: a model whose rank structure is
 invariant under a transitive group of rank relabellings (ring rotations;
 ``hd`` for N a power of two under ``r -> r XOR m``; ``bcube`` under
 digit-wise shifts) only needs the orders with host 0 at rank 0, i.e.
-(N-1)! instead of N! evaluations.  O(N! N log N / N) numpy work; N = 8
-evaluates 5,040-40,320 orders in well under a second, N = 10 a few million
-(seconds).
+(N-1)! instead of N! evaluations.  O(N! log N) numpy work; N = 8
+(5,040-40,320 orders) takes <= 0.1 s and N = 9 (362,880) ~0.7 s
+(``benchmarks/solvers.py --only exact``).
 
 References: R. Bellman, "Dynamic programming treatment of the travelling
 salesman problem", J. ACM 9(1), 1962; M. Held, R. M. Karp, "A dynamic

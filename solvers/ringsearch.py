@@ -11,7 +11,7 @@ provides
   O(N k log(N k) + F^2) with F the number of path fragments left.
 * ``local_search``: 2-opt, Or-opt (moving a segment of 1-3 hosts, either
   orientation) and Or-3opt (exchanging two adjacent segments of any length,
-  the pure sequential 3-opt move) restricted to neighbour lists (``k``
+  the 3-opt move that keeps both orientations) restricted to neighbour lists (``k``
   cheapest partners), driven by a work queue
   ("don't-look bits": a host is re-examined only when one of its tour edges
   changed).  Every move is costed in O(1) from the four to six edges it
@@ -21,8 +21,10 @@ provides
   of ``window`` positions, so only 3 edges change), re-optimise only around
   the perturbed edges, keep the result if it is no worse (``temperature``
   > 0 also accepts worse ones with probability ``exp(-delta / (temperature
-  x mean edge))``; 0, the default, measured no worse on pr1002).  Deterministic for a
-  seed and ``max_kicks``; otherwise it stops at ``time_limit`` seconds.
+  x mean edge))``; 0, the default, did no worse on pr1002 in a one-off
+  test).  Deterministic for a seed and ``max_kicks``; otherwise it stops at
+  ``time_limit`` seconds, or after ``stall`` perturbations without a better
+  tour.
 
 All of it is pure Python over rows of the matrix viewed as ``memoryview``\\ s
 (no copy of the N x N matrix).  Complexity per kick is independent of N
@@ -64,8 +66,8 @@ def neighbour_lists(matrix: np.ndarray, k: int = 8, far: int = 0, chunk: int = 5
     The ``k`` cheapest partners, plus ``far`` partners at geometric ranks
     ``2k, 4k, 8k, ...`` of the host's sorted row: on clustered costs (racks
     bigger than ``k``) the plain ``k`` nearest all sit in the host's own
-    rack.  (Measured at 10,000 kicks: no clear gain on 256 / 1024-host
-    simulated datacenters or pr1002, so the default is ``far = 0``.)
+    rack.  (A one-off test at 10,000 kicks showed no clear gain on 256 /
+    1024-host simulated datacenters or pr1002, so the default is ``far = 0``.)
     """
     n = matrix.shape[0]
     k = max(1, min(k, n - 1))
