@@ -129,10 +129,12 @@ def minimise(
         from .ringsearch import neighbour_lists
 
         _JOB["neighbours"] = neighbour_lists(model.ring_matrix, 8)
+    if jobs > 1 and "fork" not in mp.get_all_start_methods():
+        jobs = 1  # the jobs read their inputs from this process's memory (fork only)
     if jobs == 1:
         results = [_search_job(0)]
     else:
-        ctx = mp.get_context("fork") if "fork" in mp.get_all_start_methods() else None
+        ctx = mp.get_context("fork")
         with ProcessPoolExecutor(max_workers=jobs, mp_context=ctx) as ex:
             results = list(ex.map(_search_job, range(jobs)))
     _JOB.clear()
