@@ -462,12 +462,17 @@ def iterated_local_search(
     temperature: float = 0.0,
     stall: int | None = None,
 ) -> ILSResult:
-    """Iterated 2-opt + Or-opt local search for a symmetric ring (see module docstring).
+    """Iterated 2-opt + Or-opt + Or-3opt local search for a symmetric ring (see module docstring).
 
     Starts from ``tour`` (default: greedy edge).  Stops after ``max_kicks``
-    perturbations, ``time_limit`` seconds, or ``stall`` perturbations in a
-    row that did not improve the best tour, whichever comes first; never
-    returns a tour longer than the start.
+    perturbations, ``time_limit`` seconds (or at the absolute
+    ``time.perf_counter()`` value ``deadline``), or ``stall`` perturbations
+    in a row that did not improve the best tour, whichever comes first;
+    never returns a tour longer than the start.  ``neighbours`` (default
+    ``neighbour_lists(matrix, k, far)``) are the candidate partners;
+    ``window`` bounds the two segments of a perturbation; ``kick`` 0
+    exchanges them (``x A B y -> x B A y``), 1 also reverses one
+    (``x B^r A y``).
     """
     start = time.perf_counter()
     stop_at = deadline if deadline is not None else start + time_limit
