@@ -2,7 +2,13 @@
 
 Neighbour moves: swap two ranks, reverse a segment (2-opt), move a segment
 of 1-3 ranks elsewhere (Or-opt), and randomly permute a short sub-array,
-the last two as in the dissertation.  Each move is a set of
+the last two as in the dissertation.  For hd / BCube / dbt half of the
+moves (``targeted``) are *critical swaps*: a rank in the costliest exchange
+of a random round (hd, BCube), or on the costliest root-to-leaf path
+(dbt), swapped with a random rank; the max-based costs only fall when a
+critical exchange gets cheaper.  (In a one-off 3 s test on 256 hosts this
+took dbt from 0.80 to 0.68 of the warm start's cost, hd from 0.91 to 0.89,
+BCube from 0.91 to 0.88.)  Each move is a set of
 ``position -> host`` changes, costed incrementally by an evaluator bound to
 the model:
 
@@ -220,6 +226,11 @@ class _RoundsEval:
         self._pending = (changes, total, undo, newmax)
         return total
 
+    def critical(self, rng: random.Random) -> int:
+        """A rank in the most expensive exchange of a random round."""
+        rd = self.rounds[rng.randrange(len(self.rounds))]
+        return rd[0][rd[6]] if rng.random() < 0.5 else rd[1][rd[6]]
+
     def commit(self) -> None:
         changes, total, _undo, newmax = self._pending
         for r, h in changes.items():
@@ -330,6 +341,18 @@ class _DbtEval:
         self._pending = (changes, c, overlays)
         return c
 
+    def critical(self, rng: random.Random) -> int:
+        """A random rank on the costliest root-to-leaf path of the costlier tree."""
+        tree = 0 if self.down[0][self.root] >= self.down[1][self.root] else 1
+        down, children, rank_of, perm = self.down[tree], self.children, self.rank_of[tree], self.perm
+        path = [self.root]
+        node = self.root
+        while children[node]:
+            hx = perm[rank_of[node]]
+            node = max(children[node], key=lambda y: self._edge(hx, perm[rank_of[y]]) + down[y])
+            path.append(node)
+        return rank_of[path[rng.randrange(len(path))]]
+
     def commit(self) -> None:
         changes, c, overlays = self._pending
         for r, h in changes.items():
@@ -358,6 +381,10 @@ class _Hybrid:
     @property
     def cost(self) -> float:
         return self.inc.cost
+
+    def critical(self, rng: random.Random) -> int | None:
+        f = getattr(self.inc, "critical", None)
+        return f(rng) if f is not None else None
 
     def trial(self, changes: dict[int, int]) -> float:
         if len(changes) <= self.limit:
@@ -465,6 +492,7 @@ def anneal(
     ring_matrix: np.ndarray | None = None,
     deadline: float | None = None,
     t0_scale: float = 0.001,
+    targeted: float = 0.5,
 ) -> AnnealResult:
     """Minimise ``cost_fn`` (a :class:`CostModel` or any ``perm -> float``) over permutations.
 
@@ -499,7 +527,7 @@ def anneal(
     if isinstance(cost_fn, CostModel) and cost_fn.algo != "ring":
         kinds, mean_rev = (0, 0, 1, 2, 3), 8.0  # position-structured models: mostly local moves
     else:
-        kinds, mean_rev = (0, 1, 2, 3), 1e9
+        kinds, mean_rev, targeted = (0, 1, 2, 3), 1e9, 0.0
     t0 = _calibrate(ev, perm, rng) * t0_scale
     restarts = max(1, restarts)
     it = acc = 0
@@ -531,7 +559,13 @@ def anneal(
             if (it & 63) == 0:
                 temp = t0 * (1e-4 ** min(frac, 1.0))
             it += 1
-            ch = propose(perm, rng, kinds, mean_rev)
+            if targeted and rng.random() < targeted:
+                # swap a rank on the critical path / in a round's costliest exchange
+                i = ev.critical(rng)
+                j = rng.randrange(n)
+                ch = {i: perm[j], j: perm[i]} if i != j else {}
+            else:
+                ch = propose(perm, rng, kinds, mean_rev)
             if not ch:
                 continue
             c = ev.trial(ch)

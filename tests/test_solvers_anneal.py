@@ -59,6 +59,22 @@ def test_incremental_deltas_equal_full_evaluation(case, seed, bw, steps):
         assert ev.cost == pytest.approx(model(np.array(ev.perm)), rel=1e-9, abs=1e-9)
 
 
+@pytest.mark.parametrize("algo,n", [("hd", 12), ("dbt", 13), ("bcube", 16)])
+def test_critical_rank_is_in_the_costliest_exchange(algo, n):
+    model = CostModel(algo, _pc(n, n), 1e6)
+    ev = make_evaluator(model, list(range(n)))
+    rng = random.Random(0)
+    for _ in range(20):
+        r = ev.critical(rng)
+        assert 0 <= r < n
+        if algo != "dbt":  # the rank belongs to a pair whose cost is its round's maximum
+            assert any(
+                r in (a[k], b[k]) and vals[k] == rmax
+                for a, b, _s, _t, vals, rmax, _am, _tab in ev.rounds
+                for k in range(len(vals))
+            )
+
+
 @pytest.mark.parametrize("algo,n,base", [("ring", 40, 2), ("hd", 32, 2), ("dbt", 30, 2), ("bcube", 27, 3)])
 def test_anneal_never_worse_than_start_and_deterministic(algo, n, base):
     model = CostModel(algo, _pc(n, n), 1e6, base)
