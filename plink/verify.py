@@ -444,3 +444,58 @@ def compare(plan: Plan, pc: PairCost, traffic: list[Traffic] | None = None) -> d
         "ring": predict_time("ring", ring_traffic(plan.labels, plan.size), pc, plan.labels),
         "ps": predict_time("ps", ps_traffic(plan.n, plan.size), pc, plan.labels),
     }
+
+
+#: above this many actions ``summarize`` prices the plan's traffic without building the DAG
+VERIFY_LIMIT = 2_000_000
+
+
+def summarize(sched, probe=None, verify_limit: int = VERIFY_LIMIT) -> dict[str, Any]:
+    """Everything ``plink schedule`` / ``plink verify`` print, as a dict.
+
+    Verifies the DAG when it has at most ``verify_limit`` actions (about
+    ``4 C N``), else prices ``plan_traffic`` and says it was not verified.
+    With ``probe`` (same hosts, same order), adds the predicted times of
+    2LHA, flat ring and sharded PS and the master balance.
+    """
+    from .schedule import balance
+
+    n, nchunks = len(sched.hosts), len(sched.chunks)
+    labels = np.asarray(sched.labels)
+    out: dict[str, Any] = {"hosts": n, "groups": int(labels.max()) + 1, "size": int(sched.size),
+                           "chunks": nchunks, "chunk": int(sched.chunk_bytes)}
+    traffic = None
+    est = 4 * n * nchunks
+    if sched._dag is not None or est <= verify_limit:
+        rep = verify(sched.dag)
+        out["verified"] = rep.ok
+        out["errors"] = rep.errors
+        out["actions"] = rep.n_actions
+        if rep.ok:
+            traffic = rep.traffic
+    else:
+        out["verified"] = None
+        out["errors"] = []
+        out["note"] = f"not verified: about {est} actions (> {verify_limit}); run 'plink verify'"
+        traffic = plan_traffic(sched.plan)
+    if traffic is not None:
+        out["rounds"] = len(traffic)
+        out["bytes_total"] = float(sum(t.nbytes.sum() for t in traffic))
+        out["bytes_cross_group"] = float(sum(t.nbytes[labels[t.src] != labels[t.dst]].sum() for t in traffic))
+        out["table41"] = table41(labels, sched.size)
+    if sched.plan is not None:
+        bw = probe.bandwidth if probe is not None else None
+        if sched.plan.capacity == "cardinality" or bw is not None:
+            out["balance"] = balance(sched.plan, bw)
+    if probe is not None and traffic is not None:
+        if probe.names != list(sched.hosts):
+            raise ScheduleError("the probe file's hosts differ from the schedule's (names or order)")
+        pc = pair_cost(probe)
+        preds = {
+            "2lha": predict_time("2lha", traffic, pc, labels),
+            "ring": predict_time("ring", ring_traffic(labels, sched.size), pc, labels),
+            "ps": predict_time("ps", ps_traffic(n, sched.size), pc, labels),
+        }
+        out["predicted"] = {k: v.to_dict() for k, v in preds.items()}
+        out["model"] = "latency+bandwidth" if probe.bandwidth is not None else "latency"
+    return out
