@@ -328,6 +328,69 @@ def verify(schedulefile, probefile, as_json) -> None:
         raise PlinkError(f"{schedulefile}: invalid schedule: {summary['errors'][0]}")
 
 
+
+@cli.command()
+@click.argument("schedulefile", type=click.Path(dir_okay=False))
+@click.argument("statsfile", type=click.Path(dir_okay=False))
+@click.option("-o", "--output", type=click.Path(dir_okay=False), required=True, help="New schedule file.")
+@click.option("--quick", is_flag=True, help="Quicktune: re-assign all masters from the measured bandwidths.")
+@click.option("--beta", default=1.0, show_default=True, help="Finetune: weight of the load imbalance in the blame.")
+@click.option("--gamma", default=1.0, show_default=True, help="Finetune: weight of the transfer time in the blame.")
+@click.option("--epsilon", default=1.1, show_default=True, help="Finetune: move only if max/min blame exceeds this.")
+@click.option("--compact", is_flag=True, help="Write the compact form.")
+@click.option("--json", "as_json", is_flag=True, help="Print what changed as JSON on stdout.")
+def retune(schedulefile, statsfile, output, quick, beta, gamma, epsilon, compact, as_json) -> None:
+    """Re-balance a schedule's masters from measured link stats (Autotune).
+
+    Default is one Finetune step: blame every node from STATSFILE (time and
+    load), move a global (else local) master from the most to the least
+    blamed node, exponentially more when the same node stays the bottleneck.
+    --quick re-assigns all masters in proportion to measured bandwidth.
+
+    \b
+    Example:
+      plink schedule dc.json --size 16MiB -o schedule.json
+      plink retune schedule.json stats.json -o schedule2.json
+    """
+    from .autotune import finetune, load_stats, quicktune
+    from .dag import Schedule, ScheduleError, load_schedule
+    from .schedule import node_loads
+
+    sched = load_schedule(schedulefile)
+    if sched.plan is None:
+        raise ScheduleError(f"{schedulefile}: schedule has no master assignment (lm/gm) to retune")
+    stats = load_stats(statsfile, sched.hosts)
+    old = node_loads(sched.plan)
+    if quick:
+        plan = quicktune(sched.plan, stats)
+        info = {"mode": "quicktune"}
+        state = {"bottleneck": None, "streak": 0}
+    else:
+        res = finetune(sched.plan, stats, sched.autotune, beta=beta, gamma=gamma, epsilon=epsilon)
+        plan, state = res.plan, res.state
+        info = {"mode": "finetune", **res.to_dict()}
+    new = Schedule.from_plan(plan, sched.chunk_bytes, meta=sched.meta, autotune=state)
+    new.save(output, "compact" if compact else "dag")
+    loads = node_loads(plan)
+    info["changed_masters"] = int((plan.lm != sched.plan.lm).sum() + (plan.gm != sched.plan.gm).sum())
+    info["load_max_over_min"] = {"before": float(old.max() / old.min()), "after": float(loads.max() / loads.min())}
+    info["output"] = output
+    if as_json:
+        _echo_json(info)
+        return
+    if info["mode"] == "finetune":
+        if info["moved_gm"] or info["moved_lm"]:
+            click.echo(f"finetune: blame max/min {info['blame_ratio']:.3f} > {epsilon}: moved {info['moved_gm']} GM "
+                       f"and {info['moved_lm']} LM from {info['from']} to {info['to']}", err=True)
+        else:
+            ratio = info["blame_ratio"]
+            click.echo(f"finetune: blame max/min {ratio:.3f} <= {epsilon}: nothing to move" if ratio is not None
+                       else "finetune: nothing to move", err=True)
+    else:
+        click.echo(f"quicktune: re-assigned masters, {info['changed_masters']} entries changed", err=True)
+    click.echo(f"wrote {output}", err=True)
+
+
 #
 
 
