@@ -78,6 +78,8 @@ class VerifyReport:
     bytes_total: int = 0
     bytes_cross: int = 0
     traffic: list[Traffic] = field(default_factory=list)
+    #: per action: the number of message hops that precede it (a send's messages travel in round level+1)
+    levels: list[int] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         return {"ok": self.ok, "errors": self.errors, "actions": self.n_actions, "messages": self.n_messages,
@@ -231,7 +233,7 @@ def verify(dag: Dag, max_errors: int = 20) -> VerifyReport:
                     err(f"node {node} delivers chunk {ch} {got} times (must be exactly once)")
         _race_check(dag, order, err)
 
-    report = VerifyReport(not errs, errs, m, n_messages=len(msg_src))
+    report = VerifyReport(not errs, errs, m, n_messages=len(msg_src), levels=level)
     if msg_src:
         src = np.array(msg_src, dtype=np.int64)
         dst = np.array(msg_dst, dtype=np.int64)

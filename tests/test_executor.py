@@ -1,0 +1,94 @@
+"""The schedule executor equals torch.distributed.all_reduce (Gloo, local processes)."""
+
+import os
+import socket
+import sys
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+import torch.distributed as dist  # noqa: E402
+import torch.multiprocessing as mp  # noqa: E402
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+WORLD = 4
+SHAPES = [[0, 0, 1, 1], [0, 0, 0, 1], [0, 1, 2, 3], [0, 0, 0, 0]]
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def make_schedule(labels, size, chunk):
+    from plink.dag import Schedule
+    from plink.probefile import from_matrix
+    from plink.schedule import plan_schedule
+
+    n = len(labels)
+    lat = np.full((n, n), 30.0)
+    np.fill_diagonal(lat, 0.0)
+    probe = from_matrix(lat, [f"r{i}" for i in range(n)])
+    return Schedule.from_plan(plan_schedule(probe, np.array(labels), size=size, chunk=chunk))
+
+
+def worker(rank, port, outdir):
+    sys.path.insert(0, ROOT)
+    from plink.errors import PlinkError
+    from plink.executor import all_reduce
+
+    dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=WORLD)
+    try:
+        results = []
+        for t, labels in enumerate(SHAPES):
+            gen = torch.Generator().manual_seed(1000 * t + rank)
+            x = torch.randint(-1000, 1000, (250, 3), generator=gen).to(torch.float32)  # 3000 B
+            ref = x.clone()
+            dist.all_reduce(ref)
+            sched = make_schedule(labels, x.numel() * 4, 256)  # 12 chunks, the last one short
+            stats = {}
+            out = all_reduce(x, sched, stats=stats)
+            assert out is x
+            results.append(bool(torch.equal(x, ref)))
+            results.append(all(row["src"] == f"r{rank}" and row["bytes"] > 0 for row in stats["links"]))
+        # int64 and a second call (cached program)
+        y = torch.arange(10, dtype=torch.int64) * (rank + 1)
+        all_reduce(y, make_schedule(SHAPES[0], 80, 16))
+        all_reduce(y, make_schedule(SHAPES[0], 80, 16))
+        results.append(bool(torch.equal(y, torch.arange(10) * 40)))
+        # a tensor that does not fit the schedule is a clear error
+        try:
+            all_reduce(torch.zeros(3), make_schedule(SHAPES[0], 16, 4))
+            results.append(False)
+        except PlinkError as exc:
+            results.append("bytes" in str(exc))
+        with open(os.path.join(outdir, f"rank{rank}"), "w") as fh:
+            fh.write(" ".join(str(int(r)) for r in results))
+    finally:
+        dist.destroy_process_group()
+
+
+def test_executor_equals_gloo_all_reduce(tmp_path):
+    # fork, not spawn: children inherit the imported torch (seconds saved per process on a busy machine)
+    mp.start_processes(worker, args=(free_port(), str(tmp_path)), nprocs=WORLD, join=True, start_method="fork")
+    for r in range(WORLD):
+        flags = (tmp_path / f"rank{r}").read_text().split()
+        assert flags == ["1"] * (2 * len(SHAPES) + 2), (r, flags)
+
+
+def test_program_rounds_match_verifier():
+    from plink.executor import compile_program
+    from plink.verify import verify
+
+    sched = make_schedule([0, 0, 1, 1, 1, 2], 48, 8)
+    rep = verify(sched.dag)
+    progs = [compile_program(sched.dag, r) for r in range(6)]
+    assert {len(p.rounds) for p in progs} == {rep.rounds}
+    # every message sent in round d is expected by its receiver in round d
+    for d in range(rep.rounds):
+        sent = sorted((p.rank, q, c) for p in progs for q, items in p.rounds[d].sends.items() for c, _ in items)
+        got = sorted((q, p.rank, c) for p in progs for q, cs in p.rounds[d].recvs.items() for c in cs)
+        assert sent == got
