@@ -41,14 +41,17 @@ import numpy as np
 
 from .errors import PlinkError
 
-_CACHE: dict[tuple[int, int], "Program"] = {}
+_CACHE: dict[tuple[int, int, bool], "Program"] = {}
+WRITES = ("fetch", "recv")
 
 
 @dataclass
 class Round:
-    actions: list[int]  #: actions run before the round's transfers (level d - 1), in dependency order
+    actions: list[int]  #: generic actions run before the round's transfers (level d - 1), in dependency order
     sends: dict[int, list[tuple[int, int]]] = field(default_factory=dict)  #: peer -> [(chunk, send action)]
     recvs: dict[int, list[int]] = field(default_factory=dict)  #: peer -> chunks arriving this round
+    fast_send: set[int] = field(default_factory=set)  #: peers whose message is one gather after the level
+    eager: set[int] = field(default_factory=set)  #: peers whose message is applied in one op on arrival
 
 
 @dataclass
@@ -56,55 +59,105 @@ class Program:
     rank: int
     rounds: list[Round]
     final: list[int]  #: actions after the last round
+    root_fetch: set[int] = field(default_factory=set)  #: chunks whose fetch comes first (buffer starts as input)
+    deliver_at_end: bool = False  #: every deliver is a sink: copy the whole merge buffer out at the end
+    skip: set[int] = field(default_factory=set)  #: actions done by the fast paths
+    eager_reduce: dict[tuple[int, int], str] = field(default_factory=dict)  #: (round, peer) -> sum / copy
 
 
-def compile_program(dag, rank: int, levels: list[int] | None = None) -> Program:
-    """Per-rank rounds of a verified DAG (module docstring).  ``O(A log A)``."""
+def compile_program(dag, rank: int, levels: list[int] | None = None, fast: bool = True) -> Program:
+    """Per-rank rounds of a verified DAG (module docstring).  ``O(A log A)``.
+
+    Fast paths (each taken only when it provably gives the generic result):
+    a fetch without deps is the first action on its buffer, so the buffer
+    starts as the input; a message whose receives have all their
+    dependencies at earlier levels is added (or copied) in one indexed op
+    on arrival; a message whose sends are not followed by a write at the
+    same level is gathered in one op; if every deliver is a sink the merge
+    buffer is copied out once at the end.  ``fast=False`` runs every
+    action one by one (the reference the fast paths are tested against).
+    """
     from .verify import check
 
     if levels is None:
         levels = check(dag).levels
-    mine = [a for a in range(len(dag)) if dag.node[a] == rank]
-    # dependency order inside a level: sort by (level, topological position)
-    topo = _topo_positions(dag, mine)
-    mine.sort(key=lambda a: (levels[a], topo[a]))
-    depth = max((levels[a] + 1 for a in range(len(dag)) if dag.op[a] == "send"), default=0)
-    rounds = [Round([]) for _ in range(depth)]
-    final: list[int] = []
+    m = len(dag)
+    children: dict[int, list[int]] = {}
+    for a in range(m):
+        for d in dag.deps[a]:
+            children.setdefault(d, []).append(a)
+    mine = [a for a in range(m) if dag.node[a] == rank]
+    depth: dict[int, int] = {}
+    for a in mine:  # longest dependency path inside the (node, chunk) chain
+        stack = [a]
+        while stack:
+            x = stack[-1]
+            todo = [d for d in dag.deps[x] if d not in depth]
+            if todo:
+                stack.extend(todo)
+                continue
+            stack.pop()
+            depth[x] = 1 + max((depth[d] for d in dag.deps[x]), default=0)
+    mine.sort(key=lambda a: (levels[a], depth[a], dag.chunk[a], a))
+    rounds_n = max((levels[a] + 1 for a in range(m) if dag.op[a] == "send"), default=0)
+    rounds = [Round([]) for _ in range(rounds_n)]
+    prog = Program(rank, rounds, [])
+    chain: dict[int, list[int]] = {}
     for a in mine:
-        lv = levels[a]
-        (rounds[lv].actions if lv < depth else final).append(a)
-        if dag.op[a] == "send":
+        chain.setdefault(dag.chunk[a], []).append(a)
+    for a in mine:
+        op = dag.op[a]
+        if fast and op == "fetch" and not dag.deps[a]:
+            prog.root_fetch.add(dag.chunk[a])
+        if op == "send":
             for p in dag.peers[a]:
-                rounds[lv].sends.setdefault(p, []).append((dag.chunk[a], a))
-    for a in range(len(dag)):
+                rounds[levels[a]].sends.setdefault(p, []).append((dag.chunk[a], a))
+    for a in range(m):
         if dag.op[a] == "send" and rank in dag.peers[a]:
             rounds[levels[a]].recvs.setdefault(dag.node[a], []).append(dag.chunk[a])
-    for r in rounds:
+    consumer: dict[tuple[int, int], int] = {}
+    for a in mine:
+        if dag.op[a] == "recv":
+            for p in dag.peers[a]:
+                consumer[(p, dag.chunk[a])] = a
+    for d0, r in enumerate(rounds):
         for p in r.sends:
             r.sends[p].sort()
+            if not fast:
+                continue
+            # a send is "last" at its level when no write on its buffer follows it at the same level
+            if all(not any(dag.op[b] in WRITES and levels[b] == levels[a] and depth[b] > depth[a]
+                           for b in chain[c]) for c, a in r.sends[p]):
+                r.fast_send.add(p)
         for p in r.recvs:
             r.recvs[p].sort()
-    return Program(rank, rounds, final)
-
-
-def _topo_positions(dag, actions: list[int]) -> dict[int, int]:
-    pos: dict[int, int] = {}
-    state: dict[int, int] = {}
-    for a in actions:
-        stack = [(a, False)]
-        while stack:
-            x, done = stack.pop()
-            if done:
-                if x not in pos:
-                    pos[x] = len(pos)
+            if not fast:
                 continue
-            if x in pos or state.get(x):
-                continue
-            state[x] = 1
-            stack.append((x, True))
-            stack.extend((d, False) for d in dag.deps[x] if d not in pos)
-    return pos
+            cons = [consumer[(p, c)] for c in r.recvs[p]]
+            modes = {dag.reduce[a] for a in cons}
+            if len(modes) == 1 and all(max((levels[d] for d in dag.deps[a]), default=-1) < d0 + 1 for a in cons):
+                r.eager.add(p)
+                prog.eager_reduce[(d0 + 1, p)] = modes.pop()
+    # recv actions fully served by eager messages are skipped
+    eager_pairs = {(p, c) for d0, r in enumerate(rounds) for p in r.eager for c in r.recvs[p]}
+    for a in mine:
+        op = dag.op[a]
+        if op == "recv" and all((p, dag.chunk[a]) in eager_pairs for p in dag.peers[a]):
+            prog.skip.add(a)
+        elif fast and op == "fetch" and not dag.deps[a]:
+            prog.skip.add(a)
+        elif op == "send":
+            if all(p in rounds[levels[a]].fast_send for p in dag.peers[a]):
+                prog.skip.add(a)
+    delivers = [a for a in mine if dag.op[a] == "deliver"]
+    if fast and all(a not in children for a in delivers):
+        prog.deliver_at_end = True
+        prog.skip.update(delivers)
+    for a in mine:
+        if a in prog.skip:
+            continue
+        (rounds[levels[a]].actions if levels[a] < rounds_n else prog.final).append(a)
+    return prog
 
 
 def _element_bounds(chunks: np.ndarray, size: int, tensor) -> list[slice]:
@@ -117,10 +170,14 @@ def _element_bounds(chunks: np.ndarray, size: int, tensor) -> list[slice]:
     return [slice(int(o), int(o + n)) for o, n in el]
 
 
-def all_reduce(tensor, schedule, group=None, stats: dict | None = None):
+def all_reduce(tensor, schedule, group=None, stats: dict | None = None, fast: bool = True):
     """Sum ``tensor`` over all ranks in place by executing ``schedule``; returns ``tensor``.
 
     ``schedule`` is a :class:`plink.dag.Schedule` (or a :class:`plink.dag.Dag`).
+    Merge buffers are the rows of a ``(C, E)`` matrix (``E`` = the longest
+    chunk in elements, shorter chunks zero-padded), so a message of several
+    chunks is one row gather/scatter; the padding of a short last chunk
+    travels with it.
     """
     import torch
     import torch.distributed as dist
@@ -133,16 +190,36 @@ def all_reduce(tensor, schedule, group=None, stats: dict | None = None):
         raise PlinkError(f"the schedule has {dag.n} nodes but the process group has {world} ranks")
     if not tensor.is_contiguous():
         raise PlinkError("all_reduce needs a contiguous tensor")
-    key = (id(dag), rank)
+    bounds = _element_bounds(np.asarray(dag.chunks), size, tensor)
+    key = (id(dag), rank, fast)
     prog = _CACHE.get(key)
     if prog is None or getattr(prog, "_dag", None) is not dag:
-        prog = compile_program(dag, rank)
+        prog = compile_program(dag, rank, fast=fast)
         prog._dag = dag  # type: ignore[attr-defined]
+        prog._idx = {}  # type: ignore[attr-defined]
+        for d, r in enumerate(prog.rounds, start=1):
+            for p in r.fast_send:
+                prog._idx[("s", d, p)] = torch.tensor([c for c, _ in r.sends[p]], dtype=torch.long)  # type: ignore
+            for p in r.eager:
+                prog._idx[("r", d, p)] = torch.tensor(r.recvs[p], dtype=torch.long)  # type: ignore
         _CACHE[key] = prog
+    idx = prog._idx  # type: ignore[attr-defined]
     flat = tensor.view(-1)
-    bounds = _element_bounds(np.asarray(dag.chunks), size, tensor)
-    orig = flat.clone()
-    buf = torch.empty_like(flat)
+    nch = len(bounds)
+    width = max(b.stop - b.start for b in bounds)
+    regular = all(b.start == c * width for c, b in enumerate(bounds))
+    buf = (torch.empty if regular and not bounds[-1].stop - bounds[-1].start < width else torch.zeros)(
+        nch, width, dtype=flat.dtype)
+    rows = buf.view(-1)
+    nonroot = [c for c in range(nch) if c not in prog.root_fetch]
+    if regular:
+        rows[: flat.numel()].copy_(flat)
+        for c in nonroot:
+            buf[c] = 0
+    else:
+        for c in prog.root_fetch:
+            buf[c, : bounds[c].stop - bounds[c].start] = flat[bounds[c]]
+    orig = flat.clone() if nonroot else flat
     pending: dict[tuple[int, int], "torch.Tensor"] = {}
 
     def peer_rank(p: int) -> int:
@@ -152,19 +229,20 @@ def all_reduce(tensor, schedule, group=None, stats: dict | None = None):
         snaps: dict[int, torch.Tensor] = {}
         for a in actions:
             op, c = dag.op[a], dag.chunk[a]
-            sl = bounds[c]
             if op == "fetch":
-                buf[sl] = orig[sl]
+                buf[c, : bounds[c].stop - bounds[c].start] += orig[bounds[c]]
             elif op == "recv":
                 if dag.reduce[a] == "copy":
-                    buf[sl] = pending.pop((dag.peers[a][0], c))
+                    buf[c] = pending.pop((dag.peers[a][0], c))
                 else:
                     for p in dag.peers[a]:
-                        buf[sl] += pending.pop((p, c))
+                        got = pending.pop((p, c), None)
+                        if got is not None:  # None: already added by the eager path
+                            buf[c] += got
             elif op == "deliver":
-                flat[sl] = buf[sl]
+                flat[bounds[c]] = buf[c, : bounds[c].stop - bounds[c].start]
             else:  # send: snapshot now; the merge buffer may change later in this level
-                snaps[a] = buf[sl].clone()
+                snaps[a] = buf[c].clone()
         return snaps
 
     links: dict[int, list[float]] = {}
@@ -174,12 +252,14 @@ def all_reduce(tensor, schedule, group=None, stats: dict | None = None):
         works = []
         incoming = []
         for p, chunks in rnd.recvs.items():
-            total = sum(bounds[c].stop - bounds[c].start for c in chunks)
-            t = torch.empty(total, dtype=flat.dtype)
+            t = torch.empty(len(chunks), width, dtype=flat.dtype)
             works.append(dist.irecv(t, src=peer_rank(p), group=group, tag=d))
             incoming.append((p, chunks, t))
         for p, items in rnd.sends.items():
-            out = torch.cat([snaps[a] for _, a in items]) if len(items) > 1 else snaps[items[0][1]]
+            if p in rnd.fast_send:
+                out = buf.index_select(0, idx[("s", d, p)])
+            else:
+                out = torch.stack([snaps[a] if a in snaps else buf[c].clone() for c, a in items])
             works.append(dist.isend(out, dst=peer_rank(p), group=group, tag=d))
             if stats is not None:
                 links.setdefault(p, [0.0, 0.0])[0] += out.numel() * out.element_size()
@@ -190,12 +270,21 @@ def all_reduce(tensor, schedule, group=None, stats: dict | None = None):
             for p in rnd.sends:
                 links[p][1] += dt
         for p, chunks, t in incoming:
-            o = 0
-            for c in chunks:
-                n = bounds[c].stop - bounds[c].start
-                pending[(p, c)] = t[o:o + n]
-                o += n
+            if p in rnd.eager:
+                if prog.eager_reduce[(d, p)] == "sum":
+                    buf.index_add_(0, idx[("r", d, p)], t)
+                else:
+                    buf.index_copy_(0, idx[("r", d, p)], t)
+                continue
+            for i, c in enumerate(chunks):
+                pending[(p, c)] = t[i]
     run(prog.final)
+    if prog.deliver_at_end:
+        if regular:
+            flat.copy_(rows[: flat.numel()])
+        else:
+            for c in range(nch):
+                flat[bounds[c]] = buf[c, : bounds[c].stop - bounds[c].start]
     if pending:
         raise PlinkError(f"internal error: {len(pending)} received chunks were never used")
     if stats is not None:

@@ -183,6 +183,8 @@ def verify(dag: Dag, max_errors: int = 20) -> VerifyReport:
         if op == "fetch":
             if key in fetched:
                 err(f"node {node} fetches chunk {ch} twice")
+            elif cur >> node & 1:
+                err(f"double counting: node {node} fetches chunk {ch} into a buffer that already holds its own contribution")
             fetched.add(key)
             buf[key] = cur | (1 << node)
         elif op == "send":

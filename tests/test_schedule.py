@@ -321,3 +321,19 @@ def test_plan_validation():
         Plan(["a", "b"], [0, 1], [[0, 4]], [[1, 0]], [1], 4)
     lm, gm = assign_masters(np.array([0, 1]), np.array([4.0]), np.array([1.0, 1.0]), np.ones(2))
     Plan(["a", "b"], [0, 1], [[0, 4]], lm, gm, 4)
+
+
+def test_rejects_fetch_after_own_contribution(base):
+    plan, dag = base
+    m = member_of_non_gm_group(plan)
+    bad = dag.copy()
+    f = find(bad, node=m, chunk=0, op="fetch")
+    s = find(bad, node=m, chunk=0, op="send")
+    r = find(bad, node=m, chunk=0, op="recv")
+    bad.deps[s] = ()  # sends an empty buffer first ...
+    bad.deps[f] = (r,)  # ... and fetches after the global sum arrived
+    d = find(bad, node=m, chunk=0, op="deliver")
+    bad.deps[d] = (f,)
+    errs = verify(bad).errors
+    assert any("already holds its own contribution" in e for e in errs)
+    assert any("without the contributions of nodes [%d]" % m in e for e in errs)

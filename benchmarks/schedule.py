@@ -1,0 +1,224 @@
+"""2LHA schedule: predicted 2LHA vs flat ring vs sharded PS, and the executor vs Gloo.
+
+Part 1 (predicted, time model of plink/verify.py): simulated datacenters
+``simulate_datacenter(racks=sqrt(N), hosts_per_rack=sqrt(N), bandwidth=True)``
+(25 Gbit/s in a rack, 4x oversubscribed above it), groups from the
+fallback clustering, an all-reduce of ``--size`` in 64 KiB chunks.  Prints
+per N: master balance (max/min), rounds, cross-group bytes and predicted
+time of 2LHA, flat ring (in group order) and sharded PS, and whether the
+DAG was verified (symbolic execution; for large N on a smaller buffer with
+the same groups, see the ``verified`` column).
+
+Part 2 (measured): ``plink.executor.all_reduce`` vs ``torch.distributed.all_reduce``
+(Gloo) across local processes on 127.0.0.1, median of ``--iters`` runs,
+with the time model's predicted ratio for a uniform network whose latency
+and bandwidth are measured between two of the processes.
+
+    python benchmarks/schedule.py                 # full run
+    python benchmarks/schedule.py --quick         # N = 16, 64 only; small local run
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import os
+import socket
+import statistics
+import sys
+import tempfile
+import time
+
+import numpy as np
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, ROOT)
+
+from plink.dag import expand  # noqa: E402
+from plink.schedule import balance, plan_schedule  # noqa: E402
+from plink.simulate import simulate_datacenter  # noqa: E402
+from plink.units import format_size, format_us  # noqa: E402
+from plink.verify import compare, pair_cost, verify  # noqa: E402
+
+VERIFY_ACTIONS = 1_200_000
+
+
+def predicted(ns, size, chunk, seed):
+    rows = []
+    for n in ns:
+        r = int(round(math.sqrt(n)))
+        probe = simulate_datacenter(racks=r, hosts_per_rack=n // r, bandwidth=True, seed=seed)
+        t0 = time.perf_counter()
+        plan = plan_schedule(probe, size=size, chunk=chunk)
+        t_plan = time.perf_counter() - t0
+        res = compare(plan, pair_cost(probe))
+        bal = balance(plan, probe.bandwidth)
+        racks = [t[-1] for t in probe.truth.labels]
+        pure = all(len({racks[i] for i in np.flatnonzero(plan.labels == g)}) == 1 for g in range(plan.k))
+        # verify the DAG: full size when small enough, else the largest buffer under the action budget
+        per_chunk = 4.3 * n
+        vchunks = max(1, min(plan.n_chunks, int(VERIFY_ACTIONS / per_chunk)))
+        vplan = plan if vchunks == plan.n_chunks else plan_schedule(
+            probe, plan.labels, size=vchunks * chunk, chunk=chunk)
+        rep = verify(expand(vplan))
+        vsize = vplan.size
+        rows.append({
+            "n": n, "k": plan.k, "groups_are_racks": pure, "chunks": plan.n_chunks, "plan_s": t_plan,
+            "bal": bal, "res": res, "verified": rep.ok and rep.rounds == res["2lha"].rounds, "vsize": vsize,
+        })
+        print(f"  N={n}: planned in {t_plan:.1f} s, verified={rep.ok} at {format_size(vsize)}", file=sys.stderr)
+    return rows
+
+
+def print_predicted(rows, size):
+    print(f"\n### Predicted, {format_size(size)} all-reduce, 64 KiB chunks (time model, plink/verify.py)\n")
+    print("| N | groups | chunks | balance load / GMs per group | rounds 2LHA / ring / PS "
+          "| cross-group bytes 2LHA / ring / PS | time 2LHA | ring | PS | 2LHA speedup vs ring / PS | verified |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
+    for r in rows:
+        a, g, p = r["res"]["2lha"], r["res"]["ring"], r["res"]["ps"]
+        v = "yes" if r["verified"] else "NO"
+        v += "" if r["vsize"] == size else f" (at {format_size(r['vsize'])})"
+        print(f"| {r['n']} | {r['k']}{'' if r['groups_are_racks'] else ' (not racks)'} | {r['chunks']} "
+              f"| {r['bal']['load']:.3f} / {r['bal']['gm_groups']:.3f} "
+              f"| {a.rounds} / {g.rounds} / {p.rounds} "
+              f"| {format_size(a.bytes_cross)} / {format_size(g.bytes_cross)} / {format_size(p.bytes_cross)} "
+              f"| {format_us(a.time_us)} | {format_us(g.time_us)} | {format_us(p.time_us)} "
+              f"| {g.time_us / a.time_us:.2f}x / {p.time_us / a.time_us:.2f}x | {v} |")
+
+
+# ---------------------------------------------------------------------------
+# measured, local processes
+
+
+def _free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _worker(rank, world, port, nbytes_list, labels, iters, outdir):
+    import torch
+    import torch.distributed as dist
+
+    from plink.dag import Schedule
+    from plink.executor import all_reduce
+    from plink.probefile import from_matrix
+
+    torch.set_num_threads(1)
+    dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=world)
+    lines = []
+    # p2p latency and bandwidth between ranks 0 and 1 (for the uniform time model)
+    small, big = torch.zeros(1), torch.zeros(4 * 1024 * 1024 // 4)
+    lat = bw = None
+    for t, n_rep in ((small, 50), (big, 5)):
+        dist.barrier()
+        if rank in (0, 1):
+            t0 = time.perf_counter()
+            for _ in range(n_rep):
+                if rank == 0:
+                    dist.send(t, 1)
+                    dist.recv(t, 1)
+                else:
+                    dist.recv(t, 0)
+                    dist.send(t, 0)
+            dt = (time.perf_counter() - t0) / n_rep  # round trip
+            if t is small:
+                lat = dt * 1e6
+            else:
+                bw = 2 * t.numel() * 4 * 8 / (dt - lat * 1e-6) / 1e9  # Gbit/s
+    dist.barrier()
+    for nbytes in nbytes_list:
+        n = world
+        latm = np.full((n, n), lat if rank == 0 else 1.0)
+        np.fill_diagonal(latm, 0.0)
+        probe = from_matrix(latm, [f"r{i}" for i in range(n)])
+        from plink.schedule import plan_schedule
+
+        sched = Schedule.from_plan(plan_schedule(probe, np.array(labels), size=nbytes, chunk=64 * 1024))
+        x = torch.randint(-100, 100, (nbytes // 4,), generator=torch.Generator().manual_seed(rank)).float()
+        ref = x.clone()
+        dist.all_reduce(ref)
+        y = x.clone()
+        all_reduce(y, sched)
+        ok = bool(torch.equal(y, ref))
+        t_exec, t_gloo = [], []
+        for _ in range(iters):
+            y = x.clone()
+            dist.barrier()
+            t0 = time.perf_counter()
+            all_reduce(y, sched)
+            dist.barrier()
+            t_exec.append(time.perf_counter() - t0)
+            y = x.clone()
+            dist.barrier()
+            t0 = time.perf_counter()
+            dist.all_reduce(y)
+            dist.barrier()
+            t_gloo.append(time.perf_counter() - t0)
+        if rank == 0:
+            lines.append(f"{nbytes} {statistics.median(t_exec)} {statistics.median(t_gloo)} {int(ok)} {lat} {bw}")
+    if rank == 0:
+        with open(os.path.join(outdir, "result"), "w") as fh:
+            fh.write("\n".join(lines))
+    dist.destroy_process_group()
+
+
+def measured(world, labels, sizes, iters):
+    import torch.multiprocessing as mp
+
+    from plink.probefile import from_matrix
+    from plink.verify import Traffic, predict_time, plan_traffic, ring_traffic
+    from solvers.costmodels import PairCost
+
+    with tempfile.TemporaryDirectory() as d:
+        mp.start_processes(_worker, args=(world, _free_port(), sizes, labels, iters, d), nprocs=world,
+                           join=True, start_method="fork")
+        rows = [line.split() for line in open(os.path.join(d, "result")).read().splitlines()]
+    out = []
+    for nbytes, te, tg, ok, lat, bw in rows:
+        nbytes, te, tg, lat, bw = int(nbytes), float(te), float(tg), float(lat), float(bw)
+        latm = np.full((world, world), lat)
+        bwm = np.full((world, world), bw)
+        pc = PairCost.from_matrices(latm, bwm)
+        probe = from_matrix(np.where(np.eye(world, dtype=bool), 0.0, latm), [f"r{i}" for i in range(world)])
+        plan = plan_schedule(probe, np.array(labels), size=nbytes, chunk=64 * 1024)
+        p2 = predict_time("2lha", plan_traffic(plan), pc, plan.labels).time_us
+        pr = predict_time("ring", ring_traffic(plan.labels, nbytes), pc, plan.labels).time_us
+        out.append({"world": world, "groups": len(set(labels)), "size": nbytes, "exec_s": te, "gloo_s": tg,
+                    "ok": ok == "1", "pred_ratio": p2 / pr, "lat_us": lat, "bw_gbps": bw})
+    return out
+
+
+def print_measured(rows):
+    print("\n### Measured: executor vs Gloo all_reduce, local processes on 127.0.0.1 (2 shared cores)\n")
+    print("| ranks | groups | size | executor | Gloo all_reduce | measured exec/Gloo | predicted 2LHA/ring "
+          "| equal to Gloo | p2p RTT / bw |")
+    print("|---|---|---|---|---|---|---|---|---|")
+    for r in rows:
+        print(f"| {r['world']} | {r['groups']} | {format_size(r['size'])} | {r['exec_s'] * 1e3:.1f} ms "
+              f"| {r['gloo_s'] * 1e3:.1f} ms | {r['exec_s'] / r['gloo_s']:.2f} | {r['pred_ratio']:.2f} "
+              f"| {'yes' if r['ok'] else 'NO'} | {r['lat_us']:.0f} us / {r['bw_gbps']:.1f} Gbit/s |")
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--size", default=256 * 1024 * 1024, type=int)
+    ap.add_argument("--iters", default=5, type=int)
+    ap.add_argument("--seed", default=0, type=int)
+    args = ap.parse_args(argv)
+    ns = [16, 64] if args.quick else [16, 64, 256, 1024]
+    size = 16 * 1024 * 1024 if args.quick else args.size
+    print(f"# python benchmarks/schedule.py {' '.join(sys.argv[1:])}".rstrip())
+    rows = predicted(ns, size, 64 * 1024, args.seed)
+    print_predicted(rows, size)
+    msizes = [1024 * 1024] if args.quick else [4 * 1024 * 1024, 16 * 1024 * 1024]
+    local = measured(4, [0, 0, 1, 1], msizes, args.iters)
+    if not args.quick:
+        local += measured(8, [0, 0, 0, 0, 1, 1, 1, 1], msizes, args.iters)
+    print_measured(local)
+
+
+if __name__ == "__main__":
+    main()
