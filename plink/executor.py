@@ -18,7 +18,8 @@ before it) and compiled, per rank, into rounds.  In round ``d`` a rank
 2. posts one ``isend`` per peer with all chunks it sends that peer in this
    round (concatenated in chunk order: coalescing, like AggEngine's one
    stream per pair) and one matching ``irecv`` per peer it hears from;
-3. waits for them.
+3. waits for the round's receives (all receives are posted up front, tagged with
+   their round; sends are waited for at the end).
 
 A message's round is the same on both ends (the sender's level + 1), so
 every receive is matched in the same round and nothing deadlocks; chunks
@@ -208,8 +209,18 @@ def all_reduce(tensor, schedule, group=None, stats: dict | None = None, fast: bo
     nch = len(bounds)
     width = max(b.stop - b.start for b in bounds)
     regular = all(b.start == c * width for c, b in enumerate(bounds))
-    buf = (torch.empty if regular and not bounds[-1].stop - bounds[-1].start < width else torch.zeros)(
-        nch, width, dtype=flat.dtype)
+    # merge and receive buffers are kept with the compiled program and reused by the next call
+    # (fresh large tensors cost page faults on every call)
+    bufs = prog.__dict__.setdefault("_bufs", {})
+    if bufs.get("dtype") != flat.dtype:
+        bufs.clear()
+        bufs["dtype"] = flat.dtype
+        bufs["buf"] = torch.zeros(nch, width, dtype=flat.dtype)
+        bufs["recv"] = {(d, p): torch.empty(len(chunks), width, dtype=flat.dtype)
+                        for d, rnd in enumerate(prog.rounds, start=1) for p, chunks in rnd.recvs.items()}
+    buf = bufs["buf"]
+    if not regular or bounds[-1].stop - bounds[-1].start < width:
+        buf.zero_()
     rows = buf.view(-1)
     nonroot = [c for c in range(nch) if c not in prog.root_fetch]
     if regular:
@@ -245,31 +256,34 @@ def all_reduce(tensor, schedule, group=None, stats: dict | None = None, fast: bo
                 snaps[a] = buf[c].clone()
         return snaps
 
+    # every receive is posted up front (tag = round), so no sender ever waits for a receiver to
+    # reach its round; sends are fresh tensors, waited for only at the end
+    posted: list[list[tuple[int, list[int], "torch.Tensor", object]]] = []
+    for d, rnd in enumerate(prog.rounds, start=1):
+        mine = []
+        for p, chunks in rnd.recvs.items():
+            t = bufs["recv"][(d, p)]
+            mine.append((p, chunks, t, dist.irecv(t, src=peer_rank(p), group=group, tag=d)))
+        posted.append(mine)
+    send_works = []
     links: dict[int, list[float]] = {}
     for d, rnd in enumerate(prog.rounds, start=1):
         snaps = run(rnd.actions)
         t0 = time.perf_counter()
-        works = []
-        incoming = []
-        for p, chunks in rnd.recvs.items():
-            t = torch.empty(len(chunks), width, dtype=flat.dtype)
-            works.append(dist.irecv(t, src=peer_rank(p), group=group, tag=d))
-            incoming.append((p, chunks, t))
         for p, items in rnd.sends.items():
             if p in rnd.fast_send:
-                out = buf.index_select(0, idx[("s", d, p)])
+                sel = idx[("s", d, p)]
+                out = bufs.get(("send", d, p))
+                if out is None:
+                    out = bufs[("send", d, p)] = torch.empty(len(sel), width, dtype=flat.dtype)
+                torch.index_select(buf, 0, sel, out=out)
             else:
                 out = torch.stack([snaps[a] if a in snaps else buf[c].clone() for c, a in items])
-            works.append(dist.isend(out, dst=peer_rank(p), group=group, tag=d))
+            send_works.append(dist.isend(out, dst=peer_rank(p), group=group, tag=d))
             if stats is not None:
                 links.setdefault(p, [0.0, 0.0])[0] += out.numel() * out.element_size()
-        for w in works:
+        for p, chunks, t, w in posted[d - 1]:
             w.wait()
-        dt = time.perf_counter() - t0
-        if stats is not None:
-            for p in rnd.sends:
-                links[p][1] += dt
-        for p, chunks, t in incoming:
             if p in rnd.eager:
                 if prog.eager_reduce[(d, p)] == "sum":
                     buf.index_add_(0, idx[("r", d, p)], t)
@@ -278,7 +292,13 @@ def all_reduce(tensor, schedule, group=None, stats: dict | None = None, fast: bo
                 continue
             for i, c in enumerate(chunks):
                 pending[(p, c)] = t[i]
+        if stats is not None:
+            dt = time.perf_counter() - t0
+            for p in rnd.sends:
+                links[p][1] += dt
     run(prog.final)
+    for w in send_works:
+        w.wait()
     if prog.deliver_at_end:
         if regular:
             flat.copy_(rows[: flat.numel()])
