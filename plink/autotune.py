@@ -267,3 +267,11 @@ def finetune(plan: Plan, stats: LinkStats, state: dict | None = None, *, beta: f
     new.__post_init__()
     return FinetuneResult(new, b, ratio, moved_gm, moved_lm, plan.hosts[hi], plan.hosts[target],
                           {"bottleneck": plan.hosts[hi], "streak": streak})
+
+
+def save_stats_rows(path: str | os.PathLike, links: list[dict]) -> None:
+    """Write link rows (e.g. every rank's ``stats["links"]`` from :func:`plink.executor.all_reduce`,
+    gathered with ``dist.all_gather_object``) as a stats file, atomically."""
+    doc = {"format": STATS_FORMAT, "version": STATS_VERSION, "links": list(links)}
+    body = ",\n  ".join(json.dumps(x) for x in doc.pop("links"))
+    atomic_write_text(path, json.dumps(doc)[:-1] + f', "links": [\n  {body}\n]}}\n')
