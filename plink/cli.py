@@ -285,7 +285,7 @@ def schedule(probefile, groups_file, size, chunk, capacity, compact, output, as_
     from .groupfile import load_groups
     from .schedule import plan_schedule
     from .units import parse_size
-    from .verify import summarize
+    from .verify import VERIFY_LIMIT, summarize
 
     probe = _load_probe(probefile)
     labels = load_groups(groups_file).aligned_to(probe.names) if groups_file else None
@@ -295,9 +295,17 @@ def schedule(probefile, groups_file, size, chunk, capacity, compact, output, as_
     summary = summarize(sched, probe)
     if summary.get("verified") is False:
         raise PlinkError(f"internal error: generated schedule fails verification: {summary['errors'][0]}")
-    sched.save(output, "compact" if compact else "dag")
+    form = "compact" if compact else "dag"
+    if not compact and 4 * plan.n * plan.n_chunks > VERIFY_LIMIT:
+        form = "compact"
+        summary["note_form"] = (f"wrote the compact form: the DAG form would hold about {4 * plan.n * plan.n_chunks} "
+                                "actions (pass --compact to silence this)")
+    sched.save(output, form)
     summary["output"] = output
+    summary["form"] = form
     _render_or_json(summary, as_json)
+    if not as_json and "note_form" in summary:
+        click.echo(summary["note_form"], err=True)
     if not as_json:
         click.echo(f"wrote {output}", err=True)
 

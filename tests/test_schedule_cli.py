@@ -85,3 +85,13 @@ def test_groups_file_is_used(tmp_path, dc, capsys):
     code, stdout, _ = run(["schedule", str(dc), "--groups", str(tmp_path / "g.json"), "--size", "1MiB",
                            "-o", str(tmp_path / "s.json"), "--json"], capsys)
     assert code == 0 and json.loads(stdout)["groups"] == 2
+
+
+def test_large_schedules_are_written_compact(tmp_path, dc, capsys, monkeypatch):
+    import plink.verify
+
+    monkeypatch.setattr(plink.verify, "VERIFY_LIMIT", 100)
+    out = tmp_path / "s.json"
+    code, stdout, _ = run(["schedule", str(dc), "--size", "1MiB", "-o", str(out), "--json"], capsys)
+    assert code == 0
+    assert json.loads(stdout)["form"] == "compact" == json.loads(out.read_text())["form"]
