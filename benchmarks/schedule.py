@@ -143,14 +143,16 @@ def _worker(rank, world, port, nbytes_list, labels, iters, outdir):
         y = x.clone()
         all_reduce(y, sched)
         ok = bool(torch.equal(y, ref))
-        t_exec, t_gloo = [], []
+        all_reduce(x.clone(), sched, waves=1)
+        t_exec, t_exec1, t_gloo = [], [], []
         for _ in range(iters):
-            y = x.clone()
-            dist.barrier()
-            t0 = time.perf_counter()
-            all_reduce(y, sched)
-            dist.barrier()
-            t_exec.append(time.perf_counter() - t0)
+            for waves, sink in ((4, t_exec), (1, t_exec1)):
+                y = x.clone()
+                dist.barrier()
+                t0 = time.perf_counter()
+                all_reduce(y, sched, waves=waves)
+                dist.barrier()
+                sink.append(time.perf_counter() - t0)
             y = x.clone()
             dist.barrier()
             t0 = time.perf_counter()
@@ -158,7 +160,8 @@ def _worker(rank, world, port, nbytes_list, labels, iters, outdir):
             dist.barrier()
             t_gloo.append(time.perf_counter() - t0)
         if rank == 0:
-            lines.append(f"{nbytes} {statistics.median(t_exec)} {statistics.median(t_gloo)} {int(ok)} {lat} {bw}")
+            lines.append(f"{nbytes} {statistics.median(t_exec)} {statistics.median(t_exec1)} "
+                         f"{statistics.median(t_gloo)} {int(ok)} {lat} {bw}")
     if rank == 0:
         with open(os.path.join(outdir, "result"), "w") as fh:
             fh.write("\n".join(lines))
@@ -177,8 +180,8 @@ def measured(world, labels, sizes, iters):
                            join=True, start_method="fork")
         rows = [line.split() for line in open(os.path.join(d, "result")).read().splitlines()]
     out = []
-    for nbytes, te, tg, ok, lat, bw in rows:
-        nbytes, te, tg, lat, bw = int(nbytes), float(te), float(tg), float(lat), float(bw)
+    for nbytes, te, te1, tg, ok, lat, bw in rows:
+        nbytes, te, te1, tg, lat, bw = int(nbytes), float(te), float(te1), float(tg), float(lat), float(bw)
         latm = np.full((world, world), lat)
         bwm = np.full((world, world), bw)
         pc = PairCost.from_matrices(latm, bwm)
@@ -186,18 +189,19 @@ def measured(world, labels, sizes, iters):
         plan = plan_schedule(probe, np.array(labels), size=nbytes, chunk=64 * 1024)
         p2 = predict_time("2lha", plan_traffic(plan), pc, plan.labels).time_us
         pr = predict_time("ring", ring_traffic(plan.labels, nbytes), pc, plan.labels).time_us
-        out.append({"world": world, "groups": len(set(labels)), "size": nbytes, "exec_s": te, "gloo_s": tg,
+        out.append({"world": world, "groups": len(set(labels)), "size": nbytes, "exec_s": te, "exec1_s": te1, "gloo_s": tg,
                     "ok": ok == "1", "pred_ratio": p2 / pr, "lat_us": lat, "bw_gbps": bw})
     return out
 
 
 def print_measured(rows):
     print("\n### Measured: executor vs Gloo all_reduce, local processes on 127.0.0.1 (2 shared cores)\n")
-    print("| ranks | groups | size | executor | Gloo all_reduce | measured exec/Gloo | predicted 2LHA/ring "
-          "| equal to Gloo | p2p RTT / bw |")
-    print("|---|---|---|---|---|---|---|---|---|")
+    print("| ranks | groups | size | executor (4 waves) | executor (1 wave) | Gloo all_reduce "
+          "| measured exec/Gloo | predicted 2LHA/ring | equal to Gloo | p2p RTT / bw |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
     for r in rows:
         print(f"| {r['world']} | {r['groups']} | {format_size(r['size'])} | {r['exec_s'] * 1e3:.1f} ms "
+              f"| {r['exec1_s'] * 1e3:.1f} ms "
               f"| {r['gloo_s'] * 1e3:.1f} ms | {r['exec_s'] / r['gloo_s']:.2f} | {r['pred_ratio']:.2f} "
               f"| {'yes' if r['ok'] else 'NO'} | {r['lat_us']:.0f} us / {r['bw_gbps']:.1f} Gbit/s |")
 

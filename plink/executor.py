@@ -23,7 +23,9 @@ before it) and compiled, per rank, into rounds.  In round ``d`` a rank
 
 A message's round is the same on both ends (the sender's level + 1), so
 every receive is matched in the same round and nothing deadlocks; chunks
-never wait on each other, only the round barrier of each rank orders them.
+never wait on each other, so the chunks are cut into ``waves`` that run as a
+software pipeline (wave ``w`` does its round ``d`` in step ``w + d``): the
+local phase of one wave overlaps the global phase of another (§4.1.2).
 The compiled program is cached per (schedule, rank).
 
 The tensor must be contiguous with ``tensor.numel() * element_size ==
@@ -171,14 +173,45 @@ def _element_bounds(chunks: np.ndarray, size: int, tensor) -> list[slice]:
     return [slice(int(o), int(o + n)) for o, n in el]
 
 
-def all_reduce(tensor, schedule, group=None, stats: dict | None = None, fast: bool = True):
+def _split_waves(prog: Program, dag, waves: int) -> list[list[Round]]:
+    """The program's rounds restricted to each wave of chunks (chunk ``c`` is in wave ``c * W // C``)."""
+    nch = len(dag.chunks)
+    wave = [c * waves // nch for c in range(nch)]
+    out = []
+    for w in range(waves):
+        rounds = []
+        for r in prog.rounds:
+            rr = Round([a for a in r.actions if wave[dag.chunk[a]] == w])
+            for p, items in r.sends.items():
+                mine = [(c, a) for c, a in items if wave[c] == w]
+                if mine:
+                    rr.sends[p] = mine
+            for p, chunks in r.recvs.items():
+                mine = [c for c in chunks if wave[c] == w]
+                if mine:
+                    rr.recvs[p] = mine
+            rr.fast_send = {p for p in r.fast_send if p in rr.sends}
+            rr.eager = {p for p in r.eager if p in rr.recvs}
+            rounds.append(rr)
+        out.append(rounds)
+    return out
+
+
+DEFAULT_WAVES = 4
+
+
+def all_reduce(tensor, schedule, group=None, stats: dict | None = None, fast: bool = True,
+               waves: int = DEFAULT_WAVES):
     """Sum ``tensor`` over all ranks in place by executing ``schedule``; returns ``tensor``.
 
     ``schedule`` is a :class:`plink.dag.Schedule` (or a :class:`plink.dag.Dag`).
     Merge buffers are the rows of a ``(C, E)`` matrix (``E`` = the longest
     chunk in elements, shorter chunks zero-padded), so a message of several
     chunks is one row gather/scatter; the padding of a short last chunk
-    travels with it.
+    travels with it.  The chunks are split into ``waves`` groups that run
+    as a software pipeline (wave ``w`` does round ``d`` in step ``w + d``):
+    chunks never depend on each other, so the rounds of different waves
+    overlap.
     """
     import torch
     import torch.distributed as dist
@@ -191,22 +224,29 @@ def all_reduce(tensor, schedule, group=None, stats: dict | None = None, fast: bo
         raise PlinkError(f"the schedule has {dag.n} nodes but the process group has {world} ranks")
     if not tensor.is_contiguous():
         raise PlinkError("all_reduce needs a contiguous tensor")
+    if waves < 1:
+        raise PlinkError(f"waves must be >= 1, got {waves}")
     bounds = _element_bounds(np.asarray(dag.chunks), size, tensor)
-    key = (id(dag), rank, fast)
+    nch = len(bounds)
+    waves = min(waves, nch)
+    key = (id(dag), rank, fast, waves)
     prog = _CACHE.get(key)
     if prog is None or getattr(prog, "_dag", None) is not dag:
         prog = compile_program(dag, rank, fast=fast)
         prog._dag = dag  # type: ignore[attr-defined]
+        prog._waves = _split_waves(prog, dag, waves)  # type: ignore[attr-defined]
         prog._idx = {}  # type: ignore[attr-defined]
-        for d, r in enumerate(prog.rounds, start=1):
-            for p in r.fast_send:
-                prog._idx[("s", d, p)] = torch.tensor([c for c, _ in r.sends[p]], dtype=torch.long)  # type: ignore
-            for p in r.eager:
-                prog._idx[("r", d, p)] = torch.tensor(r.recvs[p], dtype=torch.long)  # type: ignore
+        for w, rounds in enumerate(prog._waves):  # type: ignore[attr-defined]
+            for d, r in enumerate(rounds, start=1):
+                for p in r.fast_send:
+                    prog._idx[("s", w, d, p)] = torch.tensor([c for c, _ in r.sends[p]], dtype=torch.long)  # type: ignore
+                for p in r.eager:
+                    prog._idx[("r", w, d, p)] = torch.tensor(r.recvs[p], dtype=torch.long)  # type: ignore
         _CACHE[key] = prog
     idx = prog._idx  # type: ignore[attr-defined]
+    wave_rounds: list[list[Round]] = prog._waves  # type: ignore[attr-defined]
+    nrounds = len(prog.rounds)
     flat = tensor.view(-1)
-    nch = len(bounds)
     width = max(b.stop - b.start for b in bounds)
     regular = all(b.start == c * width for c, b in enumerate(bounds))
     # merge and receive buffers are kept with the compiled program and reused by the next call
@@ -216,8 +256,6 @@ def all_reduce(tensor, schedule, group=None, stats: dict | None = None, fast: bo
         bufs.clear()
         bufs["dtype"] = flat.dtype
         bufs["buf"] = torch.zeros(nch, width, dtype=flat.dtype)
-        bufs["recv"] = {(d, p): torch.empty(len(chunks), width, dtype=flat.dtype)
-                        for d, rnd in enumerate(prog.rounds, start=1) for p, chunks in rnd.recvs.items()}
     buf = bufs["buf"]
     if not regular or bounds[-1].stop - bounds[-1].start < width:
         buf.zero_()
@@ -235,6 +273,15 @@ def all_reduce(tensor, schedule, group=None, stats: dict | None = None, fast: bo
 
     def peer_rank(p: int) -> int:
         return p if group is None else dist.get_global_rank(group, p)
+
+    def tag(w: int, d: int) -> int:
+        return w * (nrounds + 1) + d
+
+    def cached(name, n):
+        t = bufs.get(name)
+        if t is None:
+            t = bufs[name] = torch.empty(n, width, dtype=flat.dtype)
+        return t
 
     def run(actions: list[int]) -> dict[int, "torch.Tensor"]:
         snaps: dict[int, torch.Tensor] = {}
@@ -256,49 +303,53 @@ def all_reduce(tensor, schedule, group=None, stats: dict | None = None, fast: bo
                 snaps[a] = buf[c].clone()
         return snaps
 
-    # every receive is posted up front (tag = round), so no sender ever waits for a receiver to
-    # reach its round; sends are fresh tensors, waited for only at the end
-    posted: list[list[tuple[int, list[int], "torch.Tensor", object]]] = []
-    for d, rnd in enumerate(prog.rounds, start=1):
-        mine = []
-        for p, chunks in rnd.recvs.items():
-            t = bufs["recv"][(d, p)]
-            mine.append((p, chunks, t, dist.irecv(t, src=peer_rank(p), group=group, tag=d)))
-        posted.append(mine)
+    # every receive is posted up front (tag = wave and round), so no sender ever waits for a
+    # receiver to get there; sends are waited for only at the end
+    posted: dict[tuple[int, int], list] = {}
+    for w, rounds in enumerate(wave_rounds):
+        for d, rnd in enumerate(rounds, start=1):
+            posted[(w, d)] = [
+                (p, chunks, t, dist.irecv(t, src=peer_rank(p), group=group, tag=tag(w, d)))
+                for p, chunks in rnd.recvs.items()
+                for t in [cached(("recv", w, d, p), len(chunks))]
+            ]
     send_works = []
     links: dict[int, list[float]] = {}
-    for d, rnd in enumerate(prog.rounds, start=1):
-        snaps = run(rnd.actions)
+    for step in range(1, nrounds + len(wave_rounds)):
+        active = [(w, step - w) for w in range(len(wave_rounds)) if 1 <= step - w <= nrounds]
         t0 = time.perf_counter()
-        for p, items in rnd.sends.items():
-            if p in rnd.fast_send:
-                sel = idx[("s", d, p)]
-                out = bufs.get(("send", d, p))
-                if out is None:
-                    out = bufs[("send", d, p)] = torch.empty(len(sel), width, dtype=flat.dtype)
-                torch.index_select(buf, 0, sel, out=out)
-            else:
-                out = torch.stack([snaps[a] if a in snaps else buf[c].clone() for c, a in items])
-            send_works.append(dist.isend(out, dst=peer_rank(p), group=group, tag=d))
-            if stats is not None:
-                links.setdefault(p, [0.0, 0.0])[0] += out.numel() * out.element_size()
-        for p, chunks, t, w in posted[d - 1]:
-            w.wait()
-            if p in rnd.eager:
-                if prog.eager_reduce[(d, p)] == "sum":
-                    buf.index_add_(0, idx[("r", d, p)], t)
+        for w, d in active:
+            rnd = wave_rounds[w][d - 1]
+            snaps = run(rnd.actions)
+            for p, items in rnd.sends.items():
+                if p in rnd.fast_send:
+                    sel = idx[("s", w, d, p)]
+                    out = cached(("send", w, d, p), len(sel))
+                    torch.index_select(buf, 0, sel, out=out)
                 else:
-                    buf.index_copy_(0, idx[("r", d, p)], t)
-                continue
-            for i, c in enumerate(chunks):
-                pending[(p, c)] = t[i]
+                    out = torch.stack([snaps[a] if a in snaps else buf[c].clone() for c, a in items])
+                send_works.append(dist.isend(out, dst=peer_rank(p), group=group, tag=tag(w, d)))
+                if stats is not None:
+                    links.setdefault(p, [0.0, 0.0])[0] += out.numel() * out.element_size()
+        for w, d in active:
+            rnd = wave_rounds[w][d - 1]
+            for p, chunks, t, work in posted[(w, d)]:
+                work.wait()
+                if p in rnd.eager:
+                    if prog.eager_reduce[(d, p)] == "sum":
+                        buf.index_add_(0, idx[("r", w, d, p)], t)
+                    else:
+                        buf.index_copy_(0, idx[("r", w, d, p)], t)
+                    continue
+                for i, c in enumerate(chunks):
+                    pending[(p, c)] = t[i]
         if stats is not None:
             dt = time.perf_counter() - t0
-            for p in rnd.sends:
+            for p in {p for w, d in active for p in wave_rounds[w][d - 1].sends}:
                 links[p][1] += dt
     run(prog.final)
-    for w in send_works:
-        w.wait()
+    for work in send_works:
+        work.wait()
     if prog.deliver_at_end:
         if regular:
             flat.copy_(rows[: flat.numel()])

@@ -50,11 +50,13 @@ def worker(rank, port, outdir):
             dist.all_reduce(ref)
             sched = make_schedule(labels, x.numel() * 4, 256)  # 12 chunks, the last one short
             slow = x.clone()
-            all_reduce(slow, sched, fast=False)  # every action one by one: the reference for the fast paths
+            all_reduce(slow, sched, fast=False, waves=1)  # every action one by one: the reference
+            one = x.clone()
+            all_reduce(one, sched, waves=1)  # fast paths, no pipelining
             stats = {}
             out = all_reduce(x, sched, stats=stats)
             assert out is x
-            results.append(bool(torch.equal(x, ref)) and bool(torch.equal(slow, ref)))
+            results.append(bool(torch.equal(x, ref)) and bool(torch.equal(slow, ref)) and bool(torch.equal(one, ref)))
             results.append(all(row["src"] == f"r{rank}" and row["bytes"] > 0 for row in stats["links"]))
         # int64 and a second call (cached program)
         y = torch.arange(10, dtype=torch.int64) * (rank + 1)
