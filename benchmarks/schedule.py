@@ -16,6 +16,13 @@ and bandwidth are measured between two of the processes.
 
     python benchmarks/schedule.py                 # full run
     python benchmarks/schedule.py --quick         # N = 16, 64 only; small local run
+    python benchmarks/schedule.py --netns         # also on the netns cluster (root; probes/netns.py)
+
+Part 3 (``--netns``, measured): the same on the emulated cluster of
+``probes/netns.py`` (2 racks x 4 hosts, prefix ``ps``, subnet ``10.233``;
+host links 400 Mbit/s, each rack's uplink 200 Mbit/s shared by its 4
+hosts), ranks in rack order, groups = racks; predicted ratio from the
+pair model of that testbed (host rate in a rack, uplink rate across).
 """
 
 from __future__ import annotations
@@ -206,13 +213,162 @@ def print_measured(rows):
               f"| {'yes' if r['ok'] else 'NO'} | {r['lat_us']:.0f} us / {r['bw_gbps']:.1f} Gbit/s |")
 
 
+# ---------------------------------------------------------------------------
+# measured, netns cluster (probes/netns.py): racks of hosts behind a shared, oversubscribed uplink
+
+
+NETNS_PREFIX, NETNS_SUBNET = "ps", "10.233"
+
+
+def _netns_worker(argv):
+    """One rank inside a host namespace: ``--netns-worker rank world addr port sizes labels iters``."""
+    import json
+
+    import torch
+    import torch.distributed as dist
+
+    from plink.dag import Schedule
+    from plink.executor import all_reduce
+    from plink.probefile import from_matrix
+
+    rank, world, addr, port = int(argv[0]), int(argv[1]), argv[2], int(argv[3])
+    sizes = [int(x) for x in argv[4].split(",")]
+    labels = np.array([int(x) for x in argv[5].split(",")])
+    iters = int(argv[6])
+    torch.set_num_threads(1)
+    dist.init_process_group("gloo", init_method=f"tcp://{addr}:{port}", rank=rank, world_size=world)
+    # RTT to an in-rack and a cross-rack peer (rank 0 <-> 1 and 0 <-> world-1)
+    small = torch.zeros(1)
+    rtt = {}
+    for peer in (1, world - 1):
+        dist.barrier()
+        if rank in (0, peer):
+            other = peer if rank == 0 else 0
+            for i in range(40):
+                if i == 10:
+                    t0 = time.perf_counter()
+                if rank == 0:
+                    dist.send(small, other)
+                    dist.recv(small, other)
+                else:
+                    dist.recv(small, other)
+                    dist.send(small, other)
+            rtt[peer] = (time.perf_counter() - t0) / 30 * 1e6
+    dist.barrier()
+    out = []
+    latm = np.full((world, world), 30.0)
+    np.fill_diagonal(latm, 0.0)
+    probe = from_matrix(latm, [f"r{i}" for i in range(world)])
+    from plink.schedule import plan_schedule
+
+    for nbytes in sizes:
+        sched = Schedule.from_plan(plan_schedule(probe, labels, size=nbytes, chunk=64 * 1024))
+        x = torch.randint(-100, 100, (nbytes // 4,), generator=torch.Generator().manual_seed(rank)).float()
+        ref = x.clone()
+        dist.all_reduce(ref)
+        y = x.clone()
+        all_reduce(y, sched)
+        ok = bool(torch.equal(y, ref))
+        te, tg = [], []
+        for _ in range(iters):
+            for sink, fn in ((te, lambda t: all_reduce(t, sched)), (tg, dist.all_reduce)):
+                y = x.clone()
+                dist.barrier()
+                t0 = time.perf_counter()
+                fn(y)
+                dist.barrier()
+                sink.append(time.perf_counter() - t0)
+        out.append({"size": nbytes, "exec_s": statistics.median(te), "gloo_s": statistics.median(tg), "ok": ok})
+    if rank == 0:
+        print(json.dumps({"rtt_in_us": rtt.get(1), "rtt_cross_us": rtt.get(world - 1), "rows": out}), flush=True)
+    dist.destroy_process_group()
+
+
+def netns(sizes, iters, racks=2, hosts_per_rack=4, host_mbit=400.0, uplink_mbit=200.0):
+    """Executor vs Gloo on the emulated cluster; returns rows or a reason it was skipped."""
+    import json
+    import subprocess
+    from concurrent.futures import ThreadPoolExecutor
+
+    try:
+        from probes.netns import NetnsCluster, unavailable_reason
+    except ImportError:
+        return "probes/netns.py is not available on this branch"
+    reason = unavailable_reason(sshd=False)
+    if reason:
+        return reason
+    from plink.verify import predict_time, plan_traffic, ring_traffic
+    from plink.probefile import from_matrix
+    from solvers.costmodels import PairCost
+
+    world = racks * hosts_per_rack
+    with NetnsCluster(racks=racks, hosts_per_rack=hosts_per_rack, prefix=NETNS_PREFIX, subnet=NETNS_SUBNET,
+                      host_mbit=host_mbit, uplink_mbit=uplink_mbit, sshd=False) as cl:
+        hosts = sorted(cl.hosts, key=lambda h: (h.rack, h.index))  # rank order = rack order
+        labels = [h.rack for h in hosts]
+        port = 29500 + os.getpid() % 1000
+        env = dict(os.environ, GLOO_SOCKET_IFNAME="eth0", PYTHONPATH=ROOT)
+
+        def launch(rank):
+            argv = [sys.executable, os.path.abspath(__file__), "--netns-worker", str(rank), str(world),
+                    hosts[0].address, str(port), ",".join(map(str, sizes)), ",".join(map(str, labels)), str(iters)]
+            return cl.exec(hosts[rank].name, argv, capture_output=True, text=True, env=env, timeout=900)
+
+        with ThreadPoolExecutor(world) as pool:
+            results = list(pool.map(launch, range(world)))
+    bad = [r for r in results if r.returncode != 0]
+    if bad:
+        return f"a netns worker failed: {bad[0].stderr.strip().splitlines()[-1:]}"
+    doc = json.loads(results[0].stdout.strip().splitlines()[-1])
+    # pair model of the testbed: host links at host_mbit, cross-rack pairs at the uplink rate
+    same = np.equal.outer(labels, labels)
+    lat = np.where(same, doc["rtt_in_us"], doc["rtt_cross_us"])
+    np.fill_diagonal(lat, 0.0)
+    bw = np.where(same, host_mbit, min(host_mbit, uplink_mbit)) / 1000.0
+    pc = PairCost.from_matrices(lat, bw)
+    rows = []
+    for r in doc["rows"]:
+        probe = from_matrix(lat, [f"r{i}" for i in range(world)])
+        from plink.schedule import plan_schedule
+
+        plan = plan_schedule(probe, np.array(labels), size=r["size"], chunk=64 * 1024)
+        p2 = predict_time("2lha", plan_traffic(plan), pc, plan.labels).time_us
+        pr = predict_time("ring", ring_traffic(plan.labels, r["size"]), pc, plan.labels).time_us
+        rows.append({**r, "pred_ratio": p2 / pr, "world": world, "racks": racks,
+                     "rtt_in": doc["rtt_in_us"], "rtt_cross": doc["rtt_cross_us"]})
+    return rows
+
+
+def print_netns(rows, host_mbit=400.0, uplink_mbit=200.0):
+    print(f"\n### Measured: executor vs Gloo all_reduce on the netns cluster (hosts {host_mbit:g} Mbit/s, "
+          f"rack uplinks {uplink_mbit:g} Mbit/s shared)\n")
+    if isinstance(rows, str):
+        print(f"skipped: {rows}")
+        return
+    print("| ranks | racks | size | executor | Gloo all_reduce | measured exec/Gloo | predicted 2LHA/ring "
+          "| equal to Gloo | RTT in / cross rack |")
+    print("|---|---|---|---|---|---|---|---|---|")
+    for r in rows:
+        print(f"| {r['world']} | {r['racks']} | {format_size(r['size'])} | {r['exec_s'] * 1e3:.1f} ms "
+              f"| {r['gloo_s'] * 1e3:.1f} ms | {r['exec_s'] / r['gloo_s']:.2f} | {r['pred_ratio']:.2f} "
+              f"| {'yes' if r['ok'] else 'NO'} | {r['rtt_in']:.0f} / {r['rtt_cross']:.0f} us |")
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--size", default=256 * 1024 * 1024, type=int)
     ap.add_argument("--iters", default=5, type=int)
     ap.add_argument("--seed", default=0, type=int)
+    ap.add_argument("--netns", action="store_true", help="also measure on the emulated netns cluster (root)")
+    ap.add_argument("--netns-only", action="store_true", help=argparse.SUPPRESS)
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["--netns-worker"]:
+        return _netns_worker(argv[1:])
     args = ap.parse_args(argv)
+    if args.netns_only:
+        print_netns(netns([4 * 1024 * 1024], args.iters))
+        return
     ns = [16, 64] if args.quick else [16, 64, 256, 1024]
     size = 16 * 1024 * 1024 if args.quick else args.size
     print(f"# python benchmarks/schedule.py {' '.join(sys.argv[1:])}".rstrip())
@@ -223,6 +379,8 @@ def main(argv=None):
     if not args.quick:
         local += measured(8, [0, 0, 0, 0, 1, 1, 1, 1], msizes, args.iters)
     print_measured(local)
+    if args.netns:
+        print_netns(netns([4 * 1024 * 1024, 16 * 1024 * 1024], args.iters))
 
 
 if __name__ == "__main__":
