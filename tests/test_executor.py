@@ -96,3 +96,33 @@ def test_program_rounds_match_verifier():
         sent = sorted((p.rank, q, c) for p in progs for q, items in p.rounds[d].sends.items() for c, _ in items)
         got = sorted((q, p.rank, c) for p in progs for q, cs in p.rounds[d].recvs.items() for c in cs)
         assert sent == got
+
+
+@pytest.mark.netns
+@pytest.mark.slow
+def test_executor_on_netns_cluster():
+    """2 racks x 2 hosts of the emulated cluster (probes/netns.py; prefix ps, subnet 10.233)."""
+    import subprocess
+    from concurrent.futures import ThreadPoolExecutor
+
+    netns = pytest.importorskip("probes.netns")
+    reason = netns.unavailable_reason(sshd=False)
+    if reason:
+        pytest.skip(reason)
+    worker = os.path.join(ROOT, "tests", "netns_executor_worker.py")
+    with netns.NetnsCluster(racks=2, hosts_per_rack=2, prefix="ps", subnet="10.233", host_mbit=400,
+                            uplink_mbit=200, sshd=False) as cl:
+        hosts = sorted(cl.hosts, key=lambda h: (h.rack, h.index))
+        labels = ",".join(str(h.rack) for h in hosts)
+        env = dict(os.environ, GLOO_SOCKET_IFNAME="eth0", PYTHONPATH=ROOT)
+        port = 29500 + os.getpid() % 1000
+
+        def launch(rank):
+            argv = [sys.executable, worker, str(rank), str(len(hosts)), hosts[0].address, str(port), labels]
+            return cl.exec(hosts[rank].name, argv, capture_output=True, text=True, env=env, timeout=120)
+
+        with ThreadPoolExecutor(len(hosts)) as pool:
+            results = list(pool.map(launch, range(len(hosts))))
+    for r in results:
+        assert r.returncode == 0, r.stderr[-500:]
+        assert r.stdout.strip().splitlines()[-1] == "OK"
