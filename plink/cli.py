@@ -331,7 +331,8 @@ def verify(schedulefile, probefile, as_json) -> None:
     sched = load_schedule(schedulefile)
     probe = _load_probe(probefile) if probefile else None
     summary = summarize(sched, probe, verify_limit=10**12)
-    _render_or_json(summary, as_json)
+    if summary["verified"] or as_json:
+        _render_or_json(summary, as_json)
     if not summary["verified"]:
         raise PlinkError(f"{schedulefile}: invalid schedule: {summary['errors'][0]}")
 
@@ -357,8 +358,9 @@ def retune(schedulefile, statsfile, output, quick, beta, gamma, epsilon, compact
 
     \b
     Example:
+      plink simulate --racks 4 --hosts-per-rack 4 --bandwidth --seed 1 -o dc.json
       plink schedule dc.json --size 16MiB -o schedule.json
-      plink retune schedule.json stats.json -o schedule2.json
+      plink retune schedule.json examples/stats16.json -o schedule2.json
     """
     from .autotune import finetune, load_stats, quicktune
     from .dag import Schedule, ScheduleError, load_schedule
