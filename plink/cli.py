@@ -191,6 +191,12 @@ def order(probefile, algo, size, base, time_limit, seed, fmt, output, as_json, h
 EXIT_INCOMPLETE = 3
 
 
+class IncompleteMatrix(PlinkError):
+    """The probe file was written but some pairs are missing (exit 3)."""
+
+    exit_code = EXIT_INCOMPLETE
+
+
 def _probe_summary(probe, output) -> dict:
     import numpy as np
 
@@ -355,10 +361,8 @@ def probe(hosts, output, method, count, interval, bandwidth, bw_seconds, streams
             if output:
                 click.echo(f"wrote {output}", err=True)
     if summary["missing_pairs"]:
-        if not as_json:
-            click.echo(f"plink probe: incomplete matrix: {summary['missing_pairs']} pairs missing (exit 3)"
-                       + (f"; rerun with --resume -o {output}" if output else ""), err=True)
-        raise click.exceptions.Exit(EXIT_INCOMPLETE)
+        raise IncompleteMatrix(f"incomplete matrix: {summary['missing_pairs']} of {summary['pairs']} pairs missing"
+                               + (f" (rerun with -o {output} --resume)" if output else "") + ", exit 3")
 
 
 # ---------------------------------------------------------------------------

@@ -1,0 +1,181 @@
+"""`plink probe` against a real emulated cluster: 2 racks x 4 hosts in network
+namespaces, sshd per host, rack uplinks shaped with htb (200 Mbit/s shared by
+the rack vs 400 Mbit/s host links).  Skipped, with the reason, without root,
+ip netns or sshd; CI runs it as root.
+"""
+
+import itertools
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from plink.probefile import load
+from probes.netns import NetnsCluster, unavailable_reason
+from probes.probe import probe_hosts
+from probes.ssh import SSHOptions
+
+ROOT = Path(__file__).resolve().parents[1]
+pytestmark = pytest.mark.netns
+
+
+@pytest.fixture(scope="module")
+def cluster():
+    reason = unavailable_reason(sshd=True)
+    if reason:
+        pytest.skip(reason)
+    with NetnsCluster(racks=2, hosts_per_rack=4, prefix="pk", subnet="10.231", host_mbit=400,
+                      uplink_mbit=200, extra_hops=4) as c:
+        yield c
+
+
+def plink(*args, timeout=120):
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    return subprocess.run([sys.executable, "-m", "plink", *args], capture_output=True, text=True,
+                          timeout=timeout, env=env, cwd=ROOT)
+
+
+def assert_nothing_left(cluster):
+    """Only sshd listens and runs on every host once a probe has ended."""
+    end = time.monotonic() + 10
+    while True:
+        leftovers = {}
+        for h in cluster.hosts:
+            socks = [s for s in cluster.listening(h.name) if '"sshd"' not in s]
+            procs = []
+            for pid in cluster.processes(h.name):
+                try:
+                    comm = Path(f"/proc/{pid}/comm").read_text().strip()
+                except OSError:
+                    continue
+                if comm != "sshd":
+                    procs.append(comm)
+            if socks or procs:
+                leftovers[h.name] = (socks, procs)
+        if not leftovers:
+            return
+        if time.monotonic() > end:
+            pytest.fail(f"left behind after the probe: {leftovers}")
+        time.sleep(0.2)
+
+
+def check_schedule(meta, n, pairs_expected):
+    seen = set()
+    for rnd in meta["schedule"]:
+        hosts = [h for p in rnd["pairs"] for h in p]
+        assert len(hosts) == len(set(hosts)), f"a host in two pairs of round {rnd['round']}"
+        for a, b in rnd["pairs"]:
+            assert (a, b) not in seen
+            seen.add((a, b))
+    assert seen == set(pairs_expected)
+
+
+def test_full_probe_latency_and_bandwidth(cluster, tmp_path):
+    out = tmp_path / "probe.json"
+    r = plink("probe", cluster.hostfile, "-o", str(out), "--ssh-config", cluster.ssh_config,
+              "--count", "10", "--interval", "0.005", "--bandwidth", "--bw-seconds", "1", "--json")
+    assert r.returncode == 0, r.stderr
+    summary = json.loads(r.stdout)
+    assert summary["complete"] and summary["missing_pairs"] == 0 and summary["exit_code"] == 0
+
+    p = load(out)
+    n = p.n
+    assert n == 8 and p.n_missing_pairs() == 0
+    assert np.isfinite(p.bandwidth[~np.eye(n, dtype=bool)]).all()
+    # O(N) rounds: N-1 rounds of N/2 disjoint pairs, every pair once
+    assert p.meta["rounds"] == 7 and len(p.meta["schedule"]) == 7
+    assert all(len(r["pairs"]) == 4 for r in p.meta["schedule"])
+    check_schedule(p.meta, n, itertools.combinations(range(n), 2))
+    # the pairs of a round ran at the same time: a round lasts about one pair's
+    # probe time (10 x 5 ms + 2 x 1 s), not four
+    per_pair = 10 * 0.005 + 2 * 1.0
+    assert max(r["seconds"] for r in p.meta["schedule"]) < 2 * per_pair
+    # hosts reported by the agents: their own addresses
+    assert [h.address for h in p.hosts] == [h.address for h in cluster.hosts]
+
+    # bandwidth across racks (a shared 200 Mbit/s uplink) is measurably lower
+    # than inside a rack (400 Mbit/s host links)
+    rack = np.array([cluster.rack_of(h.name) for h in p.hosts])
+    same = (rack[:, None] == rack[None, :]) & ~np.eye(n, dtype=bool)
+    cross = rack[:, None] != rack[None, :]
+    intra_bw, cross_bw = np.median(p.bandwidth[same]), np.median(p.bandwidth[cross])
+    assert 0.25 < intra_bw < 0.45, intra_bw  # Gbit/s, the 400 Mbit/s host link
+    assert cross_bw < 0.7 * intra_bw, (intra_bw, cross_bw)
+    assert p.bandwidth[cross].max() < 0.21  # never above the uplink rate
+    assert p.latency[~np.eye(n, dtype=bool)].min() > 0
+    assert_nothing_left(cluster)
+
+
+def test_host_dies_mid_probe_then_resume(cluster, tmp_path):
+    out = tmp_path / "probe.json"
+    victim = cluster.hosts[5].name
+    killed = []
+
+    def after_round(r, pairs):
+        if len(killed) == 0 and r == 1:  # two rounds done
+            cluster.kill_host(victim)
+            killed.append(r)
+
+    opts = SSHOptions(ssh_config=cluster.ssh_config, retries=0, connect_timeout=5)
+    try:
+        part = probe_hosts(cluster.hostfile, count=10, interval=0.005, checkpoint=out, ssh=opts,
+                           after_round=after_round)
+        assert killed
+        # reported, its remaining pairs missing, everything else measured
+        assert not part.meta["complete"] and victim in part.meta["dead"]
+        on_disk = load(out)
+        v = on_disk.index(victim)
+        missing = {tuple(sorted(map(int, ij))) for ij in zip(*np.nonzero(np.triu(on_disk.missing_mask(), 1)))}
+        assert len(missing) == 5 and all(v in pair for pair in missing)  # 7 rounds, 2 done before death
+        assert on_disk.meta["missing_pairs"] == 5 and on_disk.meta["complete"] is False
+        measured_before = on_disk.latency.copy()
+    finally:
+        cluster.revive_host(victim)
+
+    # the CLI on the partial file says why and exits 3 ... and --resume fills it in
+    r = plink("probe", cluster.hostfile, "-o", str(out), "--ssh-config", cluster.ssh_config,
+              "--count", "10", "--interval", "0.005", "--resume", "--quiet")
+    assert r.returncode == 0, r.stderr
+    done = load(out)
+    assert done.n_missing_pairs() == 0 and done.meta["complete"]
+    known = ~np.isnan(measured_before)
+    np.testing.assert_array_equal(done.latency[known], measured_before[known])  # nothing re-measured or lost
+    resumed = done.meta["schedule"][-5:]
+    assert all(len(r["pairs"]) == 1 for r in resumed)  # only the victim's pairs were probed again
+    check_schedule(done.meta, 8, itertools.combinations(range(8), 2))
+    assert_nothing_left(cluster)
+
+
+def test_unreachable_host_gives_partial_file_and_exit_3(cluster, tmp_path):
+    hosts = tmp_path / "hosts.txt"
+    # three real hosts and an address inside the testbed's subnet that no one has
+    hosts.write_text("".join(f"{h.name}\n" for h in cluster.hosts[:3]) + "root@10.231.9.9\n")
+    out = tmp_path / "probe.json"
+    r = plink("probe", str(hosts), "-o", str(out), "--ssh-config", cluster.ssh_config,
+              "--known-hosts", cluster.known_hosts, "--count", "5", "--interval", "0.005",
+              "--retries", "0", "--timeout", "3")
+    assert r.returncode == 3, r.stderr
+    assert "10.231.9.9 unreachable" in r.stderr and "exit 3" in r.stderr
+    p = load(out)
+    assert p.n_missing_pairs() == 3 and "10.231.9.9" in p.meta["unreachable"]
+    assert np.isfinite(p.latency[:3, :3]).all()
+    assert_nothing_left(cluster)
+
+
+def test_unknown_host_keys_are_refused_by_the_cli(cluster, tmp_path):
+    kh = tmp_path / "known_hosts"
+    kh.write_text("")
+    hosts = tmp_path / "hosts.txt"
+    hosts.write_text(f"{cluster.hosts[0].name}\n{cluster.hosts[4].name}\n")
+    args = ["probe", str(hosts), "-o", str(tmp_path / "p.json"), "--ssh-config", cluster.ssh_config,
+            "--known-hosts", str(kh), "--count", "3", "--retries", "0"]
+    r = plink(*args)
+    assert r.returncode == 3 and "not in known_hosts" in r.stderr
+    r = plink(*args, "--accept-new-host-keys")
+    assert r.returncode == 0, r.stderr
+    assert len(kh.read_text().splitlines()) == 2
