@@ -195,3 +195,40 @@ def test_probe_over_loopback_odd_n_checkpoint_and_resume(tmp_path):
                     connect=lambda *a: calls.append(a) or ({}, {}))
     assert calls == [] and q.meta["complete"]
     np.testing.assert_allclose(q.latency, p.latency, atol=1e-3)
+
+
+def test_interrupted_probe_keeps_rounds_and_closes_agents(tmp_path):
+    hosts = [f"127.0.0.{i}" for i in range(10, 14)]
+    out = tmp_path / "probe.json"
+    started = []
+
+    def connect(entries, token, deadline, on_done):
+        sessions, failures = start_local_agents(entries, token, deadline, on_done)
+        started.extend(sessions.values())
+        return sessions, failures
+
+    def boom(r, pairs):
+        if r == 1:
+            raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        probe_hosts(hosts, count=3, interval=0.002, connect=connect, checkpoint=out, after_round=boom)
+    part = load(out)
+    assert part.meta["rounds_done"] == [0, 1] and part.n_missing_pairs() == 2  # 4 hosts: 3 rounds of 2
+    for s in started:  # every agent was told to exit
+        assert s.pipe.proc.wait(timeout=5) == 0
+    done = probe_hosts(hosts, count=3, interval=0.002, connect=start_local_agents, checkpoint=out, resume=True)
+    assert done.meta["complete"] and done.meta["rounds_done"] == [0, 1, 2]
+    known = ~np.isnan(part.latency)
+    np.testing.assert_array_equal(done.latency[known], part.latency[known])
+
+
+def test_resume_refuses_another_host_list(tmp_path):
+    from plink.errors import PlinkError
+
+    out = tmp_path / "probe.json"
+    probe_hosts(["127.0.0.2", "127.0.0.3"], count=2, interval=0.002, connect=start_local_agents, checkpoint=out)
+    with pytest.raises(PlinkError, match="hosts differ"):
+        probe_hosts(["127.0.0.2", "127.0.0.4"], count=2, connect=start_local_agents, checkpoint=out, resume=True)
+    with pytest.raises(PlinkError, match="--method udp"):
+        probe_hosts(["127.0.0.2", "127.0.0.3"], method="fping", connect=start_local_agents, checkpoint=out, resume=True)

@@ -179,3 +179,36 @@ def test_unknown_host_keys_are_refused_by_the_cli(cluster, tmp_path):
     r = plink(*args, "--accept-new-host-keys")
     assert r.returncode == 0, r.stderr
     assert len(kh.read_text().splitlines()) == 2
+
+
+def test_controller_killed_mid_probe_keeps_measured_pairs(cluster, tmp_path):
+    out = tmp_path / "probe.json"
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    args = [sys.executable, "-m", "plink", "probe", cluster.hostfile, "-o", str(out), "--ssh-config",
+            cluster.ssh_config, "--count", "40", "--interval", "0.01", "--quiet"]
+    proc = subprocess.Popen(args, env=env, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    try:
+        end = time.monotonic() + 60
+        while time.monotonic() < end:
+            try:
+                if len(load(out).meta.get("rounds_done", [])) >= 2:
+                    break
+            except Exception:
+                pass  # not written yet
+            time.sleep(0.05)
+        proc.kill()  # SIGKILL: no cleanup code runs in the controller
+        proc.wait()
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    part = load(out)
+    assert not part.meta["complete"] and len(part.meta["rounds_done"]) >= 2
+    assert 8 <= 28 - part.n_missing_pairs() < 28
+    # the agents notice the closed channel and exit: nothing left on the hosts
+    assert_nothing_left(cluster)
+    r = plink("probe", cluster.hostfile, "-o", str(out), "--ssh-config", cluster.ssh_config,
+              "--count", "40", "--interval", "0.01", "--resume", "--json")
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout)["missing_pairs"] == 0
+    assert load(out).meta["rounds_done"] == list(range(7))
