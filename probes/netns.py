@@ -61,7 +61,7 @@ def unavailable_reason(sshd: bool = True) -> str | None:
             return "ssh-keygen (openssh-client) is not installed"
         if shutil.which("unshare") is None:
             return "unshare (util-linux) is not installed"
-    probe = f"pkprobe{os.getpid()}"
+    probe = f"plinkcheck{os.getpid()}"
     r = subprocess.run(["ip", "netns", "add", probe], capture_output=True, text=True)
     if r.returncode != 0:
         return f"cannot create network namespaces: {r.stderr.strip()}"
@@ -181,6 +181,8 @@ class NetnsCluster:
             self.workdir.mkdir(parents=True, exist_ok=True)
         try:
             self._build()
+            self.hostfile = str(self.workdir / "hosts.txt")
+            Path(self.hostfile).write_text("".join(f"{h.name}\n" for h in self.hosts))
             if self.sshd:
                 self._start_sshd()
         except BaseException:
@@ -306,8 +308,6 @@ class NetnsCluster:
         Path(self.known_hosts).write_text("".join(kh_lines))
         self.ssh_config = str(wd / "ssh_config")
         Path(self.ssh_config).write_text("".join(cfg_lines))
-        self.hostfile = str(wd / "hosts.txt")
-        Path(self.hostfile).write_text("".join(f"{h.name}\n" for h in self.hosts))
         for h in self.hosts:
             self._spawn_sshd(h)
         self._wait_sshd(self.hosts)
