@@ -181,6 +181,8 @@ def probe_hosts(
         raise PlinkError("need at least 2 hosts to probe")
     state = _State(entries, bandwidth)
     checkpoint = Path(checkpoint) if checkpoint is not None else None
+    if checkpoint is not None and not checkpoint.absolute().parent.is_dir():
+        raise PlinkError(f"cannot write {checkpoint}: directory {checkpoint.parent} does not exist")
     if resume:
         if checkpoint is None:
             raise PlinkError("--resume needs the output file (-o) of the interrupted probe")

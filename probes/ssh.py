@@ -1,8 +1,8 @@
 """SSH transport (paramiko): config, host-key policy, connections, agent channels.
 
 * ``~/.ssh/config`` (or ``ssh_config=``) is honoured for ``HostName``,
-  ``User``, ``Port``, ``IdentityFile``, ``ProxyJump`` (chains too),
-  ``UserKnownHostsFile`` and ``ConnectTimeout``.  ``StrictHostKeyChecking``
+  ``User``, ``Port``, ``IdentityFile``, ``IdentitiesOnly``, ``ProxyJump``
+  (chains too), ``UserKnownHostsFile`` and ``ConnectTimeout``.  ``StrictHostKeyChecking``
   is deliberately *not* honoured: key checking is never weakened by a config
   file.
 * Authentication: ssh-agent, the ``IdentityFile`` keys, then the default key
@@ -80,6 +80,7 @@ class Target:
     proxy_jump: str | None = None
     known_hosts: list[str] = field(default_factory=list)
     connect_timeout: float | None = None
+    identities_only: bool = False
 
     @property
     def label(self) -> str:
@@ -125,7 +126,8 @@ def resolve(entry: HostEntry, config, options: SSHOptions) -> Target:
             timeout = float(cfg["connecttimeout"])
         except ValueError:
             pass
-    return Target(entry, hostname, user, port, ids, jump, kh, timeout)
+    only = str(cfg.get("identitiesonly", "no")).lower() == "yes" and bool(ids)
+    return Target(entry, hostname, user, port, ids, jump, kh, timeout, only)
 
 
 def _local_user() -> str:
@@ -236,7 +238,8 @@ def _connect_once(target: Target, options: SSHOptions, config, depth: int = 0):
     try:
         client.connect(
             target.hostname, port=target.port, username=target.user,
-            key_filename=target.identity_files or None, allow_agent=True, look_for_keys=True,
+            key_filename=target.identity_files or None, allow_agent=not target.identities_only,
+            look_for_keys=not target.identities_only,
             timeout=timeout, banner_timeout=timeout, auth_timeout=timeout, sock=sock,
         )
     except BaseException:

@@ -38,7 +38,7 @@ def test_config_resolution(tmp_path):
     config = ssh_mod._load_config(str(cfg))
     t = resolve(HostEntry("web1"), config, opts)
     assert (t.hostname, t.user, t.port, t.proxy_jump, t.connect_timeout) == ("192.0.2.web1", "alice", 2200, "bastion", 3.0)
-    assert t.identity_files == [str(Path("~/k1").expanduser())]
+    assert t.identity_files == [str(Path("~/k1").expanduser())] and not t.identities_only
     assert t.known_hosts == ["/tmp/kh1", "/tmp/kh2"]
     # host-list fields win over the config; --known-hosts wins over UserKnownHostsFile
     t = resolve(HostEntry("web2", user="root", port=22), config, SSHOptions(ssh_config=str(cfg), known_hosts=str(cfg)))
@@ -181,3 +181,32 @@ def test_proxyjump(cluster, tmp_path):
     # h1 sees the connection coming from h0, not from the controller
     assert _run(client, "echo $SSH_CONNECTION").split()[0] == h0.address
     client.close()
+
+
+@pytest.mark.netns
+def test_missing_python_is_a_clear_failure(cluster):
+    opts = _opts(cluster, python="/nonexistent/python3")
+    sessions, failures = ssh_mod.start_agents([_entry(cluster)], opts, "cd" * 16, 30)
+    assert sessions == {} and "agent did not start" in failures[0] and "/nonexistent/python3" in failures[0]
+
+
+@pytest.mark.netns
+def test_fping_and_icmp_between_two_hosts(cluster):
+    import shutil
+    import sys
+
+    # the controller's interpreter exists inside the namespaces too (same file system)
+    opts = _opts(cluster, python=sys.executable)
+    sessions, failures = ssh_mod.start_agents([_entry(cluster, 0), _entry(cluster, 1)], opts, "ef" * 16, 30)
+    assert failures == {}
+    a, b = sessions[0], sessions[1]
+    try:
+        if shutil.which("fping"):
+            r = a.call("fping", addr=b.info["addr"], count=3, interval=0.01)
+            assert len(r["rtts_us"]) == 3
+        if a.info["icmplib"]:
+            r = a.call("icmp", addr=b.info["addr"], count=3, interval=0.01)
+            assert len(r["rtts_us"]) == 3
+    finally:
+        a.close()
+        b.close()
