@@ -1,6 +1,6 @@
 """`plink probe` against a real emulated cluster: 2 racks x 4 hosts in network
 namespaces, sshd per host, rack uplinks shaped with htb (200 Mbit/s shared by
-the rack vs 400 Mbit/s host links).  Skipped, with the reason, without root,
+the rack vs 400 Mbit/s host links), shells as on a fresh VM.  Skipped, with the reason, without root,
 ip netns or sshd; CI runs it as root.
 """
 
@@ -30,7 +30,7 @@ def cluster():
     if reason:
         pytest.skip(reason)
     with NetnsCluster(racks=2, hosts_per_rack=4, prefix="pk", subnet="10.231", host_mbit=400,
-                      uplink_mbit=200, extra_hops=4) as c:
+                      uplink_mbit=200, extra_hops=4, clean_shell=True) as c:
         yield c
 
 
@@ -78,7 +78,8 @@ def check_schedule(meta, n, pairs_expected):
 def test_full_probe_latency_and_bandwidth(cluster, tmp_path):
     out = tmp_path / "probe.json"
     r = plink("probe", cluster.hostfile, "-o", str(out), "--ssh-config", cluster.ssh_config,
-              "--count", "10", "--interval", "0.005", "--bandwidth", "--bw-seconds", "1", "--json")
+              "--count", "10", "--interval", "0.005", "--bandwidth", "--bw-tool", "agent", "--bw-seconds", "0.5",
+              "--json")
     assert r.returncode == 0, r.stderr
     summary = json.loads(r.stdout)
     assert summary["complete"] and summary["missing_pairs"] == 0 and summary["exit_code"] == 0
@@ -92,8 +93,8 @@ def test_full_probe_latency_and_bandwidth(cluster, tmp_path):
     assert all(len(r["pairs"]) == 4 for r in p.meta["schedule"])
     check_schedule(p.meta, n, itertools.combinations(range(n), 2))
     # the pairs of a round ran at the same time: a round lasts about one pair's
-    # probe time (10 x 5 ms + 2 x 1 s), not four
-    per_pair = 10 * 0.005 + 2 * 1.0
+    # probe time (10 x 5 ms + 2 x 0.5 s), not four
+    per_pair = 10 * 0.005 + 2 * 0.5
     assert max(r["seconds"] for r in p.meta["schedule"]) < 2 * per_pair
     # hosts reported by the agents: their own addresses
     assert [h.address for h in p.hosts] == [h.address for h in cluster.hosts]
@@ -104,7 +105,7 @@ def test_full_probe_latency_and_bandwidth(cluster, tmp_path):
     same = (rack[:, None] == rack[None, :]) & ~np.eye(n, dtype=bool)
     cross = rack[:, None] != rack[None, :]
     intra_bw, cross_bw = np.median(p.bandwidth[same]), np.median(p.bandwidth[cross])
-    assert 0.25 < intra_bw < 0.45, intra_bw  # Gbit/s, the 400 Mbit/s host link
+    assert 0.15 < intra_bw < 0.45, intra_bw  # Gbit/s, at most the 400 Mbit/s host link
     assert cross_bw < 0.7 * intra_bw, (intra_bw, cross_bw)
     assert p.bandwidth[cross].max() < 0.21  # never above the uplink rate
     assert p.latency[~np.eye(n, dtype=bool)].min() > 0
@@ -185,7 +186,7 @@ def test_controller_killed_mid_probe_keeps_measured_pairs(cluster, tmp_path):
     out = tmp_path / "probe.json"
     env = dict(os.environ, PYTHONPATH=str(ROOT))
     args = [sys.executable, "-m", "plink", "probe", cluster.hostfile, "-o", str(out), "--ssh-config",
-            cluster.ssh_config, "--count", "40", "--interval", "0.01", "--quiet"]
+            cluster.ssh_config, "--count", "30", "--interval", "0.01", "--quiet"]
     proc = subprocess.Popen(args, env=env, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     try:
         end = time.monotonic() + 60
@@ -208,7 +209,7 @@ def test_controller_killed_mid_probe_keeps_measured_pairs(cluster, tmp_path):
     # the agents notice the closed channel and exit: nothing left on the hosts
     assert_nothing_left(cluster)
     r = plink("probe", cluster.hostfile, "-o", str(out), "--ssh-config", cluster.ssh_config,
-              "--count", "40", "--interval", "0.01", "--resume", "--json")
+              "--count", "30", "--interval", "0.01", "--resume", "--json")
     assert r.returncode == 0, r.stderr
     assert json.loads(r.stdout)["missing_pairs"] == 0
     assert load(out).meta["rounds_done"] == list(range(7))
