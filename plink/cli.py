@@ -169,10 +169,13 @@ def order(probefile, algo, size, base, time_limit, seed, fmt, output, as_json, h
     from .units import parse_size
 
     probe = _load_probe(probefile, hosts, unit)
-    result = order_hosts(
-        probe, algo, size=parse_size(size), time_limit=time_limit, seed=seed, base=base,
-        use_bandwidth=not no_bandwidth,
-    )
+    nbytes = parse_size(size)
+    console = _stderr_console()
+    with console.status(f"searching {algo} orders of {probe.n} hosts for {time_limit:g} s", spinner="dots"):
+        result = order_hosts(
+            probe, algo, size=nbytes, time_limit=time_limit, seed=seed, base=base,
+            use_bandwidth=not no_bandwidth,
+        )
     if output:
         write_order(output, result, probe, fmt)
     if as_json:
@@ -180,7 +183,7 @@ def order(probefile, algo, size, base, time_limit, seed, fmt, output, as_json, h
         return
     if not output:
         click.echo(render(result, probe, fmt), nl=False)
-    render_order_report(result, _stderr_console())
+    render_order_report(result, console)
     if output:
         click.echo(f"wrote {output}", err=True)
 
