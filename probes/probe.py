@@ -87,6 +87,7 @@ class _State:
         self.lat, self.med, self.p90, self.loss = _nan(n), _nan(n), _nan(n), _nan(n)
         self.bw = _nan(n) if bandwidth else None
         self.addresses: list[str | None] = [None] * n
+        self.bw_kept: np.ndarray | None = None
         self.rounds_done: list[int] = []
         self.schedule: list[dict] = []
 
@@ -116,8 +117,11 @@ class _State:
         for attr, m in (("med", old.latency_median), ("p90", old.latency_p90)):
             if m is not None:
                 setattr(self, attr, m.copy())
-        if self.bw is not None and old.bandwidth is not None:
-            self.bw = old.bandwidth.copy()
+        if old.bandwidth is not None:
+            if self.bw is not None:
+                self.bw = old.bandwidth.copy()
+            else:  # a latency-only resume keeps the bandwidth measured before
+                self.bw_kept = old.bandwidth.copy()
         loss = old.meta.get("loss")
         if isinstance(loss, list) and len(loss) == self.n:
             self.loss = np.array([[np.nan if v is None else v for v in row] for row in loss], dtype=float)
@@ -129,9 +133,10 @@ class _State:
         hosts = [Host(e.name, self.addresses[i], e.ssh_target) for i, e in enumerate(self.entries)]
         loss = [[None if not np.isfinite(v) else round(float(v), 4) for v in row] for row in self.loss]
         meta = dict(meta, loss=loss)
+        bw = self.bw if self.bw is not None else self.bw_kept
         return ProbeData(
             hosts=hosts, latency=self.lat.copy(), latency_median=self.med.copy(), latency_p90=self.p90.copy(),
-            bandwidth=None if self.bw is None else self.bw.copy(), meta=meta,
+            bandwidth=None if bw is None else bw.copy(), meta=meta,
         )
 
 
@@ -212,7 +217,7 @@ def probe_hosts(
 
     def write(complete: bool) -> ProbeData:
         missing = sum(1 for i in range(n) for j in range(i + 1, n) if not state.pair_done(i, j))
-        m = dict(meta, complete=complete and missing == 0, missing_pairs=missing, rounds_done=sorted(state.rounds_done),
+        m = dict(meta, complete=complete and missing == 0, missing_pairs=missing, rounds_done=sorted(set(state.rounds_done)),
                  schedule=state.schedule, unreachable=unreachable, dead=dead, errors=errors[:50],
                  elapsed_s=round(time.monotonic() - t_start, 3))
         probe = state.to_probe(m)

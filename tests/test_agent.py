@@ -232,3 +232,20 @@ def test_resume_refuses_another_host_list(tmp_path):
         probe_hosts(["127.0.0.2", "127.0.0.4"], count=2, connect=start_local_agents, checkpoint=out, resume=True)
     with pytest.raises(PlinkError, match="--method udp"):
         probe_hosts(["127.0.0.2", "127.0.0.3"], method="fping", connect=start_local_agents, checkpoint=out, resume=True)
+
+
+def test_latency_only_resume_keeps_measured_bandwidth(tmp_path):
+    hosts = ["127.0.0.2", "127.0.0.3", "127.0.0.4"]
+    out = tmp_path / "probe.json"
+
+    def stop_after_first(r, pairs):
+        raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        probe_hosts(hosts, count=3, interval=0.002, bandwidth=True, bw_seconds=0.2, bw_tool="agent",
+                    connect=start_local_agents, checkpoint=out, after_round=stop_after_first)
+    part = load(out)
+    assert np.isfinite(part.bandwidth).sum() == 2  # one pair, both directions
+    done = probe_hosts(hosts, count=3, interval=0.002, connect=start_local_agents, checkpoint=out, resume=True)
+    assert done.meta["complete"]
+    np.testing.assert_array_equal(np.isfinite(done.bandwidth), np.isfinite(part.bandwidth))
