@@ -154,8 +154,10 @@ def test_host_dies_mid_probe_then_resume(cluster, tmp_path):
 
 def test_unreachable_host_gives_partial_file_and_exit_3(cluster, tmp_path):
     hosts = tmp_path / "hosts.txt"
-    # three real hosts and an address inside the testbed's subnet that no one has
-    hosts.write_text("".join(f"{h.name}\n" for h in cluster.hosts[:3]) + "root@10.231.9.9\n")
+    # three real hosts (a Slurm range with OpenMPI slots) and an address inside the
+    # testbed's subnet that no one has
+    assert [h.name for h in cluster.hosts[:3]] == ["pkr0h0", "pkr0h1", "pkr0h2"]
+    hosts.write_text("# comment\npkr0h[0-2] slots=4\n\nroot@10.231.9.9   # nobody\n")
     out = tmp_path / "probe.json"
     r = plink("probe", str(hosts), "-o", str(out), "--ssh-config", cluster.ssh_config,
               "--known-hosts", cluster.known_hosts, "--count", "5", "--interval", "0.005",
