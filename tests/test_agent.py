@@ -249,3 +249,25 @@ def test_latency_only_resume_keeps_measured_bandwidth(tmp_path):
     done = probe_hosts(hosts, count=3, interval=0.002, connect=start_local_agents, checkpoint=out, resume=True)
     assert done.meta["complete"]
     np.testing.assert_array_equal(np.isfinite(done.bandwidth), np.isfinite(part.bandwidth))
+
+
+def test_ipv6_loopback():
+    if not socket.has_ipv6:
+        pytest.skip("no IPv6")
+    try:
+        socket.socket(socket.AF_INET6, socket.SOCK_DGRAM).bind(("::1", 0))
+    except OSError:
+        pytest.skip("no IPv6 loopback")
+    token = secrets.token_hex(16)
+    a, b = AgentSession(local_pipe(), "a"), AgentSession(local_pipe(), "b")
+    try:
+        a.hello(token, 60, bind="::1")
+        b.hello(token, 60, bind="::1")
+        r = a.call("udp_ping", addr="::1", port=b.info["udp_port"], count=5, interval=0.002, round=0)
+        assert len(r["rtts_us"]) == 5
+        port = b.call("tcp_listen", streams=1, seconds=0.2)["port"]
+        a.call("tcp_send", addr="::1", port=port, streams=1, seconds=0.2)
+        assert b.call("tcp_result")["bytes"] > 0
+    finally:
+        a.close()
+        b.close()
