@@ -210,3 +210,35 @@ def test_fping_and_icmp_between_two_hosts(cluster):
     finally:
         a.close()
         b.close()
+
+
+def test_connections_are_bounded_by_concurrency(monkeypatch):
+    import threading
+
+    active, peak, lock = [0], [0], threading.Lock()
+
+    class FakeSession:
+        info = {}
+
+        def hello(self, *a, **k):
+            return {}
+
+        def close(self):
+            pass
+
+    def fake_start(target, options, config=None):
+        with lock:
+            active[0] += 1
+            peak[0] = max(peak[0], active[0])
+        time.sleep(0.05)
+        with lock:
+            active[0] -= 1
+        if target.entry.name == "h3":
+            raise SSHError("h3: refused")
+        return FakeSession()
+
+    monkeypatch.setattr(ssh_mod, "start_agent", fake_start)
+    entries = [HostEntry(f"h{i}") for i in range(12)]
+    sessions, failures = ssh_mod.start_agents(entries, SSHOptions(concurrency=3), "00" * 16, 30)
+    assert peak[0] == 3
+    assert sorted(sessions) == [i for i in range(12) if i != 3] and failures == {3: "h3: refused"}
