@@ -355,14 +355,18 @@ class NetnsCluster:
         """Run ``argv`` inside the host's network namespace (subprocess.run)."""
         return subprocess.run(["ip", "netns", "exec", self.host(host_name).netns, *argv], **kwargs)
 
-    def kill_host(self, name: str) -> None:
+    def kill_host(self, name: str, link_delay: float = 0.3) -> None:
         """Simulate the host dying: kill its sshd and every process in its
-        namespace (SSH sessions, agents), then take its link down."""
+        namespace (SSH sessions, agents), then take its link down.  The link
+        goes down ``link_delay`` s after the kill so the closing TCP
+        connections reach their peers (like a crashed OS, not a power cut)."""
         h = self.host(name)
         proc = self._sshd.pop(name, None)
         if proc is not None:
             proc.kill()
             proc.wait()
+        _kill_ns_pids(h.netns)
+        time.sleep(link_delay)
         _kill_ns_pids(h.netns)
         self._ip(h.netns, "link", "set", "eth0", "down")
 

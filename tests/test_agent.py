@@ -271,3 +271,11 @@ def test_ipv6_loopback():
     finally:
         a.close()
         b.close()
+
+
+def test_summarize_statistics():
+    st = summarize([float(x) for x in range(1, 101)], 125)
+    assert st.p10 == pytest.approx(10.9) and st.median == pytest.approx(50.5) and st.p90 == pytest.approx(90.1)
+    assert st.loss == pytest.approx(0.2) and st.samples == 100
+    none = summarize([], 10)
+    assert math.isnan(none.p10) and none.loss == 1.0 and none.samples == 0
