@@ -7,6 +7,7 @@ ip netns or sshd; CI runs it as root.
 import itertools
 import json
 import os
+import shutil
 import subprocess
 import sys
 import time
@@ -215,3 +216,14 @@ def test_controller_killed_mid_probe_keeps_measured_pairs(cluster, tmp_path):
     assert r.returncode == 0, r.stderr
     assert json.loads(r.stdout)["missing_pairs"] == 0
     assert load(out).meta["rounds_done"] == list(range(7))
+
+
+@pytest.mark.skipif(shutil.which("fping") is None, reason="fping not installed")
+def test_probe_to_stdout_without_output_file(cluster, tmp_path):
+    hosts = tmp_path / "hosts.txt"
+    hosts.write_text(f"{cluster.hosts[1].name}\n{cluster.hosts[6].name}\n")
+    r = plink("probe", str(hosts), "--ssh-config", cluster.ssh_config, "--count", "3", "--method", "fping")
+    assert r.returncode == 0, r.stderr
+    doc = json.loads(r.stdout)
+    assert doc["format"] == "plink-probe" and doc["meta"]["method"] == "fping"
+    assert doc["latency_us"][0][1] > 0 and "probed 2 hosts, 1/1 pairs in 1 rounds" in r.stderr
