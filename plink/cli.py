@@ -414,7 +414,8 @@ def render_schedule_summary(s: dict, console) -> None:
         else:
             rounds, nbytes, cross = t41[key]["rounds"], t41[key]["bytes_total"], t41[key]["bytes_cross"]
         time = format_us(pred[key]["time_us"]) if key in pred else "-"
-        speed = f"{pred[key]['time_us'] / pred['2lha']['time_us']:.2f}x" if key in pred and key != "2lha" else ""
+        speed = (f"{pred[key]['time_us'] / pred['2lha']['time_us']:.2f}x"
+                 if key in pred and key != "2lha" and pred["2lha"]["time_us"] > 0 else "")
         t.add_row(names[key], str(rounds), format_size(nbytes), format_size(cross), time, speed)
     console.print(t)
     console.print(f"Table 4.1 for 2LHA: {t41['2lha']['rounds']} rounds, 2(N-1)S = "

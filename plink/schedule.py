@@ -262,6 +262,8 @@ def plan_schedule(
     ``"bandwidth"`` when the probe has a bandwidth matrix (Quicktune's rule),
     else ``"cardinality"``.
     """
+    if probe.n < 2:
+        raise PlinkError(f"an all-reduce schedule needs at least 2 hosts, the probe file has {probe.n}")
     chunks = chunk_buffer(size, chunk)
     source = "groups file"
     if labels is None:

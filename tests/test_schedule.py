@@ -32,7 +32,7 @@ def make_plan(labels, size, chunk, capacity="cardinality"):
 
 @st.composite
 def shapes(draw):
-    n = draw(st.integers(1, 14))
+    n = draw(st.integers(2, 14))
     k = draw(st.integers(1, n))
     rest = draw(st.lists(st.integers(0, k - 1), min_size=n - k, max_size=n - k))
     labels = list(range(k)) + rest
@@ -307,6 +307,11 @@ def test_2lha_beats_baselines_on_oversubscribed_racks():
     plan = plan_schedule(probe, size=16 * 1024 * 1024, chunk=64 * 1024)
     res = compare(plan, pair_cost(probe))
     assert res["2lha"].time_us < res["ps"].time_us < res["ring"].time_us
+
+
+def test_one_host_is_an_error():
+    with pytest.raises(PlinkError, match="at least 2 hosts"):
+        plan_schedule(uniform_probe(1), size=100, chunk=10)
 
 
 def test_fallback_groups_sqrt():
