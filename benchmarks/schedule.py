@@ -134,7 +134,7 @@ def _worker(rank, world, port, nbytes_list, labels, iters, outdir):
             if t is small:
                 lat = dt * 1e6
             else:
-                bw = 2 * t.numel() * 4 * 8 / (dt - lat * 1e-6) / 1e9  # Gbit/s
+                bw = 2 * t.numel() * 4 * 8 / dt / 1e9  # Gbit/s, latency included (never negative)
     dist.barrier()
     for nbytes in nbytes_list:
         n = world

@@ -242,6 +242,8 @@ def all_reduce(tensor, schedule, group=None, stats: dict | None = None, fast: bo
                     prog._idx[("s", w, d, p)] = torch.tensor([c for c, _ in r.sends[p]], dtype=torch.long)  # type: ignore
                 for p in r.eager:
                     prog._idx[("r", w, d, p)] = torch.tensor(r.recvs[p], dtype=torch.long)  # type: ignore
+        if len(_CACHE) >= 16:  # a few schedules at a time; forget the oldest
+            _CACHE.pop(next(iter(_CACHE)))
         _CACHE[key] = prog
     idx = prog._idx  # type: ignore[attr-defined]
     wave_rounds: list[list[Round]] = prog._waves  # type: ignore[attr-defined]
