@@ -6,6 +6,8 @@ import sys
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 torch = pytest.importorskip("torch")
 import torch.distributed as dist  # noqa: E402
@@ -84,19 +86,34 @@ def test_executor_equals_gloo_all_reduce(tmp_path):
         assert flags == ["1"] * (2 * len(SHAPES) + 2), (r, flags)
 
 
-def test_program_rounds_match_verifier():
-    from plink.executor import compile_program
+@settings(max_examples=25, deadline=None, derandomize=True)
+@given(st.lists(st.integers(0, 3), min_size=2, max_size=9), st.integers(1, 6), st.integers(1, 4))
+def test_program_rounds_match_verifier(raw, nchunks, waves):
+    from plink.executor import _split_waves, compile_program
     from plink.verify import verify
 
-    sched = make_schedule([0, 0, 1, 1, 1, 2], 48, 8)
+    labels = np.unique(raw, return_inverse=True)[1]  # groups 0..k-1, all non-empty
+    n = len(labels)
+    sched = make_schedule(labels.tolist(), 8 * nchunks, 8)
     rep = verify(sched.dag)
-    progs = [compile_program(sched.dag, r) for r in range(6)]
+    progs = [compile_program(sched.dag, r) for r in range(n)]
     assert {len(p.rounds) for p in progs} == {rep.rounds}
-    # every message sent in round d is expected by its receiver in round d
-    for d in range(rep.rounds):
-        sent = sorted((p.rank, q, c) for p in progs for q, items in p.rounds[d].sends.items() for c, _ in items)
-        got = sorted((q, p.rank, c) for p in progs for q, cs in p.rounds[d].recvs.items() for c in cs)
-        assert sent == got
+    # every message sent in round d (of wave w) is expected by its receiver in round d (of wave w)
+    for fast in (True, False):
+        progs = [compile_program(sched.dag, r, fast=fast) for r in range(n)]
+        split = [_split_waves(p, sched.dag, min(waves, nchunks)) for p in progs]
+        for w in range(min(waves, nchunks)):
+            for d in range(rep.rounds):
+                sent = sorted((r, q, c) for r in range(n) for q, items in split[r][w][d].sends.items()
+                              for c, _ in items)
+                got = sorted((q, r, c) for r in range(n) for q, cs in split[r][w][d].recvs.items() for c in cs)
+                assert sent == got
+        # every action is run exactly once or done by a fast path
+        for r, p in enumerate(progs):
+            ran = [a for rnd in p.rounds for a in rnd.actions] + p.final
+            assert len(ran) == len(set(ran))
+            mine = {a for a in range(len(sched.dag)) if sched.dag.node[a] == r}
+            assert set(ran) | p.skip == mine and not (set(ran) & p.skip)
 
 
 @pytest.mark.netns
