@@ -30,7 +30,9 @@ for dbt).  With ``K = ceil(s best)``:
   the tolerance ``m / s``, and ``best - m/s`` is a valid lower bound.
 
 If ``s c`` is integral for every pair (integer costs, e.g. TSPLIB, or
-costs on a coarse grid) the scaling is exact and ``tolerance = 0``: unsat
+costs on a coarse grid such as whole nanoseconds; "integral" allows float
+noise ``dev <= 1e-6``) the costs are rounded to nearest instead and the
+tolerance is ``2 m dev / s``, i.e. 0 for truly integral costs: unsat then
 proves optimality exactly.  Otherwise ``s`` is chosen so that the largest
 scaled pair cost is about ``10^7``.
 
@@ -134,7 +136,12 @@ def smt_improve(model: CostModel, perm, time_limit: float, seed: int = 0) -> Smt
         m_terms = len(dbt_levels(n)) if n > 1 else 0
     else:
         m_terms = len(model._rounds)
-    tol = 0.0 if exact else m_terms / s
+    if exact:
+        # integral up to float noise `dev` per term: both the terms and s*best are off by <= m*dev
+        dev = max(float(np.max(np.abs(t * s - np.round(t * s)))) for _, t in named)
+        tol = 2.0 * m_terms * dev / s
+    else:
+        tol = m_terms / s
     if n <= 1:
         return SmtResult(best, best_cost, "proven", 0, best_cost, 0.0, s, time.perf_counter() - start)
 
