@@ -26,9 +26,14 @@ provides
   ``time_limit`` seconds, or after ``stall`` perturbations without a better
   tour.
 
-All of it is pure Python over rows of the matrix viewed as ``memoryview``\\ s
-(no copy of the N x N matrix).  Complexity per kick is independent of N
-except for the O(N) worst case of rewriting a tour side.
+With numba installed (``pip install 'plink-locality[fast]'``) ``local_search``
+and ``iterated_local_search`` run the same moves compiled
+(``solvers._ringkernel``, ~100x faster; the compiled code is cached on disk
+after the first call); ``PLINK_NO_NUMBA=1`` or ``engine="python"`` forces
+the pure-Python code, which works over rows of the matrix viewed as
+``memoryview``\\ s (no copy of the N x N matrix).  Complexity per kick is
+independent of N except for the O(N) worst case of rewriting a tour side
+(and, compiled, O(N) copies of the tour to undo a rejected kick).
 
 References: G. A. Croes, "A method for solving traveling-salesman problems",
 Oper. Res. 6, 1958 (2-opt); I. Or, PhD thesis, Northwestern, 1976 (Or-opt);
@@ -42,6 +47,7 @@ in local optimization", 1997.
 from __future__ import annotations
 
 import math
+import os
 import random
 import time
 from collections import deque
@@ -50,6 +56,31 @@ from dataclasses import dataclass
 import numpy as np
 
 _EPS = 1e-10
+_KERNEL: list = []
+
+
+def kernel():
+    """The compiled kernel module, or None (numba missing or ``PLINK_NO_NUMBA`` set)."""
+    if os.environ.get("PLINK_NO_NUMBA", "") not in ("", "0"):
+        return None
+    if not _KERNEL:
+        try:
+            from . import _ringkernel
+        except Exception:  # numba absent or unusable: pure Python
+            _ringkernel = None
+        _KERNEL.append(_ringkernel)
+    return _KERNEL[0]
+
+
+def _engine(engine: str):
+    if engine not in ("auto", "numba", "python"):
+        raise ValueError(f"engine must be 'auto', 'numba' or 'python', got {engine!r}")
+    if engine == "python":
+        return None
+    kr = kernel()
+    if kr is None and engine == "numba":
+        raise RuntimeError("engine='numba' needs numba (pip install 'plink-locality[fast]') and PLINK_NO_NUMBA unset")
+    return kr
 
 
 def tour_length(matrix: np.ndarray, tour) -> float:
@@ -425,12 +456,22 @@ class _Tour:
         self._write(start, second + first)
 
 
-def local_search(matrix: np.ndarray, tour, neighbours: np.ndarray | None = None, k: int = 10) -> np.ndarray:
-    """2-opt + Or-opt local optimum reached from ``tour`` (see module docstring)."""
+def local_search(
+    matrix: np.ndarray, tour, neighbours: np.ndarray | None = None, k: int = 10, *, engine: str = "auto"
+) -> np.ndarray:
+    """2-opt + Or-opt + Or-3opt local optimum reached from ``tour`` (see module docstring).
+
+    ``engine``: "auto" (compiled if numba is available), "numba" or "python".
+    """
+    kr = _engine(engine)
     n = len(tour)
     if n <= 4:
         return np.asarray(tour, dtype=int)
     nb = neighbours if neighbours is not None else neighbour_lists(matrix, k)
+    if kr is not None:
+        t = np.array(tour, dtype=np.int64)
+        kr.local_search(np.ascontiguousarray(matrix, dtype=np.float64), np.ascontiguousarray(nb, dtype=np.int64), t, True)
+        return t.astype(int)
     tr = _Tour(matrix, tour, nb)
     q = deque(tr.t)
     tr.improve(q, [True] * n)
@@ -461,6 +502,7 @@ def iterated_local_search(
     kick: int = 0,
     temperature: float = 0.0,
     stall: int | None = None,
+    engine: str = "auto",
 ) -> ILSResult:
     """Iterated 2-opt + Or-opt + Or-3opt local search for a symmetric ring (see module docstring).
 
@@ -472,8 +514,11 @@ def iterated_local_search(
     ``neighbour_lists(matrix, k, far)``) are the candidate partners;
     ``window`` bounds the two segments of a perturbation; ``kick`` 0
     exchanges them (``x A B y -> x B A y``), 1 also reverses one
-    (``x B^r A y``).
+    (``x B^r A y``).  ``engine``: "auto" (compiled if numba is available),
+    "numba" or "python"; the two draw different random kicks, so their
+    tours differ, but each is deterministic for a seed and ``max_kicks``.
     """
+    kr = _engine(engine)
     start = time.perf_counter()
     stop_at = deadline if deadline is not None else start + time_limit
     m = np.ascontiguousarray(matrix, dtype=float)
@@ -487,6 +532,8 @@ def iterated_local_search(
 
         t, c = held_karp(m) if n >= 2 else (tour, 0.0)
         return ILSResult(np.asarray(t), float(c), 0, 0, time.perf_counter() - start)
+    if kr is not None:
+        return _ils_compiled(kr, m, nb, tour, start, stop_at, max_kicks, seed, window, stall, kick)
     rng = random.Random(seed)
     tr = _Tour(m, tour, nb)
     q = deque(tr.t)
@@ -546,3 +593,46 @@ def iterated_local_search(
             tr.t, tr.pos = saved_t, saved_pos
     best_arr = np.array(best_t, dtype=int)
     return ILSResult(best_arr, tour_length(m, best_arr), kicks, improvements, time.perf_counter() - start)
+
+
+def _ils_compiled(kr, m, nb, tour, start, stop_at, max_kicks, seed, window, stall, kick) -> ILSResult:
+    """``iterated_local_search`` on the compiled kernel, returning to Python to check the clock.
+
+    The kicks run in chunks sized to take ~20 ms (at most ``max_kicks`` in
+    all); the kernel keeps its random state between chunks, so the result
+    depends only on the seed and the number of kicks run.
+    """
+    n = m.shape[0]
+    nb = np.ascontiguousarray(nb, dtype=np.int64)
+    t = np.array(tour, dtype=np.int64)
+    kr.local_search(m, nb, t, True)
+    pos = np.empty(n, dtype=np.int64)
+    pos[t] = np.arange(n)
+    cur = tour_length(m, t)
+    best_t = t.copy()
+    fstate = np.array([cur, cur])
+    istate = np.zeros(3, dtype=np.int64)
+    # seed -> non-zero 64-bit xorshift state (splitmix64 of the seed)
+    z = (int(seed) * 0x9E3779B97F4A7C15 + 0x632BE59BD9B4E019) & 0xFFFFFFFFFFFFFFFF
+    z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & 0xFFFFFFFFFFFFFFFF
+    z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & 0xFFFFFFFFFFFFFFFF
+    rng = np.array([(z ^ (z >> 31)) or 1], dtype=np.uint64)
+    chunk = 16
+    while True:
+        left = None if max_kicks is None else max_kicks - int(istate[0])
+        if left is not None and left <= 0:
+            break
+        now = time.perf_counter()
+        if now >= stop_at:
+            break
+        c = chunk if left is None else min(chunk, left)
+        t0 = now
+        done = kr.ils_run(m, nb, t, pos, best_t, fstate, istate, rng, c, window, stall or 0, kick)
+        if done < c:  # stalled
+            break
+        dt = time.perf_counter() - t0
+        # aim at ~20 ms per call, never past the deadline
+        rate = c / max(dt, 1e-6)
+        chunk = int(max(1, min(rate * 0.02, rate * max(0.0, stop_at - time.perf_counter()) + 1, 4 * chunk)))
+    best_arr = best_t.astype(int)
+    return ILSResult(best_arr, tour_length(m, best_arr), int(istate[0]), int(istate[2]), time.perf_counter() - start)
