@@ -1,0 +1,143 @@
+"""The compiled ring kernel (numba) against the pure-Python ring search, and the fallback."""
+
+import sys
+
+import numpy as np
+import pytest
+
+import solvers
+from solvers import ringsearch
+from solvers.ringsearch import iterated_local_search, local_search, neighbour_lists, tour_length
+
+
+
+def _has_kernel():
+    return ringsearch.kernel() is not None
+
+
+needs_kernel = pytest.mark.skipif(not _has_kernel(), reason="numba not installed (the 'fast' extra)")
+
+
+def _euclid(seed, n):
+    pts = np.random.default_rng(seed).random((n, 2))
+    return np.sqrt(((pts[:, None] - pts[None]) ** 2).sum(-1))
+
+
+def _ties(seed, n):
+    """Small integer costs: many equal edges and zero-gain moves."""
+    rng = np.random.default_rng(seed)
+    m = rng.integers(1, 4, (n, n)).astype(float)
+    m = np.maximum(m, m.T)
+    np.fill_diagonal(m, 0)
+    return m
+
+
+def _is_perm(t, n):
+    return sorted(np.asarray(t).tolist()) == list(range(n))
+
+
+@needs_kernel
+@pytest.mark.parametrize("make,seed,n", [(_euclid, 0, 30), (_euclid, 1, 80), (_euclid, 2, 150), (_ties, 3, 40), (_ties, 4, 90)])
+def test_kernel_and_python_reach_each_others_local_optima(make, seed, n):
+    m = make(seed, n)
+    nb = neighbour_lists(m, 8)
+    start = np.random.default_rng(seed + 100).permutation(n)
+    fast = local_search(m, start, nb, engine="numba")
+    slow = local_search(m, start, nb, engine="python")
+    assert _is_perm(fast, n) and _is_perm(slow, n)
+    assert tour_length(m, fast) < tour_length(m, start)
+    # same neighbourhood: neither engine improves the other's local optimum
+    again = local_search(m, fast, nb, engine="python")
+    assert tour_length(m, again) == pytest.approx(tour_length(m, fast), abs=1e-9)
+    again = local_search(m, slow, nb, engine="numba")
+    assert tour_length(m, again) == pytest.approx(tour_length(m, slow), abs=1e-9)
+
+
+@needs_kernel
+def test_kernel_local_search_matches_python_exactly():
+    # same moves, same order of examination: the very same tour
+    m = _euclid(5, 60)
+    nb = neighbour_lists(m, 8)
+    start = np.random.default_rng(9).permutation(60)
+    assert local_search(m, start, nb, engine="numba").tolist() == local_search(m, start, nb, engine="python").tolist()
+
+
+@needs_kernel
+@pytest.mark.parametrize("make,seed,n", [(_euclid, 6, 25), (_euclid, 7, 200), (_ties, 8, 60), (_ties, 9, 7)])
+def test_kernel_ils_permutation_local_optimum_deterministic(make, seed, n):
+    m = make(seed, n)
+    nb = neighbour_lists(m, 8)
+    r1 = iterated_local_search(m, max_kicks=3000, time_limit=60, seed=seed, neighbours=nb, engine="numba")
+    r2 = iterated_local_search(m, max_kicks=3000, time_limit=60, seed=seed, neighbours=nb, engine="numba")
+    assert _is_perm(r1.tour, n)
+    assert r1.tour.tolist() == r2.tour.tolist() and r1.kicks == r2.kicks == 3000
+    assert r1.cost == pytest.approx(tour_length(m, r1.tour))
+    # a local optimum of the pure-Python neighbourhood too
+    assert tour_length(m, local_search(m, r1.tour, nb, engine="python")) == pytest.approx(r1.cost, abs=1e-9)
+    # no worse than the Python search with the same budget, give or take 2 %
+    rp = iterated_local_search(m, max_kicks=3000, time_limit=60, seed=seed, neighbours=nb, engine="python")
+    assert r1.cost <= rp.cost * 1.02 + 1e-9
+
+
+@needs_kernel
+def test_kernel_chunks_do_not_change_the_result():
+    kr = ringsearch.kernel()
+    m = _euclid(10, 120)
+    nb = neighbour_lists(m, 8)
+    results = []
+    for chunks in ([900], [1, 7, 92, 300, 500]):
+        t = np.arange(120, dtype=np.int64)
+        kr.local_search(m, nb, t, True)
+        pos = np.empty(120, dtype=np.int64)
+        pos[t] = np.arange(120)
+        c = tour_length(m, t)
+        best = t.copy()
+        f = np.array([c, c])
+        ist = np.zeros(3, dtype=np.int64)
+        rng = np.array([12345], dtype=np.uint64)
+        for c in chunks:
+            assert kr.ils_run(m, nb, t, pos, best, f, ist, rng, c, 25, 0, 0) == c
+        assert _is_perm(t, 120) and _is_perm(best, 120)
+        assert (pos[t] == np.arange(120)).all()
+        assert f[1] == pytest.approx(tour_length(m, best))
+        results.append(best.tolist())
+    assert results[0] == results[1]
+
+
+@needs_kernel
+def test_kernel_finds_small_optimum_and_stalls():
+    from solvers.exact import held_karp
+
+    m = _euclid(11, 14)
+    _, opt = held_karp(m)
+    r = iterated_local_search(m, max_kicks=2000, time_limit=60, seed=0, engine="numba")
+    assert r.cost == pytest.approx(opt)
+    r = iterated_local_search(m, max_kicks=10**7, time_limit=60, seed=0, stall=500, engine="numba")
+    assert r.kicks < 10**7
+
+
+def test_fallback_without_numba(monkeypatch):
+    monkeypatch.setenv("PLINK_NO_NUMBA", "1")
+    assert ringsearch.kernel() is None
+    with pytest.raises(RuntimeError, match="numba"):
+        local_search(_euclid(0, 10), np.arange(10), engine="numba")
+    m = _euclid(12, 40)
+    r = iterated_local_search(m, max_kicks=200, time_limit=60, seed=0)
+    assert _is_perm(r.tour, 40)
+
+
+def test_fallback_when_numba_cannot_be_imported(monkeypatch):
+    monkeypatch.delenv("PLINK_NO_NUMBA", raising=False)
+    monkeypatch.setattr(ringsearch, "_KERNEL", [])
+    monkeypatch.setitem(sys.modules, "numba", None)  # import numba -> ImportError
+    monkeypatch.delitem(sys.modules, "solvers._ringkernel", raising=False)
+    monkeypatch.delattr(solvers, "_ringkernel", raising=False)
+    assert ringsearch.kernel() is None
+    m = _euclid(13, 30)
+    r = iterated_local_search(m, max_kicks=100, time_limit=60, seed=0)
+    assert _is_perm(r.tour, 30)
+
+
+def test_bad_engine():
+    with pytest.raises(ValueError, match="engine"):
+        local_search(_euclid(0, 10), np.arange(10), engine="fortran")
