@@ -302,6 +302,29 @@ def _improve_host(D, nb, t, pos, buf, a, touched, or3):
                 touched[4] = t5
                 touched[5] = t6
                 return g, 6
+        # with the first segment reversed: t1 [t4..t5] [t3..t2] t6
+        if t3 == t2:
+            continue
+        for mm in range(K):
+            t5 = nb[t3, mm]
+            g2 = g1b - D[t3, t5]
+            if g2 <= _EPS:
+                break
+            p5 = pos[t5]
+            if (p5 - p4 + n) % n >= span:
+                continue
+            t6 = t[p5 + 1 if p5 + 1 < n else 0]
+            g = g2 + D[t5, t6] - D[t2, t6]
+            if g > _EPS:
+                _exchange(t, pos, buf, t1, t2, t3, t4, t5, t6)
+                _reverse(t, pos, t2, t3)
+                touched[0] = t1
+                touched[1] = t2
+                touched[2] = t3
+                touched[3] = t4
+                touched[4] = t5
+                touched[5] = t6
+                return g, 6
     return -1.0, 0
 
 
@@ -340,17 +363,30 @@ def _improve(D, nb, t, pos, buf, queue, qstate, inq, or3):
 
 @_jit
 def local_search(D, nb, t, or3):
-    """2-opt + Or-opt (+ Or-3opt) local optimum from tour ``t`` (modified in place)."""
+    """2-opt + Or-opt (+ Or-3opt) local optimum from tour ``t`` (modified in place).
+
+    Passes over all hosts until one finds no improving move, so the result
+    is a true local optimum of the neighbourhood (the work queue alone only
+    re-examines hosts whose own tour edges changed).
+    """
     n = t.shape[0]
     pos = np.empty(n, dtype=np.int64)
     for i in range(n):
         pos[t[i]] = i
     buf = np.empty(n, dtype=np.int64)
-    queue = t.copy()
+    queue = np.empty(n, dtype=np.int64)
     inq = np.ones(n, dtype=np.bool_)
     qstate = np.zeros(2, dtype=np.int64)
-    qstate[1] = n
-    return _improve(D, nb, t, pos, buf, queue, qstate, inq, or3)
+    total = 0.0
+    while True:  # until a pass over all hosts finds no move (don't-look bits are a heuristic)
+        queue[:] = t
+        inq[:] = True
+        qstate[0] = 0
+        qstate[1] = n
+        g = _improve(D, nb, t, pos, buf, queue, qstate, inq, or3)
+        if g <= 0.0:
+            return total
+        total += g
 
 
 @_jit

@@ -413,7 +413,8 @@ class _Tour:
         return None
 
     def _or3opt(self, t1, D, nb, t, pos, n):
-        """Segment exchange: t1 [t2..t3] [t4..t5] t6 -> t1 [t4..t5] [t2..t3] t6 (pure 3-opt)."""
+        """Segment exchange: t1 [t2..t3] [t4..t5] t6 -> t1 [t4..t5] [t2..t3] t6 (pure 3-opt),
+        or -> t1 [t4..t5] [t3..t2] t6 (the first segment reversed)."""
         p1 = pos[t1]
         t2 = t[p1 + 1 if p1 + 1 < n else 0]
         D1, D2 = D[t1], D[t2]
@@ -440,6 +441,23 @@ class _Tour:
                 if g > _EPS:
                     self._exchange(t1, t2, t3, t4, t5, t6)
                     return g, (t1, t2, t3, t4, t5, t6)
+            # with the first segment reversed: t1 [t4..t5] [t3..t2] t6
+            if t3 == t2:
+                continue
+            D3 = D[t3]
+            for t5 in nb[t3]:
+                g2 = g1b - D3[t5]
+                if g2 <= _EPS:
+                    break
+                p5 = pos[t5]
+                if (p5 - p4) % n >= span:
+                    continue
+                t6 = t[p5 + 1 if p5 + 1 < n else 0]
+                g = g2 + D[t5][t6] - D2[t6]
+                if g > _EPS:
+                    self._exchange(t1, t2, t3, t4, t5, t6)
+                    self.reverse(t2, t3)
+                    return g, (t1, t2, t3, t4, t5, t6)
         return None
 
     def _exchange(self, t1, t2, t3, t4, t5, t6) -> None:
@@ -461,6 +479,9 @@ def local_search(
 ) -> np.ndarray:
     """2-opt + Or-opt + Or-3opt local optimum reached from ``tour`` (see module docstring).
 
+    Repeats full passes over all hosts until one finds no improving move, so
+    the result is a true local optimum of the neighbourhood.
+
     ``engine``: "auto" (compiled if numba is available), "numba" or "python".
     """
     kr = _engine(engine)
@@ -473,8 +494,8 @@ def local_search(
         kr.local_search(np.ascontiguousarray(matrix, dtype=np.float64), np.ascontiguousarray(nb, dtype=np.int64), t, True)
         return t.astype(int)
     tr = _Tour(matrix, tour, nb)
-    q = deque(tr.t)
-    tr.improve(q, [True] * n)
+    while tr.improve(deque(tr.t), [True] * n) > 0:  # until a full pass finds no move
+        pass
     return np.array(tr.t, dtype=int)
 
 
@@ -591,7 +612,7 @@ def iterated_local_search(
                 last_best = kicks
         else:
             tr.t, tr.pos = saved_t, saved_pos
-    best_arr = np.array(best_t, dtype=int)
+    best_arr = local_search(m, best_t, nb, engine="python")  # a true local optimum
     return ILSResult(best_arr, tour_length(m, best_arr), kicks, improvements, time.perf_counter() - start)
 
 
@@ -634,5 +655,6 @@ def _ils_compiled(kr, m, nb, tour, start, stop_at, max_kicks, seed, window, stal
         # aim at ~20 ms per call, never past the deadline
         rate = c / max(dt, 1e-6)
         chunk = int(max(1, min(rate * 0.02, rate * max(0.0, stop_at - time.perf_counter()) + 1, 4 * chunk)))
+    kr.local_search(m, nb, best_t, True)  # a true local optimum (see local_search)
     best_arr = best_t.astype(int)
     return ILSResult(best_arr, tour_length(m, best_arr), int(istate[0]), int(istate[2]), time.perf_counter() - start)
