@@ -390,7 +390,7 @@ def local_search(D, nb, t, or3):
 
 
 @_jit
-def ils_run(D, nb, t, pos, best_t, fstate, istate, rng, n_kicks, window, stall, kick):
+def ils_run(D, nb, t, pos, best_t, fstate, istate, rng, n_kicks, window, stall, kick, temp):
     """Run up to ``n_kicks`` perturbations of the iterated local search.
 
     ``t``/``pos``: the current tour (a local optimum) and its inverse;
@@ -398,6 +398,8 @@ def ils_run(D, nb, t, pos, best_t, fstate, istate, rng, n_kicks, window, stall, 
     ``istate`` = [kicks, last improving kick, improvements]; ``rng`` the
     generator state.  All are updated in place so that calls can be chained.
     Stops early when ``stall`` (> 0) kicks in a row did not improve the best.
+    A worse tour is accepted with probability ``exp(-increase / temp)`` when
+    ``temp`` > 0.
     Returns the number of kicks run.
     """
     n = t.shape[0]
@@ -463,7 +465,11 @@ def ils_run(D, nb, t, pos, best_t, fstate, istate, rng, n_kicks, window, stall, 
                 qstate[1] += 1
         gain = _improve(D, nb, t, pos, buf, queue, qstate, inq, True)
         new = cur + delta - gain
-        if new <= cur + _EPS:
+        accept = new <= cur + _EPS
+        if not accept and temp > 0.0:
+            u = np.float64(_next(rng) >> np.uint64(11)) * (1.0 / 9007199254740992.0)
+            accept = u < np.exp(-(new - cur) / temp)
+        if accept:
             if new < cur - _EPS:
                 istate[2] += 1
             cur = new

@@ -518,7 +518,7 @@ def iterated_local_search(
     neighbours: np.ndarray | None = None,
     k: int = 8,
     far: int = 0,
-    window: int = 25,
+    window: int | None = None,
     deadline: float | None = None,
     kick: int = 0,
     temperature: float = 0.0,
@@ -533,7 +533,8 @@ def iterated_local_search(
     in a row that did not improve the best tour, whichever comes first;
     never returns a tour longer than the start.  ``neighbours`` (default
     ``neighbour_lists(matrix, k, far)``) are the candidate partners;
-    ``window`` bounds the two segments of a perturbation; ``kick`` 0
+    ``window`` bounds the two segments of a perturbation (default 25, or 50
+    compiled: the compiled search runs ~50x more kicks); ``kick`` 0
     exchanges them (``x A B y -> x B A y``), 1 also reverses one
     (``x B^r A y``).  ``engine``: "auto" (compiled if numba is available),
     "numba" or "python"; the two draw different random kicks, so their
@@ -553,8 +554,10 @@ def iterated_local_search(
 
         t, c = held_karp(m) if n >= 2 else (tour, 0.0)
         return ILSResult(np.asarray(t), float(c), 0, 0, time.perf_counter() - start)
+    if window is None:
+        window = 25 if kr is None else 50
     if kr is not None:
-        return _ils_compiled(kr, m, nb, tour, start, stop_at, max_kicks, seed, window, stall, kick)
+        return _ils_compiled(kr, m, nb, tour, start, stop_at, max_kicks, seed, window, stall, kick, temperature)
     rng = random.Random(seed)
     tr = _Tour(m, tour, nb)
     q = deque(tr.t)
@@ -616,7 +619,7 @@ def iterated_local_search(
     return ILSResult(best_arr, tour_length(m, best_arr), kicks, improvements, time.perf_counter() - start)
 
 
-def _ils_compiled(kr, m, nb, tour, start, stop_at, max_kicks, seed, window, stall, kick) -> ILSResult:
+def _ils_compiled(kr, m, nb, tour, start, stop_at, max_kicks, seed, window, stall, kick, temperature) -> ILSResult:
     """``iterated_local_search`` on the compiled kernel, returning to Python to check the clock.
 
     The kicks run in chunks sized to take ~20 ms (at most ``max_kicks`` in
@@ -638,6 +641,7 @@ def _ils_compiled(kr, m, nb, tour, start, stop_at, max_kicks, seed, window, stal
     z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & 0xFFFFFFFFFFFFFFFF
     z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & 0xFFFFFFFFFFFFFFFF
     rng = np.array([(z ^ (z >> 31)) or 1], dtype=np.uint64)
+    temp = temperature * cur / n  # in units of the mean tour edge
     chunk = 16
     while True:
         left = None if max_kicks is None else max_kicks - int(istate[0])
@@ -648,7 +652,7 @@ def _ils_compiled(kr, m, nb, tour, start, stop_at, max_kicks, seed, window, stal
             break
         c = chunk if left is None else min(chunk, left)
         t0 = now
-        done = kr.ils_run(m, nb, t, pos, best_t, fstate, istate, rng, c, window, stall or 0, kick)
+        done = kr.ils_run(m, nb, t, pos, best_t, fstate, istate, rng, c, window, stall or 0, kick, temp)
         if done < c:  # stalled
             break
         dt = time.perf_counter() - t0
