@@ -148,7 +148,7 @@ def _exchange(t, pos, buf, t1, t2, t3, t4, t5, t6):
 
 
 @_jit
-def _improve_host(D, nb, t, pos, buf, a, touched, or3):
+def _improve_host(D, nb, t, pos, buf, a, touched):
     """Try the moves around host ``a``; apply the first improving one. Returns its gain or -1."""
     n = t.shape[0]
     K = nb.shape[1]
@@ -265,8 +265,6 @@ def _improve_host(D, nb, t, pos, buf, a, touched, or3):
                         touched[4] = c
                         touched[5] = e
                         return g, 6
-    if not or3:
-        return -1.0, 0
     # Or-3opt segment exchange: t1 [t2..t3] [t4..t5] t6 -> t1 [t4..t5] [t2..t3] t6
     t1 = a
     p1 = pa
@@ -329,7 +327,7 @@ def _improve_host(D, nb, t, pos, buf, a, touched, or3):
 
 
 @_jit
-def _improve(D, nb, t, pos, buf, queue, qstate, inq, or3):
+def _improve(D, nb, t, pos, buf, queue, qstate, inq):
     """Drain the FIFO work queue (``qstate`` = [head, count]); returns the total gain."""
     n = t.shape[0]
     touched = np.empty(6, dtype=np.int64)
@@ -343,7 +341,7 @@ def _improve(D, nb, t, pos, buf, queue, qstate, inq, or3):
             head = 0
         count -= 1
         inq[a] = False
-        g, m = _improve_host(D, nb, t, pos, buf, a, touched, or3)
+        g, m = _improve_host(D, nb, t, pos, buf, a, touched)
         if m == 0:
             continue
         total += g
@@ -362,8 +360,8 @@ def _improve(D, nb, t, pos, buf, queue, qstate, inq, or3):
 
 
 @_jit
-def local_search(D, nb, t, or3):
-    """2-opt + Or-opt (+ Or-3opt) local optimum from tour ``t`` (modified in place).
+def local_search(D, nb, t):
+    """2-opt + Or-opt + Or-3opt local optimum from tour ``t`` (modified in place).
 
     Passes over all hosts until one finds no improving move, so the result
     is a true local optimum of the neighbourhood (the work queue alone only
@@ -383,7 +381,7 @@ def local_search(D, nb, t, or3):
         inq[:] = True
         qstate[0] = 0
         qstate[1] = n
-        g = _improve(D, nb, t, pos, buf, queue, qstate, inq, or3)
+        g = _improve(D, nb, t, pos, buf, queue, qstate, inq)
         if g <= 0.0:
             return total
         total += g
@@ -463,7 +461,7 @@ def ils_run(D, nb, t, pos, best_t, fstate, istate, rng, n_kicks, window, stall, 
                 inq[h] = True
                 queue[qstate[1]] = h
                 qstate[1] += 1
-        gain = _improve(D, nb, t, pos, buf, queue, qstate, inq, True)
+        gain = _improve(D, nb, t, pos, buf, queue, qstate, inq)
         new = cur + delta - gain
         accept = new <= cur + _EPS
         if not accept and temp > 0.0:

@@ -87,7 +87,7 @@ def test_kernel_chunks_do_not_change_the_result():
     results = []
     for chunks in ([900], [1, 7, 92, 300, 500]):
         t = np.arange(120, dtype=np.int64)
-        kr.local_search(m, nb, t, True)
+        kr.local_search(m, nb, t)
         pos = np.empty(120, dtype=np.int64)
         pos[t] = np.arange(120)
         c = tour_length(m, t)
