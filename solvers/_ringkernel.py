@@ -26,9 +26,9 @@ _EPS = 1e-10
 
 def _jit(f):
     try:
-        return numba.njit(cache=True, nogil=True)(f)
+        return numba.njit(cache=True, nogil=True, error_model="numpy")(f)
     except Exception:  # no writable cache location: compile in memory
-        return numba.njit(cache=False, nogil=True)(f)
+        return numba.njit(cache=False, nogil=True, error_model="numpy")(f)
 
 
 @_jit
@@ -359,36 +359,20 @@ def _improve(D, nb, t, pos, buf, queue, qstate, inq):
     return total
 
 
-@_jit
 def local_search(D, nb, t):
     """2-opt + Or-opt + Or-3opt local optimum from tour ``t`` (modified in place).
 
     Passes over all hosts until one finds no improving move, so the result
     is a true local optimum of the neighbourhood (the work queue alone only
-    re-examines hosts whose own tour edges changed).
+    re-examines hosts whose own tour edges changed).  A thin wrapper of
+    ``ils_run`` (one compiled entry point keeps the first compile short).
     """
-    n = t.shape[0]
-    pos = np.empty(n, dtype=np.int64)
-    for i in range(n):
-        pos[t[i]] = i
-    buf = np.empty(n, dtype=np.int64)
-    queue = np.empty(n, dtype=np.int64)
-    inq = np.ones(n, dtype=np.bool_)
-    qstate = np.zeros(2, dtype=np.int64)
-    total = 0.0
-    while True:  # until a pass over all hosts finds no move (don't-look bits are a heuristic)
-        queue[:] = t
-        inq[:] = True
-        qstate[0] = 0
-        qstate[1] = n
-        g = _improve(D, nb, t, pos, buf, queue, qstate, inq)
-        if g <= 0.0:
-            return total
-        total += g
+    ils_run(D, nb, t, np.empty_like(t), t.copy(), np.zeros(2), np.zeros(3, dtype=np.int64),
+            np.ones(1, dtype=np.uint64), 0, 4, 0, 0, 0.0, True)
 
 
 @_jit
-def ils_run(D, nb, t, pos, best_t, fstate, istate, rng, n_kicks, window, stall, kick, temp):
+def ils_run(D, nb, t, pos, best_t, fstate, istate, rng, n_kicks, window, stall, kick, temp, polish):
     """Run up to ``n_kicks`` perturbations of the iterated local search.
 
     ``t``/``pos``: the current tour (a local optimum) and its inverse;
@@ -398,6 +382,9 @@ def ils_run(D, nb, t, pos, best_t, fstate, istate, rng, n_kicks, window, stall, 
     Stops early when ``stall`` (> 0) kicks in a row did not improve the best.
     A worse tour is accepted with probability ``exp(-increase / temp)`` when
     ``temp`` > 0.
+    ``polish``: first rebuild ``pos`` from ``t`` and make ``t`` a true local
+    optimum by full passes over all hosts (``fstate`` is not updated: for
+    ``local_search``, with ``n_kicks`` = 0).
     Returns the number of kicks run.
     """
     n = t.shape[0]
@@ -405,6 +392,16 @@ def ils_run(D, nb, t, pos, best_t, fstate, istate, rng, n_kicks, window, stall, 
     queue = np.empty(n, dtype=np.int64)
     inq = np.zeros(n, dtype=np.bool_)
     qstate = np.zeros(2, dtype=np.int64)
+    if polish:
+        for i in range(n):
+            pos[t[i]] = i
+        while True:  # until a pass over all hosts finds no move (don't-look bits are a heuristic)
+            queue[:] = t
+            inq[:] = True
+            qstate[0] = 0
+            qstate[1] = n
+            if _improve(D, nb, t, pos, buf, queue, qstate, inq) <= 0.0:
+                break
     saved_t = t.copy()
     saved_pos = pos.copy()
     w = max(4, min(window, n // 2))

@@ -87,7 +87,7 @@ def warm_kernel() -> float:
     t = np.arange(6, dtype=np.int64)
     kr.local_search(m, nb, t)
     kr.ils_run(m, nb, t, t.copy(), t.copy(), np.zeros(2), np.zeros(3, dtype=np.int64),
-               np.ones(1, dtype=np.uint64), 1, 4, 0, 0, 0.0)
+               np.ones(1, dtype=np.uint64), 1, 4, 0, 0, 0.0, False)
     return time.perf_counter() - t0
 
 
@@ -560,6 +560,8 @@ def iterated_local_search(
     tours differ, but each is deterministic for a seed and ``max_kicks``.
     """
     kr = _engine(engine)
+    if kr is not None:
+        warm_kernel()  # a first call's compile is not charged to time_limit
     start = time.perf_counter()
     stop_at = deadline if deadline is not None else start + time_limit
     m = np.ascontiguousarray(matrix, dtype=float)
@@ -671,7 +673,7 @@ def _ils_compiled(kr, m, nb, tour, start, stop_at, max_kicks, seed, window, stal
             break
         c = chunk if left is None else min(chunk, left)
         t0 = now
-        done = kr.ils_run(m, nb, t, pos, best_t, fstate, istate, rng, c, window, stall or 0, kick, temp)
+        done = kr.ils_run(m, nb, t, pos, best_t, fstate, istate, rng, c, window, stall or 0, kick, temp, False)
         if done < c:  # stalled
             break
         dt = time.perf_counter() - t0

@@ -96,7 +96,7 @@ def test_kernel_chunks_do_not_change_the_result():
         ist = np.zeros(3, dtype=np.int64)
         rng = np.array([12345], dtype=np.uint64)
         for c in chunks:
-            assert kr.ils_run(m, nb, t, pos, best, f, ist, rng, c, 25, 0, 0, 0.0) == c
+            assert kr.ils_run(m, nb, t, pos, best, f, ist, rng, c, 25, 0, 0, 0.0, False) == c
         assert _is_perm(t, 120) and _is_perm(best, 120)
         assert (pos[t] == np.arange(120)).all()
         assert f[1] == pytest.approx(tour_length(m, best))
