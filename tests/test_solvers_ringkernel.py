@@ -141,3 +141,15 @@ def test_fallback_when_numba_cannot_be_imported(monkeypatch):
 def test_bad_engine():
     with pytest.raises(ValueError, match="engine"):
         local_search(_euclid(0, 10), np.arange(10), engine="fortran")
+
+
+@needs_kernel
+def test_kernel_ils_with_temperature_keeps_the_best():
+    m = _euclid(14, 100)
+    nb = neighbour_lists(m, 8)
+    ls = local_search(m, np.arange(100), nb, engine="numba")
+    r1 = iterated_local_search(m, ls, max_kicks=2000, time_limit=60, seed=3, neighbours=nb, temperature=0.5)
+    r2 = iterated_local_search(m, ls, max_kicks=2000, time_limit=60, seed=3, neighbours=nb, temperature=0.5)
+    assert _is_perm(r1.tour, 100) and r1.tour.tolist() == r2.tour.tolist()
+    assert r1.cost <= tour_length(m, ls) + 1e-9
+    assert r1.cost == pytest.approx(tour_length(m, r1.tour))
