@@ -85,9 +85,12 @@ def warm_kernel() -> float:
     m = np.ones((6, 6)) - np.eye(6)
     nb = np.ascontiguousarray(neighbour_lists(m, 3), dtype=np.int64)
     t = np.arange(6, dtype=np.int64)
-    kr.local_search(m, nb, t)
-    kr.ils_run(m, nb, t, t.copy(), t.copy(), np.zeros(2), np.zeros(3, dtype=np.int64),
-               np.ones(1, dtype=np.uint64), 1, 4, 0, 0, 0.0, False)
+    try:
+        kr.local_search(m, nb, t)
+        kr.ils_run(m, nb, t, t.copy(), t.copy(), np.zeros(2), np.zeros(3, dtype=np.int64),
+                   np.ones(1, dtype=np.uint64), 1, 4, 0, 0, 0.0, False)
+    except Exception:  # numba present but cannot compile here: pure Python from now on
+        _KERNEL[:] = [None]
     return time.perf_counter() - t0
 
 
@@ -97,6 +100,9 @@ def _engine(engine: str):
     if engine == "python":
         return None
     kr = kernel()
+    if kr is not None:
+        warm_kernel()  # compile now (not charged to a time limit); on failure: pure Python
+        kr = kernel()
     if kr is None and engine == "numba":
         raise RuntimeError("engine='numba' needs numba (pip install 'plink-locality[fast]') and PLINK_NO_NUMBA unset")
     return kr
@@ -559,9 +565,7 @@ def iterated_local_search(
     "numba" or "python"; the two draw different random kicks, so their
     tours differ, but each is deterministic for a seed and ``max_kicks``.
     """
-    kr = _engine(engine)
-    if kr is not None:
-        warm_kernel()  # a first call's compile is not charged to time_limit
+    kr = _engine(engine)  # compiles first if needed, before the clock starts
     start = time.perf_counter()
     stop_at = deadline if deadline is not None else start + time_limit
     m = np.ascontiguousarray(matrix, dtype=float)

@@ -76,7 +76,7 @@ def _search_job(job: int) -> tuple[float, list[int], dict]:
 def stall_kicks(n: int, compiled: bool = False) -> int:
     """Ring search stops early after this many perturbations without a better tour.
 
-    The compiled kernel runs ~20-50x more kicks per second than the
+    The compiled kernel runs ~15-20x more kicks per second than the
     pure-Python search, so it gets 10x more before it gives up.
     """
     return max(50000, 500 * n) if compiled else max(5000, 50 * n)

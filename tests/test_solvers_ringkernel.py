@@ -153,3 +153,15 @@ def test_kernel_ils_with_temperature_keeps_the_best():
     assert _is_perm(r1.tour, 100) and r1.tour.tolist() == r2.tour.tolist()
     assert r1.cost <= tour_length(m, ls) + 1e-9
     assert r1.cost == pytest.approx(tour_length(m, r1.tour))
+
+
+def test_fallback_when_the_kernel_fails_to_compile(monkeypatch):
+    class Broken:
+        def local_search(self, *a):
+            raise RuntimeError("LLVM says no")
+
+    monkeypatch.delenv("PLINK_NO_NUMBA", raising=False)
+    monkeypatch.setattr(ringsearch, "_KERNEL", [Broken()])
+    r = iterated_local_search(_euclid(15, 30), max_kicks=50, time_limit=60, seed=0)
+    assert ringsearch.kernel() is None
+    assert _is_perm(r.tour, 30)
