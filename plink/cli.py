@@ -13,6 +13,7 @@ import sys
 import click
 
 from . import __version__
+from .emitters import FORMATS
 from .errors import PlinkError
 
 EXIT_OK = 0
@@ -135,6 +136,25 @@ def render_order_report(result, console) -> None:
         console.print(f"note: {result.missing_pairs} unmeasured pairs were priced as the worst measured pair")
 
 
+def _render_order(result, probe, fmt, slots=1, labels=None, output=None) -> str:
+    """The order (or a launcher file) as text: plain/json order files, else an emitter."""
+    from .orderfile import render
+
+    if fmt in ("plain", "json") and slots == 1:
+        return render(result, probe, fmt)
+    from .emitters import emit
+
+    hosts = [probe.hosts[i] for i in result.order]
+    lab = None if labels is None else [labels[i] for i in result.order]
+    return emit(fmt, hosts, slots=slots, algo=result.algo, labels=lab, order_file=output or "order.txt")
+
+
+def _load_labels(path: str, names: list[str]) -> list[int]:
+    from .groupfile import load_groups
+
+    return load_groups(path).aligned_to(names).tolist()
+
+
 @cli.command()
 @click.argument("probefile", type=click.Path(dir_okay=False))
 @click.option("--algo", type=click.Choice(["ring", "hd", "dbt", "bcube"]), default="ring", show_default=True,
@@ -143,15 +163,20 @@ def render_order_report(result, console) -> None:
 @click.option("--base", default=2, show_default=True, type=int, help="BCube base (--algo bcube).")
 @click.option("--time-limit", default=5.0, show_default=True, type=float, help="Seconds of search.")
 @click.option("--seed", default=0, show_default=True, type=int)
-@click.option("--format", "fmt", type=click.Choice(["plain", "json"]), default="plain", show_default=True,
-              help="Format of the order written with -o (or to stdout).")
+@click.option("--format", "fmt", type=click.Choice(FORMATS), default="plain", show_default=True,
+              help="Order file (plain, json) or launcher file written with -o (or to stdout); see 'Launchers' in the README.")
+@click.option("--slots", default=1, show_default=True, type=int,
+              help="Processes (GPUs) per host; the ranks of one host stay contiguous.")
+@click.option("--groups", "groups_file", type=click.Path(dir_okay=False),
+              help="Groups file (plink group) for --format slurm-topology.")
 @click.option("-o", "--output", type=click.Path(dir_okay=False), help="Order file to write (default: stdout).")
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON on stdout.")
 @click.option("--hosts", type=click.Path(dir_okay=False), help="Host names for a plain CSV/NPY matrix.")
 @click.option("--unit", type=click.Choice(["us", "ms", "s", "ns"]), default="us", show_default=True,
               help="Latency unit of a plain CSV/NPY matrix.")
 @click.option("--no-bandwidth", is_flag=True, help="Ignore a bandwidth matrix; cost by latency only.")
-def order(probefile, algo, size, base, time_limit, seed, fmt, output, as_json, hosts, unit, no_bandwidth) -> None:
+def order(probefile, algo, size, base, time_limit, seed, fmt, slots, groups_file, output, as_json, hosts, unit,
+          no_bandwidth) -> None:
     """Find the rank order that minimises the collective's cost model.
 
     PROBEFILE is a plink probe file (.json) or a plain latency matrix
@@ -162,24 +187,48 @@ def order(probefile, algo, size, base, time_limit, seed, fmt, output, as_json, h
     Example:
       plink simulate --racks 8 --hosts-per-rack 8 --seed 1 -o dc.json
       plink order dc.json --algo ring -o hosts.txt
-      mpirun --hostfile hosts.txt --map-by seq ...
+    \b
+    Launcher files (--slots N: N processes per host):
+      plink order dc.json --format openmpi --slots 8 -o hosts.ompi
+      mpirun --hostfile hosts.ompi --map-by seq -np 512 ./app
+      plink order dc.json --format rankfile -o ranks.ompi;  mpirun --rankfile ranks.ompi -np 64 ./app
+      plink order dc.json --format mpich -o hosts.mpich;    mpiexec -f hosts.mpich -n 64 ./app
+      plink order dc.json --format slurm -o hosts.slurm
+      SLURM_HOSTFILE=hosts.slurm srun --distribution=arbitrary -n 64 ./app
+      plink order dc.json --format slurm-topology --groups groups.json -o topology.conf
+      plink order dc.json --format json -o order.json     # then on every node:
+      torchrun --nnodes 64 --node-rank "$(plink node-rank order.json)" --master-addr vm017 train.py
+      plink order dc.json --format deepspeed --slots 8 -o hostfile;  deepspeed --hostfile hostfile train.py
+      horovodrun -np 64 -H "$(plink order dc.json --format horovod 2>/dev/null)" python train.py
+      plink order dc.json --format env -o plink.env;  . ./plink.env    # NCCL_ALGO etc.
     """
     from .order import order_hosts
-    from .orderfile import render, write_order
     from .units import parse_size
 
+    if slots < 1:
+        raise click.BadParameter(f"must be >= 1 (processes per host), got {slots}", param_hint="--slots")
+    if fmt == "slurm-topology" and not groups_file:
+        raise click.BadParameter("--format slurm-topology needs the groups (plink group -o groups.json)",
+                                 param_hint="--groups")
+    if fmt == "json" and slots != 1:
+        raise click.BadParameter("the json order file has one entry per host; --slots applies to launcher formats",
+                                 param_hint="--slots")
     probe = _load_probe(probefile, hosts, unit)
+    labels = _load_labels(groups_file, probe.names) if groups_file else None
     result = order_hosts(
         probe, algo, size=parse_size(size), time_limit=time_limit, seed=seed, base=base,
         use_bandwidth=not no_bandwidth,
     )
+    text = _render_order(result, probe, fmt, slots, labels, output)
     if output:
-        write_order(output, result, probe, fmt)
+        from .fileio import atomic_write_text
+
+        atomic_write_text(output, text)
     if as_json:
         _echo_json(result.to_dict())
         return
     if not output:
-        click.echo(render(result, probe, fmt), nl=False)
+        click.echo(text, nl=False)
     render_order_report(result, _stderr_console())
     if output:
         click.echo(f"wrote {output}", err=True)
@@ -211,10 +260,37 @@ def order(probefile, algo, size, base, time_limit, seed, fmt, output, as_json, h
 
 # ---------------------------------------------------------------------------
 # launchers / watch (launchers: plink node-rank, plink watch)
-#
-#
-#
-#
+
+
+@cli.command("node-rank")
+@click.argument("orderfile", type=click.Path(dir_okay=False))
+@click.option("--host", help="Match this name or IP address instead of this machine's.")
+@click.option("--master", is_flag=True, help="Print rank 0's address (or name) instead: the --master-addr.")
+def node_rank_cmd(orderfile, host, master) -> None:
+    """Print this node's rank in ORDERFILE (for torchrun --node-rank).
+
+    ORDERFILE is a JSON or plain order file (or the torchrun map). This node
+    is matched by host name, FQDN or short name, or by any of its IP
+    addresses (the JSON file's addresses, or host names resolved).
+
+    \b
+    Example, on every node:
+      torchrun --nnodes 8 --nproc-per-node 8 \\
+        --node-rank "$(plink node-rank order.json)" \\
+        --master-addr "$(plink node-rank order.json --master)" --master-port 29500 train.py
+    """
+    from .emitters import master_address
+    from .noderank import node_rank
+    from .orderfile import read_order_hosts
+
+    hosts = read_order_hosts(orderfile)
+    if master:
+        click.echo(master_address(hosts))
+        return
+    click.echo(node_rank(hosts, host, source=orderfile))
+
+
+# -- watch: see plink/watch.py
 
 
 # ---------------------------------------------------------------------------

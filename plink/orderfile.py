@@ -24,7 +24,7 @@ from pathlib import Path
 from .errors import ProbeFileError
 from .fileio import atomic_write_text
 from .order import OrderResult
-from .probefile import ProbeData
+from .probefile import Host, ProbeData
 
 FORMAT = "plink-order"
 VERSION = 1
@@ -65,13 +65,26 @@ def write_order(path: str | os.PathLike, result: OrderResult, probe: ProbeData, 
 
 def read_order(path: str | os.PathLike) -> list[str]:
     """Host names in rank order from a plain or JSON order file."""
+    return [h.name for h in read_order_hosts(path)]
+
+
+def read_order_hosts(path: str | os.PathLike) -> list[Host]:
+    """Hosts in rank order from a plain or JSON order file.
+
+    A JSON file keeps each host's ``address`` and ``ssh``; a plain file
+    (one host per line; launcher files with ``host slots=N`` lines work too)
+    gives names only.
+    """
     p = Path(path)
     try:
         text = p.read_text(encoding="utf-8")
     except FileNotFoundError:
         raise ProbeFileError(f"{path}: no such file") from None
+    except IsADirectoryError:
+        raise ProbeFileError(f"{path}: is a directory, not an order file") from None
     except (OSError, UnicodeDecodeError) as exc:
         raise ProbeFileError(f"{path}: cannot read: {exc}") from None
+    hosts: list[Host] = []
     if text.lstrip().startswith("{"):
         try:
             doc = json.loads(text)
@@ -82,19 +95,21 @@ def read_order(path: str | os.PathLike) -> list[str]:
         if not isinstance(doc.get("version"), int) or doc["version"] > VERSION:
             raise ProbeFileError(f"{path}: unsupported order file version {doc.get('version')!r}")
         try:
-            hosts = sorted(doc["hosts"], key=lambda h: h["rank"])
-            names = [str(h["name"]) for h in hosts]
-        except (KeyError, TypeError):
+            entries = sorted(doc["hosts"], key=lambda h: h["rank"])
+            for h in entries:
+                addr, ssh = h.get("address"), h.get("ssh")
+                hosts.append(Host(str(h["name"]), None if addr is None else str(addr), None if ssh is None else str(ssh)))
+        except (KeyError, TypeError, AttributeError):
             raise ProbeFileError(f"{path}: every host needs a 'rank' and a 'name'") from None
     else:
-        names = []
         for line in text.splitlines():
             line = line.split("#", 1)[0].strip()
             if line:
-                names.append(line.split()[0])
+                hosts.append(Host(line.split()[0]))
+    names = [h.name for h in hosts]
     if not names:
         raise ProbeFileError(f"{path}: no hosts in order file")
     if len(set(names)) != len(names):
         dup = next(n for n in names if names.count(n) > 1)
         raise ProbeFileError(f"{path}: host {dup!r} appears twice")
-    return names
+    return hosts
