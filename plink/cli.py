@@ -290,7 +290,97 @@ def node_rank_cmd(orderfile, host, master) -> None:
     click.echo(node_rank(hosts, host, source=orderfile))
 
 
-# -- watch: see plink/watch.py
+def _parse_gain(text: str) -> float:
+    t = str(text).strip()
+    try:
+        return float(t[:-1]) / 100 if t.endswith("%") else float(t)
+    except ValueError:
+        raise click.BadParameter(f"{text!r} is not a fraction (0.05) or a percentage (5%)", param_hint="--min-gain") from None
+
+
+def _parse_emit(items) -> list[tuple[str, str]]:
+    out = []
+    for item in items:
+        fmt, sep, path = item.partition(":")
+        if not sep or not path:
+            raise click.BadParameter(f"{item!r}: expected FORMAT:PATH, e.g. openmpi:/shared/hosts.ompi", param_hint="--emit")
+        out.append((fmt, path))
+    return out
+
+
+def _prober(hosts_file, probe_file):
+    """The probe step of plink watch: a probe file, or the probing library over a host list."""
+    if probe_file:
+        return lambda: _load_probe(probe_file)
+
+    def probe_now():
+        try:
+            from probes.probe import probe_hosts
+        except ImportError as exc:
+            raise PlinkError(f"the probing library is not available ({exc}); use --probe-file") from None
+        from .hostlist import read_hostlist
+
+        return probe_hosts(read_hostlist(hosts_file))
+
+    return probe_now
+
+
+@cli.command("watch")
+@click.argument("state_dir", type=click.Path(file_okay=False))
+@click.option("--hosts", "hosts_file", type=click.Path(dir_okay=False), help="Host list to probe (as plink probe).")
+@click.option("--probe-file", type=click.Path(dir_okay=False),
+              help="Use this probe file instead of probing (probing done elsewhere).")
+@click.option("--algo", type=click.Choice(["ring", "hd", "dbt", "bcube"]), default="ring", show_default=True)
+@click.option("--size", default="25MiB", show_default=True, help="All-reduce size.")
+@click.option("--base", default=2, show_default=True, type=int, help="BCube base (--algo bcube).")
+@click.option("--min-gain", default="5%", show_default=True,
+              help="Re-order only if the new order is predicted this much cheaper than the current one.")
+@click.option("--time-limit", default=5.0, show_default=True, type=float, help="Seconds of search.")
+@click.option("--seed", default=0, show_default=True, type=int)
+@click.option("--initial-order", type=click.Path(dir_okay=False),
+              help="The order in use now (plain/JSON order file), compared against on the first run.")
+@click.option("--emit", "emit_items", multiple=True, metavar="FORMAT:PATH",
+              help="Keep a launcher file in sync with the current order (repeatable), e.g. openmpi:/shared/hosts.ompi.")
+@click.option("--slots", default=1, show_default=True, type=click.IntRange(min=1), help="Processes per host for --emit files.")
+@click.option("--keep", default=500, show_default=True, type=click.IntRange(min=0), help="Runs kept in the history (0: all).")
+@click.option("--reset", is_flag=True, help="Move a corrupt state file aside (kept) and start over.")
+@click.option("--json", "as_json", is_flag=True, help="Print the run's status as JSON (always).")
+@click.option("-v", "--verbose", is_flag=True, help="Print the status even when nothing changed.")
+def watch_cmd(state_dir, hosts_file, probe_file, algo, size, base, min_gain, time_limit, seed, initial_order,
+              emit_items, slots, keep, reset, as_json, verbose) -> None:
+    """Re-probe and re-order only when it pays: for cron.
+
+    Probes the hosts, compares with the last probe (drift report) and writes a
+    new order to STATE_DIR/order.json (and hosts.txt, and --emit files) only
+    if it is predicted at least --min-gain cheaper than the current order, both
+    costed on the new probe. Quiet unless the order changed (or -v/--json).
+
+    \b
+    Exit codes: 0 order kept, 4 new order written, 3 another run holds the
+    lock (this run did nothing), 1 error (nothing changed), 2 usage error.
+    \b
+    Example (crontab, every 15 minutes):
+      */15 * * * * plink watch /var/lib/plink --hosts /etc/plink/hosts.txt --emit openmpi:/shared/hosts.ompi
+    Without a cluster:
+      plink simulate --seed 1 -o p.json && plink watch state --probe-file p.json
+    """
+    from .orderfile import read_order
+    from .units import parse_size
+    from .watch import watch
+
+    if bool(hosts_file) == bool(probe_file):
+        raise click.UsageError("give exactly one of --hosts HOSTS (probe them) or --probe-file PROBE")
+    result = watch(
+        state_dir, _prober(hosts_file, probe_file), algo=algo, size=parse_size(size), base=base,
+        min_gain=_parse_gain(min_gain), time_limit=time_limit, seed=seed,
+        initial_order=read_order(initial_order) if initial_order else None,
+        emit=_parse_emit(emit_items), slots=slots, keep=keep, reset=reset,
+    )
+    if as_json:
+        _echo_json(result.to_dict())
+    elif result.changed or verbose:
+        click.echo("\n".join(result.summary()))
+    raise click.exceptions.Exit(result.exit_code)
 
 
 # ---------------------------------------------------------------------------
@@ -302,7 +392,10 @@ def main(argv: list[str] | None = None) -> None:
     args = sys.argv[1:] if argv is None else list(argv)
     debug = "--debug" in args
     try:
-        cli.main(args=args, prog_name="plink", standalone_mode=False)
+        # without standalone mode click returns a command's ctx.exit() code
+        rc = cli.main(args=args, prog_name="plink", standalone_mode=False)
+        if isinstance(rc, int) and rc != EXIT_OK:
+            sys.exit(rc)
     except click.exceptions.Exit as exc:
         sys.exit(exc.exit_code)
     except click.exceptions.Abort:
