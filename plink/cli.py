@@ -215,10 +215,13 @@ def order(probefile, algo, size, base, time_limit, seed, fmt, slots, groups_file
                                  param_hint="--slots")
     probe = _load_probe(probefile, hosts, unit)
     labels = _load_labels(groups_file, probe.names) if groups_file else None
-    result = order_hosts(
-        probe, algo, size=parse_size(size), time_limit=time_limit, seed=seed, base=base,
-        use_bandwidth=not no_bandwidth,
-    )
+    nbytes = parse_size(size)
+    console = _stderr_console()
+    with console.status(f"searching {algo} orders of {probe.n} hosts for {time_limit:g} s", spinner="dots"):
+        result = order_hosts(
+            probe, algo, size=nbytes, time_limit=time_limit, seed=seed, base=base,
+            use_bandwidth=not no_bandwidth,
+        )
     text = _render_order(result, probe, fmt, slots, labels, output)
     if output:
         from .fileio import atomic_write_text
@@ -229,7 +232,7 @@ def order(probefile, algo, size, base, time_limit, seed, fmt, slots, groups_file
         return
     if not output:
         click.echo(text, nl=False)
-    render_order_report(result, _stderr_console())
+    render_order_report(result, console)
     if output:
         click.echo(f"wrote {output}", err=True)
 

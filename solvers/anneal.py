@@ -9,9 +9,10 @@ model with a symmetric cost matrix the segment reversal is costed in O(1)
 Temperature: calibrated from the mean cost increase of random moves at the
 start, then cooled geometrically by wall-clock time to 1e-4 of that by the
 time limit, so a longer limit means slower cooling, not an early stop.
-Deterministic for a given seed *and* number of iterations; with a time
-limit the number of iterations depends on machine speed, so pass
-``max_iter`` for bit-for-bit reproducible runs.
+With ``max_iter`` the temperature follows the iteration count instead of
+the clock, so a run is bit-for-bit reproducible for a seed (as long as the
+time limit is not reached first); with a time limit alone the number of
+moves depends on machine speed.
 
 Reference: S. Kirkpatrick, C. D. Gelatt, M. P. Vecchi, "Optimization by
 Simulated Annealing", Science 220(4598), 1983.
@@ -117,6 +118,8 @@ def anneal(
             frac = (time.perf_counter() - start) / time_limit
             if frac >= 1.0:
                 break
+            if max_iter is not None:  # cool by iterations: reproducible for a seed
+                frac = it / max_iter
             temp = t0 * (t_end / t0) ** frac
         if max_iter is not None and it >= max_iter:
             break
@@ -152,11 +155,13 @@ def _anneal_ring(m, perm, cost, rng, time_limit, max_iter, start) -> AnnealResul
     t_end = t0 * 1e-4
     temp = t0
     it = acc = 0
-    batch = 4096
+    batch = 4096 if max_iter is None else 256
     while True:
         frac = (time.perf_counter() - start) / time_limit
         if frac >= 1.0 or (max_iter is not None and it >= max_iter):
             break
+        if max_iter is not None:  # cool by iterations: reproducible for a seed
+            frac = it / max_iter
         temp = t0 * (t_end / t0) ** frac
         ii = rng.integers(0, n, size=batch).tolist()
         jj = rng.integers(0, n, size=batch).tolist()
