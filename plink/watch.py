@@ -430,6 +430,7 @@ def watch(
     min_gain: float = DEFAULT_MIN_GAIN,
     time_limit: float = 5.0,
     seed: int = 0,
+    max_iter: int | None = None,
     initial_order: Sequence[str] | None = None,
     emit: Sequence[tuple[str, str]] = (),
     slots: int = 1,
@@ -455,6 +456,9 @@ def watch(
 
     solve = solve or order_hosts
     size = DEFAULT_SIZE if size is None else int(size)
+    search = dict(size=size, time_limit=time_limit, seed=seed, base=base)
+    if max_iter is not None:  # a reproducible search (tests, benchmarks)
+        search["max_iter"] = max_iter
     if not (0 <= min_gain < 1) or math.isnan(min_gain):
         raise PlinkError(f"--min-gain must be in [0, 1) (a fraction, e.g. 0.05 for 5%), got {min_gain}")
     for fmt, _ in emit:
@@ -509,7 +513,7 @@ def watch(
 
         if current is None:
             status = "initial"
-            result = solve(probe, algo, size=size, time_limit=time_limit, seed=seed, base=base)
+            result = solve(probe, algo, **search)
             new_order, cost_cur, cost_new, gain = list(result.hosts), None, result.cost_plink, None
         else:
             same = set(current) == set(probe.names) and len(current) == probe.n
@@ -521,12 +525,12 @@ def watch(
                         raise
                     notes.append(str(exc))
                 status = "hosts-changed"
-                result = solve(probe, algo, size=size, time_limit=time_limit, seed=seed, base=base)
+                result = solve(probe, algo, **search)
                 new_order, cost_cur, cost_new, gain = list(result.hosts), None, result.cost_plink, None
             else:
                 # search from the current order: cost_input is the current order on the new probe
                 sub = probe.subset([probe.index(n) for n in current])
-                result = solve(sub, algo, size=size, time_limit=time_limit, seed=seed, base=base)
+                result = solve(sub, algo, **search)
                 cost_cur, cost_new = float(result.cost_input), float(result.cost_plink)
                 gain = 0.0 if cost_cur <= 0 else (cost_cur - cost_new) / cost_cur
                 if gain >= min_gain and cost_new < cost_cur:
