@@ -146,7 +146,7 @@ def _render_order(result, probe, fmt, slots=1, labels=None, output=None) -> str:
 
     hosts = [probe.hosts[i] for i in result.order]
     lab = None if labels is None else [labels[i] for i in result.order]
-    return emit(fmt, hosts, slots=slots, algo=result.algo, labels=lab, order_file=output or "order.txt")
+    return emit(fmt, hosts, slots=slots, algo=result.algo, labels=lab, order_file=output or "THIS_FILE")
 
 
 def _load_labels(path: str, names: list[str]) -> list[int]:
@@ -263,6 +263,68 @@ def order(probefile, algo, size, base, time_limit, seed, fmt, slots, groups_file
 
 # ---------------------------------------------------------------------------
 # launchers / watch (launchers: plink node-rank, plink watch)
+
+
+@cli.command("emit")
+@click.argument("orderfile", type=click.Path(dir_okay=False))
+@click.option("--format", "fmt", type=click.Choice([f for f in FORMATS if f != "json"]), required=True,
+              help="Launcher file to write (see 'plink order --help').")
+@click.option("--slots", default=1, show_default=True, type=int,
+              help="Processes (GPUs) per host; the ranks of one host stay contiguous.")
+@click.option("--groups", "groups_file", type=click.Path(dir_okay=False),
+              help="Groups file (plink group) for --format slurm-topology.")
+@click.option("--algo", type=click.Choice(["ring", "hd", "dbt", "bcube"]),
+              help="Algorithm for --format env (default: the JSON order file's, else ring).")
+@click.option("-o", "--output", type=click.Path(dir_okay=False), help="File to write (default: stdout).")
+def emit_cmd(orderfile, fmt, slots, groups_file, algo, output) -> None:
+    """Write a launcher file from an existing order file (no new search).
+
+    ORDERFILE is a plain or JSON order file (plink order, plink watch's
+    STATE_DIR/order.json), so every launcher file of one job has the same order.
+
+    \b
+    Example:
+      plink order probe.json --format json -o order.json
+      plink emit order.json --format openmpi --slots 8 -o hosts.ompi
+      plink emit order.json --format torchrun -o nodes.torchrun
+    """
+    from .emitters import emit
+    from .orderfile import read_order_hosts
+
+    if slots < 1:
+        raise click.BadParameter(f"must be >= 1 (processes per host), got {slots}", param_hint="--slots")
+    if fmt == "slurm-topology" and not groups_file:
+        raise click.BadParameter("--format slurm-topology needs the groups (plink group -o groups.json)",
+                                 param_hint="--groups")
+    hosts = read_order_hosts(orderfile)
+    if algo is None:
+        algo = _order_file_algo(orderfile) or "ring"
+    labels = None
+    if groups_file:
+        from .groupfile import load_groups
+        from .errors import ProbeFileError
+
+        try:
+            labels = load_groups(groups_file).aligned_to([h.name for h in hosts]).tolist()
+        except ProbeFileError as exc:
+            raise ProbeFileError(f"{groups_file} and {orderfile} are from different host lists: {exc}") from None
+    text = emit(fmt, hosts, slots=slots, algo=algo, labels=labels, order_file=output or orderfile)
+    if output:
+        from .fileio import atomic_write_text
+
+        atomic_write_text(output, text)
+        click.echo(f"wrote {output}", err=True)
+    else:
+        click.echo(text, nl=False)
+
+
+def _order_file_algo(path: str) -> str | None:
+    try:
+        with open(path, encoding="utf-8") as fh:
+            doc = json.load(fh)
+        return doc.get("algo") if isinstance(doc, dict) else None
+    except (OSError, ValueError):
+        return None
 
 
 @cli.command("node-rank")

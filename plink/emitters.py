@@ -277,7 +277,7 @@ def torchrun_map(hosts: Sequence, slots=1, *, order_file: str = "order.json", ma
     ])
     width = max(len(h.name) for h in hs)
     for r, h in enumerate(hs):
-        where = f", {h.address}" if h.address else ""
+        where = f", address={h.address}" if h.address else ""
         out += f"{h.name:<{width}}  # node-rank {r}{where}\n"
     return out
 

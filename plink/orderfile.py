@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from pathlib import Path
 
 from .errors import ProbeFileError
@@ -27,6 +28,8 @@ from .order import OrderResult
 from .probefile import Host, ProbeData
 
 FORMAT = "plink-order"
+#: a plain order file may note a host's address in its line's comment (the torchrun map does)
+_ADDRESS_NOTE = re.compile(r"\baddress=([0-9A-Fa-f.:%]+)")
 VERSION = 1
 
 
@@ -73,7 +76,8 @@ def read_order_hosts(path: str | os.PathLike) -> list[Host]:
 
     A JSON file keeps each host's ``address`` and ``ssh``; a plain file
     (one host per line; launcher files with ``host slots=N`` lines work too)
-    gives names only.
+    gives names, and an address where the line's comment notes
+    ``address=IP`` (as the torchrun map does).
     """
     p = Path(path)
     try:
@@ -102,10 +106,12 @@ def read_order_hosts(path: str | os.PathLike) -> list[Host]:
         except (KeyError, TypeError, AttributeError):
             raise ProbeFileError(f"{path}: every host needs a 'rank' and a 'name'") from None
     else:
-        for line in text.splitlines():
-            line = line.split("#", 1)[0].strip()
+        for raw in text.splitlines():
+            line, _, comment = raw.partition("#")
+            line = line.strip()
             if line:
-                hosts.append(Host(line.split()[0]))
+                m = _ADDRESS_NOTE.search(comment)
+                hosts.append(Host(line.split()[0], m.group(1) if m else None))
     names = [h.name for h in hosts]
     if not names:
         raise ProbeFileError(f"{path}: no hosts in order file")

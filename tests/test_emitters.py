@@ -68,7 +68,7 @@ def test_deepspeed_and_horovod_golden():
 def test_torchrun_map_and_master():
     text = em.torchrun_map(HOSTS, slots=4, order_file="order.json")
     assert [ln.split()[0] for ln in body(text)] == ["b7", "a1", "c3"]
-    assert "# node-rank 1, 10.0.0.1" in text
+    assert "# node-rank 1, address=10.0.0.1" in text
     assert "--nnodes=3 --nproc-per-node=4" in text
     assert "--master-addr=10.0.0.7" in text  # rank 0's address when known
     assert '--node-rank="$(plink node-rank order.json)"' in text
@@ -182,6 +182,7 @@ def test_read_order_hosts_keeps_addresses(tmp_path):
     t = tmp_path / "map.txt"
     t.write_text(em.torchrun_map(HOSTS))
     assert read_order(t) == ["b7", "a1", "c3"]  # the torchrun map is an order file too
+    assert read_order_hosts(t) == HOSTS  # with the addresses noted in its comments
 
 
 # -- CLI ------------------------------------------------------------------------

@@ -1,0 +1,98 @@
+"""Real launchers on the emulated cluster: ranks land where plink's files say.
+
+probe (SSH, fping) -> ``plink order --format json`` -> ``plink emit`` torchrun
+map and Open MPI hostfile -> a Gloo all-reduce with one process per host
+(ranks from the map, matched by IP like ``plink node-rank``) and
+``mpirun --map-by seq`` from the hostfile.  Needs root, network namespaces,
+sshd and Open MPI; skipped otherwise.  About 40 s on 2 cores.
+"""
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "examples" / "netns-cluster"))
+
+pytestmark = [pytest.mark.netns, pytest.mark.slow]
+
+
+def _skip_reason():
+    try:
+        from probes.netns import unavailable_reason
+        import probes.probe  # noqa: F401
+    except ImportError as exc:
+        return f"the netns cluster is not available: {exc}"
+    reason = unavailable_reason(sshd=True)
+    if reason:
+        return reason
+    if shutil.which("mpirun") is None:
+        return "mpirun (Open MPI) is not installed"
+    try:
+        import torch.distributed  # noqa: F401
+    except ImportError:
+        return "torch is not installed"
+    return None
+
+
+REASON = _skip_reason()
+if REASON:
+    pytest.skip(REASON, allow_module_level=True)
+
+import launch  # noqa: E402  (examples/netns-cluster/launch.py)
+from plink.orderfile import read_order_hosts  # noqa: E402
+
+
+def plink(*args, cwd):
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    proc = subprocess.run([sys.executable, "-m", "plink", *args], capture_output=True, text=True, env=env,
+                          cwd=cwd, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    return proc
+
+
+def test_ranks_land_where_the_files_say(tmp_path):
+    with launch.cluster(racks=2, hosts_per_rack=4) as c:
+        probe = launch.probe_cluster(c, count=20)
+        probe.save(tmp_path / "probe.json")
+        assert probe.n_missing_pairs() == 0
+        plink("order", "probe.json", "--format", "json", "--time-limit", "1", "-o", "order.json", cwd=tmp_path)
+        plink("emit", "order.json", "--format", "torchrun", "-o", "nodes.torchrun", cwd=tmp_path)
+        plink("emit", "order.json", "--format", "openmpi", "-o", "hosts.ompi", cwd=tmp_path)
+        order = [h.name for h in read_order_hosts(tmp_path / "order.json")]
+        assert [h.name for h in read_order_hosts(tmp_path / "nodes.torchrun")] == order
+        assert [ln for ln in (tmp_path / "hosts.ompi").read_text().splitlines() if not ln.startswith("#")] == order
+
+        # plink node-rank inside a host's namespace finds it by its IP address
+        h = c.hosts[5]
+        r = c.exec(h.name, [sys.executable, "-m", "plink", "node-rank", str(tmp_path / "nodes.torchrun")],
+                   capture_output=True, text=True, env=dict(os.environ, PYTHONPATH=str(ROOT)), timeout=60)
+        assert (r.returncode, r.stdout.strip()) == (0, str(order.index(h.name))), r.stderr
+
+        # a second, deliberately bad order: racks interleaved (every ring hop crosses racks)
+        by_rack = [[x.name for x in c.hosts if x.rack == k] for k in range(2)]
+        worst = [n for pair in zip(*by_rack) for n in pair]
+        launch.atomic_write_text(tmp_path / "worst.torchrun", launch.emitters.emit(
+            "torchrun", [probe.hosts[probe.index(n)] for n in worst]))
+
+        maps = [tmp_path / "nodes.torchrun", tmp_path / "worst.torchrun"]
+        gloo = launch.run_gloo(c, maps, size=4 * 2**20, repeats=1, warmup=1, timeout=150)
+        for k, m in enumerate(maps):
+            assert launch.check_placement(gloo, m, k) == []
+        # the rack-contiguous plink order beats the interleaved one on a real all-reduce
+        rack = {x.name: x.rack for x in c.hosts}
+        crossings = sum(rack[order[i]] != rack[order[i - 1]] for i in range(len(order)))
+        assert crossings < 8
+        t_plink, t_worst = launch.measured_seconds(gloo, 0), launch.measured_seconds(gloo, 1)
+        assert t_plink < t_worst, (t_plink, t_worst)
+
+        # mpirun --map-by seq from the emitted hostfile: rank r on line r (by hostname and address)
+        res = launch.run_mpirun(c, tmp_path / "hosts.ompi", tmp_path / "order.json", size=0, timeout=150,
+                                placement_only=True)
+        assert launch.check_placement(res, tmp_path / "order.json", 0, by_hostname=True) == []
+        assert sorted(r["host"] for r in res) == sorted(order)
