@@ -273,3 +273,59 @@ def test_cli_node_rank(tmp_path):
     assert proc.stdout == "10.9.0.1\n"
     proc = run("node-rank", str(p))  # this machine is not n0/n1
     assert proc.returncode == 1 and "is not in" in proc.stderr and len(proc.stderr.splitlines()) == 1
+
+
+# -- round trips through the host-list reader (plink.hostlist) ---------------------
+
+from hypothesis import given, settings, strategies as st  # noqa: E402
+
+_label = st.from_regex(r"[a-z][a-z0-9-]{0,8}[a-z0-9]", fullmatch=True)
+_names = st.lists(_label, min_size=1, max_size=12, unique=True)
+
+
+def _hostlist():
+    return pytest.importorskip("plink.hostlist", reason="plink.hostlist (the host-list reader) is not here yet")
+
+
+@settings(max_examples=40, deadline=None)
+@given(names=_names, slots=st.integers(1, 16))
+def test_round_trip_through_hostlist_reader(names, slots):
+    hl = _hostlist()
+    # one host per line (slots=1): plain, Open MPI --map-by seq, SLURM_HOSTFILE, torchrun map
+    for fmt in ("plain", "openmpi", "slurm", "torchrun"):
+        got = hl.parse_hostlist(em.emit(fmt, names), fmt="auto")
+        assert [e.name for e in got] == names, fmt
+    # formats that carry the slot count
+    for fmt, reader_fmt in (("mpich", "mpich"), ("deepspeed", "openmpi"), ("deepspeed", "auto")):
+        got = hl.parse_hostlist(em.emit(fmt, names, slots=slots), fmt=reader_fmt)
+        assert [(e.name, e.slots) for e in got] == [(n, slots) for n in names], fmt
+    # horovod's -H value is MPICH host:N entries separated by commas
+    got = hl.parse_hostlist(em.emit("horovod", names, slots=slots).replace(",", "\n"), fmt="mpich")
+    assert [(e.name, e.slots) for e in got] == [(n, slots) for n in names]
+    # one line per rank: the reader sees each host `slots` times in a row
+    lines = body(em.emit("openmpi", names, slots=slots))
+    assert [lines[i] for i in range(0, len(lines), slots)] == names
+    assert lines == [n for n in names for _ in range(slots)]
+
+
+@settings(max_examples=40, deadline=None)
+@given(names=_names, k=st.integers(1, 4), data=st.data())
+def test_topology_round_trips_through_slurm_node_lists(names, k, data):
+    hl = _hostlist()
+    labels = data.draw(st.lists(st.integers(0, k - 1), min_size=len(names), max_size=len(names)))
+    text = em.slurm_topology(names, labels)
+    switches = {}
+    for line in body(text):
+        fields = dict(f.split("=", 1) for f in line.split())
+        if "Nodes" in fields:
+            switches[fields["SwitchName"]] = [e.name for e in hl.parse_hostlist(fields["Nodes"], fmt="slurm")]
+    got = sorted(sorted(v) for v in switches.values())
+    want = sorted(sorted(n for n, g in zip(names, labels) if g == lab) for lab in set(labels))
+    assert got == want
+
+
+def test_mpich_slot_counts_that_look_like_ports():
+    hl = _hostlist()
+    # 'host:22' would read as an SSH port in auto mode: read MPICH files as mpich
+    got = hl.parse_hostlist(em.emit("mpich", ["a", "b"], slots=22), fmt="mpich")
+    assert [e.slots for e in got] == [22, 22]
