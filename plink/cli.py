@@ -373,19 +373,24 @@ def _parse_emit(items) -> list[tuple[str, str]]:
     return out
 
 
-def _prober(hosts_file, probe_file):
+def _prober(hosts_file, probe_file, hosts_format="auto", **probe_kw):
     """The probe step of plink watch: a probe file, or the probing library over a host list."""
     if probe_file:
         return lambda: _load_probe(probe_file)
+    ssh_keys = ("ssh_config", "known_hosts")
+    ssh_kw = {k: probe_kw.pop(k) for k in ssh_keys if probe_kw.get(k)}
+    for k in ssh_keys:
+        probe_kw.pop(k, None)
 
     def probe_now():
         try:
             from probes.probe import probe_hosts
+            from probes.ssh import SSHOptions
         except ImportError as exc:
             raise PlinkError(f"the probing library is not available ({exc}); use --probe-file") from None
         from .hostlist import read_hostlist
 
-        return probe_hosts(read_hostlist(hosts_file))
+        return probe_hosts(read_hostlist(hosts_file, fmt=hosts_format), ssh=SSHOptions(**ssh_kw), **probe_kw)
 
     return probe_now
 
@@ -395,6 +400,13 @@ def _prober(hosts_file, probe_file):
 @click.option("--hosts", "hosts_file", type=click.Path(dir_okay=False), help="Host list to probe (as plink probe).")
 @click.option("--probe-file", type=click.Path(dir_okay=False),
               help="Use this probe file instead of probing (probing done elsewhere).")
+@click.option("--method", type=click.Choice(["udp", "fping", "icmp"]), default="udp", show_default=True,
+              help="Latency probe (as plink probe).")
+@click.option("--count", default=20, show_default=True, type=click.IntRange(1, 100000), help="Samples per pair.")
+@click.option("--ssh-config", type=click.Path(dir_okay=False), help="ssh config file (as plink probe).")
+@click.option("--known-hosts", type=click.Path(dir_okay=False), help="known_hosts file (as plink probe).")
+@click.option("--hosts-format", type=click.Choice(["auto", "plain", "openmpi", "mpich", "slurm"]), default="auto",
+              show_default=True, help="Host list format (as plink probe).")
 @click.option("--algo", type=click.Choice(["ring", "hd", "dbt", "bcube"]), default="ring", show_default=True)
 @click.option("--size", default="25MiB", show_default=True, help="All-reduce size.")
 @click.option("--base", default=2, show_default=True, type=int, help="BCube base (--algo bcube).")
@@ -411,17 +423,18 @@ def _prober(hosts_file, probe_file):
 @click.option("--reset", is_flag=True, help="Move a corrupt state file aside (kept) and start over.")
 @click.option("--json", "as_json", is_flag=True, help="Print the run's status as JSON (always).")
 @click.option("-v", "--verbose", is_flag=True, help="Print the status even when nothing changed.")
-def watch_cmd(state_dir, hosts_file, probe_file, algo, size, base, min_gain, time_limit, seed, initial_order,
+def watch_cmd(state_dir, hosts_file, probe_file, method, count, ssh_config, known_hosts, hosts_format, algo, size, base, min_gain, time_limit, seed, initial_order,
               emit_items, slots, keep, reset, as_json, verbose) -> None:
     """Re-probe and re-order only when it pays: for cron.
 
     Probes the hosts, compares with the last probe (drift report) and writes a
     new order to STATE_DIR/order.json (and hosts.txt, and --emit files) only
     if it is predicted at least --min-gain cheaper than the current order, both
-    costed on the new probe. Quiet unless the order changed (or -v/--json).
+    costed on the new probe. Quiet unless the order changed or something needs a
+    look (a stale lock, an incomplete probe), or with -v/--json.
 
     \b
-    Exit codes: 0 order kept, 4 new order written, 3 another run holds the
+    Exit codes: 0 order kept, 4 new order written, 75 another run holds the
     lock (this run did nothing), 1 error (nothing changed), 2 usage error.
     \b
     Example (crontab, every 15 minutes):
@@ -436,14 +449,17 @@ def watch_cmd(state_dir, hosts_file, probe_file, algo, size, base, min_gain, tim
     if bool(hosts_file) == bool(probe_file):
         raise click.UsageError("give exactly one of --hosts HOSTS (probe them) or --probe-file PROBE")
     result = watch(
-        state_dir, _prober(hosts_file, probe_file), algo=algo, size=parse_size(size), base=base,
+        state_dir,
+        _prober(hosts_file, probe_file, hosts_format, method=method, count=count, ssh_config=ssh_config,
+                known_hosts=known_hosts),
+        algo=algo, size=parse_size(size), base=base,
         min_gain=_parse_gain(min_gain), time_limit=time_limit, seed=seed,
         initial_order=read_order(initial_order) if initial_order else None,
         emit=_parse_emit(emit_items), slots=slots, keep=keep, reset=reset,
     )
     if as_json:
         _echo_json(result.to_dict())
-    elif result.changed or verbose:
+    elif result.noteworthy or verbose:
         click.echo("\n".join(result.summary()))
     raise click.exceptions.Exit(result.exit_code)
 

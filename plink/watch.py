@@ -20,15 +20,19 @@ state intact; the derived files (order.json, hosts.txt, ``--emit`` files)
 are re-synchronised from the state on every run.
 
 Locking: ``fcntl.flock`` on ``DIR/lock``.  A second run while one holds it
-raises :class:`WatchBusy` (exit code 3) and touches nothing.  The kernel
+raises :class:`WatchBusy` (exit code 75) and touches nothing.  The kernel
 drops the flock when its holder dies, so a lock file that still says
 ``running`` when we get the flock was left by a killed run: it is taken
 over (and its temporary files are removed), and the status says so.
 
 Exit codes of ``plink watch``: 0 the order was kept, 4 a new order was
-written (first run, host list changed, or gain >= min_gain), 3 another run
-holds the lock (this run did nothing), 1 an error (nothing changed), 2 a
-usage error.
+written (first run, host list changed, or gain >= min_gain), 75 another run
+holds the lock (EX_TEMPFAIL: this run did nothing), 1 an error (nothing
+changed), 2 a usage error.
+
+An incomplete probe (unreachable hosts: ``meta["complete"] is False``) never
+replaces an order that covers the same hosts: the run keeps the order and
+says which hosts were missing.
 """
 
 from __future__ import annotations
@@ -59,7 +63,7 @@ DEFAULT_KEEP = 500
 
 EXIT_KEPT = 0
 EXIT_CHANGED = 4
-EXIT_BUSY = 3
+EXIT_BUSY = 75  #: EX_TEMPFAIL (sysexits.h): try again later
 
 _RUN_DIR = re.compile(r"^\d{8}T\d{6}Z(-\d+)?$")
 
@@ -272,6 +276,11 @@ class WatchResult:
     notes: list[str] = field(default_factory=list)
     started: str = ""
     elapsed: float = 0.0
+
+    @property
+    def noteworthy(self) -> bool:
+        """Worth a line even in quiet mode: a new order or something to look at."""
+        return self.changed or bool(self.notes)
 
     @property
     def exit_code(self) -> int:
@@ -494,6 +503,10 @@ def watch(
         probe = prober()
         if not isinstance(probe, ProbeData):
             raise PlinkError("the prober did not return probe data")
+        incomplete = ""
+        if probe.meta.get("complete") is False or probe.n_missing_pairs():
+            gone = [str(h) for h in (probe.meta.get("unreachable") or []) + (probe.meta.get("dead") or [])]
+            incomplete = f"unreachable: {', '.join(gone)}" if gone else f"{probe.n_missing_pairs()} pairs missing"
 
         # the last probe, for the drift report
         drift = None
@@ -533,7 +546,10 @@ def watch(
                 result = solve(sub, algo, **search)
                 cost_cur, cost_new = float(result.cost_input), float(result.cost_plink)
                 gain = 0.0 if cost_cur <= 0 else (cost_cur - cost_new) / cost_cur
-                if gain >= min_gain and cost_new < cost_cur:
+                if incomplete:
+                    status, new_order = "kept", current
+                    notes.append(f"the probe is incomplete ({incomplete}): order kept")
+                elif gain >= min_gain and cost_new < cost_cur:
                     status, new_order = "reordered", list(result.hosts)
                 else:
                     status, new_order = "kept", current

@@ -136,6 +136,20 @@ def test_host_list_changed_reorders_and_keeps_history(tmp_path):
     assert len(old["hosts"]) == 16  # the previous order is still in the history
 
 
+def test_incomplete_probe_never_replaces_the_order(tmp_path):
+    clock = Clock()
+    first = watch(tmp_path, lambda: dc(1), now=clock, **OPTS)
+    moved = dc(2)  # would be re-ordered if complete
+    lat = moved.latency.copy()
+    dead = moved.index("vm004")
+    lat[dead, :] = lat[:, dead] = np.nan
+    lat[dead, dead] = 0
+    partial = ProbeData(hosts=moved.hosts, latency=lat, meta={"complete": False, "unreachable": ["vm004"]})
+    r = watch(tmp_path, lambda: partial, now=clock, **OPTS)
+    assert r.status == "kept" and r.order == first.order and r.noteworthy
+    assert any("incomplete (unreachable: vm004)" in n for n in r.notes)
+
+
 # -- drift --------------------------------------------------------------------
 
 
