@@ -17,8 +17,9 @@ What it does:
 4. runs a real ``torch.distributed`` Gloo all-reduce, one process per host
    (``ip netns exec``, ``GLOO_SOCKET_IFNAME=eth0``), each process taking its
    rank from the map with ``plink.noderank`` (its own IP address), for the
-   plink order, ``--random`` random orders and the worst order (by the cost
-   model), and checks every rank ran on the host the file gives;
+   plink order, ``--random`` random orders, the worst order by the cost model
+   and the racks-interleaved order (the physically worst ring), and checks
+   every rank ran on the host the file gives;
 5. runs the same all-reduce under ``mpirun --map-by seq`` from the emitted
    hostfile (ranks from Open MPI, over SSH into the namespaces) for the plink
    and the worst order, and checks the placement again;
@@ -243,9 +244,22 @@ def experiment(racks: int = 2, hosts_per_rack: int = 4, size: int = 16 * 2**20, 
         probe = probe_cluster(c, count=count)
         log(f"probed {probe.n} hosts in {time.monotonic() - t:.1f} s (fping p10 RTT)")
         orders, costs, res = plan_orders(probe, n_random, seed, size=size)
+        # the physically worst ring, known from the cluster's layout: racks interleaved
+        by_rack = [[probe.index(h.name) for h in c.hosts if h.rack == r] for r in range(racks)]
+        orders["interleaved"] = [i for group in itertools.zip_longest(*by_rack) for i in group if i is not None]
+        costs["interleaved"] = float(CostModel("ring", pair_cost(probe)[0], size)(np.array(orders["interleaved"])))
         files = write_launcher_files(out, probe, orders)
         rack = {h.name: h.rack for h in c.hosts}
         names = list(orders)
+        same = np.array([[rack[a.name] == rack[b.name] for b in probe.hosts] for a in probe.hosts])
+        off = ~np.eye(probe.n, dtype=bool)
+        rtt = {"within_rack_median_us": float(np.nanmedian(probe.latency[same & off])),
+               "across_racks_median_us": float(np.nanmedian(probe.latency[~same])),
+               "within_rack_max_us": float(np.nanmax(probe.latency[same & off])),
+               "across_racks_min_us": float(np.nanmin(probe.latency[~same]))}
+        log(f"probed RTT (p10): within racks median {rtt['within_rack_median_us']:.1f} us "
+            f"(max {rtt['within_rack_max_us']:.1f}), across racks median {rtt['across_racks_median_us']:.1f} us "
+            f"(min {rtt['across_racks_min_us']:.1f})")
         t = time.monotonic()
         gloo = run_gloo(c, [files[n]["torchrun"] for n in names], size, repeats=repeats)
         log(f"Gloo all-reduce over {len(names)} orders in {time.monotonic() - t:.1f} s")
@@ -275,10 +289,11 @@ def experiment(racks: int = 2, hosts_per_rack: int = 4, size: int = 16 * 2**20, 
     rand = [rows[n] for n in names if n.startswith("random-")]
     summary = {
         "hosts": racks * hosts_per_rack, "racks": racks, "size_bytes": size, "repeats": repeats,
-        "model": res.model, "orders": rows, "mpirun": mpi_rows,
+        "model": res.model, "rtt": rtt, "orders": rows, "mpirun": mpi_rows,
         "plink_seconds": rows["plink"]["seconds"],
         "random_median_seconds": float(statistics.median(r["seconds"] for r in rand)) if rand else None,
         "worst_seconds": rows["worst"]["seconds"],
+        "interleaved_seconds": rows["interleaved"]["seconds"],
         "predicted_speedup_vs_random_median": (float(statistics.median(r["predicted_cost_us"] for r in rand)) / rows["plink"]["predicted_cost_us"]) if rand else None,
         "predicted_speedup_vs_worst": rows["worst"]["predicted_cost_us"] / rows["plink"]["predicted_cost_us"],
         "elapsed": round(time.monotonic() - t0, 1),
@@ -286,6 +301,8 @@ def experiment(racks: int = 2, hosts_per_rack: int = 4, size: int = 16 * 2**20, 
     if rand:
         summary["measured_speedup_vs_random_median"] = summary["random_median_seconds"] / summary["plink_seconds"]
     summary["measured_speedup_vs_worst"] = summary["worst_seconds"] / summary["plink_seconds"]
+    summary["predicted_speedup_vs_interleaved"] = rows["interleaved"]["predicted_cost_us"] / rows["plink"]["predicted_cost_us"]
+    summary["measured_speedup_vs_interleaved"] = summary["interleaved_seconds"] / summary["plink_seconds"]
     return summary
 
 
@@ -293,14 +310,18 @@ def render(summary: dict) -> str:
     rows = summary["orders"]
     lines = [f"{summary['hosts']} hosts in {summary['racks']} racks, {summary['size_bytes'] / 2**20:g} MiB Gloo all-reduce, "
              f"median of {summary['repeats']}; cost model: {summary['model']}",
-             f"{'order':<10} {'rack crossings':>14} {'predicted cost':>15} {'measured':>10}"]
+             f"probed RTT: within racks median {summary['rtt']['within_rack_median_us']:.1f} us, "
+             f"across racks median {summary['rtt']['across_racks_median_us']:.1f} us",
+             f"{'order':<12} {'rack crossings':>14} {'predicted cost':>15} {'measured':>10}"]
     for name, r in rows.items():
-        lines.append(f"{name:<10} {r['rack_crossings']:>14} {r['predicted_cost_us']:>12.1f} us {r['seconds']:>8.3f} s")
+        lines.append(f"{name:<12} {r['rack_crossings']:>14} {r['predicted_cost_us']:>12.1f} us {r['seconds']:>8.3f} s")
     if summary.get("random_median_seconds") is not None:
         lines.append(f"plink vs median random: predicted {summary['predicted_speedup_vs_random_median']:.2f}x, "
                      f"measured {summary['measured_speedup_vs_random_median']:.2f}x")
-    lines.append(f"plink vs worst:         predicted {summary['predicted_speedup_vs_worst']:.2f}x, "
+    lines.append(f"plink vs worst (model): predicted {summary['predicted_speedup_vs_worst']:.2f}x, "
                  f"measured {summary['measured_speedup_vs_worst']:.2f}x")
+    lines.append(f"plink vs interleaved:   predicted {summary['predicted_speedup_vs_interleaved']:.2f}x, "
+                 f"measured {summary['measured_speedup_vs_interleaved']:.2f}x")
     for name, r in summary.get("mpirun", {}).items():
         lines.append(f"mpirun --map-by seq, {name} order: {r['seconds']:.3f} s")
     return "\n".join(lines)
