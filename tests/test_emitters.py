@@ -329,3 +329,27 @@ def test_mpich_slot_counts_that_look_like_ports():
     # 'host:22' would read as an SSH port in auto mode: read MPICH files as mpich
     got = hl.parse_hostlist(em.emit("mpich", ["a", "b"], slots=22), fmt="mpich")
     assert [e.slots for e in got] == [22, 22]
+
+
+def test_cli_emit_from_order_file(dc, tmp_path):
+    path, probe = dc
+    js = tmp_path / "order.json"
+    assert run("order", str(path), "--time-limit", "0.2", "--algo", "dbt", "--format", "json", "-o", str(js)).returncode == 0
+    order = read_order(js)
+    proc = run("emit", str(js), "--format", "mpich", "--slots", "4")
+    assert proc.returncode == 0 and body(proc.stdout) == [f"{h}:4" for h in order], proc.stderr
+    env = run("emit", str(js), "--format", "env")
+    assert "NCCL_ALGO=Tree" in env.stdout  # the order file's algorithm
+    out = tmp_path / "nodes.torchrun"
+    assert run("emit", str(js), "--format", "torchrun", "-o", str(out)).returncode == 0
+    assert f'plink node-rank {out}' in out.read_text() and read_order(out) == order
+    racks = [lab[-1] for lab in probe.truth.labels]
+    good = tmp_path / "groups.json"
+    Groups(hosts=probe.names, labels=np.array([sorted(set(racks)).index(r) for r in racks])).save(good)
+    assert run("emit", str(js), "--format", "slurm-topology", "--groups", str(good)).returncode == 0
+    other = tmp_path / "other.json"
+    Groups(hosts=probe.names[:-1] + ["stranger"], labels=np.zeros(probe.n, dtype=int)).save(other)
+    proc = run("emit", str(js), "--format", "slurm-topology", "--groups", str(other))
+    assert proc.returncode == 1 and "different host lists" in proc.stderr and len(proc.stderr.splitlines()) == 1
+    proc = run("emit", str(js), "--format", "openmpi", "--slots", "-1")
+    assert proc.returncode == 2 and "--slots" in proc.stderr
