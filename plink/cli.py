@@ -444,19 +444,23 @@ def watch_cmd(state_dir, hosts_file, probe_file, method, count, ssh_config, know
     """
     from .orderfile import read_order
     from .units import parse_size
-    from .watch import watch
+    from .watch import WatchBusy, watch
 
     if bool(hosts_file) == bool(probe_file):
         raise click.UsageError("give exactly one of --hosts HOSTS (probe them) or --probe-file PROBE")
-    result = watch(
-        state_dir,
-        _prober(hosts_file, probe_file, hosts_format, method=method, count=count, ssh_config=ssh_config,
-                known_hosts=known_hosts),
-        algo=algo, size=parse_size(size), base=base,
-        min_gain=_parse_gain(min_gain), time_limit=time_limit, seed=seed,
-        initial_order=read_order(initial_order) if initial_order else None,
-        emit=_parse_emit(emit_items), slots=slots, keep=keep, reset=reset,
-    )
+    prober = _prober(hosts_file, probe_file, hosts_format, method=method, count=count, ssh_config=ssh_config,
+                     known_hosts=known_hosts)
+    try:
+        result = watch(
+            state_dir, prober, algo=algo, size=parse_size(size), base=base, min_gain=_parse_gain(min_gain),
+            time_limit=time_limit, seed=seed, initial_order=read_order(initial_order) if initial_order else None,
+            emit=_parse_emit(emit_items), slots=slots, keep=keep, reset=reset,
+        )
+    except WatchBusy as exc:
+        if not as_json:
+            raise
+        _echo_json({"status": "busy", "changed": False, "message": str(exc), "exit_code": exc.exit_code})
+        raise click.exceptions.Exit(exc.exit_code) from None
     if as_json:
         _echo_json(result.to_dict())
     elif result.noteworthy or verbose:

@@ -306,7 +306,9 @@ def test_cli_exit_codes_quiet_and_json(tmp_path):
 
         fcntl.flock(fh, fcntl.LOCK_EX)
         busy = run("watch", st, "--probe-file", str(p1))
+        busy_json = run("watch", st, "--probe-file", str(p1), "--json")
     assert busy.returncode == EXIT_BUSY and "this run did nothing" in busy.stderr
+    assert busy_json.returncode == EXIT_BUSY and json.loads(busy_json.stdout)["status"] == "busy"
     assert len(busy.stderr.strip().splitlines()) == 1
     (tmp_path / "state" / "state.json").write_text("{")
     bad = run("watch", st, "--probe-file", str(p1))
