@@ -299,7 +299,7 @@ class TcpReceiver(object):
         self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         self.sock.bind(sockaddr(addr, 0))
         self.sock.listen(streams + 4)
-        self.sock.settimeout(0.5)
+        self.sock.settimeout(0.02)
         self.port = self.sock.getsockname()[1]
         self.streams = streams
         self.timeout = timeout
@@ -487,9 +487,9 @@ def op_iperf3_client(req):
     exe = shutil.which("iperf3")
     if not exe:
         raise RuntimeError("iperf3 is not installed on this host")
-    seconds = float(req["seconds"])
+    seconds = max(1, int(-(-float(req["seconds"]) // 1)))  # iperf3 -t takes whole seconds
     argv = [exe, "-c", req["addr"], "-p", str(int(req["port"])), "-B", _state["addr"], "-J",
-            "-t", "%g" % seconds, "-P", str(int(req.get("streams", 1)))]
+            "-t", str(seconds), "-P", str(int(req.get("streams", 1)))]
     proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL)
     _state["children"].append(proc)
     try:

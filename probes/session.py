@@ -203,3 +203,22 @@ class AgentSession:
         except Exception:
             pass
         self.dead = self.dead or "closed"
+
+
+def start_local_agents(entries, token: str, deadline: float, on_done=None, python: str | None = None):
+    """Start one local agent per entry, bound to the entry's name as address
+    (e.g. ``127.0.0.2``): a probe of the loopback without SSH, for tests.
+    Same contract as :func:`probes.ssh.start_agents`."""
+    sessions, failures = {}, {}
+    for i, e in enumerate(entries):
+        s = AgentSession(local_pipe(python), e.name)
+        try:
+            s.hello(token, deadline, bind=e.name)
+            sessions[i] = s
+            err = None
+        except (AgentLost, AgentError) as exc:
+            s.close()
+            failures[i] = err = f"{e.name}: {exc}"
+        if on_done is not None:
+            on_done(i, err)
+    return sessions, failures

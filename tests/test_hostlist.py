@@ -119,7 +119,7 @@ _entry = st.builds(
 )
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=60, deadline=None)
 @given(st.lists(_entry, min_size=1, max_size=8, unique_by=lambda e: e.name))
 def test_round_trip_through_every_writer(entries):
     plain = parse_hostlist(format_hostlist(entries, "plain"), fmt="plain")
