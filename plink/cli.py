@@ -140,7 +140,7 @@ def _render_order(result, probe, fmt, slots=1, labels=None, output=None) -> str:
     """The order (or a launcher file) as text: plain/json order files, else an emitter."""
     from .orderfile import render
 
-    if fmt in ("plain", "json") and slots == 1:
+    if fmt in ("plain", "json"):
         return render(result, probe, fmt)
     from .emitters import emit
 
@@ -210,8 +210,8 @@ def order(probefile, algo, size, base, time_limit, seed, fmt, slots, groups_file
     if fmt == "slurm-topology" and not groups_file:
         raise click.BadParameter("--format slurm-topology needs the groups (plink group -o groups.json)",
                                  param_hint="--groups")
-    if fmt == "json" and slots != 1:
-        raise click.BadParameter("the json order file has one entry per host; --slots applies to launcher formats",
+    if fmt in ("plain", "json") and slots != 1:
+        raise click.BadParameter(f"the {fmt} order file has one entry per host; --slots applies to launcher formats",
                                  param_hint="--slots")
     probe = _load_probe(probefile, hosts, unit)
     labels = _load_labels(groups_file, probe.names) if groups_file else None
@@ -465,6 +465,9 @@ def emit_cmd(orderfile, fmt, slots, groups_file, algo, output) -> None:
 
     if slots < 1:
         raise click.BadParameter(f"must be >= 1 (processes per host), got {slots}", param_hint="--slots")
+    if fmt == "plain" and slots != 1:
+        raise click.BadParameter("the plain order file has one entry per host; --slots applies to launcher formats",
+                                 param_hint="--slots")
     if fmt == "slurm-topology" and not groups_file:
         raise click.BadParameter("--format slurm-topology needs the groups (plink group -o groups.json)",
                                  param_hint="--groups")

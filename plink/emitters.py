@@ -397,6 +397,7 @@ def emit(
     if fmt == "env":
         return env_hints(hosts, algo, slots)
     if fmt == "plain":
-        check_slots(slots, len(hosts))
+        if any(s != 1 for s in check_slots(slots, len(hosts))):
+            raise PlinkError("a plain order file has one line per host: slots apply to launcher formats")
         return "".join(f"{h.name}\n" for h in _hosts(hosts))
     raise PlinkError(f"unknown format {fmt!r} (choose from {', '.join(FORMATS)})")

@@ -251,6 +251,7 @@ def test_cli_bad_input_one_line(dc, tmp_path):
         (("--slots", "0"), 2, "--slots"),
         (("--format", "slurm-topology"), 2, "--groups"),
         (("--format", "json", "--slots", "2"), 2, "--slots"),
+        (("--slots", "2"), 2, "--slots"),  # plain
     ]:
         proc = run("order", str(path), "--time-limit", "0.1", *args)
         assert proc.returncode == code, proc.stderr
