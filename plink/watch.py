@@ -470,7 +470,12 @@ def watch(
         search["max_iter"] = max_iter
     if not (0 <= min_gain < 1) or math.isnan(min_gain):
         raise PlinkError(f"--min-gain must be in [0, 1) (a fraction, e.g. 0.05 for 5%), got {min_gain}")
+    from .emitters import check_slots
+
+    check_slots(slots, 1)
     for fmt, _ in emit:
+        if fmt == "plain" and slots != 1:
+            raise PlinkError("--emit plain:PATH writes one line per host: --slots applies to launcher formats")
         if fmt not in FORMATS or fmt in ("json", "slurm-topology"):
             raise PlinkError(f"cannot keep a {fmt!r} file in sync (use one of: {', '.join(f for f in FORMATS if f not in ('json', 'slurm-topology'))})")
     state_dir = Path(state_dir)
