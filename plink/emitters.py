@@ -50,9 +50,6 @@ FORMATS = (
     "torchrun", "deepspeed", "horovod", "env",
 )
 
-#: formats whose file lists every host in rank order (readable by plink.hostlist)
-HOSTLIST_FORMATS = ("plain", "openmpi", "mpich", "slurm", "torchrun", "deepspeed", "horovod")
-
 DEFAULT_MASTER_PORT = 29500
 
 def _hosts(hosts: Sequence) -> list:
