@@ -7,12 +7,14 @@ group (TCPStore on rank 0's address), runs ``--warmup`` untimed and
 ``--repeats`` timed all-reduces of ``--size`` bytes, and prints one JSON line:
 ``{"order": i, "rank": r, "world": n, "host": ..., "address": ..., "seconds": [...]}``.
 
-Rank sources (``--rank-from``):
+Rank sources (``--rank-from``, for the first file; later files always use ``map``):
 
 * ``map``: the torchrun node-rank map / order file, matched against this
   namespace's IP addresses by ``plink.noderank`` (what ``plink node-rank``
   does on a real node);
-* ``ompi``: ``OMPI_COMM_WORLD_RANK`` set by ``mpirun --map-by seq``.
+* ``ompi``: ``OMPI_COMM_WORLD_RANK`` set by ``mpirun --map-by seq``;
+* ``env``: ``RANK`` set by ``torchrun`` (which got ``--node-rank`` from
+  ``plink node-rank``).
 """
 
 import argparse
@@ -27,7 +29,7 @@ from datetime import timedelta
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("orders", nargs="+", help="order files (torchrun map, JSON or plain), one process group each")
-    ap.add_argument("--rank-from", choices=["map", "ompi"], default="map")
+    ap.add_argument("--rank-from", choices=["map", "ompi", "env"], default="map")
     ap.add_argument("--size", type=int, default=16 * 2**20)
     ap.add_argument("--warmup", type=int, default=1)
     ap.add_argument("--repeats", type=int, default=3)
@@ -50,10 +52,15 @@ def main() -> None:
     for k, path in enumerate(args.orders):
         hosts = read_order_hosts(path)
         world = len(hosts)
-        if args.rank_from == "ompi":
+        source = args.rank_from if k == 0 else "map"  # --rank-from is for the first file
+        if source == "ompi":
             rank = int(os.environ["OMPI_COMM_WORLD_RANK"])
             if int(os.environ["OMPI_COMM_WORLD_SIZE"]) != world:
                 sys.exit(f"mpirun started {os.environ['OMPI_COMM_WORLD_SIZE']} ranks for {world} hosts")
+        elif source == "env":  # torchrun: RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT
+            rank = int(os.environ["RANK"])
+            if int(os.environ["WORLD_SIZE"]) != world:
+                sys.exit(f"torchrun started {os.environ['WORLD_SIZE']} ranks for {world} hosts")
         else:
             rank = node_rank(hosts, identity=ident, source=path)
         if args.placement_only:
@@ -61,11 +68,14 @@ def main() -> None:
                               "host": socket.gethostname(), "address": address, "seconds": [], "correct": True}),
                   flush=True)
             continue
-        master = master_address(hosts)  # rank 0's address (or name)
-        dist.init_process_group(
-            "gloo", init_method=f"tcp://{master}:{args.port + k}", rank=rank, world_size=world,
-            timeout=timedelta(seconds=args.timeout),
-        )
+        if source == "env":
+            init = "env://"  # the store torchrun's agents rendezvoused on
+        else:
+            init = f"tcp://{master_address(hosts)}:{args.port + k}"  # rank 0's address (or name)
+            # under torchrun, tcp:// would otherwise expect the agent's store and never host one
+            os.environ.pop("TORCHELASTIC_USE_AGENT_STORE", None)
+        dist.init_process_group("gloo", init_method=init, rank=rank, world_size=world,
+                                timeout=timedelta(seconds=args.timeout))
         x = torch.ones(args.size // 4, dtype=torch.float32)
         for _ in range(args.warmup):
             dist.all_reduce(x)

@@ -20,10 +20,13 @@ What it does:
    plink order, ``--random`` random orders, the worst order by the cost model
    and the racks-interleaved order (the physically worst ring), and checks
    every rank ran on the host the file gives;
-5. runs the same all-reduce under ``mpirun --map-by seq`` from the emitted
+5. runs real ``torchrun`` on every host for the plink order, exactly as the
+   map's header says (``--node-rank "$(plink node-rank MAP)"``, static
+   rendezvous), and checks the placement again;
+6. runs the same all-reduce under ``mpirun --map-by seq`` from the emitted
    hostfile (ranks from Open MPI, over SSH into the namespaces) for the plink
    and the worst order, and checks the placement again;
-6. prints the predicted speedup (cost model) beside the measured one.
+7. prints the predicted speedup (cost model) beside the measured one.
 
 Everything is torn down on exit, also after an error.  The functions are
 reused by ``tests/test_launch_netns.py``.
@@ -180,6 +183,44 @@ def run_gloo(c, order_files: list[Path], size: int, repeats: int = 3, warmup: in
     return results
 
 
+def run_torchrun(c, map_file: Path, size: int, repeats: int = 3, warmup: int = 1, port: int = 29800,
+                 timeout: float = 300.0, more: list[Path] = ()) -> list[dict]:
+    """Real torchrun on every host, exactly as the map's header says.
+
+    Each host runs ``torchrun --node-rank "$(plink node-rank MAP)" --master-addr
+    "$(plink node-rank MAP --master)" ...`` (static rendezvous) in its namespace;
+    the worker takes ``RANK`` from torchrun.  ``more`` order files are run by
+    the same workers afterwards, ranks from each map (result ``order`` 1, 2, ...).
+    """
+    n = len(read_order_hosts(map_file))
+    plink = f"{shlex.quote(sys.executable)} -m plink"
+    m = shlex.quote(str(map_file))
+    script = (
+        f'exec {shlex.quote(sys.executable)} -m torch.distributed.run --nnodes={n} --nproc-per-node=1 '
+        f'--node-rank="$({plink} node-rank {m})" --master-addr="$({plink} node-rank {m} --master)" '
+        f'--master-port={port} {shlex.quote(str(WORKER))} {m} '
+        + "".join(f"{shlex.quote(str(p))} " for p in more)
+        + f'--rank-from env --size {size} --repeats {repeats} --warmup {warmup} --port {port + 1}'
+    )
+    procs = [subprocess.Popen(["ip", "netns", "exec", h.netns, "sh", "-c", script], stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True, env=_worker_env()) for h in c.hosts]
+    results, errors = [], []
+    end = time.monotonic() + timeout
+    for h, p in zip(c.hosts, procs):
+        try:
+            out, err = p.communicate(timeout=max(1.0, end - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            for q in procs:
+                q.kill()
+            raise RuntimeError(f"torchrun did not finish within {timeout:.0f} s")
+        if p.returncode != 0:
+            errors.append(f"{h.name}: exit {p.returncode}: {err.strip()[-400:]}")
+        results += _parse_lines(out)
+    if errors:
+        raise RuntimeError("torchrun failed: " + " | ".join(errors))
+    return results
+
+
 def run_mpirun(c, hostfile: Path, order_file: Path, size: int, repeats: int = 3, warmup: int = 1,
                port: int = 29700, timeout: float = 300.0, placement_only: bool = False) -> list[dict]:
     """``mpirun --map-by seq`` from the emitted hostfile, over SSH into the namespaces.
@@ -235,7 +276,8 @@ def measured_seconds(results: list[dict], k: int) -> float:
 
 
 def experiment(racks: int = 2, hosts_per_rack: int = 4, size: int = 16 * 2**20, n_random: int = 5,
-               repeats: int = 3, seed: int = 0, mpi: bool = True, count: int = 50, log=print) -> dict:
+               repeats: int = 3, seed: int = 0, mpi: bool = True, torchrun: bool = True, count: int = 50,
+               log=print) -> dict:
     t0 = time.monotonic()
     with cluster(racks, hosts_per_rack) as c, tempfile.TemporaryDirectory(prefix="plink-launch-") as tmp:
         out = Path(tmp)
@@ -272,6 +314,16 @@ def experiment(racks: int = 2, hosts_per_rack: int = 4, size: int = 16 * 2**20, 
             crossings = sum(ring[i] != ring[i - 1] for i in range(len(ring)))
             rows[name] = {"predicted_cost_us": costs[name], "seconds": measured_seconds(gloo, k),
                           "rack_crossings": crossings, "hosts": [probe.hosts[i].name for i in orders[name]]}
+        torchrun_rows = {}
+        if torchrun:
+            t = time.monotonic()
+            res_tr = run_torchrun(c, files["plink"]["torchrun"], size, repeats=repeats)
+            bad = check_placement(res_tr, files["plink"]["torchrun"], 0)
+            if bad:
+                raise AssertionError("torchrun plink: " + "; ".join(bad))
+            torchrun_rows["plink"] = {"seconds": measured_seconds(res_tr, 0)}
+            log(f"torchrun --node-rank \"$(plink node-rank MAP)\": plink order in {time.monotonic() - t:.1f} s; "
+                "ranks where the map says")
         mpi_rows = {}
         if mpi:
             t = time.monotonic()
@@ -289,7 +341,7 @@ def experiment(racks: int = 2, hosts_per_rack: int = 4, size: int = 16 * 2**20, 
     rand = [rows[n] for n in names if n.startswith("random-")]
     summary = {
         "hosts": racks * hosts_per_rack, "racks": racks, "size_bytes": size, "repeats": repeats,
-        "model": res.model, "rtt": rtt, "orders": rows, "mpirun": mpi_rows,
+        "model": res.model, "rtt": rtt, "orders": rows, "torchrun": torchrun_rows, "mpirun": mpi_rows,
         "plink_seconds": rows["plink"]["seconds"],
         "random_median_seconds": float(statistics.median(r["seconds"] for r in rand)) if rand else None,
         "worst_seconds": rows["worst"]["seconds"],
@@ -322,6 +374,8 @@ def render(summary: dict) -> str:
                  f"measured {summary['measured_speedup_vs_worst']:.2f}x")
     lines.append(f"plink vs interleaved:   predicted {summary['predicted_speedup_vs_interleaved']:.2f}x, "
                  f"measured {summary['measured_speedup_vs_interleaved']:.2f}x")
+    for name, r in summary.get("torchrun", {}).items():
+        lines.append(f"torchrun (static rendezvous), {name} order: {r['seconds']:.3f} s")
     for name, r in summary.get("mpirun", {}).items():
         lines.append(f"mpirun --map-by seq, {name} order: {r['seconds']:.3f} s")
     return "\n".join(lines)
@@ -336,7 +390,8 @@ def main(argv=None) -> int:
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--count", type=int, default=50, help="pings per pair")
     ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--no-mpi", action="store_true", help="skip the mpirun run")
+    ap.add_argument("--no-mpi", action="store_true", help="skip the mpirun runs")
+    ap.add_argument("--no-torchrun", action="store_true", help="skip the torchrun run")
     ap.add_argument("--json", help="also write the results here")
     args = ap.parse_args(argv)
     from plink.units import parse_size
@@ -347,7 +402,7 @@ def main(argv=None) -> int:
         print(f"cannot build the emulated cluster: {reason}", file=sys.stderr)
         return 1
     summary = experiment(args.racks, args.hosts_per_rack, parse_size(args.size), args.random, args.repeats,
-                         args.seed, mpi=not args.no_mpi, count=args.count,
+                         args.seed, mpi=not args.no_mpi, torchrun=not args.no_torchrun, count=args.count,
                          log=lambda m: print(m, file=sys.stderr, flush=True))
     print(render(summary))
     if args.json:
