@@ -1,11 +1,12 @@
 """Real launchers on the emulated cluster: ranks land where plink's files say.
 
 ``plink watch`` (probe over SSH with fping, order) -> ``plink emit`` torchrun
-map and Open MPI hostfile -> ``torchrun --node-rank "$(plink node-rank MAP)"`` on
-every host (a Gloo all-reduce; the same workers then run a racks-interleaved
-order, ranks from its map), and ``mpirun --map-by seq`` from the hostfile.  Needs root, network namespaces,
-sshd and Open MPI; skipped otherwise.  6 hosts; 58 s of CPU (89 s wall on the
-shared 2-core development machine at load average 11).
+map and Open MPI hostfile -> ``torchrun --node-rank "$(plink node-rank MAP)"``
+on every host (a Gloo all-reduce; the same workers then run a
+racks-interleaved order, ranks from its map), and ``mpirun --map-by seq`` from
+the hostfile.  Needs root, network namespaces, sshd and Open MPI; skipped
+otherwise.  6 hosts; 58 s of CPU (89 s wall on the shared 2-core development
+machine at load average 11).
 """
 
 import json
