@@ -4,9 +4,9 @@
 map and Open MPI hostfile -> ``torchrun --node-rank "$(plink node-rank MAP)"``
 on every host (a Gloo all-reduce; the same workers then run a
 racks-interleaved order, ranks from its map), and ``mpirun --map-by seq`` from
-the hostfile.  Needs root, network namespaces, sshd and Open MPI; skipped
-otherwise.  6 hosts; 58 s of CPU (89 s wall on the shared 2-core development
-machine at load average 11).
+the hostfile, and with --slots 2 from a hostfile and a rankfile.  Needs root,
+network namespaces, sshd and Open MPI; skipped otherwise.  6 hosts; 54 s of
+CPU (69 s wall on the shared 2-core development machine at load average 7).
 """
 
 import json
@@ -110,3 +110,10 @@ def test_ranks_land_where_the_files_say(tmp_path):
                                 placement_only=True)
         assert launch.check_placement(res, tmp_path / "order.json", 0, by_hostname=True) == []
         assert sorted(r["host"] for r in res) == sorted(order)
+
+        # --slots 2: the two ranks of a host are contiguous, with --map-by seq and with a rankfile
+        plink("emit", "order.json", "--format", "openmpi", "--slots", "2", "-o", "hosts2.ompi", cwd=tmp_path)
+        plink("emit", "order.json", "--format", "rankfile", "--slots", "2", "-o", "ranks2", cwd=tmp_path)
+        want = [h for h in order for _ in range(2)]
+        assert launch.mpirun_placement(c, ["--hostfile", str(tmp_path / "hosts2.ompi"), "--map-by", "seq"], 12) == want
+        assert launch.mpirun_placement(c, ["--rankfile", str(tmp_path / "ranks2")], 12) == want

@@ -245,6 +245,21 @@ def run_mpirun(c, hostfile: Path, order_file: Path, size: int, repeats: int = 3,
     return _parse_lines(p.stdout)
 
 
+def mpirun_placement(c, launcher_args: list[str], n: int, timeout: float = 120.0) -> list[str]:
+    """Host name of each rank of ``mpirun <launcher_args> -np n`` (a shell echo, no torch)."""
+    env = dict(os.environ, OMPI_MCA_plm_rsh_args=f"-F {c.ssh_config}")
+    net = f"{SUBNET}.0.0/16"
+    argv = ["mpirun", "--allow-run-as-root", *launcher_args, "-np", str(n), "--mca", "oob_tcp_if_include", net,
+            "--mca", "btl_tcp_if_include", net, "sh", "-c", 'echo "$OMPI_COMM_WORLD_RANK $(hostname)"']
+    p = subprocess.run(argv, capture_output=True, text=True, env=env, timeout=timeout)
+    if p.returncode != 0:
+        raise RuntimeError(f"mpirun failed (exit {p.returncode}): {p.stderr.strip()[-800:]}")
+    pairs = sorted((int(r), h) for r, h in (ln.split() for ln in p.stdout.splitlines() if ln.strip()))
+    if [r for r, _ in pairs] != list(range(n)):
+        raise RuntimeError(f"mpirun reported ranks {[r for r, _ in pairs]}")
+    return [h for _, h in pairs]
+
+
 def check_placement(results: list[dict], order_file: Path, k: int = 0, by_hostname: bool = False) -> list[str]:
     """Rank r ran on the host of line r: mismatches (empty when all ranks are where the file says)."""
     hosts = read_order_hosts(order_file)
