@@ -149,6 +149,18 @@ def _render_order(result, probe, fmt, slots=1, labels=None, output=None) -> str:
     return emit(fmt, hosts, slots=slots, algo=result.algo, labels=lab, order_file=output or "THIS_FILE")
 
 
+def _check_format_options(fmt: str, slots: int, groups_file: str | None) -> None:
+    """Usage errors of --format/--slots/--groups, before any work."""
+    if slots < 1:
+        raise click.BadParameter(f"must be >= 1 (processes per host), got {slots}", param_hint="--slots")
+    if fmt in ("plain", "json") and slots != 1:
+        raise click.BadParameter(f"the {fmt} order file has one entry per host; --slots applies to launcher formats",
+                                 param_hint="--slots")
+    if fmt == "slurm-topology" and not groups_file:
+        raise click.BadParameter("--format slurm-topology needs the groups (plink group -o groups.json)",
+                                 param_hint="--groups")
+
+
 def _load_labels(path: str, names: list[str]) -> list[int]:
     from .groupfile import load_groups
 
@@ -164,7 +176,7 @@ def _load_labels(path: str, names: list[str]) -> list[int]:
 @click.option("--time-limit", default=5.0, show_default=True, type=float, help="Seconds of search.")
 @click.option("--seed", default=0, show_default=True, type=int)
 @click.option("--format", "fmt", type=click.Choice(FORMATS), default="plain", show_default=True,
-              help="Order file (plain, json) or launcher file written with -o (or to stdout); see 'Launchers' in the README.")
+              help="Order file (plain, json) or launcher file (see 'plink emit --help') written with -o or to stdout.")
 @click.option("--slots", default=1, show_default=True, type=int,
               help="Processes (GPUs) per host; the ranks of one host stay contiguous.")
 @click.option("--groups", "groups_file", type=click.Path(dir_okay=False),
@@ -188,31 +200,14 @@ def order(probefile, algo, size, base, time_limit, seed, fmt, slots, groups_file
       plink simulate --racks 8 --hosts-per-rack 8 --seed 1 -o dc.json
       plink order dc.json --algo ring -o hosts.txt
     \b
-    Launcher files (--slots N: N processes per host):
+    Launcher files (--slots N processes per host; every format: 'plink emit --help'):
       plink order dc.json --format openmpi --slots 8 -o hosts.ompi
       mpirun --hostfile hosts.ompi --map-by seq -np 512 ./app
-      plink order dc.json --format rankfile -o ranks.ompi;  mpirun --rankfile ranks.ompi -np 64 ./app
-      plink order dc.json --format mpich -o hosts.mpich;    mpiexec -f hosts.mpich -n 64 ./app
-      plink order dc.json --format slurm -o hosts.slurm
-      SLURM_HOSTFILE=hosts.slurm srun --distribution=arbitrary -n 64 ./app
-      plink order dc.json --format slurm-topology --groups groups.json -o topology.conf
-      plink order dc.json --format json -o order.json     # then on every node:
-      torchrun --nnodes 64 --node-rank "$(plink node-rank order.json)" --master-addr vm017 train.py
-      plink order dc.json --format deepspeed --slots 8 -o hostfile;  deepspeed --hostfile hostfile train.py
-      horovodrun -np 64 -H "$(plink order dc.json --format horovod 2>/dev/null)" python train.py
-      plink order dc.json --format env -o plink.env;  . ./plink.env    # NCCL_ALGO etc.
     """
     from .order import order_hosts
     from .units import parse_size
 
-    if slots < 1:
-        raise click.BadParameter(f"must be >= 1 (processes per host), got {slots}", param_hint="--slots")
-    if fmt == "slurm-topology" and not groups_file:
-        raise click.BadParameter("--format slurm-topology needs the groups (plink group -o groups.json)",
-                                 param_hint="--groups")
-    if fmt in ("plain", "json") and slots != 1:
-        raise click.BadParameter(f"the {fmt} order file has one entry per host; --slots applies to launcher formats",
-                                 param_hint="--slots")
+    _check_format_options(fmt, slots, groups_file)
     probe = _load_probe(probefile, hosts, unit)
     labels = _load_labels(groups_file, probe.names) if groups_file else None
     nbytes = parse_size(size)
@@ -636,7 +631,7 @@ def retune(schedulefile, statsfile, output, quick, beta, gamma, epsilon, compact
 @cli.command("emit")
 @click.argument("orderfile", type=click.Path(dir_okay=False))
 @click.option("--format", "fmt", type=click.Choice([f for f in FORMATS if f != "json"]), required=True,
-              help="Launcher file to write (see 'plink order --help').")
+              help="Launcher file to write (examples below).")
 @click.option("--slots", default=1, show_default=True, type=int,
               help="Processes (GPUs) per host; the ranks of one host stay contiguous.")
 @click.option("--groups", "groups_file", type=click.Path(dir_okay=False),
@@ -651,22 +646,30 @@ def emit_cmd(orderfile, fmt, slots, groups_file, algo, output) -> None:
     STATE_DIR/order.json), so every launcher file of one job has the same order.
 
     \b
-    Example:
+    Every format, with the command that uses it (N hosts x S slots = R ranks):
       plink order probe.json --format json -o order.json
       plink emit order.json --format openmpi --slots 8 -o hosts.ompi
-      plink emit order.json --format torchrun -o nodes.torchrun
+        mpirun --hostfile hosts.ompi --map-by seq -np R ./app
+      plink emit order.json --format rankfile --slots 8 -o ranks.ompi
+        mpirun --rankfile ranks.ompi -np R ./app
+      plink emit order.json --format mpich --slots 8 -o hosts.mpich
+        mpiexec -f hosts.mpich -n R ./app    (Intel MPI: mpirun -machinefile hosts.mpich -n R)
+      plink emit order.json --format slurm --slots 8 -o hosts.slurm
+        SLURM_HOSTFILE=hosts.slurm srun --distribution=arbitrary -n R ./app
+      plink emit order.json --format slurm-topology --groups groups.json -o topology.conf
+        (slurm.conf: TopologyPlugin=topology/tree)
+      plink emit order.json --format torchrun -o nodes.torchrun     (copy to every node, then on each:)
+        torchrun --nnodes N --nproc-per-node 8 --node-rank "$(plink node-rank nodes.torchrun)" \\
+          --master-addr "$(plink node-rank nodes.torchrun --master)" --master-port 29500 train.py
+      plink emit order.json --format deepspeed --slots 8 -o hostfile
+        deepspeed --hostfile hostfile train.py
+      horovodrun -np R -H "$(plink emit order.json --format horovod --slots 8)" python train.py
+      plink emit order.json --format env -o plink.env && . ./plink.env    (NCCL_ALGO, Open MPI tuned)
     """
     from .emitters import emit
     from .orderfile import read_order_hosts
 
-    if slots < 1:
-        raise click.BadParameter(f"must be >= 1 (processes per host), got {slots}", param_hint="--slots")
-    if fmt == "plain" and slots != 1:
-        raise click.BadParameter("the plain order file has one entry per host; --slots applies to launcher formats",
-                                 param_hint="--slots")
-    if fmt == "slurm-topology" and not groups_file:
-        raise click.BadParameter("--format slurm-topology needs the groups (plink group -o groups.json)",
-                                 param_hint="--groups")
+    _check_format_options(fmt, slots, groups_file)
     hosts = read_order_hosts(orderfile)
     if algo is None:
         algo = _order_file_algo(orderfile) or "ring"
