@@ -354,3 +354,17 @@ def test_cli_emit_from_order_file(dc, tmp_path):
     assert proc.returncode == 1 and "different host lists" in proc.stderr and len(proc.stderr.splitlines()) == 1
     proc = run("emit", str(js), "--format", "openmpi", "--slots", "-1")
     assert proc.returncode == 2 and "--slots" in proc.stderr
+
+
+def test_node_rank_finds_this_machine():
+    import socket
+
+    from plink.noderank import local_identity
+
+    ident = local_identity()
+    me = socket.gethostname()
+    if me.startswith("localhost"):
+        pytest.skip("this machine has no host name")
+    assert node_rank([Host("elsewhere-1"), Host(me), Host("elsewhere-2")], resolve=lambda n: []) == 1
+    if ident.addresses:  # listed by one of its addresses instead
+        assert node_rank([Host("elsewhere-1"), Host("n1", ident.addresses[0])], identity=Identity((), ident.addresses)) == 1
