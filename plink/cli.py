@@ -794,11 +794,13 @@ def _prober(hosts_file, probe_file, hosts_format="auto", **probe_kw):
               help="Keep a launcher file in sync with the current order (repeatable), e.g. openmpi:/shared/hosts.ompi.")
 @click.option("--slots", default=1, show_default=True, type=click.IntRange(min=1), help="Processes per host for --emit files.")
 @click.option("--keep", default=500, show_default=True, type=click.IntRange(min=0), help="Runs kept in the history (0: all).")
+@click.option("--window", default=1, show_default=True, type=click.IntRange(min=1),
+              help="Decide on the median of the last K probes (1: the new probe alone); damps noise.")
 @click.option("--reset", is_flag=True, help="Move a corrupt state file aside (kept) and start over.")
 @click.option("--json", "as_json", is_flag=True, help="Print the run's status as JSON (always).")
 @click.option("-v", "--verbose", is_flag=True, help="Print the status even when nothing changed.")
 def watch_cmd(state_dir, hosts_file, probe_file, method, count, ssh_config, known_hosts, hosts_format, algo, size, base, min_gain, time_limit, seed, initial_order,
-              emit_items, slots, keep, reset, as_json, verbose) -> None:
+              emit_items, slots, keep, window, reset, as_json, verbose) -> None:
     """Re-probe and re-order only when it pays: for cron.
 
     Probes the hosts, compares with the last probe (drift report) and writes a
@@ -828,7 +830,7 @@ def watch_cmd(state_dir, hosts_file, probe_file, method, count, ssh_config, know
         result = watch(
             state_dir, prober, algo=algo, size=parse_size(size), base=base, min_gain=_parse_gain(min_gain),
             time_limit=time_limit, seed=seed, initial_order=read_order(initial_order) if initial_order else None,
-            emit=_parse_emit(emit_items), slots=slots, keep=keep, reset=reset,
+            emit=_parse_emit(emit_items), slots=slots, keep=keep, window=window, reset=reset,
         )
     except WatchBusy as exc:
         if not as_json:

@@ -5,6 +5,9 @@ tests and ``--probe-file`` can stand in for the network), compare with the
 last probe (the drift report), and write a new rank order only when it is
 predicted to be at least ``min_gain`` cheaper than the current order, both
 costed on the *new* probe (hysteresis: the order does not flap on noise).
+With ``window = K > 1`` both are costed (and the new order searched) on the
+element-wise median of the new probe and the K-1 previous ones instead,
+which damps measurement noise further.
 
 The state directory::
 
@@ -274,6 +277,7 @@ class WatchResult:
     drift: dict | None = None
     stale_lock: dict | None = None
     notes: list[str] = field(default_factory=list)
+    probes_used: int = 1  #: probes in the median the decision was costed on (--window)
     started: str = ""
     elapsed: float = 0.0
 
@@ -302,7 +306,8 @@ class WatchResult:
         }[self.status]
         lines = [f"plink watch {self.state_dir}: {head}"]
         if self.cost_current is not None and self.cost_new is not None:
-            lines.append(f"cost model on the new probe: current {self.cost_current:.1f} us, best found {self.cost_new:.1f} us ({self.algo})")
+            on = "the new probe" if self.probes_used <= 1 else f"the median of the last {self.probes_used} probes"
+            lines.append(f"cost model on {on}: current {self.cost_current:.1f} us, best found {self.cost_new:.1f} us ({self.algo})")
         lines += self.notes
         if self.drift is not None:
             lines += format_drift(self.drift)
@@ -415,6 +420,40 @@ def _sync(path: Path, text: str) -> bool:
     return True
 
 
+def smoothed(probe: ProbeData, history: Path, window: int) -> tuple[ProbeData, int]:
+    """``probe`` with latency replaced by the element-wise median over it and
+    the ``window - 1`` newest probes in ``history`` that cover the same hosts.
+
+    Unreadable or mismatching history probes are skipped.  Returns the
+    smoothed data and the number of probes used.  O(window * N^2).
+    """
+    if window <= 1:
+        return probe, 1
+    mats = [probe.latency]
+    names = probe.names
+    runs = sorted((p for p in history.iterdir() if p.is_dir() and _RUN_DIR.match(p.name)), reverse=True)
+    for run in runs:
+        if len(mats) >= window:
+            break
+        try:
+            old = load_json(run / "probe.json")
+        except ProbeFileError:
+            continue
+        if sorted(old.names) != sorted(names):
+            continue
+        idx = [old.index(n) for n in names]
+        mats.append(old.latency[np.ix_(idx, idx)])
+    if len(mats) == 1:
+        return probe, 1
+    with np.errstate(all="ignore"):
+        import warnings
+
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)  # all-NaN pairs stay missing
+            lat = np.nanmedian(np.stack(mats), axis=0)
+    return ProbeData(hosts=probe.hosts, latency=lat, meta=dict(probe.meta)), len(mats)
+
+
 def check_same_hosts(order: Sequence[str], probe: ProbeData, source: str) -> None:
     """Raise if the order ``source`` is not over exactly the probe's hosts."""
     names = set(probe.names)
@@ -444,6 +483,7 @@ def watch(
     emit: Sequence[tuple[str, str]] = (),
     slots: int = 1,
     keep: int = DEFAULT_KEEP,
+    window: int = 1,
     reset: bool = False,
     top: int = 5,
     now: Callable[[], datetime] = _utcnow,
@@ -468,6 +508,8 @@ def watch(
     search = dict(size=size, time_limit=time_limit, seed=seed, base=base)
     if max_iter is not None:  # a reproducible search (tests, benchmarks)
         search["max_iter"] = max_iter
+    if window < 1:
+        raise PlinkError(f"--window must be >= 1 probes, got {window}")
     if not (0 <= min_gain < 1) or math.isnan(min_gain):
         raise PlinkError(f"--min-gain must be in [0, 1) (a fraction, e.g. 0.05 for 5%), got {min_gain}")
     from .emitters import check_slots
@@ -522,6 +564,8 @@ def watch(
             except ProbeFileError as exc:
                 notes.append(f"no drift report: the last probe cannot be read ({exc})")
 
+        # decide on the median of the last `window` probes (1: the new probe alone)
+        decide_on, used = smoothed(probe, state_dir / "history", window)
         current = None if state is None else list(state["order"])
         source = f"{state_path}"
         if current is None and initial_order is not None:
@@ -531,7 +575,7 @@ def watch(
 
         if current is None:
             status = "initial"
-            result = solve(probe, algo, **search)
+            result = solve(decide_on, algo, **search)
             new_order, cost_cur, cost_new, gain = list(result.hosts), None, result.cost_plink, None
         else:
             same = set(current) == set(probe.names) and len(current) == probe.n
@@ -543,11 +587,11 @@ def watch(
                         raise
                     notes.append(str(exc))
                 status = "hosts-changed"
-                result = solve(probe, algo, **search)
+                result = solve(decide_on, algo, **search)
                 new_order, cost_cur, cost_new, gain = list(result.hosts), None, result.cost_plink, None
             else:
                 # search from the current order: cost_input is the current order on the new probe
-                sub = probe.subset([probe.index(n) for n in current])
+                sub = decide_on.subset([decide_on.index(n) for n in current])
                 result = solve(sub, algo, **search)
                 cost_cur, cost_new = float(result.cost_input), float(result.cost_plink)
                 gain = 0.0 if cost_cur <= 0 else (cost_cur - cost_new) / cost_cur
@@ -568,7 +612,8 @@ def watch(
             status=status, changed=changed, state_dir=str(state_dir), run=run, algo=algo, hosts=probe.n,
             min_gain=min_gain, gain=None if gain is None else round(gain, 6),
             cost_current=cost_cur, cost_new=cost_new, order=new_order,
-            previous_order=current, drift=drift, stale_lock=stale, notes=notes, started=_iso(started),
+            previous_order=current, drift=drift, stale_lock=stale, notes=notes, probes_used=used,
+            started=_iso(started),
         )
         report = result.to_dict() if hasattr(result, "to_dict") else None
         if report is not None and status == "kept":

@@ -111,6 +111,19 @@ def test_no_flapping_between_two_measurements(tmp_path):
     assert [r.changed for r in results] == [True, False, False, False]
 
 
+def test_window_damps_noise(tmp_path):
+    clock = Clock()
+    base = dc(3)
+    rng = np.random.default_rng(7)
+    probes = [noisy(base, int(rng.integers(1 << 30)), 0.15) for _ in range(8)]
+    one = [watch(tmp_path / "w1", lambda p=p: p, now=clock, **OPTS) for p in probes]
+    three = [watch(tmp_path / "w3", lambda p=p: p, window=3, now=clock, **OPTS) for p in probes]
+    assert [r.probes_used for r in three] == [1, 2, 3, 3, 3, 3, 3, 3]
+    assert sum(r.changed for r in three[1:]) < sum(r.changed for r in one[1:])
+    with pytest.raises(PlinkError, match="window"):
+        watch(tmp_path / "w0", lambda: base, window=0, **OPTS)
+
+
 def test_initial_order_from_another_host_list(tmp_path):
     probe = dc(1)
     with pytest.raises(PlinkError, match="another host list.*not in the probe"):
