@@ -81,6 +81,10 @@ class StateError(PlinkError):
     """The state directory cannot be used (corrupt, not writable, ...)."""
 
 
+class StateCorrupt(StateError):
+    """The state file is damaged (``--reset`` may move it aside)."""
+
+
 # ---------------------------------------------------------------------------
 # the lock
 
@@ -343,21 +347,21 @@ def read_state(state_dir: str | os.PathLike) -> dict | None:
     except FileNotFoundError:
         return None
     except (OSError, UnicodeDecodeError) as exc:
-        raise StateError(f"{path} cannot be read ({exc}): {hint}") from None
+        raise StateCorrupt(f"{path} cannot be read ({exc}): {hint}") from None
     try:
         doc = json.loads(text)
     except json.JSONDecodeError as exc:
-        raise StateError(f"{path} is corrupt (invalid JSON at line {exc.lineno}: {exc.msg}): {hint}") from None
+        raise StateCorrupt(f"{path} is corrupt (invalid JSON at line {exc.lineno}: {exc.msg}): {hint}") from None
     if not isinstance(doc, dict) or doc.get("format") != STATE_FORMAT:
-        raise StateError(f"{path} is corrupt (not a plink watch state file): {hint}")
+        raise StateCorrupt(f"{path} is corrupt (not a plink watch state file): {hint}")
     v = doc.get("version")
     if not isinstance(v, int) or isinstance(v, bool) or v < 1:
-        raise StateError(f"{path} is corrupt (version {v!r}): {hint}")
+        raise StateCorrupt(f"{path} is corrupt (version {v!r}): {hint}")
     if v > STATE_VERSION:
         raise StateError(f"{path} was written by a newer plink (state version {v}); upgrade plink")
     order = doc.get("order")
     if not isinstance(order, list) or not order or not all(isinstance(x, str) for x in order) or len(set(order)) != len(order):
-        raise StateError(f"{path} is corrupt (its 'order' is not a list of distinct host names): {hint}")
+        raise StateCorrupt(f"{path} is corrupt (its 'order' is not a list of distinct host names): {hint}")
     return doc
 
 
@@ -494,13 +498,14 @@ def watch(
     ``prober()`` returns the new :class:`ProbeData`.  The new order is
     searched from the current one (so it is never predicted worse) and is
     adopted only when ``(cost_current - cost_new) / cost_current >=
-    min_gain``, both on the new probe.  ``emit`` is a list of ``(format,
+    min_gain``, both on the new probe (on the median of the last ``window``
+    probes when ``window > 1``).  ``emit`` is a list of ``(format,
     path)`` launcher files kept in sync with the current order.  Raises
     :class:`WatchBusy` when another run holds the lock and
     :class:`StateError` for an unusable state directory; in both cases
     nothing is changed.  Cost: one probe plus one ``order_hosts`` search.
     """
-    from .emitters import FORMATS, emit as emit_text
+    from .emitters import FORMATS, check_slots, emit as emit_text
     from .order import DEFAULT_SIZE, order_hosts
 
     solve = solve or order_hosts
@@ -512,8 +517,6 @@ def watch(
         raise PlinkError(f"--window must be >= 1 probes, got {window}")
     if not (0 <= min_gain < 1) or math.isnan(min_gain):
         raise PlinkError(f"--min-gain must be in [0, 1) (a fraction, e.g. 0.05 for 5%), got {min_gain}")
-    from .emitters import check_slots
-
     check_slots(slots, 1)
     for fmt, _ in emit:
         if fmt == "plain" and slots != 1:
@@ -539,7 +542,7 @@ def watch(
         state_path = state_dir / "state.json"
         try:
             state = read_state(state_dir)
-        except StateError:
+        except StateCorrupt:
             if not reset:
                 raise
             aside = state_dir / f"state.json.corrupt-{started.strftime('%Y%m%dT%H%M%SZ')}"
