@@ -259,7 +259,7 @@ def test_cli_bad_input_one_line(dc, tmp_path):
     other = tmp_path / "g.json"
     Groups(hosts=["x", "y"], labels=np.array([0, 1])).save(other)
     proc = run("order", str(path), "--format", "slurm-topology", "--groups", str(other))
-    assert proc.returncode == 1 and "do not cover the same hosts" in proc.stderr, proc.stderr
+    assert proc.returncode == 1 and "lacks 6 host(s) of the probe file" in proc.stderr, proc.stderr
 
 
 def test_cli_node_rank(tmp_path):
