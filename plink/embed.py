@@ -1,0 +1,456 @@
+"""ProbeEmbed: denoise a probed distance matrix by embedding hosts in a low-dimensional space.
+
+Dissertation §4.2.1, equation (4.1).  Find coordinates ``v_i`` (and optional
+non-negative per-host "heights" ``h_i``, a fixed startup cost such as the
+network stack, as in Vivaldi [34]) minimising
+
+    sum_{i<j, (i,j) measured} (d_ij^alpha + 1_h (h_i + h_j) - p_ij)^2,
+    d_ij = ||v_i - v_j||_2,
+
+with torch's Adam.  ``alpha`` in ``[1, 2]``: ``alpha = 1`` fits distances
+directly; ``alpha = 2`` (the paper's default) compacts long distances more
+than short ones without changing their order, which pulls hosts that are
+mutually close closer together.  A low embedding dimension strengthens the
+denoising effect (the paper's argument: a host close to a reference host is
+probably close to that host's neighbours too).
+
+Details that are ours, not the paper's:
+
+* **Missing pairs** (``NaN``) are masked out of the sum; nothing is filled in.
+* **Scale normalisation**: the probed values are divided by their median
+  (``scale_``) before fitting, so the learning rate, tolerances and the
+  coordinates do not depend on the unit (µs, ms, ...).  ``coordinates_`` are
+  in these normalised units; ``heights_`` and ``distances_`` are converted
+  back to the input's units.
+* **Convergence**: Adam with a plateau schedule; when the (smoothed) loss has
+  not improved by a relative ``tol`` for ``patience`` steps the learning rate
+  is halved, and fitting stops after the fifth halving or ``max_iter`` steps.
+* **Restarts**: ``n_restarts`` random initialisations; the one with the lowest
+  exact loss is kept.
+* **Large N**: up to ``full_batch_max_n`` hosts every step uses every measured
+  pair (masked dense ``(N, N)`` tensors, O(N²) time and memory per step).
+  Above that, each step uses ``batch_size`` pairs drawn uniformly from the
+  measured pairs (an unbiased stochastic gradient of the same objective);
+  the loss used to choose among restarts is still exact.
+
+Complexity: O(max_iter * n_restarts * P * D) time for P pairs per step, O(N²)
+memory.  Measured (benchmarks/embed_group.py): see the README.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from .errors import PlinkError
+
+#: Fewest hosts plink embeds and groups (a triangle: fewer say nothing about locality).
+MIN_HOSTS = 3
+#: Default smallest fraction of measured pairs accepted.
+MIN_COVERAGE = 0.5
+
+
+def _as_matrix(X: Any) -> tuple[np.ndarray, list[str] | None]:
+    """An (N, N) float matrix (NaN = missing) and host names, from ProbeData or an array."""
+    from .probefile import ProbeData
+
+    if isinstance(X, ProbeData):
+        return np.array(X.latency, dtype=float), X.names
+    try:
+        m = np.array(X, dtype=float)
+    except (TypeError, ValueError):
+        raise PlinkError(f"expected a ProbeData or an (N, N) numeric matrix, got {type(X).__name__}") from None
+    if m.ndim != 2 or m.shape[0] != m.shape[1]:
+        raise PlinkError(f"expected a square (N, N) distance matrix, got shape {m.shape}")
+    if np.isinf(m).any():
+        raise PlinkError("distance matrix has infinite values (use NaN for missing pairs)")
+    off = ~np.eye(m.shape[0], dtype=bool)
+    if (m[off] < 0).any():
+        raise PlinkError("distance matrix has negative values")
+    m = np.fmax(m, m.T)  # as ProbeData: the slower direction, or the measured one
+    np.fill_diagonal(m, 0.0)
+    return m, None
+
+
+def check_measurements(m: np.ndarray, names: list[str] | None = None, *, min_coverage: float = MIN_COVERAGE,
+                       min_pairs_per_host: int = 1) -> None:
+    """Refuse matrices that cannot be embedded meaningfully (one-line :class:`PlinkError`).
+
+    Too few hosts (< ``MIN_HOSTS``), a host with fewer than
+    ``min_pairs_per_host`` measured pairs, coverage below ``min_coverage``,
+    a measurement graph in several pieces (nothing relates one piece to the
+    other), or no positive measurement.
+    """
+    from scipy.sparse import csr_matrix
+    from scipy.sparse.csgraph import connected_components
+
+    n = m.shape[0]
+    if n < MIN_HOSTS:
+        raise PlinkError(f"{n} host(s): embedding and grouping need at least {MIN_HOSTS}")
+    measured = ~np.isnan(m)
+    np.fill_diagonal(measured, False)
+    per_host = measured.sum(axis=1)
+    need = min(min_pairs_per_host, n - 1)
+    low = np.flatnonzero(per_host < need)
+    if low.size:
+        who = names[low[0]] if names is not None else f"host {low[0]}"
+        raise PlinkError(
+            f"{who} has {per_host[low[0]]} measured pair(s) (needs {need}; {low.size} host(s) affected): re-probe it or drop it"
+        )
+    pairs = n * (n - 1) // 2
+    coverage = measured.sum() / 2 / pairs
+    if coverage < min_coverage:
+        raise PlinkError(
+            f"only {coverage:.0%} of host pairs are measured (needs {min_coverage:.0%}): the matrix is mostly missing"
+        )
+    ncomp, lab = connected_components(csr_matrix(measured), directed=False)
+    if ncomp > 1:
+        sizes = np.bincount(lab)
+        raise PlinkError(
+            f"the measured pairs split the hosts into {ncomp} disconnected parts (sizes {sorted(sizes.tolist(), reverse=True)[:5]}): "
+            "nothing relates one part to another"
+        )
+    if not (m[measured] > 0).any():
+        raise PlinkError("every measured distance is 0: nothing to embed")
+
+
+def _check_random_state(random_state) -> np.random.Generator:
+    if isinstance(random_state, np.random.Generator):
+        return random_state
+    if random_state is None or isinstance(random_state, (int, np.integer)):
+        return np.random.default_rng(random_state)
+    if isinstance(random_state, np.random.RandomState):
+        return np.random.default_rng(random_state.randint(2**31 - 1))
+    raise PlinkError(f"random_state must be None, an int or a numpy Generator, not {type(random_state).__name__}")
+
+
+class ProbeEmbed:
+    """Embed hosts so that ``d_ij^alpha + h_i + h_j`` matches the probed distance ``p_ij``.
+
+    Parameters
+    ----------
+    n_components : int, default 3
+        Embedding dimension.  Low on purpose: fewer dimensions denoise more.
+    alpha : float in [1, 2], default 2
+        Exponent on the embedded distance (§4.2.1).
+    heights : bool, default True
+        Fit a per-host startup cost ``0 <= h_i <= min_j p_ij / 2`` (the cost is paid on
+        every path of the host, so it cannot exceed half its shortest measured distance;
+        parametrised as ``cap_i * sigmoid(raw_i)``).  Without the upper bound the heights
+        absorb the common part of all distances and the coordinates lose the rack structure.
+    max_iter : int, default 1500
+        Most Adam steps per restart.
+    lr : float, default 0.05
+        Initial Adam learning rate (normalised units).
+    tol : float, default 1e-4
+        Relative loss improvement that counts as progress.
+    patience : int, default 25
+        Steps without progress before the learning rate is halved.
+    n_restarts : int, default 4
+        Random initialisations; the lowest exact loss wins.
+    min_coverage : float, default 0.5
+        Refuse matrices with a smaller fraction of measured pairs.
+    full_batch_max_n : int, default 1536
+        Up to this many hosts each step uses all measured pairs.
+    batch_size : int, default 65536
+        Pairs per step above ``full_batch_max_n`` hosts.
+    random_state : int, numpy Generator or None
+        Seeds initialisation and pair sampling; fits are deterministic for an int on CPU.
+    device : str, default "cpu"
+        A torch device; "cuda" is used only when asked for and available.
+
+    Attributes
+    ----------
+    coordinates_ : (N, n_components) array, normalised units.  ``embedding_`` is the same array.
+    heights_ : (N,) array in the input's units (zeros with ``heights=False``).
+    distances_ : (N, N) array: ``scale_ * (d_ij^alpha + h_i + h_j)``, 0 on the diagonal;
+        the denoised distance matrix in the input's units, defined for every pair.
+    scale_ : the median measured distance the input was divided by.
+    loss_ : mean squared residual over measured pairs, normalised units, best restart.
+    stress_ : Kruskal stress-1, ``sqrt(sum (fit - p)^2 / sum p^2)`` over measured pairs.
+    median_rel_error_ : median of ``|fit - p| / p`` over measured pairs with ``p > 0``.
+    n_iter_ : Adam steps taken by the best restart.
+    n_pairs_ : measured pairs used.
+    stochastic_ : whether steps used sampled pairs (N > ``full_batch_max_n``).
+    restart_losses_ : exact loss of every restart.
+    hosts_ : host names when fitted on a ProbeData, else None.
+    """
+
+    def __init__(
+        self,
+        n_components: int = 3,
+        *,
+        alpha: float = 2.0,
+        heights: bool = True,
+        max_iter: int = 1500,
+        lr: float = 0.05,
+        tol: float = 1e-4,
+        patience: int = 25,
+        n_restarts: int = 4,
+        min_coverage: float = MIN_COVERAGE,
+        full_batch_max_n: int = 1536,
+        batch_size: int = 65536,
+        random_state=None,
+        device: str = "cpu",
+    ) -> None:
+        self.n_components = n_components
+        self.alpha = alpha
+        self.heights = heights
+        self.max_iter = max_iter
+        self.lr = lr
+        self.tol = tol
+        self.patience = patience
+        self.n_restarts = n_restarts
+        self.min_coverage = min_coverage
+        self.full_batch_max_n = full_batch_max_n
+        self.batch_size = batch_size
+        self.random_state = random_state
+        self.device = device
+
+    # -- scikit-learn plumbing ----------------------------------------------
+    def get_params(self, deep: bool = True) -> dict:
+        return {k: getattr(self, k) for k in (
+            "n_components", "alpha", "heights", "max_iter", "lr", "tol", "patience", "n_restarts",
+            "min_coverage", "full_batch_max_n", "batch_size", "random_state", "device")}
+
+    def set_params(self, **params) -> "ProbeEmbed":
+        valid = self.get_params()
+        for k, v in params.items():
+            if k not in valid:
+                raise PlinkError(f"ProbeEmbed has no parameter {k!r}")
+            setattr(self, k, v)
+        return self
+
+    def __repr__(self) -> str:
+        return f"ProbeEmbed(n_components={self.n_components}, alpha={self.alpha}, heights={self.heights})"
+
+    def _validate_params(self) -> None:
+        def is_int(v):
+            return isinstance(v, (int, np.integer)) and not isinstance(v, bool)
+
+        if not is_int(self.n_components) or not 1 <= self.n_components <= 64:
+            raise PlinkError(f"n_components (dims) must be an integer in 1..64, got {self.n_components!r}")
+        if not isinstance(self.alpha, (int, float)) or not 1.0 <= float(self.alpha) <= 2.0:
+            raise PlinkError(f"alpha must be between 1 and 2, got {self.alpha!r}")
+        for name in ("max_iter", "n_restarts", "patience", "full_batch_max_n", "batch_size"):
+            v = getattr(self, name)
+            if not is_int(v) or v < 1:
+                raise PlinkError(f"{name} must be a positive integer, got {v!r}")
+        for name in ("lr", "tol"):
+            v = getattr(self, name)
+            if not isinstance(v, (int, float)) or not (math.isfinite(v) and v > 0):
+                raise PlinkError(f"{name} must be a positive number, got {v!r}")
+        if not isinstance(self.min_coverage, (int, float)) or not 0.0 <= self.min_coverage <= 1.0:
+            raise PlinkError(f"min_coverage must be between 0 and 1, got {self.min_coverage!r}")
+
+    def _torch_device(self):
+        import torch
+
+        dev = str(self.device)
+        if dev.startswith("cuda"):
+            if not torch.cuda.is_available():
+                raise PlinkError(f"device {dev!r} asked for but this torch has no CUDA GPU (use device='cpu')")
+        elif dev != "cpu":
+            raise PlinkError(f"device must be 'cpu' or 'cuda[:i]', got {dev!r}")
+        return torch.device(dev)
+
+    # -- fitting --------------------------------------------------------------
+    def fit(self, X, y=None) -> "ProbeEmbed":
+        """Fit to ``X``: a :class:`~plink.probefile.ProbeData` or an (N, N) matrix, NaN = missing."""
+        import torch
+
+        self._validate_params()
+        m, names = _as_matrix(X)
+        check_measurements(m, names, min_coverage=self.min_coverage,
+                           min_pairs_per_host=min(self.n_components + 1, 3))
+        dev = self._torch_device()
+        n = m.shape[0]
+        iu, ju = np.triu_indices(n, 1)
+        pv = m[iu, ju]
+        keep = ~np.isnan(pv)
+        iu, ju, pv = iu[keep], ju[keep], pv[keep]
+        scale = float(np.median(pv))
+        if scale <= 0:
+            scale = float(pv[pv > 0].mean())
+        q = pv / scale
+        rng = _check_random_state(self.random_state)
+        seeds = rng.integers(0, 2**31 - 1, size=self.n_restarts)
+        stochastic = n > self.full_batch_max_n
+        data = _Pairs(n, iu, ju, q, dev, dense=not stochastic)
+        # a startup cost is paid on every path of the host: h_i <= min_j p_ij / 2
+        cap = np.full(n, np.inf)
+        np.minimum.at(cap, iu, q)
+        np.minimum.at(cap, ju, q)
+        data.hcap = torch.as_tensor(0.5 * cap, dtype=torch.float32, device=dev)
+        best = None
+        losses = []
+        threads = torch.get_num_threads()
+        if n <= 512 and dev.type == "cpu":
+            torch.set_num_threads(1)  # small problems: threads only add overhead (and contention)
+        try:
+            for seed in seeds:
+                res = self._fit_once(data, int(seed), stochastic)
+                losses.append(res["loss"])
+                if best is None or res["loss"] < best["loss"]:
+                    best = res
+        finally:
+            torch.set_num_threads(threads)
+        v = best["v"]
+        h = best["h"]
+        self.scale_ = scale
+        self.coordinates_ = v
+        self.embedding_ = v
+        self.heights_ = h * scale
+        self.distances_ = _pred_matrix(v, h, float(self.alpha)) * scale
+        self.loss_ = float(best["loss"])
+        self.n_iter_ = int(best["n_iter"])
+        self.restart_losses_ = [float(x) for x in losses]
+        self.n_pairs_ = int(pv.size)
+        self.stochastic_ = bool(stochastic)
+        self.hosts_ = names
+        fit = self.distances_[iu, ju]
+        self.stress_ = float(np.sqrt(((fit - pv) ** 2).sum() / (pv**2).sum()))
+        pos = pv > 0
+        self.median_rel_error_ = float(np.median(np.abs(fit[pos] - pv[pos]) / pv[pos])) if pos.any() else 0.0
+        self.n_features_in_ = n
+        return self
+
+    def fit_transform(self, X, y=None) -> np.ndarray:
+        """Fit and return ``coordinates_``."""
+        return self.fit(X).coordinates_
+
+    def _fit_once(self, data: "_Pairs", seed: int, stochastic: bool) -> dict:
+        import torch
+
+        dev = data.device
+        g = torch.Generator(device="cpu").manual_seed(seed)
+        n, d = data.n, int(self.n_components)
+        alpha = float(self.alpha)
+        # typical d^alpha ~ 1 (the median normalised distance)
+        v0 = torch.randn(n, d, generator=g, dtype=torch.float32) / math.sqrt(2 * d)
+        v = v0.to(dev).requires_grad_(True)
+        params = [v]
+        if self.heights:
+            hraw = torch.zeros(n, dtype=torch.float32, device=dev, requires_grad=True)
+            params.append(hraw)
+        else:
+            hraw = None
+        opt = torch.optim.Adam(params, lr=float(self.lr))
+        lr = float(self.lr)
+        best = math.inf
+        since = 0
+        halvings = 0
+        ema = None
+        it = 0
+        for it in range(1, int(self.max_iter) + 1):
+            opt.zero_grad(set_to_none=True)
+            h = data.hcap * torch.sigmoid(hraw) if hraw is not None else None
+            if stochastic:
+                loss = data.batch_loss(v, h, alpha, int(self.batch_size), g)
+            else:
+                loss = data.full_loss(v, h, alpha)
+            loss.backward()
+            opt.step()
+            cur = float(loss.detach())
+            ema = cur if (ema is None or not stochastic) else 0.9 * ema + 0.1 * cur
+            if ema < best * (1 - float(self.tol)):
+                best = ema
+                since = 0
+            else:
+                since += 1
+                if since >= self.patience:
+                    halvings += 1
+                    if halvings > 4:
+                        break
+                    lr *= 0.5
+                    for grp in opt.param_groups:
+                        grp["lr"] = lr
+                    since = 0
+                    if stochastic:
+                        best = ema
+        with torch.no_grad():
+            h = data.hcap * torch.sigmoid(hraw) if hraw is not None else None
+            exact = data.exact_loss(v, h, alpha)
+            v_np = v.detach().cpu().double().numpy()
+            h_np = h.detach().cpu().double().numpy() if h is not None else np.zeros(n)
+        return {"loss": exact, "v": v_np, "h": h_np, "n_iter": it}
+
+
+class _Pairs:
+    """The measured pairs in the forms the loss needs (dense masked or an index list)."""
+
+    def __init__(self, n, iu, ju, q, device, dense: bool):
+        import torch
+
+        self.n = n
+        self.device = device
+        self.count = len(q)
+        self.iu = torch.as_tensor(iu, dtype=torch.int64)
+        self.ju = torch.as_tensor(ju, dtype=torch.int64)
+        self.q = torch.as_tensor(q, dtype=torch.float32)
+        self.dense = dense
+        if dense:
+            P = torch.zeros(n, n, dtype=torch.float32)
+            W = torch.zeros(n, n, dtype=torch.float32)
+            P[self.iu, self.ju] = self.q
+            W[self.iu, self.ju] = 1.0
+            self.P = P.to(device)
+            self.W = W.to(device)  # upper triangle only: each unordered pair once
+        else:
+            self.iu = self.iu.to(device)
+            self.ju = self.ju.to(device)
+            self.q = self.q.to(device)
+
+    @staticmethod
+    def _powdist(d2, alpha):
+        import torch
+
+        if alpha == 2.0:
+            return d2
+        # (d2 + eps)^(alpha/2): smooth at 0 (the gradient of |x| is undefined there)
+        return torch.pow(d2 + 1e-9, alpha / 2)
+
+    def full_loss(self, v, h, alpha):
+        sq = (v * v).sum(1)
+        d2 = (sq[:, None] + sq[None, :] - 2.0 * (v @ v.T)).clamp_min(0.0)
+        pred = self._powdist(d2, alpha)
+        if h is not None:
+            pred = pred + h[:, None] + h[None, :]
+        r = (pred - self.P) * self.W
+        return (r * r).sum() / self.count
+
+    def _pair_loss(self, v, h, alpha, i, j, q, reduce="mean"):
+        diff = v[i] - v[j]
+        pred = self._powdist((diff * diff).sum(1), alpha)
+        if h is not None:
+            pred = pred + h[i] + h[j]
+        r = pred - q
+        return (r * r).mean() if reduce == "mean" else (r * r).sum()
+
+    def batch_loss(self, v, h, alpha, batch, g):
+        import torch
+
+        idx = torch.randint(self.count, (min(batch, self.count),), generator=g).to(self.device)
+        return self._pair_loss(v, h, alpha, self.iu[idx], self.ju[idx], self.q[idx])
+
+    def exact_loss(self, v, h, alpha) -> float:
+        if self.dense:
+            return float(self.full_loss(v, h, alpha))
+        total = 0.0
+        step = 1 << 20
+        for s in range(0, self.count, step):
+            sl = slice(s, s + step)
+            total += float(self._pair_loss(v, h, alpha, self.iu[sl], self.ju[sl], self.q[sl], reduce="sum"))
+        return total / self.count
+
+
+def _pred_matrix(v: np.ndarray, h: np.ndarray, alpha: float) -> np.ndarray:
+    """``d_ij^alpha + h_i + h_j`` for every pair (float64), 0 on the diagonal."""
+    sq = (v * v).sum(1)
+    d2 = np.maximum(sq[:, None] + sq[None, :] - 2.0 * (v @ v.T), 0.0)
+    out = d2 if alpha == 2.0 else d2 ** (alpha / 2)
+    out = out + h[:, None] + h[None, :]
+    np.fill_diagonal(out, 0.0)
+    return out
