@@ -144,12 +144,13 @@ class ProbeEmbed:
         Most Adam steps per restart.
     lr : float, default 0.05
         Initial Adam learning rate (normalised units).
-    tol : float, default 1e-4
+    tol : float, default 1e-3
         Relative loss improvement that counts as progress.
-    patience : int, default 25
+    patience : int, default 10
         Steps without progress before the learning rate is halved.
-    n_restarts : int, default 4
-        Random initialisations; the lowest exact loss wins.
+    n_restarts : int or "auto", default "auto"
+        Random initialisations; the lowest exact loss wins.  "auto": 4 up to
+        ``full_batch_max_n`` hosts, 1 above (large fits are smoother and cost more).
     min_coverage : float, default 0.5
         Refuse matrices with a smaller fraction of measured pairs.
     full_batch_max_n : int, default 1536
@@ -160,6 +161,10 @@ class ProbeEmbed:
         Seeds initialisation and pair sampling; fits are deterministic for an int on CPU.
     device : str, default "cpu"
         A torch device; "cuda" is used only when asked for and available.
+    n_jobs : int or None, default 1
+        torch CPU threads during the fit (restored afterwards); None keeps torch's setting.
+        One thread is the default: on a shared or busy machine more threads spin and
+        were measured to cost 4-6x more CPU time per step.
 
     Attributes
     ----------
@@ -186,14 +191,15 @@ class ProbeEmbed:
         heights: bool = True,
         max_iter: int = 1500,
         lr: float = 0.05,
-        tol: float = 1e-4,
-        patience: int = 25,
-        n_restarts: int = 4,
+        tol: float = 1e-3,
+        patience: int = 10,
+        n_restarts: int | str = "auto",
         min_coverage: float = MIN_COVERAGE,
         full_batch_max_n: int = 1536,
         batch_size: int = 65536,
         random_state=None,
         device: str = "cpu",
+        n_jobs: int | None = 1,
     ) -> None:
         self.n_components = n_components
         self.alpha = alpha
@@ -208,12 +214,13 @@ class ProbeEmbed:
         self.batch_size = batch_size
         self.random_state = random_state
         self.device = device
+        self.n_jobs = n_jobs
 
     # -- scikit-learn plumbing ----------------------------------------------
     def get_params(self, deep: bool = True) -> dict:
         return {k: getattr(self, k) for k in (
             "n_components", "alpha", "heights", "max_iter", "lr", "tol", "patience", "n_restarts",
-            "min_coverage", "full_batch_max_n", "batch_size", "random_state", "device")}
+            "min_coverage", "full_batch_max_n", "batch_size", "random_state", "device", "n_jobs")}
 
     def set_params(self, **params) -> "ProbeEmbed":
         valid = self.get_params()
@@ -234,7 +241,9 @@ class ProbeEmbed:
             raise PlinkError(f"n_components (dims) must be an integer in 1..64, got {self.n_components!r}")
         if not isinstance(self.alpha, (int, float)) or not 1.0 <= float(self.alpha) <= 2.0:
             raise PlinkError(f"alpha must be between 1 and 2, got {self.alpha!r}")
-        for name in ("max_iter", "n_restarts", "patience", "full_batch_max_n", "batch_size"):
+        if self.n_restarts != "auto" and (not is_int(self.n_restarts) or self.n_restarts < 1):
+            raise PlinkError(f"n_restarts must be a positive integer or 'auto', got {self.n_restarts!r}")
+        for name in ("max_iter", "patience", "full_batch_max_n", "batch_size"):
             v = getattr(self, name)
             if not is_int(v) or v < 1:
                 raise PlinkError(f"{name} must be a positive integer, got {v!r}")
@@ -242,6 +251,8 @@ class ProbeEmbed:
             v = getattr(self, name)
             if not isinstance(v, (int, float)) or not (math.isfinite(v) and v > 0):
                 raise PlinkError(f"{name} must be a positive number, got {v!r}")
+        if self.n_jobs is not None and (not is_int(self.n_jobs) or self.n_jobs < 1):
+            raise PlinkError(f"n_jobs must be a positive integer or None, got {self.n_jobs!r}")
         if not isinstance(self.min_coverage, (int, float)) or not 0.0 <= self.min_coverage <= 1.0:
             raise PlinkError(f"min_coverage must be between 0 and 1, got {self.min_coverage!r}")
 
@@ -276,8 +287,9 @@ class ProbeEmbed:
             scale = float(pv[pv > 0].mean())
         q = pv / scale
         rng = _check_random_state(self.random_state)
-        seeds = rng.integers(0, 2**31 - 1, size=self.n_restarts)
         stochastic = n > self.full_batch_max_n
+        restarts = (1 if stochastic else 4) if self.n_restarts == "auto" else int(self.n_restarts)
+        seeds = rng.integers(0, 2**31 - 1, size=restarts)
         data = _Pairs(n, iu, ju, q, dev, dense=not stochastic)
         # a startup cost is paid on every path of the host: h_i <= min_j p_ij / 2
         cap = np.full(n, np.inf)
@@ -287,8 +299,8 @@ class ProbeEmbed:
         best = None
         losses = []
         threads = torch.get_num_threads()
-        if n <= 512 and dev.type == "cpu":
-            torch.set_num_threads(1)  # small problems: threads only add overhead (and contention)
+        if self.n_jobs is not None and dev.type == "cpu":
+            torch.set_num_threads(int(self.n_jobs))
         try:
             for seed in seeds:
                 res = self._fit_once(data, int(seed), stochastic)

@@ -164,8 +164,9 @@ class BalancedGrouper:
         ``k``; default ``round(sqrt(N))`` (eq. 4.2).
     elasticity : float in [1.0, 2.0], default 1.0
         Balance elasticity; see :func:`size_bounds` for the exact size limits.
-    n_init : int, default 8
-        Clusterings generated (each from its own k-means++ seed).
+    n_init : int or "auto", default "auto"
+        Clusterings generated (each from its own k-means++ seed); "auto" is 8 up to
+        1024 points and 3 above (each Lloyd step solves an LP).
     max_iter : int, default 50
         Lloyd iterations per clustering (stops early when labels stop changing).
     random_state : int, numpy Generator or None
@@ -181,7 +182,7 @@ class BalancedGrouper:
     ``n_iter_`` (of the chosen clustering), ``n_groups_``.
     """
 
-    def __init__(self, n_groups: int | None = None, *, elasticity: float = 1.0, n_init: int = 8,
+    def __init__(self, n_groups: int | None = None, *, elasticity: float = 1.0, n_init: int | str = "auto",
                  max_iter: int = 50, random_state=None) -> None:
         self.n_groups = n_groups
         self.elasticity = elasticity
@@ -207,12 +208,12 @@ class BalancedGrouper:
         n = x.shape[0]
         k = default_groups(n) if self.n_groups is None else self.n_groups
         lo, hi = size_bounds(n, k, self.elasticity)
-        for name in ("n_init", "max_iter"):
-            v = getattr(self, name)
+        n_init = (8 if n <= 1024 else 3) if self.n_init == "auto" else self.n_init
+        for name, v in (("n_init", n_init), ("max_iter", self.max_iter)):
             if not isinstance(v, (int, np.integer)) or isinstance(v, bool) or v < 1:
                 raise PlinkError(f"{name} must be a positive integer, got {v!r}")
         rng = _check_random_state(self.random_state)
-        seeds = rng.integers(0, 2**31 - 1, size=self.n_init)
+        seeds = rng.integers(0, 2**31 - 1, size=n_init)
         best = None
         for run, seed in enumerate(seeds):
             centers, _ = kmeans_plusplus(x, k, random_state=int(seed))
@@ -296,14 +297,19 @@ def group_hosts(
     *,
     n_groups: int | None = None,
     elasticity: float = 1.0,
-    alpha: float = 2.0,
+    alpha: float = 1.0,
     dims: int = 3,
     heights: bool = True,
     seed: int = 0,
-    n_init: int = 8,
+    n_init: int | str = "auto",
     embed_kw: dict[str, Any] | None = None,
 ):
     """Embed ``probe`` with :class:`~plink.embed.ProbeEmbed` and group the coordinates.
+
+    ``alpha`` defaults to 1 here (ProbeEmbed's own default is the paper's 2):
+    alpha = 2 compacts the longer distances, which in a few dimensions pulls
+    the racks of a row onto each other; on simulated datacenters grouping by
+    racks was measured better with alpha = 1 (benchmarks/embed_group.py, README).
 
     Returns a :class:`~plink.groupfile.Groups` with coordinates, heights (µs),
     fit quality, timings and, when the probe has ground truth, PAIA of the raw
@@ -348,7 +354,7 @@ def group_hosts(
         metrics["truth_level"] = probe.truth.levels[-1] if probe.truth.levels else None
     params = {
         "groups": int(k), "elasticity": float(elasticity), "alpha": float(alpha), "dims": int(dims),
-        "heights": bool(heights), "seed": int(seed), "n_init": int(n_init), "scale_us": round(emb.scale_, 6),
+        "heights": bool(heights), "seed": int(seed), "n_init": n_init, "scale_us": round(emb.scale_, 6),
     }
     return Groups(
         hosts=probe.names,
