@@ -178,3 +178,128 @@ def test_group_hosts_bad_input():
     tiny = simulate_datacenter(racks=1, hosts_per_rack=2, seed=0)
     with pytest.raises(PlinkError, match="at least 3"):
         group_hosts(tiny)
+
+
+# ---------------------------------------------------------------------------
+# CLI: plink group / plink show
+
+
+def _run(argv, capsys):
+    from plink.cli import main
+
+    with pytest.raises(SystemExit) as exc:
+        main(argv)
+    out, err = capsys.readouterr()
+    return exc.value.code, out, err
+
+
+@pytest.fixture(scope="module")
+def dc_file(tmp_path_factory):
+    path = tmp_path_factory.mktemp("dc") / "dc.json"
+    simulate_datacenter(racks=4, hosts_per_rack=4, jitter=0.05, seed=2).save(path)
+    return path
+
+
+def test_cli_group_writes_groups_and_show_reads_them(dc_file, tmp_path, capsys):
+    import json
+
+    from plink.groupfile import load_groups
+
+    out_file = tmp_path / "groups.json"
+    code, out, err = _run(["group", str(dc_file), "-o", str(out_file), "--seed", "1", "--json"], capsys)
+    assert code == 0, err
+    report = json.loads(out)
+    assert report["metrics"]["ami"] == pytest.approx(1.0)
+    assert report["params"]["alpha"] == 1.0 and report["params"]["groups"] == 4
+    g = load_groups(out_file)
+    assert g.k == 4 and sorted(g.sizes()) == [4, 4, 4, 4]
+    assert g.coordinates.shape == (16, 3) and g.heights.shape == (16,)
+    assert g.metrics["paia_embedded"] >= 0.99
+
+    code, out, err = _run(["show", str(dc_file), "--groups", str(out_file), "--json"], capsys)
+    assert code == 0, err
+    s = json.loads(out)
+    assert s["hosts"] == 16 and s["coverage"] == 1.0 and s["groups"] == 4
+    assert s["median_latency_within_groups_us"] < s["median_latency_between_groups_us"]
+    assert set(s["latency_us"]) == {"min", "p10", "p50", "p90", "max"}
+
+    code, out, err = _run(["show", str(dc_file)], capsys)
+    assert code == 0 and "measured pairs" in out and "16 hosts" in out
+
+
+def test_cli_plots(dc_file, tmp_path, capsys):
+    pytest.importorskip("matplotlib")
+    heat, pic, grp = tmp_path / "heat.png", tmp_path / "groups.png", tmp_path / "g.json"
+    code, _, err = _run(["group", str(dc_file), "-o", str(grp), "--plot", str(pic), "--dims", "2",
+                         "--alpha", "2", "--no-heights", "--groups", "2", "--elasticity", "1.5"], capsys)
+    assert code == 0, err
+    code, _, err = _run(["show", str(dc_file), "--groups", str(grp), "--plot", str(heat)], capsys)
+    assert code == 0, err
+    for f in (heat, pic):
+        assert f.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_plot_without_matplotlib_is_one_line(dc_file, tmp_path, capsys, monkeypatch):
+    import sys
+
+    monkeypatch.setitem(sys.modules, "matplotlib", None)
+    code, _, err = _run(["show", str(dc_file), "--plot", str(tmp_path / "h.png")], capsys)
+    assert code == 1
+    assert err.strip() == "plink: error: plotting needs matplotlib: pip install 'plink-locality[plot]'"
+    assert not (tmp_path / "h.png").exists()
+
+
+def _csv(tmp_path, m, name="m.csv"):
+    path = tmp_path / name
+    rows = [",".join("" if np.isnan(v) else f"{v:g}" for v in row) for row in m]
+    path.write_text("\n".join(rows) + "\n")
+    return path
+
+
+@pytest.mark.parametrize(
+    "args, msg",
+    [
+        (["--groups", "40"], "at most the number of hosts"),
+        (["--elasticity", "3"], "between 1.0 and 2.0"),
+        (["--alpha", "0.5"], "alpha must be between 1 and 2"),
+        (["--dims", "0"], "n_components"),
+    ],
+)
+def test_cli_group_bad_options(dc_file, tmp_path, capsys, args, msg):
+    code, out, err = _run(["group", str(dc_file), "-o", str(tmp_path / "g.json"), *args], capsys)
+    assert code == 1
+    assert err.startswith("plink: error: ") and msg in err and err.count("\n") == 1
+    assert not (tmp_path / "g.json").exists()
+
+
+def test_cli_group_bad_matrices(tmp_path, capsys):
+    two = _csv(tmp_path, np.array([[0, 1], [1, 0]], float), "two.csv")
+    code, _, err = _run(["group", str(two)], capsys)
+    assert code == 1 and "at least 3" in err and err.count("\n") == 1
+
+    n = 12
+    sparse = np.full((n, n), np.nan)
+    np.fill_diagonal(sparse, 0)
+    for i in range(n):  # a ring with 2 neighbours each side: connected, 24 of 66 pairs measured
+        for step in (1, 2):
+            j = (i + step) % n
+            sparse[i, j] = sparse[j, i] = 10.0 + step
+    code, _, err = _run(["group", str(_csv(tmp_path, sparse, "sparse.csv"))], capsys)
+    assert code == 1 and "mostly missing" in err
+
+    n = 8
+    lonely = np.ones((n, n)) * 10
+    np.fill_diagonal(lonely, 0)
+    lonely[3, :] = lonely[:, 3] = np.nan
+    lonely[3, 3] = 0
+    code, _, err = _run(["group", str(_csv(tmp_path, lonely, "lonely.csv"))], capsys)
+    assert code == 1 and "h3 has 0 measured pair" in err
+
+
+def test_cli_show_groups_for_other_hosts(dc_file, tmp_path, capsys):
+    from plink.groupfile import Groups
+
+    other = tmp_path / "other.json"
+    Groups(hosts=["x", "y", "z"], labels=np.array([0, 0, 1])).save(other)
+    code, _, err = _run(["show", str(dc_file), "--groups", str(other)], capsys)
+    assert code == 1 and "do not cover the same hosts" in err
