@@ -130,17 +130,19 @@ def main() -> None:
     ap.add_argument("--quick", action="store_true", help="N = 64 and 256 only, no N = 4096")
     ap.add_argument("--sizes", type=int, nargs="*", default=None)
     ap.add_argument("--seeds", type=int, default=2, help="seeds per N = 64 case (1 for larger N)")
-    ap.add_argument("--dims", type=int, default=3)
+    ap.add_argument("--dims", type=int, default=3, help="embedding dimensions for the PAIA table (ProbeEmbed default)")
+    ap.add_argument("--group-dims", type=int, default=6, help="embedding dimensions for grouping (plink group default)")
     ap.add_argument("--alpha-4096", type=float, default=1.0)
     ap.add_argument("--skip-4096", action="store_true")
     ap.add_argument("--child-4096", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.child_4096:
-        child_4096(args.dims, args.alpha_4096, 0)
+        child_4096(args.group_dims, args.alpha_4096, 0)
         return
     sizes = args.sizes or ([64, 256] if args.quick else [64, 256, 1024])
     rows = []
-    print(f"plink embed+group benchmark, dims={args.dims}, {os.cpu_count()} CPUs, load {os.getloadavg()[0]:.1f}")
+    print(f"plink embed+group benchmark: PAIA dims={args.dims}, grouping dims={args.group_dims}, "
+          f"{os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f} (other jobs share the machine)")
     print("\nPAIA, 64 VMs over 16 racks of 4 (4 rows), raw vs embedded on the same triplets")
     print(f"{'noise':<17} {'seed':>4} {'triplets':>8} {'raw':>6} {'a=1':>6} {'a=2':>6}")
     prow = []
@@ -159,7 +161,7 @@ def main() -> None:
         seeds = range(args.seeds) if n <= 64 else range(1)
         for noise in NOISE:
             for seed in seeds:
-                r = run_case(n, noise, seed, args.dims)
+                r = run_case(n, noise, seed, args.group_dims)
                 rows.append(r)
                 print(f"{n:>5} {noise:<17} {seed:>4} {r['paia_raw']:>8.3f} {r['paia_a1']:>6.3f} {r['paia_a2']:>6.3f} | "
                       f"{r['ami_random']:>7.3f} {r['ami_a1']:>6.3f} {r['ami_a2']:>6.3f} | "
@@ -167,14 +169,14 @@ def main() -> None:
                       f"{r['cpu_s_a1'] + r['cpu_s_a2']:>6.1f}", flush=True)
     big = None
     if not (args.quick or args.skip_4096):
-        cmd = [sys.executable, os.path.abspath(__file__), "--child-4096", "--dims", str(args.dims),
+        cmd = [sys.executable, os.path.abspath(__file__), "--child-4096", "--group-dims", str(args.group_dims),
                "--alpha-4096", str(args.alpha_4096)]
         proc = subprocess.run(cmd, capture_output=True, text=True, env={**os.environ, "PYTHONPATH": ROOT})
         if proc.returncode != 0:
             print(f"N=4096 child failed: {proc.stderr.strip()[-500:]}")
         else:
             big = json.loads(proc.stdout.strip().splitlines()[-1])
-            print(f"\nN=4096 (moderate noise, alpha={args.alpha_4096}, dims={args.dims}): embed {big['embed_s']:.1f} s + "
+            print(f"\nN=4096 (moderate noise, alpha={args.alpha_4096}, dims={args.group_dims}): embed {big['embed_s']:.1f} s + "
                   f"group {big['group_s']:.1f} s = {big['wall_s']:.1f} s wall ({big['cpu_s']:.1f} s CPU), "
                   f"peak RSS {big['maxrss_mib']:.0f} MiB; AMI {big['ami']:.3f}, PAIA {big['paia_raw']:.3f} -> "
                   f"{big['paia_embedded']:.3f}, {big['iters']} Adam steps")

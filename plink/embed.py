@@ -291,6 +291,8 @@ class ProbeEmbed:
         restarts = (1 if stochastic else 4) if self.n_restarts == "auto" else int(self.n_restarts)
         seeds = rng.integers(0, 2**31 - 1, size=restarts)
         data = _Pairs(n, iu, ju, q, dev, dense=not stochastic)
+        if stochastic:
+            data.Q = (m / scale).astype(np.float32)
         # a startup cost is paid on every path of the host: h_i <= min_j p_ij / 2
         cap = np.full(n, np.inf)
         np.minimum.at(cap, iu, q)
@@ -333,61 +335,146 @@ class ProbeEmbed:
         """Fit and return ``coordinates_``."""
         return self.fit(X).coordinates_
 
+    def _adam(self, params, loss_fn, lr: float, smooth: bool, max_iter: int) -> int:
+        """Adam with the plateau schedule (see the module docstring); returns the steps taken."""
+        import torch
+
+        opt = torch.optim.Adam(params, lr=lr)
+        best = math.inf
+        since = halvings = it = 0
+        ema = None
+        for it in range(1, max_iter + 1):
+            opt.zero_grad(set_to_none=True)
+            loss = loss_fn()
+            loss.backward()
+            opt.step()
+            cur = float(loss.detach())
+            ema = cur if (ema is None or not smooth) else 0.9 * ema + 0.1 * cur
+            if ema < best * (1 - float(self.tol)):
+                best = ema
+                since = 0
+                continue
+            since += 1
+            if since >= self.patience:
+                halvings += 1
+                if halvings > 4:
+                    break
+                lr *= 0.5
+                for grp in opt.param_groups:
+                    grp["lr"] = lr
+                since = 0
+                if smooth:
+                    best = ema
+        return it
+
+    def _init(self, n: int, g, dev):
+        import torch
+
+        d = int(self.n_components)
+        # typical d^alpha ~ 1 (the median normalised distance)
+        v = (torch.randn(n, d, generator=g, dtype=torch.float32) / math.sqrt(2 * d)).to(dev).requires_grad_(True)
+        hraw = torch.zeros(n, dtype=torch.float32, device=dev, requires_grad=True) if self.heights else None
+        return v, hraw
+
     def _fit_once(self, data: "_Pairs", seed: int, stochastic: bool) -> dict:
         import torch
 
         dev = data.device
         g = torch.Generator(device="cpu").manual_seed(seed)
-        n, d = data.n, int(self.n_components)
+        n = data.n
         alpha = float(self.alpha)
-        # typical d^alpha ~ 1 (the median normalised distance)
-        v0 = torch.randn(n, d, generator=g, dtype=torch.float32) / math.sqrt(2 * d)
-        v = v0.to(dev).requires_grad_(True)
-        params = [v]
-        if self.heights:
-            hraw = torch.zeros(n, dtype=torch.float32, device=dev, requires_grad=True)
-            params.append(hraw)
+        if not stochastic:
+            v, hraw = self._init(n, g, dev)
+
+            def heights():
+                return data.hcap * torch.sigmoid(hraw) if hraw is not None else None
+
+            params = [v] + ([hraw] if hraw is not None else [])
+            it = self._adam(params, lambda: data.full_loss(v, heights(), alpha), float(self.lr), False,
+                            int(self.max_iter))
         else:
-            hraw = None
-        opt = torch.optim.Adam(params, lr=float(self.lr))
-        lr = float(self.lr)
-        best = math.inf
-        since = 0
-        halvings = 0
-        ema = None
-        it = 0
-        for it in range(1, int(self.max_iter) + 1):
-            opt.zero_grad(set_to_none=True)
-            h = data.hcap * torch.sigmoid(hraw) if hraw is not None else None
-            if stochastic:
-                loss = data.batch_loss(v, h, alpha, int(self.batch_size), g)
-            else:
-                loss = data.full_loss(v, h, alpha)
-            loss.backward()
-            opt.step()
-            cur = float(loss.detach())
-            ema = cur if (ema is None or not stochastic) else 0.9 * ema + 0.1 * cur
-            if ema < best * (1 - float(self.tol)):
-                best = ema
-                since = 0
-            else:
-                since += 1
-                if since >= self.patience:
-                    halvings += 1
-                    if halvings > 4:
-                        break
-                    lr *= 0.5
-                    for grp in opt.param_groups:
-                        grp["lr"] = lr
-                    since = 0
-                    if stochastic:
-                        best = ema
+            v, hraw, it = self._fit_landmarks(data, g, alpha)
+
+            def heights():
+                return data.hcap * torch.sigmoid(hraw) if hraw is not None else None
+
         with torch.no_grad():
-            h = data.hcap * torch.sigmoid(hraw) if hraw is not None else None
+            h = heights()
             exact = data.exact_loss(v, h, alpha)
             v_np = v.detach().cpu().double().numpy()
             h_np = h.detach().cpu().double().numpy() if h is not None else np.zeros(n)
         return {"loss": exact, "v": v_np, "h": h_np, "n_iter": it}
+
+    def _fit_landmarks(self, data: "_Pairs", g, alpha: float):
+        """Large N: fit landmarks exactly, place the other hosts against them, refine on sampled pairs."""
+        import torch
+
+        n, dev = data.n, data.device
+        n_land = min(n, max(self.full_batch_max_n // 3, 4 * int(self.n_components) + 4))
+        perm = torch.randperm(n, generator=g).numpy()
+        land, rest = np.sort(perm[:n_land]), np.sort(perm[n_land:])
+        Q = data.Q  # (N, N) float32 numpy, NaN = missing
+        hcap = data.hcap
+        # 1. landmarks: the exact full-batch problem on their sub-matrix
+        sub = Q[np.ix_(land, land)]
+        li, lj = np.triu_indices(n_land, 1)
+        ok = ~np.isnan(sub[li, lj])
+        ldata = _Pairs(n_land, li[ok], lj[ok], sub[li, lj][ok], dev, dense=True)
+        ldata.hcap = hcap[torch.as_tensor(land)]
+        vl, hl = self._init(n_land, g, dev)
+
+        def hl_():
+            return ldata.hcap * torch.sigmoid(hl) if hl is not None else None
+
+        it = self._adam([vl] + ([hl] if hl is not None else []), lambda: ldata.full_loss(vl, hl_(), alpha),
+                        float(self.lr), False, int(self.max_iter))
+        # 2. every other host against the (now fixed) landmarks: one dense block
+        block = Q[np.ix_(rest, land)]
+        P = torch.as_tensor(np.nan_to_num(block, nan=0.0), device=dev)
+        W = torch.as_tensor(~np.isnan(block), dtype=torch.float32, device=dev)
+        count = max(float(W.sum()), 1.0)
+        vl_fixed = vl.detach()
+        hl_fixed = hl_().detach() if hl is not None else None
+        vr, hr = self._init(len(rest), g, dev)
+        hcap_r = hcap[torch.as_tensor(rest)]
+        # start each host at the landmark it is closest to
+        nearest = np.nanargmin(np.where(np.isnan(block), np.inf, block), axis=1)
+        with torch.no_grad():
+            vr.copy_(vl_fixed[torch.as_tensor(nearest)] + 0.01 * vr)
+
+        def block_loss():
+            sq_r = (vr * vr).sum(1)
+            sq_l = (vl_fixed * vl_fixed).sum(1)
+            d2 = (sq_r[:, None] + sq_l[None, :] - 2.0 * (vr @ vl_fixed.T)).clamp_min(0.0)
+            pred = _Pairs._powdist(d2, alpha)
+            if hr is not None:
+                pred = pred + (hcap_r * torch.sigmoid(hr))[:, None] + hl_fixed[None, :]
+            r = (pred - P) * W
+            return (r * r).sum() / count
+
+        it += self._adam([vr] + ([hr] if hr is not None else []), block_loss, float(self.lr), False,
+                         int(self.max_iter))
+        # 3. all hosts together on sampled pairs, gently
+        with torch.no_grad():
+            v = torch.empty(n, vl.shape[1], dtype=torch.float32, device=dev)
+            v[torch.as_tensor(land)] = vl_fixed
+            v[torch.as_tensor(rest)] = vr.detach()
+            hraw = None
+            if self.heights:
+                hraw = torch.empty(n, dtype=torch.float32, device=dev)
+                hraw[torch.as_tensor(land)] = hl.detach()
+                hraw[torch.as_tensor(rest)] = hr.detach()
+        v.requires_grad_(True)
+        if hraw is not None:
+            hraw.requires_grad_(True)
+
+        def heights():
+            return hcap * torch.sigmoid(hraw) if hraw is not None else None
+
+        it += self._adam([v] + ([hraw] if hraw is not None else []),
+                         lambda: data.batch_loss(v, heights(), alpha, int(self.batch_size), g),
+                         0.25 * float(self.lr), True, max(1, int(self.max_iter) // 5))
+        return v, hraw, it
 
 
 class _Pairs:
