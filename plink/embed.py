@@ -17,6 +17,14 @@ probably close to that host's neighbours too).
 Details that are ours, not the paper's:
 
 * **Missing pairs** (``NaN``) are masked out of the sum; nothing is filled in.
+* **Heights are bounded**: ``0 <= h_i <= min_j p_ij / 2`` (a startup cost is
+  paid on every path of the host).  With only ``h_i >= 0`` the heights soaked
+  up the common part of all distances (fitted 25 µs where the truth was
+  0-5 µs) and the racks of a row collapsed onto one point.
+* **Refused input** (one-line :class:`PlinkError`): fewer than 3 hosts, a host
+  with fewer than ``min(n_components + 1, 3)`` measured pairs, less than
+  ``min_coverage`` (50%) of the pairs measured, measured pairs that split the
+  hosts into disconnected parts, or no positive measurement.
 * **Scale normalisation**: the probed values are divided by their median
   (``scale_``) before fitting, so the learning rate, tolerances and the
   coordinates do not depend on the unit (µs, ms, ...).  ``coordinates_`` are
@@ -27,14 +35,20 @@ Details that are ours, not the paper's:
   is halved, and fitting stops after the fifth halving or ``max_iter`` steps.
 * **Restarts**: ``n_restarts`` random initialisations; the one with the lowest
   exact loss is kept.
-* **Large N**: up to ``full_batch_max_n`` hosts every step uses every measured
-  pair (masked dense ``(N, N)`` tensors, O(N²) time and memory per step).
-  Above that, each step uses ``batch_size`` pairs drawn uniformly from the
-  measured pairs (an unbiased stochastic gradient of the same objective);
-  the loss used to choose among restarts is still exact.
+* **Large N** (more than ``full_batch_max_n`` hosts): a full-batch step costs
+  O(N²), too slow at N = 4096 on 2 cores, so the fit goes in three stages:
+  (1) ``full_batch_max_n // 3`` random landmark hosts are embedded exactly
+  (full batch, their sub-matrix); (2) every other host is placed against the
+  fixed landmarks (one dense ``(N - L, L)`` block, started at its nearest
+  landmark); (3) all hosts are refined together for at most ``max_iter // 5``
+  Adam steps of ``batch_size`` pairs sampled uniformly from all measured pairs
+  (an unbiased stochastic gradient of the same objective).  ``loss_`` is still
+  the exact objective over all measured pairs.  This is an approximation of
+  the full-batch optimiser; ``stochastic_`` says when it was used.
 
-Complexity: O(max_iter * n_restarts * P * D) time for P pairs per step, O(N²)
-memory.  Measured (benchmarks/embed_group.py): see the README.
+Complexity: O(max_iter * n_restarts * N² * D) time for full-batch fits,
+O(max_iter * (L² + N L + batch_size) * D) above ``full_batch_max_n``; O(N²)
+memory.  Measured run times (benchmarks/embed_group.py) are in the README.
 """
 
 from __future__ import annotations
@@ -154,9 +168,10 @@ class ProbeEmbed:
     min_coverage : float, default 0.5
         Refuse matrices with a smaller fraction of measured pairs.
     full_batch_max_n : int, default 1536
-        Up to this many hosts each step uses all measured pairs.
+        Up to this many hosts each step uses all measured pairs; above, the
+        landmark scheme of the module docstring.
     batch_size : int, default 65536
-        Pairs per step above ``full_batch_max_n`` hosts.
+        Pairs per refinement step above ``full_batch_max_n`` hosts.
     random_state : int, numpy Generator or None
         Seeds initialisation and pair sampling; fits are deterministic for an int on CPU.
     device : str, default "cpu"
@@ -178,7 +193,7 @@ class ProbeEmbed:
     median_rel_error_ : median of ``|fit - p| / p`` over measured pairs with ``p > 0``.
     n_iter_ : Adam steps taken by the best restart.
     n_pairs_ : measured pairs used.
-    stochastic_ : whether steps used sampled pairs (N > ``full_batch_max_n``).
+    stochastic_ : whether the large-N landmark scheme was used (N > ``full_batch_max_n``).
     restart_losses_ : exact loss of every restart.
     hosts_ : host names when fitted on a ProbeData, else None.
     """
