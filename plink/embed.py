@@ -40,8 +40,9 @@ Details that are ours, not the paper's:
   (1) ``full_batch_max_n // 3`` random landmark hosts are embedded exactly
   (full batch, their sub-matrix); (2) every other host is placed against the
   fixed landmarks (one dense ``(N - L, L)`` block, started at its nearest
-  landmark); (3) all hosts are refined together for at most ``max_iter // 5``
-  Adam steps of ``batch_size`` pairs sampled uniformly from all measured pairs
+  landmark); (3) all hosts are refined together for at most ``max_iter // 2``
+  Adam steps (a quarter of ``lr``, ``5 * patience``: the loss of a sampled batch
+  is noisy) of ``batch_size`` pairs sampled uniformly from all measured pairs
   (an unbiased stochastic gradient of the same objective).  ``loss_`` is still
   the exact objective over all measured pairs.  This is an approximation of
   the full-batch optimiser; ``stochastic_`` says when it was used.
@@ -350,7 +351,7 @@ class ProbeEmbed:
         """Fit and return ``coordinates_``."""
         return self.fit(X).coordinates_
 
-    def _adam(self, params, loss_fn, lr: float, smooth: bool, max_iter: int) -> int:
+    def _adam(self, params, loss_fn, lr: float, smooth: bool, max_iter: int, patience: int | None = None) -> int:
         """Adam with the plateau schedule (see the module docstring); returns the steps taken."""
         import torch
 
@@ -370,7 +371,7 @@ class ProbeEmbed:
                 since = 0
                 continue
             since += 1
-            if since >= self.patience:
+            if since >= (patience or self.patience):
                 halvings += 1
                 if halvings > 4:
                     break
@@ -488,7 +489,8 @@ class ProbeEmbed:
 
         it += self._adam([v] + ([hraw] if hraw is not None else []),
                          lambda: data.batch_loss(v, heights(), alpha, int(self.batch_size), g),
-                         0.25 * float(self.lr), True, max(1, int(self.max_iter) // 5))
+                         0.25 * float(self.lr), True, max(1, int(self.max_iter) // 2),
+                         patience=5 * int(self.patience))
         return v, hraw, it
 
 
