@@ -177,7 +177,7 @@ def main() -> None:
         else:
             big = json.loads(proc.stdout.strip().splitlines()[-1])
             print(f"\nN=4096 (moderate noise, alpha={args.alpha_4096}, dims={args.group_dims}): embed {big['embed_s']:.1f} s + "
-                  f"group {big['group_s']:.1f} s = {big['wall_s']:.1f} s wall ({big['cpu_s']:.1f} s CPU), "
+                  f"group {big['group_s']:.1f} s; with PAIA/AMI metrics {big['wall_s']:.1f} s wall ({big['cpu_s']:.1f} s CPU), "
                   f"peak RSS {big['maxrss_mib']:.0f} MiB; AMI {big['ami']:.3f}, PAIA {big['paia_raw']:.3f} -> "
                   f"{big['paia_embedded']:.3f}, {big['iters']} Adam steps")
 
@@ -195,9 +195,10 @@ def main() -> None:
             print(f"  AMI, moderate noise, N={n}, {name}: {a:.3f} (BalancedRandom {rnd:.3f}; target >= 0.95): "
                   f"{'MET' if a >= 0.95 else 'NOT MET'}")
     if big is not None:
-        ok = big["wall_s"] < 60 and big["maxrss_mib"] < 4096
-        print(f"  N=4096 embed+group: {big['wall_s']:.1f} s, {big['maxrss_mib']:.0f} MiB (target < 60 s, < 4096 MiB): "
-              f"{'MET' if ok else 'NOT MET'}")
+        t = big["embed_s"] + big["group_s"]
+        ok = t < 60 and big["maxrss_mib"] < 4096
+        print(f"  N=4096 embed+group: {t:.1f} s (+{big['wall_s'] - t:.1f} s for PAIA/AMI), peak RSS {big['maxrss_mib']:.0f} MiB "
+              f"(target < 60 s, < 4096 MiB): {'MET' if ok else 'NOT MET'}")
 
 
 if __name__ == "__main__":

@@ -168,14 +168,17 @@ class BalancedGrouper:
         Clusterings generated (each from its own k-means++ seed); "auto" is 8 up to
         1024 points and 3 above (each Lloyd step solves an LP).
     max_iter : int, default 50
-        Lloyd iterations per clustering (stops early when labels stop changing).
+        Lloyd iterations per clustering.
+    tol : float, default 1e-4
+        Stop a clustering when its inertia falls by less than this fraction in an iteration
+        (or the assignment stops changing).
     random_state : int, numpy Generator or None
 
     Each clustering starts from k-means++ seeds [Arthur & Vassilvitskii 2007],
     polished by at most 10 unconstrained Lloyd steps (scikit-learn, cheap), then
     alternates the exact constrained assignment (:func:`constrained_assignment`)
     with moving centres to their group means [Bradley, Bennett & Demiriz 2000]
-    until the assignment stops changing or the inertia stops falling.
+    until the assignment stops changing or the inertia falls by less than ``tol``.
     Among the ``n_init`` clusterings the one with the smallest standard
     deviation of group sizes wins, then the lowest inertia, then the earliest
     seed: deterministic for an int ``random_state``.
@@ -186,15 +189,16 @@ class BalancedGrouper:
     """
 
     def __init__(self, n_groups: int | None = None, *, elasticity: float = 1.0, n_init: int | str = "auto",
-                 max_iter: int = 50, random_state=None) -> None:
+                 max_iter: int = 50, tol: float = 1e-4, random_state=None) -> None:
         self.n_groups = n_groups
+        self.tol = tol
         self.elasticity = elasticity
         self.n_init = n_init
         self.max_iter = max_iter
         self.random_state = random_state
 
     def get_params(self, deep: bool = True) -> dict:
-        return {k: getattr(self, k) for k in ("n_groups", "elasticity", "n_init", "max_iter", "random_state")}
+        return {k: getattr(self, k) for k in ("n_groups", "elasticity", "n_init", "max_iter", "tol", "random_state")}
 
     def set_params(self, **params) -> "BalancedGrouper":
         for k, v in params.items():
@@ -215,6 +219,8 @@ class BalancedGrouper:
         for name, v in (("n_init", n_init), ("max_iter", self.max_iter)):
             if not isinstance(v, (int, np.integer)) or isinstance(v, bool) or v < 1:
                 raise PlinkError(f"{name} must be a positive integer, got {v!r}")
+        if not isinstance(self.tol, (int, float)) or isinstance(self.tol, bool) or not 0 <= self.tol < 1:
+            raise PlinkError(f"tol must be a number in [0, 1), got {self.tol!r}")
         rng = _check_random_state(self.random_state)
         seeds = rng.integers(0, 2**31 - 1, size=n_init)
         best = None
@@ -233,7 +239,7 @@ class BalancedGrouper:
                 centers = np.stack([x[new == g].mean(axis=0) for g in range(k)])
                 same = labels is not None and np.array_equal(new, labels)
                 labels = new
-                if same or inertia >= prev * (1 - 1e-9):
+                if same or inertia >= prev * (1 - self.tol):
                     break
                 prev = inertia
             inertia = float(((x - centers[labels]) ** 2).sum())
