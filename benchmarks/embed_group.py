@@ -131,7 +131,7 @@ def main() -> None:
     ap.add_argument("--sizes", type=int, nargs="*", default=None)
     ap.add_argument("--seeds", type=int, default=2, help="seeds per N = 64 case (1 for larger N)")
     ap.add_argument("--dims", type=int, default=3, help="embedding dimensions for the PAIA table (ProbeEmbed default)")
-    ap.add_argument("--group-dims", type=int, default=6, help="embedding dimensions for grouping (plink group default)")
+    ap.add_argument("--group-dims", type=int, default=10, help="embedding dimensions for grouping (plink group default)")
     ap.add_argument("--alpha-4096", type=float, default=1.0)
     ap.add_argument("--skip-4096", action="store_true")
     ap.add_argument("--child-4096", action="store_true", help=argparse.SUPPRESS)

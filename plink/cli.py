@@ -223,7 +223,7 @@ def render_groups_report(groups, console) -> None:
 @click.option("--elasticity", default=1.0, show_default=True, type=float,
               help="Balance elasticity in [1, 2]: 1 = equal sizes, 2 = each group >= N/(2k).")
 @click.option("--alpha", default=1.0, show_default=True, type=float, help="ProbeEmbed exponent in [1, 2].")
-@click.option("--dims", default=6, show_default=True, type=int, help="Embedding dimensions.")
+@click.option("--dims", default=10, show_default=True, type=int, help="Embedding dimensions.")
 @click.option("--no-heights", is_flag=True, help="Do not fit per-host startup costs.")
 @click.option("--seed", default=0, show_default=True, type=int)
 @click.option("--plot", type=click.Path(dir_okay=False), help="Write a picture of the groups (needs matplotlib).")

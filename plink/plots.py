@@ -61,13 +61,15 @@ def plot_groups(coordinates: np.ndarray, labels: np.ndarray, path, *, title: str
     """The first two embedding coordinates, one colour per group."""
     plt = _pyplot()
     x = np.asarray(coordinates, dtype=float)
+    dims = x.shape[1]
     if x.shape[1] == 1:
         x = np.c_[x, np.zeros(len(x))]
     fig, ax = plt.subplots(figsize=(6, 6))
     ax.scatter(x[:, 0], x[:, 1], c=labels, cmap="tab20", s=14)
     ax.set_xlabel("coordinate 1")
     ax.set_ylabel("coordinate 2")
-    ax.set_title(title or f"{len(x)} hosts in {int(labels.max()) + 1} groups")
+    shown = "" if dims <= 2 else f" (first 2 of {dims} coordinates)"
+    ax.set_title(title or f"{len(x)} hosts in {int(labels.max()) + 1} groups{shown}")
     ax.set_aspect("equal", adjustable="datalim")
     _save(fig, path)
     plt.close(fig)

@@ -163,7 +163,7 @@ def test_group_hosts_recovers_racks_at_low_noise():
     assert g.k == 6
     assert g.metrics["ami"] == pytest.approx(1.0)
     assert g.metrics["paia_embedded"] >= 0.99
-    assert g.coordinates.shape == (36, 6)
+    assert g.coordinates.shape == (36, 10)
     assert (g.heights >= 0).all()
     assert g.hosts == probe.names
     assert g.params["groups"] == 6
@@ -213,7 +213,7 @@ def test_cli_group_writes_groups_and_show_reads_them(dc_file, tmp_path, capsys):
     assert report["params"]["alpha"] == 1.0 and report["params"]["groups"] == 4
     g = load_groups(out_file)
     assert g.k == 4 and sorted(g.sizes()) == [4, 4, 4, 4]
-    assert g.coordinates.shape == (16, 6) and g.heights.shape == (16,)
+    assert g.coordinates.shape == (16, 10) and g.heights.shape == (16,)
     assert g.metrics["paia_embedded"] >= 0.99
 
     code, out, err = _run(["show", str(dc_file), "--groups", str(out_file), "--json"], capsys)
