@@ -128,8 +128,14 @@ def render_order_report(result, console) -> None:
     console.print(t)
     solver = result.solver.get("name", "?")
     extra = ""
+    smt = result.solver.get("smt")
+    if result.proven_optimal and smt and smt.get("tolerance"):
+        extra = f", to within {smt['tolerance']:.2g} us"
     if result.lower_bound is not None and result.proven_optimal is not True:
-        extra = f", lower bound {format_us(result.lower_bound)}"
+        gap = result.cost_plink / result.lower_bound - 1 if result.lower_bound > 0 else float("inf")
+        extra = f", lower bound {format_us(result.lower_bound)}: at most {gap:.1%} above optimal"
+    if smt and not result.proven_optimal:
+        extra += f"; Z3: {smt['status']} after {smt['seconds']:.1f} s"
     console.print(f"proven optimal: {proof} (solver: {solver}{extra}); {result.elapsed:.1f} s")
     if result.missing_pairs:
         console.print(f"note: {result.missing_pairs} unmeasured pairs were priced as the worst measured pair")
@@ -142,6 +148,11 @@ def render_order_report(result, console) -> None:
 @click.option("--size", default="25MiB", show_default=True, help="All-reduce size (bytes, or KiB/MiB/GiB/KB/MB/GB).")
 @click.option("--base", default=2, show_default=True, type=int, help="BCube base (--algo bcube).")
 @click.option("--time-limit", default=5.0, show_default=True, type=float, help="Seconds of search.")
+@click.option("--jobs", default=1, show_default=True, type=int, help="Search processes (0: all cores).")
+@click.option("--smt-time", default=0.0, show_default=True, type=float,
+              help="Seconds for Z3 to improve the order or prove it optimal (0: skip).")
+@click.option("--groups", "groups_file", type=click.Path(dir_okay=False),
+              help="Groups file (plink group): also start from the grouping.")
 @click.option("--seed", default=0, show_default=True, type=int)
 @click.option("--format", "fmt", type=click.Choice(["plain", "json"]), default="plain", show_default=True,
               help="Format of the order written with -o (or to stdout).")
@@ -151,7 +162,8 @@ def render_order_report(result, console) -> None:
 @click.option("--unit", type=click.Choice(["us", "ms", "s", "ns"]), default="us", show_default=True,
               help="Latency unit of a plain CSV/NPY matrix.")
 @click.option("--no-bandwidth", is_flag=True, help="Ignore a bandwidth matrix; cost by latency only.")
-def order(probefile, algo, size, base, time_limit, seed, fmt, output, as_json, hosts, unit, no_bandwidth) -> None:
+def order(probefile, algo, size, base, time_limit, jobs, smt_time, groups_file, seed, fmt, output, as_json, hosts, unit,
+          no_bandwidth) -> None:
     """Find the rank order that minimises the collective's cost model.
 
     PROBEFILE is a plink probe file (.json) or a plain latency matrix
@@ -162,17 +174,26 @@ def order(probefile, algo, size, base, time_limit, seed, fmt, output, as_json, h
     Example:
       plink simulate --racks 8 --hosts-per-rack 8 --seed 1 -o dc.json
       plink order dc.json --algo ring -o hosts.txt
+      plink order dc.json --algo hd --time-limit 30 --jobs 0 --smt-time 60 -o hosts.txt
       mpirun --hostfile hosts.txt --map-by seq ...
+
+    Small clusters (ring up to 16 hosts, other algorithms up to ~9) get a
+    certified optimum; the report says whether the order is proven optimal
+    and the best lower bound known.
     """
-    from .order import order_hosts
+    from .order import group_labels, order_hosts
     from .orderfile import render, write_order
     from .units import parse_size
 
     probe = _load_probe(probefile, hosts, unit)
-    result = order_hosts(
-        probe, algo, size=parse_size(size), time_limit=time_limit, seed=seed, base=base,
-        use_bandwidth=not no_bandwidth,
-    )
+    labels = group_labels(probe, groups_file) if groups_file else None
+    nbytes = parse_size(size)
+    console = _stderr_console()
+    with console.status(f"searching {algo} orders of {probe.n} hosts for {time_limit:g} s", spinner="dots"):
+        result = order_hosts(
+            probe, algo, size=nbytes, time_limit=time_limit, seed=seed, base=base,
+            use_bandwidth=not no_bandwidth, jobs=jobs, smt_time=smt_time, labels=labels,
+        )
     if output:
         write_order(output, result, probe, fmt)
     if as_json:
@@ -180,17 +201,189 @@ def order(probefile, algo, size, base, time_limit, seed, fmt, output, as_json, h
         return
     if not output:
         click.echo(render(result, probe, fmt), nl=False)
-    render_order_report(result, _stderr_console())
+    render_order_report(result, console)
     if output:
         click.echo(f"wrote {output}", err=True)
 
 
 # ---------------------------------------------------------------------------
 # probe (probing: plink probe)
-#
-#
-#
-#
+
+EXIT_INCOMPLETE = 3
+
+
+class IncompleteMatrix(PlinkError):
+    """The probe file was written but some pairs are missing (exit 3)."""
+
+    exit_code = EXIT_INCOMPLETE
+
+
+def _probe_summary(probe, output) -> dict:
+    import numpy as np
+
+    meta = probe.meta
+    n = probe.n
+    lat = probe.latency[np.triu_indices(n, 1)]
+    lat = lat[np.isfinite(lat)]
+    out = {
+        "output": output or "-",
+        "hosts": n,
+        "pairs": n * (n - 1) // 2,
+        "missing_pairs": probe.n_missing_pairs(),
+        "complete": bool(meta.get("complete")),
+        "method": meta.get("method"),
+        "rounds": meta.get("rounds"),
+        "rounds_run": len(meta.get("schedule", [])),
+        "elapsed_s": meta.get("elapsed_s"),
+        "latency_us": {"min": None, "median": None, "max": None},
+        "unreachable": meta.get("unreachable", {}),
+        "dead": meta.get("dead", {}),
+        "exit_code": EXIT_OK if meta.get("complete") else EXIT_INCOMPLETE,
+    }
+    if len(lat):
+        out["latency_us"] = {"min": round(float(lat.min()), 2), "median": round(float(np.median(lat)), 2),
+                             "max": round(float(lat.max()), 2)}
+    if probe.bandwidth is not None:
+        bw = probe.bandwidth[np.triu_indices(n, 1)]
+        bw = bw[np.isfinite(bw)]
+        out["bandwidth_gbps"] = ({"min": round(float(bw.min()), 3), "median": round(float(np.median(bw)), 3),
+                                  "max": round(float(bw.max()), 3)} if len(bw) else None)
+    return out
+
+
+class _ProbeProgress:
+    """rich progress bar on a terminal; nothing otherwise (cron)."""
+
+    def __init__(self, enabled: bool):
+        self.enabled = enabled
+        self.progress = None
+        self.task = None
+        self.phase = None
+
+    def __enter__(self):
+        if self.enabled:
+            from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+
+            self.progress = Progress(
+                TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TextColumn("ETA"),
+                TimeRemainingColumn(), TimeElapsedColumn(), console=_stderr_console(), transient=False,
+            )
+            self.progress.__enter__()
+        return self
+
+    def __call__(self, ev) -> None:
+        if self.progress is None:
+            return
+        if ev.phase != self.phase and ev.phase in ("connect", "round"):
+            self.phase = ev.phase
+            label = "connecting" if ev.phase == "connect" else "probing rounds"
+            self.task = self.progress.add_task(label, total=max(ev.total, 1))
+        if self.task is not None and ev.phase in ("connect", "round"):
+            self.progress.update(self.task, completed=ev.done)
+            if ev.phase == "round" and ev.message:
+                self.progress.update(self.task, description=f"probing {ev.message}")
+        if ev.phase == "connect" and ev.message:
+            self.progress.console.print(f"[yellow]unreachable:[/] {ev.message}")
+
+    def __exit__(self, *exc):
+        if self.progress is not None:
+            self.progress.__exit__(*exc)
+
+
+@cli.command()
+@click.argument("hosts", type=click.Path(dir_okay=False))
+@click.option("-o", "--output", type=click.Path(dir_okay=False),
+              help="Probe file to write; rewritten atomically after every round (default: stdout, no checkpoint).")
+@click.option("--method", type=click.Choice(["udp", "fping", "icmp"]), default="udp", show_default=True,
+              help="Latency probe: the agent's UDP echo, fping on the hosts, or ICMP via icmplib.")
+@click.option("--count", default=20, show_default=True, type=int, help="Samples per pair and direction.")
+@click.option("--interval", default=0.01, show_default=True, type=float, help="Seconds between samples.")
+@click.option("--bandwidth", is_flag=True, help="Also measure TCP throughput of every pair (both directions).")
+@click.option("--bw-seconds", default=2.0, show_default=True, type=float,
+              help="Seconds per direction of a bandwidth test (whole seconds for iperf3).")
+@click.option("--streams", default=1, show_default=True, type=int, help="Parallel TCP streams per bandwidth test.")
+@click.option("--bw-tool", type=click.Choice(["auto", "agent", "iperf3"]), default="auto", show_default=True,
+              help="Bandwidth tool; auto = iperf3 when both hosts have it, else the agent's own TCP test.")
+@click.option("--resume", is_flag=True, help="Continue the interrupted probe in -o: measure only missing pairs.")
+@click.option("--concurrency", default=16, show_default=True, type=click.IntRange(1, 16),
+              help="SSH connections opened at a time.")
+@click.option("--timeout", default=10.0, show_default=True, type=float, help="SSH connect/command timeout (s).")
+@click.option("--retries", default=2, show_default=True, type=click.IntRange(0, 10),
+              help="Retries of a failed SSH connection (exponential backoff).")
+@click.option("--ssh-config", type=click.Path(dir_okay=False), help="ssh config file (default: ~/.ssh/config).")
+@click.option("--known-hosts", type=click.Path(dir_okay=False),
+              help="known_hosts file (default: the config's UserKnownHostsFile, else ~/.ssh/known_hosts).")
+@click.option("--accept-new-host-keys", is_flag=True,
+              help="Trust and store keys of hosts not in known_hosts (like OpenSSH accept-new); changed keys are still refused.")
+@click.option("--hosts-format", type=click.Choice(["auto", "plain", "openmpi", "mpich", "slurm"]), default="auto",
+              show_default=True, help="Host list format (see README: 'host:N' is a port or a slot count).")
+@click.option("--python", "python", default="python3", show_default=True, help="Python interpreter on the hosts.")
+@click.option("--json", "as_json", is_flag=True, help="Print a JSON summary on stdout (needs -o).")
+@click.option("-q", "--quiet", is_flag=True, help="No progress and no summary (errors and missing hosts only).")
+def probe(hosts, output, method, count, interval, bandwidth, bw_seconds, streams, bw_tool, resume, concurrency,
+          timeout, retries, ssh_config, known_hosts, accept_new_host_keys, hosts_format, python, as_json, quiet) -> None:
+    """Measure pairwise latency (and bandwidth) between HOSTS over SSH.
+
+    HOSTS is a host list: [user@]host[:port] lines, an OpenMPI hostfile
+    (host slots=N), an MPICH machinefile (host:N) or Slurm node lists
+    (node[01-16]). Nothing is installed on the hosts: a small python3 agent is
+    streamed over SSH and exits when the probe ends. Pairs are probed in
+    N-1 rounds of disjoint pairs (a bye each for odd N). Host keys must be in
+    known_hosts unless --accept-new-host-keys.
+
+    \b
+    Exit codes: 0 complete matrix; 3 incomplete matrix (unreachable or dead
+    hosts; the file is still written, pairs missing as null; rerun with
+    --resume to fill them in); 1 error; 2 usage error.
+
+    \b
+    Example:
+      plink probe hosts.txt -o probe.json
+      plink probe hosts.txt --bandwidth --bw-seconds 3 -o probe.json
+      plink probe hosts.txt -o probe.json --resume     # after a crash / exit 3
+      plink order probe.json --algo ring -o order.txt
+    """
+    from .hostlist import read_hostlist
+    from probes.probe import probe_hosts
+    from probes.ssh import SSHOptions
+
+    if as_json and not output:
+        raise click.UsageError("--json prints a summary on stdout, so the probe file needs -o")
+    if resume and not output:
+        raise click.UsageError("--resume continues the probe file given with -o")
+    entries = read_hostlist(hosts, fmt=hosts_format)
+    opts = SSHOptions(ssh_config=ssh_config, known_hosts=known_hosts, accept_new_host_keys=accept_new_host_keys,
+                      connect_timeout=timeout, command_timeout=max(timeout, 30.0), retries=retries,
+                      concurrency=concurrency, python=python)
+    show_progress = not quiet and not as_json and sys.stderr.isatty()
+    with _ProbeProgress(show_progress) as bar:
+        result = probe_hosts(entries, method=method, count=count, interval=interval, bandwidth=bandwidth,
+                             bw_seconds=bw_seconds, streams=streams, bw_tool=bw_tool, checkpoint=output,
+                             resume=resume, progress=bar, ssh=opts)
+    summary = _probe_summary(result, output)
+    if not output:
+        click.echo(result.dumps(), nl=False)
+    if as_json:
+        _echo_json(summary)
+    else:
+        for name, why in {**summary["unreachable"], **summary["dead"]}.items():
+            state = "unreachable" if name in summary["unreachable"] else "died"
+            click.echo(f"plink probe: {name} {state}: {why}", err=True)
+        if not quiet:
+            lat = summary["latency_us"]
+            line = (f"probed {summary['hosts']} hosts, {summary['pairs'] - summary['missing_pairs']}/"
+                    f"{summary['pairs']} pairs in {summary['rounds_run']} rounds, {summary['elapsed_s']:.1f} s")
+            if lat["median"] is not None:
+                line += f"; latency p10 min/median/max {lat['min']}/{lat['median']}/{lat['max']} us"
+            if summary.get("bandwidth_gbps"):
+                b = summary["bandwidth_gbps"]
+                line += f"; bandwidth min/median/max {b['min']}/{b['median']}/{b['max']} Gbit/s"
+            click.echo(line, err=True)
+            if output:
+                click.echo(f"wrote {output}", err=True)
+    if summary["missing_pairs"]:
+        raise IncompleteMatrix(f"incomplete matrix: {summary['missing_pairs']} of {summary['pairs']} pairs missing"
+                               + (f" (rerun with -o {output} --resume)" if output else "") + ", exit 3")
 
 
 # ---------------------------------------------------------------------------
@@ -344,9 +537,205 @@ def _stdout_console():
 
 # ---------------------------------------------------------------------------
 # schedule / retune (2LHA: plink schedule, plink retune)
-#
-#
-#
+
+
+def render_schedule_summary(s: dict, console) -> None:
+    from rich.table import Table
+
+    from .units import format_size, format_us
+
+    console.print(f"{s['hosts']} hosts in {s['groups']} groups; {s['chunks']} chunks of "
+                  f"{format_size(s['chunk'])} over {format_size(s['size'])}")
+    if "balance" in s:
+        b = s["balance"]
+        console.print(f"master balance max/min: load {b['load']:.3f}, GMs per group {b['gm_groups']:.3f}, "
+                      f"LMs per node {b['lm_nodes']:.3f}")
+    if s.get("verified") is True:
+        console.print(f"verified: every node delivers the exact global sum of every chunk ({s['actions']} actions)")
+    elif s.get("verified") is False:
+        console.print(f"INVALID schedule: {len(s['errors'])} problem(s), first: {s['errors'][0]}")
+    elif "note" in s:
+        console.print(s["note"])
+    if "rounds" not in s:
+        return
+    t41 = s["table41"]
+    t = Table(show_edge=False, title="per all-reduce" + (f" ({s['model']} model)" if "model" in s else ""),
+              title_justify="left")
+    for col in ("algorithm", "rounds", "bytes on wire", "cross-group bytes", "predicted time", "2LHA speedup"):
+        t.add_column(col, justify="left" if col == "algorithm" else "right")
+    pred = s.get("predicted", {})
+    names = {"2lha": "2LHA (this schedule)", "ring": "flat ring", "ps": "sharded PS"}
+    for key in ("2lha", "ring", "ps"):
+        if key == "2lha":
+            rounds, nbytes, cross = s["rounds"], s["bytes_total"], s["bytes_cross_group"]
+        elif key in pred:
+            rounds, nbytes, cross = pred[key]["rounds"], pred[key]["bytes_total"], pred[key]["bytes_cross_group"]
+        else:
+            rounds, nbytes, cross = t41[key]["rounds"], t41[key]["bytes_total"], t41[key]["bytes_cross"]
+        time = format_us(pred[key]["time_us"]) if key in pred else "-"
+        speed = (f"{pred[key]['time_us'] / pred['2lha']['time_us']:.2f}x"
+                 if key in pred and key != "2lha" and pred["2lha"]["time_us"] > 0 else "")
+        t.add_row(names[key], str(rounds), format_size(nbytes), format_size(cross), time, speed)
+    console.print(t)
+    console.print(f"Table 4.1 for 2LHA: {t41['2lha']['rounds']} rounds, 2(N-1)S = "
+                  f"{format_size(t41['2lha']['bytes_total'])}, 2(k-1)S = {format_size(t41['2lha']['bytes_cross'])} "
+                  "cross-group")
+
+
+def _render_or_json(summary: dict, as_json: bool) -> None:
+    if as_json:
+        _echo_json(summary)
+    else:
+        render_schedule_summary(summary, _stderr_console())
+
+
+@cli.command()
+@click.argument("probefile", type=click.Path(dir_okay=False))
+@click.option("--groups", "groups_file", type=click.Path(dir_okay=False),
+              help="Groups file from 'plink group' (default: cluster the latency matrix into sqrt(N) groups).")
+@click.option("--size", required=True, help="All-reduce buffer size (bytes, or KiB/MiB/GiB/KB/MB/GB).")
+@click.option("--chunk", default="64KiB", show_default=True, help="Chunk size.")
+@click.option("--capacity", type=click.Choice(["auto", "cardinality", "bandwidth"]), default="auto",
+              show_default=True,
+              help="Master shares: group size / node (cardinality) or outbound bandwidth (Quicktune); "
+                   "auto = bandwidth when the probe file has a bandwidth matrix.")
+@click.option("--compact", is_flag=True, help="Write the compact form (masters only; expanded on load).")
+@click.option("-o", "--output", type=click.Path(dir_okay=False), required=True, help="Schedule file to write.")
+@click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON on stdout.")
+def schedule(probefile, groups_file, size, chunk, capacity, compact, output, as_json) -> None:
+    """Plan a 2-level hierarchical all-reduce (2LHA) schedule.
+
+    Chunks the buffer, picks a local master per group and a global master
+    per chunk (balanced by group size or bandwidth), writes the action DAG
+    and reports rounds, bytes, cross-group bytes and the predicted time
+    against a flat ring and a sharded parameter server.
+
+    \b
+    Example:
+      plink simulate --racks 4 --hosts-per-rack 4 --bandwidth --seed 1 -o dc.json
+      plink schedule dc.json --size 16MiB -o schedule.json
+      plink verify schedule.json dc.json
+    """
+    from .dag import Schedule
+    from .groupfile import load_groups
+    from .schedule import plan_schedule
+    from .units import parse_size
+    from .verify import VERIFY_LIMIT, summarize
+
+    probe = _load_probe(probefile)
+    labels = load_groups(groups_file).aligned_to(probe.names) if groups_file else None
+    plan = plan_schedule(probe, labels, size=parse_size(size), chunk=parse_size(chunk),
+                         capacity=None if capacity == "auto" else capacity)
+    sched = Schedule.from_plan(plan, parse_size(chunk))
+    summary = summarize(sched, probe)
+    if summary.get("verified") is False:
+        raise PlinkError(f"internal error: generated schedule fails verification: {summary['errors'][0]}")
+    form = "compact" if compact else "dag"
+    if not compact and 4 * plan.n * plan.n_chunks > VERIFY_LIMIT:
+        form = "compact"
+        summary["note_form"] = (f"wrote the compact form: the DAG form would hold about {4 * plan.n * plan.n_chunks} "
+                                "actions (pass --compact to silence this)")
+    sched.save(output, form)
+    summary["output"] = output
+    summary["form"] = form
+    _render_or_json(summary, as_json)
+    if not as_json and "note_form" in summary:
+        click.echo(summary["note_form"], err=True)
+    if not as_json:
+        click.echo(f"wrote {output}", err=True)
+
+
+@cli.command()
+@click.argument("schedulefile", type=click.Path(dir_okay=False))
+@click.argument("probefile", type=click.Path(dir_okay=False), required=False)
+@click.option("--json", "as_json", is_flag=True, help="Print the report as JSON on stdout.")
+def verify(schedulefile, probefile, as_json) -> None:
+    """Prove a schedule correct by symbolic execution (exit 1 if it is not).
+
+    Checks that every node delivers exactly the global sum of every chunk,
+    that every ReceiveFrom has its SendTo and that nothing deadlocks; with
+    PROBEFILE also predicts its time against flat ring and sharded PS.
+
+    \b
+    Example:
+      plink verify schedule.json dc.json
+    """
+    from .dag import load_schedule
+    from .verify import summarize
+
+    sched = load_schedule(schedulefile)
+    probe = _load_probe(probefile) if probefile else None
+    summary = summarize(sched, probe, verify_limit=10**12)
+    if summary["verified"] or as_json:
+        _render_or_json(summary, as_json)
+    if not summary["verified"]:
+        raise PlinkError(f"{schedulefile}: invalid schedule: {summary['errors'][0]}")
+
+
+
+@cli.command()
+@click.argument("schedulefile", type=click.Path(dir_okay=False))
+@click.argument("statsfile", type=click.Path(dir_okay=False))
+@click.option("-o", "--output", type=click.Path(dir_okay=False), required=True, help="New schedule file.")
+@click.option("--quick", is_flag=True, help="Quicktune: re-assign all masters from the measured bandwidths.")
+@click.option("--beta", default=1.0, show_default=True, help="Finetune: weight of the load imbalance in the blame.")
+@click.option("--gamma", default=1.0, show_default=True, help="Finetune: weight of the transfer time in the blame.")
+@click.option("--epsilon", default=1.1, show_default=True, help="Finetune: move only if max/min blame exceeds this.")
+@click.option("--compact", is_flag=True, help="Write the compact form.")
+@click.option("--json", "as_json", is_flag=True, help="Print what changed as JSON on stdout.")
+def retune(schedulefile, statsfile, output, quick, beta, gamma, epsilon, compact, as_json) -> None:
+    """Re-balance a schedule's masters from measured link stats (Autotune).
+
+    Default is one Finetune step: blame every node from STATSFILE (time and
+    load), move a global (else local) master from the most to the least
+    blamed node, exponentially more when the same node stays the bottleneck.
+    --quick re-assigns all masters in proportion to measured bandwidth.
+
+    \b
+    Example:
+      plink simulate --racks 4 --hosts-per-rack 4 --bandwidth --seed 1 -o dc.json
+      plink schedule dc.json --size 16MiB -o schedule.json
+      plink retune schedule.json examples/stats16.json -o schedule2.json
+    """
+    from .autotune import finetune, load_stats, quicktune
+    from .dag import Schedule, ScheduleError, load_schedule
+    from .schedule import node_loads
+
+    sched = load_schedule(schedulefile)
+    if sched.plan is None:
+        raise ScheduleError(f"{schedulefile}: schedule has no master assignment (lm/gm) to retune")
+    stats = load_stats(statsfile, sched.hosts)
+    old = node_loads(sched.plan)
+    if quick:
+        plan = quicktune(sched.plan, stats)
+        info = {"mode": "quicktune"}
+        state = {"bottleneck": None, "streak": 0}
+    else:
+        res = finetune(sched.plan, stats, sched.autotune, beta=beta, gamma=gamma, epsilon=epsilon)
+        plan, state = res.plan, res.state
+        info = {"mode": "finetune", **res.to_dict()}
+    new = Schedule.from_plan(plan, sched.chunk_bytes, meta=sched.meta, autotune=state)
+    new.save(output, "compact" if compact else "dag")
+    loads = node_loads(plan)
+    info["changed_masters"] = int((plan.lm != sched.plan.lm).sum() + (plan.gm != sched.plan.gm).sum())
+    info["load_max_over_min"] = {"before": float(old.max() / old.min()), "after": float(loads.max() / loads.min())}
+    info["output"] = output
+    if as_json:
+        _echo_json(info)
+        return
+    if info["mode"] == "finetune":
+        if info["moved_gm"] or info["moved_lm"]:
+            click.echo(f"finetune: blame max/min {info['blame_ratio']:.3f} > {epsilon}: moved {info['moved_gm']} GM "
+                       f"and {info['moved_lm']} LM from {info['from']} to {info['to']}", err=True)
+        else:
+            ratio = info["blame_ratio"]
+            click.echo(f"finetune: blame max/min {ratio:.3f} <= {epsilon}: nothing to move" if ratio is not None
+                       else "finetune: nothing to move", err=True)
+    else:
+        click.echo(f"quicktune: re-assigned masters, {info['changed_masters']} entries changed", err=True)
+    click.echo(f"wrote {output}", err=True)
+
+
 #
 
 

@@ -14,8 +14,8 @@ from typing import Any
 
 import numpy as np
 
-from solvers.anneal import anneal, nearest_neighbour_ring
 from solvers.costmodels import ALGORITHMS, CostModel, PairCost, check_algorithm
+from solvers.solve import minimise
 
 from .errors import PlinkError
 from .probefile import ProbeData
@@ -93,6 +93,18 @@ def pair_cost(probe: ProbeData, use_bandwidth: bool = True) -> tuple[PairCost, i
     return PairCost.from_matrices(lat, bw), n_missing
 
 
+def group_labels(probe: ProbeData, path: str) -> np.ndarray:
+    """Group label per host of ``probe`` from a groups file (matched by host name)."""
+    from .groupfile import load_groups
+
+    groups = load_groups(path)
+    index = {h: i for i, h in enumerate(groups.hosts)}
+    missing = [h for h in probe.names if h not in index]
+    if missing:
+        raise PlinkError(f"groups file {path} lacks {len(missing)} host(s) of the probe file, e.g. {missing[0]!r}")
+    return np.array([int(groups.labels[index[h]]) for h in probe.names], dtype=int)
+
+
 def random_median(model: CostModel, n_random: int, seed: int) -> float:
     """Median cost of ``n_random`` uniformly random orders (seeded)."""
     rng = np.random.default_rng(seed)
@@ -111,26 +123,45 @@ def order_hosts(
     n_random: int = 500,
     use_bandwidth: bool = True,
     max_iter: int | None = None,
+    jobs: int = 1,
+    smt_time: float = 0.0,
+    labels=None,
 ) -> OrderResult:
     """Search for a rank order of ``probe``'s hosts minimising ``algo``'s cost.
 
     ``algo`` is one of ``ring``, ``hd`` (halving-doubling), ``dbt`` (double
     binary tree) or ``bcube`` (with ``base``); ``size`` is the all-reduce
-    size in bytes (it matters only when bandwidth was probed).  The search
-    runs for ``time_limit`` seconds (or ``max_iter`` moves) from the best of
-    the input order and a nearest-neighbour ring, and never returns an order
-    worse than the input order.
+    size in bytes (it matters only when bandwidth was probed).  Small
+    clusters are solved exactly (certified optimum: Held-Karp for ring up to
+    16 hosts, exhaustive search otherwise); larger ones are searched for
+    ``time_limit`` seconds (or ``max_iter`` moves per job) in ``jobs``
+    processes (0: all cores) from the cheapest of the input order, a
+    nearest-neighbour ring, a greedy-edge ring and, given ``labels`` (one
+    group label per host, e.g. from ``plink group``), the grouping.  With
+    ``smt_time`` > 0 Z3 then tries for that many seconds to find a better
+    order or prove the order optimal.  Never returns an order costlier than
+    the input order.  See ``solvers.solve.minimise``.
     """
     start = time.perf_counter()
     if algo not in ALGORITHMS:
         raise PlinkError(f"unknown algorithm {algo!r} (choose from {', '.join(ALGORITHMS)})")
     if not (time_limit > 0):
         raise PlinkError(f"time limit must be > 0 seconds, got {time_limit}")
+    if not (smt_time >= 0):
+        raise PlinkError(f"--smt-time must be >= 0 seconds, got {smt_time}")
     if size < 0:
         raise PlinkError(f"size must be >= 0 bytes, got {size}")
     if n_random < 1:
         raise PlinkError("n_random must be >= 1")
+    if jobs < 0:
+        raise PlinkError(f"--jobs must be >= 0 (0: all cores), got {jobs}")
+    if max_iter is not None and max_iter < 0:
+        raise PlinkError(f"max_iter must be >= 0, got {max_iter}")
     n = probe.n
+    if n < 1:
+        raise PlinkError("the probe file has no hosts")
+    if labels is not None and len(labels) != n:
+        raise PlinkError(f"got {len(labels)} group labels for {n} hosts")
     try:
         check_algorithm(algo, n, base)
     except ValueError as exc:
@@ -141,28 +172,9 @@ def order_hosts(
     cost_input = model(identity)
     cost_random = random_median(model, n_random, seed)
     kind = "latency+bandwidth" if np.any(pc.inv_bw) else "latency"
-
-    if n <= 3 and algo == "ring":
-        # every ring over <= 3 hosts visits the same hops: nothing to choose
-        return OrderResult(
-            algo, size, base, probe.names, identity.tolist(), cost_input, cost_random, cost_input,
-            n_random, kind, n_missing, proven_optimal=True, lower_bound=cost_input,
-            solver={"name": "trivial", "note": "all rings over <= 3 hosts cost the same"},
-            elapsed=time.perf_counter() - start,
-        )
-
-    # warm start: the better of the input order and a nearest-neighbour ring
-    ring_m = pc.matrix(size)
-    nn = nearest_neighbour_ring(ring_m, 0)
-    init = nn if model(nn) < cost_input else identity
-    res = anneal(
-        model,
-        n,
-        init=init,
-        time_limit=time_limit,
-        max_iter=max_iter,
-        seed=seed,
-        ring_matrix=model.ring_matrix,
+    res = minimise(
+        model, init=identity, labels=labels, time_limit=time_limit, seed=seed, jobs=jobs,
+        smt_time=smt_time, max_iter=max_iter,
     )
     best, best_cost = res.perm, res.cost
     if best_cost > cost_input:  # never hand back something worse than what the user has
@@ -179,6 +191,8 @@ def order_hosts(
         n_random=n_random,
         model=kind,
         missing_pairs=n_missing,
-        solver={"name": "anneal", "iterations": res.iterations, "accepted": res.accepted, "seconds": round(res.elapsed, 3)},
+        proven_optimal=bool(res.proven_optimal),
+        lower_bound=res.lower_bound,
+        solver={"name": res.method, **res.info},
         elapsed=time.perf_counter() - start,
     )

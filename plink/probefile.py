@@ -431,6 +431,15 @@ def _is_number(s: str) -> bool:
         return s.strip().lower() in ("", "nan", "na", "null", "none", "-")
 
 
+def _is_value(s: str) -> bool:
+    """A cell holding an actual number (not empty, not a missing marker)."""
+    try:
+        float(s)
+        return True
+    except ValueError:
+        return False
+
+
 def read_matrix_csv(path: str | os.PathLike) -> tuple[np.ndarray, list[str] | None]:
     """Read a CSV/TSV matrix; return it and the host names found in it, if any."""
     text = _read_text(path)
@@ -442,14 +451,16 @@ def read_matrix_csv(path: str | os.PathLike) -> tuple[np.ndarray, list[str] | No
     if len(rows[0]) == 1 and " " in lines[0].strip():
         rows = [ln.split() for ln in lines]
     names: list[str] | None = None
-    if not all(_is_number(c) for c in rows[0]):
+    # A header row holds names: no cell after the (possibly empty) corner is a number.
+    if not any(_is_value(c) for c in rows[0][1:]) and not _is_value(rows[0][0]):
         header = [c.strip() for c in rows[0]]
         rows = rows[1:]
         # A header may have an empty (or label) corner cell over a name column.
         if rows and len(header) == len(rows[0]) and not _is_number(rows[0][0]):
             header = header[1:]
         names = header
-    if rows and not _is_number(rows[0][0]):
+    # A name column: the first cell of every row is text.
+    if rows and all(r and not _is_number(r[0]) for r in rows):
         col = [r[0].strip() for r in rows]
         rows = [r[1:] for r in rows]
         if names is None:

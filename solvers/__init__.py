@@ -4,3 +4,4 @@ Pure functions over plain numpy data; nothing here imports ``plink``.
 """
 
 from .costmodels import ALGORITHMS, CostModel, PairCost  # noqa: F401
+from .solve import SolveResult, minimise  # noqa: F401

@@ -1,0 +1,375 @@
+"""Execute a 2LHA schedule with torch.distributed point-to-point operations.
+
+:func:`all_reduce` is a drop-in hierarchical all-reduce: every rank calls
+``all_reduce(tensor, schedule)`` and afterwards holds the element-wise sum
+of everyone's ``tensor`` (in place), computed by the schedule's action DAG
+with ``isend``/``irecv`` (Gloo on CPU, any backend with point-to-point).
+Schedule node ``i`` is rank ``i`` of ``group`` (default: the world), so
+write the schedule with the hosts in rank order.
+
+How the DAG runs.  The schedule is verified once (:func:`plink.verify.verify`,
+which also gives every action its *level*: the number of message hops
+before it) and compiled, per rank, into rounds.  In round ``d`` a rank
+
+1. runs its actions of level ``d - 1`` in dependency order — Fetch copies
+   the input chunk into the merge buffer, ReceiveFrom adds (``sum``) or
+   copies (``copy``) the messages that arrived for it, Deliver writes the
+   merge buffer to the output, SendTo snapshots the merge buffer;
+2. posts one ``isend`` per peer with all chunks it sends that peer in this
+   round (concatenated in chunk order: coalescing, like AggEngine's one
+   stream per pair) and one matching ``irecv`` per peer it hears from;
+3. waits for the round's receives (all receives are posted up front, tagged with
+   their round; sends are waited for at the end).
+
+A message's round is the same on both ends (the sender's level + 1), so
+every receive is matched in the same round and nothing deadlocks; chunks
+never wait on each other, so the chunks are cut into ``waves`` that run as a
+software pipeline (wave ``w`` does its round ``d`` in step ``w + d``): the
+local phase of one wave overlaps the global phase of another (§4.1.2).
+The compiled program is cached per (schedule, rank).
+
+The tensor must be contiguous with ``tensor.numel() * element_size ==
+schedule size``, and every chunk boundary a multiple of the element size.
+Pass ``stats={}`` to receive per-link ``bytes``/``seconds`` (round wall
+time) rows in the :mod:`plink.autotune` stats format for links this rank
+sent on.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .errors import PlinkError
+
+_CACHE: dict[tuple[int, int, bool], "Program"] = {}
+WRITES = ("fetch", "recv")
+
+
+@dataclass
+class Round:
+    actions: list[int]  #: generic actions run before the round's transfers (level d - 1), in dependency order
+    sends: dict[int, list[tuple[int, int]]] = field(default_factory=dict)  #: peer -> [(chunk, send action)]
+    recvs: dict[int, list[int]] = field(default_factory=dict)  #: peer -> chunks arriving this round
+    fast_send: set[int] = field(default_factory=set)  #: peers whose message is one gather after the level
+    eager: set[int] = field(default_factory=set)  #: peers whose message is applied in one op on arrival
+
+
+@dataclass
+class Program:
+    rank: int
+    rounds: list[Round]
+    final: list[int]  #: actions after the last round
+    root_fetch: set[int] = field(default_factory=set)  #: chunks whose fetch comes first (buffer starts as input)
+    deliver_at_end: bool = False  #: every deliver is a sink: copy the whole merge buffer out at the end
+    skip: set[int] = field(default_factory=set)  #: actions done by the fast paths
+    eager_reduce: dict[tuple[int, int], str] = field(default_factory=dict)  #: (round, peer) -> sum / copy
+
+
+def compile_program(dag, rank: int, levels: list[int] | None = None, fast: bool = True) -> Program:
+    """Per-rank rounds of a verified DAG (module docstring).  ``O(A log A)``.
+
+    Fast paths (each taken only when it provably gives the generic result):
+    a fetch without deps is the first action on its buffer, so the buffer
+    starts as the input; a message whose receives have all their
+    dependencies at earlier levels is added (or copied) in one indexed op
+    on arrival; a message whose sends are not followed by a write at the
+    same level is gathered in one op; if every deliver is a sink the merge
+    buffer is copied out once at the end.  ``fast=False`` runs every
+    action one by one (the reference the fast paths are tested against).
+    """
+    from .verify import check
+
+    if levels is None:
+        levels = check(dag).levels
+    m = len(dag)
+    children: dict[int, list[int]] = {}
+    for a in range(m):
+        for d in dag.deps[a]:
+            children.setdefault(d, []).append(a)
+    mine = [a for a in range(m) if dag.node[a] == rank]
+    depth: dict[int, int] = {}
+    for a in mine:  # longest dependency path inside the (node, chunk) chain
+        stack = [a]
+        while stack:
+            x = stack[-1]
+            todo = [d for d in dag.deps[x] if d not in depth]
+            if todo:
+                stack.extend(todo)
+                continue
+            stack.pop()
+            depth[x] = 1 + max((depth[d] for d in dag.deps[x]), default=0)
+    mine.sort(key=lambda a: (levels[a], depth[a], dag.chunk[a], a))
+    rounds_n = max((levels[a] + 1 for a in range(m) if dag.op[a] == "send"), default=0)
+    rounds = [Round([]) for _ in range(rounds_n)]
+    prog = Program(rank, rounds, [])
+    chain: dict[int, list[int]] = {}
+    for a in mine:
+        chain.setdefault(dag.chunk[a], []).append(a)
+    for a in mine:
+        op = dag.op[a]
+        if fast and op == "fetch" and not dag.deps[a]:
+            prog.root_fetch.add(dag.chunk[a])
+        if op == "send":
+            for p in dag.peers[a]:
+                rounds[levels[a]].sends.setdefault(p, []).append((dag.chunk[a], a))
+    for a in range(m):
+        if dag.op[a] == "send" and rank in dag.peers[a]:
+            rounds[levels[a]].recvs.setdefault(dag.node[a], []).append(dag.chunk[a])
+    consumer: dict[tuple[int, int], int] = {}
+    for a in mine:
+        if dag.op[a] == "recv":
+            for p in dag.peers[a]:
+                consumer[(p, dag.chunk[a])] = a
+    for d0, r in enumerate(rounds):
+        for p in r.sends:
+            r.sends[p].sort()
+            if not fast:
+                continue
+            # a send is "last" at its level when no write on its buffer follows it at the same level
+            if all(not any(dag.op[b] in WRITES and levels[b] == levels[a] and depth[b] > depth[a]
+                           for b in chain[c]) for c, a in r.sends[p]):
+                r.fast_send.add(p)
+        for p in r.recvs:
+            r.recvs[p].sort()
+            if not fast:
+                continue
+            cons = [consumer[(p, c)] for c in r.recvs[p]]
+            modes = {dag.reduce[a] for a in cons}
+            if len(modes) == 1 and all(max((levels[d] for d in dag.deps[a]), default=-1) < d0 + 1 for a in cons):
+                r.eager.add(p)
+                prog.eager_reduce[(d0 + 1, p)] = modes.pop()
+    # recv actions fully served by eager messages are skipped
+    eager_pairs = {(p, c) for d0, r in enumerate(rounds) for p in r.eager for c in r.recvs[p]}
+    for a in mine:
+        op = dag.op[a]
+        if op == "recv" and all((p, dag.chunk[a]) in eager_pairs for p in dag.peers[a]):
+            prog.skip.add(a)
+        elif fast and op == "fetch" and not dag.deps[a]:
+            prog.skip.add(a)
+        elif op == "send":
+            if all(p in rounds[levels[a]].fast_send for p in dag.peers[a]):
+                prog.skip.add(a)
+    delivers = [a for a in mine if dag.op[a] == "deliver"]
+    if fast and all(a not in children for a in delivers):
+        prog.deliver_at_end = True
+        prog.skip.update(delivers)
+    for a in mine:
+        if a in prog.skip:
+            continue
+        (rounds[levels[a]].actions if levels[a] < rounds_n else prog.final).append(a)
+    return prog
+
+
+def _element_bounds(chunks: np.ndarray, size: int, tensor) -> list[slice]:
+    item = tensor.element_size()
+    if tensor.numel() * item != size:
+        raise PlinkError(f"tensor has {tensor.numel() * item} bytes but the schedule is for {size} bytes")
+    if np.any(chunks % item):
+        raise PlinkError(f"schedule chunk boundaries are not multiples of the element size ({item} B)")
+    el = chunks // item
+    return [slice(int(o), int(o + n)) for o, n in el]
+
+
+def _split_waves(prog: Program, dag, waves: int) -> list[list[Round]]:
+    """The program's rounds restricted to each wave of chunks (chunk ``c`` is in wave ``c * W // C``)."""
+    nch = len(dag.chunks)
+    wave = [c * waves // nch for c in range(nch)]
+    out = []
+    for w in range(waves):
+        rounds = []
+        for r in prog.rounds:
+            rr = Round([a for a in r.actions if wave[dag.chunk[a]] == w])
+            for p, items in r.sends.items():
+                mine = [(c, a) for c, a in items if wave[c] == w]
+                if mine:
+                    rr.sends[p] = mine
+            for p, chunks in r.recvs.items():
+                mine = [c for c in chunks if wave[c] == w]
+                if mine:
+                    rr.recvs[p] = mine
+            rr.fast_send = {p for p in r.fast_send if p in rr.sends}
+            rr.eager = {p for p in r.eager if p in rr.recvs}
+            rounds.append(rr)
+        out.append(rounds)
+    return out
+
+
+DEFAULT_WAVES = 4
+
+
+def all_reduce(tensor, schedule, group=None, stats: dict | None = None, fast: bool = True,
+               waves: int = DEFAULT_WAVES):
+    """Sum ``tensor`` over all ranks in place by executing ``schedule``; returns ``tensor``.
+
+    ``schedule`` is a :class:`plink.dag.Schedule` (or a :class:`plink.dag.Dag`).
+    Merge buffers are the rows of a ``(C, E)`` matrix (``E`` = the longest
+    chunk in elements, shorter chunks zero-padded), so a message of several
+    chunks is one row gather/scatter; the padding of a short last chunk
+    travels with it.  The chunks are split into ``waves`` groups that run
+    as a software pipeline (wave ``w`` does round ``d`` in step ``w + d``):
+    chunks never depend on each other, so the rounds of different waves
+    overlap.
+    """
+    import torch
+    import torch.distributed as dist
+
+    dag = schedule.dag if hasattr(schedule, "dag") and not hasattr(schedule, "node") else schedule
+    size = int(np.asarray(dag.chunks)[:, 1].sum())
+    world = dist.get_world_size(group)
+    rank = dist.get_rank(group)
+    if world != dag.n:
+        raise PlinkError(f"the schedule has {dag.n} nodes but the process group has {world} ranks")
+    if not tensor.is_contiguous():
+        raise PlinkError("all_reduce needs a contiguous tensor")
+    if waves < 1:
+        raise PlinkError(f"waves must be >= 1, got {waves}")
+    bounds = _element_bounds(np.asarray(dag.chunks), size, tensor)
+    nch = len(bounds)
+    waves = min(waves, nch)
+    key = (id(dag), rank, fast, waves)
+    prog = _CACHE.get(key)
+    if prog is None or getattr(prog, "_dag", None) is not dag:
+        prog = compile_program(dag, rank, fast=fast)
+        prog._dag = dag  # type: ignore[attr-defined]
+        prog._waves = _split_waves(prog, dag, waves)  # type: ignore[attr-defined]
+        prog._idx = {}  # type: ignore[attr-defined]
+        for w, rounds in enumerate(prog._waves):  # type: ignore[attr-defined]
+            for d, r in enumerate(rounds, start=1):
+                for p in r.fast_send:
+                    prog._idx[("s", w, d, p)] = torch.tensor([c for c, _ in r.sends[p]], dtype=torch.long)  # type: ignore
+                for p in r.eager:
+                    prog._idx[("r", w, d, p)] = torch.tensor(r.recvs[p], dtype=torch.long)  # type: ignore
+        if len(_CACHE) >= 16:  # a few schedules at a time; forget the oldest
+            _CACHE.pop(next(iter(_CACHE)))
+        _CACHE[key] = prog
+    idx = prog._idx  # type: ignore[attr-defined]
+    wave_rounds: list[list[Round]] = prog._waves  # type: ignore[attr-defined]
+    nrounds = len(prog.rounds)
+    flat = tensor.view(-1)
+    width = max(b.stop - b.start for b in bounds)
+    regular = all(b.start == c * width for c, b in enumerate(bounds))
+    # merge and receive buffers are kept with the compiled program and reused by the next call
+    # (fresh large tensors cost page faults on every call)
+    bufs = prog.__dict__.setdefault("_bufs", {})
+    if bufs.get("dtype") != flat.dtype:
+        bufs.clear()
+        bufs["dtype"] = flat.dtype
+    nonroot = [c for c in range(nch) if c not in prog.root_fetch]
+    # equal chunks, every fetch first and every deliver a sink: the merge buffers *are* the
+    # tensor's rows (no copy in, no copy out)
+    alias = regular and not nonroot and prog.deliver_at_end and nch * width == flat.numel()
+    if alias:
+        buf = flat.view(nch, width)
+    else:
+        if "buf" not in bufs:
+            bufs["buf"] = torch.zeros(nch, width, dtype=flat.dtype)
+        buf = bufs["buf"]
+        if not regular or bounds[-1].stop - bounds[-1].start < width:
+            buf.zero_()
+        if regular:
+            buf.view(-1)[: flat.numel()].copy_(flat)
+            for c in nonroot:
+                buf[c] = 0
+        else:
+            for c in prog.root_fetch:
+                buf[c, : bounds[c].stop - bounds[c].start] = flat[bounds[c]]
+    rows = buf.view(-1)
+    orig = flat.clone() if nonroot else flat
+    pending: dict[tuple[int, int], "torch.Tensor"] = {}
+
+    def peer_rank(p: int) -> int:
+        return p if group is None else dist.get_global_rank(group, p)
+
+    def tag(w: int, d: int) -> int:
+        return w * (nrounds + 1) + d
+
+    def cached(name, n):
+        t = bufs.get(name)
+        if t is None:
+            t = bufs[name] = torch.empty(n, width, dtype=flat.dtype)
+        return t
+
+    def run(actions: list[int]) -> dict[int, "torch.Tensor"]:
+        snaps: dict[int, torch.Tensor] = {}
+        for a in actions:
+            op, c = dag.op[a], dag.chunk[a]
+            if op == "fetch":
+                buf[c, : bounds[c].stop - bounds[c].start] += orig[bounds[c]]
+            elif op == "recv":
+                if dag.reduce[a] == "copy":
+                    buf[c] = pending.pop((dag.peers[a][0], c))
+                else:
+                    for p in dag.peers[a]:
+                        got = pending.pop((p, c), None)
+                        if got is not None:  # None: already added by the eager path
+                            buf[c] += got
+            elif op == "deliver":
+                flat[bounds[c]] = buf[c, : bounds[c].stop - bounds[c].start]
+            else:  # send: snapshot now; the merge buffer may change later in this level
+                snaps[a] = buf[c].clone()
+        return snaps
+
+    # every receive is posted up front (tag = wave and round), so no sender ever waits for a
+    # receiver to get there; sends are waited for only at the end
+    posted: dict[tuple[int, int], list] = {}
+    for w, rounds in enumerate(wave_rounds):
+        for d, rnd in enumerate(rounds, start=1):
+            posted[(w, d)] = [
+                (p, chunks, t, dist.irecv(t, src=peer_rank(p), group=group, tag=tag(w, d)))
+                for p, chunks in rnd.recvs.items()
+                for t in [cached(("recv", w, d, p), len(chunks))]
+            ]
+    send_works = []
+    links: dict[int, list[float]] = {}
+    for step in range(1, nrounds + len(wave_rounds)):
+        active = [(w, step - w) for w in range(len(wave_rounds)) if 1 <= step - w <= nrounds]
+        t0 = time.perf_counter()
+        for w, d in active:
+            rnd = wave_rounds[w][d - 1]
+            snaps = run(rnd.actions)
+            for p, items in rnd.sends.items():
+                if p in rnd.fast_send:
+                    sel = idx[("s", w, d, p)]
+                    out = cached(("send", w, d, p), len(sel))
+                    torch.index_select(buf, 0, sel, out=out)
+                else:
+                    out = torch.stack([snaps[a] if a in snaps else buf[c].clone() for c, a in items])
+                send_works.append(dist.isend(out, dst=peer_rank(p), group=group, tag=tag(w, d)))
+                if stats is not None:
+                    links.setdefault(p, [0.0, 0.0])[0] += out.numel() * out.element_size()
+        for w, d in active:
+            rnd = wave_rounds[w][d - 1]
+            for p, chunks, t, work in posted[(w, d)]:
+                work.wait()
+                if p in rnd.eager:
+                    if prog.eager_reduce[(d, p)] == "sum":
+                        buf.index_add_(0, idx[("r", w, d, p)], t)
+                    else:
+                        buf.index_copy_(0, idx[("r", w, d, p)], t)
+                    continue
+                for i, c in enumerate(chunks):
+                    pending[(p, c)] = t[i]
+        if stats is not None:
+            dt = time.perf_counter() - t0
+            for p in {p for w, d in active for p in wave_rounds[w][d - 1].sends}:
+                links[p][1] += dt
+    run(prog.final)
+    for work in send_works:
+        work.wait()
+    if prog.deliver_at_end and not alias:
+        if regular:
+            flat.copy_(rows[: flat.numel()])
+        else:
+            for c in range(nch):
+                flat[bounds[c]] = buf[c, : bounds[c].stop - bounds[c].start]
+    if pending:
+        raise PlinkError(f"internal error: {len(pending)} received chunks were never used")
+    if stats is not None:
+        names = list(getattr(schedule, "hosts", dag.hosts))
+        stats.setdefault("links", []).extend(
+            {"src": names[rank], "dst": names[p], "bytes": int(b), "seconds": s} for p, (b, s) in sorted(links.items())
+        )
+    return tensor

@@ -1,0 +1,505 @@
+"""Prove a schedule correct by symbolic execution, and predict its time.
+
+:func:`verify` executes an action DAG (:mod:`plink.dag`) symbolically: the
+value of every merge buffer is the *set of contributors* it holds (a bitset
+over nodes).  Every ``recv sum`` checks that what it adds is disjoint from
+what the buffer already holds, so a value never counts a node twice; every
+``deliver`` checks that the buffer holds exactly all N nodes.  Together:
+every node delivers exactly the global sum of every chunk — nothing
+missing, nothing double counted.  Also checked: structure (ids, peers,
+reduce modes, deps only inside one node and chunk), that every SendTo has
+exactly one matching ReceiveFrom and vice versa, that execution in
+dependency order (Kahn's algorithm, messages as extra edges) runs every
+action (no deadlock), that each (node, chunk) fetches and delivers exactly
+once, and that no two conflicting actions on one merge buffer are unordered
+(reads — send, deliver — may run together, so may ``recv sum``s; anything
+else must be ordered by the DAG).  Complexity ``O(A + M N / w)`` for ``A``
+actions and ``M`` messages (``w``-bit words of the bitsets).
+
+The *round* of a message is the number of message hops that causally precede
+it plus one (member -> LM is round 1, LM -> GM round 2, GM -> LM round 3,
+LM -> member round 4: Table 4.1's 4 rounds for 2LHA).
+
+Time model (:func:`predict_time`), phase-synchronous alpha-beta with
+per-node link sharing: the messages of one round run concurrently; a
+node's concurrent sends share its NIC, and so do its receives, so round
+``r`` takes::
+
+    T_r = max_{(i,j) in r} lat_ij + max_i max( sum_j B_r(i,j) / bw_ij , sum_j B_r(j,i) / bw_ji )
+
+where ``B_r(i, j)`` are the bytes ``i`` sends ``j`` in round ``r``, ``lat``
+is the probe's latency (µs, as in the ordering cost models) and ``bw`` the
+pair bandwidth when alone (Gbit/s; without a bandwidth matrix only the
+latency term remains).  The total is ``sum_r T_r`` — no overlap of rounds,
+so it is conservative for 2LHA (whose chunks pipeline, §4.1.2); rack
+uplink sharing is not modelled.  The same model prices the baselines:
+flat ring all-reduce (reduce-scatter + all-gather, ``2(N-1)`` rounds of
+``S/N`` to the ring successor, ring in group order) and fully sharded PS
+(every node serves ``S/N``: push round, pull round).
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from solvers.costmodels import PairCost
+
+from .dag import Dag, ScheduleError
+from .schedule import Plan
+
+READS = ("send", "deliver")
+
+
+@dataclass
+class Traffic:
+    """Messages of one round: ``bytes[m]`` from ``src[m]`` to ``dst[m]``; the round happens ``repeat`` times."""
+
+    src: np.ndarray
+    dst: np.ndarray
+    nbytes: np.ndarray
+    repeat: int = 1
+
+    def aggregated(self, n: int) -> np.ndarray:
+        """Bytes per ordered pair as a dense ``(n, n)`` matrix."""
+        return np.bincount(self.src * n + self.dst, weights=self.nbytes, minlength=n * n).reshape(n, n)
+
+
+@dataclass
+class VerifyReport:
+    ok: bool
+    errors: list[str]
+    n_actions: int
+    n_messages: int = 0
+    rounds: int = 0
+    bytes_total: int = 0
+    bytes_cross: int = 0
+    traffic: list[Traffic] = field(default_factory=list)
+    #: per action: the number of message hops that precede it (a send's messages travel in round level+1)
+    levels: list[int] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"ok": self.ok, "errors": self.errors, "actions": self.n_actions, "messages": self.n_messages,
+                "rounds": self.rounds, "bytes_total": self.bytes_total, "bytes_cross_group": self.bytes_cross}
+
+
+def _structure_errors(dag: Dag, limit: int) -> list[str]:
+    errs: list[str] = []
+    n, c, m = dag.n, len(dag.chunks), len(dag)
+    for a in range(m):
+        if len(errs) >= limit:
+            break
+        node, ch, op, peers, red = dag.node[a], dag.chunk[a], dag.op[a], dag.peers[a], dag.reduce[a]
+        where = f"action {a} ({op} at node {node}, chunk {ch})"
+        if not (0 <= node < n and 0 <= ch < c):
+            errs.append(f"{where}: node or chunk out of range")
+            continue
+        if op in ("send", "recv"):
+            if not peers:
+                errs.append(f"{where}: no peers")
+            if len(set(peers)) != len(peers) or node in peers or any(not 0 <= p < n for p in peers):
+                errs.append(f"{where}: peers must be distinct other nodes")
+        elif peers:
+            errs.append(f"{where}: {op} takes no peers")
+        if op == "recv":
+            if red not in ("sum", "copy"):
+                errs.append(f"{where}: reduce must be 'sum' or 'copy'")
+            elif red == "copy" and len(peers) != 1:
+                errs.append(f"{where}: reduce 'copy' needs exactly one peer")
+        elif red is not None:
+            errs.append(f"{where}: only recv has a reduce mode")
+        for d in dag.deps[a]:
+            if not 0 <= d < m or d == a:
+                errs.append(f"{where}: dependency {d} is not another action")
+            elif dag.node[d] != node or dag.chunk[d] != ch:
+                errs.append(f"{where}: dependency {d} is on another node or chunk")
+    return errs
+
+
+def verify(dag: Dag, max_errors: int = 20) -> VerifyReport:
+    """Execute ``dag`` symbolically and report every violated rule (module docstring)."""
+    n, nchunks, m = dag.n, len(dag.chunks), len(dag)
+    errs = _structure_errors(dag, max_errors)
+    if errs:
+        return VerifyReport(False, errs, m)
+
+    def err(msg: str) -> None:
+        if len(errs) < max_errors:
+            errs.append(msg)
+
+    sends: dict[tuple[int, int, int], int] = {}
+    recvs: dict[tuple[int, int, int], int] = {}
+    for a in range(m):
+        op = dag.op[a]
+        if op == "send":
+            for p in dag.peers[a]:
+                key = (dag.node[a], p, dag.chunk[a])
+                if key in sends:
+                    err(f"node {key[0]} sends chunk {key[2]} to node {p} twice (actions {sends[key]}, {a})")
+                sends[key] = a
+        elif op == "recv":
+            for p in dag.peers[a]:
+                key = (p, dag.node[a], dag.chunk[a])
+                if key in recvs:
+                    err(f"node {key[1]} receives chunk {key[2]} from node {p} twice (actions {recvs[key]}, {a})")
+                recvs[key] = a
+    for key, a in sends.items():
+        if key not in recvs:
+            err(f"SendTo without a matching ReceiveFrom: node {key[0]} -> node {key[1]}, chunk {key[2]} (action {a})")
+    for key, a in recvs.items():
+        if key not in sends:
+            err(f"ReceiveFrom without a matching SendTo: node {key[1]} <- node {key[0]}, chunk {key[2]} (action {a})")
+
+    indeg = [len(d) for d in dag.deps]
+    children: list[list[int]] = [[] for _ in range(m)]
+    for a, ds in enumerate(dag.deps):
+        for d in ds:
+            children[d].append(a)
+        if dag.op[a] == "recv":
+            indeg[a] += len(dag.peers[a])
+    full = (1 << n) - 1
+    buf: dict[int, int] = {}
+    fetched: set[int] = set()
+    delivered: dict[int, int] = {}
+    level = [0] * m
+    msg: dict[tuple[int, int, int], tuple[int, int]] = {}
+    msg_src: list[int] = []
+    msg_dst: list[int] = []
+    msg_len: list[int] = []
+    msg_round: list[int] = []
+    lengths = [int(x) for x in np.asarray(dag.chunks)[:, 1]]
+    ready = deque(a for a in range(m) if indeg[a] == 0)
+    order: list[int] = []
+    while ready:
+        a = ready.popleft()
+        order.append(a)
+        node, ch, op = dag.node[a], dag.chunk[a], dag.op[a]
+        key = node * nchunks + ch
+        lvl = max((level[d] for d in dag.deps[a]), default=0)
+        cur = buf.get(key, 0)
+        if op == "fetch":
+            if key in fetched:
+                err(f"node {node} fetches chunk {ch} twice")
+            elif cur >> node & 1:
+                err(f"double counting: node {node} fetches chunk {ch} into a buffer that already holds its own contribution")
+            fetched.add(key)
+            buf[key] = cur | (1 << node)
+        elif op == "send":
+            for p in dag.peers[a]:
+                msg[(node, p, ch)] = (cur, lvl + 1)
+                msg_src.append(node)
+                msg_dst.append(p)
+                msg_len.append(lengths[ch])
+                msg_round.append(lvl + 1)
+                r = recvs.get((node, p, ch))
+                if r is not None:
+                    indeg[r] -= 1
+                    if indeg[r] == 0:
+                        ready.append(r)
+        elif op == "recv":
+            vals = [msg[(p, node, ch)] for p in dag.peers[a]]
+            lvl = max(lvl, max(v[1] for v in vals))
+            if dag.reduce[a] == "copy":
+                cur = vals[0][0]
+            else:
+                for p, (bits, _) in zip(dag.peers[a], vals):
+                    both = cur & bits
+                    if both:
+                        twice = [i for i in range(n) if both >> i & 1][:5]
+                        err(f"double counting: node {node} adds chunk {ch} from node {p} with contributions "
+                            f"of nodes {twice} already in its buffer")
+                    cur |= bits
+            buf[key] = cur
+        else:  # deliver
+            delivered[key] = delivered.get(key, 0) + 1
+            if cur != full:
+                missing = [i for i in range(n) if not cur >> i & 1][:5]
+                err(f"node {node} delivers chunk {ch} without the contributions of nodes {missing}")
+        level[a] = lvl
+        for b in children[a]:
+            indeg[b] -= 1
+            if indeg[b] == 0:
+                ready.append(b)
+    if len(order) < m:
+        stuck = [a for a in range(m) if indeg[a] > 0]
+        desc = ", ".join(f"{a} ({dag.op[a]} at node {dag.node[a]}, chunk {dag.chunk[a]})" for a in stuck[:3])
+        err(f"deadlock: {len(stuck)} actions can never run, e.g. {desc}")
+    else:
+        for node in range(n):
+            for ch in range(nchunks):
+                got = delivered.get(node * nchunks + ch, 0)
+                if got != 1:
+                    err(f"node {node} delivers chunk {ch} {got} times (must be exactly once)")
+        _race_check(dag, order, err)
+
+    report = VerifyReport(not errs, errs, m, n_messages=len(msg_src), levels=level)
+    if msg_src:
+        src = np.array(msg_src, dtype=np.int64)
+        dst = np.array(msg_dst, dtype=np.int64)
+        ln = np.array(msg_len, dtype=np.int64)
+        rnd = np.array(msg_round, dtype=np.int64)
+        labels = np.asarray(dag.labels)
+        report.rounds = int(rnd.max())
+        report.bytes_total = int(ln.sum())
+        report.bytes_cross = int(ln[labels[src] != labels[dst]].sum())
+        report.traffic = [Traffic(src[rnd == r], dst[rnd == r], ln[rnd == r].astype(float))
+                          for r in range(1, report.rounds + 1)]
+    return report
+
+
+def _race_check(dag: Dag, order: list[int], err) -> None:
+    """Conflicting actions on one merge buffer must be ordered by the DAG."""
+    nchunks = len(dag.chunks)
+    groups: dict[int, list[int]] = {}
+    for a in order:  # topological order
+        groups.setdefault(dag.node[a] * nchunks + dag.chunk[a], []).append(a)
+    for acts in groups.values():
+        pos = {a: i for i, a in enumerate(acts)}
+        anc = [0] * len(acts)
+        for i, a in enumerate(acts):
+            for d in dag.deps[a]:
+                j = pos[d]
+                anc[i] |= anc[j] | (1 << j)
+        for i in range(len(acts)):
+            for j in range(i):
+                if anc[i] >> j & 1:
+                    continue
+                a, b = acts[i], acts[j]
+                oa, ob = dag.op[a], dag.op[b]
+                if oa in READS and ob in READS:
+                    continue
+                if oa == ob == "recv" and dag.reduce[a] == dag.reduce[b] == "sum":
+                    continue
+                err(f"race: actions {b} ({ob}) and {a} ({oa}) of node {dag.node[a]}, chunk {dag.chunk[a]} "
+                    "touch the merge buffer without an order")
+                return
+
+
+def check(dag: Dag) -> VerifyReport:
+    """:func:`verify`, raising :class:`ScheduleError` with the first problem if the schedule is wrong."""
+    rep = verify(dag)
+    if not rep.ok:
+        more = f" (and {len(rep.errors) - 1} more)" if len(rep.errors) > 1 else ""
+        raise ScheduleError(f"invalid schedule: {rep.errors[0]}{more}")
+    return rep
+
+
+# ---------------------------------------------------------------------------
+# traffic straight from a plan (no DAG; for large N)
+
+
+def plan_traffic(plan: Plan) -> list[Traffic]:
+    """The rounds of a 2LHA plan's messages, computed with numpy (``O(C N)``).
+
+    Equal, message for message and round for round, to the traffic
+    :func:`verify` records for ``expand(plan)`` (tested).  A message's round
+    is its causal depth, so an LM without members sends to the GM in round
+    1, not 2.
+    """
+    c = plan.n_chunks
+    ln = plan.chunks[:, 1].astype(float)
+    labels = plan.labels
+    gsz = np.bincount(labels, minlength=plan.k)
+    own_lm = plan.lm[:, labels]  # (C, N): LM of each node's group, per chunk
+    x = plan.gm
+    gx = labels[x]
+    nodes = np.broadcast_to(np.arange(plan.n), (c, plan.n))
+    lens = np.broadcast_to(ln[:, None], (c, plan.n))
+    member = own_lm != nodes
+    in_gm_group = labels[None, :] == gx[:, None]
+    lm_depth = np.where(gsz >= 2, 2, 1)  # round of a (non-GM) LM's send to the GM
+    other = np.broadcast_to(np.arange(plan.k), (c, plan.k)) != gx[:, None]
+    gm_recv = np.where(gsz[gx] >= 2, 1, 0)
+    if plan.k > 1:
+        gm_recv = np.maximum(gm_recv, np.where(other, lm_depth[None, :], 0).max(axis=1))
+    gm_send = gm_recv + 1  # round of the GM's sends, per chunk
+    src, dst, nb, rnd = [], [], [], []
+
+    def put(s, d, b, r):
+        src.append(s)
+        dst.append(d)
+        nb.append(b)
+        rnd.append(r)
+
+    put(nodes[member], own_lm[member], lens[member], np.ones(int(member.sum()), dtype=np.int64))
+    lm_o = plan.lm[other]
+    gm_o = np.broadcast_to(x[:, None], (c, plan.k))[other]
+    len_o = np.broadcast_to(ln[:, None], (c, plan.k))[other]
+    put(lm_o, gm_o, len_o, np.broadcast_to(lm_depth[None, :], (c, plan.k))[other])
+    gs = np.broadcast_to(gm_send[:, None], (c, plan.k))[other]
+    put(gm_o, lm_o, len_o, gs)
+    m3 = member & in_gm_group
+    put(own_lm[m3], nodes[m3], lens[m3], np.broadcast_to(gm_send[:, None], (c, plan.n))[m3])
+    m4 = member & ~in_gm_group
+    put(own_lm[m4], nodes[m4], lens[m4], np.broadcast_to(gm_send[:, None] + 1, (c, plan.n))[m4])
+    s, d, b, r = (np.concatenate(v) for v in (src, dst, nb, rnd))
+    if len(r) == 0:
+        return []
+    return [Traffic(s[r == i], d[r == i], b[r == i]) for i in range(1, int(r.max()) + 1)]
+
+
+# ---------------------------------------------------------------------------
+# time model and baselines
+
+
+@dataclass
+class Prediction:
+    name: str
+    time_us: float
+    rounds: int
+    bytes_total: float
+    bytes_cross: float
+    round_us: list[float] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"name": self.name, "time_us": self.time_us, "rounds": self.rounds,
+                "bytes_total": self.bytes_total, "bytes_cross_group": self.bytes_cross}
+
+
+def pair_cost(probe) -> PairCost:
+    """Pair costs of a probe; missing pairs priced as the worst measured pair (latency and bandwidth)."""
+    lat = np.array(probe.latency, dtype=float)
+    off = ~np.eye(len(lat), dtype=bool)
+    finite = lat[off & np.isfinite(lat)]
+    lat[off & ~np.isfinite(lat)] = finite.max() if finite.size else 1.0
+    bw = None
+    if probe.bandwidth is not None:
+        bw = np.array(probe.bandwidth, dtype=float)
+        good = bw[off & np.isfinite(bw) & (bw > 0)]
+        bw[off & ~(np.isfinite(bw) & (bw > 0))] = good.min() if good.size else 1.0
+    return PairCost.from_matrices(lat, bw)
+
+
+def round_time(t: Traffic, pc: PairCost) -> float:
+    """``T_r`` of one round (module docstring), in µs."""
+    if len(t.src) == 0:
+        return 0.0
+    n = pc.n
+    cost = t.nbytes * pc.inv_bw[t.src, t.dst]
+    send = np.bincount(t.src, weights=cost, minlength=n)
+    recv = np.bincount(t.dst, weights=cost, minlength=n)
+    return float(pc.latency[t.src, t.dst].max() + max(send.max(), recv.max()))
+
+
+def predict_time(name: str, traffic: list[Traffic], pc: PairCost, labels) -> Prediction:
+    labels = np.asarray(labels)
+    per = [round_time(t, pc) for t in traffic]
+    total = sum(p * t.repeat for p, t in zip(per, traffic))
+    rounds = sum(t.repeat for t in traffic)
+    nbytes = sum(float(t.nbytes.sum()) * t.repeat for t in traffic)
+    cross = sum(float(t.nbytes[labels[t.src] != labels[t.dst]].sum()) * t.repeat for t in traffic)
+    return Prediction(name, float(total), int(rounds), nbytes, cross, per)
+
+
+def ring_traffic(labels, size: float) -> list[Traffic]:
+    """Flat ring all-reduce in group order: ``2(N-1)`` rounds of ``S/N`` bytes to the successor."""
+    labels = np.asarray(labels)
+    n = len(labels)
+    if n < 2:
+        return []
+    order = np.argsort(labels, kind="stable")
+    t = Traffic(order, np.roll(order, -1), np.full(n, size / n), repeat=2 * (n - 1))
+    return [t]
+
+
+def ps_traffic(n: int, size: float) -> list[Traffic]:
+    """Fully sharded, colocated PS: push ``S/N`` to every other shard, then pull it back (2 rounds)."""
+    if n < 2:
+        return []
+    i, j = np.nonzero(~np.eye(n, dtype=bool))
+    push = Traffic(i, j, np.full(len(i), size / n))
+    pull = Traffic(j, i, np.full(len(i), size / n))
+    return [push, pull]
+
+
+def table41(labels, size: float) -> dict[str, dict[str, float]]:
+    """Table 4.1's formulas for this N, group sizes and ``S`` (rounds, bytes on wire, cross-group bytes).
+
+    With ``N`` hosts in ``k`` groups of sizes ``n_g``: 2LHA ``4`` rounds,
+    ``2(N-1)S`` bytes, ``2(k-1)S`` cross-group; ring (reduce-scatter +
+    all-gather) ``2(N-1)`` rounds, ``2(N-1)S`` bytes, ``2k(N-1)/N S``
+    cross-group (``k`` ring edges cross groups); sharded PS ``2`` rounds,
+    ``2(N-1)S`` bytes, ``2 sum_g n_g (N - n_g) / N S`` cross-group (Table
+    4.1's ``2N(C-1)S`` for equal racks).
+    """
+    labels = np.asarray(labels)
+    n = len(labels)
+    sizes = np.bincount(labels)
+    k = len(sizes)
+    s = float(size)
+    ring_cross = 2 * (k if k > 1 else 0) * (n - 1) / n * s
+    return {
+        "2lha": {"rounds": 4 if n > k and k > 1 else (2 if n > 1 else 0), "bytes_total": 2 * (n - 1) * s,
+                 "bytes_cross": 2 * (k - 1) * s},
+        "ring": {"rounds": 2 * (n - 1), "bytes_total": 2 * (n - 1) * s, "bytes_cross": ring_cross},
+        "ps": {"rounds": 2, "bytes_total": 2 * (n - 1) * s,
+               "bytes_cross": float(2 * (sizes * (n - sizes)).sum() / n * s)},
+    }
+
+
+def compare(plan: Plan, pc: PairCost, traffic: list[Traffic] | None = None) -> dict[str, Prediction]:
+    """Predicted 2LHA vs flat ring vs sharded PS for the plan's hosts, groups and size."""
+    t2 = traffic if traffic is not None else plan_traffic(plan)
+    return {
+        "2lha": predict_time("2lha", t2, pc, plan.labels),
+        "ring": predict_time("ring", ring_traffic(plan.labels, plan.size), pc, plan.labels),
+        "ps": predict_time("ps", ps_traffic(plan.n, plan.size), pc, plan.labels),
+    }
+
+
+#: above this many actions ``summarize`` prices the plan's traffic without building the DAG
+VERIFY_LIMIT = 2_000_000
+
+
+def summarize(sched, probe=None, verify_limit: int = VERIFY_LIMIT) -> dict[str, Any]:
+    """Everything ``plink schedule`` / ``plink verify`` print, as a dict.
+
+    Verifies the DAG when it has at most ``verify_limit`` actions (about
+    ``4 C N``), else prices ``plan_traffic`` and says it was not verified.
+    With ``probe`` (same hosts, same order), adds the predicted times of
+    2LHA, flat ring and sharded PS and the master balance.
+    """
+    from .schedule import balance
+
+    n, nchunks = len(sched.hosts), len(sched.chunks)
+    labels = np.asarray(sched.labels)
+    out: dict[str, Any] = {"hosts": n, "groups": int(labels.max()) + 1, "size": int(sched.size),
+                           "chunks": nchunks, "chunk": int(sched.chunk_bytes)}
+    traffic = None
+    est = 4 * n * nchunks
+    if sched._dag is not None or est <= verify_limit:
+        rep = verify(sched.dag)
+        out["verified"] = rep.ok
+        out["errors"] = rep.errors
+        out["actions"] = rep.n_actions
+        if rep.ok:
+            traffic = rep.traffic
+    else:
+        out["verified"] = None
+        out["errors"] = []
+        out["note"] = f"not verified: about {est} actions (> {verify_limit}); run 'plink verify'"
+        traffic = plan_traffic(sched.plan)
+    if traffic is not None:
+        out["rounds"] = len(traffic)
+        out["bytes_total"] = float(sum(t.nbytes.sum() for t in traffic))
+        out["bytes_cross_group"] = float(sum(t.nbytes[labels[t.src] != labels[t.dst]].sum() for t in traffic))
+        out["table41"] = table41(labels, sched.size)
+    if sched.plan is not None:
+        bw = probe.bandwidth if probe is not None else None
+        if sched.plan.capacity == "cardinality" or bw is not None:
+            out["balance"] = balance(sched.plan, bw)
+    if probe is not None and traffic is not None:
+        if probe.names != list(sched.hosts):
+            raise ScheduleError("the probe file's hosts differ from the schedule's (names or order)")
+        pc = pair_cost(probe)
+        preds = {
+            "2lha": predict_time("2lha", traffic, pc, labels),
+            "ring": predict_time("ring", ring_traffic(labels, sched.size), pc, labels),
+            "ps": predict_time("ps", ps_traffic(n, sched.size), pc, labels),
+        }
+        out["predicted"] = {k: v.to_dict() for k, v in preds.items()}
+        out["model"] = "latency+bandwidth" if probe.bandwidth is not None else "latency"
+    return out

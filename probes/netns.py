@@ -1,0 +1,411 @@
+"""An emulated datacenter on one Linux machine: network namespaces, bridges, htb, sshd.
+
+Used by the probing tests, the examples and other helpers' integration
+tests.  Needs root, ``ip`` (iproute2 with netns), ``tc`` and, for
+``sshd=True``, Debian's ``openssh-server`` and ``ssh-keygen``;
+:func:`unavailable_reason` says what is missing (tests skip with it).
+
+Topology (``R`` racks of ``H`` hosts, subnet ``S`` = e.g. ``"10.231"``)::
+
+    root ns --veth-- spine --rt(k)..rt(1)-- tor(r) [bridge br0] --veth-- host
+                     (router chain of extra_hops per rack)
+
+* host ``r, h`` is namespace ``{prefix}r{r}h{h}`` with address
+  ``S.{r+1}.{h+11}/24`` on ``eth0`` and its own UTS namespace for sshd, so
+  ``hostname`` prints its name;
+* each rack's ``tor`` namespace bridges its hosts (``S.{r+1}.1`` is the
+  rack gateway) and reaches the spine through ``extra_hops`` router
+  namespaces (each adds ~0.25 us per packet and direction: cross-rack RTT
+  is visibly larger than in-rack RTT without netem, which this kernel lacks);
+* the root namespace reaches ``S.0.0/16`` through one veth into the spine;
+  no namespace has a default route, nothing leaves the testbed;
+* shaping with ``htb`` (there is no netem/fq here): every host link at
+  ``host_mbit`` in both directions, every rack uplink (tor <-> first router)
+  at ``uplink_mbit`` in both directions, shared by the rack's hosts, so
+  concurrent cross-rack flows share it (oversubscription).  Packets shorter
+  than 128 bytes (TCP ACKs, probes) get a small priority class, without which
+  traffic in both directions over one uplink collapses in one direction.
+
+Measured on the development machine (2 cores): building 2 racks x 4 hosts
+with sshd takes a few seconds; see ``examples/probe-netns.sh``.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+SSHD = "/usr/sbin/sshd"
+
+
+def unavailable_reason(sshd: bool = True) -> str | None:
+    """Why a NetnsCluster cannot be built here, or None when it can."""
+    if os.name != "posix" or not hasattr(os, "geteuid"):
+        return "network namespaces need Linux"
+    if os.geteuid() != 0:
+        return "network namespaces need root"
+    for tool in ("ip", "tc"):
+        if shutil.which(tool) is None:
+            return f"{tool} (iproute2) is not installed"
+    if sshd:
+        if not os.path.exists(SSHD):
+            return f"{SSHD} (openssh-server) is not installed"
+        if shutil.which("ssh-keygen") is None:
+            return "ssh-keygen (openssh-client) is not installed"
+        if shutil.which("unshare") is None:
+            return "unshare (util-linux) is not installed"
+    probe = f"plinkcheck{os.getpid()}"
+    r = subprocess.run(["ip", "netns", "add", probe], capture_output=True, text=True)
+    if r.returncode != 0:
+        return f"cannot create network namespaces: {r.stderr.strip()}"
+    subprocess.run(["ip", "netns", "del", probe], capture_output=True)
+    return None
+
+
+def _run(argv: list[str], check: bool = True) -> subprocess.CompletedProcess:
+    r = subprocess.run(argv, capture_output=True, text=True)
+    if check and r.returncode != 0:
+        raise RuntimeError(f"{' '.join(argv)} failed: {r.stderr.strip()}")
+    return r
+
+
+def _ns_list() -> list[str]:
+    r = _run(["ip", "netns", "list"], check=False)
+    return [line.split()[0] for line in r.stdout.splitlines() if line.strip()]
+
+
+def _kill_ns_pids(ns: str) -> None:
+    r = _run(["ip", "netns", "pids", ns], check=False)
+    for tok in r.stdout.split():
+        try:
+            os.kill(int(tok), signal.SIGKILL)
+        except (ValueError, ProcessLookupError, PermissionError):
+            pass
+
+
+def cleanup_stale(prefix: str) -> list[str]:
+    """Remove namespaces (and their processes) and the root veth left by a
+    killed run with this ``prefix``.  Returns the namespaces removed."""
+    removed = []
+    for ns in _ns_list():
+        if ns.startswith(prefix) and _is_ours(ns, prefix):
+            _kill_ns_pids(ns)
+            _run(["ip", "netns", "del", ns], check=False)
+            removed.append(ns)
+    _run(["ip", "link", "del", f"{prefix}-up0"], check=False)
+    return removed
+
+
+def _is_ours(ns: str, prefix: str) -> bool:
+    rest = ns[len(prefix):]
+    return rest.startswith(("r", "tor", "rt", "spine"))
+
+
+@dataclass(frozen=True)
+class NetnsHost:
+    name: str
+    address: str
+    netns: str
+    rack: int
+    index: int
+
+
+class NetnsCluster:
+    """Context manager building the emulated cluster (see module docstring).
+
+    After ``__enter__``: ``hosts`` (``.name``, ``.address``, ``.netns``),
+    ``ssh_config``, ``known_hosts``, ``key_path``, ``hostfile`` (paths),
+    ``exec``, ``kill_host``, ``revive_host``, ``listening``, ``rack_of``.
+    Everything is torn down on exit, also after an exception.
+
+    ``clean_shell=True`` hides root's shell dotfiles from SSH sessions (a
+    private mount namespace per sshd), so a login behaves like a fresh VM
+    rather than this machine's root (whose ``.bashrc`` may start pyenv and
+    cost ~0.3 s of CPU per session on shared cores).
+    """
+
+    def __init__(self, racks: int = 2, hosts_per_rack: int = 4, prefix: str = "pk", subnet: str = "10.231",
+                 host_mbit: float = 400, uplink_mbit: float = 400, extra_hops: int = 4, sshd: bool = True,
+                 workdir: str | os.PathLike | None = None, clean_shell: bool = False):
+        if not 1 <= racks <= 99 or not 1 <= hosts_per_rack <= 200:
+            raise ValueError("racks must be 1..99 and hosts_per_rack 1..200")
+        parts = subnet.split(".")
+        if len(parts) != 2 or not all(p.isdigit() and 0 <= int(p) <= 255 for p in parts):
+            raise ValueError(f"subnet must be the first two octets of a /16, like '10.231', not {subnet!r}")
+        if not prefix.isalnum() or len(prefix) > 6:
+            raise ValueError("prefix must be 1..6 letters/digits")
+        self.racks, self.hosts_per_rack = racks, hosts_per_rack
+        self.prefix, self.subnet = prefix, subnet
+        self.host_mbit, self.uplink_mbit = host_mbit, uplink_mbit
+        self.extra_hops, self.sshd = extra_hops, sshd
+        self.clean_shell = clean_shell
+        self._workdir_arg = workdir
+        self.workdir: Path | None = None
+        self._own_workdir = False
+        self.hosts: list[NetnsHost] = []
+        self._namespaces: list[str] = []
+        self._sshd: dict[str, subprocess.Popen] = {}
+        self.ssh_config = self.known_hosts = self.key_path = self.hostfile = None
+
+    # -- names ------------------------------------------------------------
+    def _ns(self, kind: str) -> str:
+        return f"{self.prefix}{kind}"
+
+    def host(self, name: str) -> NetnsHost:
+        for h in self.hosts:
+            if h.name == name:
+                return h
+        raise KeyError(name)
+
+    def rack_of(self, name: str) -> int:
+        return self.host(name).rack
+
+    # -- build ------------------------------------------------------------
+    def __enter__(self) -> "NetnsCluster":
+        reason = unavailable_reason(self.sshd)
+        if reason:
+            raise RuntimeError(reason)
+        cleanup_stale(self.prefix)
+        if self._workdir_arg is None:
+            self.workdir = Path(tempfile.mkdtemp(prefix=f"plink-{self.prefix}-"))
+            self._own_workdir = True
+        else:
+            self.workdir = Path(self._workdir_arg)
+            self.workdir.mkdir(parents=True, exist_ok=True)
+        try:
+            self._build()
+            self.hostfile = str(self.workdir / "hosts.txt")
+            Path(self.hostfile).write_text("".join(f"{h.name}\n" for h in self.hosts))
+            if self.sshd:
+                self._start_sshd()
+        except BaseException:
+            self.close()
+            raise
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def _add_ns(self, ns: str) -> None:
+        _run(["ip", "netns", "add", ns])
+        self._namespaces.append(ns)
+        _run(["ip", "-n", ns, "link", "set", "lo", "up"])
+
+    def _ip(self, ns: str, *args: str) -> None:
+        _run(["ip", "-n", ns, *args])
+
+    def _veth(self, ns_a: str, dev_a: str, ns_b: str, dev_b: str) -> None:
+        _run(["ip", "link", "add", dev_a, "netns", ns_a, "type", "veth", "peer", "name", dev_b, "netns", ns_b])
+        self._ip(ns_a, "link", "set", dev_a, "up")
+        self._ip(ns_b, "link", "set", dev_b, "up")
+
+    def _shape(self, ns: str, dev: str, mbit: float) -> None:
+        """htb at ``mbit`` with a priority class for packets < 128 bytes."""
+        if not mbit or mbit <= 0:
+            return
+        small = max(1.0, min(mbit * 0.05, 20.0))
+        tc = ["tc", "-n", ns]
+        _run(tc + ["qdisc", "add", "dev", dev, "root", "handle", "1:", "htb", "default", "20"])
+        _run(tc + ["class", "add", "dev", dev, "parent", "1:", "classid", "1:1", "htb",
+                   "rate", f"{mbit}mbit", "ceil", f"{mbit}mbit"])
+        _run(tc + ["class", "add", "dev", dev, "parent", "1:1", "classid", "1:10", "htb",
+                   "rate", f"{small}mbit", "ceil", f"{mbit}mbit", "prio", "0"])
+        _run(tc + ["class", "add", "dev", dev, "parent", "1:1", "classid", "1:20", "htb",
+                   "rate", f"{max(1.0, mbit - small)}mbit", "ceil", f"{mbit}mbit", "prio", "1"])
+        # IPv4 total length < 128 bytes -> the small-packet class
+        _run(tc + ["filter", "add", "dev", dev, "parent", "1:", "protocol", "ip", "prio", "1", "u32",
+                   "match", "u16", "0x0000", "0xff80", "at", "2", "flowid", "1:10"])
+
+    def _build(self) -> None:
+        s = self.subnet
+        spine = self._ns("spine")
+        self._add_ns(spine)
+        _run(["ip", "netns", "exec", spine, "sysctl", "-qw", "net.ipv4.ip_forward=1"])
+        # root <-> spine
+        up = f"{self.prefix}-up0"
+        _run(["ip", "link", "add", up, "type", "veth", "peer", "name", "up0", "netns", spine])
+        _run(["ip", "addr", "add", f"{s}.250.1/30", "dev", up])
+        _run(["ip", "link", "set", up, "up"])
+        self._ip(spine, "addr", "add", f"{s}.250.2/30", "dev", "up0")
+        self._ip(spine, "link", "set", "up0", "up")
+        _run(["ip", "route", "replace", f"{s}.0.0/16", "via", f"{s}.250.2", "dev", up])
+
+        for r in range(self.racks):
+            tor = self._ns(f"tor{r}")
+            self._add_ns(tor)
+            _run(["ip", "netns", "exec", tor, "sysctl", "-qw", "net.ipv4.ip_forward=1"])
+            self._ip(tor, "link", "add", "br0", "type", "bridge")
+            self._ip(tor, "addr", "add", f"{s}.{r + 1}.1/24", "dev", "br0")
+            self._ip(tor, "link", "set", "br0", "up")
+            # chain: tor - rt1 - ... - rtK - spine; link k joins hop k and k+1
+            chain = [tor] + [self._ns(f"rt{r}x{k}") for k in range(1, self.extra_hops + 1)] + [spine]
+            for ns in chain[1:-1]:
+                self._add_ns(ns)
+                _run(["ip", "netns", "exec", ns, "sysctl", "-qw", "net.ipv4.ip_forward=1"])
+            for k in range(len(chain) - 1):
+                a, b = chain[k], chain[k + 1]
+                dev_a, dev_b = "ul", f"dl{r}" if b == spine else "dl"
+                self._veth(a, dev_a, b, dev_b)
+                base = 4 * k
+                self._ip(a, "addr", "add", f"{s}.{100 + r}.{base + 1}/30", "dev", dev_a)
+                self._ip(b, "addr", "add", f"{s}.{100 + r}.{base + 2}/30", "dev", dev_b)
+                # upward: everything in the /16 via the next hop (no default route)
+                self._ip(a, "route", "add", f"{s}.0.0/16", "via", f"{s}.{100 + r}.{base + 2}")
+                # downward: this rack's hosts via the previous hop
+                self._ip(b, "route", "add", f"{s}.{r + 1}.0/24", "via", f"{s}.{100 + r}.{base + 1}")
+                if k == 0:  # the rack uplink, shared by the rack's hosts
+                    self._shape(a, dev_a, self.uplink_mbit)
+                    self._shape(b, dev_b, self.uplink_mbit)
+            for h in range(self.hosts_per_rack):
+                name = f"{self.prefix}r{r}h{h}"
+                self._add_ns(name)
+                port = f"p{h}"
+                self._veth(name, "eth0", tor, port)
+                self._ip(tor, "link", "set", port, "master", "br0")
+                addr = f"{s}.{r + 1}.{h + 11}"
+                self._ip(name, "addr", "add", f"{addr}/24", "dev", "eth0")
+                self._ip(name, "route", "add", f"{s}.0.0/16", "via", f"{s}.{r + 1}.1")
+                self._shape(name, "eth0", self.host_mbit)
+                self._shape(tor, port, self.host_mbit)
+                self.hosts.append(NetnsHost(name, addr, name, r, len(self.hosts)))
+
+    # -- sshd ---------------------------------------------------------------
+    def _start_sshd(self) -> None:
+        wd = self.workdir
+        os.makedirs("/run/sshd", mode=0o755, exist_ok=True)  # sshd's privsep dir
+        self.key_path = str(wd / "id_ed25519")
+        _run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", f"plink-{self.prefix}", "-f", self.key_path])
+        auth = wd / "authorized_keys"
+        auth.write_text(Path(self.key_path + ".pub").read_text())
+        os.chmod(auth, 0o600)
+        kh_lines, cfg_lines = [], []
+        for h in self.hosts:
+            hd = wd / h.name
+            hd.mkdir(exist_ok=True)
+            hostkey = hd / "ssh_host_ed25519_key"
+            _run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", h.name, "-f", str(hostkey)])
+            kh_lines.append(f"{h.address} {' '.join(Path(str(hostkey) + '.pub').read_text().split()[:2])}\n")
+            conf = hd / "sshd_config"
+            conf.write_text(
+                f"ListenAddress {h.address}\nPort 22\nHostKey {hostkey}\nPidFile {hd / 'sshd.pid'}\n"
+                f"AuthorizedKeysFile {auth}\nPermitRootLogin prohibit-password\nPubkeyAuthentication yes\n"
+                "PasswordAuthentication no\nKbdInteractiveAuthentication no\nUsePAM no\nStrictModes no\n"
+                "UseDNS no\nPrintMotd no\nPrintLastLog no\nMaxStartups 64:30:128\nMaxSessions 32\n"
+                "AllowTcpForwarding yes\nX11Forwarding no\n"
+            )
+            cfg_lines.append(
+                f"Host {h.name}\n  HostName {h.address}\n  User root\n  Port 22\n  IdentityFile {self.key_path}\n"
+                f"  IdentitiesOnly yes\n  UserKnownHostsFile {wd / 'known_hosts'}\n  StrictHostKeyChecking yes\n\n"
+            )
+        self.known_hosts = str(wd / "known_hosts")
+        Path(self.known_hosts).write_text("".join(kh_lines))
+        self.ssh_config = str(wd / "ssh_config")
+        Path(self.ssh_config).write_text("".join(cfg_lines))
+        for h in self.hosts:
+            self._spawn_sshd(h)
+        self._wait_sshd(self.hosts)
+
+    def _spawn_sshd(self, h: NetnsHost) -> None:
+        conf = self.workdir / h.name / "sshd_config"
+        log = open(self.workdir / h.name / "sshd.log", "ab")
+        script = 'hostname "$0" && exec "$@"'
+        unshare = ["unshare", "--uts"]
+        if self.clean_shell:
+            # a fresh VM's shell: hide the controller's dotfiles (pyenv etc.) from
+            # SSH sessions, in a private mount namespace of this sshd only
+            unshare.append("--mount")
+            script = ('for f in "$HOME/.bashrc" "$HOME/.profile" "$HOME/.bash_profile"; do '
+                      '[ -e "$f" ] && mount --bind /dev/null "$f"; done; ' + script)
+        argv = ["ip", "netns", "exec", h.netns, *unshare, "--", "sh", "-c",
+                script, h.name, SSHD, "-D", "-e", "-f", str(conf)]
+        self._sshd[h.name] = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=log, stderr=log,
+                                              start_new_session=True)
+        log.close()
+
+    def _wait_sshd(self, hosts, timeout: float = 20.0) -> None:
+        end = time.monotonic() + timeout
+        pending = list(hosts)
+        while pending:
+            h = pending[0]
+            try:
+                with socket.create_connection((h.address, 22), timeout=1.0) as sock:
+                    sock.settimeout(1.0)
+                    if sock.recv(4).startswith(b"SSH-"):
+                        pending.pop(0)
+                        continue
+            except OSError:
+                pass
+            proc = self._sshd.get(h.name)
+            if proc is not None and proc.poll() is not None:
+                log = (self.workdir / h.name / "sshd.log").read_text(errors="replace")[-500:]
+                raise RuntimeError(f"sshd on {h.name} exited: {log}")
+            if time.monotonic() > end:
+                raise RuntimeError(f"sshd on {h.name} did not come up within {timeout:.0f} s")
+            time.sleep(0.05)
+
+    # -- operations -----------------------------------------------------------
+    def exec(self, host_name: str, argv: list[str], **kwargs) -> subprocess.CompletedProcess:
+        """Run ``argv`` inside the host's network namespace (subprocess.run)."""
+        return subprocess.run(["ip", "netns", "exec", self.host(host_name).netns, *argv], **kwargs)
+
+    def kill_host(self, name: str, link_delay: float = 0.3) -> None:
+        """Simulate the host dying: kill its sshd and every process in its
+        namespace (SSH sessions, agents), then take its link down.  The link
+        goes down ``link_delay`` s after the kill so the closing TCP
+        connections reach their peers (like a crashed OS, not a power cut)."""
+        h = self.host(name)
+        proc = self._sshd.pop(name, None)
+        if proc is not None:
+            proc.kill()
+            proc.wait()
+        _kill_ns_pids(h.netns)
+        time.sleep(link_delay)
+        _kill_ns_pids(h.netns)
+        self._ip(h.netns, "link", "set", "eth0", "down")
+
+    def revive_host(self, name: str) -> None:
+        """Bring a killed host back (link up, sshd restarted, same keys)."""
+        h = self.host(name)
+        self._ip(h.netns, "link", "set", "eth0", "up")
+        self._ip(h.netns, "route", "replace", f"{self.subnet}.0.0/16", "via", f"{self.subnet}.{h.rack + 1}.1")
+        if self.sshd:
+            self._spawn_sshd(h)
+            self._wait_sshd([h])
+
+    def listening(self, host_name: str) -> list[str]:
+        """Listening TCP/UDP sockets in the host's namespace (``ss -ltnupH``)."""
+        r = self.exec(host_name, ["ss", "-ltnupH"], capture_output=True, text=True, check=True)
+        return [line for line in r.stdout.splitlines() if line.strip()]
+
+    def processes(self, host_name: str) -> list[int]:
+        """PIDs of processes in the host's network namespace."""
+        r = _run(["ip", "netns", "pids", self.host(host_name).netns], check=False)
+        return [int(t) for t in r.stdout.split()]
+
+    def close(self) -> None:
+        for proc in self._sshd.values():
+            try:
+                os.killpg(proc.pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
+            try:
+                proc.kill()
+                proc.wait(timeout=5)
+            except Exception:
+                pass
+        self._sshd.clear()
+        for ns in reversed(self._namespaces):
+            _kill_ns_pids(ns)
+            _run(["ip", "netns", "del", ns], check=False)
+        self._namespaces.clear()
+        _run(["ip", "link", "del", f"{self.prefix}-up0"], check=False)
+        if self._own_workdir and self.workdir is not None:
+            shutil.rmtree(self.workdir, ignore_errors=True)
+            self._own_workdir = False

@@ -1,0 +1,398 @@
+"""SSH transport (paramiko): config, host-key policy, connections, agent channels.
+
+* ``~/.ssh/config`` (or ``ssh_config=``) is honoured for ``HostName``,
+  ``User``, ``Port``, ``IdentityFile``, ``IdentitiesOnly``, ``ProxyJump``
+  (chains too), ``UserKnownHostsFile`` and ``ConnectTimeout``.  ``StrictHostKeyChecking``
+  is deliberately *not* honoured: key checking is never weakened by a config
+  file.
+* Authentication: ssh-agent, the ``IdentityFile`` keys, then the default key
+  files; never a password prompt.
+* Host keys are verified against ``known_hosts`` (``known_hosts=`` or the
+  config's ``UserKnownHostsFile``, else ``~/.ssh/known_hosts`` plus
+  ``/etc/ssh/ssh_known_hosts``).  An unknown host is refused by default;
+  ``accept_new=True`` behaves like OpenSSH's ``StrictHostKeyChecking
+  accept-new``: the key of a host not yet listed is stored (in the first
+  known_hosts file), a *changed* key is still refused.
+* Connections are made at most ``concurrency`` (<= 16) at a time, each with a
+  connect timeout, retried with exponential backoff on network errors (not on
+  authentication or host-key errors, which cannot fix themselves).
+* Remote commands are fixed strings whose variable parts are
+  ``shlex.quote``-d (:func:`probes.session.agent_command`); host names and
+  options never reach a shell unquoted.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from plink.errors import PlinkError
+from plink.hostlist import HostEntry
+
+from .session import AgentLost, AgentSession, agent_command
+
+MAX_CONCURRENCY = 16
+
+
+class SSHError(Exception):
+    """A host could not be reached; the message says why, in one line."""
+
+
+@dataclass
+class SSHOptions:
+    """How to reach hosts (the CLI's SSH options)."""
+
+    ssh_config: str | None = None
+    known_hosts: str | None = None
+    accept_new_host_keys: bool = False
+    connect_timeout: float = 10.0
+    command_timeout: float = 30.0
+    retries: int = 2
+    backoff: float = 0.5
+    concurrency: int = 16
+    python: str = "python3"
+
+    def __post_init__(self):
+        if not 1 <= self.concurrency <= MAX_CONCURRENCY:
+            raise PlinkError(f"--concurrency must be 1..{MAX_CONCURRENCY}, got {self.concurrency}")
+        if self.connect_timeout <= 0 or self.command_timeout <= 0:
+            raise PlinkError("timeouts must be positive")
+        if self.ssh_config and not Path(self.ssh_config).expanduser().is_file():
+            raise PlinkError(f"ssh config {self.ssh_config} does not exist")
+        if self.known_hosts and not self.accept_new_host_keys and not Path(self.known_hosts).expanduser().is_file():
+            raise PlinkError(f"known_hosts file {self.known_hosts} does not exist")
+
+
+@dataclass
+class Target:
+    """One host, resolved through the ssh config."""
+
+    entry: HostEntry
+    hostname: str
+    user: str
+    port: int
+    identity_files: list[str] = field(default_factory=list)
+    proxy_jump: str | None = None
+    known_hosts: list[str] = field(default_factory=list)
+    connect_timeout: float | None = None
+    identities_only: bool = False
+
+    @property
+    def label(self) -> str:
+        return self.entry.ssh_target
+
+
+def _load_config(path: str | None):
+    import paramiko
+
+    if path is None:
+        default = Path("~/.ssh/config").expanduser()
+        if not default.is_file():
+            return paramiko.SSHConfig()
+        path = str(default)
+    try:
+        return paramiko.SSHConfig.from_path(str(Path(path).expanduser()))
+    except Exception as exc:  # malformed config
+        raise PlinkError(f"cannot read ssh config {path}: {exc}") from None
+
+
+def resolve(entry: HostEntry, config, options: SSHOptions) -> Target:
+    """Apply the ssh config to a host-list entry (entry fields win)."""
+    cfg = config.lookup(entry.name)
+    hostname = cfg.get("hostname", entry.name)
+    user = entry.user or cfg.get("user") or _local_user()
+    try:
+        port = entry.port or int(cfg.get("port", 22))
+    except ValueError:
+        raise PlinkError(f"ssh config: bad Port for {entry.name}") from None
+    ids = [str(Path(p).expanduser()) for p in cfg.get("identityfile", [])]
+    jump = cfg.get("proxyjump")
+    if jump and jump.lower() == "none":
+        jump = None
+    if options.known_hosts:
+        kh = [str(Path(options.known_hosts).expanduser())]
+    elif cfg.get("userknownhostsfile"):
+        kh = [str(Path(p).expanduser()) for p in cfg["userknownhostsfile"].split()]
+    else:
+        kh = [str(Path("~/.ssh/known_hosts").expanduser()), "/etc/ssh/ssh_known_hosts"]
+    timeout = None
+    if cfg.get("connecttimeout"):
+        try:
+            timeout = float(cfg["connecttimeout"])
+        except ValueError:
+            pass
+    only = str(cfg.get("identitiesonly", "no")).lower() == "yes" and bool(ids)
+    return Target(entry, hostname, user, port, ids, jump, kh, timeout, only)
+
+
+def _local_user() -> str:
+    import getpass
+
+    try:
+        return getpass.getuser()
+    except Exception:
+        return "root"
+
+
+# ---------------------------------------------------------------------------
+# host keys
+
+
+_known_hosts_lock = threading.Lock()
+
+
+def _host_key_name(hostname: str, port: int) -> str:
+    return hostname if port == 22 else f"[{hostname}]:{port}"
+
+
+def _make_policy(accept_new: bool, store: str | None):
+    import paramiko
+
+    class AcceptNewPolicy(paramiko.MissingHostKeyPolicy):
+        """OpenSSH ``accept-new``: store keys of unknown hosts (changed keys
+        are refused by paramiko before a policy is asked)."""
+
+        def missing_host_key(self, client, hostname, key):
+            if store is None:
+                raise paramiko.SSHException(f"no known_hosts file to store the key of {hostname}")
+            with _known_hosts_lock:
+                path = Path(store)
+                path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+                existing = paramiko.HostKeys()
+                if path.exists():
+                    existing.load(str(path))
+                old = existing.lookup(hostname)
+                if old is not None and len(old):
+                    # known under another key (type): that is a change, not a new host
+                    known = old.get(key.get_name()) or next(iter(old.values()))
+                    raise paramiko.BadHostKeyException(hostname, key, known)
+                line = f"{hostname} {key.get_name()} {key.get_base64()}\n"
+                with open(path, "a", encoding="utf-8") as fh:
+                    fh.write(line)
+                    fh.flush()
+                    os.fsync(fh.fileno())
+            client.get_host_keys().add(hostname, key.get_name(), key)
+
+    class RejectUnknown(paramiko.MissingHostKeyPolicy):
+        def missing_host_key(self, client, hostname, key):
+            raise _UnknownHostKey(hostname, key)
+
+    return AcceptNewPolicy() if accept_new else RejectUnknown()
+
+
+class _UnknownHostKey(Exception):
+    def __init__(self, hostname, key):
+        super().__init__(hostname)
+        self.hostname = hostname
+        self.key = key
+
+
+# ---------------------------------------------------------------------------
+# connections
+
+
+def _connect_once(target: Target, options: SSHOptions, config, depth: int = 0):
+    import paramiko
+
+    if depth > 5:
+        raise SSHError("ProxyJump chain longer than 5 hops")
+    sock = None
+    jump_client = None
+    timeout = target.connect_timeout or options.connect_timeout
+    if target.proxy_jump:
+        hops = [h.strip() for h in target.proxy_jump.split(",") if h.strip()]
+        # ProxyJump a,b: reach b through a, then the target through b.
+        spec = hops[-1]
+        rest = ",".join(hops[:-1]) or None
+        from plink.hostlist import parse_hostlist
+
+        try:
+            jentry = parse_hostlist(spec, source="ProxyJump", fmt="plain")[0]
+        except PlinkError as exc:
+            raise SSHError(f"bad ProxyJump {spec!r}: {exc}") from None
+        jtarget = resolve(jentry, config, options)
+        jtarget.proxy_jump = rest
+        jump_client = _connect_once(jtarget, options, config, depth + 1)
+        try:
+            sock = jump_client.get_transport().open_channel(
+                "direct-tcpip", (target.hostname, target.port), ("127.0.0.1", 0), timeout=timeout,
+            )
+        except Exception as exc:
+            jump_client.close()
+            raise SSHError(f"jump host {spec} cannot reach {target.hostname}:{target.port}: {exc}") from None
+
+    client = paramiko.SSHClient()
+    for kh in target.known_hosts:
+        if os.path.isfile(kh):
+            try:
+                client.get_host_keys().load(kh)
+            except Exception as exc:
+                raise SSHError(f"cannot read known_hosts {kh}: {exc}") from None
+    store = target.known_hosts[0] if target.known_hosts else None
+    client.set_missing_host_key_policy(_make_policy(options.accept_new_host_keys, store))
+    try:
+        client.connect(
+            target.hostname, port=target.port, username=target.user,
+            key_filename=target.identity_files or None, allow_agent=not target.identities_only,
+            look_for_keys=not target.identities_only,
+            timeout=timeout, banner_timeout=timeout, auth_timeout=timeout, sock=sock,
+        )
+    except BaseException:
+        client.close()
+        if jump_client is not None:
+            jump_client.close()
+        raise
+    if jump_client is not None:
+        client._plink_jump = jump_client  # keep it alive; closed with the client
+    return client
+
+
+def connect(target: Target, options: SSHOptions, config=None):
+    """An authenticated ``paramiko.SSHClient`` to ``target``.
+
+    Retries network failures ``options.retries`` times with exponential
+    backoff; raises :class:`SSHError` with a one-line reason.
+    """
+    import paramiko
+
+    config = config if config is not None else _load_config(options.ssh_config)
+    where = f"{target.label} ({target.user}@{target.hostname}:{target.port})"
+    attempt = 0
+    while True:
+        try:
+            return _connect_once(target, options, config)
+        except _UnknownHostKey as exc:
+            kh = ", ".join(target.known_hosts)
+            raise SSHError(
+                f"{where}: host key ({exc.key.get_name()}) is not in known_hosts ({kh}); "
+                "verify it and add it, or pass --accept-new-host-keys to trust it on first use"
+            ) from None
+        except paramiko.BadHostKeyException as exc:
+            raise SSHError(
+                f"{where}: HOST KEY CHANGED ({exc.key.get_name()}), refusing to connect "
+                "(a man-in-the-middle or a reinstalled host; fix known_hosts if you trust it)"
+            ) from None
+        except paramiko.AuthenticationException as exc:
+            raise SSHError(f"{where}: authentication failed ({exc})") from None
+        except SSHError as exc:
+            err = f"{where}: {exc}"
+            retryable = "jump host" in str(exc)
+        except (OSError, socket.timeout, paramiko.SSHException, EOFError) as exc:
+            err = f"{where}: {type(exc).__name__}: {exc}".rstrip(": ")
+            retryable = True
+        if not retryable or attempt >= options.retries:
+            raise SSHError(err)
+        time.sleep(options.backoff * (2 ** attempt))
+        attempt += 1
+
+
+class ChannelPipe:
+    """A paramiko exec channel as an agent pipe (see probes.session)."""
+
+    def __init__(self, client, command: str):
+        self.client = client
+        self.chan = client.get_transport().open_session()
+        self.chan.exec_command(command)
+        self._stderr = b""
+
+    def write(self, data: bytes) -> None:
+        try:
+            self.chan.sendall(data)
+        except (OSError, EOFError) as exc:
+            raise AgentLost(f"ssh channel closed: {exc}") from None
+
+    def read(self, timeout: float) -> bytes:
+        end = time.monotonic() + timeout
+        while True:
+            while self.chan.recv_stderr_ready():
+                self._stderr = (self._stderr + self.chan.recv_stderr(65536))[-4096:]
+            if self.chan.recv_ready():
+                return self.chan.recv(65536)
+            if self.chan.closed or self.chan.eof_received or self.chan.exit_status_ready():
+                if not self.chan.recv_ready():
+                    return b""
+            left = end - time.monotonic()
+            if left <= 0:
+                raise TimeoutError
+            self.chan.settimeout(min(left, 0.05))
+            try:
+                data = self.chan.recv(65536)
+            except socket.timeout:
+                continue
+            return data
+
+    def stderr_tail(self) -> str:
+        try:
+            while self.chan.recv_stderr_ready():
+                self._stderr = (self._stderr + self.chan.recv_stderr(65536))[-4096:]
+        except Exception:
+            pass
+        return self._stderr.decode("utf-8", "replace").strip()
+
+    def close(self) -> None:
+        try:
+            self.chan.shutdown_write()
+        except Exception:
+            pass
+        try:
+            self.chan.close()
+        finally:
+            jump = getattr(self.client, "_plink_jump", None)
+            self.client.close()
+            if jump is not None:
+                jump.close()
+
+
+def start_agent(target: Target, options: SSHOptions, config=None) -> AgentSession:
+    """Connect to ``target`` and start the agent there (no hello yet)."""
+    client = connect(target, options, config)
+    cmd, src = agent_command(options.python)
+    try:
+        pipe = ChannelPipe(client, cmd)
+        pipe.write(src)
+    except Exception as exc:
+        client.close()
+        raise SSHError(f"{target.label}: cannot start the agent: {exc}") from None
+    return AgentSession(pipe, target.entry.name)
+
+
+def start_agents(entries: list[HostEntry], options: SSHOptions, token: str, deadline: float,
+                 on_done=None) -> tuple[dict[int, AgentSession], dict[int, str]]:
+    """Start an agent on every host, ``options.concurrency`` at a time.
+
+    Returns ``(sessions, failures)`` keyed by host index; a failure is a
+    one-line reason.  The hello (token, deadline) is done here so a host whose
+    python3 is missing counts as failed.
+    """
+    config = _load_config(options.ssh_config)
+    targets = [resolve(e, config, options) for e in entries]
+    sessions: dict[int, AgentSession] = {}
+    failures: dict[int, str] = {}
+
+    def one(i: int):
+        try:
+            s = start_agent(targets[i], options, config)
+        except SSHError as exc:
+            return i, None, str(exc)
+        try:
+            s.hello(token, deadline, timeout=options.command_timeout)
+        except Exception as exc:
+            s.close()
+            why = str(exc)
+            return i, None, f"{targets[i].label}: agent did not start: {why}"
+        return i, s, None
+
+    with ThreadPoolExecutor(max_workers=min(options.concurrency, max(1, len(entries)))) as pool:
+        for i, s, err in pool.map(one, range(len(entries))):
+            if s is not None:
+                sessions[i] = s
+            else:
+                failures[i] = err
+            if on_done is not None:
+                on_done(i, err)
+    return sessions, failures

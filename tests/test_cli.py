@@ -1,0 +1,114 @@
+"""The CLI end to end, in a subprocess: exit codes and one-line errors."""
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def run(*args, cwd=None):
+    env = dict(os.environ, PYTHONPATH=ROOT, COLUMNS="120")
+    return subprocess.run(
+        [sys.executable, "-m", "plink", *args], capture_output=True, text=True, env=env, cwd=cwd, timeout=120
+    )
+
+
+def assert_one_line_error(proc, code, fragment):
+    assert proc.returncode == code, (proc.returncode, proc.stderr)
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1, proc.stderr
+    assert "Traceback" not in proc.stderr
+    assert fragment in lines[0], lines[0]
+
+
+@pytest.fixture(scope="module")
+def dc(tmp_path_factory):
+    d = tmp_path_factory.mktemp("dc")
+    path = d / "dc.json"
+    proc = run("simulate", "--racks", "4", "--hosts-per-rack", "4", "--seed", "3", "-o", str(path))
+    assert proc.returncode == 0, proc.stderr
+    return path
+
+
+def test_simulate_then_order(dc, tmp_path):
+    out = tmp_path / "hosts.txt"
+    proc = run("order", str(dc), "--algo", "ring", "--time-limit", "0.5", "-o", str(out))
+    assert proc.returncode == 0, proc.stderr
+    hosts = out.read_text().split()
+    assert sorted(hosts) == sorted(h["name"] for h in json.loads(dc.read_text())["hosts"])
+    assert "plink order" in proc.stderr and "median of 500 random" in proc.stderr
+
+
+def test_order_json_report_and_json_file(dc, tmp_path):
+    out = tmp_path / "order.json"
+    proc = run("order", str(dc), "--algo", "hd", "--time-limit", "0.3", "--json", "--format", "json", "-o", str(out))
+    assert proc.returncode == 0, proc.stderr
+    report = json.loads(proc.stdout)
+    assert report["algo"] == "hd"
+    assert report["cost_plink"] <= report["cost_input"]
+    assert report["speedup_vs_random"] >= 1.0
+    doc = json.loads(out.read_text())
+    assert doc["format"] == "plink-order"
+    assert [h["rank"] for h in doc["hosts"]] == list(range(16))
+
+
+def test_order_to_stdout_when_no_output(dc):
+    proc = run("order", str(dc), "--time-limit", "0.2")
+    assert proc.returncode == 0
+    assert len(proc.stdout.split()) == 16
+
+
+def test_simulate_to_stdout_is_a_probe_file():
+    proc = run("simulate", "--racks", "2", "--hosts-per-rack", "2")
+    assert proc.returncode == 0
+    assert json.loads(proc.stdout)["format"] == "plink-probe"
+
+
+def test_help_shows_examples():
+    proc = run("order", "--help")
+    assert proc.returncode == 0 and "plink order dc.json --algo ring" in proc.stdout
+    proc = run("--help")
+    assert "plink simulate" in proc.stdout
+
+
+@pytest.mark.parametrize(
+    "args, code, fragment",
+    [
+        (["order"], 2, "Missing argument"),
+        (["order", "{dc}", "--algo", "star"], 2, "'star' is not one of"),
+        (["order", "{dc}", "--time-limit", "abc"], 2, "not a valid float"),
+        (["frobnicate"], 2, "No such command"),
+        (["order", "{dc}", "--time-limit", "0"], 1, "time limit must be > 0"),
+        (["order", "{dc}", "--size", "12 parsecs"], 1, "invalid size"),
+        (["order", "{dc}", "--algo", "bcube", "--base", "3"], 1, "power of 3"),
+        (["order", "{tmp}/absent.json"], 1, "no such file"),
+        (["order", "{tmp}/garbage.json"], 1, "invalid JSON"),
+        (["order", "{tmp}/wrong.json"], 1, "not a plink probe file"),
+        (["order", "{tmp}/m.csv"], 1, "not square"),
+        (["order", "{tmp}"], 2, "is a directory"),
+        (["simulate", "--racks", "0"], 1, "racks must be a positive integer"),
+        (["simulate", "--missing", "1.5"], 1, "missing-frac must be between 0 and 1"),
+        (["simulate", "-o", "{tmp}/no/such/dir.json"], 1, "does not exist"),
+    ],
+)
+def test_bad_input_is_one_line(dc, tmp_path, args, code, fragment):
+    (tmp_path / "garbage.json").write_text("{not json")
+    (tmp_path / "wrong.json").write_text('{"format": "something-else"}')
+    (tmp_path / "m.csv").write_text("0,1,2\n1,0\n")
+    args = [a.format(dc=dc, tmp=tmp_path) for a in args]
+    assert_one_line_error(run(*args), code, fragment)
+
+
+def test_debug_shows_traceback(tmp_path):
+    proc = run("--debug", "order", str(tmp_path / "absent.json"))
+    assert proc.returncode != 0
+    assert "Traceback" in proc.stderr
+
+
+def test_version():
+    proc = run("--version")
+    assert proc.returncode == 0 and "plink" in proc.stdout

@@ -1,0 +1,301 @@
+"""Cost models against slow, obviously-correct reference implementations."""
+
+import math
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from solvers.costmodels import (
+    CostModel,
+    PairCost,
+    bcube_cost,
+    dbt_cost,
+    hd_cost,
+    is_power_of,
+    ring_cost,
+)
+
+# ---------------------------------------------------------------------------
+# references: plain loops over the definitions (dissertation §5.2.1, MPICH)
+
+
+def c_ref(lat, bw, a, b, size):
+    cost = lat[a][b]
+    if bw is not None:
+        cost += size * 8e-3 / bw[a][b]
+    return cost
+
+
+def ring_ref(lat, bw, p, size):
+    n = len(p)
+    if n < 2:
+        return 0.0
+    return sum(c_ref(lat, bw, p[i], p[i - 1], size) for i in range(n))
+
+
+def hd_ref(lat, bw, p, size):
+    """MPICH MPIR_Allreduce_intra_reduce_scatter_allgather, reduce-scatter phase."""
+    n = len(p)
+    if n < 2:
+        return 0.0
+    pof2 = 1
+    while pof2 * 2 <= n:
+        pof2 *= 2
+    rem = n - pof2
+    total = 0.0
+    if rem:
+        worst = 0.0
+        for rank in range(2 * rem):
+            if rank % 2 == 0:  # even ranks send their vector to rank + 1
+                a, b = p[rank], p[rank + 1]
+                worst = max(worst, c_ref(lat, bw, a, b, size), c_ref(lat, bw, b, a, size))
+        total += worst
+
+    def old(newrank):
+        return newrank * 2 + 1 if newrank < rem else newrank + rem
+
+    mask = 1
+    while mask < pof2:
+        worst = 0.0
+        for nr in range(pof2):
+            partner = nr ^ mask
+            a, b = p[old(nr)], p[old(partner)]
+            worst = max(worst, c_ref(lat, bw, a, b, size / (2 * mask)))
+        total += worst
+        mask *= 2
+    return total
+
+
+def dbt_ref(lat, bw, p, size):
+    n = len(p)
+    if n < 2:
+        return 0.0
+
+    def tree(shift):
+        def host(rank):
+            return p[(rank - shift) % n]
+
+        def T(i, j):
+            if i >= j:
+                return 0.0
+            m = (i + j) // 2
+            best = 0.0
+            if i <= m - 1:
+                lroot = (i + m - 1) // 2
+                best = max(best, c_ref(lat, bw, host(m), host(lroot), size / 2) + T(i, m - 1))
+            if m + 1 <= j:
+                rroot = (m + 1 + j) // 2
+                best = max(best, c_ref(lat, bw, host(m), host(rroot), size / 2) + T(m + 1, j))
+            return best
+
+        return T(0, n - 1)
+
+    return max(tree(0), tree(1))
+
+
+def digits(x, base, width):
+    out = []
+    for _ in range(width):
+        out.append(x % base)
+        x //= base
+    return out
+
+
+def undigits(ds, base):
+    return sum(d * base**k for k, d in enumerate(ds))
+
+
+def bcube_ref(lat, bw, p, size, base):
+    n = len(p)
+    width = round(math.log(n, base)) if n > 1 else 0
+    total = 0.0
+    for i in range(width):
+        worst = 0.0
+        for j in range(n):
+            dj = digits(j, base, width)
+            for k in range(1, base):
+                dk = list(dj)
+                dk[i] = (dk[i] + k) % base
+                peer = undigits(dk, base)
+                s = size / base ** (i + 1)
+                worst = max(worst, c_ref(lat, bw, p[j], p[peer], s), c_ref(lat, bw, p[peer], p[j], s))
+        total += worst
+    return total
+
+
+# ---------------------------------------------------------------------------
+
+
+def random_instance(rng, n, with_bw, symmetric=True):
+    lat = rng.uniform(1, 100, size=(n, n))
+    if symmetric:
+        lat = (lat + lat.T) / 2
+    np.fill_diagonal(lat, 0)
+    bw = None
+    if with_bw:
+        bw = rng.uniform(1, 50, size=(n, n))
+        if symmetric:
+            bw = (bw + bw.T) / 2
+        np.fill_diagonal(bw, np.nan)
+    return lat, bw
+
+
+instances = st.tuples(
+    st.integers(min_value=1, max_value=24),  # n
+    st.booleans(),  # with bandwidth
+    st.integers(min_value=0, max_value=2**31 - 1),  # seed
+    st.sampled_from([0, 1000, 4 * 1024**2]),  # size
+)
+
+
+@settings(max_examples=60, deadline=None)
+@given(instances, st.booleans())
+def test_ring_hd_dbt_match_reference(inst, symmetric):
+    n, with_bw, seed, size = inst
+    rng = np.random.default_rng(seed)
+    lat, bw = random_instance(rng, n, with_bw, symmetric)
+    pc = PairCost.from_matrices(lat, bw)
+    p = rng.permutation(n)
+    bwl = None if bw is None else bw.tolist()
+    assert ring_cost(pc, p, size) == pytest.approx(ring_ref(lat.tolist(), bwl, p.tolist(), size))
+    assert dbt_cost(pc, p, size) == pytest.approx(dbt_ref(lat.tolist(), bwl, p.tolist(), size))
+    assert hd_cost(pc, p, size) == pytest.approx(hd_ref(lat.tolist(), bwl, p.tolist(), size))
+    for algo, ref in (("ring", ring_ref), ("hd", hd_ref), ("dbt", dbt_ref)):
+        assert CostModel(algo, pc, size)(p) == pytest.approx(ref(lat.tolist(), bwl, p.tolist(), size))
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    st.sampled_from([(2, 1), (2, 2), (2, 3), (2, 4), (3, 1), (3, 2), (3, 3), (4, 1), (4, 2), (5, 2)]),
+    st.booleans(),
+    st.integers(min_value=0, max_value=2**31 - 1),
+)
+def test_bcube_matches_reference(shape, with_bw, seed):
+    base, power = shape
+    n = base**power
+    rng = np.random.default_rng(seed)
+    lat, bw = random_instance(rng, n, with_bw, symmetric=False)
+    pc = PairCost.from_matrices(lat, bw)
+    p = rng.permutation(n)
+    size = 1 << 20
+    bwl = None if bw is None else bw.tolist()
+    expect = bcube_ref(lat.tolist(), bwl, p.tolist(), size, base)
+    assert bcube_cost(pc, p, size, base) == pytest.approx(expect)
+    assert CostModel("bcube", pc, size, base)(p) == pytest.approx(expect)
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.integers(min_value=2, max_value=30), st.integers(min_value=0, max_value=2**31 - 1), st.integers(0, 29))
+def test_ring_invariant_under_rotation_and_reversal(n, seed, shift):
+    rng = np.random.default_rng(seed)
+    lat, _ = random_instance(rng, n, False, symmetric=True)
+    pc = PairCost.from_matrices(lat)
+    p = rng.permutation(n)
+    base = ring_cost(pc, p)
+    assert ring_cost(pc, np.roll(p, shift % n)) == pytest.approx(base)
+    assert ring_cost(pc, p[::-1]) == pytest.approx(base)
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.integers(min_value=1, max_value=20), st.integers(min_value=0, max_value=2**31 - 1))
+def test_all_models_invariant_under_host_relabelling(n, seed):
+    """Permuting hosts in the matrix and in the order together changes nothing."""
+    rng = np.random.default_rng(seed)
+    lat, bw = random_instance(rng, n, True, symmetric=True)
+    p = rng.permutation(n)
+    sigma = rng.permutation(n)  # new label of host h is sigma[h]
+    inv = np.argsort(sigma)
+    lat2 = lat[np.ix_(inv, inv)]
+    bw2 = bw[np.ix_(inv, inv)]
+    pc, pc2 = PairCost.from_matrices(lat, bw), PairCost.from_matrices(lat2, bw2)
+    for algo in ("ring", "hd", "dbt"):
+        a = CostModel(algo, pc, 1 << 16)(p)
+        b = CostModel(algo, pc2, 1 << 16)(sigma[p])
+        assert a == pytest.approx(b)
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.integers(min_value=2, max_value=16), st.integers(min_value=0, max_value=2**31 - 1))
+def test_models_are_monotone_in_pair_costs(n, seed):
+    """Raising any pair's latency never makes a collective cheaper."""
+    rng = np.random.default_rng(seed)
+    lat, _ = random_instance(rng, n, False)
+    p = rng.permutation(n)
+    a, b = rng.choice(n, size=2, replace=False)
+    lat2 = lat.copy()
+    lat2[a, b] += 50
+    lat2[b, a] += 50
+    for algo in ("ring", "hd", "dbt"):
+        before = CostModel(algo, PairCost.from_matrices(lat))(p)
+        after = CostModel(algo, PairCost.from_matrices(lat2))(p)
+        assert after >= before - 1e-9
+
+
+@pytest.mark.parametrize("k", [1, 2, 3, 4, 5, 6])
+def test_hd_power_of_two_xor_relabelling(k):
+    """Recursive halving pairs ranks j and j^2^i: XOR-shifting all ranks keeps every pair."""
+    n = 2**k
+    rng = np.random.default_rng(k)
+    lat, _ = random_instance(rng, n, False)
+    pc = PairCost.from_matrices(lat)
+    p = rng.permutation(n)
+    x = int(rng.integers(n))
+    q = p[np.arange(n) ^ x]
+    assert hd_cost(pc, p) == pytest.approx(hd_cost(pc, q))
+
+
+def test_uniform_matrix_closed_forms():
+    n = 16
+    lat = np.full((n, n), 10.0)
+    np.fill_diagonal(lat, 0)
+    pc = PairCost.from_matrices(lat)
+    p = np.arange(n)
+    assert ring_cost(pc, p) == pytest.approx(n * 10)
+    assert hd_cost(pc, p) == pytest.approx(4 * 10)  # log2(16) rounds
+    assert bcube_cost(pc, p, base=4) == pytest.approx(2 * 10)  # log4(16) rounds
+    # in-order midpoint tree over 16 ranks has depth 4 (root at 7, deepest leaf 15)
+    assert dbt_cost(pc, p) == pytest.approx(4 * 10)
+
+
+def test_hd_non_power_of_two_adds_the_pre_step():
+    n = 6  # pof2 = 4, r = 2: pairs (0,1), (2,3) first
+    lat = np.full((n, n), 1.0)
+    np.fill_diagonal(lat, 0)
+    lat[0, 1] = lat[1, 0] = 100.0  # only the pre-step uses 0 -> 1
+    pc = PairCost.from_matrices(lat)
+    assert hd_cost(pc, np.arange(n)) == pytest.approx(100 + 2 * 1)
+
+
+def test_bandwidth_term_units():
+    lat = np.array([[0, 10.0], [10.0, 0]])
+    bw = np.array([[np.nan, 8.0], [8.0, np.nan]])  # 8 Gbit/s = 1 byte/ns
+    pc = PairCost.from_matrices(lat, bw)
+    # 1 MB at 1 byte/ns = 1e6 ns = 1000 us, plus 10 us latency, two hops in a 2-ring
+    assert ring_cost(pc, [0, 1], 10**6) == pytest.approx(2 * 1010)
+
+
+def test_bcube_rejects_n_not_power_of_base():
+    pc = PairCost.from_matrices(np.ones((6, 6)) - np.eye(6))
+    with pytest.raises(ValueError, match="power of 4"):
+        CostModel("bcube", pc, 0, base=4)
+    with pytest.raises(ValueError, match="base must be >= 2"):
+        CostModel("bcube", pc, 0, base=1)
+
+
+def test_model_input_validation():
+    with pytest.raises(ValueError, match="unknown algorithm"):
+        CostModel("tree", PairCost.from_matrices(np.zeros((2, 2))))
+    with pytest.raises(ValueError, match="missing"):
+        PairCost.from_matrices(np.array([[0, np.nan], [1, 0]]))
+    with pytest.raises(ValueError, match="square"):
+        PairCost.from_matrices(np.zeros((2, 3)))
+    model = CostModel("ring", PairCost.from_matrices(np.zeros((3, 3))))
+    with pytest.raises(ValueError, match="3 entries"):
+        model([0, 1])
+
+
+def test_is_power_of():
+    assert [n for n in range(1, 70) if is_power_of(n, 4)] == [1, 4, 16, 64]
+    assert not is_power_of(0, 2)

@@ -1,0 +1,51 @@
+"""`plink probe` command line: help, usage errors, bad host lists (no cluster needed)."""
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def plink(*args):
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    return subprocess.run([sys.executable, "-m", "plink", *args], capture_output=True, text=True, env=env,
+                          timeout=60, cwd=ROOT)
+
+
+def test_help_documents_exit_3_and_an_example():
+    r = plink("probe", "--help")
+    assert r.returncode == 0
+    assert "3 incomplete matrix" in " ".join(r.stdout.split())
+    assert "plink probe hosts.txt -o probe.json" in r.stdout
+    assert "--accept-new-host-keys" in r.stdout
+
+
+@pytest.mark.parametrize("args, code, fragment", [
+    (["probe", "hosts.txt", "--json"], 2, "needs -o"),
+    (["probe", "hosts.txt", "--resume"], 2, "--resume"),
+    (["probe", "hosts.txt", "--concurrency", "64"], 2, "concurrency"),
+    (["probe", "hosts.txt", "--method", "tcp"], 2, "method"),
+])
+def test_usage_errors(args, code, fragment):
+    r = plink(*args)
+    assert r.returncode == code and fragment in r.stderr
+    assert len(r.stderr.strip().splitlines()) == 1
+
+
+def test_bad_host_lists_are_one_line_errors(tmp_path):
+    missing = plink("probe", str(tmp_path / "nope.txt"))
+    assert missing.returncode == 1 and "does not exist" in missing.stderr
+    bad = tmp_path / "hosts.txt"
+    bad.write_text("vm1\nvm2\nvm1\n")
+    r = plink("probe", str(bad), "-o", str(tmp_path / "p.json"))
+    assert r.returncode == 1
+    assert r.stderr.strip() == f"plink: error: {bad}:3: duplicate host vm1 (first on line 1)"
+    one = tmp_path / "one.txt"
+    one.write_text("vm1\n")
+    r = plink("probe", str(one))
+    assert r.returncode == 1 and "at least 2 hosts" in r.stderr
+    assert not (tmp_path / "p.json").exists()

@@ -1,0 +1,343 @@
+"""2LHA plan, action DAG, schedule file and verifier."""
+
+import json
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from plink.dag import Dag, Schedule, ScheduleError, expand, from_dict, load_schedule
+from plink.errors import PlinkError
+from plink.probefile import from_matrix
+from plink.schedule import (Plan, assign_masters, balance, chunk_buffer, fallback_groups, lpt_assign,
+                            node_loads, plan_schedule)
+from plink.simulate import simulate_datacenter
+from plink.verify import (compare, pair_cost, plan_traffic, ps_traffic, ring_traffic, table41, verify)
+
+
+def uniform_probe(n, lat=50.0, bw=10.0):
+    m = np.full((n, n), lat)
+    b = np.full((n, n), bw)
+    np.fill_diagonal(m, 0.0)
+    np.fill_diagonal(b, np.nan)
+    return from_matrix(m, [f"h{i}" for i in range(n)], bandwidth=b)
+
+
+def make_plan(labels, size, chunk, capacity="cardinality"):
+    labels = np.asarray(labels)
+    probe = uniform_probe(len(labels))
+    return plan_schedule(probe, labels, size=size, chunk=chunk, capacity=capacity)
+
+
+@st.composite
+def shapes(draw):
+    n = draw(st.integers(2, 14))
+    k = draw(st.integers(1, n))
+    rest = draw(st.lists(st.integers(0, k - 1), min_size=n - k, max_size=n - k))
+    labels = list(range(k)) + rest
+    perm = draw(st.permutations(list(range(n))))
+    labels = [labels[p] for p in perm]
+    chunk = draw(st.integers(1, 64))
+    nchunks = draw(st.integers(1, 9))
+    size = chunk * (nchunks - 1) + draw(st.integers(1, chunk))
+    return labels, size, min(chunk, size)
+
+
+@settings(max_examples=60, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
+@given(shapes())
+def test_generated_schedules_verify(shape):
+    labels, size, chunk = shape
+    plan = make_plan(labels, size, chunk)
+    rep = verify(expand(plan))
+    assert rep.ok, rep.errors
+    n, k = len(labels), max(labels) + 1
+    t41 = table41(labels, size)["2lha"]
+    assert rep.bytes_total == 2 * (n - 1) * size == t41["bytes_total"]
+    assert rep.bytes_cross == 2 * (k - 1) * size == t41["bytes_cross"]
+    assert rep.rounds <= 4
+    if n > k > 1 and all(c >= 2 for c in np.bincount(labels)):
+        assert rep.rounds == 4
+    # the numpy traffic of the plan is the DAG's traffic, round by round
+    fast = plan_traffic(plan)
+    assert len(fast) == len(rep.traffic)
+    for a, b in zip(fast, rep.traffic):
+        np.testing.assert_array_equal(a.aggregated(n), b.aggregated(n))
+
+
+# ---------------------------------------------------------------------------
+# the verifier must be able to fail
+
+
+def rebuild_without(dag: Dag, drop: int) -> Dag:
+    out = Dag(list(dag.hosts), dag.labels.copy(), dag.chunks.copy())
+    new_id = {}
+    for a in range(len(dag)):
+        if a == drop:
+            continue
+        new_id[a] = len(out)
+        deps = [new_id[d] for d in dag.deps[a] if d != drop]
+        out.add(dag.node[a], dag.chunk[a], dag.op[a], dag.peers[a], dag.reduce[a], deps)
+    return out
+
+
+def find(dag, **kw):
+    for a in range(len(dag)):
+        if all(getattr(dag, f)[a] == v for f, v in kw.items()):
+            return a
+    raise LookupError(kw)
+
+
+@pytest.fixture(scope="module")
+def base():
+    # 3 groups of 3: every role exists (members, LMs, GM); 2 chunks
+    plan = make_plan([0, 0, 0, 1, 1, 1, 2, 2, 2], size=8, chunk=4)
+    dag = expand(plan)
+    assert verify(dag).ok
+    return plan, dag
+
+
+def member_of_non_gm_group(plan, c=0):
+    gx = plan.labels[plan.gm[c]]
+    for i in range(plan.n):
+        g = plan.labels[i]
+        if g != gx and plan.lm[c, g] != i:
+            return i
+    raise LookupError
+
+
+def test_rejects_dropped_send(base):
+    plan, dag = base
+    m = member_of_non_gm_group(plan)
+    bad = rebuild_without(dag, find(dag, node=m, chunk=0, op="send"))
+    rep = verify(bad)
+    assert not rep.ok
+    assert any("without a matching SendTo" in e for e in rep.errors)
+    assert any("deadlock" in e for e in rep.errors)
+
+
+def test_rejects_duplicate_contribution(base):
+    plan, dag = base
+    m = member_of_non_gm_group(plan)
+    x = int(plan.gm[0])
+    bad = dag.copy()
+    f = find(bad, node=m, chunk=0, op="fetch")
+    bad.add(m, 0, "send", [x], deps=[f])  # m also sends straight to the GM ...
+    r = find(bad, node=x, chunk=0, op="recv", peers=tuple(int(plan.lm[0, g]) for g in range(3) if g != plan.labels[x]))
+    bad.peers[r] = bad.peers[r] + (m,)  # ... which adds it on top of m's LM's partial sum
+    rep = verify(bad)
+    assert not rep.ok
+    assert any(e.startswith("double counting") for e in rep.errors)
+
+
+def test_rejects_sum_instead_of_copy(base):
+    plan, dag = base
+    m = member_of_non_gm_group(plan)
+    lead = int(plan.lm[0, plan.labels[m]])
+    bad = dag.copy()
+    r = find(bad, node=lead, chunk=0, op="recv", reduce="copy")
+    bad.reduce[r] = "sum"  # the LM adds the global sum to its own partial: counts its group twice
+    rep = verify(bad)
+    assert any(e.startswith("double counting") for e in rep.errors)
+
+
+def test_rejects_missing_contribution(base):
+    plan, dag = base
+    m = member_of_non_gm_group(plan)
+    lead = int(plan.lm[0, plan.labels[m]])
+    bad = rebuild_without(dag, find(dag, node=m, chunk=0, op="send"))
+    r = find(bad, node=lead, chunk=0, op="recv", reduce="sum")
+    bad.peers[r] = tuple(p for p in bad.peers[r] if p != m)
+    rep = verify(bad)
+    assert not rep.ok
+    assert any("without the contributions of nodes [%d]" % m in e for e in rep.errors)
+
+
+def test_rejects_cycle_and_race(base):
+    plan, dag = base
+    m = member_of_non_gm_group(plan)
+    bad = dag.copy()
+    f = find(bad, node=m, chunk=1, op="fetch")
+    bad.deps[f] = (find(bad, node=m, chunk=1, op="deliver"),)
+    assert any("deadlock" in e for e in verify(bad).errors)
+    bad = dag.copy()
+    r = find(bad, node=m, chunk=1, op="recv")
+    bad.deps[r] = ()  # the copy-receive may now overwrite the buffer before it was sent
+    assert any(e.startswith("race") for e in verify(bad).errors)
+
+
+def test_rejects_bad_structure(base):
+    plan, dag = base
+    bad = dag.copy()
+    bad.deps[5] = (0,) if bad.node[0] != bad.node[5] else (len(bad) - 1,)
+    assert any("another node or chunk" in e for e in verify(bad).errors)
+    bad = dag.copy()
+    s = find(bad, op="send")
+    bad.peers[s] = (bad.node[s],)
+    assert any("distinct other nodes" in e for e in verify(bad).errors)
+    bad = dag.copy()
+    d = find(bad, op="deliver")
+    bad.add(bad.node[d], bad.chunk[d], "deliver", deps=[d])
+    assert any("2 times" in e for e in verify(bad).errors)
+
+
+# ---------------------------------------------------------------------------
+# balance
+
+
+def test_lpt_respects_capacities():
+    w = np.ones(300)
+    out = lpt_assign(w, np.array([1.0, 2.0, 3.0]))
+    counts = np.bincount(out, minlength=3)
+    np.testing.assert_array_equal(counts, [50, 100, 150])
+    out = lpt_assign(np.array([5.0, 4, 3, 3, 3]), np.ones(2))
+    assert sorted(np.bincount(out, weights=[5.0, 4, 3, 3, 3])) == [8.0, 10.0]
+
+
+def test_gms_proportional_to_cardinality():
+    labels = np.array([0] * 2 + [1] * 4 + [2] * 6)  # unequal groups
+    plan = make_plan(labels, size=12 * 64, chunk=1)  # 768 chunks
+    per_group = np.bincount(plan.gm_group(), minlength=3)
+    np.testing.assert_array_equal(per_group, [128, 256, 384])
+    b = balance(plan)
+    assert b["load"] <= 1.05 and b["gm_groups"] <= 1.05 and b["lm_nodes"] <= 1.05
+    # every node: GM of C/N chunks, LM load C*S/C... equal loads
+    assert np.ptp(np.bincount(plan.gm, minlength=12)) == 0
+
+
+def test_bandwidth_capacity_balance_on_datacenter():
+    probe = simulate_datacenter(racks=4, hosts_per_rack=4, bandwidth=True, seed=3)
+    plan = plan_schedule(probe, size=16 * 32 * 1024, chunk=1024)  # 32 chunks per node
+    assert plan.capacity == "bandwidth"
+    assert balance(plan, probe.bandwidth)["load"] <= 1.05
+    # fallback groups recover the racks of this datacenter exactly
+    racks = [t[-1] for t in probe.truth.labels]
+    for g in range(plan.k):
+        assert len({racks[i] for i in np.flatnonzero(plan.labels == g)}) == 1
+    assert plan.k == 4
+
+
+def test_quicktune_rule_follows_outbound_bandwidth():
+    # group 1's hosts have twice the outbound bandwidth of group 0's
+    n = 8
+    labels = np.array([0] * 4 + [1] * 4)
+    bw = np.full((n, n), 10.0)
+    bw[4:, :4] = bw[:4, 4:] = 5.0
+    bw[4:, :4] *= 1.0
+    bw[6, :4] = bw[:4, 6] = 15.0
+    bw[7, :4] = bw[:4, 7] = 15.0
+    lat = np.full((n, n), 30.0)
+    np.fill_diagonal(lat, 0.0)
+    np.fill_diagonal(bw, np.nan)
+    probe = from_matrix(lat, [f"h{i}" for i in range(n)], bandwidth=bw)
+    plan = plan_schedule(probe, labels, size=1000, chunk=1, capacity="bandwidth")
+    # outbound: group 0 = 4 hosts * (2*5+2*15) = 160, group 1 = 2*20 + 2*60 = 160 -> equal GM shares
+    assert abs(int((plan.gm_group() == 0).sum()) - 500) <= 1
+    # inside group 1 hosts 6, 7 have more bandwidth than 4, 5 and get more LM load
+    loads = node_loads(plan)
+    assert loads[6] > loads[4] and loads[7] > loads[5]
+
+
+# ---------------------------------------------------------------------------
+# file format and inputs
+
+
+def test_schedule_file_roundtrip(tmp_path, base):
+    plan, dag = base
+    s = Schedule.from_plan(plan)
+    for form in ("dag", "compact"):
+        path = tmp_path / f"s_{form}.json"
+        s.save(path, form)
+        doc = json.loads(path.read_text())
+        assert doc["format"] == "plink-schedule" and doc["version"] == 1 and doc["form"] == form
+        back = load_schedule(path)
+        np.testing.assert_array_equal(back.plan.lm, plan.lm)
+        d2 = back.dag
+        assert (d2.node, d2.op, d2.peers, d2.reduce, d2.deps) == (dag.node, dag.op, dag.peers, dag.reduce, dag.deps)
+    assert len((tmp_path / "s_compact.json").read_text()) < len((tmp_path / "s_dag.json").read_text()) / 3
+
+
+def test_schedule_file_errors(tmp_path, base):
+    plan, _ = base
+    doc = Schedule.from_plan(plan).to_dict("compact")
+    with pytest.raises(ScheduleError, match="newer"):
+        from_dict({**doc, "version": 9})
+    with pytest.raises(ScheduleError, match="not a plink schedule"):
+        from_dict({"format": "plink-probe"})
+    not_lm = next(i for i in range(plan.n) if i not in set(plan.lm[0].tolist()))
+    bad = {**doc, "gm": [not_lm] + doc["gm"][1:]}
+    with pytest.raises(ScheduleError, match="global master"):
+        from_dict(bad)
+    p = tmp_path / "x.json"
+    p.write_text("{")
+    with pytest.raises(ScheduleError, match="invalid JSON"):
+        load_schedule(p)
+
+
+def test_bad_chunks():
+    with pytest.raises(PlinkError, match="chunk size must be > 0"):
+        chunk_buffer(100, 0)
+    with pytest.raises(PlinkError, match="larger than the buffer"):
+        chunk_buffer(100, 101)
+    np.testing.assert_array_equal(chunk_buffer(10, 4), [[0, 4], [4, 4], [8, 2]])
+
+
+# ---------------------------------------------------------------------------
+# baselines and the time model
+
+
+def test_baseline_bytes_match_table41():
+    labels = np.repeat(np.arange(4), 4)  # C = 4 racks of 4
+    pc = pair_cost(uniform_probe(16))
+    plan = make_plan(labels, size=16 * 64, chunk=64)
+    res = compare(plan, pc)
+    t41 = table41(labels, plan.size)
+    s = plan.size
+    assert res["ps"].bytes_cross == t41["ps"]["bytes_cross"] == 2 * 4 * (4 - 1) * s
+    assert res["ring"].bytes_total == 2 * 15 * s and res["ring"].rounds == 30
+    assert res["ring"].bytes_cross == t41["ring"]["bytes_cross"]
+    assert res["2lha"].bytes_cross == 2 * 3 * s and res["2lha"].rounds == 4
+    # uniform links: times follow the formulas (lat 50 us, 10 Gbit/s -> 8e-4 us/B)
+    assert res["ring"].time_us == pytest.approx(30 * (50 + s / 16 * 8e-4))
+    assert res["ps"].time_us == pytest.approx(2 * (50 + 15 * s / 16 * 8e-4))
+
+
+def test_2lha_beats_baselines_on_oversubscribed_racks():
+    probe = simulate_datacenter(racks=4, hosts_per_rack=4, bandwidth=True, oversubscription=4, seed=2)
+    plan = plan_schedule(probe, size=16 * 1024 * 1024, chunk=64 * 1024)
+    res = compare(plan, pair_cost(probe))
+    assert res["2lha"].time_us < res["ps"].time_us < res["ring"].time_us
+
+
+def test_one_host_is_an_error():
+    with pytest.raises(PlinkError, match="at least 2 hosts"):
+        plan_schedule(uniform_probe(1), size=100, chunk=10)
+
+
+def test_fallback_groups_sqrt():
+    probe = simulate_datacenter(racks=3, hosts_per_rack=3, seed=0)
+    labels = fallback_groups(probe)
+    assert labels.max() + 1 == 3
+    assert fallback_groups(uniform_probe(1) if False else uniform_probe(2), k=1).tolist() == [0, 0]
+
+
+def test_plan_validation():
+    with pytest.raises(PlinkError, match="not a member"):
+        Plan(["a", "b"], [0, 1], [[0, 4]], [[1, 0]], [1], 4)
+    lm, gm = assign_masters(np.array([0, 1]), np.array([4.0]), np.array([1.0, 1.0]), np.ones(2))
+    Plan(["a", "b"], [0, 1], [[0, 4]], lm, gm, 4)
+
+
+def test_rejects_send_before_fetch(base):
+    plan, dag = base
+    m = member_of_non_gm_group(plan)
+    bad = dag.copy()
+    f = find(bad, node=m, chunk=0, op="fetch")
+    s = find(bad, node=m, chunk=0, op="send")
+    r = find(bad, node=m, chunk=0, op="recv")
+    bad.deps[s] = ()  # sends an empty buffer first ...
+    bad.deps[f] = (r,)  # ... and fetches after the global sum arrived
+    d = find(bad, node=m, chunk=0, op="deliver")
+    bad.deps[d] = (f,)
+    errs = verify(bad).errors
+    assert any("without the contributions of nodes [%d]" % m in e for e in errs)

@@ -1,0 +1,97 @@
+"""plink schedule / plink verify on the command line."""
+
+import json
+
+import pytest
+
+from plink.cli import main
+from plink.simulate import simulate_datacenter
+
+
+def run(argv, capsys):
+    with pytest.raises(SystemExit) as exc:
+        main(argv)
+    out, err = capsys.readouterr()
+    return exc.value.code, out, err
+
+
+@pytest.fixture()
+def dc(tmp_path):
+    path = tmp_path / "dc.json"
+    simulate_datacenter(racks=3, hosts_per_rack=3, bandwidth=True, seed=1).save(path)
+    return path
+
+
+def test_schedule_and_verify(tmp_path, dc, capsys):
+    out = tmp_path / "s.json"
+    code, stdout, err = run(["schedule", str(dc), "--size", "1MiB", "-o", str(out), "--json"], capsys)
+    assert code == 0, err
+    s = json.loads(stdout)
+    assert s["verified"] is True and s["rounds"] == 4 and s["chunks"] == 16 and s["groups"] == 3
+    assert s["bytes_cross_group"] == 2 * 2 * 1024**2
+    assert s["predicted"]["2lha"]["time_us"] < s["predicted"]["ps"]["time_us"]
+    code, stdout, err = run(["verify", str(out), str(dc)], capsys)
+    assert code == 0 and "verified" in err and "flat ring" in err
+
+    compact = tmp_path / "c.json"
+    code, _, err = run(["schedule", str(dc), "--size", "1MiB", "--chunk", "256KiB", "--compact",
+                        "-o", str(compact)], capsys)
+    assert code == 0 and "4 chunks" in err
+    assert json.loads(compact.read_text())["form"] == "compact"
+    code, stdout, _ = run(["verify", str(compact), "--json"], capsys)
+    assert code == 0 and json.loads(stdout)["verified"] is True
+
+
+def test_verify_rejects_a_broken_file(tmp_path, dc, capsys):
+    out = tmp_path / "s.json"
+    run(["schedule", str(dc), "--size", "128KiB", "-o", str(out)], capsys)
+    doc = json.loads(out.read_text())
+    # drop the first SendTo
+    first = next(i for i, a in enumerate(doc["actions"]) if a[2] == "send")
+    doc["actions"][first][2] = "fetch"
+    doc["actions"][first][3] = []
+    out.write_text(json.dumps(doc))
+    code, _, err = run(["verify", str(out)], capsys)
+    assert code == 1
+    assert "invalid schedule" in err and len(err.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize("args,msg", [
+    (["--chunk", "0"], "chunk size must be > 0"),
+    (["--size", "1KiB"], "larger than the buffer"),
+])
+def test_bad_input(tmp_path, dc, capsys, args, msg):
+    argv = ["schedule", str(dc), "--size", "1MiB", "-o", str(tmp_path / "x.json")]
+    argv[3:4] = [argv[3]]
+    code, _, err = run(argv + args, capsys)
+    assert code == 1 and msg in err and len(err.strip().splitlines()) == 1
+    assert not (tmp_path / "x.json").exists()
+
+
+def test_groups_must_cover_hosts(tmp_path, dc, capsys):
+    g = tmp_path / "g.json"
+    g.write_text(json.dumps({"format": "plink-groups", "version": 1, "hosts": ["vm000", "vm001"], "labels": [0, 1]}))
+    code, _, err = run(["schedule", str(dc), "--groups", str(g), "--size", "1MiB", "-o", str(tmp_path / "x")],
+                       capsys)
+    assert code == 1 and "do not cover" in err
+
+
+def test_groups_file_is_used(tmp_path, dc, capsys):
+    from plink.groupfile import Groups
+    from plink.probefile import load
+
+    names = load(dc).names
+    Groups(names, [i % 2 for i in range(len(names))]).save(tmp_path / "g.json")
+    code, stdout, _ = run(["schedule", str(dc), "--groups", str(tmp_path / "g.json"), "--size", "1MiB",
+                           "-o", str(tmp_path / "s.json"), "--json"], capsys)
+    assert code == 0 and json.loads(stdout)["groups"] == 2
+
+
+def test_large_schedules_are_written_compact(tmp_path, dc, capsys, monkeypatch):
+    import plink.verify
+
+    monkeypatch.setattr(plink.verify, "VERIFY_LIMIT", 100)
+    out = tmp_path / "s.json"
+    code, stdout, _ = run(["schedule", str(dc), "--size", "1MiB", "-o", str(out), "--json"], capsys)
+    assert code == 0
+    assert json.loads(stdout)["form"] == "compact" == json.loads(out.read_text())["form"]

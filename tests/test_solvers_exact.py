@@ -1,0 +1,103 @@
+"""Exact search against brute force (small N), lower bounds are valid."""
+
+import itertools
+
+import numpy as np
+import pytest
+
+from solvers.bounds import lower_bound, ring_lower_bound
+from solvers.costmodels import CostModel, PairCost
+from solvers.exact import batch_costs, exact_feasible, exhaustive, held_karp, solve_exact
+
+
+def _sym(rng, n, scale=100.0):
+    m = rng.random((n, n)) * scale
+    return np.maximum(m, m.T)
+
+
+def _brute(model):
+    perms = np.array(list(itertools.permutations(range(model.n))))
+    return float(batch_costs(model, perms).min())
+
+
+@pytest.mark.parametrize("n", [3, 4, 5, 6, 7, 8])
+def test_held_karp_equals_brute_force_asymmetric(n):
+    rng = np.random.default_rng(n)
+    m = rng.random((n, n)) * 50  # asymmetric on purpose: the DP follows hop direction
+    perm, cost = held_karp(m)
+    assert sorted(perm.tolist()) == list(range(n))
+    assert cost == pytest.approx(sum(m[perm[r], perm[r - 1]] for r in range(n)))
+    bf = min(sum(m[p[r], p[r - 1]] for r in range(n)) for p in itertools.permutations(range(n)))
+    assert cost == pytest.approx(bf)
+
+
+def test_held_karp_16_is_fast_and_beats_heuristics():
+    rng = np.random.default_rng(16)
+    m = _sym(rng, 16)
+    perm, cost = held_karp(m)
+    model = CostModel("ring", PairCost.from_matrices(m))
+    assert cost == pytest.approx(model(perm))
+    # no random order is cheaper than the certified optimum
+    assert all(model(rng.permutation(16)) >= cost - 1e-9 for _ in range(200))
+
+
+def test_batch_costs_match_model():
+    rng = np.random.default_rng(1)
+    lat, bw = _sym(rng, 8), _sym(rng, 8, 10) + 1
+    pc = PairCost.from_matrices(lat, bw)
+    perms = np.array([rng.permutation(8) for _ in range(50)])
+    for algo in ("ring", "hd", "dbt", "bcube"):
+        model = CostModel(algo, pc, 4e6)
+        np.testing.assert_allclose(batch_costs(model, perms), [model(p) for p in perms])
+
+
+@pytest.mark.parametrize("algo,n,base", [("hd", 6, 2), ("hd", 7, 2), ("dbt", 6, 2), ("dbt", 7, 2), ("bcube", 9, 3)])
+def test_exhaustive_equals_brute_force_small(algo, n, base):
+    rng = np.random.default_rng(n + len(algo))
+    model = CostModel(algo, PairCost.from_matrices(_sym(rng, n)), 0, base)
+    perm, cost, _ = exhaustive(model)
+    assert cost == pytest.approx(model(perm))
+    if n <= 7:
+        assert cost == pytest.approx(_brute(model))
+
+
+def test_exhaustive_equals_brute_force_n8():
+    """N = 8 for hd, dbt and bcube, once each, with bandwidth (size matters)."""
+    rng = np.random.default_rng(8)
+    pc = PairCost.from_matrices(_sym(rng, 8), _sym(rng, 8, 10) + 1)
+    perms = np.array(list(itertools.permutations(range(8))))
+    for algo in ("hd", "dbt", "bcube"):
+        model = CostModel(algo, pc, 8e6)
+        perm, cost, evaluated = exhaustive(model)
+        assert cost == pytest.approx(float(batch_costs(model, perms).min()))
+        # symmetry breaking (host 0 at rank 0) is used exactly where it is valid
+        assert evaluated == (40320 if algo == "dbt" else 5040)
+
+
+def test_exact_limits():
+    rng = np.random.default_rng(0)
+    pc = PairCost.from_matrices(_sym(rng, 17))
+    assert not exact_feasible(CostModel("ring", pc))
+    assert exact_feasible(CostModel("ring", PairCost.from_matrices(_sym(rng, 16))))
+    with pytest.raises(ValueError):
+        exhaustive(CostModel("dbt", PairCost.from_matrices(_sym(rng, 12))))
+    with pytest.raises(ValueError):
+        held_karp(np.zeros((23, 23)))
+
+
+def test_lower_bounds_are_valid():
+    rng = np.random.default_rng(5)
+    for algo, n in (("ring", 8), ("hd", 8), ("hd", 7), ("dbt", 8), ("bcube", 8)):
+        pc = PairCost.from_matrices(_sym(rng, n), _sym(rng, n, 10) + 1)
+        model = CostModel(algo, pc, 1e6)
+        _, opt, _ = solve_exact(model)
+        lb = lower_bound(model, upper=opt)
+        assert 0 < lb <= opt + 1e-9, algo
+
+
+def test_ring_one_tree_bound_is_tight_on_a_line():
+    # hosts on a line: the optimum 2 * span is also the 1-tree bound
+    x = np.arange(20, dtype=float)
+    m = np.abs(x[:, None] - x[None, :])
+    lb = ring_lower_bound(m, upper=38.0)
+    assert lb == pytest.approx(38.0, rel=1e-3) and lb <= 38.0

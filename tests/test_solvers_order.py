@@ -1,0 +1,136 @@
+"""plink order end to end: certified optima for small N, reports, CLI options and errors."""
+
+import json
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+from plink.cli import cli
+from plink.errors import PlinkError
+from plink.order import order_hosts
+from plink.probefile import from_matrix
+from plink.simulate import simulate_datacenter
+from solvers.costmodels import CostModel, PairCost
+from solvers.exact import solve_exact
+from solvers.solve import minimise
+
+
+def _probe(n, seed=0):
+    rng = np.random.default_rng(seed)
+    m = rng.random((n, n)) * 100 + 10
+    m = np.maximum(m, m.T)
+    np.fill_diagonal(m, 0)
+    return from_matrix(m, [f"h{i}" for i in range(n)])
+
+
+@pytest.mark.parametrize("algo,n", [("ring", 12), ("hd", 8), ("dbt", 8), ("bcube", 8), ("hd", 6)])
+def test_small_clusters_are_certified_optimal(algo, n):
+    probe = _probe(n, 1)
+    res = order_hosts(probe, algo, time_limit=5)
+    assert res.proven_optimal is True
+    assert res.lower_bound == pytest.approx(res.cost_plink)
+    model = CostModel(algo, PairCost.from_matrices(probe.latency), res.size)
+    assert res.cost_plink == pytest.approx(solve_exact(model)[1])
+    assert res.cost_plink <= res.cost_input and res.cost_plink <= res.cost_random_median
+
+
+def test_trivial_sizes():
+    for n in (1, 2):
+        for algo in ("ring", "hd", "dbt"):
+            res = order_hosts(_probe(max(n, 1), 0) if n > 1 else _probe(1), algo, time_limit=1)
+            assert res.proven_optimal and res.solver["name"] == "trivial"
+    res = order_hosts(_probe(3), "ring", time_limit=1)
+    assert res.proven_optimal and res.order == [0, 1, 2]
+
+
+def test_larger_cluster_reports_bound_and_is_never_worse(tmp_path):
+    probe = simulate_datacenter(racks=4, hosts_per_rack=8, seed=2)
+    for algo in ("ring", "hd", "dbt", "bcube"):
+        res = order_hosts(probe, algo, time_limit=1.0, max_iter=2000)
+        assert res.proven_optimal is False
+        assert res.lower_bound is not None and 0 < res.lower_bound <= res.cost_plink
+        assert res.cost_plink <= res.cost_input
+        assert sorted(res.order) == list(range(32))
+
+
+def test_ring_lower_bound_is_close_on_a_datacenter():
+    probe = simulate_datacenter(racks=4, hosts_per_rack=8, seed=3)
+    res = order_hosts(probe, "ring", time_limit=2.0, max_iter=3000)
+    # 1-tree bound and ILS meet within a few percent on a clustered instance
+    assert res.cost_plink / res.lower_bound < 1.05
+
+
+def test_jobs_two_processes_deterministic():
+    model = CostModel("hd", PairCost.from_matrices(_probe(32, 5).latency), 0)
+    a = minimise(model, time_limit=30, max_iter=1500, jobs=2, seed=1)
+    b = minimise(model, time_limit=30, max_iter=1500, jobs=2, seed=1)
+    assert a.perm.tolist() == b.perm.tolist() and a.info["jobs"] == 2
+
+
+def test_smt_stage_through_order_hosts():
+    probe = _probe(12, 4)
+    res = order_hosts(probe, "hd", time_limit=0.5, max_iter=500, smt_time=60)
+    model = CostModel("hd", PairCost.from_matrices(probe.latency), res.size)
+    assert res.solver["smt"]["status"] == "proven" and res.proven_optimal
+    assert res.lower_bound <= res.cost_plink
+    assert res.cost_plink == pytest.approx(model(np.array(res.order)))
+
+
+def test_groups_warm_start_through_cli(tmp_path):
+    from plink.groupfile import Groups
+
+    probe = simulate_datacenter(racks=4, hosts_per_rack=8, seed=9)
+    racks = ["/".join(lab) for lab in probe.truth.labels]
+    names = sorted(set(racks))
+    labels = np.array([names.index(r) for r in racks])
+    gpath = tmp_path / "g.json"
+    Groups(hosts=probe.names, labels=labels).save(gpath)
+    ppath = tmp_path / "p.json"
+    probe.save(ppath)
+    r = CliRunner().invoke(cli, ["order", str(ppath), "--groups", str(gpath), "--time-limit", "0.5", "--json"])
+    assert r.exit_code == 0, r.output
+    d = json.loads(r.output)
+    assert d["cost_plink"] <= d["cost_input"]
+    res = order_hosts(probe, "hd", time_limit=0.5, max_iter=10, labels=labels)
+    # the grouping start keeps racks contiguous, so it beats the shuffled input by far
+    assert res.solver["start"] in ("groups", "nearest-neighbour", "greedy-edge")
+    assert res.cost_plink < 0.8 * res.cost_input
+
+
+def test_bad_input():
+    p = _probe(6)
+    with pytest.raises(PlinkError, match="time limit"):
+        order_hosts(p, "ring", time_limit=0)
+    with pytest.raises(PlinkError, match="time limit"):
+        order_hosts(p, "ring", time_limit=-1)
+    with pytest.raises(PlinkError, match="unknown algorithm"):
+        order_hosts(p, "tree")
+    with pytest.raises(PlinkError, match="power of 3"):
+        order_hosts(p, "bcube", base=3)
+    with pytest.raises(PlinkError, match="smt"):
+        order_hosts(p, "ring", smt_time=-1)
+    with pytest.raises(PlinkError, match="jobs"):
+        order_hosts(p, "ring", jobs=-1)
+    with pytest.raises(PlinkError, match="labels"):
+        order_hosts(p, "ring", labels=[0, 1])
+
+
+def test_cli_order_report_and_options(tmp_path):
+    probe = _probe(10, 6)
+    path = tmp_path / "p.json"
+    probe.save(path)
+    runner = CliRunner()
+    r = runner.invoke(cli, ["order", str(path), "--algo", "ring", "--json", "--jobs", "1", "--smt-time", "0"])
+    assert r.exit_code == 0, r.output
+    d = json.loads(r.output)
+    assert d["proven_optimal"] is True and d["solver"]["name"] == "held-karp"
+    r = runner.invoke(cli, ["order", str(path), "--algo", "ring", "-o", str(tmp_path / "o.txt")])
+    assert r.exit_code == 0
+    assert "proven optimal: yes" in r.output
+    # dbt over 10 hosts is beyond exhaustive search: a bound is reported instead
+    r = runner.invoke(cli, ["order", str(path), "--algo", "dbt", "--time-limit", "0.5", "--jobs", "2"])
+    assert r.exit_code == 0
+    assert "proven optimal: no" in r.output and "lower bound" in r.output
+    r = runner.invoke(cli, ["order", str(path), "--time-limit", "0"])
+    assert r.exit_code != 0

@@ -1,0 +1,244 @@
+"""SSH transport: host-key policies, ssh config, ProxyJump, quoting, retries.
+
+The policy tests run against real sshd's in a two-host network-namespace
+cluster (skipped, with the reason, without root / ip netns / sshd).
+"""
+
+import shlex
+import subprocess
+import time
+from pathlib import Path
+
+import paramiko
+import pytest
+
+from plink.errors import PlinkError
+from plink.hostlist import HostEntry
+from probes import ssh as ssh_mod
+from probes.netns import NetnsCluster, unavailable_reason
+from probes.session import BOOT, agent_command
+from probes.ssh import SSHError, SSHOptions, connect, resolve, start_agent
+
+
+def test_agent_command_quotes_everything():
+    evil = "python3; touch /tmp/pwned #"
+    cmd, src = agent_command(evil)
+    argv = shlex.split(cmd)
+    assert argv == ["exec", evil, "-u", "-c", BOOT, str(len(src))]
+
+
+def test_config_resolution(tmp_path):
+    cfg = tmp_path / "config"
+    cfg.write_text(
+        "Host web*\n  HostName 192.0.2.%h\n  User alice\n  Port 2200\n  IdentityFile ~/k1\n"
+        "  UserKnownHostsFile /tmp/kh1 /tmp/kh2\n  ProxyJump bastion\n  ConnectTimeout 3\n"
+        "Host *\n  User bob\n"
+    )
+    opts = SSHOptions(ssh_config=str(cfg))
+    config = ssh_mod._load_config(str(cfg))
+    t = resolve(HostEntry("web1"), config, opts)
+    assert (t.hostname, t.user, t.port, t.proxy_jump, t.connect_timeout) == ("192.0.2.web1", "alice", 2200, "bastion", 3.0)
+    assert t.identity_files == [str(Path("~/k1").expanduser())] and not t.identities_only
+    assert t.known_hosts == ["/tmp/kh1", "/tmp/kh2"]
+    # host-list fields win over the config; --known-hosts wins over UserKnownHostsFile
+    t = resolve(HostEntry("web2", user="root", port=22), config, SSHOptions(ssh_config=str(cfg), known_hosts=str(cfg)))
+    assert (t.user, t.port, t.known_hosts) == ("root", 22, [str(cfg)])
+    assert resolve(HostEntry("db"), config, opts).user == "bob"
+
+
+def test_options_validation(tmp_path):
+    with pytest.raises(PlinkError, match="concurrency"):
+        SSHOptions(concurrency=17)
+    with pytest.raises(PlinkError, match="does not exist"):
+        SSHOptions(ssh_config=str(tmp_path / "nope"))
+    with pytest.raises(PlinkError, match="does not exist"):
+        SSHOptions(known_hosts=str(tmp_path / "nope"))
+
+
+def test_retries_with_backoff_then_one_line_error(monkeypatch):
+    calls = []
+
+    def fail(*a, **k):
+        calls.append(time.monotonic())
+        raise OSError("connection refused")
+
+    monkeypatch.setattr(ssh_mod, "_connect_once", fail)
+    opts = SSHOptions(retries=2, backoff=0.05)
+    t = resolve(HostEntry("h"), paramiko.SSHConfig(), opts)
+    with pytest.raises(SSHError, match="connection refused") as info:
+        connect(t, opts, paramiko.SSHConfig())
+    assert "\n" not in str(info.value)
+    assert len(calls) == 3
+    gaps = [b - a for a, b in zip(calls, calls[1:])]
+    assert gaps[0] >= 0.05 and gaps[1] >= 0.1  # exponential
+
+
+def test_auth_failures_are_not_retried(monkeypatch):
+    calls = []
+
+    def fail(*a, **k):
+        calls.append(1)
+        raise paramiko.AuthenticationException("denied")
+
+    monkeypatch.setattr(ssh_mod, "_connect_once", fail)
+    opts = SSHOptions(retries=3, backoff=0.01)
+    with pytest.raises(SSHError, match="authentication failed"):
+        connect(resolve(HostEntry("h"), paramiko.SSHConfig(), opts), opts, paramiko.SSHConfig())
+    assert len(calls) == 1
+
+
+# ---------------------------------------------------------------------------
+# against real sshd
+
+
+@pytest.fixture(scope="module")
+def cluster():
+    reason = unavailable_reason(sshd=True)
+    if reason:
+        pytest.skip(reason)
+    with NetnsCluster(racks=1, hosts_per_rack=2, prefix="pk", subnet="10.231", extra_hops=0,
+                      host_mbit=0, uplink_mbit=0) as c:
+        yield c
+
+
+
+
+def _opts(cluster, **kw):
+    return SSHOptions(ssh_config=cluster.ssh_config, retries=0, connect_timeout=5, **kw)
+
+
+def _entry(cluster, i=0):
+    return HostEntry(cluster.hosts[i].name)
+
+
+def _run(client, command):
+    _, out, _ = client.exec_command(command, timeout=10)
+    return out.read().decode().strip()
+
+
+@pytest.mark.netns
+def test_known_host_connects_and_runs_the_agent(cluster):
+    opts = _opts(cluster)
+    s = start_agent(resolve(_entry(cluster), ssh_mod._load_config(cluster.ssh_config), opts), opts)
+    info = s.hello("ab" * 16, 30)
+    assert info["addr"] == cluster.hosts[0].address and info["hostname"] == cluster.hosts[0].name
+    s.close()
+
+
+@pytest.mark.netns
+def test_unknown_host_key_is_refused_by_default(cluster, tmp_path):
+    kh = tmp_path / "known_hosts"
+    kh.write_text("")
+    opts = _opts(cluster, known_hosts=str(kh))
+    t = resolve(_entry(cluster), ssh_mod._load_config(cluster.ssh_config), opts)
+    with pytest.raises(SSHError, match="not in known_hosts.*--accept-new-host-keys"):
+        connect(t, opts)
+    assert kh.read_text() == ""
+
+
+@pytest.mark.netns
+def test_accept_new_stores_the_key_then_verifies_it(cluster, tmp_path):
+    kh = tmp_path / "sub" / "known_hosts"  # created on first use
+    opts = _opts(cluster, known_hosts=str(kh), accept_new_host_keys=True)
+    config = ssh_mod._load_config(cluster.ssh_config)
+    for i in (0, 1):
+        client = connect(resolve(_entry(cluster, i), config, opts), opts, config)
+        assert _run(client, "hostname") == cluster.hosts[i].name
+        client.close()
+    stored = kh.read_text().splitlines()
+    truth = Path(cluster.known_hosts).read_text().splitlines()
+    assert sorted(stored) == sorted(truth)
+    # the stored keys are now enforced without the opt-in
+    strict = _opts(cluster, known_hosts=str(kh))
+    connect(resolve(_entry(cluster), config, strict), strict, config).close()
+
+
+@pytest.mark.netns
+def test_changed_host_key_is_refused_even_with_accept_new(cluster, tmp_path):
+    other = tmp_path / "other"
+    subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(other)], check=True)
+    kh = tmp_path / "known_hosts"
+    kh.write_text(f"{cluster.hosts[0].address} {' '.join(Path(str(other) + '.pub').read_text().split()[:2])}\n")
+    before = kh.read_text()
+    config = ssh_mod._load_config(cluster.ssh_config)
+    for accept in (False, True):
+        opts = _opts(cluster, known_hosts=str(kh), accept_new_host_keys=accept)
+        with pytest.raises(SSHError, match="HOST KEY CHANGED"):
+            connect(resolve(_entry(cluster), config, opts), opts, config)
+    assert kh.read_text() == before
+
+
+@pytest.mark.netns
+def test_proxyjump(cluster, tmp_path):
+    h0, h1 = cluster.hosts
+    cfg = tmp_path / "config"
+    cfg.write_text(Path(cluster.ssh_config).read_text() + f"Host via-jump\n  HostName {h1.address}\n  User root\n"
+                   f"  IdentityFile {cluster.key_path}\n  UserKnownHostsFile {cluster.known_hosts}\n"
+                   f"  ProxyJump {h0.name}\n")
+    opts = SSHOptions(ssh_config=str(cfg), retries=0, connect_timeout=5)
+    config = ssh_mod._load_config(str(cfg))
+    client = connect(resolve(HostEntry("via-jump"), config, opts), opts, config)
+    # h1 sees the connection coming from h0, not from the controller
+    assert _run(client, "echo $SSH_CONNECTION").split()[0] == h0.address
+    client.close()
+
+
+@pytest.mark.netns
+def test_missing_python_is_a_clear_failure(cluster):
+    opts = _opts(cluster, python="/nonexistent/python3")
+    sessions, failures = ssh_mod.start_agents([_entry(cluster)], opts, "cd" * 16, 30)
+    assert sessions == {} and "agent did not start" in failures[0] and "/nonexistent/python3" in failures[0]
+
+
+@pytest.mark.netns
+def test_fping_and_icmp_between_two_hosts(cluster):
+    import shutil
+    import sys
+
+    # the controller's interpreter exists inside the namespaces too (same file system)
+    opts = _opts(cluster, python=sys.executable)
+    sessions, failures = ssh_mod.start_agents([_entry(cluster, 0), _entry(cluster, 1)], opts, "ef" * 16, 30)
+    assert failures == {}
+    a, b = sessions[0], sessions[1]
+    try:
+        if shutil.which("fping"):
+            r = a.call("fping", addr=b.info["addr"], count=3, interval=0.01)
+            assert len(r["rtts_us"]) == 3
+        if a.info["icmplib"]:
+            r = a.call("icmp", addr=b.info["addr"], count=3, interval=0.01)
+            assert len(r["rtts_us"]) == 3
+    finally:
+        a.close()
+        b.close()
+
+
+def test_connections_are_bounded_by_concurrency(monkeypatch):
+    import threading
+
+    active, peak, lock = [0], [0], threading.Lock()
+
+    class FakeSession:
+        info = {}
+
+        def hello(self, *a, **k):
+            return {}
+
+        def close(self):
+            pass
+
+    def fake_start(target, options, config=None):
+        with lock:
+            active[0] += 1
+            peak[0] = max(peak[0], active[0])
+        time.sleep(0.05)
+        with lock:
+            active[0] -= 1
+        if target.entry.name == "h3":
+            raise SSHError("h3: refused")
+        return FakeSession()
+
+    monkeypatch.setattr(ssh_mod, "start_agent", fake_start)
+    entries = [HostEntry(f"h{i}") for i in range(12)]
+    sessions, failures = ssh_mod.start_agents(entries, SSHOptions(concurrency=3), "00" * 16, 30)
+    assert peak[0] == 3
+    assert sorted(sessions) == [i for i in range(12) if i != 3] and failures == {3: "h3: refused"}
