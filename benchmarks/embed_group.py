@@ -38,8 +38,8 @@ import time
 import numpy as np
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-if ROOT not in sys.path:
-    sys.path.insert(0, ROOT)
+# first on the path: benchmarks/solvers.py must not shadow the solvers package
+sys.path.insert(0, ROOT)
 
 from plink.embed import ProbeEmbed  # noqa: E402
 from plink.group import BalancedGrouper, BalancedRandom  # noqa: E402
