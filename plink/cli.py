@@ -525,11 +525,13 @@ def render_show(summary, console) -> None:
 @click.option("--groups", "groups_file", type=click.Path(dir_okay=False), help="A groups file from 'plink group'.")
 @click.option("--plot", type=click.Path(dir_okay=False),
               help="Write a heatmap of the matrix in group order (needs matplotlib).")
+@click.option("--order", "orderfile", type=click.Path(dir_okay=False),
+              help="With --plot: two heatmaps, as probed and in this order file's rank order.")
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
 @click.option("--hosts", type=click.Path(dir_okay=False), help="Host names for a plain CSV/NPY matrix.")
 @click.option("--unit", type=click.Choice(["us", "ms", "s", "ns"]), default="us", show_default=True,
               help="Latency unit of a plain CSV/NPY matrix.")
-def show(probefile, groups_file, plot, as_json, hosts, unit) -> None:
+def show(probefile, groups_file, plot, orderfile, as_json, hosts, unit) -> None:
     """Summarise a probe file; optionally draw its matrix as a heatmap.
 
     The heatmap orders hosts by group (with --groups), else by true location
@@ -539,8 +541,12 @@ def show(probefile, groups_file, plot, as_json, hosts, unit) -> None:
     Example:
       plink show dc.json
       plink show dc.json --groups groups.json --plot heatmap.png
+      plink show dc.json --groups groups.json --order order.json --plot before-after.png
     """
     from .summary import display_order, summarize
+
+    if orderfile and not plot:
+        raise click.BadParameter("--order draws the before/after heatmaps of --plot PNG", param_hint="--order")
 
     probe = _load_probe(probefile, hosts, unit)
     groups = None
@@ -550,7 +556,16 @@ def show(probefile, groups_file, plot, as_json, hosts, unit) -> None:
         groups = load_groups(groups_file)
         groups.aligned_to(probe.names)  # same hosts, or a one-line error
     summary = summarize(probe, groups)
-    if plot:
+    if plot and orderfile:  # before/after reordering
+        from .orderfile import read_order
+        from .plots import plot_heatmaps_before_after
+        from .watch import check_same_hosts
+
+        names = read_order(orderfile)
+        check_same_hosts(names, probe, f"the order file {orderfile}")
+        labels = groups.aligned_to(probe.names) if groups is not None else None
+        plot_heatmaps_before_after(probe, [probe.index(n) for n in names], plot, labels=labels)
+    elif plot:
         from .plots import plot_heatmap
 
         order = display_order(probe, groups)
@@ -849,65 +864,6 @@ def _order_file_algo(path: str) -> str | None:
         return doc.get("algo") if isinstance(doc, dict) else None
     except (OSError, ValueError):
         return None
-
-
-@cli.command("plot")
-@click.argument("probefile", type=click.Path(dir_okay=False))
-@click.option("--order", "orderfile", type=click.Path(dir_okay=False), help="Order file (plink order) for --heatmap.")
-@click.option("--groups", "groups_file", type=click.Path(dir_okay=False),
-              help="Groups file (plink group): colours and, if it has them, the coordinates.")
-@click.option("--heatmap", type=click.Path(dir_okay=False), help="PNG: the RTT matrix as probed and in the order.")
-@click.option("--embedding", type=click.Path(dir_okay=False), help="PNG: hosts in 2-D, one colour per group.")
-def plot_cmd(probefile, orderfile, groups_file, heatmap, embedding) -> None:
-    """Draw the matrix before/after reordering and the hosts by group (PNG).
-
-    The embedding uses the groups file's coordinates when it has them, else
-    metric MDS of the RTT matrix; colours are the groups, else the true
-    racks of a simulated probe file. Needs matplotlib.
-
-    \b
-    Example:
-      plink simulate --racks 4 --hosts-per-rack 8 --seed 1 -o dc.json
-      plink order dc.json --format json -o order.json
-      plink plot dc.json --order order.json --heatmap before-after.png --embedding hosts.png
-    """
-    import numpy as np
-
-    from .pictures import embedding_by_group, heatmaps_before_after, mds_layout
-
-    if not heatmap and not embedding:
-        raise click.UsageError("nothing to draw: give --heatmap PNG and/or --embedding PNG")
-    if heatmap and not orderfile:
-        raise click.BadParameter("the after-reordering heatmap needs the order file", param_hint="--order")
-    probe = _load_probe(probefile)
-    groups = labels = None
-    group_name = "group"
-    if groups_file:
-        from .groupfile import load_groups
-
-        groups = load_groups(groups_file)
-        labels = groups.aligned_to(probe.names)
-    elif probe.truth is not None:
-        racks = ["\x1f".join(t) for t in probe.truth.labels]
-        labels = np.unique(np.array(racks), return_inverse=True)[1]
-        group_name = f"true {probe.truth.levels[-1]}"
-    if heatmap:
-        from .orderfile import read_order
-        from .watch import check_same_hosts
-
-        names = read_order(orderfile)
-        check_same_hosts(names, probe, f"the order file {orderfile}")
-        heatmaps_before_after(probe, [probe.index(n) for n in names], heatmap, labels=labels)
-        click.echo(f"wrote {heatmap}", err=True)
-    if embedding:
-        if groups is not None and groups.coordinates is not None:
-            pos = {h: i for i, h in enumerate(groups.hosts)}
-            coords = np.asarray(groups.coordinates)[[pos[n] for n in probe.names]]
-            how = "ProbeEmbed coordinates"
-        else:
-            coords, how = mds_layout(probe.latency), "metric MDS of the RTT matrix"
-        embedding_by_group(coords, labels, embedding, group_name=group_name, title=f"{probe.n} hosts ({how})")
-        click.echo(f"wrote {embedding}", err=True)
 
 
 @cli.command("node-rank")

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import os
 
+from typing import Sequence
+
 import numpy as np
 
 from .errors import PlinkError
@@ -71,5 +73,38 @@ def plot_groups(coordinates: np.ndarray, labels: np.ndarray, path, *, title: str
     shown = "" if dims <= 2 else f" (first 2 of {dims} coordinates)"
     ax.set_title(title or f"{len(x)} hosts in {int(labels.max()) + 1} groups{shown}")
     ax.set_aspect("equal", adjustable="datalim")
+    _save(fig, path)
+    plt.close(fig)
+
+
+def plot_heatmaps_before_after(probe, order: Sequence[int], path, *, labels: Sequence[int] | None = None,
+                          title: str = "") -> None:
+    """Two heatmaps of the RTT matrix: hosts as probed, and in the rank ``order``.
+
+    ``order[r]`` is the host index of rank ``r``; ``labels`` (a group per
+    host) draws the group boundaries where groups are contiguous.  O(N^2).
+    """
+    plt = _pyplot()
+    n = probe.n
+    order = np.asarray(order, dtype=int)
+    lat = np.ma.masked_invalid(probe.latency)
+    finite = probe.latency[np.isfinite(probe.latency)]
+    vmax = float(np.percentile(finite, 99)) if finite.size else 1.0
+    fig, axes = plt.subplots(1, 2, figsize=(10, 4.6), constrained_layout=True)
+    panels = [("as probed (host file order)", np.arange(n), "host"), ("plink rank order", order, "rank")]
+    for ax, (name, perm, axis) in zip(axes, panels):
+        im = ax.imshow(lat[np.ix_(perm, perm)], cmap="viridis", interpolation="nearest", vmin=0, vmax=vmax)
+        if labels is not None:
+            lab = np.asarray(labels)[perm]
+            cuts = np.flatnonzero(lab[1:] != lab[:-1]) + 0.5
+            if len(cuts) <= len(set(lab.tolist())):  # only where each group is one block
+                for c in cuts:
+                    ax.axhline(c, color="white", lw=0.7)
+                    ax.axvline(c, color="white", lw=0.7)
+        ax.set_title(name)
+        ax.set_xlabel(axis)
+        ax.set_ylabel(axis)
+    fig.colorbar(im, ax=axes, shrink=0.85, label="RTT (µs)")
+    fig.suptitle(title or f"{n} hosts: pairwise RTT before and after reordering")
     _save(fig, path)
     plt.close(fig)
