@@ -179,7 +179,7 @@ def measured(world, labels, sizes, iters):
     import torch.multiprocessing as mp
 
     from plink.probefile import from_matrix
-    from plink.verify import Traffic, predict_time, plan_traffic, ring_traffic
+    from plink.verify import predict_time, plan_traffic, ring_traffic
     from solvers.costmodels import PairCost
 
     with tempfile.TemporaryDirectory() as d:
@@ -290,7 +290,6 @@ def _netns_worker(argv):
 def netns(sizes, iters, racks=2, hosts_per_rack=4, host_mbit=400.0, uplink_mbit=200.0):
     """Executor vs Gloo on the emulated cluster; returns rows or a reason it was skipped."""
     import json
-    import subprocess
     from concurrent.futures import ThreadPoolExecutor
 
     try:

@@ -46,7 +46,7 @@ from typing import Any
 import numpy as np
 
 from .errors import PlinkError
-from .fileio import atomic_write_text
+from .fileio import atomic_write_text, read_json
 from .schedule import Plan, assign_masters, capacities
 
 STATS_FORMAT = "plink-stats"
@@ -127,16 +127,7 @@ def stats_from_dict(doc: Any, hosts: list[str], path: str = "<stats>") -> LinkSt
 
 
 def load_stats(path: str | os.PathLike, hosts: list[str]) -> LinkStats:
-    try:
-        with open(path, encoding="utf-8") as fh:
-            doc = json.load(fh)
-    except FileNotFoundError:
-        raise PlinkError(f"{path}: no such file") from None
-    except json.JSONDecodeError as exc:
-        raise PlinkError(f"{path}: invalid JSON at line {exc.lineno}: {exc.msg}") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise PlinkError(f"{path}: cannot read: {exc}") from None
-    return stats_from_dict(doc, hosts, str(path))
+    return stats_from_dict(read_json(path), hosts, str(path))
 
 
 def model_stats(plan: Plan, pc, rounds=None) -> LinkStats:

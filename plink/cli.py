@@ -13,6 +13,7 @@ import sys
 import click
 
 from . import __version__
+from .emitters import FORMATS
 from .errors import PlinkError
 
 EXIT_OK = 0
@@ -141,6 +142,31 @@ def render_order_report(result, console) -> None:
         console.print(f"note: {result.missing_pairs} unmeasured pairs were priced as the worst measured pair")
 
 
+def _render_order(result, probe, fmt, slots=1, labels=None, output=None) -> str:
+    """The order (or a launcher file) as text: plain/json order files, else an emitter."""
+    from .orderfile import render
+
+    if fmt in ("plain", "json"):
+        return render(result, probe, fmt)
+    from .emitters import emit
+
+    hosts = [probe.hosts[i] for i in result.order]
+    lab = None if labels is None else [labels[i] for i in result.order]
+    return emit(fmt, hosts, slots=slots, algo=result.algo, labels=lab, order_file=output or "THIS_FILE")
+
+
+def _check_format_options(fmt: str, slots: int, groups_file: str | None) -> None:
+    """Usage errors of --format/--slots/--groups, before any work."""
+    if slots < 1:
+        raise click.BadParameter(f"must be >= 1 (processes per host), got {slots}", param_hint="--slots")
+    if fmt in ("plain", "json") and slots != 1:
+        raise click.BadParameter(f"the {fmt} order file has one entry per host; --slots applies to launcher formats",
+                                 param_hint="--slots")
+    if fmt == "slurm-topology" and not groups_file:
+        raise click.BadParameter("--format slurm-topology needs the groups (plink group -o groups.json)",
+                                 param_hint="--groups")
+
+
 @cli.command()
 @click.argument("probefile", type=click.Path(dir_okay=False))
 @click.option("--algo", type=click.Choice(["ring", "hd", "dbt", "bcube"]), default="ring", show_default=True,
@@ -152,18 +178,20 @@ def render_order_report(result, console) -> None:
 @click.option("--smt-time", default=0.0, show_default=True, type=float,
               help="Seconds for Z3 to improve the order or prove it optimal (0: skip).")
 @click.option("--groups", "groups_file", type=click.Path(dir_okay=False),
-              help="Groups file (plink group): also start from the grouping.")
+              help="Groups file (plink group): also start from the grouping; the switches of --format slurm-topology.")
 @click.option("--seed", default=0, show_default=True, type=int)
-@click.option("--format", "fmt", type=click.Choice(["plain", "json"]), default="plain", show_default=True,
-              help="Format of the order written with -o (or to stdout).")
+@click.option("--format", "fmt", type=click.Choice(FORMATS), default="plain", show_default=True,
+              help="Order file (plain, json) or launcher file (see 'plink emit --help') written with -o or to stdout.")
+@click.option("--slots", default=1, show_default=True, type=int,
+              help="Processes (GPUs) per host; the ranks of one host stay contiguous.")
 @click.option("-o", "--output", type=click.Path(dir_okay=False), help="Order file to write (default: stdout).")
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON on stdout.")
 @click.option("--hosts", type=click.Path(dir_okay=False), help="Host names for a plain CSV/NPY matrix.")
 @click.option("--unit", type=click.Choice(["us", "ms", "s", "ns"]), default="us", show_default=True,
               help="Latency unit of a plain CSV/NPY matrix.")
 @click.option("--no-bandwidth", is_flag=True, help="Ignore a bandwidth matrix; cost by latency only.")
-def order(probefile, algo, size, base, time_limit, jobs, smt_time, groups_file, seed, fmt, output, as_json, hosts, unit,
-          no_bandwidth) -> None:
+def order(probefile, algo, size, base, time_limit, jobs, smt_time, groups_file, seed, fmt, slots, output, as_json,
+          hosts, unit, no_bandwidth) -> None:
     """Find the rank order that minimises the collective's cost model.
 
     PROBEFILE is a plink probe file (.json) or a plain latency matrix
@@ -175,16 +203,20 @@ def order(probefile, algo, size, base, time_limit, jobs, smt_time, groups_file, 
       plink simulate --racks 8 --hosts-per-rack 8 --seed 1 -o dc.json
       plink order dc.json --algo ring -o hosts.txt
       plink order dc.json --algo hd --time-limit 30 --jobs 0 --smt-time 60 -o hosts.txt
-      mpirun --hostfile hosts.txt --map-by seq ...
 
     Small clusters (ring up to 16 hosts, other algorithms up to ~9) get a
     certified optimum; the report says whether the order is proven optimal
     and the best lower bound known.
+
+    \b
+    Launcher files (--slots N processes per host; every format: 'plink emit --help'):
+      plink order dc.json --format openmpi --slots 8 -o hosts.ompi
+      mpirun --hostfile hosts.ompi --map-by seq -np 512 ./app
     """
     from .order import group_labels, order_hosts
-    from .orderfile import render, write_order
     from .units import parse_size
 
+    _check_format_options(fmt, slots, groups_file)
     probe = _load_probe(probefile, hosts, unit)
     labels = group_labels(probe, groups_file) if groups_file else None
     nbytes = parse_size(size)
@@ -194,13 +226,16 @@ def order(probefile, algo, size, base, time_limit, jobs, smt_time, groups_file, 
             probe, algo, size=nbytes, time_limit=time_limit, seed=seed, base=base,
             use_bandwidth=not no_bandwidth, jobs=jobs, smt_time=smt_time, labels=labels,
         )
+    text = _render_order(result, probe, fmt, slots, labels, output)
     if output:
-        write_order(output, result, probe, fmt)
+        from .fileio import atomic_write_text
+
+        atomic_write_text(output, text)
     if as_json:
         _echo_json(result.to_dict())
         return
     if not output:
-        click.echo(render(result, probe, fmt), nl=False)
+        click.echo(text, nl=False)
     render_order_report(result, console)
     if output:
         click.echo(f"wrote {output}", err=True)
@@ -388,10 +423,166 @@ def probe(hosts, output, method, count, interval, bandwidth, bw_seconds, streams
 
 # ---------------------------------------------------------------------------
 # group / show (embedding and grouping: plink group, plink show)
-#
-#
-#
-#
+
+
+def render_groups_report(groups, console) -> None:
+    from rich.table import Table
+
+    m, p = groups.metrics, groups.params
+    t = Table(title=f"{len(groups.hosts)} hosts in {groups.k} groups "
+                    f"(alpha {p.get('alpha')}, {p.get('dims')}-D, elasticity {p.get('elasticity')})",
+              title_justify="left", show_edge=False)
+    t.add_column("metric")
+    t.add_column("value", justify="right")
+    sizes = m.get("sizes", groups.sizes())
+    t.add_row("group sizes", f"{min(sizes)}..{max(sizes)} (allowed {m.get('min_size')}..{m.get('max_size')})")
+    t.add_row("embedding median rel. error", f"{m['median_rel_error']:.1%}")
+    t.add_row("embedding stress", f"{m['stress']:.3f}")
+    if "paia_raw" in m:
+        t.add_row("PAIA raw -> embedded", f"{m['paia_raw']:.1%} -> {m['paia_embedded']:.1%}")
+        t.add_row(f"AMI vs true {m.get('truth_level') or 'locations'}", f"{m['ami']:.3f}")
+    t.add_row("time (embed + group)", f"{m['embed_seconds']:.1f} s + {m['group_seconds']:.1f} s")
+    console.print(t)
+
+
+@cli.command()
+@click.argument("probefile", type=click.Path(dir_okay=False))
+@click.option("--groups", "n_groups", type=int, help="Number of groups k (default: round(sqrt(N))).")
+@click.option("--elasticity", default=1.0, show_default=True, type=float,
+              help="Balance elasticity in [1, 2]: 1 = equal sizes, 2 = each group >= N/(2k).")
+@click.option("--alpha", default=1.0, show_default=True, type=float, help="ProbeEmbed exponent in [1, 2].")
+@click.option("--dims", default=10, show_default=True, type=int, help="Embedding dimensions.")
+@click.option("--no-heights", is_flag=True, help="Do not fit per-host startup costs.")
+@click.option("--seed", default=0, show_default=True, type=int)
+@click.option("--plot", type=click.Path(dir_okay=False), help="Write a picture of the groups (needs matplotlib).")
+@click.option("-o", "--output", type=click.Path(dir_okay=False), help="Groups file to write (default: stdout).")
+@click.option("--json", "as_json", is_flag=True, help="Print the metrics as JSON on stdout.")
+@click.option("--hosts", type=click.Path(dir_okay=False), help="Host names for a plain CSV/NPY matrix.")
+@click.option("--unit", type=click.Choice(["us", "ms", "s", "ns"]), default="us", show_default=True,
+              help="Latency unit of a plain CSV/NPY matrix.")
+def group(probefile, n_groups, elasticity, alpha, dims, no_heights, seed, plot, output, as_json, hosts, unit) -> None:
+    """Embed the hosts (ProbeEmbed) and split them into balanced locality groups.
+
+    Denoises the probed latencies with a low-dimensional embedding, then runs
+    constrained k-means with k = sqrt(N) groups by default. When the probe
+    file has ground truth, reports PAIA (raw vs embedded) and the AMI of the
+    groups against the true racks.
+
+    \b
+    Example:
+      plink simulate --racks 8 --hosts-per-rack 8 --seed 1 -o dc.json
+      plink group dc.json -o groups.json --plot groups.png
+      plink show dc.json --groups groups.json --plot heatmap.png
+    """
+    from .group import group_hosts
+
+    probe = _load_probe(probefile, hosts, unit)
+    result = group_hosts(probe, n_groups=n_groups, elasticity=elasticity, alpha=alpha, dims=dims,
+                         heights=not no_heights, seed=seed)
+    if plot:
+        from .plots import plot_groups
+
+        plot_groups(result.coordinates, result.labels, plot)
+    if output:
+        result.save(output)
+    else:
+        click.echo(json.dumps(result.to_dict(), indent=1, allow_nan=False))
+    if as_json:
+        if output:
+            _echo_json({"output": output, "metrics": result.metrics, "params": result.params})
+        return
+    render_groups_report(result, _stderr_console())
+    for path in (output, plot):
+        if path:
+            click.echo(f"wrote {path}", err=True)
+
+
+def render_show(summary, console) -> None:
+    from rich.table import Table
+
+    t = Table(title=f"{summary['hosts']} hosts", title_justify="left", show_edge=False)
+    t.add_column("")
+    t.add_column("value", justify="right")
+    t.add_row("measured pairs", f"{summary['measured_pairs']} of {summary['pairs']} ({summary['coverage']:.1%})")
+    for key, unit in (("latency_us", "us"), ("bandwidth_gbps", "Gbit/s")):
+        pct = summary.get(key)
+        if pct:
+            t.add_row(f"{key.split('_')[0]} ({unit})", "  ".join(f"{k} {v:g}" for k, v in pct.items()))
+    if summary.get("truth_counts"):
+        t.add_row("ground truth", ", ".join(f"{v} {k}" for k, v in summary["truth_counts"].items()))
+    if "groups" in summary:
+        sizes = summary["group_sizes"]
+        t.add_row("groups", f"{summary['groups']} (sizes {min(sizes)}..{max(sizes)})")
+        for key, label in (("median_latency_within_groups_us", "median RTT within groups"),
+                           ("median_latency_between_groups_us", "median RTT between groups")):
+            if key in summary:
+                t.add_row(label, f"{summary[key]:g} us")
+    console.print(t)
+
+
+@cli.command()
+@click.argument("probefile", type=click.Path(dir_okay=False))
+@click.option("--groups", "groups_file", type=click.Path(dir_okay=False), help="A groups file from 'plink group'.")
+@click.option("--plot", type=click.Path(dir_okay=False),
+              help="Write a heatmap of the matrix in group order (needs matplotlib).")
+@click.option("--order", "orderfile", type=click.Path(dir_okay=False),
+              help="With --plot: two heatmaps, as probed and in this order file's rank order.")
+@click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
+@click.option("--hosts", type=click.Path(dir_okay=False), help="Host names for a plain CSV/NPY matrix.")
+@click.option("--unit", type=click.Choice(["us", "ms", "s", "ns"]), default="us", show_default=True,
+              help="Latency unit of a plain CSV/NPY matrix.")
+def show(probefile, groups_file, plot, orderfile, as_json, hosts, unit) -> None:
+    """Summarise a probe file; optionally draw its matrix as a heatmap.
+
+    The heatmap orders hosts by group (with --groups), else by true location
+    when the file has ground truth, so racks show up as blocks.
+
+    \b
+    Example:
+      plink show dc.json
+      plink show dc.json --groups groups.json --plot heatmap.png
+      plink show dc.json --groups groups.json --order order.json --plot before-after.png
+    """
+    from .summary import display_order, summarize
+
+    if orderfile and not plot:
+        raise click.BadParameter("--order draws the before/after heatmaps of --plot PNG", param_hint="--order")
+
+    probe = _load_probe(probefile, hosts, unit)
+    groups = None
+    if groups_file:
+        from .groupfile import load_groups
+
+        groups = load_groups(groups_file)
+        groups.aligned_to(probe.names)  # same hosts, or a one-line error
+    summary = summarize(probe, groups)
+    if plot and orderfile:  # before/after reordering
+        from .orderfile import read_order
+        from .plots import plot_heatmaps_before_after
+        from .watch import check_same_hosts
+
+        names = read_order(orderfile)
+        check_same_hosts(names, probe, f"the order file {orderfile}")
+        labels = groups.aligned_to(probe.names) if groups is not None else None
+        plot_heatmaps_before_after(probe, [probe.index(n) for n in names], plot, labels=labels)
+    elif plot:
+        from .plots import plot_heatmap
+
+        order = display_order(probe, groups)
+        labels = groups.aligned_to(probe.names) if groups is not None else None
+        plot_heatmap(probe, order, plot, labels=labels)
+    if as_json:
+        _echo_json(summary)
+        return
+    render_show(summary, _stdout_console())
+    if plot:
+        click.echo(f"wrote {plot}", err=True)
+
+
+def _stdout_console():
+    from rich.console import Console
+
+    return Console(highlight=False)
 
 
 # ---------------------------------------------------------------------------
@@ -600,10 +791,222 @@ def retune(schedulefile, statsfile, output, quick, beta, gamma, epsilon, compact
 
 # ---------------------------------------------------------------------------
 # launchers / watch (launchers: plink node-rank, plink watch)
-#
-#
-#
-#
+
+
+@cli.command("emit")
+@click.argument("orderfile", type=click.Path(dir_okay=False))
+@click.option("--format", "fmt", type=click.Choice([f for f in FORMATS if f != "json"]), required=True,
+              help="Launcher file to write (examples below).")
+@click.option("--slots", default=1, show_default=True, type=int,
+              help="Processes (GPUs) per host; the ranks of one host stay contiguous.")
+@click.option("--groups", "groups_file", type=click.Path(dir_okay=False),
+              help="Groups file (plink group) for --format slurm-topology.")
+@click.option("--algo", type=click.Choice(["ring", "hd", "dbt", "bcube"]),
+              help="Algorithm for --format env (default: the JSON order file's, else ring).")
+@click.option("-o", "--output", type=click.Path(dir_okay=False), help="File to write (default: stdout).")
+def emit_cmd(orderfile, fmt, slots, groups_file, algo, output) -> None:
+    """Write a launcher file from an existing order file (no new search).
+
+    ORDERFILE is a plain or JSON order file (plink order, plink watch's
+    STATE_DIR/order.json), so every launcher file of one job has the same order.
+
+    \b
+    Every format, with the command that uses it (N hosts x S slots = R ranks):
+      plink order probe.json --format json -o order.json
+      plink emit order.json --format openmpi --slots 8 -o hosts.ompi
+        mpirun --hostfile hosts.ompi --map-by seq -np R ./app
+      plink emit order.json --format rankfile --slots 8 -o ranks.ompi
+        mpirun --rankfile ranks.ompi -np R ./app
+      plink emit order.json --format mpich --slots 8 -o hosts.mpich
+        mpiexec -f hosts.mpich -n R ./app    (Intel MPI: mpirun -machinefile hosts.mpich -n R)
+      plink emit order.json --format slurm --slots 8 -o hosts.slurm
+        SLURM_HOSTFILE=hosts.slurm srun --distribution=arbitrary -n R ./app
+      plink emit order.json --format slurm-topology --groups groups.json -o topology.conf
+        (slurm.conf: TopologyPlugin=topology/tree)
+      plink emit order.json --format torchrun -o nodes.torchrun     (copy to every node, then on each:)
+        torchrun --nnodes N --nproc-per-node 8 --node-rank "$(plink node-rank nodes.torchrun)" \\
+          --master-addr "$(plink node-rank nodes.torchrun --master)" --master-port 29500 train.py
+      plink emit order.json --format deepspeed --slots 8 -o hostfile
+        deepspeed --hostfile hostfile train.py
+      horovodrun -np R -H "$(plink emit order.json --format horovod --slots 8)" python train.py
+      plink emit order.json --format env -o plink.env && . ./plink.env    (NCCL_ALGO, Open MPI tuned)
+    """
+    from .emitters import emit
+    from .orderfile import read_order_hosts
+
+    _check_format_options(fmt, slots, groups_file)
+    hosts = read_order_hosts(orderfile)
+    if algo is None:
+        algo = _order_file_algo(orderfile) or "ring"
+    labels = None
+    if groups_file:
+        from .groupfile import load_groups
+        from .errors import ProbeFileError
+
+        try:
+            labels = load_groups(groups_file).aligned_to([h.name for h in hosts]).tolist()
+        except ProbeFileError as exc:
+            raise ProbeFileError(f"{groups_file} and {orderfile} are from different host lists: {exc}") from None
+    text = emit(fmt, hosts, slots=slots, algo=algo, labels=labels, order_file=output or orderfile)
+    if output:
+        from .fileio import atomic_write_text
+
+        atomic_write_text(output, text)
+        click.echo(f"wrote {output}", err=True)
+    else:
+        click.echo(text, nl=False)
+
+
+def _order_file_algo(path: str) -> str | None:
+    try:
+        with open(path, encoding="utf-8") as fh:
+            doc = json.load(fh)
+        return doc.get("algo") if isinstance(doc, dict) else None
+    except (OSError, ValueError):
+        return None
+
+
+@cli.command("node-rank")
+@click.argument("orderfile", type=click.Path(dir_okay=False))
+@click.option("--host", help="Match this name or IP address instead of this machine's.")
+@click.option("--master", is_flag=True, help="Print rank 0's address (or name) instead: the --master-addr.")
+def node_rank_cmd(orderfile, host, master) -> None:
+    """Print this node's rank in ORDERFILE (for torchrun --node-rank).
+
+    ORDERFILE is a JSON or plain order file (or the torchrun map). This node
+    is matched by host name, FQDN or short name, or by any of its IP
+    addresses (the JSON file's addresses, or host names resolved).
+
+    \b
+    Example, on every node:
+      torchrun --nnodes 8 --nproc-per-node 8 \\
+        --node-rank "$(plink node-rank order.json)" \\
+        --master-addr "$(plink node-rank order.json --master)" --master-port 29500 train.py
+    """
+    from .emitters import master_address
+    from .noderank import node_rank
+    from .orderfile import read_order_hosts
+
+    hosts = read_order_hosts(orderfile)
+    if master:
+        click.echo(master_address(hosts))
+        return
+    click.echo(node_rank(hosts, host, source=orderfile))
+
+
+def _parse_gain(text: str) -> float:
+    t = str(text).strip()
+    try:
+        return float(t[:-1]) / 100 if t.endswith("%") else float(t)
+    except ValueError:
+        raise click.BadParameter(f"{text!r} is not a fraction (0.05) or a percentage (5%)", param_hint="--min-gain") from None
+
+
+def _parse_emit(items) -> list[tuple[str, str]]:
+    out = []
+    for item in items:
+        fmt, sep, path = item.partition(":")
+        if not sep or not path:
+            raise click.BadParameter(f"{item!r}: expected FORMAT:PATH, e.g. openmpi:/shared/hosts.ompi", param_hint="--emit")
+        out.append((fmt, path))
+    return out
+
+
+def _prober(hosts_file, probe_file, hosts_format="auto", **probe_kw):
+    """The probe step of plink watch: a probe file, or the probing library over a host list."""
+    if probe_file:
+        return lambda: _load_probe(probe_file)
+    ssh_keys = ("ssh_config", "known_hosts")
+    ssh_kw = {k: probe_kw.pop(k) for k in ssh_keys if probe_kw.get(k)}
+    for k in ssh_keys:
+        probe_kw.pop(k, None)
+
+    def probe_now():
+        try:
+            from probes.probe import probe_hosts
+            from probes.ssh import SSHOptions
+        except ImportError as exc:
+            raise PlinkError(f"the probing library is not available ({exc}); use --probe-file") from None
+        from .hostlist import read_hostlist
+
+        return probe_hosts(read_hostlist(hosts_file, fmt=hosts_format), ssh=SSHOptions(**ssh_kw), **probe_kw)
+
+    return probe_now
+
+
+@cli.command("watch")
+@click.argument("state_dir", type=click.Path(file_okay=False))
+@click.option("--hosts", "hosts_file", type=click.Path(dir_okay=False), help="Host list to probe (as plink probe).")
+@click.option("--probe-file", type=click.Path(dir_okay=False),
+              help="Use this probe file instead of probing (probing done elsewhere).")
+@click.option("--method", type=click.Choice(["udp", "fping", "icmp"]), default="udp", show_default=True,
+              help="Latency probe (as plink probe).")
+@click.option("--count", default=20, show_default=True, type=click.IntRange(1, 100000), help="Samples per pair.")
+@click.option("--ssh-config", type=click.Path(dir_okay=False), help="ssh config file (as plink probe).")
+@click.option("--known-hosts", type=click.Path(dir_okay=False), help="known_hosts file (as plink probe).")
+@click.option("--hosts-format", type=click.Choice(["auto", "plain", "openmpi", "mpich", "slurm"]), default="auto",
+              show_default=True, help="Host list format (as plink probe).")
+@click.option("--algo", type=click.Choice(["ring", "hd", "dbt", "bcube"]), default="ring", show_default=True)
+@click.option("--size", default="25MiB", show_default=True, help="All-reduce size.")
+@click.option("--base", default=2, show_default=True, type=int, help="BCube base (--algo bcube).")
+@click.option("--min-gain", default="5%", show_default=True,
+              help="Re-order only if the new order is predicted this much cheaper than the current one.")
+@click.option("--time-limit", default=5.0, show_default=True, type=float, help="Seconds of search.")
+@click.option("--seed", default=0, show_default=True, type=int)
+@click.option("--initial-order", type=click.Path(dir_okay=False),
+              help="The order in use now (plain/JSON order file), compared against on the first run.")
+@click.option("--emit", "emit_items", multiple=True, metavar="FORMAT:PATH",
+              help="Keep a launcher file in sync with the current order (repeatable), e.g. openmpi:/shared/hosts.ompi.")
+@click.option("--slots", default=1, show_default=True, type=click.IntRange(min=1), help="Processes per host for --emit files.")
+@click.option("--keep", default=500, show_default=True, type=click.IntRange(min=0), help="Runs kept in the history (0: all).")
+@click.option("--window", default=1, show_default=True, type=click.IntRange(min=1),
+              help="Decide on the median of the last K probes (1: the new probe alone); damps noise.")
+@click.option("--reset", is_flag=True, help="Move a corrupt state file aside (kept) and start over.")
+@click.option("--json", "as_json", is_flag=True, help="Print the run's status as JSON (always).")
+@click.option("-v", "--verbose", is_flag=True, help="Print the status even when nothing changed.")
+def watch_cmd(state_dir, hosts_file, probe_file, method, count, ssh_config, known_hosts, hosts_format, algo, size, base, min_gain, time_limit, seed, initial_order,
+              emit_items, slots, keep, window, reset, as_json, verbose) -> None:
+    """Re-probe and re-order only when it pays: for cron.
+
+    Probes the hosts, compares with the last probe (drift report) and writes a
+    new order to STATE_DIR/order.json (and hosts.txt, and --emit files) only
+    if it is predicted at least --min-gain cheaper than the current order, both
+    costed on the new probe. Quiet unless the order changed or something needs a
+    look (a stale lock, an incomplete probe), or with -v/--json.
+
+    \b
+    Exit codes: 0 order kept, 4 new order written, 75 another run holds the
+    lock (this run did nothing), 1 error (nothing changed), 2 usage error.
+    \b
+    Example (crontab, every 15 minutes):
+      */15 * * * * plink watch /var/lib/plink --hosts /etc/plink/hosts.txt --emit openmpi:/shared/hosts.ompi
+    Without a cluster:
+      plink simulate --seed 1 -o p.json && plink watch state --probe-file p.json
+    """
+    from .orderfile import read_order
+    from .units import parse_size
+    from .watch import WatchBusy, watch
+
+    if bool(hosts_file) == bool(probe_file):
+        raise click.UsageError("give exactly one of --hosts HOSTS (probe them) or --probe-file PROBE")
+    prober = _prober(hosts_file, probe_file, hosts_format, method=method, count=count, ssh_config=ssh_config,
+                     known_hosts=known_hosts)
+    try:
+        result = watch(
+            state_dir, prober, algo=algo, size=parse_size(size), base=base, min_gain=_parse_gain(min_gain),
+            time_limit=time_limit, seed=seed, initial_order=read_order(initial_order) if initial_order else None,
+            emit=_parse_emit(emit_items), slots=slots, keep=keep, window=window, reset=reset,
+        )
+    except WatchBusy as exc:
+        if not as_json:
+            raise
+        _echo_json({"status": "busy", "changed": False, "message": str(exc), "exit_code": exc.exit_code})
+        raise click.exceptions.Exit(exc.exit_code) from None
+    if as_json:
+        _echo_json(result.to_dict())
+    elif result.noteworthy or verbose:
+        click.echo("\n".join(result.summary()))
+    raise click.exceptions.Exit(result.exit_code)
 
 
 # ---------------------------------------------------------------------------
@@ -615,7 +1018,10 @@ def main(argv: list[str] | None = None) -> None:
     args = sys.argv[1:] if argv is None else list(argv)
     debug = "--debug" in args
     try:
-        cli.main(args=args, prog_name="plink", standalone_mode=False)
+        # without standalone mode click returns a command's ctx.exit() code
+        rc = cli.main(args=args, prog_name="plink", standalone_mode=False)
+        if isinstance(rc, int) and rc != EXIT_OK:
+            sys.exit(rc)
     except click.exceptions.Exit as exc:
         sys.exit(exc.exit_code)
     except click.exceptions.Abort:

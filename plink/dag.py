@@ -65,7 +65,7 @@ from typing import Any
 import numpy as np
 
 from .errors import PlinkError
-from .fileio import atomic_write_text
+from .fileio import atomic_write_text, read_json
 from .schedule import Plan
 
 FORMAT = "plink-schedule"
@@ -296,16 +296,7 @@ def from_dict(doc: Any, path: str = "<schedule>") -> Schedule:
 
 def load_schedule(path: str | os.PathLike) -> Schedule:
     """Read a schedule file (either form)."""
-    try:
-        with open(path, encoding="utf-8") as fh:
-            doc = json.load(fh)
-    except FileNotFoundError:
-        raise ScheduleError(f"{path}: no such file") from None
-    except json.JSONDecodeError as exc:
-        raise ScheduleError(f"{path}: invalid JSON at line {exc.lineno}: {exc.msg}") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ScheduleError(f"{path}: cannot read: {exc}") from None
-    return from_dict(doc, str(path))
+    return from_dict(read_json(path, ScheduleError), str(path))
 
 
 __all__ = ["Dag", "Schedule", "ScheduleError", "expand", "from_dict", "load_schedule"]

@@ -51,3 +51,27 @@ def atomic_write_text(path: str | os.PathLike, text: str, mode: int | None = Non
 def atomic_write_json(path: str | os.PathLike, obj: Any) -> None:
     """Serialise ``obj`` as indented JSON and write it atomically."""
     atomic_write_text(path, json.dumps(obj, indent=1, allow_nan=False) + "\n")
+
+
+def read_text(path: str | os.PathLike, error: type[PlinkError] = PlinkError) -> str:
+    """The UTF-8 text of ``path``, or ``error`` with a one-line reason."""
+    try:
+        with open(path, encoding="utf-8") as fh:
+            return fh.read()
+    except FileNotFoundError:
+        raise error(f"{path}: no such file") from None
+    except IsADirectoryError:
+        raise error(f"{path}: is a directory, not a file") from None
+    except UnicodeDecodeError:
+        raise error(f"{path}: not a UTF-8 text file") from None
+    except OSError as exc:
+        raise error(f"{path}: cannot read: {exc.strerror or exc}") from None
+
+
+def read_json(path: str | os.PathLike, error: type[PlinkError] = PlinkError) -> Any:
+    """Parse the JSON file at ``path``, or ``error`` naming the line of a syntax error."""
+    text = read_text(path, error)
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise error(f"{path}: invalid JSON at line {exc.lineno} column {exc.colno}: {exc.msg}") from None

@@ -24,7 +24,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from .errors import ProbeFileError
-from .fileio import atomic_write_text
+from .fileio import atomic_write_text, read_json
 
 FORMAT = "plink-groups"
 VERSION = 1
@@ -100,15 +100,7 @@ class Groups:
 
 def load_groups(path: str | os.PathLike) -> Groups:
     """Read and validate a groups file."""
-    try:
-        with open(path, encoding="utf-8") as fh:
-            doc = json.load(fh)
-    except FileNotFoundError:
-        raise ProbeFileError(f"{path}: no such file") from None
-    except json.JSONDecodeError as exc:
-        raise ProbeFileError(f"{path}: invalid JSON at line {exc.lineno}: {exc.msg}") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ProbeFileError(f"{path}: cannot read: {exc}") from None
+    doc = read_json(path, ProbeFileError)
     if not isinstance(doc, dict) or doc.get("format") != FORMAT:
         raise ProbeFileError(f"{path}: not a plink groups file")
     v = doc.get("version")

@@ -264,7 +264,7 @@ def _parse_line(line: str, fmt: str) -> list[HostEntry]:
     port = None
     if num is not None:
         if fmt == "openmpi":
-            raise _LineError(f"':' after the host is not OpenMPI syntax (use 'host slots=N')")
+            raise _LineError("':' after the host is not OpenMPI syntax (use 'host slots=N')")
         if fmt == "mpich":
             as_port = False
         elif fmt == "plain":

@@ -19,14 +19,17 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from pathlib import Path
 
 from .errors import ProbeFileError
 from .fileio import atomic_write_text
 from .order import OrderResult
-from .probefile import ProbeData
+from .probefile import Host, ProbeData
 
 FORMAT = "plink-order"
+#: a plain order file may note a host's address in its line's comment (the torchrun map does)
+_ADDRESS_NOTE = re.compile(r"\baddress=([0-9A-Fa-f.:%]+)")
 VERSION = 1
 
 
@@ -65,13 +68,27 @@ def write_order(path: str | os.PathLike, result: OrderResult, probe: ProbeData, 
 
 def read_order(path: str | os.PathLike) -> list[str]:
     """Host names in rank order from a plain or JSON order file."""
+    return [h.name for h in read_order_hosts(path)]
+
+
+def read_order_hosts(path: str | os.PathLike) -> list[Host]:
+    """Hosts in rank order from a plain or JSON order file.
+
+    A JSON file keeps each host's ``address`` and ``ssh``; a plain file
+    (one host per line; launcher files with ``host slots=N`` lines work too)
+    gives names, and an address where the line's comment notes
+    ``address=IP`` (as the torchrun map does).
+    """
     p = Path(path)
     try:
         text = p.read_text(encoding="utf-8")
     except FileNotFoundError:
         raise ProbeFileError(f"{path}: no such file") from None
+    except IsADirectoryError:
+        raise ProbeFileError(f"{path}: is a directory, not an order file") from None
     except (OSError, UnicodeDecodeError) as exc:
         raise ProbeFileError(f"{path}: cannot read: {exc}") from None
+    hosts: list[Host] = []
     if text.lstrip().startswith("{"):
         try:
             doc = json.loads(text)
@@ -82,19 +99,23 @@ def read_order(path: str | os.PathLike) -> list[str]:
         if not isinstance(doc.get("version"), int) or doc["version"] > VERSION:
             raise ProbeFileError(f"{path}: unsupported order file version {doc.get('version')!r}")
         try:
-            hosts = sorted(doc["hosts"], key=lambda h: h["rank"])
-            names = [str(h["name"]) for h in hosts]
-        except (KeyError, TypeError):
+            entries = sorted(doc["hosts"], key=lambda h: h["rank"])
+            for h in entries:
+                addr, ssh = h.get("address"), h.get("ssh")
+                hosts.append(Host(str(h["name"]), None if addr is None else str(addr), None if ssh is None else str(ssh)))
+        except (KeyError, TypeError, AttributeError):
             raise ProbeFileError(f"{path}: every host needs a 'rank' and a 'name'") from None
     else:
-        names = []
-        for line in text.splitlines():
-            line = line.split("#", 1)[0].strip()
+        for raw in text.splitlines():
+            line, _, comment = raw.partition("#")
+            line = line.strip()
             if line:
-                names.append(line.split()[0])
+                m = _ADDRESS_NOTE.search(comment)
+                hosts.append(Host(line.split()[0], m.group(1) if m else None))
+    names = [h.name for h in hosts]
     if not names:
         raise ProbeFileError(f"{path}: no hosts in order file")
     if len(set(names)) != len(names):
         dup = next(n for n in names if names.count(n) > 1)
         raise ProbeFileError(f"{path}: host {dup!r} appears twice")
-    return names
+    return hosts

@@ -21,7 +21,6 @@ Wall time is about ``rounds x per_pair_time`` plus connection setup, where
 
 from __future__ import annotations
 
-import math
 import secrets
 import time
 from dataclasses import dataclass

@@ -5,7 +5,7 @@ import json
 import numpy as np
 import pytest
 
-from plink.autotune import (LinkStats, blame, finetune, load_stats, model_stats, quicktune, stats_from_dict)
+from plink.autotune import (blame, finetune, load_stats, model_stats, quicktune, stats_from_dict)
 from plink.cli import main
 from plink.dag import Schedule, load_schedule
 from plink.errors import PlinkError

@@ -120,7 +120,6 @@ def test_program_rounds_match_verifier(raw, nchunks, waves):
 @pytest.mark.slow
 def test_executor_on_netns_cluster():
     """2 racks x 2 hosts of the emulated cluster (probes/netns.py; prefix ps, subnet 10.233)."""
-    import subprocess
     from concurrent.futures import ThreadPoolExecutor
 
     netns = pytest.importorskip("probes.netns")

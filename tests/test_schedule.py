@@ -13,7 +13,7 @@ from plink.probefile import from_matrix
 from plink.schedule import (Plan, assign_masters, balance, chunk_buffer, fallback_groups, lpt_assign,
                             node_loads, plan_schedule)
 from plink.simulate import simulate_datacenter
-from plink.verify import (compare, pair_cost, plan_traffic, ps_traffic, ring_traffic, table41, verify)
+from plink.verify import (compare, pair_cost, plan_traffic, table41, verify)
 
 
 def uniform_probe(n, lat=50.0, bw=10.0):

@@ -1,0 +1,400 @@
+"""Launcher files from a rank order: one pure function per launcher format.
+
+Every emitter takes the hosts in rank order (host 0 gets the first rank) and
+returns the text of a file that launcher accepts as-is, with a ``#`` header
+(where the format allows comments) giving the command line that uses it.
+``slots`` is the number of processes (GPUs) per host; the ranks of one host
+are always contiguous, so host ``i`` holds ranks ``i*slots .. i*slots+slots-1``
+(with a per-host list of slots, the running sum).
+
+What makes the order stick, per launcher:
+
+``openmpi``  one line per *rank* for ``mpirun --map-by seq``: the sequential
+    mapper places rank ``r`` on the host of line ``r``.  (A plain hostfile's
+    order is *not* a placement guarantee once slots, ``--map-by`` or
+    ``--rank-by`` come into play.)
+``rankfile``  Open MPI ``rank r=host slot=k`` lines (``mpirun --rankfile``);
+    ``slot=k`` pins local rank ``k`` to logical CPU ``k``.
+``mpich``  MPICH / Intel MPI (Hydra) machinefile, ``host:slots`` per line:
+    Hydra fills the lines in order, ``slots`` consecutive ranks each.
+``slurm``  ``SLURM_HOSTFILE`` for ``srun --distribution=arbitrary``: one host
+    per task, task ``r`` on line ``r``.
+``slurm-topology``  a ``topology.conf`` for the ``topology/tree`` plugin: a
+    leaf switch per plink group, one root switch above them.  It steers
+    Slurm's node *selection*, not rank order.
+``torchrun``  the node-rank map for static rendezvous: one node per line,
+    node rank 0 first, and in the header the command every node runs
+    (``--node-rank "$(plink node-rank ORDER)"``).
+``deepspeed``  DeepSpeed hostfile (``host slots=N``): the launcher numbers
+    nodes in file order.
+``horovod``  the ``-H host:slots,...`` argument of ``horovodrun``: ranks are
+    handed out host by host in that order.
+``env``  shell ``export`` lines for the collective library, matching the
+    algorithm the order was optimised for (NCCL_ALGO, Open MPI's tuned
+    allreduce algorithm), with what each library does with the rank order.
+
+All emitters are O(N * slots) string building.
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+from typing import Callable, Sequence
+
+from .errors import PlinkError
+
+#: every format ``plink order --format`` accepts, in --help order
+FORMATS = (
+    "plain", "json", "openmpi", "rankfile", "mpich", "slurm", "slurm-topology",
+    "torchrun", "deepspeed", "horovod", "env",
+)
+
+DEFAULT_MASTER_PORT = 29500
+
+def _hosts(hosts: Sequence) -> list:
+    """``hosts`` as :class:`plink.probefile.Host` objects (names are wrapped)."""
+    from .probefile import Host
+
+    out = []
+    for h in hosts:
+        out.append(h if isinstance(h, Host) else Host(str(h)))
+    if not out:
+        raise PlinkError("no hosts to write")
+    names = [h.name for h in out]
+    if len(set(names)) != len(names):
+        dup = next(n for n in names if names.count(n) > 1)
+        raise PlinkError(f"host {dup!r} appears twice in the order")
+    for n in names:
+        if not n or any(c.isspace() for c in n) or "#" in n or "," in n:
+            raise PlinkError(f"host name {n!r} cannot be written to a launcher file (whitespace, '#' or ',')")
+    return out
+
+
+def check_slots(slots, n: int) -> list[int]:
+    """``slots`` as one positive integer per host (an int applies to all)."""
+    if not isinstance(slots, (int, float, str)) and hasattr(slots, "__len__"):
+        per = [int(s) for s in slots]
+        if len(per) != n:
+            raise PlinkError(f"{len(per)} slot counts for {n} hosts")
+    else:
+        if isinstance(slots, (bool, str)) or int(slots) != slots:
+            raise PlinkError(f"slots must be a whole number, got {slots!r}")
+        per = [int(slots)] * n
+    bad = [s for s in per if s <= 0]
+    if bad:
+        raise PlinkError(f"slots must be >= 1 (processes per host), got {bad[0]}")
+    return per
+
+
+def _header(lines: Sequence[str]) -> str:
+    return "".join(f"# {ln}\n" if ln else "#\n" for ln in lines)
+
+
+def _total(per: list[int]) -> int:
+    return int(sum(per))
+
+
+# ---------------------------------------------------------------------------
+# MPI
+
+
+def openmpi_hostfile(hosts: Sequence, slots=1) -> str:
+    """Open MPI hostfile for ``mpirun --map-by seq``: one line per rank."""
+    hs = _hosts(hosts)
+    per = check_slots(slots, len(hs))
+    n = _total(per)
+    out = _header([
+        f"plink rank order for Open MPI: one line per rank ({len(hs)} hosts, {n} ranks).",
+        "The sequential mapper puts rank r on the host of line r:",
+        f"  mpirun --hostfile THIS_FILE --map-by seq -np {n} ./app",
+    ])
+    for h, s in zip(hs, per):
+        out += f"{h.name}\n" * s
+    return out
+
+
+def openmpi_rankfile(hosts: Sequence, slots=1) -> str:
+    """Open MPI rankfile: ``rank r=host slot=k`` (k = local rank = logical CPU)."""
+    hs = _hosts(hosts)
+    per = check_slots(slots, len(hs))
+    n = _total(per)
+    out = _header([
+        f"plink rank order for Open MPI ({len(hs)} hosts, {n} ranks); slot=k pins local rank k to logical CPU k:",
+        f"  mpirun --rankfile THIS_FILE -np {n} ./app",
+    ])
+    r = 0
+    for h, s in zip(hs, per):
+        for k in range(s):
+            out += f"rank {r}={h.name} slot={k}\n"
+            r += 1
+    return out
+
+
+def mpich_machinefile(hosts: Sequence, slots=1) -> str:
+    """MPICH / Intel MPI (Hydra) machinefile: ``host:slots`` lines, filled in order."""
+    hs = _hosts(hosts)
+    per = check_slots(slots, len(hs))
+    n = _total(per)
+    out = _header([
+        f"plink rank order for MPICH / Intel MPI ({len(hs)} hosts, {n} ranks); lines are filled in order:",
+        f"  mpiexec -f THIS_FILE -n {n} ./app              # MPICH",
+        f"  mpirun -machinefile THIS_FILE -n {n} ./app     # Intel MPI",
+    ])
+    for h, s in zip(hs, per):
+        out += f"{h.name}:{s}\n"
+    return out
+
+
+# ---------------------------------------------------------------------------
+# Slurm
+
+
+def slurm_hostfile(hosts: Sequence, slots=1) -> str:
+    """``SLURM_HOSTFILE`` for ``srun --distribution=arbitrary``: one host per task."""
+    hs = _hosts(hosts)
+    per = check_slots(slots, len(hs))
+    n = _total(per)
+    out = _header([
+        f"plink rank order for Slurm ({len(hs)} nodes, {n} tasks): task r runs on the node of line r.",
+        f"  SLURM_HOSTFILE=THIS_FILE srun --distribution=arbitrary -n {n} ./app",
+    ])
+    for h, s in zip(hs, per):
+        out += f"{h.name}\n" * s
+    return out
+
+
+_NUM_TAIL = re.compile(r"^(.*?)(\d+)$")
+
+
+def compress_hostlist(names: Sequence[str]) -> str:
+    """Slurm hostlist expression for ``names``, e.g. ``node[01-04,07],gpu1``.
+
+    Names ending in digits with a common prefix (and digit width) are folded
+    into ranges; everything else is listed as is.  Order is prefix-grouped,
+    numbers ascending: a hostlist is a set.  O(N log N).
+    """
+    groups: dict[tuple[str, int], list[int]] = {}
+    plain: list[str] = []
+    order: list[tuple[str, int] | str] = []
+    for name in names:
+        m = _NUM_TAIL.match(name)
+        if m is None or "[" in name or "," in name:
+            plain.append(name)
+            order.append(name)
+            continue
+        prefix, digits = m.group(1), m.group(2)
+        width = len(digits) if digits.startswith("0") and len(digits) > 1 else 0
+        key = (prefix, width)
+        if key not in groups:
+            groups[key] = []
+            order.append(key)
+        groups[key].append(int(digits))
+    parts = []
+    for key in order:
+        if isinstance(key, str):
+            parts.append(key)
+            continue
+        prefix, width = key
+        nums = sorted(set(groups[key]))
+
+        def fmt(x: int) -> str:
+            return f"{x:0{width}d}" if width else str(x)
+
+        if len(nums) == 1:
+            parts.append(prefix + fmt(nums[0]))
+            continue
+        ranges, start, prev = [], nums[0], nums[0]
+        for x in nums[1:] + [None]:
+            if x is not None and x == prev + 1:
+                prev = x
+                continue
+            ranges.append(fmt(start) if start == prev else f"{fmt(start)}-{fmt(prev)}")
+            if x is not None:
+                start = prev = x
+        parts.append(f"{prefix}[{','.join(ranges)}]")
+    return ",".join(parts)
+
+
+def slurm_topology(hosts: Sequence, labels: Sequence[int], *, prefix: str = "plink") -> str:
+    """Slurm ``topology.conf`` (``TopologyPlugin=topology/tree``) from plink groups.
+
+    ``labels[i]`` is the group of ``hosts[i]``; each group becomes a leaf
+    switch ``{prefix}-s{g}`` (numbered in rank order of first appearance),
+    joined by a root switch ``{prefix}-root``.
+    """
+    hs = _hosts(hosts)
+    labels = [int(x) for x in labels]
+    if len(labels) != len(hs):
+        raise PlinkError(f"{len(labels)} group labels for {len(hs)} hosts")
+    first: dict[int, int] = {}
+    for g in labels:
+        first.setdefault(g, len(first))
+    members: list[list[str]] = [[] for _ in first]
+    for h, g in zip(hs, labels):
+        members[first[g]].append(h.name)
+    out = _header([
+        f"plink groups as a Slurm switch tree ({len(hs)} nodes, {len(members)} leaf switches).",
+        "Put it next to slurm.conf and set TopologyPlugin=topology/tree; it steers node selection",
+        "(jobs packed under few switches), not rank order: use the slurm format for that.",
+    ])
+    for s, names in enumerate(members):
+        out += f"SwitchName={prefix}-s{s} Nodes={compress_hostlist(names)}\n"
+    if len(members) > 1:
+        out += f"SwitchName={prefix}-root Switches={prefix}-s[0-{len(members) - 1}]\n"
+    return out
+
+
+# ---------------------------------------------------------------------------
+# PyTorch / DeepSpeed / Horovod
+
+
+def master_address(hosts: Sequence) -> str:
+    """How to reach rank 0: its address when known, else its name."""
+    h0 = _hosts(hosts)[0]
+    return h0.address or h0.name
+
+
+def torchrun_map(hosts: Sequence, slots=1, *, order_file: str = "order.json", master_port: int = DEFAULT_MASTER_PORT) -> str:
+    """torchrun node-rank map for static rendezvous: node rank = line number.
+
+    The header carries the command every node runs; ``plink node-rank``
+    prints the node's own rank from this file or from the JSON order file.
+    """
+    hs = _hosts(hosts)
+    per = check_slots(slots, len(hs))
+    if len(set(per)) != 1:
+        raise PlinkError("torchrun runs the same --nproc-per-node on every node: give one slot count")
+    master = master_address(hs)
+    out = _header([
+        f"plink node ranks for torchrun static rendezvous ({len(hs)} nodes x {per[0]} processes).",
+        "On every node (node rank = line number below, from 0):",
+        f"  torchrun --nnodes={len(hs)} --nproc-per-node={per[0]} --node-rank=\"$(plink node-rank {shlex.quote(order_file)})\" \\",
+        f"      --master-addr={shlex.quote(master)} --master-port={master_port} train.py",
+    ])
+    width = max(len(h.name) for h in hs)
+    for r, h in enumerate(hs):
+        where = f", address={h.address}" if h.address else ""
+        out += f"{h.name:<{width}}  # node-rank {r}{where}\n"
+    return out
+
+
+def deepspeed_hostfile(hosts: Sequence, slots=1) -> str:
+    """DeepSpeed hostfile: ``host slots=N`` lines, nodes ranked in file order."""
+    hs = _hosts(hosts)
+    per = check_slots(slots, len(hs))
+    out = _header([
+        f"plink rank order for DeepSpeed ({len(hs)} nodes, {_total(per)} ranks); nodes are ranked in file order:",
+        "  deepspeed --hostfile THIS_FILE train.py --deepspeed_config ds.json",
+    ])
+    for h, s in zip(hs, per):
+        out += f"{h.name} slots={s}\n"
+    return out
+
+
+def horovod_hosts(hosts: Sequence, slots=1) -> str:
+    """The ``-H`` argument of ``horovodrun``: ``host:slots,...`` in rank order."""
+    hs = _hosts(hosts)
+    per = check_slots(slots, len(hs))
+    return ",".join(f"{h.name}:{s}" for h, s in zip(hs, per)) + "\n"
+
+
+def horovod_command(hosts: Sequence, slots=1) -> str:
+    hs = _hosts(hosts)
+    per = check_slots(slots, len(hs))
+    return f'horovodrun -np {_total(per)} -H {horovod_hosts(hs, per).strip()} python train.py'
+
+
+# ---------------------------------------------------------------------------
+# environment hints
+
+
+def env_hints(hosts: Sequence, algo: str = "ring", slots=1) -> str:
+    """Shell ``export`` lines telling the collective library to run ``algo``.
+
+    Honest about what each library does with the rank order:
+
+    * NCCL numbers nodes in the order their first rank appears; its
+      inter-node ring follows that node order and its double binary tree is
+      built over it.  Inside a node NCCL picks the GPU order itself from the
+      PCIe/NVLink topology.  NCCL has no halving-doubling or BCube all-reduce.
+    * Gloo (torch.distributed CPU) runs its ring all-reduce in rank order;
+      PyTorch has no switch for Gloo's halving-doubling or BCube.
+    * Open MPI's ``tuned`` component can be locked to ring (4) or
+      Rabenseifner = reduce-scatter halving + all-gather doubling (6).
+    """
+    hs = _hosts(hosts)
+    per = check_slots(slots, len(hs))
+    lines = [
+        f"# plink: environment for {algo} all-reduce in the plink rank order ({len(hs)} hosts, {_total(per)} ranks).",
+        "# Source it before the launcher:  . THIS_FILE",
+        "# NCCL numbers nodes in the order their first rank appears: its inter-node ring follows",
+        "# that node order and its trees are built over it; the GPU order inside a node is NCCL's own.",
+    ]
+    if algo == "ring":
+        lines += ["export NCCL_ALGO=Ring"]
+    elif algo == "dbt":
+        lines += ["export NCCL_ALGO=Tree   # NCCL's double binary tree over the node order"]
+    else:
+        lines += [f"# NCCL has no {'halving-doubling' if algo == 'hd' else 'BCube'} all-reduce: "
+                  "this order helps Gloo and MPI, not NCCL (NCCL_ALGO left unset)."]
+    lines += ["# Gloo (torch.distributed on CPU) runs a ring in rank order; no variable selects another algorithm."]
+    ompi = {"ring": "4  # ring", "hd": "6  # rabenseifner: recursive-halving reduce-scatter + doubling all-gather"}
+    if algo in ompi:
+        lines += [
+            "# Open MPI (coll/tuned):",
+            "export OMPI_MCA_coll_tuned_use_dynamic_rules=1",
+            f"export OMPI_MCA_coll_tuned_allreduce_algorithm={ompi[algo]}",
+        ]
+    first = hs[0]
+    lines += [
+        "# rank 0 (torchrun / torch.distributed rendezvous):",
+        f"export MASTER_ADDR={shlex.quote(first.address or first.name)}",
+    ]
+    return "\n".join(lines) + "\n"
+
+
+# ---------------------------------------------------------------------------
+# dispatch
+
+
+EMITTERS: dict[str, Callable[..., str]] = {
+    "openmpi": openmpi_hostfile,
+    "rankfile": openmpi_rankfile,
+    "mpich": mpich_machinefile,
+    "slurm": slurm_hostfile,
+    "deepspeed": deepspeed_hostfile,
+    "horovod": horovod_hosts,
+}
+
+
+def emit(
+    fmt: str,
+    hosts: Sequence,
+    *,
+    slots=1,
+    algo: str = "ring",
+    labels: Sequence[int] | None = None,
+    order_file: str = "order.json",
+) -> str:
+    """Text of the launcher file ``fmt`` for ``hosts`` in rank order.
+
+    ``plain`` and ``json`` are the order file's own formats
+    (:mod:`plink.orderfile`); ``labels`` (one group per host) is needed by
+    ``slurm-topology`` only.
+    """
+    if fmt in EMITTERS:
+        return EMITTERS[fmt](hosts, slots)
+    if fmt == "slurm-topology":
+        if labels is None:
+            raise PlinkError("the slurm-topology format needs the groups: pass --groups GROUPS.json (from plink group)")
+        return slurm_topology(hosts, labels)
+    if fmt == "torchrun":
+        return torchrun_map(hosts, slots, order_file=order_file)
+    if fmt == "env":
+        return env_hints(hosts, algo, slots)
+    if fmt == "plain":
+        if any(s != 1 for s in check_slots(slots, len(hosts))):
+            raise PlinkError("a plain order file has one line per host: slots apply to launcher formats")
+        return "".join(f"{h.name}\n" for h in _hosts(hosts))
+    raise PlinkError(f"unknown format {fmt!r} (choose from {', '.join(FORMATS)})")

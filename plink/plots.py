@@ -1,0 +1,110 @@
+"""Optional pictures (``pip install 'plink-locality[plot]'``): matplotlib is imported lazily, Agg backend."""
+
+from __future__ import annotations
+
+import os
+
+from typing import Sequence
+
+import numpy as np
+
+from .errors import PlinkError
+
+
+def _pyplot():
+    try:
+        import matplotlib
+    except ImportError:
+        raise PlinkError("plotting needs matplotlib: pip install 'plink-locality[plot]'") from None
+    matplotlib.use("Agg", force=True)
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def _save(fig, path: str | os.PathLike) -> None:
+    """Write atomically: render to a temporary file in the same directory, then rename."""
+    path = os.fspath(path)
+    base, ext = os.path.splitext(path)
+    fmt = ext.lstrip(".").lower() or "png"
+    tmp = f"{base}.tmp{os.getpid()}{ext}"
+    try:
+        fig.savefig(tmp, format=fmt, dpi=120, bbox_inches="tight")
+        os.replace(tmp, path)
+    except (OSError, ValueError) as exc:
+        raise PlinkError(f"cannot write plot {path}: {exc}") from None
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+
+
+def plot_heatmap(probe, order: np.ndarray, path, *, labels: np.ndarray | None = None, title: str = "") -> None:
+    """The latency matrix with rows and columns in ``order``; lines between groups when ``labels`` is given."""
+    plt = _pyplot()
+    m = probe.latency[np.ix_(order, order)]
+    fig, ax = plt.subplots(figsize=(7, 6))
+    masked = np.ma.masked_invalid(m)
+    im = ax.imshow(masked, cmap="viridis", interpolation="nearest")
+    fig.colorbar(im, ax=ax, label="RTT (us)")
+    if labels is not None:
+        ordered = labels[order]
+        cuts = np.flatnonzero(ordered[1:] != ordered[:-1]) + 0.5
+        for c in cuts:
+            ax.axhline(c, color="white", lw=0.6)
+            ax.axvline(c, color="white", lw=0.6)
+    ax.set_xlabel("host (display order)")
+    ax.set_ylabel("host (display order)")
+    ax.set_title(title or f"{probe.n} hosts, missing pairs blank")
+    _save(fig, path)
+    plt.close(fig)
+
+
+def plot_groups(coordinates: np.ndarray, labels: np.ndarray, path, *, title: str = "") -> None:
+    """The first two embedding coordinates, one colour per group."""
+    plt = _pyplot()
+    x = np.asarray(coordinates, dtype=float)
+    dims = x.shape[1]
+    if x.shape[1] == 1:
+        x = np.c_[x, np.zeros(len(x))]
+    fig, ax = plt.subplots(figsize=(6, 6))
+    ax.scatter(x[:, 0], x[:, 1], c=labels, cmap="tab20", s=14)
+    ax.set_xlabel("coordinate 1")
+    ax.set_ylabel("coordinate 2")
+    shown = "" if dims <= 2 else f" (first 2 of {dims} coordinates)"
+    ax.set_title(title or f"{len(x)} hosts in {int(labels.max()) + 1} groups{shown}")
+    ax.set_aspect("equal", adjustable="datalim")
+    _save(fig, path)
+    plt.close(fig)
+
+
+def plot_heatmaps_before_after(probe, order: Sequence[int], path, *, labels: Sequence[int] | None = None,
+                          title: str = "") -> None:
+    """Two heatmaps of the RTT matrix: hosts as probed, and in the rank ``order``.
+
+    ``order[r]`` is the host index of rank ``r``; ``labels`` (a group per
+    host) draws the group boundaries where groups are contiguous.  O(N^2).
+    """
+    plt = _pyplot()
+    n = probe.n
+    order = np.asarray(order, dtype=int)
+    lat = np.ma.masked_invalid(probe.latency)
+    finite = probe.latency[np.isfinite(probe.latency)]
+    vmax = float(np.percentile(finite, 99)) if finite.size else 1.0
+    fig, axes = plt.subplots(1, 2, figsize=(10, 4.6), constrained_layout=True)
+    panels = [("as probed (host file order)", np.arange(n), "host"), ("plink rank order", order, "rank")]
+    for ax, (name, perm, axis) in zip(axes, panels):
+        im = ax.imshow(lat[np.ix_(perm, perm)], cmap="viridis", interpolation="nearest", vmin=0, vmax=vmax)
+        if labels is not None:
+            lab = np.asarray(labels)[perm]
+            cuts = np.flatnonzero(lab[1:] != lab[:-1]) + 0.5
+            if len(cuts) <= len(set(lab.tolist())):  # only where each group is one block
+                for c in cuts:
+                    ax.axhline(c, color="white", lw=0.7)
+                    ax.axvline(c, color="white", lw=0.7)
+        ax.set_title(name)
+        ax.set_xlabel(axis)
+        ax.set_ylabel(axis)
+    fig.colorbar(im, ax=axes, shrink=0.85, label="RTT (µs)")
+    fig.suptitle(title or f"{n} hosts: pairwise RTT before and after reordering")
+    _save(fig, path)
+    plt.close(fig)

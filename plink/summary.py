@@ -1,0 +1,73 @@
+"""A probe file at a glance: what ``plink show`` prints.
+
+:func:`summarize` returns plain numbers (hosts, coverage, latency and
+bandwidth percentiles, truth levels); :func:`display_order` is the host order
+of the heatmap: by group when a groups file is given (then by true location,
+so racks inside a group stay together), else by true location when the probe
+has ground truth, else the file's order.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+PERCENTILES = (0, 10, 50, 90, 100)
+
+
+def _pct(values: np.ndarray, digits: int) -> dict[str, float] | None:
+    if values.size == 0:
+        return None
+    q = np.percentile(values, PERCENTILES)
+    return {("min" if p == 0 else "max" if p == 100 else f"p{p}"): round(float(v), digits) for p, v in zip(PERCENTILES, q)}
+
+
+def summarize(probe, groups=None) -> dict[str, Any]:
+    """Counts and percentiles of a :class:`~plink.probefile.ProbeData` (O(N²))."""
+    n = probe.n
+    iu = np.triu_indices(n, 1)
+    lat = probe.latency[iu]
+    lat = lat[~np.isnan(lat)]
+    out: dict[str, Any] = {
+        "hosts": n,
+        "pairs": n * (n - 1) // 2,
+        "measured_pairs": int(lat.size),
+        "missing_pairs": probe.n_missing_pairs(),
+        "coverage": round(probe.coverage(), 6),
+        "latency_us": _pct(lat, 3),
+        "method": probe.meta.get("method"),
+    }
+    if probe.bandwidth is not None:
+        bw = probe.bandwidth[iu]
+        out["bandwidth_gbps"] = _pct(bw[~np.isnan(bw)], 4)
+    if probe.truth is not None:
+        out["truth_levels"] = list(probe.truth.levels)
+        out["truth_counts"] = {
+            lev: len(set(probe.truth.level_labels(d + 1))) for d, lev in enumerate(probe.truth.levels)
+        }
+    if groups is not None:
+        labels = groups.aligned_to(probe.names)
+        out["groups"] = int(labels.max()) + 1
+        out["group_sizes"] = np.bincount(labels).tolist()
+        within = labels[iu[0]] == labels[iu[1]]
+        full = probe.latency[iu]
+        ok = ~np.isnan(full)
+        if (ok & within).any():
+            out["median_latency_within_groups_us"] = round(float(np.median(full[ok & within])), 3)
+        if (ok & ~within).any():
+            out["median_latency_between_groups_us"] = round(float(np.median(full[ok & ~within])), 3)
+    return out
+
+
+def display_order(probe, groups=None) -> np.ndarray:
+    """Host indices in heatmap order (see the module docstring)."""
+    n = probe.n
+    keys: list[Any] = [np.arange(n)]
+    if probe.truth is not None:
+        truth = ["\x1f".join(t) for t in probe.truth.labels]
+        _, code = np.unique(np.array(truth, dtype=object), return_inverse=True)
+        keys.append(code)
+    if groups is not None:
+        keys.append(groups.aligned_to(probe.names))
+    return np.lexsort(keys)

@@ -1,0 +1,687 @@
+"""Periodic re-probing for cron: ``plink watch``.
+
+One run: take the state directory's lock, probe (an injectable callable, so
+tests and ``--probe-file`` can stand in for the network), compare with the
+last probe (the drift report), and write a new rank order only when it is
+predicted to be at least ``min_gain`` cheaper than the current order, both
+costed on the *new* probe (hysteresis: the order does not flap on noise).
+With ``window = K > 1`` both are costed (and the new order searched) on the
+element-wise median of the new probe and the K-1 previous ones instead,
+which damps measurement noise further.
+
+The state directory::
+
+    DIR/lock                    pid and state of the run holding / last holding the lock
+    DIR/state.json              the current order and bookkeeping (the commit point)
+    DIR/order.json, hosts.txt   the current order (JSON order file, plain), for launchers
+    DIR/history/<UTC time>/     probe.json and status.json of every run, order.json when it changed
+
+Every file is written atomically (temp file + rename); a run's history
+directory is built under a temporary name and renamed into place.  The
+state file is written last, so a run killed at any point leaves the previous
+state intact; the derived files (order.json, hosts.txt, ``--emit`` files)
+are re-synchronised from the state on every run.
+
+Locking: ``fcntl.flock`` on ``DIR/lock``.  A second run while one holds it
+raises :class:`WatchBusy` (exit code 75) and touches nothing.  The kernel
+drops the flock when its holder dies, so a lock file that still says
+``running`` when we get the flock was left by a killed run: it is taken
+over (and its temporary files are removed), and the status says so.
+
+Exit codes of ``plink watch``: 0 the order was kept, 4 a new order was
+written (first run, host list changed, or gain >= min_gain), 75 another run
+holds the lock (EX_TEMPFAIL: this run did nothing), 1 an error (nothing
+changed), 2 a usage error.
+
+An incomplete probe (unreachable hosts: ``meta["complete"] is False``) never
+replaces an order that covers the same hosts: the run keeps the order and
+says which hosts were missing.
+"""
+
+from __future__ import annotations
+
+import errno
+import fcntl
+import json
+import math
+import os
+import re
+import shutil
+import socket
+from dataclasses import asdict, dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+import numpy as np
+
+from .errors import PlinkError, ProbeFileError
+from .fileio import atomic_write_text
+from .probefile import ProbeData, load_json
+
+STATE_FORMAT = "plink-watch"
+STATE_VERSION = 1
+DEFAULT_MIN_GAIN = 0.05
+DEFAULT_KEEP = 500
+
+EXIT_KEPT = 0
+EXIT_CHANGED = 4
+EXIT_BUSY = 75  #: EX_TEMPFAIL (sysexits.h): try again later
+
+_RUN_DIR = re.compile(r"^\d{8}T\d{6}Z(-\d+)?$")
+
+
+class WatchBusy(PlinkError):
+    """Another ``plink watch`` run holds the state directory's lock."""
+
+    exit_code = EXIT_BUSY
+
+
+class StateError(PlinkError):
+    """The state directory cannot be used (corrupt, not writable, ...)."""
+
+
+class StateCorrupt(StateError):
+    """The state file is damaged (``--reset`` may move it aside)."""
+
+
+# ---------------------------------------------------------------------------
+# the lock
+
+
+@dataclass
+class LockInfo:
+    """What the lock file said when we took it."""
+
+    stale_pid: int | None = None  #: pid of a killed run whose lock we took over
+    stale_since: str | None = None
+    cleaned: list[str] = field(default_factory=list)
+
+
+class StateLock:
+    """An exclusive, non-blocking ``flock`` on ``DIR/lock`` holding our pid.
+
+    The file records ``{"pid", "host", "started", "state": "running"|"done"}``.
+    Usable as a context manager.  Taking the lock is O(1).
+    """
+
+    def __init__(self, directory: str | os.PathLike):
+        self.dir = Path(directory)
+        self.path = self.dir / "lock"
+        self.fd: int | None = None
+        self.info = LockInfo()
+
+    def _read(self, fd: int) -> dict:
+        try:
+            os.lseek(fd, 0, os.SEEK_SET)
+            raw = os.read(fd, 4096).decode("utf-8", "replace")
+            doc = json.loads(raw) if raw.strip() else {}
+            return doc if isinstance(doc, dict) else {}
+        except (OSError, ValueError):
+            return {}
+
+    def _write(self, doc: dict) -> None:
+        assert self.fd is not None
+        data = (json.dumps(doc) + "\n").encode()
+        os.lseek(self.fd, 0, os.SEEK_SET)
+        os.ftruncate(self.fd, 0)
+        os.write(self.fd, data)
+        os.fsync(self.fd)
+
+    def acquire(self) -> LockInfo:
+        try:
+            fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        except OSError as exc:
+            raise StateError(f"cannot create the lock file {self.path}: {exc.strerror or exc}") from None
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError as exc:
+            prev = self._read(fd)
+            os.close(fd)
+            if exc.errno in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
+                who = f"pid {prev.get('pid', '?')}"
+                if prev.get("host") and prev.get("host") != socket.gethostname():
+                    who += f" on {prev['host']}"
+                since = f", started {prev['started']}" if prev.get("started") else ""
+                raise WatchBusy(
+                    f"another plink watch ({who}{since}) holds {self.path}: this run did nothing"
+                ) from None
+            raise StateError(f"cannot lock {self.path}: {exc.strerror or exc}") from None
+        self.fd = fd
+        prev = self._read(fd)
+        if prev.get("state") == "running":
+            # we got the flock, so its holder is gone: a killed run
+            pid = prev.get("pid")
+            self.info.stale_pid = int(pid) if isinstance(pid, int) else -1
+            self.info.stale_since = str(prev.get("started", "?"))
+        try:
+            self._write({"pid": os.getpid(), "host": socket.gethostname(), "started": _iso(_utcnow()), "state": "running"})
+        except OSError as exc:
+            self.release()
+            raise StateError(f"cannot write the lock file {self.path}: {exc.strerror or exc}") from None
+        return self.info
+
+    def release(self, finished: bool = True) -> None:
+        if self.fd is None:
+            return
+        try:
+            if finished:
+                doc = self._read(self.fd)
+                doc["state"] = "done"
+                doc["finished"] = _iso(_utcnow())
+                self._write(doc)
+        except OSError:
+            pass
+        finally:
+            try:
+                fcntl.flock(self.fd, fcntl.LOCK_UN)
+            finally:
+                os.close(self.fd)
+                self.fd = None
+
+    def __enter__(self) -> LockInfo:
+        return self.acquire()
+
+    def __exit__(self, exc_type, exc, tb) -> None:
+        self.release(finished=True)
+
+
+# ---------------------------------------------------------------------------
+# drift
+
+
+def drift_report(old: ProbeData, new: ProbeData, top: int = 5) -> dict:
+    """Which links changed most between two probes of (mostly) the same hosts.
+
+    Compares latency (and bandwidth when both probes have it) on the pairs
+    measured in both, by ``|log(new/old)|``.  Returns the ``top`` links with
+    their old and new values and relative change, the median relative
+    change, and the hosts added or removed.  O(N^2 log N).
+    """
+    old_names, new_names = old.names, new.names
+    common = [n for n in new_names if n in set(old_names)]
+    rep: dict[str, Any] = {
+        "hosts_added": [n for n in new_names if n not in set(old_names)],
+        "hosts_removed": [n for n in old_names if n not in set(new_names)],
+        "common_hosts": len(common),
+        "pairs_compared": 0,
+        "median_change": None,
+        "links": [],
+    }
+    if len(common) < 2:
+        return rep
+    oi = [old.index(n) for n in common]
+    ni = [new.index(n) for n in common]
+
+    def compare(a: np.ndarray, b: np.ndarray, unit: str) -> tuple[list[dict], np.ndarray]:
+        a = a[np.ix_(oi, oi)]
+        b = b[np.ix_(ni, ni)]
+        iu = np.triu_indices(len(common), 1)
+        av, bv = a[iu], b[iu]
+        ok = np.isfinite(av) & np.isfinite(bv) & (av > 0) & (bv > 0)
+        ratio = np.full(av.shape, np.nan)
+        ratio[ok] = bv[ok] / av[ok]
+        score = np.where(ok, np.abs(np.log(np.where(ok, ratio, 1.0))), -1.0)
+        links = []
+        for k in np.argsort(-score, kind="stable")[:top]:
+            if score[k] < 0:
+                break
+            links.append({
+                "a": common[iu[0][k]], "b": common[iu[1][k]], "metric": unit,
+                "old": round(float(av[k]), 3), "new": round(float(bv[k]), 3),
+                "change": round(float(ratio[k] - 1.0), 4),
+            })
+        return links, ratio[ok]
+
+    links, ratios = compare(old.latency, new.latency, "latency_us")
+    rep["pairs_compared"] = int(ratios.size)
+    if ratios.size:
+        rep["median_change"] = round(float(np.median(np.abs(ratios - 1.0))), 4)
+    rep["links"] = links
+    if old.bandwidth is not None and new.bandwidth is not None:
+        rep["bandwidth_links"], _ = compare(old.bandwidth, new.bandwidth, "bandwidth_gbps")
+    return rep
+
+
+def format_drift(rep: dict) -> list[str]:
+    """Human-readable lines of a :func:`drift_report`."""
+    lines = []
+    if rep.get("hosts_added"):
+        lines.append(f"hosts added: {', '.join(rep['hosts_added'])}")
+    if rep.get("hosts_removed"):
+        lines.append(f"hosts removed: {', '.join(rep['hosts_removed'])}")
+    if rep.get("median_change") is not None:
+        lines.append(f"median latency change over {rep['pairs_compared']} pairs: {rep['median_change']:+.1%}".replace("+", ""))
+    for link in rep.get("links", []) + rep.get("bandwidth_links", []):
+        unit = "us" if link["metric"] == "latency_us" else "Gbit/s"
+        lines.append(f"  {link['a']} - {link['b']}: {link['old']:g} -> {link['new']:g} {unit} ({link['change']:+.0%})")
+    return lines
+
+
+# ---------------------------------------------------------------------------
+# one run
+
+
+@dataclass
+class WatchResult:
+    """What one ``plink watch`` run decided (also written as status.json)."""
+
+    status: str  #: "initial" | "reordered" | "kept" | "hosts-changed"
+    changed: bool
+    state_dir: str
+    run: str  #: history directory name
+    algo: str
+    hosts: int
+    min_gain: float
+    gain: float | None = None  #: predicted cost reduction of the new order vs the current one
+    cost_current: float | None = None  #: current order on the new probe (µs, cost model)
+    cost_new: float | None = None  #: best order found on the new probe
+    order: list[str] = field(default_factory=list)  #: the order in force after this run
+    previous_order: list[str] | None = None
+    drift: dict | None = None
+    stale_lock: dict | None = None
+    notes: list[str] = field(default_factory=list)
+    probes_used: int = 1  #: probes in the median the decision was costed on (--window)
+    started: str = ""
+    elapsed: float = 0.0
+
+    @property
+    def noteworthy(self) -> bool:
+        """Worth a line even in quiet mode: a new order or something to look at."""
+        return self.changed or bool(self.notes)
+
+    @property
+    def exit_code(self) -> int:
+        return EXIT_CHANGED if self.changed else EXIT_KEPT
+
+    def to_dict(self) -> dict:
+        d = asdict(self)
+        d["exit_code"] = self.exit_code
+        return d
+
+    def summary(self) -> list[str]:
+        """Lines for a human: what happened and why."""
+        g = "n/a" if self.gain is None else f"{self.gain:.1%}"
+        head = {
+            "initial": f"first run: wrote the order of {self.hosts} hosts",
+            "hosts-changed": "host list changed: the current order no longer fits; wrote a new order",
+            "reordered": f"new order: predicted gain {g} >= {self.min_gain:.1%}",
+            "kept": f"order kept: predicted gain {g} < {self.min_gain:.1%}",
+        }[self.status]
+        lines = [f"plink watch {self.state_dir}: {head}"]
+        if self.cost_current is not None and self.cost_new is not None:
+            on = "the new probe" if self.probes_used <= 1 else f"the median of the last {self.probes_used} probes"
+            lines.append(f"cost model on {on}: current {self.cost_current:.1f} us, best found {self.cost_new:.1f} us ({self.algo})")
+        lines += self.notes
+        if self.drift is not None:
+            lines += format_drift(self.drift)
+        return lines
+
+
+def _utcnow() -> datetime:
+    return datetime.now(timezone.utc)
+
+
+def _iso(t: datetime) -> str:
+    return t.astimezone(timezone.utc).isoformat(timespec="seconds")
+
+
+def _check_dir(state_dir: Path) -> None:
+    if state_dir.exists() and not state_dir.is_dir():
+        raise StateError(f"state directory {state_dir} exists and is not a directory")
+    try:
+        state_dir.mkdir(parents=True, exist_ok=True)
+        (state_dir / "history").mkdir(exist_ok=True)
+    except OSError as exc:
+        raise StateError(f"cannot create state directory {state_dir}: {exc.strerror or exc}") from None
+    if not os.access(state_dir, os.W_OK | os.X_OK) or not os.access(state_dir / "history", os.W_OK | os.X_OK):
+        raise StateError(f"state directory {state_dir} is not writable")
+
+
+def read_state(state_dir: str | os.PathLike) -> dict | None:
+    """The state file of ``state_dir`` (``None`` before the first run)."""
+    path = Path(state_dir) / "state.json"
+    hint = f"nothing was changed; move it aside (the history in {Path(state_dir) / 'history'} is intact) or rerun with --reset"
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise StateCorrupt(f"{path} cannot be read ({exc}): {hint}") from None
+    try:
+        doc = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise StateCorrupt(f"{path} is corrupt (invalid JSON at line {exc.lineno}: {exc.msg}): {hint}") from None
+    if not isinstance(doc, dict) or doc.get("format") != STATE_FORMAT:
+        raise StateCorrupt(f"{path} is corrupt (not a plink watch state file): {hint}")
+    v = doc.get("version")
+    if not isinstance(v, int) or isinstance(v, bool) or v < 1:
+        raise StateCorrupt(f"{path} is corrupt (version {v!r}): {hint}")
+    if v > STATE_VERSION:
+        raise StateError(f"{path} was written by a newer plink (state version {v}); upgrade plink")
+    order = doc.get("order")
+    if not isinstance(order, list) or not order or not all(isinstance(x, str) for x in order) or len(set(order)) != len(order):
+        raise StateCorrupt(f"{path} is corrupt (its 'order' is not a list of distinct host names): {hint}")
+    return doc
+
+
+def _new_run_name(history: Path, now: datetime) -> str:
+    base = now.astimezone(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+    name, k = base, 0
+    while (history / name).exists():
+        k += 1
+        name = f"{base}-{k}"
+    return name
+
+
+def _clean_leftovers(state_dir: Path) -> list[str]:
+    """Remove temporary files and half-built run directories of a killed run."""
+    removed = []
+    for d in (state_dir, state_dir / "history"):
+        for p in d.glob(".*.tmp"):
+            try:
+                if p.is_dir():
+                    shutil.rmtree(p)
+                else:
+                    p.unlink()
+                removed.append(str(p.relative_to(state_dir)))
+            except OSError:
+                pass
+    return removed
+
+
+def _prune(history: Path, keep: int) -> list[str]:
+    if keep <= 0:
+        return []
+    runs = sorted(p.name for p in history.iterdir() if p.is_dir() and _RUN_DIR.match(p.name))
+    gone = runs[:-keep] if len(runs) > keep else []
+    for name in gone:
+        shutil.rmtree(history / name, ignore_errors=True)
+    return gone
+
+
+def _order_doc(names: Sequence[str], probe: ProbeData, algo: str, size: int, report: dict | None) -> dict:
+    from .orderfile import FORMAT, VERSION
+
+    hosts = []
+    for r, n in enumerate(names):
+        h = probe.hosts[probe.index(n)]
+        hosts.append({"rank": r, **h.to_dict()})
+    doc = {"format": FORMAT, "version": VERSION, "algo": algo, "size_bytes": size, "hosts": hosts}
+    if report is not None:
+        doc["report"] = report
+    return doc
+
+
+def _sync(path: Path, text: str) -> bool:
+    """Write ``text`` to ``path`` atomically unless it already holds it."""
+    try:
+        if path.read_text(encoding="utf-8") == text:
+            return False
+    except (OSError, UnicodeDecodeError):
+        pass
+    atomic_write_text(path, text)
+    return True
+
+
+def smoothed(probe: ProbeData, history: Path, window: int) -> tuple[ProbeData, int]:
+    """``probe`` with latency replaced by the element-wise median over it and
+    the ``window - 1`` newest probes in ``history`` that cover the same hosts.
+
+    Unreadable or mismatching history probes are skipped.  Returns the
+    smoothed data and the number of probes used.  O(window * N^2).
+    """
+    if window <= 1:
+        return probe, 1
+    mats = [probe.latency]
+    names = probe.names
+    runs = sorted((p for p in history.iterdir() if p.is_dir() and _RUN_DIR.match(p.name)), reverse=True)
+    for run in runs:
+        if len(mats) >= window:
+            break
+        try:
+            old = load_json(run / "probe.json")
+        except ProbeFileError:
+            continue
+        if sorted(old.names) != sorted(names):
+            continue
+        idx = [old.index(n) for n in names]
+        mats.append(old.latency[np.ix_(idx, idx)])
+    if len(mats) == 1:
+        return probe, 1
+    with np.errstate(all="ignore"):
+        import warnings
+
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)  # all-NaN pairs stay missing
+            lat = np.nanmedian(np.stack(mats), axis=0)
+    return ProbeData(hosts=probe.hosts, latency=lat, meta=dict(probe.meta)), len(mats)
+
+
+def check_same_hosts(order: Sequence[str], probe: ProbeData, source: str) -> None:
+    """Raise if the order ``source`` is not over exactly the probe's hosts."""
+    names = set(probe.names)
+    extra = [n for n in order if n not in names]
+    missing = [n for n in probe.names if n not in set(order)]
+    if extra or missing:
+        parts = []
+        if extra:
+            parts.append(f"{len(extra)} host(s) not in the probe ({', '.join(extra[:3])}{', ...' if len(extra) > 3 else ''})")
+        if missing:
+            parts.append(f"misses {len(missing)} probed host(s) ({', '.join(missing[:3])}{', ...' if len(missing) > 3 else ''})")
+        raise PlinkError(f"{source} is from another host list: it lists {' and '.join(parts)}")
+
+
+def watch(
+    state_dir: str | os.PathLike,
+    prober: Callable[[], ProbeData],
+    *,
+    algo: str = "ring",
+    size: int | None = None,
+    base: int = 2,
+    min_gain: float = DEFAULT_MIN_GAIN,
+    time_limit: float = 5.0,
+    seed: int = 0,
+    max_iter: int | None = None,
+    initial_order: Sequence[str] | None = None,
+    emit: Sequence[tuple[str, str]] = (),
+    slots: int = 1,
+    keep: int = DEFAULT_KEEP,
+    window: int = 1,
+    reset: bool = False,
+    top: int = 5,
+    now: Callable[[], datetime] = _utcnow,
+    solve: Callable[..., Any] | None = None,
+) -> WatchResult:
+    """One cron run over ``state_dir``: probe, compare, re-order if it pays.
+
+    ``prober()`` returns the new :class:`ProbeData`.  The new order is
+    searched from the current one (so it is never predicted worse) and is
+    adopted only when ``(cost_current - cost_new) / cost_current >=
+    min_gain``, both on the new probe (on the median of the last ``window``
+    probes when ``window > 1``).  ``emit`` is a list of ``(format,
+    path)`` launcher files kept in sync with the current order.  Raises
+    :class:`WatchBusy` when another run holds the lock and
+    :class:`StateError` for an unusable state directory; in both cases
+    nothing is changed.  Cost: one probe plus one ``order_hosts`` search.
+    """
+    from .emitters import FORMATS, check_slots, emit as emit_text
+    from .order import DEFAULT_SIZE, order_hosts
+
+    solve = solve or order_hosts
+    size = DEFAULT_SIZE if size is None else int(size)
+    search = dict(size=size, time_limit=time_limit, seed=seed, base=base)
+    if max_iter is not None:  # a reproducible search (tests, benchmarks)
+        search["max_iter"] = max_iter
+    if window < 1:
+        raise PlinkError(f"--window must be >= 1 probes, got {window}")
+    if not (0 <= min_gain < 1) or math.isnan(min_gain):
+        raise PlinkError(f"--min-gain must be in [0, 1) (a fraction, e.g. 0.05 for 5%), got {min_gain}")
+    check_slots(slots, 1)
+    for fmt, _ in emit:
+        if fmt == "plain" and slots != 1:
+            raise PlinkError("--emit plain:PATH writes one line per host: --slots applies to launcher formats")
+        if fmt not in FORMATS or fmt in ("json", "slurm-topology"):
+            raise PlinkError(f"cannot keep a {fmt!r} file in sync (use one of: {', '.join(f for f in FORMATS if f not in ('json', 'slurm-topology'))})")
+    state_dir = Path(state_dir)
+    _check_dir(state_dir)
+    started = now()
+    t0 = datetime.now(timezone.utc)
+    lock = StateLock(state_dir)
+    info = lock.acquire()
+    try:
+        notes: list[str] = []
+        stale = None
+        if info.stale_pid is not None:
+            cleaned = _clean_leftovers(state_dir)
+            stale = {"pid": info.stale_pid, "started": info.stale_since, "removed": cleaned}
+            notes.append(
+                f"took over a stale lock: the run with pid {info.stale_pid} (started {info.stale_since}) was killed"
+                + (f"; removed its temporary files {', '.join(cleaned)}" if cleaned else "")
+            )
+        state_path = state_dir / "state.json"
+        try:
+            state = read_state(state_dir)
+        except StateCorrupt:
+            if not reset:
+                raise
+            aside = state_dir / f"state.json.corrupt-{started.strftime('%Y%m%dT%H%M%SZ')}"
+            os.replace(state_path, aside)
+            notes.append(f"--reset: moved the corrupt state file to {aside.name}")
+            state = None
+
+        probe = prober()
+        if not isinstance(probe, ProbeData):
+            raise PlinkError("the prober did not return probe data")
+        incomplete = ""
+        if probe.meta.get("complete") is False or probe.n_missing_pairs():
+            gone = [str(h) for h in (probe.meta.get("unreachable") or []) + (probe.meta.get("dead") or [])]
+            incomplete = f"unreachable: {', '.join(gone)}" if gone else f"{probe.n_missing_pairs()} pairs missing"
+
+        # the last probe, for the drift report
+        drift = None
+        if state is not None and state.get("last_probe"):
+            try:
+                old = load_json(state_dir / state["last_probe"])
+                drift = drift_report(old, probe, top=top)
+            except ProbeFileError as exc:
+                notes.append(f"no drift report: the last probe cannot be read ({exc})")
+
+        # decide on the median of the last `window` probes (1: the new probe alone)
+        decide_on, used = smoothed(probe, state_dir / "history", window)
+        current = None if state is None else list(state["order"])
+        source = f"{state_path}"
+        if current is None and initial_order is not None:
+            current = list(initial_order)
+            check_same_hosts(current, probe, "the --initial-order file")
+            source = "the --initial-order file"
+
+        if current is None:
+            status = "initial"
+            result = solve(decide_on, algo, **search)
+            new_order, cost_cur, cost_new, gain = list(result.hosts), None, result.cost_plink, None
+        else:
+            same = set(current) == set(probe.names) and len(current) == probe.n
+            if not same:
+                try:
+                    check_same_hosts(current, probe, f"the current order ({source})")
+                except PlinkError as exc:
+                    if state is None:  # --initial-order: the user's file is wrong
+                        raise
+                    notes.append(str(exc))
+                status = "hosts-changed"
+                result = solve(decide_on, algo, **search)
+                new_order, cost_cur, cost_new, gain = list(result.hosts), None, result.cost_plink, None
+            else:
+                # search from the current order: cost_input is the current order on the new probe
+                sub = decide_on.subset([decide_on.index(n) for n in current])
+                result = solve(sub, algo, **search)
+                cost_cur, cost_new = float(result.cost_input), float(result.cost_plink)
+                gain = 0.0 if cost_cur <= 0 else (cost_cur - cost_new) / cost_cur
+                if incomplete:
+                    status, new_order = "kept", current
+                    notes.append(f"the probe is incomplete ({incomplete}): order kept")
+                elif gain >= min_gain and cost_new < cost_cur:
+                    status, new_order = "reordered", list(result.hosts)
+                else:
+                    status, new_order = "kept", current
+        if state is not None and state.get("algo") not in (None, algo):
+            notes.append(f"algorithm changed from {state.get('algo')} to {algo}")
+
+        changed = status != "kept"
+        history = state_dir / "history"
+        run = _new_run_name(history, started)
+        res = WatchResult(
+            status=status, changed=changed, state_dir=str(state_dir), run=run, algo=algo, hosts=probe.n,
+            min_gain=min_gain, gain=None if gain is None else round(gain, 6),
+            cost_current=cost_cur, cost_new=cost_new, order=new_order,
+            previous_order=current, drift=drift, stale_lock=stale, notes=notes, probes_used=used,
+            started=_iso(started),
+        )
+        report = result.to_dict() if hasattr(result, "to_dict") else None
+        if report is not None and status == "kept":
+            report = None  # the report describes the rejected order
+        order_doc = _order_doc(new_order, probe, algo, size, report)
+
+        # 1. the run's history, built under a temporary name, renamed into place
+        tmp = history / f".{run}.tmp"
+        try:
+            tmp.mkdir()
+            probe.save(tmp / "probe.json")
+            if changed:
+                atomic_write_text(tmp / "order.json", json.dumps(order_doc, indent=1, allow_nan=False) + "\n")
+            res.elapsed = round((datetime.now(timezone.utc) - t0).total_seconds(), 3)
+            atomic_write_text(tmp / "status.json", json.dumps(res.to_dict(), indent=1, allow_nan=False) + "\n")
+            os.rename(tmp, history / run)
+        except OSError as exc:
+            shutil.rmtree(tmp, ignore_errors=True)
+            raise StateError(f"cannot write the history of this run in {history}: {exc.strerror or exc}") from None
+        except BaseException:
+            shutil.rmtree(tmp, ignore_errors=True)
+            raise
+
+        # 2. the state file: the commit point
+        prev_changes = 0 if state is None else int(state.get("changes", 0))
+        new_state = {
+            "format": STATE_FORMAT,
+            "version": STATE_VERSION,
+            "algo": algo,
+            "size_bytes": size,
+            "base": base,
+            "min_gain": min_gain,
+            "order": new_order,
+            "order_since": _iso(started) if changed else (state or {}).get("order_since", _iso(started)),
+            "order_run": run if changed else (state or {}).get("order_run", run),
+            "last_run": run,
+            "last_probe": f"history/{run}/probe.json",
+            "runs": (0 if state is None else int(state.get("runs", 0))) + 1,
+            "changes": prev_changes + (1 if changed else 0),
+            "cost": cost_new if changed else cost_cur,
+        }
+        atomic_write_text(state_path, json.dumps(new_state, indent=1, allow_nan=False) + "\n")
+
+        # 3. derived files, re-synchronised on every run
+        if changed or not (state_dir / "order.json").exists():
+            atomic_write_text(state_dir / "order.json", json.dumps(order_doc, indent=1, allow_nan=False) + "\n")
+        else:
+            try:
+                have = json.loads((state_dir / "order.json").read_text(encoding="utf-8"))
+                have_names = [h["name"] for h in sorted(have["hosts"], key=lambda h: h["rank"])]
+            except (OSError, ValueError, KeyError, TypeError):
+                have_names = None
+            if have_names != new_order:
+                atomic_write_text(state_dir / "order.json", json.dumps(order_doc, indent=1, allow_nan=False) + "\n")
+                notes.append("order.json did not match the state (an interrupted run?): rewritten")
+        _sync(state_dir / "hosts.txt", "".join(f"{n}\n" for n in new_order))
+        ordered_hosts = [probe.hosts[probe.index(n)] for n in new_order]
+        for fmt, path in emit:
+            text = emit_text(fmt, ordered_hosts, slots=slots, algo=algo, order_file=str(state_dir / "order.json"))
+            if _sync(Path(path), text) and not changed:
+                notes.append(f"rewrote {path}: it did not match the current order")
+        pruned = _prune(history, keep)
+        if pruned:
+            res.notes.append(f"pruned {len(pruned)} old run(s) from the history (--keep {keep})")
+        res.elapsed = round((datetime.now(timezone.utc) - t0).total_seconds(), 3)
+        return res
+    finally:
+        lock.release(finished=True)

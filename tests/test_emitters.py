@@ -1,0 +1,370 @@
+"""Launcher files: exact formats, rank placement, bad input, node-rank, CLI."""
+
+import json
+import os
+import re
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from plink import emitters as em
+from plink.errors import PlinkError
+from plink.groupfile import Groups
+from plink.noderank import Identity, node_rank
+from plink.orderfile import read_order, read_order_hosts
+from plink.probefile import Host
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+HOSTS = [Host("b7", "10.0.0.7"), Host("a1", "10.0.0.1"), Host("c3")]
+
+
+def body(text):
+    """The file without its comment lines."""
+    return [ln for ln in text.splitlines() if not ln.startswith("#")]
+
+
+def ranks_per_line(text):
+    """Host of each rank, for one-line-per-rank formats."""
+    return [ln.split("#", 1)[0].strip() for ln in body(text)]
+
+
+# -- golden formats -----------------------------------------------------------
+
+
+def test_openmpi_one_line_per_rank_with_slots():
+    text = em.openmpi_hostfile(HOSTS, slots=2)
+    assert body(text) == ["b7", "b7", "a1", "a1", "c3", "c3"]
+    assert "mpirun --hostfile THIS_FILE --map-by seq -np 6 ./app" in text
+
+
+def test_rankfile_golden():
+    assert body(em.openmpi_rankfile(HOSTS, slots=2)) == [
+        "rank 0=b7 slot=0", "rank 1=b7 slot=1", "rank 2=a1 slot=0",
+        "rank 3=a1 slot=1", "rank 4=c3 slot=0", "rank 5=c3 slot=1",
+    ]
+
+
+def test_mpich_golden():
+    text = em.mpich_machinefile(HOSTS, slots=4)
+    assert body(text) == ["b7:4", "a1:4", "c3:4"]
+    assert "mpiexec -f THIS_FILE -n 12 ./app" in text
+
+
+def test_slurm_hostfile_one_task_per_line():
+    text = em.slurm_hostfile(HOSTS, slots=2)
+    assert body(text) == ["b7", "b7", "a1", "a1", "c3", "c3"]
+    assert "SLURM_HOSTFILE=THIS_FILE srun --distribution=arbitrary -n 6" in text
+
+
+def test_deepspeed_and_horovod_golden():
+    assert body(em.deepspeed_hostfile(HOSTS, slots=8)) == ["b7 slots=8", "a1 slots=8", "c3 slots=8"]
+    assert em.horovod_hosts(HOSTS, slots=2) == "b7:2,a1:2,c3:2\n"
+    assert em.horovod_command(HOSTS, 2) == "horovodrun -np 6 -H b7:2,a1:2,c3:2 python train.py"
+
+
+def test_torchrun_map_and_master():
+    text = em.torchrun_map(HOSTS, slots=4, order_file="order.json")
+    assert [ln.split()[0] for ln in body(text)] == ["b7", "a1", "c3"]
+    assert "# node-rank 1, address=10.0.0.1" in text
+    assert "--nnodes=3 --nproc-per-node=4" in text
+    assert "--master-addr=10.0.0.7" in text  # rank 0's address when known
+    assert '--node-rank="$(plink node-rank order.json)"' in text
+    assert em.master_address([Host("x"), Host("y")]) == "x"
+    with pytest.raises(PlinkError, match="same --nproc-per-node"):
+        em.torchrun_map(HOSTS, slots=[1, 2, 1])
+
+
+def test_per_host_slots_keep_ranks_contiguous():
+    text = em.openmpi_hostfile(HOSTS, slots=[1, 3, 2])
+    assert body(text) == ["b7", "a1", "a1", "a1", "c3", "c3"]
+    assert body(em.mpich_machinefile(HOSTS, slots=[1, 3, 2])) == ["b7:1", "a1:3", "c3:2"]
+
+
+@pytest.mark.parametrize("slots", [0, -1, 1.5, [1, 0, 1]])
+def test_bad_slots(slots):
+    with pytest.raises(PlinkError, match="slots"):
+        em.openmpi_hostfile(HOSTS, slots=slots)
+
+
+def test_bad_host_names():
+    with pytest.raises(PlinkError, match="appears twice"):
+        em.mpich_machinefile(["a", "b", "a"])
+    with pytest.raises(PlinkError, match="cannot be written"):
+        em.slurm_hostfile(["a b"])
+    with pytest.raises(PlinkError, match="no hosts"):
+        em.openmpi_hostfile([])
+
+
+@pytest.mark.parametrize("names,expected", [
+    (["node01", "node02", "node03", "node05"], "node[01-03,05]"),
+    (["n1", "n2", "n10"], "n[1-2,10]"),
+    (["gpu7"], "gpu7"),
+    (["login", "n3", "n2"], "login,n[2-3]"),
+    (["r0h0", "r0h1", "r1h0"], "r0h[0-1],r1h0"),
+])
+def test_compress_hostlist(names, expected):
+    assert em.compress_hostlist(names) == expected
+
+
+def test_slurm_topology_switch_per_group():
+    names = ["vm3", "vm1", "vm0", "vm2"]
+    text = em.slurm_topology(names, [1, 0, 1, 0])
+    assert body(text) == [
+        "SwitchName=plink-s0 Nodes=vm[0,3]",
+        "SwitchName=plink-s1 Nodes=vm[1-2]",
+        "SwitchName=plink-root Switches=plink-s[0-1]",
+    ]
+    assert body(em.slurm_topology(["a", "b"], [0, 0])) == ["SwitchName=plink-s0 Nodes=a,b"]
+    with pytest.raises(PlinkError, match="labels"):
+        em.slurm_topology(names, [0, 1])
+
+
+@pytest.mark.parametrize("algo,want,absent", [
+    ("ring", "export NCCL_ALGO=Ring", None),
+    ("dbt", "export NCCL_ALGO=Tree", "OMPI_MCA"),
+    ("hd", "OMPI_MCA_coll_tuned_allreduce_algorithm=6", "export NCCL_ALGO"),
+    ("bcube", "NCCL has no BCube", "export NCCL_ALGO"),
+])
+def test_env_hints_match_algorithm(algo, want, absent):
+    text = em.env_hints(HOSTS, algo)
+    assert want in text
+    assert "export MASTER_ADDR=10.0.0.7" in text
+    if absent:
+        assert absent not in text
+    # sourcing it is valid shell
+    proc = subprocess.run(["sh", "-n"], input=text, text=True, capture_output=True)
+    assert proc.returncode == 0, proc.stderr
+
+
+def test_emit_dispatch_and_errors():
+    assert em.emit("plain", HOSTS) == "b7\na1\nc3\n"
+    assert body(em.emit("slurm-topology", HOSTS, labels=[0, 0, 1]))[0].startswith("SwitchName=plink-s0 Nodes=")
+    with pytest.raises(PlinkError, match="--groups"):
+        em.emit("slurm-topology", HOSTS)
+    with pytest.raises(PlinkError, match="unknown format"):
+        em.emit("yaml", HOSTS)
+
+
+# -- node-rank ----------------------------------------------------------------
+
+
+def test_node_rank_by_name_fqdn_short_and_address():
+    hosts = [Host("vm0.dc.example", "10.1.0.5"), Host("vm1"), Host("10.1.0.9")]
+    assert node_rank(hosts, identity=Identity(("vm0.dc.example",), ())) == 0
+    assert node_rank(hosts, identity=Identity(("vm0",), ())) == 0  # short name
+    assert node_rank(hosts, identity=Identity(("vm1.dc.example",), ())) == 1  # our FQDN, listed short
+    assert node_rank(hosts, identity=Identity(("other",), ("10.1.0.5",))) == 0  # JSON address
+    assert node_rank(hosts, identity=Identity(("other",), ("10.1.0.9",))) == 2  # listed by address
+    resolve = {"vm1": ["10.1.0.6"]}.get
+    assert node_rank(hosts, identity=Identity(("x",), ("10.1.0.6",)), resolve=lambda n: resolve(n) or []) == 1
+    assert node_rank(hosts, "10.1.0.9") == 2
+    assert node_rank(hosts, "vm1") == 1
+
+
+def test_node_rank_errors_name_what_was_tried():
+    hosts = [Host("a"), Host("b")]
+    with pytest.raises(PlinkError, match=r"this node \(zz, 10.9.9.9\) is not in the order.*--host"):
+        node_rank(hosts, identity=Identity(("zz",), ("10.9.9.9",)), resolve=lambda n: [])
+    twice = [Host("a", "10.0.0.1"), Host("b", "10.0.0.2")]
+    with pytest.raises(PlinkError, match="several hosts"):
+        node_rank(twice, identity=Identity(("zz",), ("10.0.0.1", "10.0.0.2")))
+
+
+def test_read_order_hosts_keeps_addresses(tmp_path):
+    doc = {"format": "plink-order", "version": 1, "hosts": [
+        {"rank": 1, "name": "b", "address": "10.0.0.2"}, {"rank": 0, "name": "a"}]}
+    p = tmp_path / "o.json"
+    p.write_text(json.dumps(doc))
+    assert read_order_hosts(p) == [Host("a"), Host("b", "10.0.0.2")]
+    t = tmp_path / "map.txt"
+    t.write_text(em.torchrun_map(HOSTS))
+    assert read_order(t) == ["b7", "a1", "c3"]  # the torchrun map is an order file too
+    assert read_order_hosts(t) == HOSTS  # with the addresses noted in its comments
+
+
+# -- CLI ------------------------------------------------------------------------
+
+
+def run(*args):
+    env = dict(os.environ, PYTHONPATH=ROOT, COLUMNS="120")
+    return subprocess.run([sys.executable, "-m", "plink", *args], capture_output=True, text=True, env=env, timeout=120)
+
+
+@pytest.fixture(scope="module")
+def dc(tmp_path_factory):
+    from plink.simulate import simulate_datacenter
+
+    d = tmp_path_factory.mktemp("emit")
+    probe = simulate_datacenter(racks=2, hosts_per_rack=3, seed=5)
+    path = d / "dc.json"
+    probe.save(path)
+    return path, probe
+
+
+def test_cli_openmpi_matches_json_order(dc, tmp_path):
+    path, probe = dc
+    out, js = tmp_path / "hosts.ompi", tmp_path / "order.json"
+    for fmt, target in (("json", js), ("openmpi", out)):
+        proc = run("order", str(path), "--time-limit", "0.2", "--seed", "1", "--format", fmt, "--slots",
+                   "1" if fmt == "json" else "2", "-o", str(target))
+        assert proc.returncode == 0, proc.stderr
+    order = read_order(js)
+    assert ranks_per_line(out.read_text()) == [h for h in order for _ in range(2)]
+
+
+def test_cli_slurm_topology_from_groups(dc, tmp_path):
+    path, probe = dc
+    racks = [lab[-1] for lab in probe.truth.labels]
+    labels = [sorted(set(racks)).index(r) for r in racks]
+    g = tmp_path / "groups.json"
+    Groups(hosts=probe.names, labels=np.array(labels)).save(g)
+    proc = run("order", str(path), "--time-limit", "0.2", "--format", "slurm-topology", "--groups", str(g))
+    assert proc.returncode == 0, proc.stderr
+    switches = [ln for ln in proc.stdout.splitlines() if ln.startswith("SwitchName=plink-s")]
+    assert len(switches) == 2
+    for ln in switches:  # each leaf switch holds exactly one rack
+        members = em_expand(ln.split("Nodes=")[1])
+        assert len({racks[probe.index(m)] for m in members}) == 1
+
+
+def em_expand(expr):
+    out = []
+    for m in re.finditer(r"([^,\[]+)(?:\[([^\]]+)\])?", expr):
+        prefix, ranges = m.group(1), m.group(2)
+        if not ranges:
+            out.append(prefix)
+            continue
+        for part in ranges.split(","):
+            lo, _, hi = part.partition("-")
+            w = len(lo) if lo.startswith("0") else 0
+            for x in range(int(lo), int(hi or lo) + 1):
+                out.append(f"{prefix}{x:0{w}d}")
+    return out
+
+
+def test_cli_bad_input_one_line(dc, tmp_path):
+    path, probe = dc
+    for args, code, frag in [
+        (("--slots", "0"), 2, "--slots"),
+        (("--format", "slurm-topology"), 2, "--groups"),
+        (("--format", "json", "--slots", "2"), 2, "--slots"),
+        (("--slots", "2"), 2, "--slots"),  # plain
+    ]:
+        proc = run("order", str(path), "--time-limit", "0.1", *args)
+        assert proc.returncode == code, proc.stderr
+        assert len(proc.stderr.strip().splitlines()) == 1 and frag in proc.stderr, proc.stderr
+    other = tmp_path / "g.json"
+    Groups(hosts=["x", "y"], labels=np.array([0, 1])).save(other)
+    proc = run("order", str(path), "--format", "slurm-topology", "--groups", str(other))
+    assert proc.returncode == 1 and "lacks 6 host(s) of the probe file" in proc.stderr, proc.stderr
+
+
+def test_cli_node_rank(tmp_path):
+    p = tmp_path / "order.json"
+    p.write_text(json.dumps({"format": "plink-order", "version": 1, "hosts": [
+        {"rank": 0, "name": "n0", "address": "10.9.0.1"}, {"rank": 1, "name": "n1", "address": "10.9.0.2"}]}))
+    proc = run("node-rank", str(p), "--host", "n1")
+    assert (proc.returncode, proc.stdout) == (0, "1\n"), proc.stderr
+    proc = run("node-rank", str(p), "--host", "10.9.0.1")
+    assert (proc.returncode, proc.stdout) == (0, "0\n"), proc.stderr
+    proc = run("node-rank", str(p), "--master")
+    assert proc.stdout == "10.9.0.1\n"
+    proc = run("node-rank", str(p))  # this machine is not n0/n1
+    assert proc.returncode == 1 and "is not in" in proc.stderr and len(proc.stderr.splitlines()) == 1
+
+
+# -- round trips through the host-list reader (plink.hostlist) ---------------------
+
+from hypothesis import given, settings, strategies as st  # noqa: E402
+
+_label = st.from_regex(r"[a-z][a-z0-9-]{0,8}[a-z0-9]", fullmatch=True)
+_names = st.lists(_label, min_size=1, max_size=12, unique=True)
+
+
+def _hostlist():
+    return pytest.importorskip("plink.hostlist", reason="plink.hostlist (the host-list reader) is not here yet")
+
+
+@settings(max_examples=40, deadline=None)
+@given(names=_names, slots=st.integers(1, 16))
+def test_round_trip_through_hostlist_reader(names, slots):
+    hl = _hostlist()
+    # one host per line (slots=1): plain, Open MPI --map-by seq, SLURM_HOSTFILE, torchrun map
+    for fmt in ("plain", "openmpi", "slurm", "torchrun"):
+        got = hl.parse_hostlist(em.emit(fmt, names), fmt="auto")
+        assert [e.name for e in got] == names, fmt
+    # formats that carry the slot count
+    for fmt, reader_fmt in (("mpich", "mpich"), ("deepspeed", "openmpi"), ("deepspeed", "auto")):
+        got = hl.parse_hostlist(em.emit(fmt, names, slots=slots), fmt=reader_fmt)
+        assert [(e.name, e.slots) for e in got] == [(n, slots) for n in names], fmt
+    # horovod's -H value is MPICH host:N entries separated by commas
+    got = hl.parse_hostlist(em.emit("horovod", names, slots=slots).replace(",", "\n"), fmt="mpich")
+    assert [(e.name, e.slots) for e in got] == [(n, slots) for n in names]
+    # one line per rank: the reader sees each host `slots` times in a row
+    lines = body(em.emit("openmpi", names, slots=slots))
+    assert [lines[i] for i in range(0, len(lines), slots)] == names
+    assert lines == [n for n in names for _ in range(slots)]
+
+
+@settings(max_examples=40, deadline=None)
+@given(names=_names, k=st.integers(1, 4), data=st.data())
+def test_topology_round_trips_through_slurm_node_lists(names, k, data):
+    hl = _hostlist()
+    labels = data.draw(st.lists(st.integers(0, k - 1), min_size=len(names), max_size=len(names)))
+    text = em.slurm_topology(names, labels)
+    switches = {}
+    for line in body(text):
+        fields = dict(f.split("=", 1) for f in line.split())
+        if "Nodes" in fields:
+            switches[fields["SwitchName"]] = [e.name for e in hl.parse_hostlist(fields["Nodes"], fmt="slurm")]
+    got = sorted(sorted(v) for v in switches.values())
+    want = sorted(sorted(n for n, g in zip(names, labels) if g == lab) for lab in set(labels))
+    assert got == want
+
+
+def test_mpich_slot_counts_that_look_like_ports():
+    hl = _hostlist()
+    # 'host:22' would read as an SSH port in auto mode: read MPICH files as mpich
+    got = hl.parse_hostlist(em.emit("mpich", ["a", "b"], slots=22), fmt="mpich")
+    assert [e.slots for e in got] == [22, 22]
+
+
+def test_cli_emit_from_order_file(dc, tmp_path):
+    path, probe = dc
+    js = tmp_path / "order.json"
+    assert run("order", str(path), "--time-limit", "0.2", "--algo", "dbt", "--format", "json", "-o", str(js)).returncode == 0
+    order = read_order(js)
+    proc = run("emit", str(js), "--format", "mpich", "--slots", "4")
+    assert proc.returncode == 0 and body(proc.stdout) == [f"{h}:4" for h in order], proc.stderr
+    env = run("emit", str(js), "--format", "env")
+    assert "NCCL_ALGO=Tree" in env.stdout  # the order file's algorithm
+    out = tmp_path / "nodes.torchrun"
+    assert run("emit", str(js), "--format", "torchrun", "-o", str(out)).returncode == 0
+    assert f'plink node-rank {out}' in out.read_text() and read_order(out) == order
+    racks = [lab[-1] for lab in probe.truth.labels]
+    good = tmp_path / "groups.json"
+    Groups(hosts=probe.names, labels=np.array([sorted(set(racks)).index(r) for r in racks])).save(good)
+    assert run("emit", str(js), "--format", "slurm-topology", "--groups", str(good)).returncode == 0
+    other = tmp_path / "other.json"
+    Groups(hosts=probe.names[:-1] + ["stranger"], labels=np.zeros(probe.n, dtype=int)).save(other)
+    proc = run("emit", str(js), "--format", "slurm-topology", "--groups", str(other))
+    assert proc.returncode == 1 and "different host lists" in proc.stderr and len(proc.stderr.splitlines()) == 1
+    proc = run("emit", str(js), "--format", "openmpi", "--slots", "-1")
+    assert proc.returncode == 2 and "--slots" in proc.stderr
+
+
+def test_node_rank_finds_this_machine():
+    import socket
+
+    from plink.noderank import local_identity
+
+    ident = local_identity()
+    me = socket.gethostname()
+    if me.startswith("localhost"):
+        pytest.skip("this machine has no host name")
+    assert node_rank([Host("elsewhere-1"), Host(me), Host("elsewhere-2")], resolve=lambda n: []) == 1
+    if ident.addresses:  # listed by one of its addresses instead
+        assert node_rank([Host("elsewhere-1"), Host("n1", ident.addresses[0])], identity=Identity((), ident.addresses)) == 1

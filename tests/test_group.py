@@ -1,0 +1,305 @@
+"""BalancedGrouper, BalancedRandom, constrained assignment, group_hosts."""
+
+import numpy as np
+import pytest
+from hypothesis import given, settings, strategies as st
+
+from plink.errors import PlinkError
+from plink.group import (
+    BalancedGrouper,
+    BalancedRandom,
+    constrained_assignment,
+    default_groups,
+    group_hosts,
+    size_bounds,
+)
+from plink.metrics import ami
+from plink.simulate import simulate_datacenter
+
+
+def blobs(k, per, d=3, spread=0.05, seed=0):
+    rng = np.random.default_rng(seed)
+    centers = rng.normal(scale=3.0, size=(k, d))
+    x = np.repeat(centers, per, axis=0) + spread * rng.normal(size=(k * per, d))
+    truth = np.repeat(np.arange(k), per)
+    perm = rng.permutation(k * per)
+    return x[perm], truth[perm]
+
+
+def test_default_groups_is_sqrt():
+    assert [default_groups(n) for n in (1, 3, 16, 64, 100, 1000)] == [1, 2, 4, 8, 10, 32]
+
+
+def test_size_bounds_endpoints():
+    assert size_bounds(64, 8, 1.0) == (8, 8)
+    assert size_bounds(70, 8, 1.0) == (8, 9)  # floor / ceil of N/k
+    assert size_bounds(64, 8, 2.0) == (4, 16)  # >= sqrt(N)/2
+    assert size_bounds(100, 10, 2.0) == (5, 20)
+    assert size_bounds(64, 8, 1.5) == (5, 12)
+
+
+@settings(max_examples=60, deadline=None)
+@given(n=st.integers(3, 400), frac=st.floats(0.0, 1.0), e=st.floats(1.0, 2.0))
+def test_size_bounds_always_feasible(n, frac, e):
+    k = 1 + int(frac * (n - 1))
+    lo, hi = size_bounds(n, k, e)
+    assert 1 <= lo <= n / k <= hi <= n
+    assert k * lo <= n <= k * hi
+    if e == 1.0:
+        assert (lo, hi) == (n // k, -(-n // k))
+
+
+@settings(max_examples=25, deadline=None)
+@given(n=st.integers(3, 40), kfrac=st.floats(0.0, 1.0), e=st.floats(1.0, 2.0), seed=st.integers(0, 10**6))
+def test_balance_constraints_hold(n, kfrac, e, seed):
+    rng = np.random.default_rng(seed)
+    x = rng.normal(size=(n, 2)) * rng.uniform(0.1, 5, size=(n, 1))  # uneven density
+    k = 1 + int(kfrac * (n - 1))
+    g = BalancedGrouper(k, elasticity=e, n_init=2, random_state=seed).fit(x)
+    lo, hi = size_bounds(n, k, e)
+    assert g.sizes_.sum() == n and len(g.sizes_) == k
+    assert g.sizes_.min() >= lo and g.sizes_.max() <= hi
+    assert set(np.unique(g.labels_)) == set(range(k))
+
+
+def test_assignment_is_exact_against_brute_force():
+    """Exhaustive search over all assignments of 7 items to 3 groups."""
+    import itertools
+
+    rng = np.random.default_rng(4)
+    for trial in range(5):
+        cost = rng.uniform(size=(7, 3))
+        lo, hi = 2, 3
+        best = min(
+            (sum(cost[i, a[i]] for i in range(7)), a)
+            for a in itertools.product(range(3), repeat=7)
+            if all(lo <= a.count(g) <= hi for g in range(3))
+        )
+        labels = constrained_assignment(cost, lo, hi)
+        assert cost[np.arange(7), labels].sum() == pytest.approx(best[0])
+
+
+def test_column_generation_matches_full_lp():
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(300, 2))
+    c = rng.normal(size=(20, 2))
+    cost = ((x[:, None] - c[None]) ** 2).sum(-1)
+    full = constrained_assignment(cost, 12, 18, full_below=10**9)
+    colgen = constrained_assignment(cost, 12, 18, full_below=0)
+    pick = np.arange(300)
+    assert cost[pick, colgen].sum() == pytest.approx(cost[pick, full].sum(), rel=1e-9)
+
+
+def test_recovers_blobs_and_is_deterministic():
+    x, truth = blobs(6, 6)
+    a = BalancedGrouper(random_state=3).fit(x)
+    assert a.n_groups_ == 6
+    assert ami(truth, a.labels_) == pytest.approx(1.0)
+    b = BalancedGrouper(random_state=3).fit(x)
+    assert np.array_equal(a.labels_, b.labels_)
+    assert a.labels_[0] == 0  # canonical numbering
+    np.testing.assert_allclose(a.cluster_centers_[a.labels_[0]], x[a.labels_ == a.labels_[0]].mean(0))
+    assert a.inertia_ == pytest.approx(((x - a.cluster_centers_[a.labels_]) ** 2).sum())
+
+
+def test_elasticity_lets_uneven_clusters_stay_whole():
+    # 3 tight clusters of 10, 10 and 5 hosts, k = 3: perfect balance (8/9 each) must move
+    # hosts between clusters; with elasticity 2 (sizes 4..17) the natural clusters stay whole
+    rng = np.random.default_rng(1)
+    centers = np.array([[0, 0], [10, 0], [0, 10]], float)
+    sizes = [10, 10, 5]
+    x = np.concatenate([c + 0.1 * rng.normal(size=(s, 2)) for c, s in zip(centers, sizes)])
+    truth = np.repeat([0, 1, 2], sizes)
+    strict = BalancedGrouper(3, elasticity=1.0, random_state=0).fit(x)
+    loose = BalancedGrouper(3, elasticity=2.0, random_state=0).fit(x)
+    assert sorted(strict.sizes_) == [8, 8, 9]
+    assert ami(truth, strict.labels_) < 0.9
+    assert sorted(loose.sizes_) == [5, 10, 10]
+    assert ami(truth, loose.labels_) == pytest.approx(1.0)
+    assert loose.inertia_ < strict.inertia_ / 10
+
+
+def test_prefers_least_size_diversity():
+    x, _ = blobs(4, 8, seed=2)
+    g = BalancedGrouper(4, elasticity=2.0, n_init=6, random_state=0).fit(x)
+    assert g.sizes_.std() == 0  # balanced natural clusters: equal sizes win
+
+
+def test_balanced_random():
+    r = BalancedRandom(random_state=0).fit(np.zeros((50, 2)))
+    assert r.n_groups_ == 7
+    assert r.sizes_.max() - r.sizes_.min() <= 1
+    assert not np.array_equal(r.labels_, BalancedRandom(random_state=1).fit(50).labels_)
+    assert np.array_equal(r.labels_, BalancedRandom(random_state=0).fit(50).labels_)
+    with pytest.raises(PlinkError, match="at most the number of hosts"):
+        BalancedRandom(51).fit(50)
+
+
+@pytest.mark.parametrize(
+    "kw, msg",
+    [
+        (dict(n_groups=20), "at most the number of hosts"),
+        (dict(n_groups=0), "positive integer"),
+        (dict(elasticity=0.9), "between 1.0 and 2.0"),
+        (dict(elasticity=2.5), "between 1.0 and 2.0"),
+        (dict(n_init=0), "n_init"),
+    ],
+)
+def test_bad_grouper_params(kw, msg):
+    with pytest.raises(PlinkError, match=msg):
+        BalancedGrouper(**kw).fit(np.random.default_rng(0).normal(size=(10, 2)))
+
+
+def test_nonfinite_coordinates():
+    x = np.zeros((5, 2))
+    x[1, 1] = np.nan
+    with pytest.raises(PlinkError, match="finite"):
+        BalancedGrouper(2).fit(x)
+
+
+def test_group_hosts_recovers_racks_at_low_noise():
+    probe = simulate_datacenter(racks=6, hosts_per_rack=6, jitter=0.05, seed=3)
+    g = group_hosts(probe, seed=0, embed_kw=dict(max_iter=600, n_restarts=1), n_init=4)
+    assert g.k == 6
+    assert g.metrics["ami"] == pytest.approx(1.0)
+    assert g.metrics["paia_embedded"] >= 0.99
+    assert g.coordinates.shape == (36, 10)
+    assert (g.heights >= 0).all()
+    assert g.hosts == probe.names
+    assert g.params["groups"] == 6
+
+
+def test_group_hosts_bad_input():
+    probe = simulate_datacenter(racks=2, hosts_per_rack=2, seed=0)
+    with pytest.raises(PlinkError, match="at most the number of hosts"):
+        group_hosts(probe, n_groups=5)
+    with pytest.raises(PlinkError, match="elasticity"):
+        group_hosts(probe, elasticity=2.1)
+    tiny = simulate_datacenter(racks=1, hosts_per_rack=2, seed=0)
+    with pytest.raises(PlinkError, match="at least 3"):
+        group_hosts(tiny)
+
+
+# ---------------------------------------------------------------------------
+# CLI: plink group / plink show
+
+
+def _run(argv, capsys):
+    from plink.cli import main
+
+    with pytest.raises(SystemExit) as exc:
+        main(argv)
+    out, err = capsys.readouterr()
+    return exc.value.code, out, err
+
+
+@pytest.fixture(scope="module")
+def dc_file(tmp_path_factory):
+    path = tmp_path_factory.mktemp("dc") / "dc.json"
+    simulate_datacenter(racks=4, hosts_per_rack=4, jitter=0.05, seed=2).save(path)
+    return path
+
+
+def test_cli_group_writes_groups_and_show_reads_them(dc_file, tmp_path, capsys):
+    import json
+
+    from plink.groupfile import load_groups
+
+    out_file = tmp_path / "groups.json"
+    code, out, err = _run(["group", str(dc_file), "-o", str(out_file), "--seed", "1", "--json"], capsys)
+    assert code == 0, err
+    report = json.loads(out)
+    assert report["metrics"]["ami"] == pytest.approx(1.0)
+    assert report["params"]["alpha"] == 1.0 and report["params"]["groups"] == 4
+    g = load_groups(out_file)
+    assert g.k == 4 and sorted(g.sizes()) == [4, 4, 4, 4]
+    assert g.coordinates.shape == (16, 10) and g.heights.shape == (16,)
+    assert g.metrics["paia_embedded"] >= 0.99
+
+    code, out, err = _run(["show", str(dc_file), "--groups", str(out_file), "--json"], capsys)
+    assert code == 0, err
+    s = json.loads(out)
+    assert s["hosts"] == 16 and s["coverage"] == 1.0 and s["groups"] == 4
+    assert s["median_latency_within_groups_us"] < s["median_latency_between_groups_us"]
+    assert set(s["latency_us"]) == {"min", "p10", "p50", "p90", "max"}
+
+    code, out, err = _run(["show", str(dc_file)], capsys)
+    assert code == 0 and "measured pairs" in out and "16 hosts" in out
+
+
+def test_cli_plots(dc_file, tmp_path, capsys):
+    pytest.importorskip("matplotlib")
+    heat, pic, grp = tmp_path / "heat.png", tmp_path / "groups.png", tmp_path / "g.json"
+    code, _, err = _run(["group", str(dc_file), "-o", str(grp), "--plot", str(pic), "--dims", "2",
+                         "--alpha", "2", "--no-heights", "--groups", "2", "--elasticity", "1.5"], capsys)
+    assert code == 0, err
+    code, _, err = _run(["show", str(dc_file), "--groups", str(grp), "--plot", str(heat)], capsys)
+    assert code == 0, err
+    for f in (heat, pic):
+        assert f.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_plot_without_matplotlib_is_one_line(dc_file, tmp_path, capsys, monkeypatch):
+    import sys
+
+    monkeypatch.setitem(sys.modules, "matplotlib", None)
+    code, _, err = _run(["show", str(dc_file), "--plot", str(tmp_path / "h.png")], capsys)
+    assert code == 1
+    assert err.strip() == "plink: error: plotting needs matplotlib: pip install 'plink-locality[plot]'"
+    assert not (tmp_path / "h.png").exists()
+
+
+def _csv(tmp_path, m, name="m.csv"):
+    path = tmp_path / name
+    rows = [",".join("" if np.isnan(v) else f"{v:g}" for v in row) for row in m]
+    path.write_text("\n".join(rows) + "\n")
+    return path
+
+
+@pytest.mark.parametrize(
+    "args, msg",
+    [
+        (["--groups", "40"], "at most the number of hosts"),
+        (["--elasticity", "3"], "between 1.0 and 2.0"),
+        (["--alpha", "0.5"], "alpha must be between 1 and 2"),
+        (["--dims", "0"], "n_components"),
+    ],
+)
+def test_cli_group_bad_options(dc_file, tmp_path, capsys, args, msg):
+    code, out, err = _run(["group", str(dc_file), "-o", str(tmp_path / "g.json"), *args], capsys)
+    assert code == 1
+    assert err.startswith("plink: error: ") and msg in err and err.count("\n") == 1
+    assert not (tmp_path / "g.json").exists()
+
+
+def test_cli_group_bad_matrices(tmp_path, capsys):
+    two = _csv(tmp_path, np.array([[0, 1], [1, 0]], float), "two.csv")
+    code, _, err = _run(["group", str(two)], capsys)
+    assert code == 1 and "at least 3" in err and err.count("\n") == 1
+
+    n = 12
+    sparse = np.full((n, n), np.nan)
+    np.fill_diagonal(sparse, 0)
+    for i in range(n):  # a ring with 2 neighbours each side: connected, 24 of 66 pairs measured
+        for step in (1, 2):
+            j = (i + step) % n
+            sparse[i, j] = sparse[j, i] = 10.0 + step
+    code, _, err = _run(["group", str(_csv(tmp_path, sparse, "sparse.csv"))], capsys)
+    assert code == 1 and "mostly missing" in err
+
+    n = 8
+    lonely = np.ones((n, n)) * 10
+    np.fill_diagonal(lonely, 0)
+    lonely[3, :] = lonely[:, 3] = np.nan
+    lonely[3, 3] = 0
+    code, _, err = _run(["group", str(_csv(tmp_path, lonely, "lonely.csv"))], capsys)
+    assert code == 1 and "h3 has 0 measured pair" in err
+
+
+def test_cli_show_groups_for_other_hosts(dc_file, tmp_path, capsys):
+    from plink.groupfile import Groups
+
+    other = tmp_path / "other.json"
+    Groups(hosts=["x", "y", "z"], labels=np.array([0, 0, 1])).save(other)
+    code, _, err = _run(["show", str(dc_file), "--groups", str(other)], capsys)
+    assert code == 1 and "do not cover the same hosts" in err

@@ -1,0 +1,34 @@
+"""plink show --order: heatmaps before/after reordering (PNG); bad input."""
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+from plink.simulate import simulate_datacenter
+
+pytest.importorskip("matplotlib")
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def run(*args):
+    env = dict(os.environ, PYTHONPATH=ROOT)
+    return subprocess.run([sys.executable, "-m", "plink", *args], capture_output=True, text=True, env=env, timeout=120)
+
+
+def test_before_after_png_and_a_foreign_order(tmp_path):
+    probe = simulate_datacenter(racks=3, hosts_per_rack=4, seed=1)
+    p = tmp_path / "dc.json"
+    probe.save(p)
+    order = tmp_path / "order.txt"
+    order.write_text("".join(f"{n}\n" for n in sorted(probe.names)))
+    png = tmp_path / "ba.png"
+    proc = run("show", str(p), "--order", str(order), "--plot", str(png))
+    assert proc.returncode == 0, proc.stderr
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and png.stat().st_size > 5000
+    order.write_text("".join(f"{n}\n" for n in probe.names[:-1] + ["stranger"]))
+    proc = run("show", str(p), "--order", str(order), "--plot", str(png))
+    assert proc.returncode == 1 and "another host list" in proc.stderr and len(proc.stderr.splitlines()) == 1
+    proc = run("show", str(p), "--order", str(order))  # --order without --plot
+    assert proc.returncode == 2 and "--order" in proc.stderr

@@ -1,0 +1,330 @@
+"""plink watch: hysteresis, lock, stale-lock takeover, corrupt state, history, drift."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+from datetime import datetime, timedelta, timezone
+
+import numpy as np
+import pytest
+
+from plink.errors import PlinkError
+from plink.probefile import ProbeData
+from plink.simulate import simulate_datacenter
+from plink.watch import (
+    EXIT_BUSY, EXIT_CHANGED, EXIT_KEPT, StateError, StateLock, WatchBusy, drift_report, read_state, watch,
+)
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+OPTS = dict(time_limit=30, max_iter=20000, seed=0)  # reproducible searches
+
+
+def dc(seed, jitter=0.05, **kw):
+    """16 hosts in 4 racks; ``seed`` decides which name sits in which rack."""
+    return simulate_datacenter(racks=4, hosts_per_rack=4, seed=seed, jitter=jitter, **kw)
+
+
+def noisy(probe: ProbeData, seed: int, sigma: float = 0.05) -> ProbeData:
+    """The same datacenter measured again: multiplicative noise on every pair."""
+    rng = np.random.default_rng(seed)
+    noise = np.exp(rng.normal(0, sigma, probe.latency.shape))
+    noise = np.sqrt(noise * noise.T)
+    return ProbeData(hosts=probe.hosts, latency=probe.latency * noise, meta=dict(probe.meta))
+
+
+class Clock:
+    """Deterministic run times, one minute apart."""
+
+    def __init__(self):
+        self.t = datetime(2026, 1, 1, tzinfo=timezone.utc)
+
+    def __call__(self):
+        self.t += timedelta(minutes=1)
+        return self.t
+
+
+def runs(d):
+    return sorted(p.name for p in (d / "history").iterdir() if not p.name.startswith("."))
+
+
+def snapshot(d):
+    """Every file under the state dir (but the lock) with its content."""
+    out = {}
+    for p in sorted(d.rglob("*")):
+        if p.is_file() and p.name != "lock":
+            out[str(p.relative_to(d))] = p.read_bytes()
+    return out
+
+
+# -- the decision -------------------------------------------------------------
+
+
+def test_first_run_then_kept_on_noise(tmp_path):
+    clock = Clock()
+    base = dc(1)
+    r1 = watch(tmp_path, lambda: base, now=clock, **OPTS)
+    assert (r1.status, r1.changed, r1.exit_code) == ("initial", True, EXIT_CHANGED)
+    order = r1.order
+    assert sorted(order) == sorted(base.names)
+    assert (tmp_path / "hosts.txt").read_text().split() == order
+    doc = json.loads((tmp_path / "order.json").read_text())
+    assert [h["name"] for h in doc["hosts"]] == order
+    for k in range(3):  # re-measured with noise: the order must not flap
+        r = watch(tmp_path, lambda: noisy(base, k), now=clock, **OPTS)
+        assert (r.status, r.exit_code) == ("kept", EXIT_KEPT), r.summary()
+        assert r.gain < 0.05 and r.order == order
+    assert (tmp_path / "hosts.txt").read_text().split() == order
+    assert len(runs(tmp_path)) == 4
+    assert read_state(tmp_path)["runs"] == 4 and read_state(tmp_path)["changes"] == 1
+    # only the run that changed the order stored one
+    assert [(tmp_path / "history" / r / "order.json").exists() for r in runs(tmp_path)] == [True, False, False, False]
+
+
+def test_reorders_when_hosts_move_and_hysteresis_threshold(tmp_path):
+    clock = Clock()
+    watch(tmp_path, lambda: dc(1), now=clock, **OPTS)
+    before = read_state(tmp_path)["order"]
+    moved = dc(2)  # same names, different racks: the current order is now bad
+    r = watch(tmp_path / "x", lambda: dc(1), now=clock, **OPTS)  # a second state dir, untouched below
+    high = watch(tmp_path, lambda: moved, min_gain=0.99, now=clock, **OPTS)
+    assert high.status == "kept" and 0.05 < high.gain < 0.99 and high.order == before
+    r = watch(tmp_path, lambda: moved, now=clock, **OPTS)
+    assert r.status == "reordered" and r.gain >= 0.05 and r.exit_code == EXIT_CHANGED
+    assert r.cost_new < r.cost_current and r.previous_order == before
+    assert read_state(tmp_path)["order"] == r.order != before
+    assert "new order: predicted gain" in "\n".join(r.summary())
+
+
+def test_no_flapping_between_two_measurements(tmp_path):
+    clock = Clock()
+    a, b = noisy(dc(3), 10, 0.1), noisy(dc(3), 11, 0.1)  # 10% noise, measured alternately
+    results = [watch(tmp_path, lambda p=p: p, now=clock, **OPTS) for p in (a, b, a, b, a, b)]
+    # it may settle once, then it must stay: never back and forth
+    assert results[0].changed and sum(r.changed for r in results[1:]) <= 1
+    assert all(not r.changed for r in results[3:])
+    assert all(r.gain < 0.05 for r in results[3:])
+    # a threshold above the noise: never a second change
+    results = [watch(tmp_path / "hi", lambda p=p: p, min_gain=0.1, now=clock, **OPTS) for p in (a, b, a, b)]
+    assert [r.changed for r in results] == [True, False, False, False]
+
+
+def test_window_damps_noise(tmp_path):
+    clock = Clock()
+    base = dc(3)
+    rng = np.random.default_rng(7)
+    probes = [noisy(base, int(rng.integers(1 << 30)), 0.15) for _ in range(8)]
+    one = [watch(tmp_path / "w1", lambda p=p: p, now=clock, **OPTS) for p in probes]
+    three = [watch(tmp_path / "w3", lambda p=p: p, window=3, now=clock, **OPTS) for p in probes]
+    assert [r.probes_used for r in three] == [1, 2, 3, 3, 3, 3, 3, 3]
+    assert sum(r.changed for r in three[1:]) < sum(r.changed for r in one[1:])
+    with pytest.raises(PlinkError, match="window"):
+        watch(tmp_path / "w0", lambda: base, window=0, **OPTS)
+
+
+def test_initial_order_from_another_host_list(tmp_path):
+    probe = dc(1)
+    with pytest.raises(PlinkError, match="another host list.*not in the probe"):
+        watch(tmp_path, lambda: probe, initial_order=probe.names[:-1] + ["ghost"], **OPTS)
+    assert not (tmp_path / "state.json").exists() and runs(tmp_path) == []
+    # a good initial order that is already fine is kept
+    best = watch(tmp_path / "b", lambda: probe, **OPTS).order
+    r = watch(tmp_path / "c", lambda: probe, initial_order=best, **OPTS)
+    assert r.status == "kept" and r.order == best
+
+
+def test_host_list_changed_reorders_and_keeps_history(tmp_path):
+    clock = Clock()
+    watch(tmp_path, lambda: dc(1), now=clock, **OPTS)
+    bigger = simulate_datacenter(racks=5, hosts_per_rack=4, seed=1)
+    r = watch(tmp_path, lambda: bigger, now=clock, **OPTS)
+    assert r.status == "hosts-changed" and r.changed
+    assert "misses 4 probed host(s)" in "\n".join(r.notes)
+    assert sorted(r.order) == sorted(bigger.names)
+    assert r.drift["hosts_added"] == [n for n in bigger.names if n not in dc(1).names]
+    first = runs(tmp_path)[0]
+    old = json.loads((tmp_path / "history" / first / "order.json").read_text())
+    assert len(old["hosts"]) == 16  # the previous order is still in the history
+
+
+def test_incomplete_probe_never_replaces_the_order(tmp_path):
+    clock = Clock()
+    first = watch(tmp_path, lambda: dc(1), now=clock, **OPTS)
+    moved = dc(2)  # would be re-ordered if complete
+    lat = moved.latency.copy()
+    dead = moved.index("vm004")
+    lat[dead, :] = lat[:, dead] = np.nan
+    lat[dead, dead] = 0
+    partial = ProbeData(hosts=moved.hosts, latency=lat, meta={"complete": False, "unreachable": ["vm004"]})
+    r = watch(tmp_path, lambda: partial, now=clock, **OPTS)
+    assert r.status == "kept" and r.order == first.order and r.noteworthy
+    assert any("incomplete (unreachable: vm004)" in n for n in r.notes)
+
+
+# -- drift --------------------------------------------------------------------
+
+
+def test_drift_report_names_the_changed_link():
+    old = dc(1)
+    lat = old.latency.copy()
+    i, j = old.index("vm003"), old.index("vm011")
+    lat[i, j] = lat[j, i] = lat[i, j] * 5
+    new = ProbeData(hosts=old.hosts, latency=lat)
+    rep = drift_report(old, new, top=3)
+    top = rep["links"][0]
+    assert {top["a"], top["b"]} == {"vm003", "vm011"} and abs(top["change"] - 4.0) < 1e-3
+    assert rep["median_change"] == 0.0 and rep["pairs_compared"] == 120
+
+
+# -- the lock -----------------------------------------------------------------
+
+
+def test_second_run_while_locked_does_nothing(tmp_path):
+    watch(tmp_path, lambda: dc(1), **OPTS)
+    before = snapshot(tmp_path)
+    called = []
+    with StateLock(tmp_path):
+        with pytest.raises(WatchBusy, match=rf"another plink watch \(pid {os.getpid()}.*this run did nothing"):
+            watch(tmp_path, lambda: called.append(1) or dc(2), **OPTS)
+    assert WatchBusy.exit_code == EXIT_BUSY
+    assert not called and snapshot(tmp_path) == before
+
+
+LOCK_AND_DIE = textwrap.dedent("""
+    import os, signal, sys
+    sys.path.insert(0, {root!r})
+    from plink.watch import StateLock
+    StateLock({d!r}).acquire()
+    open(os.path.join({d!r}, '.state.json.abc.tmp'), 'w').write('half')
+    os.kill(os.getpid(), signal.SIGKILL)
+""")
+
+
+def test_stale_lock_from_killed_run_is_taken_over(tmp_path):
+    watch(tmp_path, lambda: dc(1), **OPTS)
+    state_before = (tmp_path / "state.json").read_bytes()
+    proc = subprocess.run([sys.executable, "-c", LOCK_AND_DIE.format(root=ROOT, d=str(tmp_path))])
+    assert proc.returncode == -signal.SIGKILL
+    lock = json.loads((tmp_path / "lock").read_text())
+    assert lock["state"] == "running" and lock["pid"] != os.getpid()
+    assert (tmp_path / "state.json").read_bytes() == state_before  # the killed run lost nothing
+    r = watch(tmp_path, lambda: dc(1), **OPTS)
+    assert r.stale_lock["pid"] == lock["pid"]
+    assert ".state.json.abc.tmp" in r.stale_lock["removed"] and not (tmp_path / ".state.json.abc.tmp").exists()
+    assert any("stale lock" in n for n in r.notes)
+    assert json.loads((tmp_path / "lock").read_text())["state"] == "done"
+    assert r.status == "kept"
+
+
+def test_failed_probe_changes_nothing_and_releases_lock(tmp_path):
+    watch(tmp_path, lambda: dc(1), **OPTS)
+    before = snapshot(tmp_path)
+
+    def boom():
+        raise PlinkError("3 of 16 hosts unreachable")
+
+    with pytest.raises(PlinkError, match="unreachable"):
+        watch(tmp_path, boom, **OPTS)
+    assert snapshot(tmp_path) == before
+    assert json.loads((tmp_path / "lock").read_text())["state"] == "done"
+    assert watch(tmp_path, lambda: dc(1), **OPTS).status == "kept"
+
+
+# -- bad state directories -----------------------------------------------------
+
+
+@pytest.mark.parametrize("garbage,why", [
+    ("{not json", "invalid JSON"),
+    ('{"format": "something-else", "version": 1}', "not a plink watch state file"),
+    ('{"format": "plink-watch", "version": 1, "order": ["a", "a"]}', "not a list of distinct host names"),
+])
+def test_corrupt_state_is_reported_and_kept(tmp_path, garbage, why):
+    watch(tmp_path, lambda: dc(1), **OPTS)
+    (tmp_path / "state.json").write_text(garbage)
+    before = snapshot(tmp_path)
+    with pytest.raises(StateError, match=f"corrupt.*{why}.*--reset"):
+        watch(tmp_path, lambda: dc(1), **OPTS)
+    assert snapshot(tmp_path) == before
+    r = watch(tmp_path, lambda: dc(1), reset=True, **OPTS)
+    assert r.status == "initial" and any("moved the corrupt state file" in n for n in r.notes)
+    aside = [p for p in tmp_path.iterdir() if p.name.startswith("state.json.corrupt-")]
+    assert len(aside) == 1 and aside[0].read_text() == garbage
+
+
+def test_state_dir_not_a_directory(tmp_path):
+    f = tmp_path / "file"
+    f.write_text("precious")
+    with pytest.raises(StateError, match="not a directory"):
+        watch(f, lambda: dc(1), **OPTS)
+    assert f.read_text() == "precious"
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root can write anywhere")
+def test_state_dir_not_writable(tmp_path):
+    d = tmp_path / "ro"
+    d.mkdir()
+    (d / "history").mkdir()
+    d.chmod(0o500)
+    try:
+        with pytest.raises(StateError, match="not writable"):
+            watch(d, lambda: dc(1), **OPTS)
+    finally:
+        d.chmod(0o700)
+
+
+def test_history_pruned_and_derived_files_resynced(tmp_path):
+    clock = Clock()
+    emitted = tmp_path / "hosts.ompi"
+    st = tmp_path / "st"
+    for _ in range(4):
+        r = watch(st, lambda: dc(1), keep=2, emit=[("openmpi", str(emitted))], slots=2, now=clock, **OPTS)
+    assert len(runs(st)) == 2
+    order = read_state(st)["order"]
+    lines = [ln for ln in emitted.read_text().splitlines() if not ln.startswith("#")]
+    assert lines == [h for h in order for _ in range(2)]
+    (st / "hosts.txt").write_text("stale\n")
+    emitted.unlink()
+    r = watch(st, lambda: dc(1), emit=[("openmpi", str(emitted))], slots=2, now=clock, **OPTS)
+    assert r.status == "kept"
+    assert (st / "hosts.txt").read_text().split() == order and emitted.exists()
+    with pytest.raises(PlinkError, match="min-gain"):
+        watch(st, lambda: dc(1), min_gain=5, **OPTS)
+
+
+# -- the command ----------------------------------------------------------------
+
+
+def run(*args):
+    env = dict(os.environ, PYTHONPATH=ROOT, COLUMNS="120")
+    return subprocess.run([sys.executable, "-m", "plink", *args], capture_output=True, text=True, env=env, timeout=120)
+
+
+def test_cli_exit_codes_quiet_and_json(tmp_path):
+    p1, p2 = tmp_path / "p1.json", tmp_path / "p2.json"
+    dc(1).save(p1)
+    dc(2).save(p2)
+    st = str(tmp_path / "state")
+    first = run("watch", st, "--probe-file", str(p1), "--time-limit", "0.2")
+    assert first.returncode == EXIT_CHANGED and "first run" in first.stdout, first.stderr
+    quiet = run("watch", st, "--probe-file", str(p1), "--time-limit", "0.2")
+    assert (quiet.returncode, quiet.stdout, quiet.stderr) == (EXIT_KEPT, "", "")
+    js = run("watch", st, "--probe-file", str(p2), "--time-limit", "0.2", "--json", "--min-gain", "5%")
+    status = json.loads(js.stdout)
+    assert js.returncode == EXIT_CHANGED == status["exit_code"] and status["status"] == "reordered"
+    assert status["drift"]["links"]
+    with open(os.path.join(st, "lock")) as fh:  # another run holds the lock
+        import fcntl
+
+        fcntl.flock(fh, fcntl.LOCK_EX)
+        busy = run("watch", st, "--probe-file", str(p1))
+        busy_json = run("watch", st, "--probe-file", str(p1), "--json")
+    assert busy.returncode == EXIT_BUSY and "this run did nothing" in busy.stderr
+    assert busy_json.returncode == EXIT_BUSY and json.loads(busy_json.stdout)["status"] == "busy"
+    assert len(busy.stderr.strip().splitlines()) == 1
+    (tmp_path / "state" / "state.json").write_text("{")
+    bad = run("watch", st, "--probe-file", str(p1))
+    assert bad.returncode == 1 and "corrupt" in bad.stderr and "Traceback" not in bad.stderr
+    usage = run("watch", st)
+    assert usage.returncode == 2 and "--probe-file" in usage.stderr
