@@ -15,10 +15,12 @@ COPY solvers ./solvers
 # torch: the CPU build (the default PyPI build pulls several GB of CUDA packages).
 ARG TORCH_INDEX=https://download.pytorch.org/whl/cpu
 RUN pip install --no-cache-dir --index-url "$TORCH_INDEX" torch==2.13.0 \
- && pip install --no-cache-dir -c constraints.txt . \
+ && pip install --no-cache-dir -c constraints.txt ".[fast]" \
  && useradd --create-home plink
 
 USER plink
+# numba caches the compiled ring kernel here (site-packages is not writable by this user).
+ENV NUMBA_CACHE_DIR=/home/plink/.cache/numba
 WORKDIR /home/plink
 ENTRYPOINT ["plink"]
 CMD ["--help"]
