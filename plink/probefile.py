@@ -45,7 +45,7 @@ import numpy as np
 
 from . import __version__
 from .errors import ProbeFileError
-from .fileio import atomic_write_text
+from .fileio import atomic_write_text, read_json, read_text
 
 FORMAT = "plink-probe"
 VERSION = 1
@@ -390,27 +390,12 @@ def from_dict(doc: Any, path: str = "<probe>") -> ProbeData:
 
 
 def _read_text(path: str | os.PathLike) -> str:
-    try:
-        with open(path, encoding="utf-8") as fh:
-            return fh.read()
-    except FileNotFoundError:
-        raise ProbeFileError(f"{path}: no such file") from None
-    except IsADirectoryError:
-        raise ProbeFileError(f"{path}: is a directory, not a file") from None
-    except UnicodeDecodeError:
-        raise ProbeFileError(f"{path}: not a text file (is it a .npy matrix? use the .npy extension)") from None
-    except OSError as exc:
-        raise ProbeFileError(f"{path}: cannot read: {exc.strerror or exc}") from None
+    return read_text(path, ProbeFileError)
 
 
 def load_json(path: str | os.PathLike) -> ProbeData:
     """Read a plink probe file (JSON)."""
-    text = _read_text(path)
-    try:
-        doc = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise ProbeFileError(f"{path}: invalid JSON at line {exc.lineno} column {exc.colno}: {exc.msg}") from None
-    return from_dict(doc, str(path))
+    return from_dict(read_json(path, ProbeFileError), str(path))
 
 
 def _parse_cell(cell: str, where: str) -> float:

@@ -123,7 +123,7 @@ def test_unreadable_inputs(tmp_path):
     with pytest.raises(ProbeFileError, match="is a directory"):
         load(tmp_path / "d.json")
     (tmp_path / "bin.csv").write_bytes(b"\xff\xfe\x00\x01")
-    with pytest.raises(ProbeFileError, match="not a text file"):
+    with pytest.raises(ProbeFileError, match="not a UTF-8 text file"):
         load(tmp_path / "bin.csv")
     with pytest.raises(ProbeFileError, match="unknown file type"):
         load(write(tmp_path, "p.xlsx", "x"))
