@@ -157,6 +157,25 @@ def _parse_lines(text: str) -> list[dict]:
     return out
 
 
+def _collect(c, procs, timeout: float, who: str, what: str) -> list[dict]:
+    """Wait for one process per host (all within ``timeout`` s) and parse their result lines."""
+    results, errors = [], []
+    end = time.monotonic() + timeout
+    for h, p in zip(c.hosts, procs):
+        try:
+            out, err = p.communicate(timeout=max(1.0, end - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            for q in procs:
+                q.kill()
+            raise RuntimeError(f"{who} did not finish within {timeout:.0f} s")
+        if p.returncode != 0:
+            errors.append(f"{h.name}: exit {p.returncode}: {err.strip()[-400:]}")
+        results += _parse_lines(out)
+    if errors:
+        raise RuntimeError(f"{what} failed: " + " | ".join(errors))
+    return results
+
+
 def run_gloo(c, order_files: list[Path], size: int, repeats: int = 3, warmup: int = 1, port: int = 29600,
              timeout: float = 300.0) -> list[dict]:
     """One worker per host (``ip netns exec``); ranks from each order file."""
@@ -166,21 +185,7 @@ def run_gloo(c, order_files: list[Path], size: int, repeats: int = 3, warmup: in
     for h in c.hosts:
         procs.append(subprocess.Popen(["ip", "netns", "exec", h.netns, *argv], stdout=subprocess.PIPE,
                                       stderr=subprocess.PIPE, text=True, env=_worker_env()))
-    results, errors = [], []
-    end = time.monotonic() + timeout
-    for h, p in zip(c.hosts, procs):
-        try:
-            out, err = p.communicate(timeout=max(1.0, end - time.monotonic()))
-        except subprocess.TimeoutExpired:
-            for q in procs:
-                q.kill()
-            raise RuntimeError(f"the all-reduce workers did not finish within {timeout:.0f} s")
-        if p.returncode != 0:
-            errors.append(f"{h.name}: exit {p.returncode}: {err.strip()[-400:]}")
-        results += _parse_lines(out)
-    if errors:
-        raise RuntimeError("worker failed: " + " | ".join(errors))
-    return results
+    return _collect(c, procs, timeout, "the all-reduce workers", "worker")
 
 
 def run_torchrun(c, map_file: Path, size: int, repeats: int = 3, warmup: int = 1, port: int = 29800,
@@ -204,21 +209,7 @@ def run_torchrun(c, map_file: Path, size: int, repeats: int = 3, warmup: int = 1
     )
     procs = [subprocess.Popen(["ip", "netns", "exec", h.netns, "sh", "-c", script], stdout=subprocess.PIPE,
                               stderr=subprocess.PIPE, text=True, env=_worker_env()) for h in c.hosts]
-    results, errors = [], []
-    end = time.monotonic() + timeout
-    for h, p in zip(c.hosts, procs):
-        try:
-            out, err = p.communicate(timeout=max(1.0, end - time.monotonic()))
-        except subprocess.TimeoutExpired:
-            for q in procs:
-                q.kill()
-            raise RuntimeError(f"torchrun did not finish within {timeout:.0f} s")
-        if p.returncode != 0:
-            errors.append(f"{h.name}: exit {p.returncode}: {err.strip()[-400:]}")
-        results += _parse_lines(out)
-    if errors:
-        raise RuntimeError("torchrun failed: " + " | ".join(errors))
-    return results
+    return _collect(c, procs, timeout, "torchrun", "torchrun")
 
 
 def run_mpirun(c, hostfile: Path, order_file: Path, size: int, repeats: int = 3, warmup: int = 1,
