@@ -41,10 +41,10 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # first on the path: benchmarks/solvers.py must not shadow the solvers package
 sys.path.insert(0, ROOT)
 
-from plink.embed import ProbeEmbed  # noqa: E402
-from plink.group import BalancedGrouper, BalancedRandom  # noqa: E402
-from plink.metrics import ami, paia  # noqa: E402
-from plink.simulate import simulate_datacenter  # noqa: E402
+from plink.structure.embed import ProbeEmbed  # noqa: E402
+from plink.structure.group import BalancedGrouper, BalancedRandom  # noqa: E402
+from plink.structure.metrics import ami, paia  # noqa: E402
+from plink.data.simulate import simulate_datacenter  # noqa: E402
 
 NOISE = {
     "clean": dict(jitter=0.02),
@@ -108,7 +108,7 @@ def run_case(n: int, noise: str, seed: int, dims: int) -> dict:
 
 def child_4096(dims: int, alpha: float, seed: int) -> None:
     """Embed + group N=4096 (moderate noise) and print one JSON line (run in a subprocess)."""
-    from plink.group import group_hosts
+    from plink.structure.group import group_hosts
 
     probe = make_probe(4096, "moderate", seed)
     rss_before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss

@@ -19,10 +19,10 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from plink.hostlist import HostEntry  # noqa: E402
-from probes.netns import NetnsCluster, unavailable_reason  # noqa: E402
-from probes.probe import probe_hosts  # noqa: E402
-from probes.ssh import SSHOptions  # noqa: E402
+from plink.data.hostlist import HostEntry  # noqa: E402
+from plink.probes.netns import NetnsCluster, unavailable_reason  # noqa: E402
+from plink.probes.probe import probe_hosts  # noqa: E402
+from plink.probes.ssh import SSHOptions  # noqa: E402
 
 
 def auc(cross: np.ndarray, same: np.ndarray) -> float:

@@ -24,11 +24,11 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from plink.hostlist import HostEntry  # noqa: E402
-from probes.netns import NetnsCluster, unavailable_reason  # noqa: E402
-from probes.probe import per_pair_seconds, probe_hosts  # noqa: E402
-from probes.rounds import round_robin  # noqa: E402
-from probes.ssh import SSHOptions  # noqa: E402
+from plink.data.hostlist import HostEntry  # noqa: E402
+from plink.probes.netns import NetnsCluster, unavailable_reason  # noqa: E402
+from plink.probes.probe import per_pair_seconds, probe_hosts  # noqa: E402
+from plink.probes.rounds import round_robin  # noqa: E402
+from plink.probes.ssh import SSHOptions  # noqa: E402
 
 
 def main() -> int:

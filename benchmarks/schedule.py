@@ -9,7 +9,7 @@ time of 2LHA, flat ring (in group order) and sharded PS, and whether the
 DAG was verified (symbolic execution; for large N on a smaller buffer with
 the same groups, see the ``verified`` column).
 
-Part 2 (measured): ``plink.executor.all_reduce`` vs ``torch.distributed.all_reduce``
+Part 2 (measured): ``plink.schedule.executor.all_reduce`` vs ``torch.distributed.all_reduce``
 (Gloo) across local processes on 127.0.0.1, median of ``--iters`` runs,
 with the time model's predicted ratio for a uniform network whose latency
 and bandwidth are measured between two of the processes.
@@ -41,11 +41,11 @@ import numpy as np
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
-from plink.dag import expand  # noqa: E402
-from plink.schedule import balance, plan_schedule  # noqa: E402
-from plink.simulate import simulate_datacenter  # noqa: E402
+from plink.schedule.dag import expand  # noqa: E402
+from plink.schedule.plan import balance, plan_schedule  # noqa: E402
+from plink.data.simulate import simulate_datacenter  # noqa: E402
 from plink.units import format_size, format_us  # noqa: E402
-from plink.verify import compare, pair_cost, verify  # noqa: E402
+from plink.schedule.verify import compare, pair_cost, verify  # noqa: E402
 
 VERIFY_ACTIONS = 1_200_000
 
@@ -108,9 +108,9 @@ def _worker(rank, world, port, nbytes_list, labels, iters, outdir):
     import torch
     import torch.distributed as dist
 
-    from plink.dag import Schedule
-    from plink.executor import all_reduce
-    from plink.probefile import from_matrix
+    from plink.schedule.dag import Schedule
+    from plink.schedule.executor import all_reduce
+    from plink.data.probefile import from_matrix
 
     torch.set_num_threads(1)
     dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=world)
@@ -141,7 +141,7 @@ def _worker(rank, world, port, nbytes_list, labels, iters, outdir):
         latm = np.full((n, n), 30.0)  # the plan uses the given groups and cardinality only
         np.fill_diagonal(latm, 0.0)
         probe = from_matrix(latm, [f"r{i}" for i in range(n)])
-        from plink.schedule import plan_schedule
+        from plink.schedule.plan import plan_schedule
 
         sched = Schedule.from_plan(plan_schedule(probe, np.array(labels), size=nbytes, chunk=64 * 1024))
         x = torch.randint(-100, 100, (nbytes // 4,), generator=torch.Generator().manual_seed(rank)).float()
@@ -178,9 +178,9 @@ def _worker(rank, world, port, nbytes_list, labels, iters, outdir):
 def measured(world, labels, sizes, iters):
     import torch.multiprocessing as mp
 
-    from plink.probefile import from_matrix
-    from plink.verify import predict_time, plan_traffic, ring_traffic
-    from solvers.costmodels import PairCost
+    from plink.data.probefile import from_matrix
+    from plink.schedule.verify import predict_time, plan_traffic, ring_traffic
+    from plink.solvers.costmodels import PairCost
 
     with tempfile.TemporaryDirectory() as d:
         mp.start_processes(_worker, args=(world, _free_port(), sizes, labels, iters, d), nprocs=world,
@@ -227,9 +227,9 @@ def _netns_worker(argv):
     import torch
     import torch.distributed as dist
 
-    from plink.dag import Schedule
-    from plink.executor import all_reduce
-    from plink.probefile import from_matrix
+    from plink.schedule.dag import Schedule
+    from plink.schedule.executor import all_reduce
+    from plink.data.probefile import from_matrix
 
     rank, world, addr, port = int(argv[0]), int(argv[1]), argv[2], int(argv[3])
     sizes = [int(x) for x in argv[4].split(",")]
@@ -259,7 +259,7 @@ def _netns_worker(argv):
     latm = np.full((world, world), 30.0)
     np.fill_diagonal(latm, 0.0)
     probe = from_matrix(latm, [f"r{i}" for i in range(world)])
-    from plink.schedule import plan_schedule
+    from plink.schedule.plan import plan_schedule
 
     for nbytes in sizes:
         sched = Schedule.from_plan(plan_schedule(probe, labels, size=nbytes, chunk=64 * 1024))
@@ -293,15 +293,15 @@ def netns(sizes, iters, racks=2, hosts_per_rack=4, host_mbit=400.0, uplink_mbit=
     from concurrent.futures import ThreadPoolExecutor
 
     try:
-        from probes.netns import NetnsCluster, unavailable_reason
+        from plink.probes.netns import NetnsCluster, unavailable_reason
     except ImportError:
         return "probes/netns.py is not available on this branch"
     reason = unavailable_reason(sshd=False)
     if reason:
         return reason
-    from plink.verify import predict_time, plan_traffic, ring_traffic
-    from plink.probefile import from_matrix
-    from solvers.costmodels import PairCost
+    from plink.schedule.verify import predict_time, plan_traffic, ring_traffic
+    from plink.data.probefile import from_matrix
+    from plink.solvers.costmodels import PairCost
 
     world = racks * hosts_per_rack
     with NetnsCluster(racks=racks, hosts_per_rack=hosts_per_rack, prefix=NETNS_PREFIX, subnet=NETNS_SUBNET,
@@ -331,7 +331,7 @@ def netns(sizes, iters, racks=2, hosts_per_rack=4, host_mbit=400.0, uplink_mbit=
     rows = []
     for r in doc["rows"]:
         probe = from_matrix(lat, [f"r{i}" for i in range(world)])
-        from plink.schedule import plan_schedule
+        from plink.schedule.plan import plan_schedule
 
         plan = plan_schedule(probe, np.array(labels), size=r["size"], chunk=64 * 1024)
         p2 = predict_time("2lha", plan_traffic(plan), pc, plan.labels).time_us

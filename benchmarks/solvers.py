@@ -12,7 +12,7 @@
    default is 10): cost / optimum, time, and the
    plink / LKH cost and time ratios; then plink again with a quarter of
    LKH's time (at least 0.2 s): its cost / LKH's ("LKH/4: p/LKH").
-2. Simulated datacenters (``plink.simulate``), N = 64 ... 1024: plink ring
+2. Simulated datacenters (``plink.data.simulate``), N = 64 ... 1024: plink ring
    vs LKH-3 (on the matrix scaled to integer 0.1 us units), also with a
    quarter of LKH's time.
 3. hd / dbt / bcube: annealing (1 s) vs the exhaustive optimum at N = 8, and
@@ -39,10 +39,10 @@ ROOT = os.path.dirname(HERE)
 sys.path[:] = [p for p in sys.path if os.path.abspath(p or os.getcwd()) != HERE]
 sys.path.insert(0, ROOT)
 
-from plink.simulate import simulate_datacenter  # noqa: E402
-from solvers.costmodels import CostModel, PairCost  # noqa: E402
-from solvers.exact import solve_exact  # noqa: E402
-from solvers.solve import minimise  # noqa: E402
+from plink.data.simulate import simulate_datacenter  # noqa: E402
+from plink.solvers.costmodels import CostModel, PairCost  # noqa: E402
+from plink.solvers.exact import solve_exact  # noqa: E402
+from plink.solvers.solve import minimise  # noqa: E402
 from benchmarks.tsplib import check_optimal_tours, find_folder, optima, read_tsp  # noqa: E402
 
 QUICK_TSP = ["att48", "gr96", "ch150", "brg180", "a280", "pr439"]

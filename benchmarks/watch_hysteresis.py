@@ -25,10 +25,10 @@ sys.path.insert(0, ROOT)
 import numpy as np  # noqa: E402
 
 from plink.order import order_hosts, pair_cost  # noqa: E402
-from plink.probefile import ProbeData  # noqa: E402
-from plink.simulate import simulate_datacenter  # noqa: E402
+from plink.data.probefile import ProbeData  # noqa: E402
+from plink.data.simulate import simulate_datacenter  # noqa: E402
 from plink.watch import watch  # noqa: E402
-from solvers.costmodels import CostModel  # noqa: E402
+from plink.solvers.costmodels import CostModel  # noqa: E402
 
 
 def noisy(probe: ProbeData, rng: np.random.Generator, sigma: float) -> ProbeData:

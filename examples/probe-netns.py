@@ -27,8 +27,8 @@ sys.path.insert(0, str(ROOT))
 
 import numpy as np  # noqa: E402
 
-from plink.probefile import load  # noqa: E402
-from probes.netns import NetnsCluster, cleanup_stale, unavailable_reason  # noqa: E402
+from plink.data.probefile import load  # noqa: E402
+from plink.probes.netns import NetnsCluster, cleanup_stale, unavailable_reason  # noqa: E402
 
 
 def main() -> int:

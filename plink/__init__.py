@@ -11,10 +11,10 @@ True
 
 __version__ = "0.1.0"
 
-from .errors import PlinkError, ProbeFileError  # noqa: E402
-from .probefile import Host, ProbeData, Truth, load, from_matrix  # noqa: E402
-from .simulate import simulate_datacenter  # noqa: E402
-from .order import OrderResult, order_hosts  # noqa: E402
+from plink.errors import PlinkError, ProbeFileError  # noqa: E402
+from plink.data.probefile import Host, ProbeData, Truth, load, from_matrix  # noqa: E402
+from plink.data.simulate import simulate_datacenter  # noqa: E402
+from plink.order import OrderResult, order_hosts  # noqa: E402
 
 __all__ = [
     "__version__",

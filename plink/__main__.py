@@ -1,3 +1,3 @@
-from .cli import main
+from plink.cli import main
 
 main()

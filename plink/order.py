@@ -14,11 +14,11 @@ from typing import Any
 
 import numpy as np
 
-from solvers.costmodels import ALGORITHMS, CostModel, PairCost, check_algorithm
-from solvers.solve import minimise
+from plink.solvers.costmodels import ALGORITHMS, CostModel, PairCost, check_algorithm
+from plink.solvers.solve import minimise
 
-from .errors import PlinkError
-from .probefile import ProbeData
+from plink.errors import PlinkError
+from plink.data.probefile import ProbeData
 
 DEFAULT_SIZE = 25 * 1024**2  #: bytes; PyTorch DDP's default gradient bucket (25 MiB)
 DEFAULT_TIME_LIMIT = 5.0  #: seconds of search
@@ -95,7 +95,7 @@ def pair_cost(probe: ProbeData, use_bandwidth: bool = True) -> tuple[PairCost, i
 
 def group_labels(probe: ProbeData, path: str) -> np.ndarray:
     """Group label per host of ``probe`` from a groups file (matched by host name)."""
-    from .groupfile import load_groups
+    from plink.data.groupfile import load_groups
 
     groups = load_groups(path)
     index = {h: i for i, h in enumerate(groups.hosts)}

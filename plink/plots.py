@@ -8,7 +8,7 @@ from typing import Sequence
 
 import numpy as np
 
-from .errors import PlinkError
+from plink.errors import PlinkError
 
 
 def _pyplot():

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from .errors import PlinkError
+from plink.errors import PlinkError
 
 _SIZE_UNITS = {
     "": 1,

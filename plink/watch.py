@@ -55,9 +55,9 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from .errors import PlinkError, ProbeFileError
-from .fileio import atomic_write_text
-from .probefile import ProbeData, load_json
+from plink.errors import PlinkError, ProbeFileError
+from plink.data.fileio import atomic_write_text
+from plink.data.probefile import ProbeData, load_json
 
 STATE_FORMAT = "plink-watch"
 STATE_VERSION = 1
@@ -401,7 +401,7 @@ def _prune(history: Path, keep: int) -> list[str]:
 
 
 def _order_doc(names: Sequence[str], probe: ProbeData, algo: str, size: int, report: dict | None) -> dict:
-    from .orderfile import FORMAT, VERSION
+    from plink.data.orderfile import FORMAT, VERSION
 
     hosts = []
     for r, n in enumerate(names):
@@ -505,8 +505,8 @@ def watch(
     :class:`StateError` for an unusable state directory; in both cases
     nothing is changed.  Cost: one probe plus one ``order_hosts`` search.
     """
-    from .emitters import FORMATS, check_slots, emit as emit_text
-    from .order import DEFAULT_SIZE, order_hosts
+    from plink.launch.emitters import FORMATS, check_slots, emit as emit_text
+    from plink.order import DEFAULT_SIZE, order_hosts
 
     solve = solve or order_hosts
     size = DEFAULT_SIZE if size is None else int(size)

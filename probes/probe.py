@@ -30,8 +30,8 @@ from typing import Callable
 import numpy as np
 
 from plink.errors import PlinkError, ProbeFileError
-from plink.hostlist import HostEntry, parse_hostlist, read_hostlist
-from plink.probefile import Host, ProbeData, new_meta
+from plink.data.hostlist import HostEntry, parse_hostlist, read_hostlist
+from plink.data.probefile import Host, ProbeData, new_meta
 
 from .methods import BW_TOOLS, LATENCY_METHODS, method_unavailable, run_bandwidth, run_latency
 from .rounds import remaining_rounds, round_robin
@@ -97,7 +97,7 @@ class _State:
         return bool(ok)
 
     def load(self, path: Path, method: str) -> None:
-        from plink.probefile import load
+        from plink.data.probefile import load
 
         try:
             old = load(path)

@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from plink.errors import PlinkError
-from plink.hostlist import HostEntry
+from plink.data.hostlist import HostEntry
 
 from .session import AgentLost, AgentSession, agent_command
 
@@ -209,7 +209,7 @@ def _connect_once(target: Target, options: SSHOptions, config, depth: int = 0):
         # ProxyJump a,b: reach b through a, then the target through b.
         spec = hops[-1]
         rest = ",".join(hops[:-1]) or None
-        from plink.hostlist import parse_hostlist
+        from plink.data.hostlist import parse_hostlist
 
         try:
             jentry = parse_hostlist(spec, source="ProxyJump", fmt="plain")[0]

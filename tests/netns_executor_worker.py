@@ -13,10 +13,10 @@ import numpy as np  # noqa: E402
 import torch  # noqa: E402
 import torch.distributed as dist  # noqa: E402
 
-from plink.dag import Schedule  # noqa: E402
-from plink.executor import all_reduce  # noqa: E402
-from plink.probefile import from_matrix  # noqa: E402
-from plink.schedule import plan_schedule  # noqa: E402
+from plink.schedule.dag import Schedule  # noqa: E402
+from plink.schedule.executor import all_reduce  # noqa: E402
+from plink.data.probefile import from_matrix  # noqa: E402
+from plink.schedule.plan import plan_schedule  # noqa: E402
 
 
 def main(argv):

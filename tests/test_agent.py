@@ -12,11 +12,11 @@ import time
 import numpy as np
 import pytest
 
-from plink.probefile import load
-from probes import agent as agent_mod
-from probes.methods import summarize
-from probes.probe import probe_hosts
-from probes.session import BOOT, AgentError, AgentSession, ProcessPipe, agent_source, local_pipe, start_local_agents
+from plink.data.probefile import load
+from plink.probes import agent as agent_mod
+from plink.probes.methods import summarize
+from plink.probes.probe import probe_hosts
+from plink.probes.session import BOOT, AgentError, AgentSession, ProcessPipe, agent_source, local_pipe, start_local_agents
 
 
 @pytest.fixture

@@ -5,14 +5,14 @@ import json
 import numpy as np
 import pytest
 
-from plink.autotune import (blame, finetune, load_stats, model_stats, quicktune, stats_from_dict)
+from plink.schedule.autotune import (blame, finetune, load_stats, model_stats, quicktune, stats_from_dict)
 from plink.cli import main
-from plink.dag import Schedule, load_schedule
+from plink.schedule.dag import Schedule, load_schedule
 from plink.errors import PlinkError
-from plink.probefile import from_matrix
-from plink.schedule import node_loads, plan_schedule
-from plink.verify import pair_cost, verify
-from plink.dag import expand
+from plink.data.probefile import from_matrix
+from plink.schedule.plan import node_loads, plan_schedule
+from plink.schedule.verify import pair_cost, verify
+from plink.schedule.dag import expand
 
 N = 16
 SLOW = 5

@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from solvers.costmodels import (
+from plink.solvers.costmodels import (
     CostModel,
     PairCost,
     bcube_cost,

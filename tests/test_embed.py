@@ -3,9 +3,9 @@
 import numpy as np
 import pytest
 
-from plink.embed import ProbeEmbed, check_measurements
+from plink.structure.embed import ProbeEmbed, check_measurements
 from plink.errors import PlinkError
-from plink.probefile import from_matrix
+from plink.data.probefile import from_matrix
 
 FAST = dict(max_iter=300, n_restarts=1, random_state=0)
 
@@ -68,7 +68,7 @@ def test_missing_pairs_are_masked_not_filled():
 
 def test_masked_pairs_do_not_change_the_loss():
     """Changing the value under a NaN is impossible; changing a measured value changes the fit."""
-    from plink.embed import _Pairs
+    from plink.structure.embed import _Pairs
     import torch
 
     n = 6
@@ -129,7 +129,7 @@ def test_deterministic_for_a_seed_and_restarts_keep_best():
 
 
 def test_probedata_input_and_fit_transform():
-    from plink.simulate import simulate_datacenter
+    from plink.data.simulate import simulate_datacenter
 
     probe = simulate_datacenter(racks=3, hosts_per_rack=3, seed=0)
     e = ProbeEmbed(2, **FAST)

@@ -9,12 +9,12 @@ import sys
 import numpy as np
 import pytest
 
-from plink import emitters as em
+from plink.launch import emitters as em
 from plink.errors import PlinkError
-from plink.groupfile import Groups
-from plink.noderank import Identity, node_rank
-from plink.orderfile import read_order, read_order_hosts
-from plink.probefile import Host
+from plink.data.groupfile import Groups
+from plink.launch.noderank import Identity, node_rank
+from plink.data.orderfile import read_order, read_order_hosts
+from plink.data.probefile import Host
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -195,7 +195,7 @@ def run(*args):
 
 @pytest.fixture(scope="module")
 def dc(tmp_path_factory):
-    from plink.simulate import simulate_datacenter
+    from plink.data.simulate import simulate_datacenter
 
     d = tmp_path_factory.mktemp("emit")
     probe = simulate_datacenter(racks=2, hosts_per_rack=3, seed=5)
@@ -276,7 +276,7 @@ def test_cli_node_rank(tmp_path):
     assert proc.returncode == 1 and "is not in" in proc.stderr and len(proc.stderr.splitlines()) == 1
 
 
-# -- round trips through the host-list reader (plink.hostlist) ---------------------
+# -- round trips through the host-list reader (plink.data.hostlist) ---------------------
 
 from hypothesis import given, settings, strategies as st  # noqa: E402
 
@@ -285,7 +285,7 @@ _names = st.lists(_label, min_size=1, max_size=12, unique=True)
 
 
 def _hostlist():
-    return pytest.importorskip("plink.hostlist", reason="plink.hostlist (the host-list reader) is not here yet")
+    return pytest.importorskip("plink.data.hostlist", reason="plink.data.hostlist (the host-list reader) is not here yet")
 
 
 @settings(max_examples=40, deadline=None)
@@ -359,7 +359,7 @@ def test_cli_emit_from_order_file(dc, tmp_path):
 def test_node_rank_finds_this_machine():
     import socket
 
-    from plink.noderank import local_identity
+    from plink.launch.noderank import local_identity
 
     ident = local_identity()
     me = socket.gethostname()

@@ -26,9 +26,9 @@ def free_port() -> int:
 
 
 def make_schedule(labels, size, chunk):
-    from plink.dag import Schedule
-    from plink.probefile import from_matrix
-    from plink.schedule import plan_schedule
+    from plink.schedule.dag import Schedule
+    from plink.data.probefile import from_matrix
+    from plink.schedule.plan import plan_schedule
 
     n = len(labels)
     lat = np.full((n, n), 30.0)
@@ -40,7 +40,7 @@ def make_schedule(labels, size, chunk):
 def worker(rank, port, outdir):
     sys.path.insert(0, ROOT)
     from plink.errors import PlinkError
-    from plink.executor import all_reduce
+    from plink.schedule.executor import all_reduce
 
     dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=WORLD)
     try:
@@ -89,8 +89,8 @@ def test_executor_equals_gloo_all_reduce(tmp_path):
 @settings(max_examples=25, deadline=None, derandomize=True)
 @given(st.lists(st.integers(0, 3), min_size=2, max_size=9), st.integers(1, 6), st.integers(1, 4))
 def test_program_rounds_match_verifier(raw, nchunks, waves):
-    from plink.executor import _split_waves, compile_program
-    from plink.verify import verify
+    from plink.schedule.executor import _split_waves, compile_program
+    from plink.schedule.verify import verify
 
     labels = np.unique(raw, return_inverse=True)[1]  # groups 0..k-1, all non-empty
     n = len(labels)
@@ -122,7 +122,7 @@ def test_executor_on_netns_cluster():
     """2 racks x 2 hosts of the emulated cluster (probes/netns.py; prefix ps, subnet 10.233)."""
     from concurrent.futures import ThreadPoolExecutor
 
-    netns = pytest.importorskip("probes.netns")
+    netns = pytest.importorskip("plink.probes.netns")
     reason = netns.unavailable_reason(sshd=False)
     if reason:
         pytest.skip(reason)

@@ -5,7 +5,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from plink.errors import PlinkError
-from plink.group import (
+from plink.structure.group import (
     BalancedGrouper,
     BalancedRandom,
     constrained_assignment,
@@ -13,8 +13,8 @@ from plink.group import (
     group_hosts,
     size_bounds,
 )
-from plink.metrics import ami
-from plink.simulate import simulate_datacenter
+from plink.structure.metrics import ami
+from plink.data.simulate import simulate_datacenter
 
 
 def blobs(k, per, d=3, spread=0.05, seed=0):
@@ -203,7 +203,7 @@ def dc_file(tmp_path_factory):
 def test_cli_group_writes_groups_and_show_reads_them(dc_file, tmp_path, capsys):
     import json
 
-    from plink.groupfile import load_groups
+    from plink.data.groupfile import load_groups
 
     out_file = tmp_path / "groups.json"
     code, out, err = _run(["group", str(dc_file), "-o", str(out_file), "--seed", "1", "--json"], capsys)
@@ -297,7 +297,7 @@ def test_cli_group_bad_matrices(tmp_path, capsys):
 
 
 def test_cli_show_groups_for_other_hosts(dc_file, tmp_path, capsys):
-    from plink.groupfile import Groups
+    from plink.data.groupfile import Groups
 
     other = tmp_path / "other.json"
     Groups(hosts=["x", "y", "z"], labels=np.array([0, 0, 1])).save(other)

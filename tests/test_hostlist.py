@@ -3,7 +3,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from plink.errors import PlinkError
-from plink.hostlist import HostEntry, format_hostlist, parse_hostlist, read_hostlist
+from plink.data.hostlist import HostEntry, format_hostlist, parse_hostlist, read_hostlist
 
 
 def names(entries):

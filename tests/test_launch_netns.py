@@ -26,8 +26,8 @@ pytestmark = [pytest.mark.netns, pytest.mark.slow]
 
 def _skip_reason():
     try:
-        from probes.netns import unavailable_reason
-        import probes.probe  # noqa: F401
+        from plink.probes.netns import unavailable_reason
+        import plink.probes.probe  # noqa: F401
     except ImportError as exc:
         return f"the netns cluster is not available: {exc}"
     reason = unavailable_reason(sshd=True)
@@ -47,7 +47,7 @@ if REASON:
     pytest.skip(REASON, allow_module_level=True)
 
 import launch  # noqa: E402  (examples/netns-cluster/launch.py)
-from plink.orderfile import read_order_hosts  # noqa: E402
+from plink.data.orderfile import read_order_hosts  # noqa: E402
 
 
 def plink(*args, cwd, code=0):
@@ -67,7 +67,7 @@ def test_ranks_land_where_the_files_say(tmp_path):
         status = json.loads(proc.stdout)
         assert status["status"] == "initial" and status["hosts"] == 6 and not status["notes"]
         shutil.copy(tmp_path / "state" / "order.json", tmp_path / "order.json")
-        from plink.probefile import load_json
+        from plink.data.probefile import load_json
 
         probe = load_json(tmp_path / "state" / "history" / status["run"] / "probe.json")
         assert probe.n_missing_pairs() == 0

@@ -5,8 +5,8 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from plink.errors import PlinkError
-from plink.metrics import ami, common_prefix_lengths, paia, paia_reference, relative_error
-from plink.simulate import simulate_datacenter
+from plink.structure.metrics import ami, common_prefix_lengths, paia, paia_reference, relative_error
+from plink.data.simulate import simulate_datacenter
 
 
 def test_common_prefix_lengths():

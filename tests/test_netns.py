@@ -4,7 +4,7 @@ import subprocess
 
 import pytest
 
-from probes.netns import NetnsCluster, cleanup_stale, unavailable_reason
+from plink.probes.netns import NetnsCluster, cleanup_stale, unavailable_reason
 
 pytestmark = pytest.mark.netns
 

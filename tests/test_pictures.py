@@ -6,7 +6,7 @@ import sys
 
 import pytest
 
-from plink.simulate import simulate_datacenter
+from plink.data.simulate import simulate_datacenter
 
 pytest.importorskip("matplotlib")
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))

@@ -16,10 +16,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from plink.probefile import load
-from probes.netns import NetnsCluster, unavailable_reason
-from probes.probe import probe_hosts
-from probes.ssh import SSHOptions
+from plink.data.probefile import load
+from plink.probes.netns import NetnsCluster, unavailable_reason
+from plink.probes.probe import probe_hosts
+from plink.probes.ssh import SSHOptions
 
 ROOT = Path(__file__).resolve().parents[1]
 pytestmark = pytest.mark.netns

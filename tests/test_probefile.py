@@ -5,8 +5,8 @@ import numpy as np
 import pytest
 
 from plink.errors import ProbeFileError
-from plink.fileio import atomic_write_text
-from plink.probefile import Host, ProbeData, Truth, from_dict, from_matrix, load, read_host_names
+from plink.data.fileio import atomic_write_text
+from plink.data.probefile import Host, ProbeData, Truth, from_dict, from_matrix, load, read_host_names
 
 
 def doc(n=3, **over):

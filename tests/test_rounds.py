@@ -4,7 +4,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from probes.rounds import check_rounds, remaining_rounds, round_robin
+from plink.probes.rounds import check_rounds, remaining_rounds, round_robin
 
 
 @settings(max_examples=60, deadline=None)

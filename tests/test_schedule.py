@@ -7,13 +7,13 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from plink.dag import Dag, Schedule, ScheduleError, expand, from_dict, load_schedule
+from plink.schedule.dag import Dag, Schedule, ScheduleError, expand, from_dict, load_schedule
 from plink.errors import PlinkError
-from plink.probefile import from_matrix
-from plink.schedule import (Plan, assign_masters, balance, chunk_buffer, fallback_groups, lpt_assign,
+from plink.data.probefile import from_matrix
+from plink.schedule.plan import (Plan, assign_masters, balance, chunk_buffer, fallback_groups, lpt_assign,
                             node_loads, plan_schedule)
-from plink.simulate import simulate_datacenter
-from plink.verify import (compare, pair_cost, plan_traffic, table41, verify)
+from plink.data.simulate import simulate_datacenter
+from plink.schedule.verify import (compare, pair_cost, plan_traffic, table41, verify)
 
 
 def uniform_probe(n, lat=50.0, bw=10.0):

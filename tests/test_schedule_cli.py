@@ -5,7 +5,7 @@ import json
 import pytest
 
 from plink.cli import main
-from plink.simulate import simulate_datacenter
+from plink.data.simulate import simulate_datacenter
 
 
 def run(argv, capsys):
@@ -77,8 +77,8 @@ def test_groups_must_cover_hosts(tmp_path, dc, capsys):
 
 
 def test_groups_file_is_used(tmp_path, dc, capsys):
-    from plink.groupfile import Groups
-    from plink.probefile import load
+    from plink.data.groupfile import Groups
+    from plink.data.probefile import load
 
     names = load(dc).names
     Groups(names, [i % 2 for i in range(len(names))]).save(tmp_path / "g.json")
@@ -88,9 +88,9 @@ def test_groups_file_is_used(tmp_path, dc, capsys):
 
 
 def test_large_schedules_are_written_compact(tmp_path, dc, capsys, monkeypatch):
-    import plink.verify
+    import plink.schedule.verify
 
-    monkeypatch.setattr(plink.verify, "VERIFY_LIMIT", 100)
+    monkeypatch.setattr(plink.schedule.verify, "VERIFY_LIMIT", 100)
     out = tmp_path / "s.json"
     code, stdout, _ = run(["schedule", str(dc), "--size", "1MiB", "-o", str(out), "--json"], capsys)
     assert code == 0

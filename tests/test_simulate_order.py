@@ -4,9 +4,9 @@ import pytest
 from plink import order_hosts, simulate_datacenter
 from plink.errors import PlinkError
 from plink.order import pair_cost
-from plink.probefile import Host, ProbeData
-from solvers.anneal import anneal, nearest_neighbour_ring
-from solvers.costmodels import CostModel, PairCost
+from plink.data.probefile import Host, ProbeData
+from plink.solvers.anneal import anneal, nearest_neighbour_ring
+from plink.solvers.costmodels import CostModel, PairCost
 
 
 def test_simulate_is_deterministic_and_shuffled():

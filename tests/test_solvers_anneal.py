@@ -7,10 +7,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from solvers.anneal import anneal, group_order, make_evaluator, propose, warm_starts
-from solvers.costmodels import CostModel, PairCost
-from solvers.exact import held_karp
-from solvers.ringsearch import (
+from plink.solvers.anneal import anneal, group_order, make_evaluator, propose, warm_starts
+from plink.solvers.costmodels import CostModel, PairCost
+from plink.solvers.exact import held_karp
+from plink.solvers.ringsearch import (
     greedy_edge_tour,
     iterated_local_search,
     local_search,

@@ -5,9 +5,9 @@ import itertools
 import numpy as np
 import pytest
 
-from solvers.bounds import lower_bound, ring_lower_bound
-from solvers.costmodels import CostModel, PairCost
-from solvers.exact import batch_costs, exact_feasible, exhaustive, held_karp, solve_exact
+from plink.solvers.bounds import lower_bound, ring_lower_bound
+from plink.solvers.costmodels import CostModel, PairCost
+from plink.solvers.exact import batch_costs, exact_feasible, exhaustive, held_karp, solve_exact
 
 
 def _sym(rng, n, scale=100.0):

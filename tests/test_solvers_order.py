@@ -9,11 +9,11 @@ from click.testing import CliRunner
 from plink.cli import cli
 from plink.errors import PlinkError
 from plink.order import order_hosts
-from plink.probefile import from_matrix
-from plink.simulate import simulate_datacenter
-from solvers.costmodels import CostModel, PairCost
-from solvers.exact import solve_exact
-from solvers.solve import minimise
+from plink.data.probefile import from_matrix
+from plink.data.simulate import simulate_datacenter
+from plink.solvers.costmodels import CostModel, PairCost
+from plink.solvers.exact import solve_exact
+from plink.solvers.solve import minimise
 
 
 def _probe(n, seed=0):
@@ -78,7 +78,7 @@ def test_smt_stage_through_order_hosts():
 
 
 def test_groups_warm_start_through_cli(tmp_path):
-    from plink.groupfile import Groups
+    from plink.data.groupfile import Groups
 
     probe = simulate_datacenter(racks=4, hosts_per_rack=8, seed=9)
     racks = ["/".join(lab) for lab in probe.truth.labels]

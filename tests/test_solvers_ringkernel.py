@@ -5,9 +5,9 @@ import sys
 import numpy as np
 import pytest
 
-import solvers
-from solvers import ringsearch
-from solvers.ringsearch import iterated_local_search, local_search, neighbour_lists, tour_length
+import plink.solvers
+from plink.solvers import ringsearch
+from plink.solvers.ringsearch import iterated_local_search, local_search, neighbour_lists, tour_length
 
 
 
@@ -106,7 +106,7 @@ def test_kernel_chunks_do_not_change_the_result():
 
 @needs_kernel
 def test_kernel_finds_small_optimum_and_stalls():
-    from solvers.exact import held_karp
+    from plink.solvers.exact import held_karp
 
     m = _euclid(11, 14)
     _, opt = held_karp(m)
@@ -130,8 +130,8 @@ def test_fallback_when_numba_cannot_be_imported(monkeypatch):
     monkeypatch.delenv("PLINK_NO_NUMBA", raising=False)
     monkeypatch.setattr(ringsearch, "_KERNEL", [])
     monkeypatch.setitem(sys.modules, "numba", None)  # import numba -> ImportError
-    monkeypatch.delitem(sys.modules, "solvers._ringkernel", raising=False)
-    monkeypatch.delattr(solvers, "_ringkernel", raising=False)
+    monkeypatch.delitem(sys.modules, "plink.solvers._ringkernel", raising=False)
+    monkeypatch.delattr(plink.solvers, "_ringkernel", raising=False)
     assert ringsearch.kernel() is None
     m = _euclid(13, 30)
     r = iterated_local_search(m, max_kicks=100, time_limit=60, seed=0)

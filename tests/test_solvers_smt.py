@@ -3,9 +3,9 @@
 import numpy as np
 import pytest
 
-from solvers.costmodels import CostModel, PairCost
-from solvers.exact import solve_exact
-from solvers.smt import choose_scale, smt_improve
+from plink.solvers.costmodels import CostModel, PairCost
+from plink.solvers.exact import solve_exact
+from plink.solvers.smt import choose_scale, smt_improve
 
 
 def _model(algo, n, seed, integer=False):

@@ -13,11 +13,11 @@ import paramiko
 import pytest
 
 from plink.errors import PlinkError
-from plink.hostlist import HostEntry
-from probes import ssh as ssh_mod
-from probes.netns import NetnsCluster, unavailable_reason
-from probes.session import BOOT, agent_command
-from probes.ssh import SSHError, SSHOptions, connect, resolve, start_agent
+from plink.data.hostlist import HostEntry
+from plink.probes import ssh as ssh_mod
+from plink.probes.netns import NetnsCluster, unavailable_reason
+from plink.probes.session import BOOT, agent_command
+from plink.probes.ssh import SSHError, SSHOptions, connect, resolve, start_agent
 
 
 def test_agent_command_quotes_everything():

@@ -12,8 +12,8 @@ import numpy as np
 import pytest
 
 from plink.errors import PlinkError
-from plink.probefile import ProbeData
-from plink.simulate import simulate_datacenter
+from plink.data.probefile import ProbeData
+from plink.data.simulate import simulate_datacenter
 from plink.watch import (
     EXIT_BUSY, EXIT_CHANGED, EXIT_KEPT, StateError, StateLock, WatchBusy, drift_report, read_state, watch,
 )

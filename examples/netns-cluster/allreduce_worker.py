@@ -10,7 +10,7 @@ group (TCPStore on rank 0's address), runs ``--warmup`` untimed and
 Rank sources (``--rank-from``, for the first file; later files always use ``map``):
 
 * ``map``: the torchrun node-rank map / order file, matched against this
-  namespace's IP addresses by ``plink.noderank`` (what ``plink node-rank``
+  namespace's IP addresses by ``plink.launch.noderank`` (what ``plink node-rank``
   does on a real node);
 * ``ompi``: ``OMPI_COMM_WORLD_RANK`` set by ``mpirun --map-by seq``;
 * ``env``: ``RANK`` set by ``torchrun`` (which got ``--node-rank`` from
@@ -38,9 +38,9 @@ def main() -> None:
     ap.add_argument("--placement-only", action="store_true", help="report rank and host, no all-reduce (no torch)")
     args = ap.parse_args()
 
-    from plink.emitters import master_address
-    from plink.noderank import local_identity, node_rank
-    from plink.orderfile import read_order_hosts
+    from plink.launch.emitters import master_address
+    from plink.launch.noderank import local_identity, node_rank
+    from plink.data.orderfile import read_order_hosts
 
     ident = local_identity()
     address = next((a for a in ident.addresses if ":" not in a), "?")

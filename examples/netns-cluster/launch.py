@@ -12,11 +12,11 @@ What it does:
    the uplink a rack shares is the bottleneck of cross-rack traffic);
 2. probes it over SSH with ``probes.probe.probe_hosts`` (fping, p10 RTT);
 3. orders it with ``plink.order.order_hosts`` (ring) and writes the launcher
-   files with ``plink.emitters``: a torchrun node-rank map per order and an
+   files with ``plink.launch.emitters``: a torchrun node-rank map per order and an
    Open MPI ``--map-by seq`` hostfile;
 4. runs a real ``torch.distributed`` Gloo all-reduce, one process per host
    (``ip netns exec``, ``GLOO_SOCKET_IFNAME=eth0``), each process taking its
-   rank from the map with ``plink.noderank`` (its own IP address), for the
+   rank from the map with ``plink.launch.noderank`` (its own IP address), for the
    plink order, ``--random`` random orders, the worst order by the cost model
    and the racks-interleaved order (the physically worst ring), and checks
    every rank ran on the host the file gives;
@@ -53,12 +53,12 @@ if str(ROOT) not in sys.path:
 
 import numpy as np  # noqa: E402
 
-from plink import emitters  # noqa: E402
-from plink.fileio import atomic_write_text  # noqa: E402
+from plink.launch import emitters  # noqa: E402
+from plink.data.fileio import atomic_write_text  # noqa: E402
 from plink.order import order_hosts, pair_cost  # noqa: E402
-from plink.orderfile import read_order_hosts  # noqa: E402
-from plink.probefile import Host, ProbeData  # noqa: E402
-from solvers.costmodels import CostModel  # noqa: E402
+from plink.data.orderfile import read_order_hosts  # noqa: E402
+from plink.data.probefile import Host, ProbeData  # noqa: E402
+from plink.solvers.costmodels import CostModel  # noqa: E402
 
 WORKER = HERE / "allreduce_worker.py"
 PREFIX, SUBNET = "pl", "10.232"
@@ -69,7 +69,7 @@ PREFIX, SUBNET = "pl", "10.232"
 
 
 def cluster(racks: int = 2, hosts_per_rack: int = 4, mbit: float = 400, extra_hops: int = 4):
-    from probes.netns import NetnsCluster
+    from plink.probes.netns import NetnsCluster
 
     return NetnsCluster(racks=racks, hosts_per_rack=hosts_per_rack, prefix=PREFIX, subnet=SUBNET,
                         host_mbit=mbit, uplink_mbit=mbit, extra_hops=extra_hops, sshd=True)
@@ -77,8 +77,8 @@ def cluster(racks: int = 2, hosts_per_rack: int = 4, mbit: float = 400, extra_ho
 
 def probe_cluster(c, count: int = 50, method: str = "fping") -> ProbeData:
     """Probe the cluster over SSH, the way ``plink probe`` does."""
-    from probes.probe import probe_hosts
-    from probes.ssh import SSHOptions
+    from plink.probes.probe import probe_hosts
+    from plink.probes.ssh import SSHOptions
 
     probe = probe_hosts(c.hostfile, method=method, count=count,
                         ssh=SSHOptions(ssh_config=c.ssh_config, known_hosts=c.known_hosts))
@@ -104,7 +104,7 @@ def worst_order(probe: ProbeData, algo: str = "ring", size: int = 0) -> list[int
             if c > best_cost:
                 best, best_cost = perm, c
         return best.tolist()
-    from solvers.anneal import anneal
+    from plink.solvers.anneal import anneal
 
     return anneal(lambda p: -model(p), n, time_limit=3.0, seed=0).perm.tolist()
 
@@ -401,7 +401,7 @@ def main(argv=None) -> int:
     ap.add_argument("--json", help="also write the results here")
     args = ap.parse_args(argv)
     from plink.units import parse_size
-    from probes.netns import unavailable_reason
+    from plink.probes.netns import unavailable_reason
 
     reason = unavailable_reason(sshd=True)
     if reason:

@@ -23,8 +23,8 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from .errors import ProbeFileError
-from .fileio import atomic_write_text, read_json
+from plink.errors import ProbeFileError
+from plink.data.fileio import atomic_write_text, read_json
 
 FORMAT = "plink-groups"
 VERSION = 1

@@ -42,7 +42,7 @@ import re
 import shlex
 from typing import Callable, Sequence
 
-from .errors import PlinkError
+from plink.errors import PlinkError
 
 #: every format ``plink order --format`` accepts, in --help order
 FORMATS = (
@@ -53,8 +53,8 @@ FORMATS = (
 DEFAULT_MASTER_PORT = 29500
 
 def _hosts(hosts: Sequence) -> list:
-    """``hosts`` as :class:`plink.probefile.Host` objects (names are wrapped)."""
-    from .probefile import Host
+    """``hosts`` as :class:`plink.data.probefile.Host` objects (names are wrapped)."""
+    from plink.data.probefile import Host
 
     out = []
     for h in hosts:
@@ -380,7 +380,7 @@ def emit(
     """Text of the launcher file ``fmt`` for ``hosts`` in rank order.
 
     ``plain`` and ``json`` are the order file's own formats
-    (:mod:`plink.orderfile`); ``labels`` (one group per host) is needed by
+    (:mod:`plink.data.orderfile`); ``labels`` (one group per host) is needed by
     ``slurm-topology`` only.
     """
     if fmt in EMITTERS:

@@ -33,7 +33,7 @@ import os
 import re
 from dataclasses import dataclass
 
-from .errors import PlinkError
+from plink.errors import PlinkError
 
 FORMATS = ("auto", "plain", "openmpi", "mpich", "slurm")
 

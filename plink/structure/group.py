@@ -7,7 +7,7 @@
 * :class:`BalancedRandom`: the paper's baseline: ``k`` groups of (almost)
   equal size, uniformly at random.
 * :func:`group_hosts`: probe data -> ProbeEmbed -> BalancedGrouper ->
-  :class:`~plink.groupfile.Groups` with metrics; what ``plink group`` runs.
+  :class:`~plink.data.groupfile.Groups` with metrics; what ``plink group`` runs.
 
 Number of groups: ``k = round(sqrt(N))`` by default: a group master sends and
 receives ``O(N/k + k)`` bytes-on-wire (eq. 4.2), minimised at ``k = sqrt(N)``.
@@ -21,8 +21,8 @@ from typing import Any
 
 import numpy as np
 
-from .embed import MIN_HOSTS, _check_random_state
-from .errors import PlinkError
+from plink.structure.embed import MIN_HOSTS, _check_random_state
+from plink.errors import PlinkError
 
 ELASTICITY_RANGE = (1.0, 2.0)
 
@@ -319,7 +319,7 @@ def group_hosts(
     n_init: int | str = "auto",
     embed_kw: dict[str, Any] | None = None,
 ):
-    """Embed ``probe`` with :class:`~plink.embed.ProbeEmbed` and group the coordinates.
+    """Embed ``probe`` with :class:`~plink.structure.embed.ProbeEmbed` and group the coordinates.
 
     ``alpha`` defaults to 1 here (ProbeEmbed's own default is the paper's 2):
     alpha = 2 compacts the longer distances, which in a few dimensions pulls
@@ -330,14 +330,14 @@ def group_hosts(
     with 6 dimensions, 0.979 with 10), while ProbeEmbed's default of 3
     denoises the PAIA case best.
 
-    Returns a :class:`~plink.groupfile.Groups` with coordinates, heights (µs),
+    Returns a :class:`~plink.data.groupfile.Groups` with coordinates, heights (µs),
     fit quality, timings and, when the probe has ground truth, PAIA of the raw
     and embedded matrices (on the same triplets) and the AMI of the groups
     against the true racks (the innermost truth level).
     """
-    from .embed import ProbeEmbed
-    from .groupfile import Groups
-    from .metrics import ami, paia
+    from plink.structure.embed import ProbeEmbed
+    from plink.data.groupfile import Groups
+    from plink.structure.metrics import ami, paia
 
     n = probe.n
     if n < MIN_HOSTS:

@@ -12,7 +12,7 @@ from typing import Sequence
 
 import numpy as np
 
-from .errors import PlinkError
+from plink.errors import PlinkError
 
 
 def common_prefix_lengths(labels: Sequence[Sequence[str]]) -> np.ndarray:

@@ -13,7 +13,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from .errors import PlinkError
+from plink.errors import PlinkError
 
 
 def atomic_write_text(path: str | os.PathLike, text: str, mode: int | None = None) -> None:

@@ -24,7 +24,7 @@ def _pct(values: np.ndarray, digits: int) -> dict[str, float] | None:
 
 
 def summarize(probe, groups=None) -> dict[str, Any]:
-    """Counts and percentiles of a :class:`~plink.probefile.ProbeData` (O(N²))."""
+    """Counts and percentiles of a :class:`~plink.data.probefile.ProbeData` (O(N²))."""
     n = probe.n
     iu = np.triu_indices(n, 1)
     lat = probe.latency[iu]

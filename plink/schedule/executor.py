@@ -31,7 +31,7 @@ The compiled program is cached per (schedule, rank).
 The tensor must be contiguous with ``tensor.numel() * element_size ==
 schedule size``, and every chunk boundary a multiple of the element size.
 Pass ``stats={}`` to receive per-link ``bytes``/``seconds`` (round wall
-time) rows in the :mod:`plink.autotune` stats format for links this rank
+time) rows in the :mod:`plink.schedule.autotune` stats format for links this rank
 sent on.
 """
 
@@ -42,7 +42,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .errors import PlinkError
+from plink.errors import PlinkError
 
 _CACHE: dict[tuple[int, int, bool], "Program"] = {}
 WRITES = ("fetch", "recv")
@@ -80,7 +80,7 @@ def compile_program(dag, rank: int, levels: list[int] | None = None, fast: bool 
     buffer is copied out once at the end.  ``fast=False`` runs every
     action one by one (the reference the fast paths are tested against).
     """
-    from .verify import check
+    from plink.schedule.verify import check
 
     if levels is None:
         levels = check(dag).levels
@@ -204,7 +204,7 @@ def all_reduce(tensor, schedule, group=None, stats: dict | None = None, fast: bo
                waves: int = DEFAULT_WAVES):
     """Sum ``tensor`` over all ranks in place by executing ``schedule``; returns ``tensor``.
 
-    ``schedule`` is a :class:`plink.dag.Schedule` (or a :class:`plink.dag.Dag`).
+    ``schedule`` is a :class:`plink.schedule.dag.Schedule` (or a :class:`plink.schedule.dag.Dag`).
     Merge buffers are the rows of a ``(C, E)`` matrix (``E`` = the longest
     chunk in elements, shorter chunks zero-padded), so a message of several
     chunks is one row gather/scatter; the padding of a short last chunk

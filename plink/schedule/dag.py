@@ -19,7 +19,7 @@ global ReceiveFrom does not wait for its local one.  Messages are matched by
 most once.  The rules a valid schedule obeys are checked by
 :func:`plink.verify.verify`.
 
-The rules that turn a :class:`~plink.schedule.Plan` into actions
+The rules that turn a :class:`~plink.schedule.plan.Plan` into actions
 (``rules: "2lha-v1"``), for chunk ``c`` with GM ``x`` and, in node ``i``'s
 group ``g``, LM ``l = lm[c, g]``::
 
@@ -64,9 +64,9 @@ from typing import Any
 
 import numpy as np
 
-from .errors import PlinkError
-from .fileio import atomic_write_text, read_json
-from .schedule import Plan
+from plink.errors import PlinkError
+from plink.data.fileio import atomic_write_text, read_json
+from plink.schedule.plan import Plan
 
 FORMAT = "plink-schedule"
 VERSION = 1

@@ -4,7 +4,7 @@
 to each group's aggregate outbound bandwidth ``sum_{m in g} sum_{n not in g}
 BW(m, n)``, then LMs to the members of each group in proportion to each
 node's aggregate bandwidth ``sum_n BW(i, n)`` — the greedy LPT partition of
-:mod:`plink.schedule` with the *measured* effective bandwidths.  Pairs that
+:mod:`plink.schedule.plan` with the *measured* effective bandwidths.  Pairs that
 carried no traffic are priced as the median measured link of the same kind
 (same group / other group) of that node, else of all nodes.
 
@@ -33,7 +33,7 @@ Stats file (JSON, ``"format": "plink-stats", "version": 1``)::
 ``bytes`` sent from ``src`` to ``dst`` over the window, ``seconds`` the time
 the link spent moving them (so ``bytes/seconds`` is the effective
 bandwidth), ``rtt_us`` optional.  :func:`model_stats` produces the same
-from the time model; :func:`plink.executor.all_reduce` can record them.
+from the time model; :func:`plink.schedule.executor.all_reduce` can record them.
 """
 
 from __future__ import annotations
@@ -45,9 +45,9 @@ from typing import Any
 
 import numpy as np
 
-from .errors import PlinkError
-from .fileio import atomic_write_text, read_json
-from .schedule import Plan, assign_masters, capacities
+from plink.errors import PlinkError
+from plink.data.fileio import atomic_write_text, read_json
+from plink.schedule.plan import Plan, assign_masters, capacities
 
 STATS_FORMAT = "plink-stats"
 STATS_VERSION = 1
@@ -132,7 +132,7 @@ def load_stats(path: str | os.PathLike, hosts: list[str]) -> LinkStats:
 
 def model_stats(plan: Plan, pc, rounds=None) -> LinkStats:
     """Stats one all-reduce would produce under the time model (bytes per link; seconds = bytes / bw)."""
-    from .verify import plan_traffic
+    from plink.schedule.verify import plan_traffic
 
     n = plan.n
     traffic = plan_traffic(plan) if rounds is None else rounds
@@ -261,7 +261,7 @@ def finetune(plan: Plan, stats: LinkStats, state: dict | None = None, *, beta: f
 
 
 def save_stats_rows(path: str | os.PathLike, links: list[dict]) -> None:
-    """Write link rows (e.g. every rank's ``stats["links"]`` from :func:`plink.executor.all_reduce`,
+    """Write link rows (e.g. every rank's ``stats["links"]`` from :func:`plink.schedule.executor.all_reduce`,
     gathered with ``dist.all_gather_object``) as a stats file, atomically."""
     doc = {"format": STATS_FORMAT, "version": STATS_VERSION, "links": list(links)}
     body = ",\n  ".join(json.dumps(x) for x in doc.pop("links"))

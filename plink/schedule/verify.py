@@ -1,6 +1,6 @@
 """Prove a schedule correct by symbolic execution, and predict its time.
 
-:func:`verify` executes an action DAG (:mod:`plink.dag`) symbolically: the
+:func:`verify` executes an action DAG (:mod:`plink.schedule.dag`) symbolically: the
 value of every merge buffer is the *set of contributors* it holds (a bitset
 over nodes).  Every ``recv sum`` checks that what it adds is disjoint from
 what the buffer already holds, so a value never counts a node twice; every
@@ -46,10 +46,10 @@ from typing import Any
 
 import numpy as np
 
-from solvers.costmodels import PairCost
+from plink.solvers.costmodels import PairCost
 
-from .dag import Dag, ScheduleError
-from .schedule import Plan
+from plink.schedule.dag import Dag, ScheduleError
+from plink.schedule.plan import Plan
 
 READS = ("send", "deliver")
 
@@ -462,7 +462,7 @@ def summarize(sched, probe=None, verify_limit: int = VERIFY_LIMIT) -> dict[str, 
     With ``probe`` (same hosts, same order), adds the predicted times of
     2LHA, flat ring and sharded PS and the master balance.
     """
-    from .schedule import balance
+    from plink.schedule.plan import balance
 
     n, nchunks = len(sched.hosts), len(sched.chunks)
     labels = np.asarray(sched.labels)

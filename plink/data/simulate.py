@@ -27,8 +27,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .errors import PlinkError
-from .probefile import Host, ProbeData, Truth, new_meta
+from plink.errors import PlinkError
+from plink.data.probefile import Host, ProbeData, Truth, new_meta
 
 LEVELS = ("dc", "cluster", "row", "rack")
 

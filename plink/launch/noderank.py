@@ -23,8 +23,8 @@ import subprocess
 from dataclasses import dataclass
 from typing import Callable, Iterable, Sequence
 
-from .errors import PlinkError
-from .probefile import Host
+from plink.errors import PlinkError
+from plink.data.probefile import Host
 
 
 @dataclass(frozen=True)

@@ -43,9 +43,9 @@ from typing import Any, Iterable, Sequence
 
 import numpy as np
 
-from . import __version__
-from .errors import ProbeFileError
-from .fileio import atomic_write_text, read_json, read_text
+from plink import __version__
+from plink.errors import ProbeFileError
+from plink.data.fileio import atomic_write_text, read_json, read_text
 
 FORMAT = "plink-probe"
 VERSION = 1

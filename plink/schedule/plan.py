@@ -5,7 +5,7 @@ chunks; for every chunk each group has one *local master* (LM) that sums
 the chunk inside the group, and one of the LMs is the chunk's *global
 master* (GM) that sums the group partials and sends the result back
 (§4.2.2).  This module decides *who* is master of *what*; the actions that
-move the bytes are derived from the plan by :mod:`plink.dag`.
+move the bytes are derived from the plan by :mod:`plink.schedule.dag`.
 
 Balance (§4.2.2): every group receives a number of GMs proportional to its
 *capacity* and, inside a group, every node a number of LMs proportional to
@@ -53,8 +53,8 @@ from typing import Any
 
 import numpy as np
 
-from .errors import PlinkError
-from .probefile import ProbeData
+from plink.errors import PlinkError
+from plink.data.probefile import ProbeData
 
 DEFAULT_CHUNK = 64 * 1024  #: bytes; AggEngine's chunk size (§4.2.2)
 CAPACITY_MODES = ("cardinality", "bandwidth")

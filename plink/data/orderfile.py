@@ -22,10 +22,10 @@ import os
 import re
 from pathlib import Path
 
-from .errors import ProbeFileError
-from .fileio import atomic_write_text
-from .order import OrderResult
-from .probefile import Host, ProbeData
+from plink.errors import ProbeFileError
+from plink.data.fileio import atomic_write_text
+from plink.order import OrderResult
+from plink.data.probefile import Host, ProbeData
 
 FORMAT = "plink-order"
 #: a plain order file may note a host's address in its line's comment (the torchrun map does)

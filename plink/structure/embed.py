@@ -59,7 +59,7 @@ from typing import Any
 
 import numpy as np
 
-from .errors import PlinkError
+from plink.errors import PlinkError
 
 #: Fewest hosts plink embeds and groups (a triangle: fewer say nothing about locality).
 MIN_HOSTS = 3
@@ -69,7 +69,7 @@ MIN_COVERAGE = 0.5
 
 def _as_matrix(X: Any) -> tuple[np.ndarray, list[str] | None]:
     """An (N, N) float matrix (NaN = missing) and host names, from ProbeData or an array."""
-    from .probefile import ProbeData
+    from plink.data.probefile import ProbeData
 
     if isinstance(X, ProbeData):
         return np.array(X.latency, dtype=float), X.names
@@ -285,7 +285,7 @@ class ProbeEmbed:
 
     # -- fitting --------------------------------------------------------------
     def fit(self, X, y=None) -> "ProbeEmbed":
-        """Fit to ``X``: a :class:`~plink.probefile.ProbeData` or an (N, N) matrix, NaN = missing."""
+        """Fit to ``X``: a :class:`~plink.data.probefile.ProbeData` or an (N, N) matrix, NaN = missing."""
         import torch
 
         self._validate_params()

@@ -1,0 +1,63 @@
+"""The ``plink`` command line: parse, call the library, render.
+
+One module per stage (probe, order, structure, schedule, launch); each command is a few lines
+over a library function. Exit codes: 0 success, 1 failure (bad input, unreachable hosts, ...),
+2 usage error; see each command's ``--help`` for codes of its own. Every error is one line on
+stderr; ``--debug`` shows the traceback.
+"""
+
+from __future__ import annotations
+
+import sys
+
+import click
+
+from plink.cli import launch, order, probe, schedule, simulate, structure  # noqa: F401  (register the commands)
+from plink.cli._app import EXIT_FAILURE, EXIT_OK, EXIT_USAGE, cli
+from plink.errors import PlinkError
+
+__all__ = ["cli", "main"]
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Console entry point: one-line errors, documented exit codes."""
+    args = sys.argv[1:] if argv is None else list(argv)
+    debug = "--debug" in args
+    try:
+        # without standalone mode click returns a command's ctx.exit() code
+        rc = cli.main(args=args, prog_name="plink", standalone_mode=False)
+        if isinstance(rc, int) and rc != EXIT_OK:
+            sys.exit(rc)
+    except click.exceptions.Exit as exc:
+        sys.exit(exc.exit_code)
+    except click.exceptions.Abort:
+        click.echo("plink: aborted", err=True)
+        sys.exit(130)
+    except click.UsageError as exc:
+        if debug:
+            raise
+        cmd = exc.ctx.command_path if exc.ctx is not None else "plink"
+        msg = " ".join(exc.format_message().split())
+        click.echo(f"{cmd}: error: {msg} (see '{cmd} --help')", err=True)
+        sys.exit(EXIT_USAGE)
+    except click.ClickException as exc:
+        if debug:
+            raise
+        click.echo(f"plink: error: {' '.join(exc.format_message().split())}", err=True)
+        sys.exit(exc.exit_code)
+    except PlinkError as exc:
+        if debug:
+            raise
+        click.echo(f"plink: error: {' '.join(str(exc).split())}", err=True)
+        sys.exit(exc.exit_code)
+    except KeyboardInterrupt:
+        click.echo("plink: interrupted", err=True)
+        sys.exit(130)
+    except BrokenPipeError:
+        sys.exit(EXIT_FAILURE)
+    except Exception as exc:  # a bug: say so in one line, traceback with --debug
+        if debug:
+            raise
+        click.echo(f"plink: internal error: {type(exc).__name__}: {exc} (rerun with --debug for a traceback)", err=True)
+        sys.exit(EXIT_FAILURE)
+    sys.exit(EXIT_OK)

@@ -1,0 +1,228 @@
+"""plink emit / node-rank / watch: launcher files and the cron re-probe."""
+
+from __future__ import annotations
+
+import json
+
+import click
+
+from plink.cli._app import _echo_json, _load_probe, cli
+from plink.cli.order import _check_format_options
+from plink.errors import PlinkError
+from plink.launch.emitters import FORMATS
+
+
+@cli.command("emit")
+@click.argument("orderfile", type=click.Path(dir_okay=False))
+@click.option("--format", "fmt", type=click.Choice([f for f in FORMATS if f != "json"]), required=True,
+              help="Launcher file to write (examples below).")
+@click.option("--slots", default=1, show_default=True, type=int,
+              help="Processes (GPUs) per host; the ranks of one host stay contiguous.")
+@click.option("--groups", "groups_file", type=click.Path(dir_okay=False),
+              help="Groups file (plink group) for --format slurm-topology.")
+@click.option("--algo", type=click.Choice(["ring", "hd", "dbt", "bcube"]),
+              help="Algorithm for --format env (default: the JSON order file's, else ring).")
+@click.option("-o", "--output", type=click.Path(dir_okay=False), help="File to write (default: stdout).")
+def emit_cmd(orderfile, fmt, slots, groups_file, algo, output) -> None:
+    """Write a launcher file from an existing order file (no new search).
+
+    ORDERFILE is a plain or JSON order file (plink order, plink watch's
+    STATE_DIR/order.json), so every launcher file of one job has the same order.
+
+    \b
+    Every format, with the command that uses it (N hosts x S slots = R ranks):
+      plink order probe.json --format json -o order.json
+      plink emit order.json --format openmpi --slots 8 -o hosts.ompi
+        mpirun --hostfile hosts.ompi --map-by seq -np R ./app
+      plink emit order.json --format rankfile --slots 8 -o ranks.ompi
+        mpirun --rankfile ranks.ompi -np R ./app
+      plink emit order.json --format mpich --slots 8 -o hosts.mpich
+        mpiexec -f hosts.mpich -n R ./app    (Intel MPI: mpirun -machinefile hosts.mpich -n R)
+      plink emit order.json --format slurm --slots 8 -o hosts.slurm
+        SLURM_HOSTFILE=hosts.slurm srun --distribution=arbitrary -n R ./app
+      plink emit order.json --format slurm-topology --groups groups.json -o topology.conf
+        (slurm.conf: TopologyPlugin=topology/tree)
+      plink emit order.json --format torchrun -o nodes.torchrun     (copy to every node, then on each:)
+        torchrun --nnodes N --nproc-per-node 8 --node-rank "$(plink node-rank nodes.torchrun)" \\
+          --master-addr "$(plink node-rank nodes.torchrun --master)" --master-port 29500 train.py
+      plink emit order.json --format deepspeed --slots 8 -o hostfile
+        deepspeed --hostfile hostfile train.py
+      horovodrun -np R -H "$(plink emit order.json --format horovod --slots 8)" python train.py
+      plink emit order.json --format env -o plink.env && . ./plink.env    (NCCL_ALGO, Open MPI tuned)
+    """
+    from plink.data.orderfile import read_order_hosts
+    from plink.launch.emitters import emit
+
+    _check_format_options(fmt, slots, groups_file)
+    hosts = read_order_hosts(orderfile)
+    if algo is None:
+        algo = _order_file_algo(orderfile) or "ring"
+    labels = None
+    if groups_file:
+        from plink.data.groupfile import load_groups
+        from plink.errors import ProbeFileError
+
+        try:
+            labels = load_groups(groups_file).aligned_to([h.name for h in hosts]).tolist()
+        except ProbeFileError as exc:
+            raise ProbeFileError(f"{groups_file} and {orderfile} are from different host lists: {exc}") from None
+    text = emit(fmt, hosts, slots=slots, algo=algo, labels=labels, order_file=output or orderfile)
+    if output:
+        from plink.data.fileio import atomic_write_text
+
+        atomic_write_text(output, text)
+        click.echo(f"wrote {output}", err=True)
+    else:
+        click.echo(text, nl=False)
+
+
+def _order_file_algo(path: str) -> str | None:
+    try:
+        with open(path, encoding="utf-8") as fh:
+            doc = json.load(fh)
+        return doc.get("algo") if isinstance(doc, dict) else None
+    except (OSError, ValueError):
+        return None
+
+
+@cli.command("node-rank")
+@click.argument("orderfile", type=click.Path(dir_okay=False))
+@click.option("--host", help="Match this name or IP address instead of this machine's.")
+@click.option("--master", is_flag=True, help="Print rank 0's address (or name) instead: the --master-addr.")
+def node_rank_cmd(orderfile, host, master) -> None:
+    """Print this node's rank in ORDERFILE (for torchrun --node-rank).
+
+    ORDERFILE is a JSON or plain order file (or the torchrun map). This node
+    is matched by host name, FQDN or short name, or by any of its IP
+    addresses (the JSON file's addresses, or host names resolved).
+
+    \b
+    Example, on every node:
+      torchrun --nnodes 8 --nproc-per-node 8 \\
+        --node-rank "$(plink node-rank order.json)" \\
+        --master-addr "$(plink node-rank order.json --master)" --master-port 29500 train.py
+    """
+    from plink.data.orderfile import read_order_hosts
+    from plink.launch.emitters import master_address
+    from plink.launch.noderank import node_rank
+
+    hosts = read_order_hosts(orderfile)
+    if master:
+        click.echo(master_address(hosts))
+        return
+    click.echo(node_rank(hosts, host, source=orderfile))
+
+
+def _parse_gain(text: str) -> float:
+    t = str(text).strip()
+    try:
+        return float(t[:-1]) / 100 if t.endswith("%") else float(t)
+    except ValueError:
+        raise click.BadParameter(f"{text!r} is not a fraction (0.05) or a percentage (5%)", param_hint="--min-gain") from None
+
+
+def _parse_emit(items) -> list[tuple[str, str]]:
+    out = []
+    for item in items:
+        fmt, sep, path = item.partition(":")
+        if not sep or not path:
+            raise click.BadParameter(f"{item!r}: expected FORMAT:PATH, e.g. openmpi:/shared/hosts.ompi", param_hint="--emit")
+        out.append((fmt, path))
+    return out
+
+
+def _prober(hosts_file, probe_file, hosts_format="auto", **probe_kw):
+    """The probe step of plink watch: a probe file, or the probing library over a host list."""
+    if probe_file:
+        return lambda: _load_probe(probe_file)
+    ssh_keys = ("ssh_config", "known_hosts")
+    ssh_kw = {k: probe_kw.pop(k) for k in ssh_keys if probe_kw.get(k)}
+    for k in ssh_keys:
+        probe_kw.pop(k, None)
+
+    def probe_now():
+        try:
+            from plink.probes.probe import probe_hosts
+            from plink.probes.ssh import SSHOptions
+        except ImportError as exc:
+            raise PlinkError(f"the probing library is not available ({exc}); use --probe-file") from None
+        from plink.data.hostlist import read_hostlist
+
+        return probe_hosts(read_hostlist(hosts_file, fmt=hosts_format), ssh=SSHOptions(**ssh_kw), **probe_kw)
+
+    return probe_now
+
+
+@cli.command("watch")
+@click.argument("state_dir", type=click.Path(file_okay=False))
+@click.option("--hosts", "hosts_file", type=click.Path(dir_okay=False), help="Host list to probe (as plink probe).")
+@click.option("--probe-file", type=click.Path(dir_okay=False),
+              help="Use this probe file instead of probing (probing done elsewhere).")
+@click.option("--method", type=click.Choice(["udp", "fping", "icmp"]), default="udp", show_default=True,
+              help="Latency probe (as plink probe).")
+@click.option("--count", default=20, show_default=True, type=click.IntRange(1, 100000), help="Samples per pair.")
+@click.option("--ssh-config", type=click.Path(dir_okay=False), help="ssh config file (as plink probe).")
+@click.option("--known-hosts", type=click.Path(dir_okay=False), help="known_hosts file (as plink probe).")
+@click.option("--hosts-format", type=click.Choice(["auto", "plain", "openmpi", "mpich", "slurm"]), default="auto",
+              show_default=True, help="Host list format (as plink probe).")
+@click.option("--algo", type=click.Choice(["ring", "hd", "dbt", "bcube"]), default="ring", show_default=True)
+@click.option("--size", default="25MiB", show_default=True, help="All-reduce size.")
+@click.option("--base", default=2, show_default=True, type=int, help="BCube base (--algo bcube).")
+@click.option("--min-gain", default="5%", show_default=True,
+              help="Re-order only if the new order is predicted this much cheaper than the current one.")
+@click.option("--time-limit", default=5.0, show_default=True, type=float, help="Seconds of search.")
+@click.option("--seed", default=0, show_default=True, type=int)
+@click.option("--initial-order", type=click.Path(dir_okay=False),
+              help="The order in use now (plain/JSON order file), compared against on the first run.")
+@click.option("--emit", "emit_items", multiple=True, metavar="FORMAT:PATH",
+              help="Keep a launcher file in sync with the current order (repeatable), e.g. openmpi:/shared/hosts.ompi.")
+@click.option("--slots", default=1, show_default=True, type=click.IntRange(min=1), help="Processes per host for --emit files.")
+@click.option("--keep", default=500, show_default=True, type=click.IntRange(min=0), help="Runs kept in the history (0: all).")
+@click.option("--window", default=1, show_default=True, type=click.IntRange(min=1),
+              help="Decide on the median of the last K probes (1: the new probe alone); damps noise.")
+@click.option("--reset", is_flag=True, help="Move a corrupt state file aside (kept) and start over.")
+@click.option("--json", "as_json", is_flag=True, help="Print the run's status as JSON (always).")
+@click.option("-v", "--verbose", is_flag=True, help="Print the status even when nothing changed.")
+def watch_cmd(state_dir, hosts_file, probe_file, method, count, ssh_config, known_hosts, hosts_format, algo, size, base, min_gain, time_limit, seed, initial_order,
+              emit_items, slots, keep, window, reset, as_json, verbose) -> None:
+    """Re-probe and re-order only when it pays: for cron.
+
+    Probes the hosts, compares with the last probe (drift report) and writes a
+    new order to STATE_DIR/order.json (and hosts.txt, and --emit files) only
+    if it is predicted at least --min-gain cheaper than the current order, both
+    costed on the new probe. Quiet unless the order changed or something needs a
+    look (a stale lock, an incomplete probe), or with -v/--json.
+
+    \b
+    Exit codes: 0 order kept, 4 new order written, 75 another run holds the
+    lock (this run did nothing), 1 error (nothing changed), 2 usage error.
+    \b
+    Example (crontab, every 15 minutes):
+      */15 * * * * plink watch /var/lib/plink --hosts /etc/plink/hosts.txt --emit openmpi:/shared/hosts.ompi
+    Without a cluster:
+      plink simulate --seed 1 -o p.json && plink watch state --probe-file p.json
+    """
+    from plink.data.orderfile import read_order
+    from plink.units import parse_size
+    from plink.watch import WatchBusy, watch
+
+    if bool(hosts_file) == bool(probe_file):
+        raise click.UsageError("give exactly one of --hosts HOSTS (probe them) or --probe-file PROBE")
+    prober = _prober(hosts_file, probe_file, hosts_format, method=method, count=count, ssh_config=ssh_config,
+                     known_hosts=known_hosts)
+    try:
+        result = watch(
+            state_dir, prober, algo=algo, size=parse_size(size), base=base, min_gain=_parse_gain(min_gain),
+            time_limit=time_limit, seed=seed, initial_order=read_order(initial_order) if initial_order else None,
+            emit=_parse_emit(emit_items), slots=slots, keep=keep, window=window, reset=reset,
+        )
+    except WatchBusy as exc:
+        if not as_json:
+            raise
+        _echo_json({"status": "busy", "changed": False, "message": str(exc), "exit_code": exc.exit_code})
+        raise click.exceptions.Exit(exc.exit_code) from None
+    if as_json:
+        _echo_json(result.to_dict())
+    elif result.noteworthy or verbose:
+        click.echo("\n".join(result.summary()))
+    raise click.exceptions.Exit(result.exit_code)

@@ -1,0 +1,193 @@
+"""plink probe: measure a real cluster over SSH."""
+
+from __future__ import annotations
+
+import sys
+
+import click
+
+from plink.cli._app import EXIT_OK, _echo_json, _stderr_console, cli
+from plink.errors import PlinkError
+
+EXIT_INCOMPLETE = 3
+
+
+class IncompleteMatrix(PlinkError):
+    """The probe file was written but some pairs are missing (exit 3)."""
+
+    exit_code = EXIT_INCOMPLETE
+
+
+def _probe_summary(probe, output) -> dict:
+    import numpy as np
+
+    meta = probe.meta
+    n = probe.n
+    lat = probe.latency[np.triu_indices(n, 1)]
+    lat = lat[np.isfinite(lat)]
+    out = {
+        "output": output or "-",
+        "hosts": n,
+        "pairs": n * (n - 1) // 2,
+        "missing_pairs": probe.n_missing_pairs(),
+        "complete": bool(meta.get("complete")),
+        "method": meta.get("method"),
+        "rounds": meta.get("rounds"),
+        "rounds_run": len(meta.get("schedule", [])),
+        "elapsed_s": meta.get("elapsed_s"),
+        "latency_us": {"min": None, "median": None, "max": None},
+        "unreachable": meta.get("unreachable", {}),
+        "dead": meta.get("dead", {}),
+        "exit_code": EXIT_OK if meta.get("complete") else EXIT_INCOMPLETE,
+    }
+    if len(lat):
+        out["latency_us"] = {"min": round(float(lat.min()), 2), "median": round(float(np.median(lat)), 2),
+                             "max": round(float(lat.max()), 2)}
+    if probe.bandwidth is not None:
+        bw = probe.bandwidth[np.triu_indices(n, 1)]
+        bw = bw[np.isfinite(bw)]
+        out["bandwidth_gbps"] = ({"min": round(float(bw.min()), 3), "median": round(float(np.median(bw)), 3),
+                                  "max": round(float(bw.max()), 3)} if len(bw) else None)
+    return out
+
+
+class _ProbeProgress:
+    """rich progress bar on a terminal; nothing otherwise (cron)."""
+
+    def __init__(self, enabled: bool):
+        self.enabled = enabled
+        self.progress = None
+        self.task = None
+        self.phase = None
+
+    def __enter__(self):
+        if self.enabled:
+            from rich.progress import (
+                BarColumn,
+                MofNCompleteColumn,
+                Progress,
+                TextColumn,
+                TimeElapsedColumn,
+                TimeRemainingColumn,
+            )
+
+            self.progress = Progress(
+                TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TextColumn("ETA"),
+                TimeRemainingColumn(), TimeElapsedColumn(), console=_stderr_console(), transient=False,
+            )
+            self.progress.__enter__()
+        return self
+
+    def __call__(self, ev) -> None:
+        if self.progress is None:
+            return
+        if ev.phase != self.phase and ev.phase in ("connect", "round"):
+            self.phase = ev.phase
+            label = "connecting" if ev.phase == "connect" else "probing rounds"
+            self.task = self.progress.add_task(label, total=max(ev.total, 1))
+        if self.task is not None and ev.phase in ("connect", "round"):
+            self.progress.update(self.task, completed=ev.done)
+            if ev.phase == "round" and ev.message:
+                self.progress.update(self.task, description=f"probing {ev.message}")
+        if ev.phase == "connect" and ev.message:
+            self.progress.console.print(f"[yellow]unreachable:[/] {ev.message}")
+
+    def __exit__(self, *exc):
+        if self.progress is not None:
+            self.progress.__exit__(*exc)
+
+
+@cli.command()
+@click.argument("hosts", type=click.Path(dir_okay=False))
+@click.option("-o", "--output", type=click.Path(dir_okay=False),
+              help="Probe file to write; rewritten atomically after every round (default: stdout, no checkpoint).")
+@click.option("--method", type=click.Choice(["udp", "fping", "icmp"]), default="udp", show_default=True,
+              help="Latency probe: the agent's UDP echo, fping on the hosts, or ICMP via icmplib.")
+@click.option("--count", default=20, show_default=True, type=int, help="Samples per pair and direction.")
+@click.option("--interval", default=0.01, show_default=True, type=float, help="Seconds between samples.")
+@click.option("--bandwidth", is_flag=True, help="Also measure TCP throughput of every pair (both directions).")
+@click.option("--bw-seconds", default=2.0, show_default=True, type=float,
+              help="Seconds per direction of a bandwidth test (whole seconds for iperf3).")
+@click.option("--streams", default=1, show_default=True, type=int, help="Parallel TCP streams per bandwidth test.")
+@click.option("--bw-tool", type=click.Choice(["auto", "agent", "iperf3"]), default="auto", show_default=True,
+              help="Bandwidth tool; auto = iperf3 when both hosts have it, else the agent's own TCP test.")
+@click.option("--resume", is_flag=True, help="Continue the interrupted probe in -o: measure only missing pairs.")
+@click.option("--concurrency", default=16, show_default=True, type=click.IntRange(1, 16),
+              help="SSH connections opened at a time.")
+@click.option("--timeout", default=10.0, show_default=True, type=float, help="SSH connect/command timeout (s).")
+@click.option("--retries", default=2, show_default=True, type=click.IntRange(0, 10),
+              help="Retries of a failed SSH connection (exponential backoff).")
+@click.option("--ssh-config", type=click.Path(dir_okay=False), help="ssh config file (default: ~/.ssh/config).")
+@click.option("--known-hosts", type=click.Path(dir_okay=False),
+              help="known_hosts file (default: the config's UserKnownHostsFile, else ~/.ssh/known_hosts).")
+@click.option("--accept-new-host-keys", is_flag=True,
+              help="Trust and store keys of hosts not in known_hosts (like OpenSSH accept-new); changed keys are still refused.")
+@click.option("--hosts-format", type=click.Choice(["auto", "plain", "openmpi", "mpich", "slurm"]), default="auto",
+              show_default=True, help="Host list format (see README: 'host:N' is a port or a slot count).")
+@click.option("--python", "python", default="python3", show_default=True, help="Python interpreter on the hosts.")
+@click.option("--json", "as_json", is_flag=True, help="Print a JSON summary on stdout (needs -o).")
+@click.option("-q", "--quiet", is_flag=True, help="No progress and no summary (errors and missing hosts only).")
+def probe(hosts, output, method, count, interval, bandwidth, bw_seconds, streams, bw_tool, resume, concurrency,
+          timeout, retries, ssh_config, known_hosts, accept_new_host_keys, hosts_format, python, as_json, quiet) -> None:
+    """Measure pairwise latency (and bandwidth) between HOSTS over SSH.
+
+    HOSTS is a host list: [user@]host[:port] lines, an OpenMPI hostfile
+    (host slots=N), an MPICH machinefile (host:N) or Slurm node lists
+    (node[01-16]). Nothing is installed on the hosts: a small python3 agent is
+    streamed over SSH and exits when the probe ends. Pairs are probed in
+    N-1 rounds of disjoint pairs (a bye each for odd N). Host keys must be in
+    known_hosts unless --accept-new-host-keys.
+
+    \b
+    Exit codes: 0 complete matrix; 3 incomplete matrix (unreachable or dead
+    hosts; the file is still written, pairs missing as null; rerun with
+    --resume to fill them in); 1 error; 2 usage error.
+
+    \b
+    Example:
+      plink probe hosts.txt -o probe.json
+      plink probe hosts.txt --bandwidth --bw-seconds 3 -o probe.json
+      plink probe hosts.txt -o probe.json --resume     # after a crash / exit 3
+      plink order probe.json --algo ring -o order.txt
+    """
+    from plink.data.hostlist import read_hostlist
+    from plink.probes.probe import probe_hosts
+    from plink.probes.ssh import SSHOptions
+
+    if as_json and not output:
+        raise click.UsageError("--json prints a summary on stdout, so the probe file needs -o")
+    if resume and not output:
+        raise click.UsageError("--resume continues the probe file given with -o")
+    entries = read_hostlist(hosts, fmt=hosts_format)
+    opts = SSHOptions(ssh_config=ssh_config, known_hosts=known_hosts, accept_new_host_keys=accept_new_host_keys,
+                      connect_timeout=timeout, command_timeout=max(timeout, 30.0), retries=retries,
+                      concurrency=concurrency, python=python)
+    show_progress = not quiet and not as_json and sys.stderr.isatty()
+    with _ProbeProgress(show_progress) as bar:
+        result = probe_hosts(entries, method=method, count=count, interval=interval, bandwidth=bandwidth,
+                             bw_seconds=bw_seconds, streams=streams, bw_tool=bw_tool, checkpoint=output,
+                             resume=resume, progress=bar, ssh=opts)
+    summary = _probe_summary(result, output)
+    if not output:
+        click.echo(result.dumps(), nl=False)
+    if as_json:
+        _echo_json(summary)
+    else:
+        for name, why in {**summary["unreachable"], **summary["dead"]}.items():
+            state = "unreachable" if name in summary["unreachable"] else "died"
+            click.echo(f"plink probe: {name} {state}: {why}", err=True)
+        if not quiet:
+            lat = summary["latency_us"]
+            line = (f"probed {summary['hosts']} hosts, {summary['pairs'] - summary['missing_pairs']}/"
+                    f"{summary['pairs']} pairs in {summary['rounds_run']} rounds, {summary['elapsed_s']:.1f} s")
+            if lat["median"] is not None:
+                line += f"; latency p10 min/median/max {lat['min']}/{lat['median']}/{lat['max']} us"
+            if summary.get("bandwidth_gbps"):
+                b = summary["bandwidth_gbps"]
+                line += f"; bandwidth min/median/max {b['min']}/{b['median']}/{b['max']} Gbit/s"
+            click.echo(line, err=True)
+            if output:
+                click.echo(f"wrote {output}", err=True)
+    if summary["missing_pairs"]:
+        raise IncompleteMatrix(f"incomplete matrix: {summary['missing_pairs']} of {summary['pairs']} pairs missing"
+                               + (f" (rerun with -o {output} --resume)" if output else "") + ", exit 3")

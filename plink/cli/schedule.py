@@ -1,0 +1,208 @@
+"""plink schedule / verify / retune: 2LHA aggregation schedules."""
+
+from __future__ import annotations
+
+import click
+
+from plink.cli._app import _echo_json, _load_probe, _stderr_console, cli
+from plink.errors import PlinkError
+
+
+def render_schedule_summary(s: dict, console) -> None:
+    from rich.table import Table
+
+    from plink.units import format_size, format_us
+
+    console.print(f"{s['hosts']} hosts in {s['groups']} groups; {s['chunks']} chunks of "
+                  f"{format_size(s['chunk'])} over {format_size(s['size'])}")
+    if "balance" in s:
+        b = s["balance"]
+        console.print(f"master balance max/min: load {b['load']:.3f}, GMs per group {b['gm_groups']:.3f}, "
+                      f"LMs per node {b['lm_nodes']:.3f}")
+    if s.get("verified") is True:
+        console.print(f"verified: every node delivers the exact global sum of every chunk ({s['actions']} actions)")
+    elif s.get("verified") is False:
+        console.print(f"INVALID schedule: {len(s['errors'])} problem(s), first: {s['errors'][0]}")
+    elif "note" in s:
+        console.print(s["note"])
+    if "rounds" not in s:
+        return
+    t41 = s["table41"]
+    t = Table(show_edge=False, title="per all-reduce" + (f" ({s['model']} model)" if "model" in s else ""),
+              title_justify="left")
+    for col in ("algorithm", "rounds", "bytes on wire", "cross-group bytes", "predicted time", "2LHA speedup"):
+        t.add_column(col, justify="left" if col == "algorithm" else "right")
+    pred = s.get("predicted", {})
+    names = {"2lha": "2LHA (this schedule)", "ring": "flat ring", "ps": "sharded PS"}
+    for key in ("2lha", "ring", "ps"):
+        if key == "2lha":
+            rounds, nbytes, cross = s["rounds"], s["bytes_total"], s["bytes_cross_group"]
+        elif key in pred:
+            rounds, nbytes, cross = pred[key]["rounds"], pred[key]["bytes_total"], pred[key]["bytes_cross_group"]
+        else:
+            rounds, nbytes, cross = t41[key]["rounds"], t41[key]["bytes_total"], t41[key]["bytes_cross"]
+        time = format_us(pred[key]["time_us"]) if key in pred else "-"
+        speed = (f"{pred[key]['time_us'] / pred['2lha']['time_us']:.2f}x"
+                 if key in pred and key != "2lha" and pred["2lha"]["time_us"] > 0 else "")
+        t.add_row(names[key], str(rounds), format_size(nbytes), format_size(cross), time, speed)
+    console.print(t)
+    console.print(f"Table 4.1 for 2LHA: {t41['2lha']['rounds']} rounds, 2(N-1)S = "
+                  f"{format_size(t41['2lha']['bytes_total'])}, 2(k-1)S = {format_size(t41['2lha']['bytes_cross'])} "
+                  "cross-group")
+
+
+
+@cli.command()
+@click.argument("probefile", type=click.Path(dir_okay=False))
+@click.option("--groups", "groups_file", type=click.Path(dir_okay=False),
+              help="Groups file from 'plink group' (default: cluster the latency matrix into sqrt(N) groups).")
+@click.option("--size", required=True, help="All-reduce buffer size (bytes, or KiB/MiB/GiB/KB/MB/GB).")
+@click.option("--chunk", default="64KiB", show_default=True, help="Chunk size.")
+@click.option("--capacity", type=click.Choice(["auto", "cardinality", "bandwidth"]), default="auto",
+              show_default=True,
+              help="Master shares: group size / node (cardinality) or outbound bandwidth (Quicktune); "
+                   "auto = bandwidth when the probe file has a bandwidth matrix.")
+@click.option("--compact", is_flag=True, help="Write the compact form (masters only; expanded on load).")
+@click.option("-o", "--output", type=click.Path(dir_okay=False), required=True, help="Schedule file to write.")
+@click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON on stdout.")
+def schedule(probefile, groups_file, size, chunk, capacity, compact, output, as_json) -> None:
+    """Plan a 2-level hierarchical all-reduce (2LHA) schedule.
+
+    Chunks the buffer, picks a local master per group and a global master
+    per chunk (balanced by group size or bandwidth), writes the action DAG
+    and reports rounds, bytes, cross-group bytes and the predicted time
+    against a flat ring and a sharded parameter server.
+
+    \b
+    Example:
+      plink simulate --racks 4 --hosts-per-rack 4 --bandwidth --seed 1 -o dc.json
+      plink schedule dc.json --size 16MiB -o schedule.json
+      plink verify schedule.json dc.json
+    """
+    from plink.data.groupfile import load_groups
+    from plink.schedule.dag import Schedule
+    from plink.schedule.plan import plan_schedule
+    from plink.schedule.verify import VERIFY_LIMIT, summarize
+    from plink.units import parse_size
+
+    probe = _load_probe(probefile)
+    labels = load_groups(groups_file).aligned_to(probe.names) if groups_file else None
+    plan = plan_schedule(probe, labels, size=parse_size(size), chunk=parse_size(chunk),
+                         capacity=None if capacity == "auto" else capacity)
+    sched = Schedule.from_plan(plan, parse_size(chunk))
+    summary = summarize(sched, probe)
+    if summary.get("verified") is False:
+        raise PlinkError(f"internal error: generated schedule fails verification: {summary['errors'][0]}")
+    form = "compact" if compact else "dag"
+    if not compact and 4 * plan.n * plan.n_chunks > VERIFY_LIMIT:
+        form = "compact"
+        summary["note_form"] = (f"wrote the compact form: the DAG form would hold about {4 * plan.n * plan.n_chunks} "
+                                "actions (pass --compact to silence this)")
+    sched.save(output, form)
+    summary["output"] = output
+    summary["form"] = form
+    _render_or_json(summary, as_json)
+    if not as_json and "note_form" in summary:
+        click.echo(summary["note_form"], err=True)
+    if not as_json:
+        click.echo(f"wrote {output}", err=True)
+
+
+@cli.command()
+@click.argument("schedulefile", type=click.Path(dir_okay=False))
+@click.argument("probefile", type=click.Path(dir_okay=False), required=False)
+@click.option("--json", "as_json", is_flag=True, help="Print the report as JSON on stdout.")
+def verify(schedulefile, probefile, as_json) -> None:
+    """Prove a schedule correct by symbolic execution (exit 1 if it is not).
+
+    Checks that every node delivers exactly the global sum of every chunk,
+    that every ReceiveFrom has its SendTo and that nothing deadlocks; with
+    PROBEFILE also predicts its time against flat ring and sharded PS.
+
+    \b
+    Example:
+      plink verify schedule.json dc.json
+    """
+    from plink.schedule.dag import load_schedule
+    from plink.schedule.verify import summarize
+
+    sched = load_schedule(schedulefile)
+    probe = _load_probe(probefile) if probefile else None
+    summary = summarize(sched, probe, verify_limit=10**12)
+    if summary["verified"] or as_json:
+        _render_or_json(summary, as_json)
+    if not summary["verified"]:
+        raise PlinkError(f"{schedulefile}: invalid schedule: {summary['errors'][0]}")
+
+
+
+@cli.command()
+@click.argument("schedulefile", type=click.Path(dir_okay=False))
+@click.argument("statsfile", type=click.Path(dir_okay=False))
+@click.option("-o", "--output", type=click.Path(dir_okay=False), required=True, help="New schedule file.")
+@click.option("--quick", is_flag=True, help="Quicktune: re-assign all masters from the measured bandwidths.")
+@click.option("--beta", default=1.0, show_default=True, help="Finetune: weight of the load imbalance in the blame.")
+@click.option("--gamma", default=1.0, show_default=True, help="Finetune: weight of the transfer time in the blame.")
+@click.option("--epsilon", default=1.1, show_default=True, help="Finetune: move only if max/min blame exceeds this.")
+@click.option("--compact", is_flag=True, help="Write the compact form.")
+@click.option("--json", "as_json", is_flag=True, help="Print what changed as JSON on stdout.")
+def retune(schedulefile, statsfile, output, quick, beta, gamma, epsilon, compact, as_json) -> None:
+    """Re-balance a schedule's masters from measured link stats (Autotune).
+
+    Default is one Finetune step: blame every node from STATSFILE (time and
+    load), move a global (else local) master from the most to the least
+    blamed node, exponentially more when the same node stays the bottleneck.
+    --quick re-assigns all masters in proportion to measured bandwidth.
+
+    \b
+    Example:
+      plink simulate --racks 4 --hosts-per-rack 4 --bandwidth --seed 1 -o dc.json
+      plink schedule dc.json --size 16MiB -o schedule.json
+      plink retune schedule.json examples/stats16.json -o schedule2.json
+    """
+    from plink.schedule.autotune import finetune, load_stats, quicktune
+    from plink.schedule.dag import Schedule, ScheduleError, load_schedule
+    from plink.schedule.plan import node_loads
+
+    sched = load_schedule(schedulefile)
+    if sched.plan is None:
+        raise ScheduleError(f"{schedulefile}: schedule has no master assignment (lm/gm) to retune")
+    stats = load_stats(statsfile, sched.hosts)
+    old = node_loads(sched.plan)
+    if quick:
+        plan = quicktune(sched.plan, stats)
+        info = {"mode": "quicktune"}
+        state = {"bottleneck": None, "streak": 0}
+    else:
+        res = finetune(sched.plan, stats, sched.autotune, beta=beta, gamma=gamma, epsilon=epsilon)
+        plan, state = res.plan, res.state
+        info = {"mode": "finetune", **res.to_dict()}
+    new = Schedule.from_plan(plan, sched.chunk_bytes, meta=sched.meta, autotune=state)
+    new.save(output, "compact" if compact else "dag")
+    loads = node_loads(plan)
+    info["changed_masters"] = int((plan.lm != sched.plan.lm).sum() + (plan.gm != sched.plan.gm).sum())
+    info["load_max_over_min"] = {"before": float(old.max() / old.min()), "after": float(loads.max() / loads.min())}
+    info["output"] = output
+    if as_json:
+        _echo_json(info)
+        return
+    if info["mode"] == "finetune":
+        if info["moved_gm"] or info["moved_lm"]:
+            click.echo(f"finetune: blame max/min {info['blame_ratio']:.3f} > {epsilon}: moved {info['moved_gm']} GM "
+                       f"and {info['moved_lm']} LM from {info['from']} to {info['to']}", err=True)
+        else:
+            ratio = info["blame_ratio"]
+            click.echo(f"finetune: blame max/min {ratio:.3f} <= {epsilon}: nothing to move" if ratio is not None
+                       else "finetune: nothing to move", err=True)
+    else:
+        click.echo(f"quicktune: re-assigned masters, {info['changed_masters']} entries changed", err=True)
+    click.echo(f"wrote {output}", err=True)
+
+
+#
+
+def _render_or_json(summary: dict, as_json: bool) -> None:
+    if as_json:
+        _echo_json(summary)
+    else:
+        render_schedule_summary(summary, _stderr_console())
