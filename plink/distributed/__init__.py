@@ -1,0 +1,65 @@
+"""Locality from inside the job: probe and reorder over ``torch.distributed``, no SSH.
+
+For clusters where ``plink probe`` cannot log in to the nodes (Kubernetes pods,
+locked-down Slurm): the job measures itself.
+
+In a training script, after ``init_process_group``::
+
+    import plink.distributed as pd
+    group, order = pd.locality_group(algo="ring", time_limit=2)   # probe, solve on rank 0, broadcast
+    model = DDP(model, process_group=group)
+
+As a command under any launcher (torchrun, srun, mpirun, a PyTorchJob)::
+
+    python -m plink.distributed probe -o probe.json     # then: plink order probe.json
+
+* :func:`probe_group` - pairwise RTT (and bandwidth) between the job's nodes
+  in O(N) rounds of disjoint pairs, gathered to every rank as
+  :class:`~plink.data.probefile.ProbeData` (:mod:`plink.distributed.probe`);
+* :func:`locality_group` - the reordered process group
+  (:mod:`plink.distributed.group`);
+* :func:`order_from_file` - map an order made before launch onto the ranks;
+* :func:`launcher_env` / :func:`init_from_env` - rank, world size and
+  rendezvous from torchrun, Slurm, Open MPI or MPICH variables
+  (:mod:`plink.distributed.launcher`).
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from plink.distributed.group import locality_group, match_hosts, order_from_file, ranks_in_order
+from plink.distributed.launcher import LaunchEnv, launcher_env
+from plink.distributed.probe import make_plan, probe_group
+from plink.errors import PlinkError
+
+__all__ = ["probe_group", "locality_group", "order_from_file", "launcher_env", "LaunchEnv", "init_from_env",
+           "make_plan", "match_hosts", "ranks_in_order"]
+
+
+def init_from_env(backend: str = "auto", timeout: float = 300.0) -> LaunchEnv:
+    """Initialise the default process group from the launcher's variables (no-op if already done).
+
+    ``backend="auto"``: NCCL when this rank sees a GPU, else Gloo (every rank
+    must agree: a job mixing GPU and CPU-only ranks needs ``backend="gloo"``).
+    Under torchrun the rendezvous is ``env://`` (the agent's store), elsewhere
+    ``tcp://MASTER_ADDR:MASTER_PORT`` with rank 0 hosting the store.
+    """
+    import torch
+    import torch.distributed as dist
+
+    env = launcher_env()
+    if dist.is_initialized():
+        return env
+    if backend == "auto":
+        backend = "nccl" if torch.cuda.is_available() else "gloo"
+    if backend == "nccl":
+        torch.cuda.set_device(env.local_rank % max(1, torch.cuda.device_count()))
+    init = "env://" if env.launcher == "torchrun" else env.init_method
+    try:
+        dist.init_process_group(backend, init_method=init, rank=env.rank, world_size=env.world_size,
+                                timeout=timedelta(seconds=timeout))
+    except (RuntimeError, ValueError) as exc:
+        raise PlinkError(f"{env.launcher}: cannot join the process group at {init} as rank {env.rank} of "
+                         f"{env.world_size}: {' '.join(str(exc).split())[:200]}") from None
+    return env

@@ -1,0 +1,106 @@
+"""``python -m plink.distributed probe -o probe.json``: the in-job probe under any launcher.
+
+Every process of the job runs the same line (torchrun, srun, mpirun, a
+PyTorchJob); rank 0 writes the probe file ``plink order`` reads.  Exit codes:
+0 every pair measured, 3 some pairs missing (the file is written, the failed
+nodes are named on stderr), 1 error, 2 usage.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+
+import click
+
+from plink.errors import PlinkError
+
+EXIT_INCOMPLETE = 3
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
+def cli() -> None:
+    """Locality from inside a torch.distributed job (no SSH)."""
+
+
+@cli.command()
+@click.option("-o", "--output", type=click.Path(dir_okay=False), help="Probe file to write (rank 0).")
+@click.option("--samples", default=50, show_default=True, type=click.IntRange(min=1), help="Ping-pongs per pair.")
+@click.option("--interval", default=0.01, show_default=True, type=click.FloatRange(min=0), help="Seconds between ping-pongs.")
+@click.option("--per-rank", is_flag=True, help="One entry per rank (default: one per node, local rank 0 measures).")
+@click.option("--bandwidth", is_flag=True, help="Also measure bandwidth per direction.")
+@click.option("--bw-seconds", default=1.0, show_default=True, type=click.FloatRange(min=0, min_open=True),
+              help="Seconds of streaming per direction and pair.")
+@click.option("--bw-size", default="4MiB", show_default=True, help="Tensor size for the bandwidth test.")
+@click.option("--timeout", default=60.0, show_default=True, type=click.FloatRange(min=0, min_open=True),
+              help="Seconds any wait may take before the peer is reported failed.")
+@click.option("--transport", type=click.Choice(["pair", "world"]), default="pair", show_default=True,
+              help="pair: a 2-rank sub-group per pair (a failure stays in the pair); world: send/recv on the default group.")
+@click.option("--backend", type=click.Choice(["auto", "gloo", "nccl"]), default="auto", show_default=True,
+              help="Process group backend (auto: NCCL if this rank has a GPU, else Gloo).")
+@click.option("--json", "as_json", is_flag=True, help="Rank 0 prints a summary as JSON on stdout.")
+def probe(output, samples, interval, per_rank, bandwidth, bw_seconds, bw_size, timeout, transport, backend, as_json):
+    """Measure RTT (and bandwidth) between the job's nodes; rank 0 writes the probe file.
+
+    \b
+    torchrun --nnodes 16 --nproc-per-node 8 ... -m plink.distributed probe -o probe.json
+    srun python -m plink.distributed probe -o probe.json
+    mpirun -x MASTER_ADDR=node01 python -m plink.distributed probe -o probe.json
+    """
+    from plink.distributed import init_from_env, probe_group
+    from plink.units import parse_size
+
+    size = parse_size(bw_size)
+    env = init_from_env(backend, timeout=max(timeout, 60.0))
+    data = probe_group(samples=samples, interval=interval, per_rank=per_rank, bandwidth=bandwidth,
+                       bw_seconds=bw_seconds, bw_size=size, timeout=timeout, transport=transport)
+    if env.rank != 0:
+        return 0
+    if output:
+        data.save(output)
+    meta = data.meta
+    failed = meta.get("failed") or {}
+    for name, reason in failed.items():
+        click.echo(f"plink.distributed: {name} failed: {reason}", err=True)
+    summary = {"entries": data.n, "ranks": sum(len(e) for e in meta["ranks"]), "missing_pairs": data.n_missing_pairs(),
+               "rounds": meta["rounds"], "rounds_bound_s": meta["rounds_bound_s"], "rounds_s": meta["rounds_s"],
+               "rendezvous_s": meta["rendezvous_s"], "total_s": meta.get("total_s"), "failed": failed,
+               "launcher": meta.get("launcher"), "output": output}
+    if as_json:
+        click.echo(json.dumps(summary))
+    else:
+        click.echo(f"plink.distributed: {data.n} {'ranks' if per_rank else 'nodes'}, {meta['rounds']} rounds in "
+                   f"{meta['rounds_s']:.1f} s (bound {meta['rounds_bound_s']:.1f} s), rendezvous "
+                   f"{meta['rendezvous_s']:.1f} s, {data.n_missing_pairs()} pairs missing"
+                   + (f", written to {output}" if output else ""), err=True)
+    return EXIT_INCOMPLETE if data.n_missing_pairs() else 0
+
+
+def main(argv=None) -> None:
+    args = sys.argv[1:] if argv is None else list(argv)
+    try:
+        rc = cli.main(args=args, prog_name="python -m plink.distributed", standalone_mode=False)
+    except click.exceptions.Exit as exc:
+        rc = exc.exit_code
+    except click.UsageError as exc:
+        click.echo(f"python -m plink.distributed: error: {' '.join(exc.format_message().split())}", err=True)
+        rc = 2
+    except PlinkError as exc:
+        click.echo(f"plink.distributed: error: {' '.join(str(exc).split())}", err=True)
+        rc = exc.exit_code
+    _shutdown()
+    sys.exit(rc if isinstance(rc, int) else 0)
+
+
+def _shutdown() -> None:
+    try:
+        import torch.distributed as dist
+
+        if dist.is_initialized():
+            dist.destroy_process_group()
+    except Exception:  # noqa: BLE001 - best effort at exit
+        pass
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,202 @@
+"""A process group whose collectives follow a locality-aware rank order.
+
+:func:`locality_group` is what a training script calls after
+``init_process_group``: probe the job (:func:`~plink.distributed.probe.probe_group`)
+or read a probe file, solve on rank 0 with plink's solvers
+(:func:`plink.order_hosts`, the same as ``plink order``), send the order to
+every rank through the rendezvous store, and build
+``torch.distributed.new_group(order, sort_ranks=False)``: group rank ``i`` is
+global rank ``order[i]``, so Gloo's ring (and NCCL's, which follows the rank
+order inside a communicator) runs along the order.  Ranks of one node stay
+contiguous, in local-rank order.
+
+:func:`order_from_file` maps an order made before launch (``plink order``'s
+JSON, a plain host list or a torchrun map) onto this job's ranks by host name
+or address.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+
+from plink.data.probefile import Host, ProbeData
+from plink.errors import PlinkError
+
+log = logging.getLogger("plink.distributed")
+
+#: below this many entries every order of the algorithm costs the same
+MIN_ENTRIES = {"ring": 4}
+_calls = 0
+
+
+def match_hosts(hosts: list[Host], names: list[str], addresses: list[str]) -> list[int | None]:
+    """For each of ``hosts``, the index of the job entry with that name (else that address), or None.
+
+    O(N) with dictionaries.  Two hosts mapping to one entry is an error (the
+    file names a node twice).
+    """
+    by_name = {nm: i for i, nm in enumerate(names)}
+    by_short = {}
+    for i, nm in enumerate(names):
+        by_short.setdefault(nm.split(".", 1)[0], i)
+    by_addr = {a: i for i, a in enumerate(addresses)}
+    out: list[int | None] = []
+    seen: dict[int, str] = {}
+    for h in hosts:
+        i = by_name.get(h.name)
+        if i is None and h.address is not None:
+            i = by_addr.get(h.address)
+        if i is None:
+            i = by_addr.get(h.name, by_short.get(h.name.split(".", 1)[0]))
+        if i is not None:
+            if i in seen:
+                raise PlinkError(f"hosts {seen[i]!r} and {h.name!r} are both this job's node {names[i]!r}")
+            seen[i] = h.name
+        out.append(i)
+    return out
+
+
+def ranks_in_order(entry_order: list[int], entries: list[list[int]]) -> list[int]:
+    """Global ranks along ``entry_order`` (then the entries it leaves out, in rank order); each entry's ranks stay together."""
+    seen = set(entry_order)
+    full = list(entry_order) + [i for i in range(len(entries)) if i not in seen]
+    return [r for i in full for r in entries[i]]
+
+
+def _dist():
+    import torch.distributed as dist
+
+    if not dist.is_available() or not dist.is_initialized():
+        raise PlinkError("torch.distributed is not initialised: call init_process_group first")
+    return dist
+
+
+def _share(store, key: str, make, timeout: float, what: str):
+    """Rank 0 computes ``make()`` (JSON-able) and publishes it; every rank returns it.
+
+    An exception on rank 0 is published too, so the others raise the same
+    message instead of waiting for the timeout.
+    """
+    from plink.distributed.probe import _wait
+
+    dist = _dist()
+    if dist.get_rank() == 0:
+        try:
+            value = make()
+        except Exception as exc:
+            store.set(key, json.dumps({"error": f"{type(exc).__name__}: {exc}"}))
+            raise
+        store.set(key, json.dumps({"value": value}))
+        return value
+    doc = json.loads(_wait(store, key, timeout, what))
+    if "error" in doc:
+        raise PlinkError(f"rank 0 failed: {doc['error']}")
+    return doc["value"]
+
+
+def order_from_file(path, *, per_rank: bool = False, timeout: float = 60.0) -> list[int]:
+    """This job's global ranks in the order of an order file (every rank gets the same list).
+
+    ``path`` is read on rank 0 (``plink order --format json`` output, a plain
+    host list or a torchrun map); hosts are matched to this job's nodes by
+    name, then address; nodes the file does not name go last, in rank
+    order (logged).  Collective.
+    """
+    from plink.data.orderfile import read_order_hosts
+    from plink.distributed.probe import _store, identify
+
+    global _calls
+    dist = _dist()
+    _calls += 1
+    store = _store(dist, _calls, "order-file")
+    plan, _ = identify(store, per_rank, timeout)
+
+    def make():
+        hosts = read_order_hosts(path)
+        idx = match_hosts(hosts, plan.names, plan.addresses)
+        order = [i for i in idx if i is not None]
+        unknown = [h.name for h, i in zip(hosts, idx) if i is None]
+        if not order:
+            raise PlinkError(f"{path}: none of its {len(hosts)} hosts is a node of this job ({', '.join(plan.names[:4])} ...)")
+        if unknown:
+            log.warning("plink.distributed: %s: %d hosts are not in this job (ignored): %s", path, len(unknown),
+                        ", ".join(unknown[:8]))
+        left = [plan.names[i] for i in range(len(plan.entries)) if i not in set(order)]
+        if left:
+            log.warning("plink.distributed: %s does not name %d of this job's nodes; they go last: %s", path,
+                        len(left), ", ".join(left[:8]))
+        return ranks_in_order(order, plan.entries)
+
+    return _share(store, "order", make, timeout, "the order from rank 0")
+
+
+def locality_group(algo: str = "ring", *, probe_file=None, order_file=None, time_limit: float = 2.0,
+                   size: int = 25 * 2**20, seed: int = 0, per_rank: bool = False, timeout: float = 60.0,
+                   backend: str | None = None, probe_options: dict | None = None):
+    """``(group, order)``: a process group whose rank order follows the network, and that order.
+
+    Collective: every rank of the default group calls it and gets the same
+    ``order`` (global ranks, group rank ``i`` = ``order[i]``).  Steps: probe
+    the job with :func:`~plink.distributed.probe.probe_group` (``probe_options``
+    are passed on), or read ``probe_file`` on rank 0, or take ``order_file``
+    as is (:func:`order_from_file`); solve on rank 0 with
+    :func:`plink.order_hosts` (``algo``, ``size`` bytes, ``time_limit``
+    seconds, ``seed``); build ``new_group(order, sort_ranks=False)``.
+
+    With fewer nodes than an order can matter for (< 4 for a ring, where
+    every ring is the same up to rotation and direction; < 2 otherwise)
+    nothing is probed and the default group is returned with
+    ``order = list(range(world))``, logged at INFO level.
+    Time: the probe's (see :mod:`plink.distributed.probe`) plus ``time_limit``
+    plus one ``new_group``.
+    """
+    from plink.distributed.probe import _store, identify, probe_group
+
+    global _calls
+    dist = _dist()
+    world = dist.get_world_size()
+    if order_file is not None:
+        if probe_file is not None:
+            raise PlinkError("give probe_file or order_file, not both")
+        order = order_from_file(order_file, per_rank=per_rank, timeout=timeout)
+        return _new_group(dist, order, timeout, backend), order
+    _calls += 1
+    store = _store(dist, _calls, "locality")
+    plan, _ = identify(store, per_rank, timeout)
+    n = len(plan.entries)
+    if n < MIN_ENTRIES.get(algo, 2):
+        log.info("plink.distributed: %d %s: every %s order is the same here; keeping the default group",
+                 n, "ranks" if per_rank else "nodes", algo)
+        return dist.group.WORLD, list(range(world))
+    probe = None
+    if probe_file is None:
+        probe = probe_group(per_rank=per_rank, timeout=timeout, **(probe_options or {}))
+
+    def make():
+        from plink import load, order_hosts
+
+        data = probe if probe is not None else load(probe_file)
+        idx = match_hosts(data.hosts, plan.names, plan.addresses)
+        keep = [k for k, i in enumerate(idx) if i is not None]
+        if len(keep) < 2:
+            raise PlinkError(f"{probe_file}: names {len(keep)} of this job's nodes; need at least 2")
+        sub = data.subset(keep)
+        t0 = time.perf_counter()
+        res = order_hosts(sub, algo, size=size, time_limit=time_limit, seed=seed)
+        order = ranks_in_order([idx[keep[k]] for k in res.order], plan.entries)
+        log.info("plink.distributed: %s order over %d %s in %.1f s, model %.2fx faster than the rank order: %s",
+                 algo, sub.n, "ranks" if per_rank else "nodes", time.perf_counter() - t0, res.speedup_vs_input,
+                 " ".join(res.hosts[:16]) + (" ..." if sub.n > 16 else ""))
+        return order
+
+    order = _share(store, "order", make, timeout + time_limit + 30.0, "the order from rank 0")
+    return _new_group(dist, order, timeout, backend), order
+
+
+def _new_group(dist, order: list[int], timeout: float, backend: str | None):
+    if sorted(order) != list(range(dist.get_world_size())):
+        raise PlinkError(f"order {order[:8]}... is not a permutation of the {dist.get_world_size()} ranks")
+    # the group's own timeout stays the default group's (what the training's collectives expect)
+    return dist.new_group(ranks=order, sort_ranks=False, backend=backend)

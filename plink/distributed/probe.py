@@ -1,0 +1,459 @@
+"""The in-job probe: pairwise latency (and bandwidth) between the nodes of a running job.
+
+Runs inside an initialised ``torch.distributed`` job (any launcher, see
+:mod:`plink.distributed.launcher`); no SSH.  Every rank calls
+:func:`probe_group`; it returns the same :class:`~plink.data.probefile.ProbeData`
+on every rank.
+
+Steps (``store`` is the job's rendezvous store, with a key prefix per call):
+
+1. **Identities.**  Every rank publishes its host name, address (the
+   source address of its route to ``MASTER_ADDR``, i.e. the interface Gloo
+   uses) and local rank.  Rank 0 groups ranks into *entries*: one per node
+   (same host name and address; the node's lowest local rank measures) or,
+   with ``per_rank=True``, one per rank, and publishes the plan.
+2. **Rounds.**  The entries meet in the 1-factorisation of
+   :func:`plink.probes.rounds.round_robin` (N-1 rounds of disjoint pairs for
+   even N, N rounds with a bye for odd N, the same schedule as ``plink
+   probe``): all pairs of a round measure at once.  A pair times
+   ``samples`` ping-pongs of a 1-element tensor, one every ``interval``
+   seconds (after 3 untimed ones), and keeps the p10 / median / p90 RTT.
+   With ``bandwidth=True`` each direction then streams ``bw_size``-byte
+   tensors for ``bw_seconds`` (concurrent pairs of a round share rack
+   uplinks, as with ``plink probe``).
+3. **Gather.**  Every measuring rank puts its row in the store; rank 0
+   builds the probe file document and publishes it; every rank reads it.
+
+Transport (``transport``): ``"pair"`` (default) creates a 2-rank Gloo
+sub-group per pair and round (``new_group(..., use_local_synchronization=True)``,
+~10-30 ms each on this machine) so a timeout or a dead peer breaks only that
+pair's sub-group; ``"world"`` uses ``send``/``recv`` on the default group
+(no set-up cost, but Gloo closes the whole group after an op times out, so
+one hung node ends the probe for everyone).
+
+**Failures are reported, not hung on.**  Every wait has a deadline
+(``timeout`` seconds): a pair whose peer dies or stalls is recorded with the
+reason, the peer is marked dead in the store so later partners skip it, its
+pairs stay ``null`` in the probe file, and ``meta["failed"]`` names it.  If
+rank 0 dies, every other rank raises :class:`~plink.errors.PlinkError` within
+``timeout``.
+
+Time: ``rounds x samples x interval`` (+ ``rounds x 2 x bw_seconds`` with
+bandwidth) plus rendezvous and the per-round sub-group set-up; O(N) rounds,
+O(N^2) pairs, O(N) store operations at rank 0 per phase.
+
+NCCL: with a NCCL default group (every rank has a GPU) the pair sub-groups
+use NCCL and CUDA tensors (``backend="auto"``).  Not verified: the machine
+this was written on has no GPU; everything measured here used Gloo over TCP.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import socket
+import time
+from dataclasses import dataclass, field
+from datetime import timedelta
+
+import numpy as np
+
+from plink.data.probefile import Host, ProbeData, from_dict, new_meta
+from plink.errors import PlinkError
+from plink.probes.rounds import round_robin
+
+log = logging.getLogger("plink.distributed")
+
+TRANSPORTS = ("pair", "world")
+WARMUP = 3
+_calls = 0  # probe_group calls in this process: every rank calls in the same sequence
+
+
+# ---------------------------------------------------------------------------
+# identities and the plan
+
+
+def local_address(master_addr: str | None, port: int = 29500) -> str:
+    """This host's address on the route to ``master_addr`` (no packet is sent).
+
+    Falls back to the host name's address, then ``127.0.0.1``.
+    """
+    if master_addr:
+        try:
+            fam = socket.AF_INET6 if ":" in master_addr else socket.AF_INET
+            with socket.socket(fam, socket.SOCK_DGRAM) as s:
+                s.connect((master_addr, port))
+                return s.getsockname()[0]
+        except OSError:
+            pass
+    try:
+        return socket.gethostbyname(socket.gethostname())
+    except OSError:
+        return "127.0.0.1"
+
+
+@dataclass
+class Plan:
+    """Who measures: ``entries[i]`` is a list of global ranks (leader first)."""
+
+    names: list[str]
+    addresses: list[str]
+    entries: list[list[int]]
+    missing_ranks: list[int] = field(default_factory=list)
+
+    @property
+    def leaders(self) -> list[int]:
+        return [e[0] for e in self.entries]
+
+    def to_json(self) -> str:
+        return json.dumps({"names": self.names, "addresses": self.addresses, "entries": self.entries,
+                           "missing_ranks": self.missing_ranks})
+
+    @classmethod
+    def from_json(cls, text: str | bytes) -> "Plan":
+        d = json.loads(text)
+        return cls(d["names"], d["addresses"], d["entries"], d.get("missing_ranks", []))
+
+
+def make_plan(idents: dict[int, dict], per_rank: bool = False) -> Plan:
+    """Group ranks into entries (pure; O(R log R) for R ranks).
+
+    ``idents[rank] = {"host": ..., "address": ..., "local_rank": ...}``.  Node
+    mode: one entry per (host, address), ranks by local rank then rank, named
+    by host name (``host@address`` when two nodes share a host name).  Per-rank
+    mode: one entry per rank named ``host/local_rank`` (``host/rRANK`` on clashes).
+    Entries are ordered by their lowest rank.
+    """
+    ranks = sorted(idents)
+    if per_rank:
+        groups = [[r] for r in ranks]
+    else:
+        by_node: dict[tuple[str, str], list[int]] = {}
+        for r in ranks:
+            by_node.setdefault((idents[r]["host"], idents[r]["address"]), []).append(r)
+        groups = [sorted(g, key=lambda r: (idents[r].get("local_rank") or 0, r)) for g in by_node.values()]
+        groups.sort(key=min)
+    hosts = [idents[g[0]]["host"] for g in groups]
+    addrs = [idents[g[0]]["address"] for g in groups]
+    if per_rank:
+        names = [f"{idents[g[0]]['host']}/{idents[g[0]].get('local_rank', g[0])}" for g in groups]
+        if len(set(names)) < len(names):
+            names = [f"{idents[g[0]]['host']}/r{g[0]}" for g in groups]
+    else:
+        names = list(hosts)
+        if len(set(names)) < len(names):
+            names = [f"{h}@{a}" for h, a in zip(hosts, addrs)]
+    return Plan(names, addrs, groups)
+
+
+# ---------------------------------------------------------------------------
+# one pair
+
+
+class _PairLink:
+    """send/recv between two ranks, over a 2-rank sub-group or the default group."""
+
+    def __init__(self, dist, me: int, peer: int, transport: str, backend: str, timeout: float):
+        self.dist, self.me, self.peer = dist, me, peer
+        self.group = None
+        self.timeout = timedelta(seconds=timeout)
+        if transport == "pair":
+            lo, hi = sorted((me, peer))
+            self.group = dist.new_group([lo, hi], timeout=self.timeout, backend=backend,
+                                        use_local_synchronization=True)
+            self.kw_dst = {"group": self.group, "group_dst": 0 if peer == lo else 1}
+            self.kw_src = {"group": self.group, "group_src": 0 if peer == lo else 1}
+        else:
+            self.kw_dst = {"dst": peer}
+            self.kw_src = {"src": peer}
+
+    def send(self, t) -> None:
+        self.dist.isend(t, **self.kw_dst).wait(self.timeout)
+
+    def recv(self, t) -> None:
+        self.dist.irecv(t, **self.kw_src).wait(self.timeout)
+
+    def close(self) -> None:
+        if self.group is not None:
+            try:
+                self.dist.destroy_process_group(self.group)
+            except Exception:  # noqa: BLE001 - a broken sub-group cannot always be destroyed cleanly
+                pass
+            self.group = None
+
+
+def _sync(device) -> None:
+    if device.type == "cuda":
+        import torch
+
+        torch.cuda.synchronize(device)
+
+
+def ping_pong(link: _PairLink, initiator: bool, samples: int, interval: float, device) -> list[float] | None:
+    """``samples`` timed round trips of a 1-element tensor, paced ``interval`` apart (initiator's view, s)."""
+    import torch
+
+    x = torch.zeros(1, device=device)
+    if not initiator:
+        for _ in range(WARMUP + samples):
+            link.recv(x)
+            link.send(x)
+        return None
+    for _ in range(WARMUP):
+        link.send(x)
+        link.recv(x)
+    _sync(device)
+    rtts = []
+    t0 = time.perf_counter()
+    for k in range(samples):
+        wait = t0 + k * interval - time.perf_counter()
+        if wait > 0:
+            time.sleep(wait)
+        t = time.perf_counter()
+        link.send(x)
+        link.recv(x)
+        _sync(device)
+        rtts.append(time.perf_counter() - t)
+    return rtts
+
+
+def stream(link: _PairLink, sender: bool, seconds: float, size: int, device) -> float | None:
+    """One direction of a bandwidth test: the sender streams ``size``-byte tensors for ``seconds``; Gbit/s."""
+    import torch
+
+    x = torch.ones(max(1, size // 4), dtype=torch.float32, device=device)
+    ack = torch.zeros(1, device=device)
+    if not sender:
+        while True:
+            link.recv(x)
+            if float(x[0]) == 0.0:
+                break
+        link.send(ack)
+        return None
+    count = 0
+    t0 = time.perf_counter()
+    while True:
+        more = (time.perf_counter() - t0) < seconds
+        x[0] = 1.0 if more else 0.0
+        link.send(x)
+        count += 1
+        if not more:
+            break
+    link.recv(ack)
+    _sync(device)
+    elapsed = time.perf_counter() - t0
+    return count * x.numel() * 4 * 8 / elapsed / 1e9
+
+
+# ---------------------------------------------------------------------------
+# the whole probe
+
+
+def identify(store, per_rank: bool, timeout: float):
+    """Publish this rank's identity; rank 0 makes the :class:`Plan` and publishes it.  Returns (plan, LaunchEnv or None)."""
+    import torch.distributed as dist
+
+    from plink.distributed.launcher import launcher_env
+
+    rank, world = dist.get_rank(), dist.get_world_size()
+    try:
+        env = launcher_env()
+    except PlinkError:
+        env = None
+    ident = {"host": socket.gethostname(), "address": local_address(env.master_addr if env else None),
+             "local_rank": env.local_rank if env is not None else None}
+    store.set(f"id/{rank}", json.dumps(ident))
+    if rank == 0:
+        got = _poll(store, {f"id/{r}": r for r in range(world)}, time.monotonic() + timeout)
+        plan = make_plan({r: json.loads(v) for r, v in got.items()}, per_rank)
+        plan.missing_ranks = sorted(set(range(world)) - set(got))
+        store.set("plan", plan.to_json())
+    else:
+        plan = Plan.from_json(_wait(store, "plan", timeout, "the job plan from rank 0"))
+    return plan, env
+
+
+def _store(dist, seq: int, what: str = "probe"):
+    try:
+        base = dist.distributed_c10d._get_default_store()
+    except Exception as exc:  # noqa: BLE001 - private API; say what is needed
+        raise PlinkError(f"cannot reach the job's rendezvous store ({exc}); initialise with init_process_group") from None
+    return dist.PrefixStore(f"plink/{what}/{seq}/", base)
+
+
+def _wait(store, key: str, timeout: float, what: str) -> bytes:
+    try:
+        store.wait([key], timedelta(seconds=timeout))
+        return store.get(key)
+    except Exception as exc:  # noqa: BLE001 - store errors are RuntimeError / DistStoreError
+        raise PlinkError(f"{what} not available within {timeout:g} s ({' '.join(str(exc).split())[:160]})") from None
+
+
+def _poll(store, keys: dict[str, object], deadline: float, dead_of=None) -> dict[object, bytes]:
+    """Collect ``keys`` (key -> tag) until all are there or ``deadline``; skip tags ``dead_of`` reports."""
+    got: dict[object, bytes] = {}
+    pending = dict(keys)
+    while pending and time.monotonic() < deadline:
+        for key, tag in list(pending.items()):
+            if store.check([key]):
+                got[tag] = store.get(key)
+                del pending[key]
+            elif dead_of is not None and dead_of(tag):
+                del pending[key]
+        if pending:
+            time.sleep(0.02)
+    return got
+
+
+def probe_group(*, samples: int = 50, interval: float = 0.01, per_rank: bool = False, bandwidth: bool = False,
+                bw_seconds: float = 1.0, bw_size: int = 4 * 2**20, timeout: float = 60.0, transport: str = "pair",
+                backend: str = "auto") -> ProbeData:
+    """Probe the job's nodes (or ranks) and return the probe data on every rank.
+
+    Every rank of the default process group must call it (collectively).
+    See the module docstring for the method, the failure handling and the
+    time it takes.  Raises :class:`PlinkError` on bad parameters, when the
+    process group is not initialised, or when rank 0 cannot be reached.
+    """
+    import torch
+    import torch.distributed as dist
+
+    global _calls
+    if samples < 1:
+        raise PlinkError(f"samples must be >= 1, got {samples}")
+    if not interval >= 0:
+        raise PlinkError(f"interval must be >= 0 s, got {interval}")
+    if not timeout > 0:
+        raise PlinkError(f"timeout must be > 0 s, got {timeout}")
+    if bandwidth and not (bw_seconds > 0 and bw_size >= 4):
+        raise PlinkError("bandwidth needs bw_seconds > 0 and bw_size >= 4 bytes")
+    if transport not in TRANSPORTS:
+        raise PlinkError(f"unknown transport {transport!r} (choose from {', '.join(TRANSPORTS)})")
+    if not dist.is_available() or not dist.is_initialized():
+        raise PlinkError("torch.distributed is not initialised: call init_process_group first "
+                         "(or run 'python -m plink.distributed probe' under a launcher)")
+    _calls += 1
+    t_start = time.monotonic()
+    store = _store(dist, _calls)
+    rank, world = dist.get_rank(), dist.get_world_size()
+    default_backend = dist.get_backend()
+    if backend == "auto":
+        backend = "nccl" if default_backend == "nccl" else "gloo"
+    device = torch.device("cuda", torch.cuda.current_device()) if backend == "nccl" else torch.device("cpu")
+    plan, env = identify(store, per_rank, timeout)
+    t_plan = time.monotonic()
+    n = len(plan.entries)
+    rounds = round_robin(n)
+    mine = next((i for i, e in enumerate(plan.entries) if e[0] == rank), None)
+
+    # 2. the rounds (leaders only)
+    row: dict[str, dict] = {}
+    if mine is not None:
+        dead_key = lambda i: f"dead/{i}"  # noqa: E731
+        for r, pairs in enumerate(rounds):
+            pair = next(((a, b) for a, b in pairs if mine in (a, b)), None)
+            if pair is None:
+                continue
+            a, b = pair
+            other = b if mine == a else a
+            if store.check([dead_key(other)]):
+                row[str(other)] = {"error": "peer failed earlier: " + store.get(dead_key(other)).decode()[:200]}
+                continue
+            link = None
+            try:
+                link = _PairLink(dist, rank, plan.entries[other][0], transport, backend, timeout)
+                res: dict = {"round": r}
+                rtts = ping_pong(link, mine == a, samples, interval, device)
+                if rtts is not None:
+                    us = np.asarray(rtts) * 1e6
+                    res.update(p10=float(np.percentile(us, 10)), median=float(np.median(us)),
+                               p90=float(np.percentile(us, 90)), samples=len(us))
+                if bandwidth:
+                    res["bw_out"] = stream(link, mine == a, bw_seconds, bw_size, device)
+                    res["bw_in"] = stream(link, mine == b, bw_seconds, bw_size, device)
+                    if res["bw_in"] is None:
+                        res.pop("bw_in")
+                    if res["bw_out"] is None:
+                        res.pop("bw_out")
+                row[str(other)] = res
+            except Exception as exc:  # noqa: BLE001 - any transport error is this pair's failure
+                reason = f"{plan.names[other]} (rank {plan.entries[other][0]}): {' '.join(str(exc).split())[:200]}"
+                row[str(other)] = {"error": reason, "round": r}
+                store.set(dead_key(other), reason)
+                log.warning("plink.distributed: pair %s-%s failed in round %d: %s",
+                            plan.names[mine], plan.names[other], r, reason)
+            finally:
+                if link is not None:
+                    link.close()
+        store.set(f"row/{mine}", json.dumps({"row": row, "rounds_s": time.monotonic() - t_plan}))
+
+    # 3. gather at rank 0, publish to everyone
+    if rank == 0:
+        rows_raw = _poll(store, {f"row/{i}": i for i in range(n)}, time.monotonic() + timeout,
+                         dead_of=lambda i: store.check([f"dead/{i}"]))
+        t_rounds = time.monotonic()
+        doc = _document(plan, {i: json.loads(v) for i, v in rows_raw.items()}, store, samples=samples,
+                        interval=interval, bandwidth=bandwidth, bw_seconds=bw_seconds, bw_size=bw_size,
+                        transport=transport, backend=backend, per_rank=per_rank, env=env, n_rounds=len(rounds),
+                        rendezvous_s=t_plan - t_start, rounds_s=t_rounds - t_plan)
+        text = json.dumps(doc, allow_nan=False)
+        store.set("result", text)
+        alive = world - len(plan.missing_ranks) - sum(1 for i in doc["meta"]["failed"] if i is not None)
+        deadline = time.monotonic() + timeout
+        while store.add("done", 0) < alive - 1 and time.monotonic() < deadline:
+            time.sleep(0.01)
+    else:
+        text = _wait(store, "result", timeout + (len(rounds) * (samples * interval + 2 * bw_seconds * bandwidth)) * 2,
+                     "the probe result from rank 0")
+        store.add("done", 1)
+    data = from_dict(json.loads(text), "<in-job probe>")
+    if rank == 0:
+        data.meta["total_s"] = round(time.monotonic() - t_start, 3)
+    return data
+
+
+def _document(plan: Plan, rows: dict[int, dict], store, *, samples, interval, bandwidth, bw_seconds, bw_size,
+              transport, backend, per_rank, env, n_rounds, rendezvous_s, rounds_s) -> dict:
+    """The probe file document from the measuring ranks' rows (rank 0)."""
+    n = len(plan.entries)
+    nan = np.full((n, n), np.nan)
+    lat, med, p90 = nan.copy(), nan.copy(), nan.copy()
+    bw = nan.copy() if bandwidth else None
+    failed: dict[str, str] = {}
+    for i in range(n):
+        if i not in rows:
+            reason = store.get(f"dead/{i}").decode() if store.check([f"dead/{i}"]) else "sent no results in time"
+            failed[plan.names[i]] = reason
+            continue
+        for j_str, res in rows[i]["row"].items():
+            j = int(j_str)
+            if "error" in res:
+                continue
+            if "p10" in res:  # the initiator's RTT is the pair's RTT: both cells
+                for m, key in ((lat, "p10"), (med, "median"), (p90, "p90")):
+                    m[i, j] = m[j, i] = res[key]
+            if bw is not None:
+                if res.get("bw_out"):
+                    bw[i, j] = res["bw_out"]
+                if res.get("bw_in"):
+                    bw[j, i] = res["bw_in"]
+    for i in range(n):
+        for m in (lat, med, p90):
+            m[i, i] = 0.0
+    if bw is not None:
+        np.fill_diagonal(bw, np.nan)
+    for r in plan.missing_ranks:
+        failed[f"rank {r}"] = "did not report its identity in time"
+    rounds_bound = n_rounds * (samples * interval + (2 * bw_seconds if bandwidth else 0.0))
+    meta = new_meta(
+        "torch.distributed", samples=samples, interval_s=interval, transport=transport, backend=backend,
+        per_rank=per_rank, launcher=env.launcher if env is not None else None,
+        ranks=plan.entries, rounds=n_rounds, rounds_bound_s=round(rounds_bound, 3),
+        rendezvous_s=round(rendezvous_s, 3), rounds_s=round(rounds_s, 3),
+        failed=failed, rtt_note="latency_us is the p10 RTT of the pair's ping-pong, timed by the lower entry",
+    )
+    if bandwidth:
+        meta.update(bw_seconds=bw_seconds, bw_size=bw_size)
+    doc = ProbeData(hosts=[Host(nm, addr) for nm, addr in zip(plan.names, plan.addresses)], latency=lat,
+                    latency_median=med, latency_p90=p90, bandwidth=bw, meta=meta).to_dict()
+    return doc

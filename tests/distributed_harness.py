@@ -1,0 +1,69 @@
+"""Run a function in N local processes joined by a Gloo process group on 127.0.0.1 (tests only).
+
+The processes are forked from the test process (torch is imported once, in
+the parent), so a 4-rank run costs well under a second of start-up.
+"""
+
+from __future__ import annotations
+
+import multiprocessing as mp
+import os
+import socket
+import time
+import traceback
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _child(fn, rank, world, port, env, q, args):
+    try:
+        os.environ.update({"RANK": str(rank), "WORLD_SIZE": str(world), "LOCAL_RANK": str(rank),
+                           "LOCAL_WORLD_SIZE": str(world), "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(port)})
+        os.environ.update(env)
+        from datetime import timedelta
+
+        import torch.distributed as dist
+
+        dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=world,
+                                timeout=timedelta(seconds=60))
+        out = fn(rank, *args)
+        q.put((rank, "ok", out))
+        # keep the store (rank 0) up until the others are done with it
+        dist.barrier() if os.environ.get("HARNESS_BARRIER", "1") == "1" else None
+        dist.destroy_process_group()
+    except BaseException as exc:  # noqa: BLE001 - report everything to the parent
+        q.put((rank, "error", f"{type(exc).__name__}: {exc}\n{traceback.format_exc()[-1500:]}"))
+    finally:
+        os._exit(0)
+
+
+def run_ranks(world: int, fn, *args, timeout: float = 60.0, env: dict | None = None) -> dict[int, tuple[str, object]]:
+    """``{rank: ("ok", fn's result) | ("error", message)}``; ranks that never report are missing."""
+    import torch  # noqa: F401 - imported before forking, once
+
+    ctx = mp.get_context("fork")
+    q = ctx.Queue()
+    port = free_port()
+    procs = [ctx.Process(target=_child, args=(fn, r, world, port, env or {}, q, args), daemon=True)
+             for r in range(world)]
+    for p in procs:
+        p.start()
+    results: dict[int, tuple[str, object]] = {}
+    end = time.monotonic() + timeout
+    while len(results) < world and time.monotonic() < end:
+        try:
+            rank, status, value = q.get(timeout=max(0.1, min(1.0, end - time.monotonic())))
+            results[rank] = (status, value)
+        except Exception:  # noqa: BLE001 - queue.Empty
+            if all(not p.is_alive() for p in procs) and q.empty():
+                break
+    for p in procs:
+        p.join(timeout=max(0.1, end - time.monotonic()))
+        if p.is_alive():
+            p.kill()
+            p.join()
+    return results
