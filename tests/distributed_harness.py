@@ -41,8 +41,13 @@ def _child(fn, rank, world, port, env, q, args):
         os._exit(0)
 
 
-def run_ranks(world: int, fn, *args, timeout: float = 60.0, env: dict | None = None) -> dict[int, tuple[str, object]]:
-    """``{rank: ("ok", fn's result) | ("error", message)}``; ranks that never report are missing."""
+def run_ranks(world: int, fn, *args, timeout: float = 60.0, env: dict | None = None,
+              expect=None) -> dict[int, tuple[str, object]]:
+    """``{rank: ("ok", fn's result) | ("error", message)}``; ranks that never report are missing.
+
+    Waits until every rank (or every rank in ``expect``) has reported, or ``timeout``; then kills the rest.
+    """
+    expect = set(range(world) if expect is None else expect)
     import torch  # noqa: F401 - imported before forking, once
 
     ctx = mp.get_context("fork")
@@ -54,7 +59,7 @@ def run_ranks(world: int, fn, *args, timeout: float = 60.0, env: dict | None = N
         p.start()
     results: dict[int, tuple[str, object]] = {}
     end = time.monotonic() + timeout
-    while len(results) < world and time.monotonic() < end:
+    while not expect <= set(results) and time.monotonic() < end:
         try:
             rank, status, value = q.get(timeout=max(0.1, min(1.0, end - time.monotonic())))
             results[rank] = (status, value)
@@ -62,7 +67,7 @@ def run_ranks(world: int, fn, *args, timeout: float = 60.0, env: dict | None = N
             if all(not p.is_alive() for p in procs) and q.empty():
                 break
     for p in procs:
-        p.join(timeout=max(0.1, end - time.monotonic()))
+        p.join(timeout=max(0.1, min(5.0, end - time.monotonic())))
         if p.is_alive():
             p.kill()
             p.join()

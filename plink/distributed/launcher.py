@@ -119,7 +119,7 @@ def launcher_env(env: Mapping[str, str] | None = None) -> LaunchEnv:
         rank, world = _int(env, "RANK"), _int(env, "WORLD_SIZE", 1)
         local = _opt_int(env, "LOCAL_RANK")
         local_size = _opt_int(env, "LOCAL_WORLD_SIZE", 1)
-        local = rank if local is None and local_size is None else (local or 0)
+        local = local or 0  # a PyTorchJob pod without torchrun: one process per pod
     elif "OMPI_COMM_WORLD_RANK" in env:
         launcher = "openmpi"
         rank, world = _int(env, "OMPI_COMM_WORLD_RANK"), _int(env, "OMPI_COMM_WORLD_SIZE", 1)

@@ -1,0 +1,289 @@
+"""plink.distributed: launcher variables, plans, and real multi-process Gloo runs on 127.0.0.1."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import time
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+
+import plink.distributed as pd  # noqa: E402  (imported before the harness forks)
+import plink.distributed.__main__ as pd_main  # noqa: E402
+import plink.distributed.probe as pd_probe  # noqa: E402
+from plink import order_hosts  # noqa: E402
+from plink.data.probefile import Host, ProbeData  # noqa: E402
+from plink.distributed.launcher import launcher_env, slurm_tasks_on_node  # noqa: E402
+from plink.errors import PlinkError  # noqa: E402
+
+from distributed_harness import run_ranks  # noqa: E402
+
+
+# ---------------------------------------------------------------------------
+# launcher environments
+
+
+def test_torchrun_env():
+    e = launcher_env({"RANK": "5", "WORLD_SIZE": "8", "LOCAL_RANK": "1", "LOCAL_WORLD_SIZE": "4",
+                      "MASTER_ADDR": "10.0.0.1", "MASTER_PORT": "29400", "TORCHELASTIC_RUN_ID": "x"})
+    assert (e.launcher, e.rank, e.world_size, e.local_rank, e.local_world_size) == ("torchrun", 5, 8, 1, 4)
+    assert e.init_method == "tcp://10.0.0.1:29400"
+
+
+def test_pytorchjob_env_without_local_rank():
+    # a Kubernetes PyTorchJob pod without torchrun: RANK, WORLD_SIZE, MASTER_* only
+    e = launcher_env({"RANK": "2", "WORLD_SIZE": "4", "MASTER_ADDR": "job-master-0", "MASTER_PORT": "23456"})
+    assert (e.rank, e.local_rank, e.master_addr, e.master_port) == (2, 0, "job-master-0", 23456)
+
+
+def test_slurm_env_expands_nodelist():
+    e = launcher_env({"SLURM_PROCID": "9", "SLURM_NTASKS": "12", "SLURM_LOCALID": "1", "SLURM_NODEID": "2",
+                      "SLURM_TASKS_PER_NODE": "4(x2),4", "SLURM_STEP_NODELIST": "gpu[07-09],cpu1"})
+    assert (e.launcher, e.rank, e.world_size, e.local_rank, e.local_world_size) == ("slurm", 9, 12, 1, 4)
+    assert e.master_addr == "gpu07" and e.master_port == 29500
+    # MASTER_ADDR exported by the batch script wins
+    e = launcher_env({"SLURM_PROCID": "0", "SLURM_NTASKS": "2", "SLURM_STEP_NODELIST": "n[1-2]",
+                      "MASTER_ADDR": "n2", "MASTER_PORT": "1234"})
+    assert (e.master_addr, e.master_port) == ("n2", 1234)
+
+
+def test_slurm_tasks_per_node():
+    assert [slurm_tasks_on_node("4(x2),3", k) for k in range(3)] == [4, 4, 3]
+    with pytest.raises(PlinkError, match="lists 3 nodes"):
+        slurm_tasks_on_node("4(x2),3", 3)
+    with pytest.raises(PlinkError, match="not like"):
+        slurm_tasks_on_node("four", 0)
+
+
+def test_openmpi_env_and_missing_master():
+    e = launcher_env({"OMPI_COMM_WORLD_RANK": "3", "OMPI_COMM_WORLD_SIZE": "16", "OMPI_COMM_WORLD_LOCAL_RANK": "0",
+                      "OMPI_COMM_WORLD_LOCAL_SIZE": "1"})
+    assert (e.launcher, e.rank, e.world_size, e.local_rank, e.local_world_size) == ("openmpi", 3, 16, 0, 1)
+    with pytest.raises(PlinkError, match="-x MASTER_ADDR"):
+        e.init_method
+
+
+def test_mpich_env():
+    e = launcher_env({"PMI_RANK": "1", "PMI_SIZE": "2", "MPI_LOCALRANKID": "1", "MPI_LOCALNRANKS": "2",
+                      "MASTER_ADDR": "::1"})
+    assert (e.launcher, e.rank, e.local_rank) == ("mpich", 1, 1)
+    assert e.init_method == "tcp://[::1]:29500"
+
+
+@pytest.mark.parametrize("env, match", [
+    ({}, "no launcher environment"),
+    ({"RANK": "4", "WORLD_SIZE": "4"}, "not below the world size"),
+    ({"RANK": "x", "WORLD_SIZE": "4"}, "not an integer"),
+    ({"RANK": "0", "WORLD_SIZE": "4", "MASTER_PORT": "70000"}, "not a TCP port"),
+    ({"OMPI_COMM_WORLD_RANK": "0", "OMPI_COMM_WORLD_SIZE": "2", "OMPI_COMM_WORLD_LOCAL_RANK": "2",
+      "OMPI_COMM_WORLD_LOCAL_SIZE": "2"}, "local rank 2"),
+])
+def test_bad_env(env, match):
+    with pytest.raises(PlinkError, match=match):
+        launcher_env(env)
+
+
+# ---------------------------------------------------------------------------
+# plans and mapping (pure)
+
+
+def _ident(host, addr, lr):
+    return {"host": host, "address": addr, "local_rank": lr}
+
+
+def test_plan_groups_ranks_by_node_leader_is_local_rank_0():
+    idents = {0: _ident("b", "10.0.0.2", 1), 1: _ident("a", "10.0.0.1", 0), 2: _ident("b", "10.0.0.2", 0),
+              3: _ident("a", "10.0.0.1", 1)}
+    plan = pd.make_plan(idents)
+    assert plan.entries == [[2, 0], [1, 3]] and plan.names == ["b", "a"] and plan.leaders == [2, 1]
+    per = pd.make_plan(idents, per_rank=True)
+    assert per.entries == [[0], [1], [2], [3]] and per.names == ["b/1", "a/0", "b/0", "a/1"]
+
+
+def test_plan_names_clash_use_address():
+    idents = {0: _ident("vm", "10.0.0.1", 0), 1: _ident("vm", "10.0.0.2", 0)}
+    assert pd.make_plan(idents).names == ["vm@10.0.0.1", "vm@10.0.0.2"]
+
+
+def test_match_hosts_by_name_then_address():
+    hosts = [Host("x", "10.0.0.2"), Host("a.example.com"), Host("nowhere"), Host("10.0.0.3")]
+    assert pd.match_hosts(hosts, ["a", "b", "c"], ["10.0.0.1", "10.0.0.2", "10.0.0.3"]) == [1, 0, None, 2]
+    with pytest.raises(PlinkError, match="both this job's node"):
+        pd.match_hosts([Host("a"), Host("y", "10.0.0.1")], ["a"], ["10.0.0.1"])
+
+
+def test_ranks_in_order_keeps_nodes_together_and_appends_the_rest():
+    assert pd.ranks_in_order([2, 0], [[0, 1], [2, 3], [4, 5]]) == [4, 5, 0, 1, 2, 3]
+
+
+# ---------------------------------------------------------------------------
+# real process groups (forked processes, Gloo on 127.0.0.1)
+
+
+def _probe(rank, kwargs, hosts=None):
+    if hosts:
+        socket.gethostname = lambda: hosts[rank]
+    t = time.monotonic()
+    data = pd.probe_group(**kwargs)
+    return data.to_dict(), time.monotonic() - t
+
+
+def test_probe_group_per_rank_four_processes():
+    res = run_ranks(4, _probe, {"samples": 5, "interval": 0.001, "per_rank": True, "timeout": 20})
+    assert sorted(res) == [0, 1, 2, 3] and all(s == "ok" for s, _ in res.values()), res
+    docs = [res[r][1][0] for r in range(4)]
+    assert all(d["latency_us"] == docs[0]["latency_us"] for d in docs)  # every rank got the same data
+    lat = np.array(docs[0]["latency_us"], dtype=float)
+    off = ~np.eye(4, dtype=bool)
+    assert np.all(lat[off] > 0) and np.all(np.diag(lat) == 0)
+    meta = docs[0]["meta"]
+    assert meta["ranks"] == [[0], [1], [2], [3]] and meta["rounds"] == 3 and meta["failed"] == {}
+    assert meta["method"] == "torch.distributed" and meta["launcher"] == "torchrun"
+    assert [h["address"] for h in docs[0]["hosts"]] == ["127.0.0.1"] * 4
+    assert meta["rounds_bound_s"] == pytest.approx(3 * 5 * 0.001)
+
+
+def test_probe_group_one_entry_per_node_bandwidth():
+    hosts = ["nodeA", "nodeA", "nodeB", "nodeB"]
+    res = run_ranks(4, _probe, {"samples": 3, "interval": 0.0, "bandwidth": True, "bw_seconds": 0.05,
+                                "bw_size": 65536, "timeout": 20}, hosts)
+    assert all(s == "ok" for s, _ in res.values()), res
+    doc = res[1][1][0]
+    assert [h["name"] for h in doc["hosts"]] == ["nodeA", "nodeB"]
+    assert doc["meta"]["ranks"] == [[0, 1], [2, 3]] and doc["meta"]["rounds"] == 1
+    bw = np.array(doc["bandwidth_gbps"], dtype=float)
+    assert bw[0, 1] > 0 and bw[1, 0] > 0
+
+
+def _probe_dies(rank, mode):
+    if rank == 3:
+        real = pd_probe.ping_pong
+
+        def dying(*a, **k):
+            if mode == "exit":
+                os._exit(1)
+            time.sleep(600)  # a stalled node
+            return real(*a, **k)
+
+        pd_probe.ping_pong = dying
+    t = time.monotonic()
+    data = pd.probe_group(samples=3, interval=0.001, per_rank=True, timeout=4)
+    return data.to_dict(), time.monotonic() - t
+
+
+@pytest.mark.parametrize("mode", ["exit", "stall"])
+def test_failed_rank_is_reported_not_hung_on(mode):
+    t = time.monotonic()
+    res = run_ranks(4, _probe_dies, mode, timeout=60, env={"HARNESS_BARRIER": "0"}, expect={0, 1, 2})
+    assert time.monotonic() - t < 45
+    assert 3 not in res or res[3][0] == "error"
+    for r in (0, 1, 2):
+        assert res[r][0] == "ok", res[r]
+    doc, took = res[0][1]
+    assert took < 4 * 4  # a few timeouts at most, never the process group's 60 s
+    failed = doc["meta"]["failed"]
+    assert list(failed) == [doc["hosts"][3]["name"]], failed
+    lat = np.array(doc["latency_us"], dtype=float)
+    assert np.isnan(lat[3, :3]).all() and not np.isnan(lat[:3, :3]).any()
+
+
+def _locality(rank, kwargs, hosts):
+    socket.gethostname = lambda: hosts[rank]
+    import torch.distributed as dist
+
+    group, order = pd.locality_group(**kwargs)
+    x = torch.ones(4)
+    dist.all_reduce(x, group=group)
+    group_ranks = [dist.get_group_rank(group, g) for g in order] if group is not dist.group.WORLD else None
+    return order, group_ranks, float(x[0])
+
+
+def _two_rack_probe(names):
+    lat = np.array([[0, 100, 10, 100], [100, 0, 100, 10], [10, 100, 0, 100], [100, 10, 100, 0]], float)
+    return ProbeData(hosts=[Host(n) for n in names], latency=lat)
+
+
+def test_locality_group_from_probe_file(tmp_path):
+    hosts = ["n0", "n1", "n2", "n3"]
+    # the file lists the hosts in another order than the ranks; racks are {n0, n2} and {n1, n3}
+    probe = _two_rack_probe(["n2", "n0", "n3", "n1"])
+    probe.latency[:] = probe.latency  # (symmetric already)
+    path = tmp_path / "probe.json"
+    probe.save(path)
+    want = order_hosts(probe, "ring", time_limit=0.5, seed=0)
+    want_ranks = [hosts.index(probe.hosts[i].name) for i in want.order]
+    res = run_ranks(4, _locality, {"probe_file": str(path), "time_limit": 0.5}, hosts)
+    assert all(s == "ok" for s, _ in res.values()), res
+    orders = [res[r][1][0] for r in range(4)]
+    assert all(o == want_ranks for o in orders)
+    ring = [hosts[r] for r in want_ranks]
+    racks = [0 if h in ("n0", "n2") else 1 for h in ring]
+    assert sum(racks[i] != racks[i - 1] for i in range(4)) == 2  # racks contiguous
+    assert res[0][1][1] == [0, 1, 2, 3]  # group rank i is global rank order[i]
+    assert all(res[r][1][2] == 4.0 for r in range(4))
+
+
+def test_locality_group_probes_when_no_file():
+    hosts = ["n0", "n1", "n2", "n3"]
+    res = run_ranks(4, _locality, {"time_limit": 0.3, "probe_options": {"samples": 3, "interval": 0.0},
+                                   "timeout": 20}, hosts)
+    assert all(s == "ok" for s, _ in res.values()), res
+    orders = [res[r][1][0] for r in range(4)]
+    assert all(o == orders[0] for o in orders) and sorted(orders[0]) == [0, 1, 2, 3]
+
+
+def test_locality_group_small_world_is_a_noop(caplog):
+    res = run_ranks(3, _locality, {"time_limit": 0.3}, ["a", "b", "c"])
+    assert all(s == "ok" for s, _ in res.values()), res
+    assert all(res[r][1][0] == [0, 1, 2] and res[r][1][1] is None for r in range(3))
+
+
+def _from_file(rank, path, hosts):
+    socket.gethostname = lambda: hosts[rank]
+    return pd.order_from_file(path)
+
+
+def test_order_from_file(tmp_path):
+    path = tmp_path / "order.txt"
+    path.write_text("# plink order\nn3\nn1\nelsewhere\nn0\n")
+    res = run_ranks(4, _from_file, str(path), ["n0", "n1", "n2", "n3"])
+    assert all(s == "ok" and v == [3, 1, 0, 2] for s, v in res.values()), res
+
+
+def _cli(rank, argv):
+    try:
+        pd_main.main(argv)
+    except SystemExit as exc:
+        return exc.code
+    return None
+
+
+def test_cli_probe_writes_the_probe_file(tmp_path):
+    out = tmp_path / "probe.json"
+    res = run_ranks(4, _cli, ["probe", "-o", str(out), "--per-rank", "--samples", "3", "--interval", "0"],
+                    env={"HARNESS_BARRIER": "0"})
+    assert all(s == "ok" and v == 0 for s, v in res.values()), res
+    from plink import load
+
+    data = load(out)
+    assert data.n == 4 and data.n_missing_pairs() == 0 and data.meta["per_rank"] is True
+
+
+def test_cli_without_launcher_is_a_one_line_error(monkeypatch, capsys):
+    for k in list(os.environ):
+        if k in ("RANK", "WORLD_SIZE") or k.startswith(("SLURM_", "OMPI_", "PMI_")):
+            monkeypatch.delenv(k)
+    with pytest.raises(SystemExit) as exc:
+        pd_main.main(["probe", "-o", "x.json"])
+    assert exc.value.code == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "no launcher environment" in err[0]
+
+
+def test_probe_group_needs_a_process_group():
+    with pytest.raises(PlinkError, match="not initialised"):
+        pd.probe_group()
