@@ -143,7 +143,8 @@ def _json_line(texts) -> dict:
 
 
 def experiment(racks: int, hosts_per_rack: int, samples: int, interval: float, size: int, repeats: int,
-               mbit: float, log=print) -> dict:
+               mbit: float, log=print, keep: str | None = None, steps: tuple = ("ssh", "torchrun", "mpirun", "allreduce"),
+               probe_args: tuple = ()) -> dict:
     from plink import load
     from plink.probes.netns import NetnsCluster
     from plink.probes.probe import probe_hosts
@@ -162,27 +163,35 @@ def experiment(racks: int, hosts_per_rack: int, samples: int, interval: float, s
         log(f"cluster {racks}x{hosts_per_rack} up; node ranks interleaved: {' '.join(h.name for h in hosts)}")
 
         t = time.monotonic()
-        ssh = probe_hosts([h.name for h in hosts], method="fping", count=samples, interval=interval,
+        ssh = None if "ssh" not in steps else probe_hosts([h.name for h in hosts], method="fping", count=samples, interval=interval,
                           ssh=SSHOptions(ssh_config=c.ssh_config, known_hosts=c.known_hosts))
-        out["ssh"] = {"wall_s": time.monotonic() - t, **separation(ssh, rack_of)}
-        log(f"plink probe (SSH, fping): {out['ssh']}")
+        if ssh is not None:
+            out["ssh"] = {"wall_s": time.monotonic() - t, **separation(ssh, rack_of)}
+            log(f"plink probe (SSH, fping): {out['ssh']}")
+            _keep(keep, ssh, "ssh-probe.json")
 
-        args = ["--samples", str(samples), "--interval", str(interval), "--json"]
-        pf = tmp / "torchrun-probe.json"
-        outs, wall = run_torchrun(c, hosts, ["-m", "plink.distributed", "probe", "-o", str(pf), *args], 29510)
-        probe = load(pf)
-        out["torchrun_probe"] = {"wall_s": wall, **_timing(probe), **separation(probe, rack_of),
-                                 "names_ok": sorted(probe.names) == sorted(rack_of),
-                                 "addresses_ok": all(c.host(h.name).address == h.address for h in probe.hosts)}
-        log(f"torchrun -m plink.distributed probe: {out['torchrun_probe']}")
+        args = ["--samples", str(samples), "--interval", str(interval), "--json", *probe_args]
+        if "torchrun" in steps:
+            pf = tmp / "torchrun-probe.json"
+            outs, wall = run_torchrun(c, hosts, ["-m", "plink.distributed", "probe", "-o", str(pf), *args], 29510)
+            probe = load(pf)
+            out["torchrun_probe"] = {"wall_s": wall, **_timing(probe), **separation(probe, rack_of),
+                                     "names_ok": sorted(probe.names) == sorted(rack_of),
+                                     "addresses_ok": all(c.host(h.name).address == h.address for h in probe.hosts)}
+            log(f"torchrun -m plink.distributed probe: {out['torchrun_probe']}")
+            _keep(keep, probe, "torchrun-probe.json")
 
-        pf = tmp / "mpirun-probe.json"
-        stdout, wall = run_mpirun(c, hosts, ["-m", "plink.distributed", "probe", "-o", str(pf), *args], 29520, tmp)
-        probe = load(pf)
-        out["mpirun_probe"] = {"wall_s": wall, **_timing(probe), **separation(probe, rack_of),
-                               "launcher": probe.meta.get("launcher"),
-                               "names_ok": sorted(probe.names) == sorted(rack_of)}
-        log(f"mpirun.openmpi python -m plink.distributed probe: {out['mpirun_probe']}")
+        if "mpirun" in steps:
+            pf = tmp / "mpirun-probe.json"
+            stdout, wall = run_mpirun(c, hosts, ["-m", "plink.distributed", "probe", "-o", str(pf), *args], 29520, tmp)
+            probe = load(pf)
+            out["mpirun_probe"] = {"wall_s": wall, **_timing(probe), **separation(probe, rack_of),
+                                   "launcher": probe.meta.get("launcher"),
+                                   "names_ok": sorted(probe.names) == sorted(rack_of)}
+            log(f"mpirun.openmpi python -m plink.distributed probe: {out['mpirun_probe']}")
+            _keep(keep, probe, "mpirun-probe.json")
+        if "allreduce" not in steps:
+            return out
 
         outs, wall = run_torchrun(c, hosts, [str(WORKER), "--racks", str(tmp / "racks.json"), "--size", str(size),
                                              "--repeats", str(repeats), "--samples", str(samples),
@@ -196,6 +205,12 @@ def experiment(racks: int, hosts_per_rack: int, samples: int, interval: float, s
         log(f"all-reduce {size / 2**20:g} MiB: default {s['default']:.3f} s, plink {s['plink']:.3f} s, "
             f"contiguous {s['contiguous']:.3f} s; plink order {' '.join(res['orders']['plink'])}")
     return out
+
+
+def _keep(keep, probe, name) -> None:
+    if keep:
+        Path(keep).mkdir(parents=True, exist_ok=True)
+        probe.save(Path(keep) / name)
 
 
 def _crossings(racks: list[int]) -> int:
@@ -264,6 +279,10 @@ def main(argv=None) -> int:
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--mbit", type=float, default=400)
     ap.add_argument("--json", help="write the results here")
+    ap.add_argument("--keep", help="save the probe files in this directory")
+    ap.add_argument("--steps", nargs="+", default=["ssh", "torchrun", "mpirun", "allreduce"],
+                    choices=["ssh", "torchrun", "mpirun", "allreduce"], help="what to run (targets need all)")
+    ap.add_argument("--probe-args", default="", help="extra options for 'python -m plink.distributed probe'")
     args = ap.parse_args(argv)
     from plink.probes.netns import unavailable_reason
 
@@ -272,7 +291,11 @@ def main(argv=None) -> int:
         print(f"cannot build the emulated cluster: {reason}", file=sys.stderr)
         return 1
     out = experiment(args.racks, args.hosts_per_rack, args.samples, args.interval, args.size, args.repeats,
-                     args.mbit, log=lambda m: print(m, file=sys.stderr, flush=True))
+                     args.mbit, log=lambda m: print(m, file=sys.stderr, flush=True), keep=args.keep,
+                     steps=tuple(args.steps), probe_args=tuple(shlex.split(args.probe_args)))
+    if len(args.steps) < 4:
+        print(json.dumps(out, indent=1))
+        return 0
     bad = check(out)
     out["failed_targets"] = bad
     print(render(out))

@@ -20,7 +20,7 @@ from plink.data.probefile import Host, ProbeData  # noqa: E402
 from plink.distributed.launcher import launcher_env, slurm_tasks_on_node  # noqa: E402
 from plink.errors import PlinkError  # noqa: E402
 
-from distributed_harness import run_ranks  # noqa: E402
+from plink.distributed.local import run_ranks  # noqa: E402
 
 
 # ---------------------------------------------------------------------------
@@ -178,7 +178,7 @@ def _probe_dies(rank, mode):
 @pytest.mark.parametrize("mode", ["exit", "stall"])
 def test_failed_rank_is_reported_not_hung_on(mode):
     t = time.monotonic()
-    res = run_ranks(4, _probe_dies, mode, timeout=60, env={"HARNESS_BARRIER": "0"}, expect={0, 1, 2})
+    res = run_ranks(4, _probe_dies, mode, timeout=60, barrier=False, expect={0, 1, 2})
     assert time.monotonic() - t < 45
     assert 3 not in res or res[3][0] == "error"
     for r in (0, 1, 2):
@@ -265,7 +265,7 @@ def _cli(rank, argv):
 def test_cli_probe_writes_the_probe_file(tmp_path):
     out = tmp_path / "probe.json"
     res = run_ranks(4, _cli, ["probe", "-o", str(out), "--per-rank", "--samples", "3", "--interval", "0"],
-                    env={"HARNESS_BARRIER": "0"})
+                    barrier=False)
     assert all(s == "ok" and v == 0 for s, v in res.values()), res
     from plink import load
 

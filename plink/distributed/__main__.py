@@ -27,6 +27,8 @@ def cli() -> None:
 @click.option("-o", "--output", type=click.Path(dir_okay=False), help="Probe file to write (rank 0).")
 @click.option("--samples", default=50, show_default=True, type=click.IntRange(min=1), help="Ping-pongs per pair.")
 @click.option("--interval", default=0.01, show_default=True, type=click.FloatRange(min=0), help="Seconds between ping-pongs.")
+@click.option("--passes", default=1, show_default=True, type=click.IntRange(min=1),
+              help="Go through the rounds this many times, samples split between passes (spreads each pair over time).")
 @click.option("--per-rank", is_flag=True, help="One entry per rank (default: one per node, local rank 0 measures).")
 @click.option("--bandwidth", is_flag=True, help="Also measure bandwidth per direction.")
 @click.option("--bw-seconds", default=1.0, show_default=True, type=click.FloatRange(min=0, min_open=True),
@@ -39,7 +41,7 @@ def cli() -> None:
 @click.option("--backend", type=click.Choice(["auto", "gloo", "nccl"]), default="auto", show_default=True,
               help="Process group backend (auto: NCCL if this rank has a GPU, else Gloo).")
 @click.option("--json", "as_json", is_flag=True, help="Rank 0 prints a summary as JSON on stdout.")
-def probe(output, samples, interval, per_rank, bandwidth, bw_seconds, bw_size, timeout, transport, backend, as_json):
+def probe(output, samples, interval, passes, per_rank, bandwidth, bw_seconds, bw_size, timeout, transport, backend, as_json):
     """Measure RTT (and bandwidth) between the job's nodes; rank 0 writes the probe file.
 
     \b
@@ -52,7 +54,7 @@ def probe(output, samples, interval, per_rank, bandwidth, bw_seconds, bw_size, t
 
     size = parse_size(bw_size)
     env = init_from_env(backend, timeout=max(timeout, 60.0))
-    data = probe_group(samples=samples, interval=interval, per_rank=per_rank, bandwidth=bandwidth,
+    data = probe_group(samples=samples, interval=interval, passes=passes, per_rank=per_rank, bandwidth=bandwidth,
                        bw_seconds=bw_seconds, bw_size=size, timeout=timeout, transport=transport)
     if env.rank != 0:
         return 0

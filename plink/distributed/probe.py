@@ -307,7 +307,7 @@ def _poll(store, keys: dict[str, object], deadline: float, dead_of=None) -> dict
 
 def probe_group(*, samples: int = 50, interval: float = 0.01, per_rank: bool = False, bandwidth: bool = False,
                 bw_seconds: float = 1.0, bw_size: int = 4 * 2**20, timeout: float = 60.0, transport: str = "pair",
-                backend: str = "auto") -> ProbeData:
+                backend: str = "auto", passes: int = 1) -> ProbeData:
     """Probe the job's nodes (or ranks) and return the probe data on every rank.
 
     Every rank of the default process group must call it (collectively).
@@ -321,6 +321,8 @@ def probe_group(*, samples: int = 50, interval: float = 0.01, per_rank: bool = F
     global _calls
     if samples < 1:
         raise PlinkError(f"samples must be >= 1, got {samples}")
+    if not 1 <= passes <= samples:
+        raise PlinkError(f"passes must be 1..samples ({samples}), got {passes}")
     if not interval >= 0:
         raise PlinkError(f"interval must be >= 0 s, got {interval}")
     if not timeout > 0:
@@ -346,45 +348,12 @@ def probe_group(*, samples: int = 50, interval: float = 0.01, per_rank: bool = F
     rounds = round_robin(n)
     mine = next((i for i, e in enumerate(plan.entries) if e[0] == rank), None)
 
-    # 2. the rounds (leaders only)
+    # 2. the rounds (leaders only), ``passes`` times over the schedule
     row: dict[str, dict] = {}
     if mine is not None:
-        dead_key = lambda i: f"dead/{i}"  # noqa: E731
-        for r, pairs in enumerate(rounds):
-            pair = next(((a, b) for a, b in pairs if mine in (a, b)), None)
-            if pair is None:
-                continue
-            a, b = pair
-            other = b if mine == a else a
-            if store.check([dead_key(other)]):
-                row[str(other)] = {"error": "peer failed earlier: " + store.get(dead_key(other)).decode()[:200]}
-                continue
-            link = None
-            try:
-                link = _PairLink(dist, rank, plan.entries[other][0], transport, backend, timeout)
-                res: dict = {"round": r}
-                rtts = ping_pong(link, mine == a, samples, interval, device)
-                if rtts is not None:
-                    us = np.asarray(rtts) * 1e6
-                    res.update(p10=float(np.percentile(us, 10)), median=float(np.median(us)),
-                               p90=float(np.percentile(us, 90)), samples=len(us))
-                if bandwidth:
-                    res["bw_out"] = stream(link, mine == a, bw_seconds, bw_size, device)
-                    res["bw_in"] = stream(link, mine == b, bw_seconds, bw_size, device)
-                    if res["bw_in"] is None:
-                        res.pop("bw_in")
-                    if res["bw_out"] is None:
-                        res.pop("bw_out")
-                row[str(other)] = res
-            except Exception as exc:  # noqa: BLE001 - any transport error is this pair's failure
-                reason = f"{plan.names[other]} (rank {plan.entries[other][0]}): {' '.join(str(exc).split())[:200]}"
-                row[str(other)] = {"error": reason, "round": r}
-                store.set(dead_key(other), reason)
-                log.warning("plink.distributed: pair %s-%s failed in round %d: %s",
-                            plan.names[mine], plan.names[other], r, reason)
-            finally:
-                if link is not None:
-                    link.close()
+        row = _measure(dist, store, plan, rounds, mine, rank, samples=samples, interval=interval, passes=passes,
+                       bandwidth=bandwidth, bw_seconds=bw_seconds, bw_size=bw_size, transport=transport,
+                       backend=backend, timeout=timeout, device=device)
         store.set(f"row/{mine}", json.dumps({"row": row, "rounds_s": time.monotonic() - t_plan}))
 
     # 3. gather at rank 0, publish to everyone
@@ -395,6 +364,7 @@ def probe_group(*, samples: int = 50, interval: float = 0.01, per_rank: bool = F
         doc = _document(plan, {i: json.loads(v) for i, v in rows_raw.items()}, store, samples=samples,
                         interval=interval, bandwidth=bandwidth, bw_seconds=bw_seconds, bw_size=bw_size,
                         transport=transport, backend=backend, per_rank=per_rank, env=env, n_rounds=len(rounds),
+                        passes=passes,
                         rendezvous_s=t_plan - t_start, rounds_s=t_rounds - t_plan)
         text = json.dumps(doc, allow_nan=False)
         store.set("result", text)
@@ -403,7 +373,9 @@ def probe_group(*, samples: int = 50, interval: float = 0.01, per_rank: bool = F
         while store.add("done", 0) < alive - 1 and time.monotonic() < deadline:
             time.sleep(0.01)
     else:
-        text = _wait(store, "result", timeout + (len(rounds) * (samples * interval + 2 * bw_seconds * bandwidth)) * 2,
+        # rank 0 may legitimately take the rounds, a timeout per peer that fails on it, and the gather's timeout
+        bound = len(rounds) * (samples * interval + 2 * bw_seconds * bandwidth)
+        text = _wait(store, "result", 2 * bound + 3 * timeout + 0.5 * len(rounds) * passes,
                      "the probe result from rank 0")
         store.add("done", 1)
     data = from_dict(json.loads(text), "<in-job probe>")
@@ -412,8 +384,67 @@ def probe_group(*, samples: int = 50, interval: float = 0.01, per_rank: bool = F
     return data
 
 
+def _measure(dist, store, plan: Plan, rounds, mine: int, rank: int, *, samples, interval, passes, bandwidth,
+             bw_seconds, bw_size, transport, backend, timeout, device) -> dict[str, dict]:
+    """This leader's pairs: ``{str(other entry): result or {"error": reason}}``."""
+    row: dict[str, dict] = {}
+    links: dict[int, _PairLink] = {}
+    rtts: dict[int, list[float]] = {}
+    per_pass = [samples // passes + (1 if k < samples % passes else 0) for k in range(passes)]
+    dead_key = lambda i: f"dead/{i}"  # noqa: E731
+    try:
+        for ps in range(passes):
+            if per_pass[ps] == 0 and not (bandwidth and ps == 0):
+                continue
+            for r, pairs in enumerate(rounds):
+                pair = next(((a, b) for a, b in pairs if mine in (a, b)), None)
+                if pair is None:
+                    continue
+                a, b = pair
+                other = b if mine == a else a
+                if "error" in row.get(str(other), {}):
+                    continue
+                if store.check([dead_key(other)]):
+                    row[str(other)] = {"error": "peer failed earlier: " + store.get(dead_key(other)).decode()[:200]}
+                    continue
+                try:
+                    link = links.get(other)
+                    if link is None:
+                        link = links[other] = _PairLink(dist, rank, plan.entries[other][0], transport, backend, timeout)
+                    res = row.setdefault(str(other), {"round": r})
+                    got = ping_pong(link, mine == a, per_pass[ps], interval, device)
+                    if got is not None:
+                        rtts.setdefault(other, []).extend(got)
+                    if bandwidth and ps == 0:
+                        for key, sender in (("bw_out", mine == a), ("bw_in", mine == b)):
+                            value = stream(link, sender, bw_seconds, bw_size, device)
+                            if value is not None:
+                                res[key] = value
+                except Exception as exc:  # noqa: BLE001 - any transport error is this pair's failure
+                    reason = f"{plan.names[other]} (rank {plan.entries[other][0]}): {' '.join(str(exc).split())[:200]}"
+                    row[str(other)] = {"error": reason, "round": r}
+                    rtts.pop(other, None)
+                    store.set(dead_key(other), reason)
+                    log.warning("plink.distributed: pair %s-%s failed in round %d: %s",
+                                plan.names[mine], plan.names[other], r, reason)
+                    link = links.pop(other, None)
+                    if link is not None:
+                        link.close()
+                    continue
+                if ps == passes - 1:
+                    links.pop(other).close()
+    finally:
+        for link in links.values():
+            link.close()
+    for other, values in rtts.items():
+        us = np.asarray(values) * 1e6
+        row[str(other)].update(p10=float(np.percentile(us, 10)), median=float(np.median(us)),
+                               p90=float(np.percentile(us, 90)), samples=len(us))
+    return row
+
+
 def _document(plan: Plan, rows: dict[int, dict], store, *, samples, interval, bandwidth, bw_seconds, bw_size,
-              transport, backend, per_rank, env, n_rounds, rendezvous_s, rounds_s) -> dict:
+              transport, backend, per_rank, env, n_rounds, rendezvous_s, rounds_s, passes=1) -> dict:
     """The probe file document from the measuring ranks' rows (rank 0)."""
     n = len(plan.entries)
     nan = np.full((n, n), np.nan)
@@ -446,7 +477,7 @@ def _document(plan: Plan, rows: dict[int, dict], store, *, samples, interval, ba
         failed[f"rank {r}"] = "did not report its identity in time"
     rounds_bound = n_rounds * (samples * interval + (2 * bw_seconds if bandwidth else 0.0))
     meta = new_meta(
-        "torch.distributed", samples=samples, interval_s=interval, transport=transport, backend=backend,
+        "torch.distributed", samples=samples, interval_s=interval, passes=passes, transport=transport, backend=backend,
         per_rank=per_rank, launcher=env.launcher if env is not None else None,
         ranks=plan.entries, rounds=n_rounds, rounds_bound_s=round(rounds_bound, 3),
         rendezvous_s=round(rendezvous_s, 3), rounds_s=round(rounds_s, 3),

@@ -1,7 +1,16 @@
-"""Run a function in N local processes joined by a Gloo process group on 127.0.0.1 (tests only).
+"""Run a function in N local processes joined by a Gloo process group on 127.0.0.1.
 
-The processes are forked from the test process (torch is imported once, in
-the parent), so a 4-rank run costs well under a second of start-up.
+For tests, benchmarks and trying plink.distributed on one machine::
+
+    from plink.distributed.local import run_ranks
+    res = run_ranks(4, lambda rank: plink.distributed.probe_group(per_rank=True).n)
+
+The processes are forked from the caller (torch is imported once, in the
+parent; import what ``fn`` needs before calling), so a 64-rank run starts in
+seconds instead of 64 torch imports.  Each child gets torchrun's variables
+(``RANK``, ``WORLD_SIZE``, ``LOCAL_RANK``, ``MASTER_ADDR=127.0.0.1``, ...),
+joins ``init_process_group("gloo")``, runs ``fn(rank, *args)`` and sends the
+result back (it must pickle).  Linux/macOS only (fork).
 """
 
 from __future__ import annotations
@@ -19,7 +28,7 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def _child(fn, rank, world, port, env, q, args):
+def _child(fn, rank, world, port, env, q, args, barrier):
     try:
         os.environ.update({"RANK": str(rank), "WORLD_SIZE": str(world), "LOCAL_RANK": str(rank),
                            "LOCAL_WORLD_SIZE": str(world), "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(port)})
@@ -33,27 +42,33 @@ def _child(fn, rank, world, port, env, q, args):
         out = fn(rank, *args)
         q.put((rank, "ok", out))
         # keep the store (rank 0) up until the others are done with it
-        dist.barrier() if os.environ.get("HARNESS_BARRIER", "1") == "1" else None
+        if barrier:
+            dist.barrier()
         dist.destroy_process_group()
     except BaseException as exc:  # noqa: BLE001 - report everything to the parent
         q.put((rank, "error", f"{type(exc).__name__}: {exc}\n{traceback.format_exc()[-1500:]}"))
     finally:
+        q.close()
+        q.join_thread()  # flush the result before leaving without cleanup
         os._exit(0)
 
 
 def run_ranks(world: int, fn, *args, timeout: float = 60.0, env: dict | None = None,
-              expect=None) -> dict[int, tuple[str, object]]:
+              expect=None, barrier: bool = True) -> dict[int, tuple[str, object]]:
     """``{rank: ("ok", fn's result) | ("error", message)}``; ranks that never report are missing.
 
     Waits until every rank (or every rank in ``expect``) has reported, or ``timeout``; then kills the rest.
+    ``barrier``: the ranks meet in a barrier after ``fn`` (keeps rank 0's store up for the others); turn it
+    off when ``fn`` leaves the process group unusable (a rank that dies, ``destroy_process_group``).
     """
     expect = set(range(world) if expect is None else expect)
     import torch  # noqa: F401 - imported before forking, once
+    import torch.distributed  # noqa: F401
 
     ctx = mp.get_context("fork")
     q = ctx.Queue()
     port = free_port()
-    procs = [ctx.Process(target=_child, args=(fn, r, world, port, env or {}, q, args), daemon=True)
+    procs = [ctx.Process(target=_child, args=(fn, r, world, port, env or {}, q, args, barrier), daemon=True)
              for r in range(world)]
     for p in procs:
         p.start()
@@ -62,7 +77,7 @@ def run_ranks(world: int, fn, *args, timeout: float = 60.0, env: dict | None = N
     while not expect <= set(results) and time.monotonic() < end:
         try:
             rank, status, value = q.get(timeout=max(0.1, min(1.0, end - time.monotonic())))
-            results[rank] = (status, value)
+            results.setdefault(rank, (status, value))  # the first word counts
         except Exception:  # noqa: BLE001 - queue.Empty
             if all(not p.is_alive() for p in procs) and q.empty():
                 break
