@@ -167,8 +167,9 @@ def locality_group(algo: str = "ring", *, probe_file=None, order_file=None, time
     plan, _ = identify(store, per_rank, timeout)
     n = len(plan.entries)
     if n < MIN_ENTRIES.get(algo, 2):
-        log.info("plink.distributed: %d %s: every %s order is the same here; keeping the default group",
-                 n, "ranks" if per_rank else "nodes", algo)
+        if dist.get_rank() == 0:  # WARNING: shown without any logging set-up
+            log.warning("plink.distributed: %d %s: every %s order is the same here; keeping the default group",
+                        n, "ranks" if per_rank else "nodes", algo)
         return dist.group.WORLD, list(range(world))
     probe = None
     if probe_file is None:
@@ -186,7 +187,7 @@ def locality_group(algo: str = "ring", *, probe_file=None, order_file=None, time
         t0 = time.perf_counter()
         res = order_hosts(sub, algo, size=size, time_limit=time_limit, seed=seed)
         order = ranks_in_order([idx[keep[k]] for k in res.order], plan.entries)
-        log.info("plink.distributed: %s order over %d %s in %.1f s, model %.2fx faster than the rank order: %s",
+        log.warning("plink.distributed: %s order over %d %s in %.1f s, model %.2fx faster than the rank order: %s",
                  algo, sub.n, "ranks" if per_rank else "nodes", time.perf_counter() - t0, res.speedup_vs_input,
                  " ".join(res.hosts[:16]) + (" ..." if sub.n > 16 else ""))
         return order
