@@ -147,13 +147,14 @@ def _json_line(texts) -> dict:
 
 def experiment(racks: int, hosts_per_rack: int, samples: int, interval: float, size: int, repeats: int,
                mbit: float, log=print, keep: str | None = None, steps: tuple = ("ssh", "torchrun", "mpirun", "allreduce"),
-               probe_args: tuple = ()) -> dict:
+               probe_args: tuple = (), compare: tuple = (), passes: int = 1) -> dict:
     from plink import load
     from plink.probes.netns import NetnsCluster
     from plink.probes.probe import probe_hosts
     from plink.probes.ssh import SSHOptions
 
     out: dict = {"racks": racks, "hosts_per_rack": hosts_per_rack, "samples": samples, "interval_s": interval,
+                 "passes": passes,
                  "mbit": mbit, "size_bytes": size, "repeats": repeats}
     with NetnsCluster(racks=racks, hosts_per_rack=hosts_per_rack, prefix=PREFIX, subnet=SUBNET, host_mbit=mbit,
                       uplink_mbit=mbit, extra_hops=4, sshd=True, clean_shell=True) as c, \
@@ -175,7 +176,7 @@ def experiment(racks: int, hosts_per_rack: int, samples: int, interval: float, s
                 log(f"plink probe --method {method} (SSH): {out[f'ssh_{method}']}")
                 _keep(keep, ssh, f"ssh-{method}-probe.json")
 
-        args = ["--samples", str(samples), "--interval", str(interval), "--json", *probe_args]
+        args = ["--samples", str(samples), "--interval", str(interval), "--passes", str(passes), "--json", *probe_args]
         if "torchrun" in steps:
             pf = tmp / "torchrun-probe.json"
             outs, wall = run_torchrun(c, hosts, ["-m", "plink.distributed", "probe", "-o", str(pf), *args], 29510)
@@ -195,12 +196,22 @@ def experiment(racks: int, hosts_per_rack: int, samples: int, interval: float, s
                                    "names_ok": sorted(probe.names) == sorted(rack_of)}
             log(f"mpirun.openmpi python -m plink.distributed probe: {out['mpirun_probe']}")
             _keep(keep, probe, "mpirun-probe.json")
+        for extra in compare:  # more variants of the module under mpirun, for comparison (no targets)
+            pf = tmp / "mpirun-variant.json"
+            stdout, wall = run_mpirun(c, hosts, ["-m", "plink.distributed", "probe", "-o", str(pf), "--samples",
+                                                 str(samples), "--interval", str(interval), *shlex.split(extra)],
+                                      29521 + len(out.get("variants", [])), tmp)
+            probe = load(pf)
+            out.setdefault("variants", []).append({"args": extra, "wall_s": wall, **_timing(probe),
+                                                   **separation(probe, rack_of)})
+            log(f"mpirun variant {extra!r}: {out['variants'][-1]}")
+            _keep(keep, probe, f"mpirun-variant-{len(out['variants'])}.json")
         if "allreduce" not in steps:
             return out
 
         outs, wall = run_torchrun(c, hosts, [str(WORKER), "--racks", str(tmp / "racks.json"), "--size", str(size),
                                              "--repeats", str(repeats), "--samples", str(samples),
-                                             "--interval", str(interval)], 29530)
+                                             "--interval", str(interval), "--passes", str(passes)], 29530)
         res = _json_line(outs)
         res["wall_s"] = wall
         res["plink_ring_crossings"] = _crossings([rack_of[h] for h in res["orders"]["plink"]])
@@ -263,6 +274,10 @@ def render(out: dict) -> str:
                   if "rounds_s" in r else f"{'':>8} {'':>7} {'':>6} {'':>6}")
         lines.append(f"{label:<28} {r['auc']:>6.3f} {r['in_rack_median_us']:>7.1f}us {r['cross_rack_median_us']:>7.1f}us "
                      f"{r['ring_crossings']:>6} {timing} {r['wall_s']:>5.1f}s")
+    for v in out.get("variants", []):
+        lines.append(f"{'  mpirun ' + v['args']:<28} {v['auc']:>6.3f} {v['in_rack_median_us']:>7.1f}us "
+                     f"{v['cross_rack_median_us']:>7.1f}us {v['ring_crossings']:>6} {v['rounds_s']:>7.2f}s "
+                     f"{v['rounds_bound_s']:>6.2f}s {v['rounds_vs_bound']:>6.2f} {v['rendezvous_s']:>5.2f}s {v['wall_s']:>5.1f}s")
     a = out["allreduce"]
     s = a["seconds"]
     lines.append(f"all-reduce {out['size_bytes'] / 2**20:g} MiB (median of {out['repeats']}, slowest rank): "
@@ -279,6 +294,7 @@ def main(argv=None) -> int:
     ap.add_argument("--racks", type=int, default=4)
     ap.add_argument("--hosts-per-rack", type=int, default=4)
     ap.add_argument("--samples", type=int, default=50)
+    ap.add_argument("--passes", type=int, default=1, help="--passes of the in-job probe (also locality_group's)")
     ap.add_argument("--interval", type=float, default=0.01)
     ap.add_argument("--size", type=int, default=16 * 2**20)
     ap.add_argument("--repeats", type=int, default=3)
@@ -288,6 +304,7 @@ def main(argv=None) -> int:
     ap.add_argument("--steps", nargs="+", default=["ssh", "torchrun", "mpirun", "allreduce"],
                     choices=["ssh", "torchrun", "mpirun", "allreduce"], help="what to run (targets need all)")
     ap.add_argument("--probe-args", default="", help="extra options for 'python -m plink.distributed probe'")
+    ap.add_argument("--compare", nargs="*", default=[], help="options of more probe variants to run under mpirun")
     args = ap.parse_args(argv)
     from plink.probes.netns import unavailable_reason
 
@@ -297,7 +314,8 @@ def main(argv=None) -> int:
         return 1
     out = experiment(args.racks, args.hosts_per_rack, args.samples, args.interval, args.size, args.repeats,
                      args.mbit, log=lambda m: print(m, file=sys.stderr, flush=True), keep=args.keep,
-                     steps=tuple(args.steps), probe_args=tuple(shlex.split(args.probe_args)))
+                     steps=tuple(args.steps), probe_args=tuple(shlex.split(args.probe_args)),
+                     compare=tuple(args.compare), passes=args.passes)
     if len(args.steps) < 4:
         print(json.dumps(out, indent=1))
         return 0

@@ -35,6 +35,7 @@ def main() -> int:
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--samples", type=int, default=50)
     ap.add_argument("--interval", type=float, default=0.01)
+    ap.add_argument("--passes", type=int, default=1)
     ap.add_argument("--time-limit", type=float, default=2.0)
     args = ap.parse_args()
 
@@ -49,7 +50,8 @@ def main() -> int:
     t_init = time.monotonic() - t0
     t = time.monotonic()
     group, order = pd.locality_group(algo="ring", time_limit=args.time_limit,
-                                     probe_options={"samples": args.samples, "interval": args.interval})
+                                     probe_options={"samples": args.samples, "interval": args.interval,
+                                                                    "passes": args.passes})
     t_locality = time.monotonic() - t
     racks = json.loads(Path(args.racks).read_text())
     hosts = [None] * dist.get_world_size()
