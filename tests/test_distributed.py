@@ -159,6 +159,20 @@ def test_probe_group_one_entry_per_node_bandwidth():
     assert bw[0, 1] > 0 and bw[1, 0] > 0
 
 
+def test_probe_group_passes_world_transport():
+    res = run_ranks(4, _probe, {"samples": 6, "interval": 0.0, "passes": 3, "per_rank": True, "transport": "world",
+                                "timeout": 20})
+    assert all(s == "ok" for s, _ in res.values()), res
+    doc = res[0][1][0]
+    assert doc["meta"]["passes"] == 3 and doc["meta"]["transport"] == "world"
+    assert not np.isnan(np.array(doc["latency_us"], dtype=float)).any()
+
+
+def test_probe_group_bad_parameters():
+    res = run_ranks(2, _probe, {"samples": 2, "passes": 3})
+    assert all(s == "error" and "passes must be 1..samples" in v for s, v in res.values()), res
+
+
 def _probe_dies(rank, mode):
     if rank == 3:
         real = pd_probe.ping_pong
@@ -236,7 +250,7 @@ def test_locality_group_probes_when_no_file():
     assert all(o == orders[0] for o in orders) and sorted(orders[0]) == [0, 1, 2, 3]
 
 
-def test_locality_group_small_world_is_a_noop(caplog):
+def test_locality_group_small_world_is_a_noop():
     res = run_ranks(3, _locality, {"time_limit": 0.3}, ["a", "b", "c"])
     assert all(s == "ok" for s, _ in res.values()), res
     assert all(res[r][1][0] == [0, 1, 2] and res[r][1][1] is None for r in range(3))
