@@ -41,13 +41,13 @@ def _probe(rank, kwargs):
     return out
 
 
-def run(world: int, samples: int, interval: float, timeout: float, transport: str = "pair") -> dict:
+def run(world: int, samples: int, interval: float, timeout: float, transport: str = "pair", passes: int = 1) -> dict:
     import plink.distributed  # noqa: F401 - before forking
     from plink.distributed.local import run_ranks
 
     t0 = time.monotonic()
     res = run_ranks(world, _probe, {"samples": samples, "interval": interval, "per_rank": True, "timeout": timeout,
-                                       "transport": transport},
+                                       "transport": transport, "passes": passes},
                     timeout=timeout * 4 + world * 2)
     wall = time.monotonic() - t0
     ok = [r for r, (s, v) in res.items() if s == "ok"]
@@ -72,15 +72,16 @@ def main(argv=None) -> int:
     ap.add_argument("--interval", type=float, default=0.005)
     ap.add_argument("--timeout", type=float, default=60.0)
     ap.add_argument("--transport", choices=["pair", "world"], default="pair")
+    ap.add_argument("--passes", type=int, default=1, help="passes over the rounds (1: each round once)")
     ap.add_argument("--max-ratio", type=float, default=None, help="also fail when rounds/bound exceeds this")
     ap.add_argument("--json", help="write the rows here")
     args = ap.parse_args(argv)
     rows, bad = [], []
-    print(f"in-job probe, per rank, Gloo on 127.0.0.1, transport {args.transport}, {args.samples} samples "
+    print(f"in-job probe, per rank, Gloo on 127.0.0.1, transport {args.transport}, {args.passes} pass(es), {args.samples} samples "
           f"{args.interval * 1e3:g} ms apart")
     print(f"{'ranks':>5} {'rounds':>6} {'bound':>7} {'rounds':>8} {'ratio':>6} {'rdzv':>6} {'setup':>6} {'wall':>6}  complete")
     for n in args.ranks:
-        r = run(n, args.samples, args.interval, args.timeout, args.transport)
+        r = run(n, args.samples, args.interval, args.timeout, args.transport, args.passes)
         rows.append(r)
         if "rounds" in r:
             print(f"{n:>5} {r['rounds']:>6} {r['bound_s']:>6.2f}s {r['rounds_s']:>7.2f}s {r['ratio']:>6.2f} "

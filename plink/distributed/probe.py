@@ -346,6 +346,13 @@ def probe_group(*, samples: int = 50, interval: float = 0.01, per_rank: bool = F
     t_plan = time.monotonic()
     n = len(plan.entries)
     rounds = round_robin(n)
+    if passes > 1 and transport == "pair" and n % 2:
+        # sub-groups are kept across passes; with byes (odd n) the processes would hold different numbers of
+        # groups, and torch names a local-sync group after that number, so peers would not meet
+        if rank == 0:
+            log.warning("plink.distributed: %d entries (odd): --passes %d needs an even count with transport "
+                        "'pair'; probing in 1 pass", n, passes)
+        passes = 1
     mine = next((i for i, e in enumerate(plan.entries) if e[0] == rank), None)
 
     # 2. the rounds (leaders only), ``passes`` times over the schedule
