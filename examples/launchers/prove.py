@@ -474,9 +474,10 @@ def prove_slurm_topology(b: Bench, s: SlurmCluster, order_file: Path, groups_fil
 # torchrun, DeepSpeed, Horovod
 
 
-def prove_torchrun(b: Bench, order_file: Path, slots: int, name: str, tag: str = "", port: int = 29400) -> Proof:
+def prove_torchrun(b: Bench, order_file: Path, slots: int, name: str, tag: str = "", port: int = 0) -> Proof:
     """On every host over ssh: ``torchrun --node-rank "$(plink node-rank MAP)" ...`` (static rendezvous)."""
     tmap = b.emit(order_file, "torchrun", f"nodes{tag}.torchrun")
+    port = port or 29400 + 10 * len(list(b.dir.glob("nodes*.torchrun")))
     hosts = read_order_hosts(order_file)
     py, m = shlex.quote(b.python), shlex.quote(str(tmap))
     node = (f"cd {shlex.quote(str(b.dir))} && PYTHONPATH={shlex.quote(str(ROOT))} OMP_NUM_THREADS=1 "
@@ -556,24 +557,39 @@ def prove_env(b: Bench, order_file: Path, name: str) -> list[Proof]:
 # orders
 
 
-def make_orders(b: Bench, seed: int = 0, count: int = 20) -> tuple[dict[str, Path], Path]:
-    """plink's order (probe -> order -> group, the CLI) and a seeded scrambled one; the groups file."""
+def scrambled_order(c, path: Path, seed: int = 0) -> Path:
+    """A seeded order that is neither sorted by name nor rack-contiguous, as a plain order file.
+
+    A launcher that sorts hosts, or packs them its own way, cannot pass with it.  The
+    ``# address=`` notes let ``plink node-rank --master`` give rank 0's address.
+    """
+    names = [h.name for h in c.hosts]
+    rack = {h.name: h.rack for h in c.hosts}
+    addr = {h.name: h.address for h in c.hosts}
+    rng = np.random.default_rng(seed)
+    for _ in range(10000):
+        perm = [names[i] for i in rng.permutation(len(names))]
+        switches = sum(rack[perm[i]] != rack[perm[i - 1]] for i in range(1, len(perm)))
+        if perm not in (sorted(perm), sorted(perm, reverse=True)) and switches >= min(3, len(perm) - 1, c.racks + 1):
+            break
+    Path(path).write_text("".join(f"{n}  # address={addr[n]}\n" for n in perm))
+    return Path(path)
+
+
+def plink_order(b: Bench, count: int = 20) -> tuple[Path, Path]:
+    """plink's own order and groups of the cluster: ``plink probe``, ``plink order``, ``plink group``."""
     c = b.c
     plink_cli("probe", c.hostfile, "--method", "fping", "--count", str(count), "--ssh-config", c.ssh_config,
               "--known-hosts", c.known_hosts, "-o", "probe.json", cwd=b.dir)
     plink_cli("order", "probe.json", "--format", "json", "--time-limit", "1", "-o", "order.json", cwd=b.dir)
     plink_cli("group", "probe.json", "--groups", str(c.racks), "-o", "groups.json", cwd=b.dir)
-    # scrambled: seeded permutation that is neither sorted by name nor rack-contiguous
-    names = [h.name for h in c.hosts]
-    rack = {h.name: h.rack for h in c.hosts}
-    rng = np.random.default_rng(seed)
-    while True:
-        perm = [names[i] for i in rng.permutation(len(names))]
-        switches = sum(rack[perm[i]] != rack[perm[i - 1]] for i in range(1, len(perm)))
-        if perm != sorted(perm) and perm != sorted(perm, reverse=True) and switches >= min(3, len(perm) - 1):
-            break
-    (b.dir / "scrambled.txt").write_text("".join(f"{n}\n" for n in perm))
-    return {"plink": b.dir / "order.json", "scrambled": b.dir / "scrambled.txt"}, b.dir / "groups.json"
+    return b.dir / "order.json", b.dir / "groups.json"
+
+
+def make_orders(b: Bench, seed: int = 0, count: int = 20) -> tuple[dict[str, Path], Path]:
+    """plink's order (probe -> order -> group, the CLI) and a seeded scrambled one; the groups file."""
+    order, groups = plink_order(b, count)
+    return {"plink": order, "scrambled": scrambled_order(b.c, b.dir / "scrambled.txt", seed)}, groups
 
 
 # ---------------------------------------------------------------------------
