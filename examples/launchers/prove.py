@@ -669,7 +669,7 @@ def render(proofs: list[Proof], slots: int) -> str:
     lines = [f"{'launcher':<15} {'order':<16} {'ranks':>5} {'result':<7} {'s':>5}  command",
              "-" * 100]
     for p in proofs:
-        ranks = len(p.expected) if p.launcher not in ("slurm-topology", "env") else "-"
+        ranks = len(p.expected) if p.launcher not in ("slurm-topology", "env") and p.expected else "-"
         lines.append(f"{p.launcher:<15} {p.order:<16} {ranks!s:>5} {p.status:<7} {p.seconds:>5.1f}  {p.command}")
         if p.status == "ok" and p.launcher not in ("slurm-topology", "env"):
             lines.append(f"{'':<15} rank -> host: " + " ".join(f"{r}:{h}" for r, h in enumerate(p.got)))
