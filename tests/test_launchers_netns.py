@@ -45,7 +45,7 @@ SLOTS = 2
 def bench(tmp_path_factory):
     from plink.probes.netns import NetnsCluster
 
-    with NetnsCluster(racks=2, hosts_per_rack=2, prefix="plt", subnet="10.214", sshd=True) as c:
+    with NetnsCluster(racks=2, hosts_per_rack=2, sshd=True) as c:
         b = prove.Bench(c, tmp_path_factory.mktemp("launchers"))
         b.order = prove.scrambled_order(c, b.dir / "scrambled.txt", seed=1)
         names = [h.name for h in c.hosts]

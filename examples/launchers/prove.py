@@ -8,7 +8,7 @@ Run as root (network namespaces, sshd)::
 What it does:
 
 1. builds the emulated datacenter of ``plink.probes.netns.NetnsCluster`` (sshd in every host
-   namespace; prefix ``plv``, subnet ``10.204`` by default);
+   namespace; a free namespace prefix and /16 picked per run unless ``--prefix``/``--subnet``);
 2. probes it over SSH (``plink probe --method fping``), orders it (``plink order --format json``)
    and groups it (``plink group``), exactly with the CLI;
 3. for two orders - plink's, and a seeded *scrambled* one that is neither sorted by name nor
@@ -66,7 +66,7 @@ import numpy as np  # noqa: E402
 
 from plink.data.orderfile import read_order_hosts  # noqa: E402
 
-PREFIX, SUBNET = "plv", "10.204"
+PREFIX = SUBNET = None  # a free prefix and /16 picked per run (plink.probes.netns)
 LAUNCHERS = ("openmpi", "rankfile", "mpich", "slurm", "slurm-topology", "torchrun", "deepspeed", "horovod", "env")
 #: every rank prints this line; the launcher's rank variable is the first one that is set
 REPORT = r'''#!/bin/sh
@@ -615,7 +615,7 @@ def unavailable(launcher: str) -> str | None:
 
 
 def prove_all(racks: int = 2, hosts_per_rack: int = 3, slots: int = 2, only=LAUNCHERS, seed: int = 0,
-              prefix: str = PREFIX, subnet: str = SUBNET, log=print) -> tuple[list[Proof], dict]:
+              prefix: str | None = PREFIX, subnet: str | None = SUBNET, log=print) -> tuple[list[Proof], dict]:
     from plink.probes.netns import NetnsCluster
 
     proofs: list[Proof] = []
@@ -624,7 +624,8 @@ def prove_all(racks: int = 2, hosts_per_rack: int = 3, slots: int = 2, only=LAUN
     with NetnsCluster(racks=racks, hosts_per_rack=hosts_per_rack, prefix=prefix, subnet=subnet, sshd=True) as c, \
             tempfile.TemporaryDirectory(prefix="plink-prove-") as tmp:
         b = Bench(c, Path(tmp))
-        log(f"cluster: {racks} racks x {hosts_per_rack} hosts up in {time.monotonic() - t0:.1f} s")
+        log(f"cluster: {racks} racks x {hosts_per_rack} hosts up in {time.monotonic() - t0:.1f} s "
+            f"(prefix {c.prefix}, subnet {c.subnet}.0.0/16)")
         orders, groups = make_orders(b, seed)
         for name, f in orders.items():
             log(f"{name} order: {' '.join(h.name for h in read_order_hosts(f))}")
@@ -685,8 +686,8 @@ def main(argv=None) -> int:
     ap.add_argument("--slots", type=int, default=2, help="processes per host")
     ap.add_argument("--only", default=",".join(LAUNCHERS), help=f"comma-separated subset of {','.join(LAUNCHERS)}")
     ap.add_argument("--seed", type=int, default=0, help="seed of the scrambled order")
-    ap.add_argument("--prefix", default=PREFIX, help="namespace prefix")
-    ap.add_argument("--subnet", default=SUBNET, help="first two octets of the cluster's /16")
+    ap.add_argument("--prefix", default=PREFIX, help="namespace prefix (default: a free one)")
+    ap.add_argument("--subnet", default=SUBNET, help="first two octets of the cluster's /16 (default: a free one)")
     ap.add_argument("--json", help="also write the proofs here")
     args = ap.parse_args(argv)
     only = [x.strip() for x in args.only.split(",") if x.strip()]
