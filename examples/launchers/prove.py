@@ -100,6 +100,10 @@ class LauncherError(RuntimeError):
     pass
 
 
+class EnvironmentUnfit(LauncherError):
+    """The launcher is installed but this machine cannot run it (e.g. slurmd without cgroups)."""
+
+
 # ---------------------------------------------------------------------------
 # plumbing
 
@@ -305,7 +309,15 @@ class SlurmCluster:
             self.procs.append(subprocess.Popen(argv, env=self.env(), stdin=subprocess.DEVNULL,
                                                stdout=subprocess.DEVNULL, stderr=open(d / f"slurmd-{h.name}.out", "ab"),
                                                start_new_session=True))
-        self.wait_idle()
+        try:
+            self.wait_idle()
+        except LauncherError:
+            for f in sorted(d.glob("slurmd-*.out")):
+                text = f.read_text(errors="replace")
+                if "Unable to initialize cgroup plugin" in text or "cgroup" in text and "initialization failed" in text:
+                    last = [ln for ln in text.splitlines() if "error" in ln][-3:]
+                    raise EnvironmentUnfit(f"slurmd cannot start on this machine: {' / '.join(last)}") from None
+            raise
 
     def _start_ctld(self) -> None:
         h = self.ctld_host
