@@ -226,7 +226,7 @@ def order_hosts(
     off = ~np.eye(n, dtype=bool)
     if n > 1 and not np.isfinite(probe.latency[off]).any():
         raise PlinkError("no pair of hosts was measured: nothing to order by")
-    groups = find_groups(probe, labels, seed)
+    groups = find_groups(probe, labels, seed, use_bandwidth)
     n_missing = probe.n_missing_pairs()
     cm, kind, notes = _build(model, algo, probe, groups, "high", size, base, use_bandwidth, nic_gbps)
     cm_low = _build(model, algo, probe, groups, "low", size, base, use_bandwidth, nic_gbps)[0] if n_missing else cm

@@ -18,7 +18,11 @@ monotone in each pair's latency.
 
 **Groups** come from ``--groups`` (labels), else from the probe file's
 measured uplinks (``ProbeData.uplinks``: host sets with ``up_bps`` /
-``down_bps``), else from ``plink.structure.hierarchy.infer_hierarchy``.
+``down_bps``), else from ``plink.structure.hierarchy.infer_hierarchy`` over
+the latency matrix or, when more confident, the inverse bandwidth matrix
+(by silhouette; the probe measures the pairs of a round concurrently, so cross-rack pairs
+share uplinks and measure slower: on the emulated 16-host cluster under load
+latency did not separate the racks and bandwidth did).
 
 **Capacities.**  NIC: with a bandwidth matrix, a host's fastest measured
 pair (isolated pairs do show what a NIC carries); without one, ``nic_gbps``
@@ -101,7 +105,7 @@ class Groups:
     """Group label per host and where it came from."""
 
     labels: np.ndarray
-    source: str  #: "groups file", "probe uplinks", "inferred" or "none"
+    source: str  #: "groups file", "probe uplinks", "inferred from latency|bandwidth" or "none"
     confidence: float | None = None
     notes: list[str] = field(default_factory=list)
 
@@ -115,8 +119,33 @@ def _relabel(labels) -> np.ndarray:
     return inv.astype(np.int64)
 
 
-def find_groups(probe: ProbeData, labels=None, seed: int = 0) -> Groups:
-    """Groups of ``probe``'s hosts: given ``labels``, else measured uplinks, else inferred."""
+def separation(matrix: np.ndarray, labels: np.ndarray) -> float:
+    """Silhouette of ``labels`` on the symmetrised ``matrix`` (missing pairs at the median); 0 for one group.
+
+    Used to choose between groupings inferred from different matrices, so it
+    does not depend on how the inference scores itself.  O(N^2).
+    """
+    from sklearn.metrics import silhouette_score
+
+    k = len(np.unique(labels))
+    n = len(labels)
+    if k < 2 or k >= n:
+        return 0.0
+    d = np.fmax(matrix, np.asarray(matrix).T).astype(float)
+    off = ~np.eye(n, dtype=bool)
+    d[~np.isfinite(d)] = float(np.median(d[off & np.isfinite(d)]))
+    np.fill_diagonal(d, 0.0)
+    return float(silhouette_score(d, labels, metric="precomputed"))
+
+
+def find_groups(probe: ProbeData, labels=None, seed: int = 0, use_bandwidth: bool = True) -> Groups:
+    """Groups of ``probe``'s hosts: given ``labels``, else measured uplinks, else inferred.
+
+    Inferred from the latency matrix and, when the probe has one, from the
+    inverse bandwidth matrix; the grouping with the higher silhouette
+    (``separation``) on its own matrix wins.  ``Groups.confidence`` is that
+    silhouette.
+    """
     if labels is not None:
         return Groups(_relabel(labels), "groups file")
     uplinks = getattr(probe, "uplinks", None)
@@ -136,10 +165,24 @@ def find_groups(probe: ProbeData, labels=None, seed: int = 0) -> Groups:
         return Groups(np.zeros(probe.n, dtype=np.int64), "none")
     from plink.structure.hierarchy import infer_hierarchy
 
-    h = infer_hierarchy(probe.latency, random_state=seed)
-    conf = getattr(h, "confidence", None)
-    conf = float(np.mean(conf)) if conf is not None and np.size(conf) else None
-    return Groups(_relabel(h.labels), "inferred", conf)
+    def run(matrix):
+        h = infer_hierarchy(matrix, random_state=seed)
+        lab = _relabel(h.labels)
+        return lab, separation(matrix, lab)
+
+    labels, conf = run(probe.latency)
+    source = "inferred from latency"
+    if probe.bandwidth is not None and use_bandwidth:
+        # the probe runs the pairs of a round at the same time, so cross-rack pairs share uplinks and
+        # measure slower: 1/bandwidth is a distance (§4.2.1), often clearer than latency on busy hosts
+        bw = probe.bandwidth
+        with np.errstate(divide="ignore", invalid="ignore"):
+            inv = np.where(bw > 0, 1.0 / bw, np.nan)
+        if np.isfinite(inv[~np.eye(probe.n, dtype=bool)]).sum() >= probe.n:
+            lab_bw, conf_bw = run(inv)
+            if (conf_bw or 0.0) > (conf or 0.0):
+                labels, conf, source = lab_bw, conf_bw, "inferred from bandwidth"
+    return Groups(labels, source, conf)
 
 
 def network(probe: ProbeData, groups: Groups, *, fill: str = "high", use_bandwidth: bool = True,

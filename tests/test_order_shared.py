@@ -28,7 +28,7 @@ def test_ring_is_group_contiguous_on_clear_structure(seed):
     res = order_hosts(pd, "ring", time_limit=1.0, max_iter=150, seed=seed)
     truth = [lab[-1] for lab in pd.truth.labels]
     assert _changes(_racks(res.order, truth)) == 4  # enters and leaves each rack once
-    assert res.groups["k"] == 4 and res.groups["source"] == "inferred"
+    assert res.groups["k"] == 4 and res.groups["source"].startswith("inferred")
     assert res.cost_plink <= res.cost_contiguous * (1 + 1e-9)
     assert res.cost_plink * 2 < res.cost_random_median
 

@@ -1,0 +1,168 @@
+"""The shared-link cost model against the dissertation's pair-sum model: simulated and measured.
+
+Part 1, simulated datacenters with oversubscribed rack uplinks (ground truth
+known).  Every order is priced by a *truth* model: the shared-link model
+over the true racks, true NIC speed and true uplink capacity
+(``hosts_per_rack x host_gbps / oversubscription``) - not the model plink
+searched with (plink infers the racks and, not having measured uplinks,
+assumes one NIC per uplink).  Printed per case and algorithm: truth seconds
+of plink's order with the shared model (default), plink's order with the
+pair-sum model (``--model pairsum``, the dissertation's), the rack-contiguous
+order (true racks in index order) and the median of 100 random orders.
+Target: shared <= 1.01 x min(pairsum, rack-contiguous) on every case.
+
+Part 2, measured (``--data DIR``: the ``plink-proof`` JSON files of the
+netns cluster, one per case: two probe files, the true rack per host, and
+for >= 12 orders the measured all-reduce seconds per collective).  For each
+probe (latency only, with bandwidth), collective and model: Spearman and
+Pearson correlation of predicted against measured seconds over the orders
+(groups inferred as plink does, and the true racks), and the measured time of
+the order the model predicts fastest over the best measured order.  Target:
+Spearman >= 0.9 for each collective with the shared model.
+
+    python benchmarks/costmodels.py                       # simulated only
+    python benchmarks/costmodels.py --data /work/helpers/data
+    python benchmarks/costmodels.py --quick               # 2 shapes, 1 seed
+
+Exits 1 when a target is not met.
+"""
+
+from __future__ import annotations
+
+import argparse
+import glob
+import json
+import os
+import sys
+
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+from plink import order_hosts, simulate_datacenter  # noqa: E402
+from plink.data.probefile import from_dict  # noqa: E402
+from plink.pricing import find_groups, network, pair_cost  # noqa: E402
+from plink.solvers.contention import Network, SharedCostModel  # noqa: E402
+from plink.solvers.costmodels import CostModel  # noqa: E402
+from plink.solvers.groupsearch import rack_contiguous  # noqa: E402
+
+SHAPES = [dict(racks=4, hosts_per_rack=4), dict(racks=4, hosts_per_rack=8), dict(racks=8, hosts_per_rack=4),
+          dict(racks=2, rows=2, hosts_per_rack=8)]
+COLLECTIVES = {"gloo_ring": "ring", "mpi_ring": "ring", "mpi_recursive_doubling": "rd",
+               "mpi_rabenseifner": "hd", "mpi_tree": "dbt"}
+
+
+def truth_model(probe, algo, size, host_gbps, oversub, per_rack) -> SharedCostModel:
+    racks = ["/".join(t) for t in probe.truth.labels]
+    labels = np.unique(racks, return_inverse=True)[1]
+    k = labels.max() + 1
+    nic = np.full(probe.n, host_gbps * 1e9 / 8)
+    up = np.full(k, per_rack * host_gbps / oversub * 1e9 / 8)
+    lat = np.nan_to_num(probe.latency, nan=np.nanmax(probe.latency)) * 1e-6 / 2
+    return SharedCostModel(algo, Network(lat, nic, nic, labels, up, up.copy()), size)
+
+
+def simulated(args) -> bool:
+    ok = True
+    shapes = SHAPES[:2] if args.quick else SHAPES
+    seeds = range(1) if args.quick else range(args.seeds)
+    size = 16 * 2**20
+    print(f"# simulated: truth seconds of each order ({size >> 20} MiB, host 25 Gbit/s, oversubscription 4, "
+          f"plink {args.time_limit:g} s per search)")
+    print(f"{'case':28s} {'algo':5s} {'probe':9s} {'shared':>9s} {'pairsum':>9s} {'contig':>9s} {'random':>9s}"
+          f" {'pairsum/shared':>15s} {'contig/shared':>14s}")
+    for shape in shapes:
+        for seed in seeds:
+            probe = simulate_datacenter(**shape, seed=seed, bandwidth=True, oversubscription=4.0, jitter=0.05)
+            per = shape["hosts_per_rack"]
+            name = "x".join(f"{v}{k[0]}" for k, v in shape.items()) + f" s{seed}"
+            for algo in args.algos:
+                if algo == "bcube" and probe.n & (probe.n - 1):
+                    continue
+                tm = truth_model(probe, algo, size, 25.0, 4.0, per)
+                racks = np.unique(["/".join(t) for t in probe.truth.labels], return_inverse=True)[1]
+                contig = tm(rack_contiguous(racks))
+                rng = np.random.default_rng(seed)
+                rand = float(np.median(tm.batch(np.array([rng.permutation(probe.n) for _ in range(100)]))))
+                for use_bw in (True, False):
+                    kw = dict(size=size, time_limit=args.time_limit, seed=seed, use_bandwidth=use_bw)
+                    s = tm(order_hosts(probe, algo, model="shared", **kw).order)
+                    p = tm(order_hosts(probe, algo, model="pairsum", **kw).order)
+                    met = s <= 1.01 * min(p, contig)
+                    ok &= met
+                    print(f"{name:28s} {algo:5s} {'lat+bw' if use_bw else 'latency':9s} {s:9.4f} {p:9.4f} "
+                          f"{contig:9.4f} {rand:9.4f} {p / s:15.2f} {contig / s:14.2f}{'' if met else '  NOT met'}",
+                          flush=True)
+    return ok
+
+
+def _spearman(a, b) -> float:
+    from scipy.stats import spearmanr
+
+    return float(spearmanr(a, b)[0])
+
+
+def measured(args) -> bool:
+    files = sorted(glob.glob(os.path.join(args.data, "*.json")))
+    if not files:
+        print(f"# measured: no data files in {args.data}")
+        return True
+    ok = True
+    print("\n# measured (netns cluster): correlation of predicted and measured seconds over the orders;")
+    print("# pick = measured time of the model's predicted-fastest order / best measured order")
+    print(f"{'case':6s} {'probe':9s} {'collective':24s} {'orders':>6s} {'groups':9s} {'model':8s} "
+          f"{'spearman':>8s} {'pearson':>8s} {'pick':>6s}  pick order")
+    for path in files:
+        with open(path) as fh:
+            doc = json.load(fh)
+        case = doc.get("case", os.path.basename(path))
+        truth = doc.get("rack")
+        for kind, pdoc in doc.get("probes", {}).items():
+            probe = from_dict(pdoc, path)
+            for coll, algo in COLLECTIVES.items():
+                rows = [(k, np.array(v["order"]), v["measured"][coll]) for k, v in doc["orders"].items()
+                        if coll in v.get("measured", {})]
+                if len(rows) < 4:
+                    continue
+                size = doc["size_bytes"] if coll.startswith("gloo") else doc.get("mpi_size_bytes", doc["size_bytes"])
+                meas = np.array([r[2] for r in rows])
+                best = meas.min()
+                for gname, labels in (("inferred", None), ("true", truth)):
+                    groups = find_groups(probe, labels)
+                    models = {"shared": SharedCostModel(algo, network(probe, groups), size),
+                              "pairsum": CostModel(algo, pair_cost(probe, True, groups.labels)[0], size)}
+                    for mname, m in models.items():
+                        if mname == "pairsum" and gname == "true":
+                            continue  # the pair-sum model does not use groups
+                        pred = np.array([m(r[1]) for r in rows])
+                        rho = _spearman(pred, meas)
+                        r = float(np.corrcoef(pred, meas)[0, 1])
+                        k = int(np.argmin(pred))
+                        met = not (mname == "shared" and gname == "inferred") or rho >= 0.9
+                        ok &= met
+                        print(f"{case:6s} {kind:9s} {coll:24s} {len(rows):6d} {gname:9s} {mname:8s} {rho:8.2f} "
+                              f"{r:8.2f} {meas[k] / best:6.2f}  {rows[k][0]}{'' if met else '  NOT met'}",
+                              flush=True)
+    return ok
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--data", help="folder of plink-proof JSON files (netns measurements)")
+    ap.add_argument("--seeds", type=int, default=2)
+    ap.add_argument("--time-limit", type=float, default=2.0)
+    ap.add_argument("--algos", nargs="+", default=["ring", "hd", "rd", "dbt"])
+    ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--skip-simulated", action="store_true")
+    args = ap.parse_args()
+    ok = True
+    if not args.skip_simulated:
+        ok &= simulated(args)
+    if args.data:
+        ok &= measured(args)
+    print("\ntargets " + ("met" if ok else "NOT met"))
+    sys.exit(0 if ok else 1)
+
+
+if __name__ == "__main__":
+    main()
