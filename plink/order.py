@@ -175,8 +175,9 @@ def order_hosts(
     """Search for a rank order of ``probe``'s hosts minimising ``algo``'s cost.
 
     ``algo`` is one of ``ring``, ``hd`` (Rabenseifner halving-doubling),
-    ``rd`` (recursive doubling), ``dbt`` (double binary tree) or ``bcube``
-    (with ``base``); ``size`` is the all-reduce size in bytes.  ``labels``
+    ``rd`` (recursive doubling), ``dbt`` (double binary tree), ``bcube``
+    (with ``base``) or, with the shared model only, ``bintree`` (Open MPI's
+    binary-tree reduce + broadcast); ``size`` is the all-reduce size in bytes.  ``labels``
     (one group label per host, e.g. from ``plink group``) overrides the
     groups found in the data.
 
@@ -198,8 +199,10 @@ def order_hosts(
     start = time.perf_counter()
     if model not in MODELS:
         raise PlinkError(f"unknown cost model {model!r} (choose from {', '.join(MODELS)})")
-    if algo not in ALGORITHMS or (model == "shared" and algo not in SHARED_ALGORITHMS):
-        raise PlinkError(f"unknown algorithm {algo!r} (choose from {', '.join(ALGORITHMS)})")
+    known = SHARED_ALGORITHMS if model == "shared" else ALGORITHMS
+    if algo not in known:
+        extra = " (bintree: --model shared only)" if algo in SHARED_ALGORITHMS else ""
+        raise PlinkError(f"unknown algorithm {algo!r} for the {model} model (choose from {', '.join(known)}){extra}")
     if not (time_limit > 0):
         raise PlinkError(f"time limit must be > 0 seconds, got {time_limit}")
     if not (smt_time >= 0):
@@ -220,7 +223,8 @@ def order_hosts(
     if labels is not None and len(labels) != n:
         raise PlinkError(f"got {len(labels)} group labels for {n} hosts")
     try:
-        check_algorithm(algo, n, base)
+        if algo in ALGORITHMS:
+            check_algorithm(algo, n, base)
     except ValueError as exc:
         raise PlinkError(str(exc)) from None
     off = ~np.eye(n, dtype=bool)

@@ -61,6 +61,15 @@ library source named):
     peers differing only in digit ``i`` (reduce-scatter), and the all-gather
     repeats the same flows in reverse digit order.
 
+``bintree``  Open MPI ``allreduce`` algorithm 2 (``nonoverlapping``: reduce to
+    rank 0, then broadcast) with the binary-tree reduce (4) and broadcast (5)
+    of ``coll_tuned``, over ``ompi_coll_base_topo_build_tree(2, comm, 0)``
+    (children of the ``i``-th rank of level ``L``: ``2^(L+1) - 1 + i`` and
+    that plus ``2^L``).  Both phases are segmented pipelines: each sends
+    ``S`` over every tree edge (up, then down), all edges concurrent; the
+    latency term per tree level is its slowest edge, counted twice.
+    (The shared model only; not NCCL's tree.)
+
 Identical steps are merged (``repeat``), so a ring is one step repeated
 ``2(N-1)`` times and costs one evaluation.
 
@@ -84,7 +93,7 @@ import numpy as np
 
 from .costmodels import dbt_levels, is_power_of
 
-SHARED_ALGORITHMS = ("ring", "hd", "rd", "dbt", "bcube")
+SHARED_ALGORITHMS = ("ring", "hd", "rd", "dbt", "bcube", "bintree")
 
 
 # ---------------------------------------------------------------------------
@@ -287,6 +296,43 @@ def dbt_steps(n: int, size: float) -> list[Step]:
     return _merge(steps)
 
 
+def bintree_edges(n: int) -> list[tuple[int, int, int]]:
+    """``(parent, child, child_level)`` of Open MPI's fanout-2 tree rooted at rank 0.
+
+    ``ompi_coll_base_topo_build_tree(2, comm, 0)``: level ``L`` holds ranks
+    ``2^L - 1 .. 2^(L+1) - 2``; the ``i``-th rank of level ``L`` has children
+    ``2^(L+1) - 1 + i`` and ``2^(L+1) - 1 + i + 2^L`` (7 ranks: 0 -> 1, 2;
+    1 -> 3, 5; 2 -> 4, 6).
+    """
+    out = []
+    level, first = 0, 0
+    while first < n:
+        delta = 1 << level
+        nxt = first + delta
+        for i in range(delta):
+            r = first + i
+            if r >= n:
+                break
+            for k in range(2):
+                c = nxt + i + k * delta
+                if c < n:
+                    out.append((r, c, level + 1))
+        first, level = nxt, level + 1
+    return out
+
+
+def bintree_steps(n: int, size: float) -> list[Step]:
+    """Open MPI allreduce algorithm 2 with binary-tree reduce and broadcast (see module docstring)."""
+    if n < 2:
+        return []
+    e = np.array(bintree_edges(n), dtype=np.int64)
+    par, ch, lvl = e[:, 0], e[:, 1], e[:, 2]
+    steps = [_step(ch[lvl == d], par[lvl == d], 0.0, repeat=2) for d in sorted(set(lvl.tolist()))]
+    steps.append(_step(ch, par, size, latency=False))  # reduce: every edge carries S up, pipelined
+    steps.append(_step(par, ch, size, latency=False))  # then broadcast: S down
+    return _merge(steps)
+
+
 def bcube_steps(n: int, size: float, base: int = 2) -> list[Step]:
     """Gloo's BCube (see module docstring); ``N = base^x`` only."""
     if base < 2:
@@ -325,6 +371,8 @@ def schedule(algo: str, n: int, size: float, base: int = 2) -> list[Step]:
         return dbt_steps(n, size)
     if algo == "bcube":
         return bcube_steps(n, size, base)
+    if algo == "bintree":
+        return bintree_steps(n, size)
     raise ValueError(f"unknown algorithm {algo!r} (choose from {', '.join(SHARED_ALGORITHMS)})")
 
 
@@ -356,13 +404,19 @@ class SharedCostModel:
         self._inv = net.inverse_capacities()
         self._L = len(self._inv)
 
-    def batch(self, perms) -> np.ndarray:
-        """Seconds for each row of ``perms`` (``(M, N)``). O(M x flows)."""
+    def batch(self, perms, smooth: bool = False):
+        """Seconds for each row of ``perms`` (``(M, N)``). O(M x flows).
+
+        With ``smooth``, also returns a smooth companion per order: the same
+        sum with every max replaced by a mean (flow latency) or a root mean
+        square (link time), which the search uses to break the model's plateaus.
+        """
         P = np.asarray(perms, dtype=np.int64)
         if P.ndim == 1:
             P = P[None, :]
         M = P.shape[0]
         total = np.zeros(M)
+        soft = np.zeros(M)
         net, n, G, L = self.net, self.n, self.net.n_groups, self._L
         dummy = L - 1
         rows = (np.arange(M) * L)[:, None]
@@ -371,7 +425,10 @@ class SharedCostModel:
             hd = P[:, s.dst]
             t = np.zeros(M)
             if s.latency:
-                t += net.latency[hs, hd].max(axis=1)
+                lat = net.latency[hs, hd]
+                t += lat.max(axis=1)
+                if smooth:
+                    soft += s.repeat * lat.mean(axis=1)
             if s.nbytes.any():
                 gs, gd = net.groups[hs], net.groups[hd]
                 cross = gs != gd
@@ -380,9 +437,12 @@ class SharedCostModel:
                 )
                 w = np.broadcast_to(np.tile(s.nbytes, 4), idx.shape)
                 loads = np.bincount((idx + rows).ravel(), weights=w.ravel(), minlength=M * L).reshape(M, L)
-                t += (loads * self._inv).max(axis=1)
+                times = loads * self._inv
+                t += times.max(axis=1)
+                if smooth:
+                    soft += s.repeat * np.sqrt((times[:, :-1] ** 2).mean(axis=1))
             total += s.repeat * t
-        return total
+        return (total, soft) if smooth else total
 
     def __call__(self, perm) -> float:
         p = np.asarray(perm, dtype=np.int64)

@@ -141,28 +141,6 @@ def group_starts(model: SharedCostModel, max_groups_enumerated: int = 7) -> list
 # annealing
 
 
-def _smooth(model: SharedCostModel, P: np.ndarray) -> np.ndarray:
-    """Mean flow latency + RMS link load time per step (summed with repeats): breaks plateaus."""
-    net, n, G = model.net, model.n, model.net.n_groups
-    L = len(model._inv)
-    M = P.shape[0]
-    rows = (np.arange(M) * L)[:, None]
-    out = np.zeros(M)
-    for s in model.steps:
-        hs, hd = P[:, s.src], P[:, s.dst]
-        t = net.latency[hs, hd].mean(axis=1) if s.latency else np.zeros(M)
-        if s.nbytes.any():
-            gs, gd = net.groups[hs], net.groups[hd]
-            cross = gs != gd
-            idx = np.concatenate([hs, n + hd, np.where(cross, 2 * n + gs, L - 1),
-                                  np.where(cross, 2 * n + G + gd, L - 1)], axis=1)
-            w = np.broadcast_to(np.tile(s.nbytes, 4), idx.shape)
-            loads = np.bincount((idx + rows).ravel(), weights=w.ravel(), minlength=M * L).reshape(M, L) * model._inv
-            t = t + np.sqrt((loads[:, :-1] ** 2).mean(axis=1))
-        out += s.repeat * t
-    return out
-
-
 def _propose(perm: np.ndarray, groups: np.ndarray, rng: np.random.Generator, k: int) -> np.ndarray:
     n = len(perm)
     out = np.repeat(perm[None, :], k, axis=0)
@@ -210,8 +188,9 @@ def anneal_shared(model: SharedCostModel, init, *, time_limit: float = 2.0, max_
     if n < 3:
         return cur, model(cur), 0
     groups = model.net.groups
-    cur_c = float(model(cur))
-    cur_obj = cur_c + 0.01 * float(_smooth(model, cur[None, :])[0])
+    c0, s0 = model.batch(cur[None, :], smooth=True)
+    cur_c = float(c0[0])
+    cur_obj = cur_c + 0.01 * float(s0[0])
     best, best_c, best_obj = cur.copy(), cur_c, cur_obj
     t0 = 1e-3 * max(cur_c, 1e-12)
     start = time.perf_counter()
@@ -229,8 +208,8 @@ def anneal_shared(model: SharedCostModel, init, *, time_limit: float = 2.0, max_
             frac = (now - start) / max(1e-9, stop - start)
         temp = t0 * 1e-3 ** frac
         cand = _propose(cur, groups, rng, batch)
-        c = model.batch(cand)
-        obj = c + 0.01 * _smooth(model, cand)
+        c, soft = model.batch(cand, smooth=True)
+        obj = c + 0.01 * soft
         k = int(np.argmin(obj))
         d = obj[k] - cur_obj
         if d <= 0 or rng.random() < math.exp(-d / temp):

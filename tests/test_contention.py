@@ -130,8 +130,32 @@ def ref_price(steps, perm, lat, nic_s, nic_r, groups, up, down):
     return total
 
 
+def ref_bintree(n, S):
+    """Open MPI's fanout-2 tree as its source comment draws it: 0 -> 1, 2; 1 -> 3, 5; 2 -> 4, 6; ..."""
+    parent = {}
+    level_start, width = 0, 1
+    while level_start < n:
+        nxt = level_start + width
+        for i in range(width):
+            for c in (nxt + i, nxt + i + width):
+                if level_start + i < n and c < n:
+                    parent[c] = level_start + i
+        level_start, width = nxt, width * 2
+
+    def depth(r):
+        return 0 if r == 0 else 1 + depth(parent[r])
+
+    steps = []
+    for d in sorted({depth(c) for c in parent}):
+        lvl = [(c, p, 0.0) for c, p in parent.items() if depth(c) == d]
+        steps += [(lvl, True), (lvl, True)]
+    steps.append(([(c, p, S) for c, p in parent.items()], False))
+    steps.append(([(p, c, S) for c, p in parent.items()], False))
+    return steps
+
+
 def ref_steps(algo, n, S, B=2):
-    return {"ring": lambda: ref_ring(n, S), "hd": lambda: ref_rabenseifner(n, S), "rd": lambda: ref_rd(n, S),
+    return {"bintree": lambda: ref_bintree(n, S), "ring": lambda: ref_ring(n, S), "hd": lambda: ref_rabenseifner(n, S), "rd": lambda: ref_rd(n, S),
             "dbt": lambda: ref_dbt(n, S), "bcube": lambda: ref_bcube(n, S, B)}[algo]()
 
 
@@ -147,7 +171,7 @@ def random_net(rng, n, k):
 
 @settings(max_examples=60, deadline=None)
 @given(n=st.integers(1, 13), k=st.integers(1, 4), seed=st.integers(0, 10**6),
-       algo=st.sampled_from(["ring", "hd", "rd", "dbt"]), size=st.sampled_from([0.0, 1e3, 16 * 2**20]))
+       algo=st.sampled_from(["ring", "hd", "rd", "dbt", "bintree"]), size=st.sampled_from([0.0, 1e3, 16 * 2**20]))
 def test_models_match_reference(n, k, seed, algo, size):
     rng = np.random.default_rng(seed)
     net = random_net(rng, n, k)
@@ -205,13 +229,19 @@ def test_testbed_table_in_seconds():
         assert m(np.arange(n).reshape(racks, 4).T.ravel()) == pytest.approx(interleaved_s, rel=0.1)
 
 
+def test_bintree_shape_of_open_mpi():
+    from plink.solvers.contention import bintree_edges
+
+    assert sorted((p, c) for p, c, _ in bintree_edges(7)) == [(0, 1), (0, 2), (1, 3), (1, 5), (2, 4), (2, 6)]
+
+
 def test_conservative_uplinks_are_one_nic():
     nic = np.array([1.0, 2.0, 3.0, 10.0, 10.0])
     assert conservative_uplinks(nic, np.array([0, 0, 0, 1, 1])).tolist() == [2.0, 10.0]
 
 
 @pytest.mark.parametrize("algo,n", [("ring", 6), ("ring", 7), ("hd", 6), ("hd", 8), ("rd", 7), ("dbt", 6),
-                                    ("bcube", 8)])
+                                    ("bcube", 8), ("bintree", 7)])
 def test_lower_bound_never_above_exhaustive_optimum(algo, n):
     rng = np.random.default_rng(n)
     for _ in range(3):

@@ -97,7 +97,7 @@ def _check_format_options(fmt: str, slots: int, groups_file: str | None) -> None
 
 @cli.command()
 @click.argument("probefile", type=click.Path(dir_okay=False))
-@click.option("--algo", type=click.Choice(["ring", "hd", "rd", "dbt", "bcube"]), default="ring", show_default=True,
+@click.option("--algo", type=click.Choice(["ring", "hd", "rd", "dbt", "bcube", "bintree"]), default="ring", show_default=True,
               help="Collective algorithm to optimise for.")
 @click.option("--size", default="25MiB", show_default=True, help="All-reduce size (bytes, or KiB/MiB/GiB/KB/MB/GB).")
 @click.option("--base", default=2, show_default=True, type=int, help="BCube base (--algo bcube).")
