@@ -18,8 +18,10 @@ it), not by a sum of hops.  What works:
    groups are aligned blocks of ``hd``/``rd``/BCube), and, for up to 7
    groups, every cyclic order of the groups (``(G-1)!``); inside a group a
    nearest-neighbour path by latency, entered at the host closest to the
-   previous group's exit host.  Plus the caller's ``starts`` (e.g. the
-   pair-sum model's order) and the input order.
+   previous group's exit host.  Plus the caller's ``starts``, the input
+   order, and greedy-edge and nearest-neighbour tours over the latencies
+   (they keep racks together through the nearest pairs even when the
+   inferred groups are wrong).
 3. **Refinement**: batched simulated annealing under the full model.  Each
    iteration proposes ``batch`` moves (swap two ranks, swap two ranks of one
    group, reverse a segment, move a segment of 1-3 ranks, exchange two
@@ -44,6 +46,7 @@ import numpy as np
 
 from .contention import SharedCostModel
 from .exact import EXHAUSTIVE_MAX_EVALS
+from .ringsearch import greedy_edge_tour, nearest_neighbour_tour
 from .solve import SolveResult
 
 
@@ -240,7 +243,9 @@ def minimise_shared(model: SharedCostModel, *, init=None, starts=(), time_limit:
             perm, cost = init, cost_init
         return SolveResult(perm, cost, True, cost, "exhaustive",
                            {"seconds": round(time.perf_counter() - t_start, 3), "orders": exact_count(model)})
-    cands = [("input", init)] + list(starts) + group_starts(model)
+    sym = np.maximum(model.net.latency, model.net.latency.T)
+    tours = [("greedy-edge", greedy_edge_tour(sym)), ("nearest-neighbour", nearest_neighbour_tour(sym, 0))]
+    cands = [("input", init)] + list(starts) + group_starts(model) + tours
     costs = model.batch(np.array([p for _, p in cands]))
     k = int(np.argmin(costs))
     name, start_perm = cands[k]
