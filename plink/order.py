@@ -233,6 +233,9 @@ def order_hosts(
     groups = find_groups(probe, labels, seed, use_bandwidth)
     n_missing = probe.n_missing_pairs()
     cm, kind, notes = _build(model, algo, probe, groups, "high", size, base, use_bandwidth, nic_gbps)
+    if model == "shared" and groups.k < 2 and n > 2:
+        notes.append("no racks found in the data (one group): the model sees no shared uplinks; "
+                     "give them with --groups if you know them")
     cm_low = _build(model, algo, probe, groups, "low", size, base, use_bandwidth, nic_gbps)[0] if n_missing else cm
     identity = np.arange(n)
     contiguous = rack_contiguous(groups.labels)

@@ -150,3 +150,22 @@ def test_missing_everything_is_a_clear_error():
         order_hosts(pd)
     with pytest.raises(PlinkError, match="cost model"):
         order_hosts(simulate_datacenter(racks=2, hosts_per_rack=2), model="sum")
+
+
+def test_uplinks_spanning_several_groups_become_an_outer_level():
+    n = 8
+    lat = np.full((n, n), 10.0)
+    np.fill_diagonal(lat, 0)
+    pd = from_matrix(lat, [f"h{i}" for i in range(n)])
+    pd.uplinks = [SimpleNamespace(hosts=(0, 1, 2, 3), up_bps=1e8, down_bps=1e8),
+                  SimpleNamespace(hosts=(4, 5), up_bps=2e8, down_bps=2e8)]
+    groups = find_groups(pd, labels=np.array([0, 0, 1, 1, 2, 2, 3, 3]))
+    net = network(pd, groups)
+    assert net.up[2] == 2e8  # (4, 5) is group 2: its measured uplink
+    assert len(net.outer) == 1
+    lab, up, _ = net.outer[0]
+    assert set(lab[:4]) == {0} and up[0] == 1e8 and np.isinf(up[lab[6]])
+    m = SharedCostModel("ring", net, 1e6)
+    # ring 0..7: one flow leaves {0,1,2,3} and one enters it; interleaving the two halves puts 4 there
+    assert m.max_uplink_flows(np.arange(n)) == 1
+    assert m.max_uplink_flows(np.array([0, 4, 1, 5, 2, 6, 3, 7])) == 4
