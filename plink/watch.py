@@ -492,6 +492,7 @@ def watch(
     top: int = 5,
     now: Callable[[], datetime] = _utcnow,
     solve: Callable[..., Any] | None = None,
+    model: str = "pairsum",
 ) -> WatchResult:
     """One cron run over ``state_dir``: probe, compare, re-order if it pays.
 
@@ -510,7 +511,9 @@ def watch(
 
     solve = solve or order_hosts
     size = DEFAULT_SIZE if size is None else int(size)
-    search = dict(size=size, time_limit=time_limit, seed=seed, base=base)
+    # the pair-sum model (dissertation §5.2.1), as watch's hysteresis was designed and measured with;
+    # model="shared" prices rack uplinks (plink order's default)
+    search = dict(size=size, time_limit=time_limit, seed=seed, base=base, model=model)
     if max_iter is not None:  # a reproducible search (tests, benchmarks)
         search["max_iter"] = max_iter
     if window < 1:
