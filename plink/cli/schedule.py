@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from plink.cli._app import _echo_json, _load_probe, _stderr_console, cli
+from plink.cli._app import _echo_json, _stderr_console, cli, matrix_input_options
 from plink.errors import PlinkError
 
 
@@ -65,7 +65,8 @@ def render_schedule_summary(s: dict, console) -> None:
 @click.option("--compact", is_flag=True, help="Write the compact form (masters only; expanded on load).")
 @click.option("-o", "--output", type=click.Path(dir_okay=False), required=True, help="Schedule file to write.")
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON on stdout.")
-def schedule(probefile, groups_file, size, chunk, capacity, compact, output, as_json) -> None:
+@matrix_input_options()
+def schedule(probefile, groups_file, size, chunk, capacity, compact, output, as_json, load_input) -> None:
     """Plan a 2-level hierarchical all-reduce (2LHA) schedule.
 
     Chunks the buffer, picks a local master per group and a global master
@@ -85,7 +86,7 @@ def schedule(probefile, groups_file, size, chunk, capacity, compact, output, as_
     from plink.schedule.verify import VERIFY_LIMIT, summarize
     from plink.units import parse_size
 
-    probe = _load_probe(probefile)
+    probe = load_input(probefile)
     labels = load_groups(groups_file).aligned_to(probe.names) if groups_file else None
     plan = plan_schedule(probe, labels, size=parse_size(size), chunk=parse_size(chunk),
                          capacity=None if capacity == "auto" else capacity)
@@ -112,7 +113,8 @@ def schedule(probefile, groups_file, size, chunk, capacity, compact, output, as_
 @click.argument("schedulefile", type=click.Path(dir_okay=False))
 @click.argument("probefile", type=click.Path(dir_okay=False), required=False)
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON on stdout.")
-def verify(schedulefile, probefile, as_json) -> None:
+@matrix_input_options()
+def verify(schedulefile, probefile, as_json, load_input) -> None:
     """Prove a schedule correct by symbolic execution (exit 1 if it is not).
 
     Checks that every node delivers exactly the global sum of every chunk,
@@ -127,7 +129,7 @@ def verify(schedulefile, probefile, as_json) -> None:
     from plink.schedule.verify import summarize
 
     sched = load_schedule(schedulefile)
-    probe = _load_probe(probefile) if probefile else None
+    probe = load_input(probefile) if probefile else None
     summary = summarize(sched, probe, verify_limit=10**12)
     if summary["verified"] or as_json:
         _render_or_json(summary, as_json)
