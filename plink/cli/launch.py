@@ -81,7 +81,7 @@ def _order_file_algo(path: str) -> str | None:
         with open(path, encoding="utf-8") as fh:
             doc = json.load(fh)
         return doc.get("algo") if isinstance(doc, dict) else None
-    except (OSError, ValueError):
+    except (OSError, ValueError, RecursionError):
         return None
 
 

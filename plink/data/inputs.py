@@ -212,7 +212,7 @@ def _read_npy(path: Path) -> np.ndarray:
         raise ProbeFileError(f"{path}: no such file") from None
     except IsADirectoryError:
         raise ProbeFileError(f"{path}: is a directory, not a file") from None
-    except (ValueError, OSError, EOFError, SyntaxError, TypeError) as exc:
+    except Exception as exc:  # any failure to parse the header (numpy raises many kinds)
         raise ProbeFileError(f"{path}: not a valid .npy matrix: {' '.join(str(exc).split())[:200]}") from None
     if dtype.kind not in "fiu":
         raise ProbeFileError(f"{path}: .npy matrix must be numeric, not {dtype}")

@@ -90,10 +90,9 @@ def read_order_hosts(path: str | os.PathLike) -> list[Host]:
         raise ProbeFileError(f"{path}: cannot read: {exc}") from None
     hosts: list[Host] = []
     if text.lstrip().startswith("{"):
-        try:
-            doc = json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise ProbeFileError(f"{path}: invalid JSON at line {exc.lineno}: {exc.msg}") from None
+        from plink.data.fileio import loads_json
+
+        doc = loads_json(text, str(path), ProbeFileError)
         if not isinstance(doc, dict) or doc.get("format") != FORMAT:
             raise ProbeFileError(f"{path}: not a plink order file")
         if not isinstance(doc.get("version"), int) or doc["version"] > VERSION:

@@ -539,7 +539,8 @@ def from_matrix(
 ) -> ProbeData:
     """Wrap a plain latency matrix (in ``unit``) as :class:`ProbeData`.
 
-    Missing pairs are ``NaN``.  A diagonal of ``NaN`` is read as 0.
+    Missing pairs are ``NaN``.  The diagonal is ignored (read as 0): a self-distance is
+    not a distance between two hosts (:func:`plink.data.inputs.load_input` also says so).
     """
     if unit not in LATENCY_UNITS:
         raise ProbeFileError(f"unknown latency unit {unit!r} (choose from {', '.join(LATENCY_UNITS)})")
@@ -553,9 +554,7 @@ def from_matrix(
     names = list(names)
     if len(names) != n:
         raise ProbeFileError(f"{len(names)} host names for a {n}x{n} matrix")
-    diag = np.diagonal(m).copy()
-    diag[np.isnan(diag)] = 0.0
-    np.fill_diagonal(m, diag)
+    np.fill_diagonal(m, 0.0)
     return ProbeData(
         hosts=[Host(name) for name in names],
         latency=m,
