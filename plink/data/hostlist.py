@@ -153,12 +153,13 @@ def _split_host_port(token: str) -> tuple[str, str | None, bool]:
     return token, None, False
 
 
-def _expand_slurm(token: str, budget: int = _MAX_EXPANSION) -> list[str]:
+def _expand_slurm(token: str, budget: int = _MAX_EXPANSION, cap: int | None = None) -> list[str]:
     """Expand ``a[01-03,7]b[1-2]`` into the cartesian product of names.
 
     The number of names is computed from the ranges first; more than ``budget`` is an
-    error before any name is built.
+    error before any name is built (``cap``: the whole list's cap, for the message).
     """
+    cap = budget if cap is None else cap
     parts: list[list[str] | tuple[str, list[tuple[int, int, int]]]] = []
     pos = 0
     total = 1
@@ -193,10 +194,10 @@ def _expand_slurm(token: str, budget: int = _MAX_EXPANSION) -> list[str]:
             ranges.append((lo, hi, width))
             count += hi - lo + 1
             if count > budget:
-                raise _LineError(f"{token[:60]!r} expands to more than {budget} hosts (raise the cap with --max-hosts)")
+                raise _LineError(f"{token[:60]!r} takes the host list over {cap} hosts (raise the cap with --max-hosts)")
         total *= count
         if total > budget:
-            raise _LineError(f"{token[:60]!r} expands to more than {budget} hosts (raise the cap with --max-hosts)")
+            raise _LineError(f"{token[:60]!r} takes the host list over {cap} hosts (raise the cap with --max-hosts)")
         parts.append([str(v).zfill(w) for lo, hi, w in ranges for v in range(lo, hi + 1)])
         pos = rb + 1
     return ["".join(combo) for combo in itertools.product(*parts)]
@@ -225,7 +226,7 @@ def _is_slurm_token(token: str) -> bool:
     return not host.startswith("[") and ("[" in host or "]" in host)
 
 
-def _parse_line(line: str, fmt: str, budget: int = _MAX_EXPANSION) -> list[HostEntry]:
+def _parse_line(line: str, fmt: str, budget: int = _MAX_EXPANSION, cap: int | None = None) -> list[HostEntry]:
     words = line.split()
     first, attrs = words[0], words[1:]
 
@@ -251,14 +252,14 @@ def _parse_line(line: str, fmt: str, budget: int = _MAX_EXPANSION) -> list[HostE
         for token in _split_top_commas(first):
             if not token:
                 raise _LineError(f"empty name in {first!r}")
-            expanded = _expand_slurm(token, budget - len(names)) if "[" in token and not token.startswith("[") else [token]
+            expanded = _expand_slurm(token, budget - len(names), cap) if "[" in token and not token.startswith("[") else [token]
             for n in expanded:
                 host, num, bracketed = _split_host_port(n)
                 if num is not None:
                     raise _LineError(f"{n!r}: ':' is not allowed in a node list")
                 names.append(_check_name(host))
                 if len(names) > budget:
-                    raise _LineError(f"more than {budget} hosts (raise the cap with --max-hosts)")
+                    raise _LineError(f"more than {cap or budget} hosts (raise the cap with --max-hosts)")
         return [HostEntry(n, slots=slots) for n in names]
 
     user = None
@@ -312,7 +313,7 @@ def parse_hostlist(text: str, source: str = "<hosts>", fmt: str = "auto",
         if not line:
             continue
         try:
-            parsed = _parse_line(line, fmt, cap - len(entries))
+            parsed = _parse_line(line, fmt, cap - len(entries), cap)
         except _LineError as exc:
             shown = raw.strip()
             shown = shown if len(shown) <= 80 else shown[:60] + f"... ({len(shown)} characters)"
