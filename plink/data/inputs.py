@@ -333,7 +333,7 @@ def kind_warning(m: np.ndarray, kind: str, source: str) -> str | None:
             return (f"{source}: the diagonal is the largest value in {big} of {n} rows, as in a bandwidth matrix: "
                     "if higher means closer, pass --kind bandwidth")
     pos = np.where(off > 0, off, np.nan)
-    with np.errstate(divide="ignore", invalid="ignore"):
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         inv = 1.0 / pos
     # the matrix read as a distance the way --kind says, and the other way
     v_this = triangle_violations(pos if kind == "latency" else inv)
