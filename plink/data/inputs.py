@@ -217,7 +217,7 @@ def _read_npy(path: Path) -> np.ndarray:
     if dtype.kind not in "fiu":
         raise ProbeFileError(f"{path}: .npy matrix must be numeric, not {dtype}")
     if len(shape) != 2 or shape[0] != shape[1]:
-        raise ProbeFileError(f"{path}: .npy matrix must be square, not of shape {shape}")
+        raise ProbeFileError(f"{path}: .npy matrix is not square (shape {shape})")
     if shape[0] > MAX_HOSTS:
         raise ProbeFileError(f"{path}: {shape[0]} x {shape[1]} matrix is larger than {MAX_HOSTS} hosts")
     try:
@@ -387,7 +387,7 @@ def load_input(
         if names is not None and listed != names:
             raise ProbeFileError(f"{hosts}: host names differ from those in {path}")
         if len(listed) != n:
-            raise ProbeFileError(f"{hosts}: {len(listed)} host names for the {n} x {n} matrix {path}")
+            raise ProbeFileError(f"{hosts}: {len(listed)} host names for a {n}x{n} matrix ({path})")
         names = listed
     if names is None:
         width = len(str(max(n - 1, 0)))

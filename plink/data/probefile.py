@@ -338,7 +338,9 @@ def _parse_matrix(doc: dict, key: str, n: int, path: str) -> np.ndarray | None:
                 fv = float(v)
             except OverflowError:
                 fv = math.inf
-            if not math.isfinite(fv) or abs(fv) > _MAX_VALUE[key]:
+            if not math.isfinite(fv):
+                raise ProbeFileError(f"{path}: {key}[{i}][{j}] is infinite (or too large to be a number)")
+            if abs(fv) > _MAX_VALUE[key]:
                 raise ProbeFileError(f"{path}: {key}[{i}][{j}] is {_short(v)}: not a plausible "
                                      f"{'bandwidth in Gbit/s' if key == 'bandwidth_gbps' else 'latency in us'}")
             m[i, j] = fv
