@@ -186,7 +186,7 @@ def _prober(hosts_file, probe_file, hosts_format="auto", load_input=None, max_ho
 @click.option("--reset", is_flag=True, help="Move a corrupt state file aside (kept) and start over.")
 @click.option("--json", "as_json", is_flag=True, help="Print the run's status as JSON (always).")
 @click.option("-v", "--verbose", is_flag=True, help="Print the status even when nothing changed.")
-@click.option("--max-hosts", default=20000, show_default=True, type=click.IntRange(1),
+@click.option("--max-hosts", default=4096, show_default=True, type=click.IntRange(1),
               help="Refuse a host list that expands to more hosts.")
 @matrix_input_options(hosts_flag=None)
 def watch_cmd(state_dir, hosts_file, probe_file, method, count, ssh_config, known_hosts, hosts_format, algo, size, base, min_gain, time_limit, seed, initial_order,

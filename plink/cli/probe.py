@@ -124,7 +124,7 @@ class _ProbeProgress:
               help="Trust and store keys of hosts not in known_hosts (like OpenSSH accept-new); changed keys are still refused.")
 @click.option("--hosts-format", type=click.Choice(["auto", "plain", "openmpi", "mpich", "slurm"]), default="auto",
               show_default=True, help="Host list format (see README: 'host:N' is a port or a slot count).")
-@click.option("--max-hosts", default=20000, show_default=True, type=click.IntRange(1),
+@click.option("--max-hosts", default=4096, show_default=True, type=click.IntRange(1),
               help="Refuse a host list that expands to more hosts (Slurm ranges are counted before expanding).")
 @click.option("--python", "python", default="python3", show_default=True, help="Python interpreter on the hosts.")
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON summary on stdout (needs -o).")

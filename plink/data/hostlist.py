@@ -43,7 +43,7 @@ _IPV6_RE = re.compile(r"^[0-9A-Fa-f:.]+(?:%[A-Za-z0-9_.-]+)?$")
 _USER_RE = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]*$")
 _SLURM_RANGE_RE = re.compile(r"^([0-9]{1,9})(?:-([0-9]{1,9}))?$")
 #: Default cap on the hosts one host list may expand to (``max_hosts``, CLI ``--max-hosts``).
-MAX_HOSTS = 20_000
+MAX_HOSTS = 4096
 _MAX_EXPANSION = MAX_HOSTS
 
 

@@ -383,7 +383,7 @@ def load_input(
     raw, names = _read_raw(p)
     n = raw.shape[0]
     if hosts is not None:
-        listed = read_host_names(hosts, max_hosts=max_hosts)
+        listed = read_host_names(hosts, max_hosts=MAX_HOSTS if max_hosts is None else max_hosts)
         if names is not None and listed != names:
             raise ProbeFileError(f"{hosts}: host names differ from those in {path}")
         if len(listed) != n:
