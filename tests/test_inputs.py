@@ -220,3 +220,12 @@ def test_fallback_groups_are_bounded_on_wide_area_data():
     sizes = np.bincount(fallback_groups(p))
     k = round(math.sqrt(24))
     assert len(sizes) >= 2 and sizes.min() >= max(2, math.floor(24 / (2 * k))) and sizes.max() <= math.ceil(2 * 24 / k)
+
+
+def test_watch_reads_a_plain_matrix_with_the_same_options(tmp_path, capsys):
+    code, out, err = run(["watch", str(tmp_path / "state"), "--probe-file", str(DATA / "skyplane20_rtt_ms.csv"),
+                          "--unit", "ms", "--hosts", str(DATA / "skyplane20_hosts.csv"), "--time-limit", "0.2",
+                          "--json"], capsys)
+    assert code == 4, err  # the first run writes an order
+    names = [h["name"] for h in json.loads((tmp_path / "state" / "order.json").read_text())["hosts"]]
+    assert sorted(names) == sorted(read_host_names(DATA / "skyplane20_hosts.csv"))

@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import csv
 import io
-import math
 import os
 import warnings
 from dataclasses import dataclass, field
@@ -89,7 +88,7 @@ def bandwidth_to_distance_us(bw_gbps: np.ndarray) -> np.ndarray:
 class Loaded:
     """What :func:`load_input` read: the probe data and the notes for the user."""
 
-    probe: object
+    probe: "ProbeData"  # noqa: F821 (plink.data.probefile.ProbeData)
     notes: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
 
@@ -440,7 +439,3 @@ def _load_bandwidth(path, unit, names, notes) -> np.ndarray:
     if asym:
         notes.append(f"{path}: symmetrised {asym} asymmetric pair(s) (kept the smaller bandwidth of the two directions)")
     return m
-
-
-def is_finite_number(v) -> bool:
-    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
