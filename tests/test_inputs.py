@@ -45,7 +45,7 @@ def test_seattle_raw_file_is_accepted_with_notes_in_seconds():
     notes = " ".join(loaded.notes)
     assert "ignored the diagonal of 3 host(s)" in notes
     assert "0.01 s" in notes  # the self-RTT shown in the user's unit, not as 10000 us
-    assert "off-diagonal zero pair(s) as missing" in notes
+    assert "off-diagonal zero value(s) as not measured" in notes
     assert "symmetrised" in notes
     p = loaded.probe
     assert p.n == 24 and np.all(np.diagonal(p.latency) == 0)

@@ -277,12 +277,12 @@ def prepare_matrix(raw: np.ndarray, names: Sequence[str], *, kind: str, unit: st
                              f"wrong --unit or --kind?")
     zeros = m == 0
     if zeros.any():
-        k = int(np.triu(zeros | zeros.T, 1).sum())
+        k = int(zeros.sum())
         if kind == "latency":
-            notes.append(f"{source}: read {k} off-diagonal zero pair(s) as missing (a zero {kind} between two hosts "
-                         "is below the measurement's resolution)")
+            notes.append(f"{source}: read {k} off-diagonal zero value(s) as not measured (a zero {kind} between two "
+                         "hosts is below the measurement's resolution; the other direction is used where measured)")
         else:
-            notes.append(f"{source}: read {k} zero-bandwidth pair(s) as missing")
+            notes.append(f"{source}: read {k} zero-bandwidth value(s) as not measured")
         m[zeros] = np.nan
     with np.errstate(over="ignore"):
         m = m * factor
