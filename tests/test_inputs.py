@@ -223,7 +223,7 @@ def test_fallback_groups_are_bounded_on_wide_area_data():
 
 
 def test_watch_reads_a_plain_matrix_with_the_same_options(tmp_path, capsys):
-    code, out, err = run(["watch", str(tmp_path / "state"), "--probe-file", str(DATA / "skyplane20_rtt_ms.csv"),
+    code, _out, err = run(["watch", str(tmp_path / "state"), "--probe-file", str(DATA / "skyplane20_rtt_ms.csv"),
                           "--unit", "ms", "--hosts", str(DATA / "skyplane20_hosts.csv"), "--time-limit", "0.2",
                           "--json"], capsys)
     assert code == 4, err  # the first run writes an order

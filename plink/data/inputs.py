@@ -31,9 +31,9 @@ import csv
 import io
 import os
 import warnings
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Sequence
 
 import numpy as np
 
@@ -88,7 +88,7 @@ def bandwidth_to_distance_us(bw_gbps: np.ndarray) -> np.ndarray:
 class Loaded:
     """What :func:`load_input` read: the probe data and the notes for the user."""
 
-    probe: "ProbeData"  # noqa: F821 (plink.data.probefile.ProbeData)
+    probe: ProbeData  # noqa: F821 (plink.data.probefile.ProbeData)
     notes: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
 
@@ -211,7 +211,7 @@ def _read_npy(path: Path) -> np.ndarray:
         raise ProbeFileError(f"{path}: no such file") from None
     except IsADirectoryError:
         raise ProbeFileError(f"{path}: is a directory, not a file") from None
-    except Exception as exc:  # any failure to parse the header (numpy raises many kinds)
+    except Exception as exc:  # noqa: BLE001 (numpy raises many kinds on a malformed header)
         raise ProbeFileError(f"{path}: not a valid .npy matrix: {' '.join(str(exc).split())[:200]}") from None
     if dtype.kind not in "fiu":
         raise ProbeFileError(f"{path}: .npy matrix must be numeric, not {dtype}")
@@ -361,7 +361,7 @@ def load_input(
     order) to a latency one; ``hosts`` names the hosts (see :func:`read_host_names`).
     Returns the data and the notes/warnings to show the user.
     """
-    from plink.data.probefile import ProbeData, Host, load_json
+    from plink.data.probefile import Host, ProbeData, load_json
 
     p = Path(path)
     out = Loaded(probe=None)

@@ -193,8 +193,8 @@ def fallback_groups(probe: ProbeData, k: int | None = None, elasticity: float = 
         return fcluster(z, t=parts, criterion="maxclust") - 1
 
     raw = split(np.arange(n), k)
-    lo = max(2, int(math.floor(n / (elasticity * k))))
-    hi = max(lo, int(math.ceil(elasticity * n / k)))
+    lo = max(2, math.floor(n / (elasticity * k)))
+    hi = max(lo, math.ceil(elasticity * n / k))
     groups = [np.flatnonzero(raw == g) for g in np.unique(raw)]
     # split oversized groups (by linkage of their own submatrix) until all fit
     out: list[np.ndarray] = []
