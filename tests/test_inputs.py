@@ -229,3 +229,23 @@ def test_watch_reads_a_plain_matrix_with_the_same_options(tmp_path, capsys):
     assert code == 4, err  # the first run writes an order
     names = [h["name"] for h in json.loads((tmp_path / "state" / "order.json").read_text())["hosts"]]
     assert sorted(names) == sorted(read_host_names(DATA / "skyplane20_hosts.csv"))
+
+
+def test_schedule_uses_structure_inference_when_installed(monkeypatch):
+    import sys
+    import types
+
+    from plink.schedule.plan import default_groups
+
+    p = load_input(DATA / "planetlab24_rtt_ms.csv", unit="ms").probe
+    fake = types.ModuleType("plink.structure.hierarchy")
+    found = {"labels": np.arange(24) % 3}
+    fake.infer_hierarchy = lambda lat: types.SimpleNamespace(labels=found["labels"])
+    monkeypatch.setitem(sys.modules, "plink.structure.hierarchy", fake)
+    labels, source = default_groups(p)
+    assert source.startswith("structure inference") and np.array_equal(labels, np.arange(24) % 3)
+    found["labels"] = np.zeros(24, dtype=int)  # no structure found: bounded average linkage
+    labels, source = default_groups(p)
+    assert source.startswith("fallback") and labels.max() >= 1
+    found["labels"] = np.r_[np.zeros(23, dtype=int), 1]  # a singleton group: fallback too
+    assert default_groups(p)[1].startswith("fallback")

@@ -39,7 +39,9 @@ Complexity: ``O(C log C + C k)`` for the GMs and ``O(C n_g)`` per group for
 the LMs (``O(C log n_g)`` with a heap when the capacities are equal).
 
 Groups come from a groups file (``plink group``); without one,
-:func:`fallback_groups` clusters the latency matrix (average-linkage
+:func:`default_groups` takes the structure inference of
+:mod:`plink.structure.hierarchy` when present, else :func:`fallback_groups`
+clusters the latency matrix (average-linkage
 agglomerative clustering, ``round(sqrt(N))`` groups — §4.2.1's choice of
 ``k = sqrt(n)``).
 """
@@ -231,6 +233,27 @@ def fallback_groups(probe: ProbeData, k: int | None = None, elasticity: float = 
     return np.array([remap[int(r)] for r in labels], dtype=np.int64)
 
 
+def default_groups(probe: ProbeData) -> tuple[np.ndarray, str]:
+    """Groups of ``plink schedule`` without ``--groups``, and where they came from.
+
+    The structure inference of :mod:`plink.structure.hierarchy` (``infer_hierarchy``, its
+    finest level) when it is installed and finds groups of at least 2 hosts each; otherwise
+    (no such module, no structure found, or a singleton group) :func:`fallback_groups`.
+    """
+    try:
+        from plink.structure.hierarchy import infer_hierarchy
+    except ImportError:
+        infer_hierarchy = None
+    if infer_hierarchy is not None and probe.n >= 4:
+        lab = np.asarray(infer_hierarchy(probe.latency).labels, dtype=np.int64)
+        sizes = np.bincount(lab)
+        if len(sizes) >= 2 and sizes.min() >= 2:
+            return lab, f"structure inference (infer_hierarchy): {len(sizes)} groups"
+    labels = fallback_groups(probe)
+    return labels, (f"fallback: average-linkage clustering of latency into round(sqrt({probe.n})) groups, "
+                    "sizes bounded to N/(2k)..2N/k")
+
+
 def _bandwidth(probe: ProbeData) -> np.ndarray | None:
     if probe.bandwidth is None:
         return None
@@ -313,9 +336,7 @@ def plan_schedule(
     chunks = chunk_buffer(size, chunk)
     source = "groups file"
     if labels is None:
-        labels = fallback_groups(probe)
-        source = (f"fallback: average-linkage clustering of latency into round(sqrt({probe.n})) groups, "
-                  "sizes bounded to N/(2k)..2N/k")
+        labels, source = default_groups(probe)
     labels = np.asarray(labels, dtype=np.int64)
     if labels.shape != (probe.n,):
         raise PlinkError(f"{len(labels)} group labels for {probe.n} hosts")
