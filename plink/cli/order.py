@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from plink.cli._app import _echo_json, _load_probe, _stderr_console, cli
+from plink.cli._app import _echo_json, _stderr_console, cli, matrix_input_options
 from plink.launch.emitters import FORMATS
 
 
@@ -115,17 +115,15 @@ def _check_format_options(fmt: str, slots: int, groups_file: str | None) -> None
               help="Processes (GPUs) per host; the ranks of one host stay contiguous.")
 @click.option("-o", "--output", type=click.Path(dir_okay=False), help="Order file to write (default: stdout).")
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON on stdout.")
-@click.option("--hosts", type=click.Path(dir_okay=False), help="Host names for a plain CSV/NPY matrix.")
-@click.option("--unit", type=click.Choice(["us", "ms", "s", "ns"]), default="us", show_default=True,
-              help="Latency unit of a plain CSV/NPY matrix.")
 @click.option("--no-bandwidth", is_flag=True, help="Ignore a bandwidth matrix; cost by latency only.")
 @click.option("--model", "cost_model", type=click.Choice(["shared", "pairsum"]), default="shared", show_default=True,
               help="shared: the collective's steps with NICs and rack uplinks shared (seconds); "
                    "pairsum: the dissertation's sum of pair costs.")
 @click.option("--nic-gbps", type=float, default=None,
               help="Host NIC speed for --model shared when the probe has no bandwidth [assumed 10].")
+@matrix_input_options()
 def order(probefile, algo, size, base, time_limit, jobs, smt_time, groups_file, seed, fmt, slots, output, as_json,
-          hosts, unit, no_bandwidth, cost_model, nic_gbps) -> None:
+          no_bandwidth, cost_model, nic_gbps, load_input) -> None:
     """Find the rank order that minimises the collective's cost model.
 
     PROBEFILE is a plink probe file (.json) or a plain latency matrix
@@ -156,7 +154,7 @@ def order(probefile, algo, size, base, time_limit, jobs, smt_time, groups_file, 
     from plink.units import parse_size
 
     _check_format_options(fmt, slots, groups_file)
-    probe = _load_probe(probefile, hosts, unit)
+    probe = load_input(probefile)
     labels = group_labels(probe, groups_file) if groups_file else None
     nbytes = parse_size(size)
     console = _stderr_console()
