@@ -341,3 +341,36 @@ def test_rejects_send_before_fetch(base):
     bad.deps[d] = (f,)
     errs = verify(bad).errors
     assert any("without the contributions of nodes [%d]" % m in e for e in errs)
+
+
+def _two_node_dag(recv_reduce):
+    """Nodes 0 and 1 fetch their chunk, send it to each other, receive the other's and deliver."""
+    dag = Dag(["a", "b"], np.array([0, 1]), np.array([[0, 4]]))
+    for me, peer in ((0, 1), (1, 0)):
+        f = dag.add(me, 0, "fetch")
+        s = dag.add(me, 0, "send", [peer], deps=[f])
+        r = dag.add(me, 0, "recv", [peer], reduce=recv_reduce, deps=[s])
+        dag.add(me, 0, "deliver", deps=[r])
+    return dag
+
+
+def test_swap_with_sum_is_an_all_reduce():
+    rep = verify(_two_node_dag("sum"))
+    assert rep.ok, rep.errors
+    assert rep.n_messages == 2 and rep.bytes_cross == 8
+
+
+def test_rejects_swap_with_copy():
+    # a copy-receive OVERWRITES the buffer: each node ends with the other's value only
+    rep = verify(_two_node_dag("copy"))
+    assert not rep.ok
+    assert any("node 0 delivers chunk 0 without the contributions of nodes [0]" in e for e in rep.errors)
+    assert any("node 1 delivers chunk 0 without the contributions of nodes [1]" in e for e in rep.errors)
+
+
+def test_rejects_second_fetch():
+    dag = _two_node_dag("sum")
+    d = find(dag, node=0, chunk=0, op="deliver")
+    dag.add(0, 0, "fetch", deps=[d])  # fetching again after the sum would add node 0 twice
+    rep = verify(dag)
+    assert any("node 0 fetches chunk 0 twice" in e for e in rep.errors)
