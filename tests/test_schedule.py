@@ -374,3 +374,74 @@ def test_rejects_second_fetch():
     dag.add(0, 0, "fetch", deps=[d])  # fetching again after the sum would add node 0 twice
     rep = verify(dag)
     assert any("node 0 fetches chunk 0 twice" in e for e in rep.errors)
+
+
+def _one_action(n=3, chunks=2, **kw):
+    """A DAG of 3 nodes and 2 chunks holding a single action (plus what ``kw`` says)."""
+    dag = Dag(["a", "b", "c"][:n], np.zeros(n, dtype=int), np.array([[0, 4], [4, 4]][:chunks]))
+    dag.add(**kw)
+    return dag
+
+
+@pytest.mark.parametrize("kw, message", [
+    (dict(node=3, chunk=0, op="fetch"), "action 0 (fetch at node 3, chunk 0): node or chunk out of range"),
+    (dict(node=-1, chunk=0, op="fetch"), "action 0 (fetch at node -1, chunk 0): node or chunk out of range"),
+    (dict(node=0, chunk=2, op="fetch"), "action 0 (fetch at node 0, chunk 2): node or chunk out of range"),
+    (dict(node=0, chunk=-1, op="fetch"), "action 0 (fetch at node 0, chunk -1): node or chunk out of range"),
+    (dict(node=0, chunk=0, op="send"), "action 0 (send at node 0, chunk 0): no peers"),
+    (dict(node=0, chunk=0, op="send", peers=[3]), "action 0 (send at node 0, chunk 0): peers must be distinct other nodes"),
+    (dict(node=0, chunk=0, op="send", peers=[-1]), "action 0 (send at node 0, chunk 0): peers must be distinct other nodes"),
+    (dict(node=0, chunk=0, op="send", peers=[1, 1]), "action 0 (send at node 0, chunk 0): peers must be distinct other nodes"),
+    (dict(node=1, chunk=1, op="recv", peers=[1], reduce="sum"),
+     "action 0 (recv at node 1, chunk 1): peers must be distinct other nodes"),
+    (dict(node=0, chunk=0, op="deliver", peers=[1]), "action 0 (deliver at node 0, chunk 0): deliver takes no peers"),
+    (dict(node=0, chunk=0, op="recv", peers=[1]), "action 0 (recv at node 0, chunk 0): reduce must be 'sum' or 'copy'"),
+    (dict(node=0, chunk=0, op="recv", peers=[1, 2], reduce="copy"),
+     "action 0 (recv at node 0, chunk 0): reduce 'copy' needs exactly one peer"),
+    (dict(node=0, chunk=0, op="fetch", reduce="sum"), "action 0 (fetch at node 0, chunk 0): only recv has a reduce mode"),
+    (dict(node=0, chunk=0, op="fetch", deps=[0]), "action 0 (fetch at node 0, chunk 0): dependency 0 is not another action"),
+    (dict(node=0, chunk=0, op="fetch", deps=[1]), "action 0 (fetch at node 0, chunk 0): dependency 1 is not another action"),
+    (dict(node=0, chunk=0, op="fetch", deps=[-1]), "action 0 (fetch at node 0, chunk 0): dependency -1 is not another action"),
+])
+def test_structure_rules_one_by_one(kw, message):
+    rep = verify(_one_action(**kw))
+    assert not rep.ok
+    assert rep.errors == [message]
+
+
+def test_structure_rules_at_the_edges_are_fine():
+    # the last node, the last chunk and the last peer are all in range
+    dag = Dag(["a", "b", "c"], np.zeros(3, dtype=int), np.array([[0, 4], [4, 4]]))
+    f = dag.add(2, 1, "fetch")
+    dag.add(2, 1, "send", [1, 0], deps=[f])
+    from plink.schedule.verify import _structure_errors
+
+    assert _structure_errors(dag, 20) == []
+
+
+def test_structure_errors_stop_at_the_limit():
+    dag = Dag(["a", "b"], np.zeros(2, dtype=int), np.array([[0, 4]]))
+    for _ in range(5):
+        dag.add(0, 0, "send")  # no peers: one error each
+    assert len(verify(dag, max_errors=3).errors) == 3
+    assert len(verify(dag, max_errors=5).errors) == 5
+    dep = Dag(["a", "b"], np.zeros(2, dtype=int), np.array([[0, 4], [4, 4]]))
+    x = dep.add(0, 1, "fetch")
+    dep.add(0, 0, "deliver", deps=[x])
+    assert verify(dep).errors == ["action 1 (deliver at node 0, chunk 0): dependency 0 is on another node or chunk"]
+
+
+@pytest.mark.parametrize("labels, rounds_2lha, ring_cross, ps_cross", [
+    ([0, 0, 0, 0], 2, 0.0, 0.0),                      # one group: no cross-group traffic, 2 rounds
+    ([0, 1, 2, 3], 2, 2 * 4 * 3 / 4, 2 * 4 * 3 / 4),  # every host its own group
+    ([0, 0, 1, 1], 4, 2 * 2 * 3 / 4, 2 * 2 * 2 * 2 / 4),
+    ([0, 0, 0, 1], 4, 2 * 2 * 3 / 4, 2 * (3 * 1 + 1 * 3) / 4),
+    ([0], 0, 0.0, 0.0),                               # a single host: nothing to do
+])
+def test_table41_edges(labels, rounds_2lha, ring_cross, ps_cross):
+    s = 100.0
+    t = table41(np.array(labels), s)
+    n, k = len(labels), len(set(labels))
+    assert t["2lha"] == {"rounds": rounds_2lha, "bytes_total": 2 * (n - 1) * s, "bytes_cross": 2 * (k - 1) * s}
+    assert t["ring"] == {"rounds": 2 * (n - 1), "bytes_total": 2 * (n - 1) * s, "bytes_cross": pytest.approx(ring_cross * s)}
+    assert t["ps"]["bytes_cross"] == pytest.approx(ps_cross * s)
