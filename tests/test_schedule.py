@@ -445,3 +445,65 @@ def test_table41_edges(labels, rounds_2lha, ring_cross, ps_cross):
     assert t["2lha"] == {"rounds": rounds_2lha, "bytes_total": 2 * (n - 1) * s, "bytes_cross": 2 * (k - 1) * s}
     assert t["ring"] == {"rounds": 2 * (n - 1), "bytes_total": 2 * (n - 1) * s, "bytes_cross": pytest.approx(ring_cross * s)}
     assert t["ps"]["bytes_cross"] == pytest.approx(ps_cross * s)
+
+
+def test_schedule_file_keeps_every_field(tmp_path, base):
+    plan, _ = base
+    s = Schedule.from_plan(plan, meta={"note": "x"}, autotune={"rounds": 2})
+    for form in ("dag", "compact"):
+        path = tmp_path / f"k_{form}.json"
+        s.save(path, form)
+        back = load_schedule(path)
+        assert back.hosts == s.hosts and back.size == s.size and back.chunk_bytes == s.chunk_bytes
+        np.testing.assert_array_equal(back.labels, s.labels)
+        np.testing.assert_array_equal(back.chunks, s.chunks)
+        assert back.meta == {"note": "x"} and back.autotune == {"rounds": 2}
+        assert back.plan.capacity == plan.capacity
+        np.testing.assert_array_equal(back.plan.gm, plan.gm)
+    doc = s.to_dict("dag")
+    assert from_dict({k: v for k, v in doc.items() if k != "capacity"}).plan.capacity == "cardinality"
+    no_plan = {k: v for k, v in doc.items() if k not in ("lm", "gm", "rules", "capacity")}
+    back = from_dict(no_plan)
+    assert back.plan is None and back.dag is not None and back.chunk_bytes == s.chunk_bytes
+    del no_plan["chunk"]
+    assert from_dict(no_plan).chunk_bytes == int(s.chunks[0, 1])  # defaults to the first chunk's length
+
+
+@pytest.mark.parametrize("change, message", [
+    (lambda d: {**d, "version": 0}, "x.json: missing or invalid version 0"),
+    (lambda d: {**d, "version": True}, "x.json: missing or invalid version True"),
+    (lambda d: {**d, "version": "1"}, "x.json: missing or invalid version '1'"),
+    (lambda d: {**d, "form": "tree"}, "x.json: 'form' must be 'dag' or 'compact'"),
+    (lambda d: {**d, "hosts": "a"}, "x.json: 'hosts' must be a list"),
+    (lambda d: {**d, "hosts": []}, "x.json: 'hosts' must be a non-empty list of distinct names"),
+    (lambda d: {**d, "hosts": ["a"] * len(d["hosts"])}, "x.json: 'hosts' must be a non-empty list of distinct names"),
+    (lambda d: {**d, "hosts": [1] + d["hosts"][1:]}, "x.json: 'hosts' must be a non-empty list of distinct names"),
+    (lambda d: {**d, "groups": d["groups"][1:]}, "x.json: 8 group labels for 9 hosts"),
+    (lambda d: {k: v for k, v in d.items() if k != "size"}, "x.json: invalid groups/chunks/size: 'size'"),
+    (lambda d: {**d, "rules": "2lha-v0"}, "x.json: unknown rules '2lha-v0' (this plink knows 2lha-v1)"),
+    (lambda d: {k: v for k, v in d.items() if k != "gm"}, "x.json: missing 'gm'"),
+    (lambda d: {**d, "lm": "x"}, "x.json: invalid master tables"),
+])
+def test_schedule_file_error_messages(base, change, message):
+    plan, _ = base
+    doc = Schedule.from_plan(plan).to_dict("compact")
+    with pytest.raises(ScheduleError) as e:
+        from_dict(change(doc), "x.json")
+    assert str(e.value).startswith(message), str(e.value)
+
+
+@pytest.mark.parametrize("row, message", [
+    ([0, 0, "fetch", [], None], "x.json: action 0 is malformed (not enough values"),
+    ([0, 0, "jump", [], None, []], "x.json: action 0 is malformed (op 'jump' / reduce None)"),
+    ([0, 0, "recv", [1], "max", []], "x.json: action 0 is malformed (op 'recv' / reduce 'max')"),
+    ([0, 0, "fetch", None, None, []], "x.json: action 0 is malformed ("),
+])
+def test_schedule_file_bad_actions(row, message):
+    doc = {"format": "plink-schedule", "version": 1, "form": "dag", "hosts": ["a", "b"], "groups": [0, 0],
+           "chunks": [[0, 4]], "size": 4, "actions": [row]}
+    with pytest.raises(ScheduleError) as e:
+        from_dict(doc, "x.json")
+    assert str(e.value).startswith(message), str(e.value)
+    doc["actions"] = "x"
+    with pytest.raises(ScheduleError, match="x.json: 'actions' must be a list"):
+        from_dict(doc, "x.json")
