@@ -507,3 +507,113 @@ def test_schedule_file_bad_actions(row, message):
     doc["actions"] = "x"
     with pytest.raises(ScheduleError, match="x.json: 'actions' must be a list"):
         from_dict(doc, "x.json")
+
+
+def _three_to_zero(second_reduce):
+    """Nodes 1 and 2 send their chunk to node 0, which receives both with no order between the receives."""
+    dag = Dag(["a", "b", "c"], np.zeros(3, dtype=int), np.array([[0, 4]]))
+    a = dag.add(0, 0, "fetch")
+    b = dag.add(0, 0, "recv", [1], reduce="sum", deps=[a])
+    c = dag.add(0, 0, "recv", [2], reduce=second_reduce, deps=[a])
+    dag.add(0, 0, "deliver", deps=[b, c])
+    for p in (1, 2):
+        f = dag.add(p, 0, "fetch")
+        dag.add(p, 0, "send", [0], deps=[f])
+    return dag
+
+
+def test_unordered_sum_receives_are_not_a_race():
+    assert not any(e.startswith("race") for e in verify(_three_to_zero("sum")).errors)
+
+
+def test_unordered_copy_and_sum_receives_race():
+    errs = verify(_three_to_zero("copy")).errors
+    assert "race: actions 1 (recv) and 2 (recv) of node 0, chunk 0 touch the merge buffer without an order" in errs
+
+
+def test_unordered_send_and_receive_race():
+    # node 0 sends its buffer to 1 while a receive from 2 may already be writing into it
+    dag = Dag(["a", "b", "c"], np.zeros(3, dtype=int), np.array([[0, 4]]))
+    a = dag.add(0, 0, "fetch")
+    s = dag.add(0, 0, "send", [1], deps=[a])
+    r = dag.add(0, 0, "recv", [2], reduce="sum", deps=[a])
+    g = dag.add(1, 0, "fetch")
+    dag.add(1, 0, "recv", [0], reduce="sum", deps=[g])
+    h = dag.add(2, 0, "fetch")
+    dag.add(2, 0, "send", [0], deps=[h])
+    errs = verify(dag).errors  # (the race check runs once the DAG has no deadlock)
+    assert f"race: actions {s} (send) and {r} (recv) of node 0, chunk 0 touch the merge buffer without an order" in errs
+
+
+def test_race_found_past_an_ordered_pair():
+    # actions in topological order A, B, C: C is ordered after A but not after B
+    dag = Dag(["a", "b", "c"], np.zeros(3, dtype=int), np.array([[0, 4]]))
+    a = dag.add(0, 0, "fetch")
+    dag.add(0, 0, "recv", [1], reduce="copy", deps=[a])
+    dag.add(0, 0, "recv", [2], reduce="sum", deps=[a])
+    for p in (1, 2):
+        f = dag.add(p, 0, "fetch")
+        dag.add(p, 0, "send", [0], deps=[f])
+    races = [e for e in verify(dag).errors if e.startswith("race")]
+    assert races == ["race: actions 1 (recv) and 2 (recv) of node 0, chunk 0 touch the merge buffer without an order"]
+
+
+def test_message_matching_errors_name_the_right_nodes():
+    dag = Dag(["a", "b", "c"], np.zeros(3, dtype=int), np.array([[0, 4], [4, 4]]))
+    f = dag.add(0, 1, "fetch")
+    dag.add(0, 1, "send", [2], deps=[f])            # action 1: nobody receives it
+    g = dag.add(1, 1, "fetch")
+    dag.add(1, 1, "recv", [2], reduce="sum", deps=[g])  # action 3: nobody sends it
+    errs = verify(dag).errors
+    assert "SendTo without a matching ReceiveFrom: node 0 -> node 2, chunk 1 (action 1)" in errs
+    assert "ReceiveFrom without a matching SendTo: node 1 <- node 2, chunk 1 (action 3)" in errs
+    dup = Dag(["a", "b", "c"], np.zeros(3, dtype=int), np.array([[0, 4], [4, 4]]))
+    f = dup.add(0, 1, "fetch")
+    dup.add(0, 1, "send", [2], deps=[f])
+    dup.add(0, 1, "send", [2], deps=[f])
+    dup.add(2, 1, "recv", [0], reduce="sum")
+    dup.add(2, 1, "recv", [0], reduce="sum")
+    errs = verify(dup).errors
+    assert "node 0 sends chunk 1 to node 2 twice (actions 1, 2)" in errs
+    assert "node 2 receives chunk 1 from node 0 twice (actions 3, 4)" in errs
+
+
+def test_semantic_errors_stop_at_the_limit():
+    dag = Dag([f"h{i}" for i in range(8)], np.zeros(8, dtype=int), np.array([[0, 4]]))
+    for p in range(1, 8):
+        dag.add(0, 0, "send", [p])  # 7 sends nobody receives
+    assert len(verify(dag, max_errors=3).errors) == 3
+    assert len(verify(dag, max_errors=4).errors) == 4
+
+
+def test_delivery_counts_and_missing_lists():
+    n = 8
+    dag = Dag([f"h{i}" for i in range(n)], np.zeros(n, dtype=int), np.array([[0, 4]]))
+    f = dag.add(0, 0, "fetch")
+    dag.add(0, 0, "deliver", deps=[f])  # node 0 delivers only its own contribution
+    errs = verify(dag).errors
+    assert "node 0 delivers chunk 0 without the contributions of nodes [1, 2, 3, 4, 5]" in errs
+    assert "node 1 delivers chunk 0 0 times (must be exactly once)" in errs
+    assert sum("0 times" in e for e in errs) == n - 1
+
+
+def test_deadlock_message_counts_the_stuck_actions():
+    dag = Dag(["a", "b"], np.zeros(2, dtype=int), np.array([[0, 4]]))
+    f = dag.add(0, 0, "fetch")
+    r = dag.add(0, 0, "recv", [1], reduce="sum", deps=[f])
+    dag.add(0, 0, "deliver", deps=[r])
+    g = dag.add(1, 0, "fetch")
+    r1 = dag.add(1, 0, "recv", [0], reduce="sum", deps=[g])
+    dag.add(1, 0, "send", [0], deps=[r1])  # 1 sends only after receiving, 0 never sends: 4 actions stuck
+    errs = verify(dag).errors
+    assert any(e.startswith("deadlock: 4 actions can never run, e.g. 1 (recv at node 0, chunk 0), "
+                            "2 (deliver at node 0, chunk 0), 4 (recv at node 1, chunk 0)") for e in errs), errs
+
+
+def test_report_fields(base):
+    _, dag = base
+    rep = verify(dag)
+    assert rep.ok and rep.n_actions == len(dag)
+    assert len(rep.levels) == len(dag) and max(rep.levels) == rep.rounds
+    fetches = [a for a in range(len(dag)) if dag.op[a] == "fetch"]
+    assert all(rep.levels[a] == 0 for a in fetches)
