@@ -50,7 +50,7 @@ def main() -> int:
             if algo == "ring" and res.speedup_vs_random < 2.0:
                 ok = False
     print("target ring >= 2x cheaper than median random:", "met" if ok else "NOT met")
-    return 0
+    return 0 if ok else 1
 
 
 if __name__ == "__main__":

@@ -48,11 +48,6 @@ def atomic_write_text(path: str | os.PathLike, text: str, mode: int | None = Non
         raise
 
 
-def atomic_write_json(path: str | os.PathLike, obj: Any) -> None:
-    """Serialise ``obj`` as indented JSON and write it atomically."""
-    atomic_write_text(path, json.dumps(obj, indent=1, allow_nan=False) + "\n")
-
-
 def read_text(path: str | os.PathLike, error: type[PlinkError] = PlinkError) -> str:
     """The UTF-8 text of ``path``, or ``error`` with a one-line reason."""
     try:

@@ -23,7 +23,6 @@ import re
 from pathlib import Path
 
 from plink.errors import ProbeFileError
-from plink.data.fileio import atomic_write_text
 from plink.order import OrderResult
 from plink.data.probefile import Host, ProbeData
 
@@ -59,11 +58,6 @@ def render(result: OrderResult, probe: ProbeData, fmt: str = "plain") -> str:
     if fmt == "json":
         return json.dumps(order_document(result, probe), indent=1, allow_nan=False) + "\n"
     raise ProbeFileError(f"unknown order format {fmt!r} (choose plain or json)")
-
-
-def write_order(path: str | os.PathLike, result: OrderResult, probe: ProbeData, fmt: str = "plain") -> None:
-    """Write the order file atomically."""
-    atomic_write_text(path, render(result, probe, fmt))
 
 
 def read_order(path: str | os.PathLike) -> list[str]:

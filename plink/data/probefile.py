@@ -39,7 +39,7 @@ import os
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Iterable, Sequence
+from typing import Any, Sequence
 
 import numpy as np
 
@@ -598,8 +598,3 @@ def new_meta(method: str, **extra: Any) -> dict:
     return meta
 
 
-def iter_pairs(n: int) -> Iterable[tuple[int, int]]:
-    """All unordered pairs ``(i, j)`` with ``i < j``."""
-    for i in range(n):
-        for j in range(i + 1, n):
-            yield i, j
