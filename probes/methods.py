@@ -82,10 +82,6 @@ def latency_budget(count: int, interval: float, timeout: float) -> float:
     return count * interval + timeout + 15.0
 
 
-class PairFailure(Exception):
-    """A measurement failed for one pair (the hosts are still alive)."""
-
-
 def run_latency(pairs, sessions: dict[int, AgentSession], method: str, round_id: int, count: int,
                 interval: float, timeout: float, lost: dict[int, str]):
     """Probe all ``pairs`` of one round at once, both directions.
