@@ -55,7 +55,12 @@ SILHOUETTE_MIN = 0.25
 #: ... and beats the best silhouette on shuffled (structureless) copies of the matrix by this much
 NULL_MARGIN = 0.1
 #: smallest group a significant split may create (smaller ones are folded into the nearest group)
-MIN_GROUP = 2
+MIN_GROUP = 3
+#: ... and the pairs it separates are at least this many times farther (median) than the pairs it keeps together
+EFFECT_MIN = 1.25
+#: among the significant cuts the coarsest whose silhouette is within this of the best wins (finer levels come
+#: from splitting each group again)
+PARSIMONY = 0.05
 #: cuts K = 2..SMALL_K are always evaluated, larger K only after the largest gaps in merge height
 SMALL_K = 10
 N_GAP_CANDIDATES = 12
@@ -336,6 +341,7 @@ def _best_cut(p: np.ndarray) -> tuple[float, np.ndarray | None, dict]:
         return -np.inf, None, {}
     z = linkage(squareform(p, checks=False), method="average")
     cands: dict[int, float] = {}
+    labs: dict[int, np.ndarray] = {}
     best = (-np.inf, None)
     seen: dict[bytes, float] = {}
     for k in candidate_ks(z[:, 2], n):
@@ -351,9 +357,26 @@ def _best_cut(p: np.ndarray) -> tuple[float, np.ndarray | None, dict]:
             seen[key] = float(np.mean(_silhouette(p, lab)))
         s = seen[key]
         cands[k] = round(s, 6)
+        labs[k] = lab
         if s > best[0] + 1e-9:
             best = (s, lab)
+    if best[1] is not None:  # the coarsest cut nearly as good as the best
+        for k in sorted(labs):
+            if cands[k] >= best[0] - PARSIMONY:
+                return cands[k], labs[k], cands
     return best[0], best[1], cands
+
+
+def effect_size(x: np.ndarray, labels: np.ndarray) -> float:
+    """Median of ``x`` over pairs in different groups / median over pairs in the same group. O(N^2)."""
+    same = labels[:, None] == labels[None, :]
+    off = ~np.eye(len(labels), dtype=bool)
+    w = x[same & off]
+    b = x[~same]
+    w, b = w[np.isfinite(w)], b[np.isfinite(b)]
+    if not w.size or not b.size:
+        return float("nan")
+    return float(np.median(b) / max(np.median(w), 1e-300))
 
 
 def permuted(x: np.ndarray, rng: np.random.Generator) -> np.ndarray:
@@ -385,13 +408,15 @@ def split_group(x: np.ndarray, rng: np.random.Generator, p: np.ndarray | None = 
         return np.zeros(n, dtype=int), {"k": 1, "reason": f"{n} hosts: too few to split"}, p
     s, lab, cands = _best_cut(p)
     if n_null is None:
-        n_null = 5 if n <= 64 else (3 if n <= 256 else 2)
+        n_null = 20 if n <= 32 else (5 if n <= 128 else 2)
     null = [_best_cut(_distances(permuted(x, rng)))[0] for _ in range(n_null)] if lab is not None else []
     null_s = max([v for v in null if np.isfinite(v)], default=0.0)
     scores = {"candidates": {str(k): v for k, v in cands.items()},
               "best_silhouette": round(float(s), 6) if np.isfinite(s) else None,
               "null_silhouette": round(float(null_s), 6), "threshold": SILHOUETTE_MIN, "null_margin": NULL_MARGIN}
-    if lab is None or s < SILHOUETTE_MIN or s < null_s + NULL_MARGIN:
+    effect = effect_size(x, lab) if lab is not None else float("nan")
+    scores["effect"] = round(float(effect), 6) if np.isfinite(effect) else None
+    if lab is None or s < SILHOUETTE_MIN or s < null_s + NULL_MARGIN or not effect >= EFFECT_MIN:
         scores["k"] = 1
         return np.zeros(n, dtype=int), scores, p
     scores["k"] = int(lab.max() + 1)
@@ -420,8 +445,8 @@ def _levels_from_tree(paths: list[tuple[int, ...]]) -> list[np.ndarray]:
         _, inv = np.unique(np.array([",".join(map(str, k)) for k in keys]), return_inverse=True)
         levels.append(_relabel(inv.ravel()))
     out: list[np.ndarray] = []
-    for lv in levels:  # drop repeats (a branch that stopped splitting early)
-        if not out or not np.array_equal(lv, out[-1]):
+    for lv in levels:  # keep a coarser level only if it at least halves the number of groups
+        if not out or 2 * (lv.max() + 1) <= out[-1].max() + 1:
             out.append(lv)
     if out and out[-1].max() == 0 and len(out) > 1:
         out.pop()
