@@ -226,12 +226,18 @@ def denoise_profile(p: np.ndarray) -> np.ndarray:
 
 
 def _silhouette(p: np.ndarray, labels: np.ndarray) -> np.ndarray:
-    """Per-sample silhouette on a precomputed distance (0 for singletons, as scikit-learn). O(N^2)."""
-    from sklearn.metrics import silhouette_samples
-
-    if labels.max() == 0 or labels.max() + 1 >= len(labels):
-        return np.zeros(len(labels))
-    return silhouette_samples(p, labels, metric="precomputed")
+    """Per-host silhouette [Rousseeuw 1987] on distances ``p``; 0 for singletons (as scikit-learn). O(N^2 + N k)."""
+    n = len(labels)
+    if labels.max() == 0 or labels.max() + 1 >= n:
+        return np.zeros(n)
+    m = _mean_to_groups(p, labels)
+    own = np.bincount(labels)[labels] > 1
+    a = m[np.arange(n), labels]
+    m[np.arange(n), labels] = np.inf
+    b = m.min(axis=1)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        sil = (b - a) / np.maximum(a, b)
+    return np.where(own & np.isfinite(sil), sil, 0.0)
 
 
 def _relabel(labels: np.ndarray) -> np.ndarray:
@@ -408,8 +414,9 @@ def split_group(x: np.ndarray, rng: np.random.Generator, p: np.ndarray | None = 
         return np.zeros(n, dtype=int), {"k": 1, "reason": f"{n} hosts: too few to split"}, p
     s, lab, cands = _best_cut(p)
     if n_null is None:
-        n_null = 20 if n <= 32 else (5 if n <= 128 else 2)
-    null = [_best_cut(_distances(permuted(x, rng)))[0] for _ in range(n_null)] if lab is not None else []
+        n_null = 10 if n <= 32 else (4 if n <= 128 else 2)
+    null = [_best_cut(_distances(permuted(x, rng), reimpute=False))[0] for _ in range(n_null)] \
+        if lab is not None and s >= SILHOUETTE_MIN else []
     null_s = max([v for v in null if np.isfinite(v)], default=0.0)
     scores = {"candidates": {str(k): v for k, v in cands.items()},
               "best_silhouette": round(float(s), 6) if np.isfinite(s) else None,
@@ -426,10 +433,10 @@ def split_group(x: np.ndarray, rng: np.random.Generator, p: np.ndarray | None = 
 # --------------------------------------------------------------------------- the whole pipeline
 
 
-def _distances(x: np.ndarray) -> np.ndarray:
+def _distances(x: np.ndarray, reimpute: bool = True) -> np.ndarray:
     """Denoised profile distances of the hosts of ``x`` (profiles over these hosts only)."""
     p = profile_distances(x)
-    if np.isnan(x).sum() > x.shape[0]:  # missing pairs: impute again from a first grouping
+    if reimpute and np.isnan(x).sum() > x.shape[0]:  # missing pairs: impute again from a first grouping
         first, _ = best_split(denoise_profile(p))
         if first.max() > 0:
             p = profile_distances(x, first)
@@ -613,6 +620,58 @@ class HierarchicalGrouper:
         return self.fit(X).labels_
 
 
-__all__ = ["Hierarchy", "HierarchicalGrouper", "infer_hierarchy", "hierarchy_from_matrix",
+__all__ = ["Hierarchy", "HierarchicalGrouper", "infer_hierarchy", "infer_groups", "hierarchy_from_matrix",
            "profile_distances", "remove_host_overheads", "symmetrise_min", "denoise_profile", "best_split",
            "check_latency", "SILHOUETTE_MIN"]
+
+
+LOW_CONFIDENCE = 0.25  #: hosts below this confidence are named in reports
+
+
+def infer_groups(probe, *, n_groups: int | None = None, max_levels: int = 3, seed: int = 0):
+    """``plink group``'s default: :class:`HierarchicalGrouper` on a probe -> :class:`~plink.data.groupfile.Groups`.
+
+    ``n_groups``: None = K from the data, an int fixes K at the finest level.
+    The result carries ``levels`` and ``confidence``; its metrics hold the
+    group sizes per level, the mean / min confidence, the low-confidence hosts
+    (below :data:`LOW_CONFIDENCE`), the scores that chose K, the run time and,
+    when the probe has ground truth, the AMI of the finest level against the
+    true racks (and of each coarser level against the truth level above).
+    O(N^3) time, O(N^2) memory.
+    """
+    import time
+
+    from plink.data.groupfile import Groups
+    from plink.structure.metrics import ami
+
+    if n_groups is not None and (not isinstance(n_groups, (int, np.integer)) or isinstance(n_groups, bool)
+                                 or n_groups < 1):
+        raise PlinkError(f"number of groups must be a positive integer, got {n_groups!r}")
+    t0 = time.perf_counter()
+    est = HierarchicalGrouper("auto" if n_groups is None else int(n_groups), max_levels=max_levels,
+                              random_state=seed).fit(probe)
+    h = est.hierarchy_
+    seconds = time.perf_counter() - t0
+    names = probe.names
+    low = np.flatnonzero(h.confidence < LOW_CONFIDENCE)
+    metrics: dict[str, Any] = {
+        "groups": h.n_groups,
+        "sizes": np.bincount(h.labels).tolist(),
+        "levels": [{"groups": int(lv.max() + 1), "sizes": np.bincount(lv).tolist()} for lv in h.levels],
+        "confidence_mean": round(float(h.confidence.mean()), 4),
+        "confidence_min": round(float(h.confidence.min()), 4),
+        "low_confidence_hosts": [names[i] for i in low[np.argsort(h.confidence[low])]],
+        "coverage": round(probe.coverage(), 6),
+        "group_seconds": round(seconds, 3),
+        "scores": h.scores,
+    }
+    if probe.truth is not None and probe.truth.levels:
+        labels = probe.truth.labels
+        metrics["ami"] = round(ami([t[-1] for t in labels], h.labels), 6)
+        metrics["truth_level"] = probe.truth.levels[-1]
+        metrics["ami_levels"] = [round(ami([t[max(0, len(t) - 1 - i)] for t in labels], lv), 6)
+                                 for i, lv in enumerate(h.levels)]
+    params = {"method": "hierarchy", "groups": None if n_groups is None else int(n_groups),
+              "max_levels": int(max_levels), "seed": int(seed)}
+    return Groups(hosts=names, labels=h.labels, metrics=metrics, params=params, levels=list(h.levels),
+                  confidence=h.confidence)
