@@ -95,6 +95,8 @@ def simulate_datacenter(
             raise PlinkError(f"{name} must be between 0 and 1, got {v}")
     if missing_frac >= 1.0:
         raise PlinkError("missing-frac must be < 1 (some pairs must be measured)")
+    if noisy_hosts > 0 and tenant_us <= 0:
+        raise PlinkError("noisy-hosts needs tenant-us > 0 (the noise the noisy hosts have more of)")
     lat_levels = [inter_dc_us, dc_us, cluster_us, row_us, rack_us]
     if any((not np.isfinite(v)) or v <= 0 for v in lat_levels):
         raise PlinkError("per-level latencies must be > 0")

@@ -346,7 +346,7 @@ def _best_cut(p: np.ndarray) -> tuple[float, np.ndarray | None, dict]:
     if n < 2 * MIN_GROUP:
         return -np.inf, None, {}
     z = linkage(squareform(p, checks=False), method="average")
-    cands: dict[int, float] = {}
+    cands: dict[int, float | None] = {}
     labs: dict[int, np.ndarray] = {}
     best = (-np.inf, None)
     seen: dict[bytes, float] = {}
@@ -356,7 +356,7 @@ def _best_cut(p: np.ndarray) -> tuple[float, np.ndarray | None, dict]:
         lab = refine(p, lab)
         lab = fold_small(p, lab)
         if lab.max() == 0:
-            cands[k] = float("nan")
+            cands[k] = None  # every group folded away
             continue
         key = lab.tobytes()
         if key not in seen:
@@ -368,7 +368,7 @@ def _best_cut(p: np.ndarray) -> tuple[float, np.ndarray | None, dict]:
             best = (s, lab)
     if best[1] is not None:  # the coarsest cut nearly as good as the best
         for k in sorted(labs):
-            if cands[k] >= best[0] - PARSIMONY:
+            if cands[k] is not None and cands[k] >= best[0] - PARSIMONY:
                 return cands[k], labs[k], cands
     return best[0], best[1], cands
 
