@@ -500,6 +500,10 @@ def hierarchy_from_matrix(x: np.ndarray, *, max_levels: int = 3, n_groups: int |
                 paths[i] = path + (g,)
             stack.append((sub, path + (g,), None))
     levels = _levels_from_tree(paths)
+    if len(levels) < max_levels and levels[-1].max() + 1 >= 2 * MIN_GROUP:
+        # the first split was already the finest: look for rows above it among the groups' mean distances
+        levels += [lv for lv in _coarser(p, levels[-1], max_levels - len(levels))
+                   if 2 * (lv.max() + 1) <= levels[-1].max() + 1]
     labels = levels[0]
     if labels.max() == 0:
         conf = np.ones(n)
@@ -647,6 +651,16 @@ def infer_groups(probe, *, n_groups: int | None = None, max_levels: int = 3, see
     if n_groups is not None and (not isinstance(n_groups, (int, np.integer)) or isinstance(n_groups, bool)
                                  or n_groups < 1):
         raise PlinkError(f"number of groups must be a positive integer, got {n_groups!r}")
+    lat = probe.latency
+    measured = np.isfinite(lat) | np.isfinite(lat.T)
+    np.fill_diagonal(measured, False)
+    lonely = np.flatnonzero(~measured.any(axis=1))
+    if lonely.size:
+        raise PlinkError(f"host {probe.names[lonely[0]]} has 0 measured pairs: probe it again or leave it out")
+    n = probe.n
+    if n >= 2 and measured.sum() < 0.5 * n * (n - 1):
+        raise PlinkError(f"the matrix is mostly missing ({measured.sum() / (n * (n - 1)):.0%} of pairs measured); "
+                         "structure inference needs at least half: probe again with --resume")
     t0 = time.perf_counter()
     est = HierarchicalGrouper("auto" if n_groups is None else int(n_groups), max_levels=max_levels,
                               random_state=seed).fit(probe)
