@@ -59,13 +59,19 @@ TARGET_SIM = 0.95
 # ----------------------------------------------------------------------------- cases
 
 
-def sim_cases(seed: int, count: int) -> list[dict]:
-    """``count`` simulated datacenters whose shape and noise are drawn from ``seed``."""
+def sim_cases(seed: int, count: int, large: bool = False) -> list[dict]:
+    """``count`` simulated datacenters whose shape and noise are drawn from ``seed``.
+
+    ``large``: then 2 more, many racks per row (3 rows x 16 racks, 1 row x 24 racks).
+    """
     rng = np.random.default_rng(seed)
     cases = []
-    for c in range(count):
+    shapes = [None] * count + ([(3, 16), (1, 24)] if large else [])
+    for c, shape in enumerate(shapes):
         rows = int(rng.integers(1, 4))
         racks = int(rng.integers(3, 7)) if rows > 1 else int(rng.integers(4, 13))
+        if shape is not None:
+            rows, racks = shape
         kw = dict(
             racks=racks, rows=rows, hosts_per_rack=(5, 9),
             jitter=float(rng.uniform(0.05, 0.2)),
@@ -216,13 +222,14 @@ def main(argv=None) -> int:
     ap.add_argument("--cases", type=int, default=6, help="number of simulated cases")
     ap.add_argument("--data", default=DATA, help="folder of the real data sets (skipped when absent)")
     ap.add_argument("--no-embed", action="store_true", help="skip the (slow) ProbeEmbed + BalancedGrouper baseline")
+    ap.add_argument("--large", action="store_true", help="add 2 simulated cases with 16-24 racks per row")
     ap.add_argument("--only", default=None, help="run only cases whose name contains this")
     args = ap.parse_args(argv)
 
     baselines = dict(BASELINES)
     if args.no_embed:
         baselines.pop("embed-balanced")
-    cases = sim_cases(args.seed, args.cases) + real_cases(args.data)
+    cases = sim_cases(args.seed, args.cases, args.large) + real_cases(args.data)
     if args.only:
         cases = [c for c in cases if args.only in c["name"]]
     cols = ["plink auto", "plink K", *baselines]

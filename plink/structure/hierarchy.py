@@ -16,26 +16,40 @@ The pipeline (each step a pure function over numpy arrays):
    §4.2.1; on busy hosts it dominates).  ``h_i`` is estimated from host
    ``i``'s nearest neighbours and subtracted.
 3. :func:`profile_distances`: hosts in one rack see every other host alike,
-   so two hosts are compared by their whole *row profiles*: the mean over all
-   hosts ``k`` of ``|log x_ik - log x_jk|``.  Averaging over N entries
+   so two hosts are compared by their whole *row profiles*, the mean over all
+   hosts ``k`` of ``|f(x_ik) - f(x_jk)|``, with two choices of ``f``: "log"
+   (``log x``; keeps the differences between far levels such as rows) and
+   "near" (closeness ``exp(-(log x_ik - log near_i) / tau)``: far entries are
+   squashed together, so the few columns where two hosts' racks differ
+   dominate, which separates many small racks).  Averaging over N entries
    cancels per-pair noise; the log bounds multiplicative outliers; missing
    pairs are imputed (row median, then the block median of a first grouping).
-   A second overhead removal on the profile distances takes out each host's
-   own noise level (noisy hosts otherwise look far from everyone).
-4. Average linkage (UPGMA, scipy) on the profile distances; candidate cuts
-   (K = 2..10 and the cuts after the largest relative gaps in merge
-   height), singletons folded into their nearest group, hosts moved to the
-   group they are closest to on average; the cut with the best mean
-   silhouette [Rousseeuw 1987] wins if it exceeds :data:`SILHOUETTE_MIN`,
-   else there is no structure (K = 1).
-5. Recursion: each group found is split again the same way (finer levels,
-   e.g. racks inside rows) until no significant split remains or
-   ``max_levels`` is reached.  ``labels`` is the finest level.
+   :func:`denoise_profile` then takes out each host's own noise level (noisy
+   hosts otherwise look far from everyone).
+4. Average linkage (UPGMA, scipy) on each; candidate cuts (K = 2..10 and the
+   cuts after the largest relative gaps in merge height), groups under
+   :data:`MIN_GROUP` hosts folded into their nearest group, hosts moved to
+   the group they are closest to on average; the cut with the best mean
+   silhouette [Rousseeuw 1987] (the coarsest within :data:`PARSIMONY` of it)
+   is *significant* when its silhouette is at least :data:`SILHOUETTE_MIN`,
+   beats by :data:`NULL_MARGIN` the best silhouette of the same procedure on
+   copies of the matrix with its pairs shuffled (a permutation null: same
+   values, no structure), and the pairs it separates are :data:`EFFECT_MIN`
+   times farther (median) than those it keeps together.  Of the two metrics'
+   significant cuts the one beating its null by most wins; none: K = 1.
+5. Recursion: each group found is split again the same way, on profiles over
+   its own members (finer levels, e.g. racks inside rows) until no
+   significant split remains or ``max_levels`` is reached; when the first
+   split is already the finest, rows above it are looked for among the
+   groups' mean distances.  ``labels`` is the finest level.
 
-Complexity: O(N^3) time for the profile distances (one scipy ``cdist`` of N
-rows of length N, about 1 s at N = 1024), O(N^2) memory; linkage O(N^2);
-each candidate silhouette O(N^2).  Deterministic (no randomness is used;
-``random_state`` is accepted for API symmetry).
+Complexity: O(N^3) time for the profile distances (scipy ``cdist`` of N rows
+of length N), repeated for the two metrics and the permutation nulls (10
+per split of <= 32 hosts, 4 up to 128, 2 above), so O(N^3) with a constant
+of about 6-10 at the top level; O(N^2) memory; each candidate silhouette
+O(N^2).  Measured on the shared 2-core machine: N = 102 in 3-10 s, N = 192
+in 18 s (``benchmarks/structure.py``).  Deterministic for a given
+``random_state`` (it seeds the permutation nulls; None means 0).
 
 Measured against the classical baselines given the true K in
 ``benchmarks/structure.py`` (see README, ``plink group``).
@@ -64,7 +78,7 @@ EFFECT_MIN_SMALL = 1.6
 SMALL_GROUP = 16
 #: among the significant cuts the coarsest whose silhouette is within this of the best wins (finer levels come
 #: from splitting each group again)
-PARSIMONY = 0.05
+PARSIMONY = 0.0
 #: cuts K = 2..SMALL_K are always evaluated, larger K only after the largest gaps in merge height
 SMALL_K = 10
 N_GAP_CANDIDATES = 12
@@ -586,8 +600,8 @@ def infer_hierarchy(latency: np.ndarray, *, max_levels: int = 3, random_state=No
     :class:`~plink.errors.PlinkError` on a non-square, negative or infinite
     matrix or a host without any measured pair.
 
-    O(N^3) time (profile distances, ~1 s at N = 1024), O(N^2) memory;
-    deterministic (``random_state`` is accepted for API symmetry, unused).
+    O(N^3) time (profile distances, two metrics, permutation nulls), O(N^2)
+    memory; deterministic for a given ``random_state`` (seeds the nulls; None = 0).
     See the module docstring for the method.
     """
     if not isinstance(max_levels, (int, np.integer)) or isinstance(max_levels, bool) or max_levels < 1:
@@ -615,7 +629,7 @@ class HierarchicalGrouper:
         "auto": K from the data (may be 1); an int: exactly that many groups at
         the finest level (average linkage on the profile distances, refined).
     max_levels : int, default 3
-    random_state : ignored (deterministic), for API symmetry.
+    random_state : int, Generator or None; seeds the permutation nulls (None = 0: deterministic).
 
     ``fit(X)`` takes a :class:`~plink.data.probefile.ProbeData` (its
     ``latency``) or an N x N matrix.  Attributes: ``labels_``, ``hierarchy_``,
