@@ -67,7 +67,7 @@ from plink.errors import PlinkError
 #: a split is significant when its mean silhouette on the profile distances is at least this
 SILHOUETTE_MIN = 0.25
 #: ... and beats the best silhouette on shuffled (structureless) copies of the matrix by this much
-NULL_MARGIN = 0.1
+NULL_MARGIN = 0.15
 #: smallest group a significant split may create (smaller ones are folded into the nearest group)
 MIN_GROUP = 3
 #: ... and the pairs it separates are at least this many times farther (median) than the pairs it keeps together
@@ -474,7 +474,8 @@ def _split_one(x: np.ndarray, p: np.ndarray, metric: str, rng: np.random.Generat
         n_null = 10 if n <= 32 else (4 if n <= 128 else 2)
     null = [_best_cut(_distances(permuted(x, rng), reimpute=False, metric=metric))[0]
             for _ in range(n_null)] if lab is not None and s >= SILHOUETTE_MIN else []
-    null_s = max([v for v in null if np.isfinite(v)], default=0.0)
+    finite = [v for v in null if np.isfinite(v)]
+    null_s = float(np.median(finite)) if finite else 0.0  # median: one lucky shuffle must not veto a split
     scores = {"candidates": {str(k): v for k, v in cands.items()},
               "best_silhouette": round(float(s), 6) if np.isfinite(s) else None,
               "null_silhouette": round(float(null_s), 6), "threshold": SILHOUETTE_MIN, "null_margin": NULL_MARGIN}
