@@ -7,7 +7,7 @@ import json
 import click
 import numpy as np
 
-from plink.cli._app import _echo_json, _load_probe, _stderr_console, _stdout_console, cli
+from plink.cli._app import _echo_json, _stderr_console, _stdout_console, cli, matrix_input_options
 
 
 def render_groups_report(groups, console) -> None:
@@ -99,11 +99,9 @@ def render_structure(groups, console) -> None:
 @click.option("--plot", type=click.Path(dir_okay=False), help="Write a picture of the groups (needs matplotlib).")
 @click.option("-o", "--output", type=click.Path(dir_okay=False), help="Groups file to write (default: stdout).")
 @click.option("--json", "as_json", is_flag=True, help="Print the metrics as JSON on stdout.")
-@click.option("--hosts", type=click.Path(dir_okay=False), help="Host names for a plain CSV/NPY matrix.")
-@click.option("--unit", type=click.Choice(["us", "ms", "s", "ns"]), default="us", show_default=True,
-              help="Latency unit of a plain CSV/NPY matrix.")
+@matrix_input_options()
 def group(probefile, n_groups, method, max_levels, elasticity, alpha, dims, no_heights, seed, plot, output,
-          as_json, hosts, unit) -> None:
+          as_json, load_input) -> None:
     """Find the network's structure: racks (and rows above them), K from the data.
 
     Default (--method hierarchy): compares hosts by their whole row of
@@ -120,7 +118,7 @@ def group(probefile, n_groups, method, max_levels, elasticity, alpha, dims, no_h
       plink group dc.json -o groups.json
       plink show dc.json --groups groups.json --plot heatmap.png
     """
-    probe = _load_probe(probefile, hosts, unit)
+    probe = load_input(probefile)
     if method == "balanced":
         from plink.structure.group import group_hosts
 
@@ -188,10 +186,8 @@ def render_show(summary, console) -> None:
               help="With --plot: two heatmaps, as probed and in this order file's rank order.")
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
 @click.option("--no-structure", is_flag=True, help="Without --groups: do not infer the structure (faster).")
-@click.option("--hosts", type=click.Path(dir_okay=False), help="Host names for a plain CSV/NPY matrix.")
-@click.option("--unit", type=click.Choice(["us", "ms", "s", "ns"]), default="us", show_default=True,
-              help="Latency unit of a plain CSV/NPY matrix.")
-def show(probefile, groups_file, plot, orderfile, as_json, no_structure, hosts, unit) -> None:
+@matrix_input_options()
+def show(probefile, groups_file, plot, orderfile, as_json, no_structure, load_input) -> None:
     """Summarise a probe file and the structure in it; optionally draw it.
 
     Prints the structure (groups per level, sizes, hosts, confidence): from
@@ -210,7 +206,7 @@ def show(probefile, groups_file, plot, orderfile, as_json, no_structure, hosts, 
     if orderfile and not plot:
         raise click.BadParameter("--order draws the before/after heatmaps of --plot PNG", param_hint="--order")
 
-    probe = _load_probe(probefile, hosts, unit)
+    probe = load_input(probefile)
     groups = None
     if groups_file:
         from plink.data.groupfile import load_groups
