@@ -208,7 +208,8 @@ def test_schedule_planetlab_slice_is_finite_and_every_group_has_a_gm(tmp_path, c
     sched = json.loads(out.read_text())
     labels = np.array(sched["groups"])
     sizes = np.bincount(labels)
-    assert sizes.min() >= 2 and sizes.max() <= 2 * math.ceil(24 / round(math.sqrt(24)))
+    # groups come from infer_hierarchy (unequal: the PlanetLab slice's regions), each of >= 2 hosts
+    assert sizes.min() >= 2 and sizes.sum() == 24
     gm_groups = {int(labels[g]) for g in sched["gm"]}
     assert gm_groups == set(range(len(sizes)))
 
