@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from plink.cli._app import _echo_json, _load_probe, _stderr_console, cli
+from plink.cli._app import _echo_json, _load_probe, _stderr_console, cli, stdout_if_dash
 from plink.launch.emitters import FORMATS
 
 
@@ -83,7 +83,7 @@ def _check_format_options(fmt: str, slots: int, groups_file: str | None) -> None
               help="Order file (plain, json) or launcher file (see 'plink emit --help') written with -o or to stdout.")
 @click.option("--slots", default=1, show_default=True, type=int,
               help="Processes (GPUs) per host; the ranks of one host stay contiguous.")
-@click.option("-o", "--output", type=click.Path(dir_okay=False), help="Order file to write (default: stdout).")
+@click.option("-o", "--output", type=click.Path(dir_okay=False, allow_dash=True), callback=stdout_if_dash, help="Order file to write (default: stdout).")
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON on stdout.")
 @click.option("--hosts", type=click.Path(dir_okay=False), help="Host names for a plain CSV/NPY matrix.")
 @click.option("--unit", type=click.Choice(["us", "ms", "s", "ns"]), default="us", show_default=True,

@@ -6,7 +6,7 @@ import json
 
 import click
 
-from plink.cli._app import _echo_json, _load_probe, _stderr_console, _stdout_console, cli
+from plink.cli._app import _echo_json, _load_probe, _stderr_console, _stdout_console, cli, stdout_if_dash
 
 
 def render_groups_report(groups, console) -> None:
@@ -39,7 +39,7 @@ def render_groups_report(groups, console) -> None:
 @click.option("--no-heights", is_flag=True, help="Do not fit per-host startup costs.")
 @click.option("--seed", default=0, show_default=True, type=int)
 @click.option("--plot", type=click.Path(dir_okay=False), help="Write a picture of the groups (needs matplotlib).")
-@click.option("-o", "--output", type=click.Path(dir_okay=False), help="Groups file to write (default: stdout).")
+@click.option("-o", "--output", type=click.Path(dir_okay=False, allow_dash=True), callback=stdout_if_dash, help="Groups file to write (default: stdout).")
 @click.option("--json", "as_json", is_flag=True, help="Print the metrics as JSON on stdout.")
 @click.option("--hosts", type=click.Path(dir_okay=False), help="Host names for a plain CSV/NPY matrix.")
 @click.option("--unit", type=click.Choice(["us", "ms", "s", "ns"]), default="us", show_default=True,
