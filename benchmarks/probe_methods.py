@@ -7,8 +7,8 @@ random cross-rack pair measures slower than a random in-rack pair (1.0 = racks
 perfectly separated by latency alone, 0.5 = no information).  The baseline is
 ``fping`` (the remote reply comes from the kernel), measured in the same run.
 
-    sudo python3 benchmarks/probe_methods.py
-    sudo python3 benchmarks/probe_methods.py --methods udp fping icmp --python "$(command -v python3)"
+    sudo "$(command -v python)" benchmarks/probe_methods.py
+    sudo "$(command -v python)" benchmarks/probe_methods.py --methods udp fping icmp
 """
 
 import argparse
@@ -39,7 +39,10 @@ def main() -> int:
     ap.add_argument("--count", type=int, default=50)
     ap.add_argument("--interval", type=float, default=0.005)
     ap.add_argument("--repeats", type=int, default=3)
-    ap.add_argument("--python", default="python3", help="interpreter on the hosts (icmp needs icmplib)")
+    # the hosts are namespaces of this machine: the interpreter running this script is there
+    # too, with icmplib (a plink dependency) for --methods icmp; no machine-specific path
+    ap.add_argument("--python", default=sys.executable,
+                    help="interpreter on the hosts (default: this one; icmp needs icmplib)")
     ap.add_argument("--prefix", default=None, help="namespace name prefix (default: picked per run)")
     ap.add_argument("--subnet", default=None, help="first two octets of a free /16 (default: picked per run)")
     args = ap.parse_args()

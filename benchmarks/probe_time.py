@@ -11,9 +11,9 @@ keeps them).
 Prints the measured wall time over that bound (target <= 1.2 for 16 hosts),
 for the whole probe and for the rounds alone (without SSH connection setup).
 
-    sudo python3 benchmarks/probe_time.py                    # 16 hosts, latency
-    sudo python3 benchmarks/probe_time.py --bandwidth --bw-seconds 1
-    sudo python3 benchmarks/probe_time.py --racks 2 --hosts-per-rack 4 --count 50   # quick
+    sudo "$(command -v python)" benchmarks/probe_time.py                    # 16 hosts, latency
+    sudo "$(command -v python)" benchmarks/probe_time.py --bandwidth --bw-seconds 1
+    sudo "$(command -v python)" benchmarks/probe_time.py --racks 2 --hosts-per-rack 4 --count 50   # quick
 """
 
 import argparse

@@ -3,9 +3,9 @@
 
 Run as root from a checkout (needs iproute2, openssh-server; fping/iperf3 optional):
 
-    sudo python3 examples/probe-netns.py                       # 2 racks x 4 hosts, latency
-    sudo python3 examples/probe-netns.py --bandwidth --uplink-mbit 200
-    sudo python3 examples/probe-netns.py --racks 4 --hosts-per-rack 4 -o probe.json
+    sudo "$(command -v python)" examples/probe-netns.py                       # 2 racks x 4 hosts, latency
+    sudo "$(command -v python)" examples/probe-netns.py --bandwidth --uplink-mbit 200
+    sudo "$(command -v python)" examples/probe-netns.py --racks 4 --hosts-per-rack 4 -o probe.json
 
 It prints the plink command it runs (copy it to probe a real cluster: only the
 host list and --ssh-config change), then the latency / bandwidth summary per

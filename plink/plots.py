@@ -23,19 +23,20 @@ def _pyplot():
 
 
 def _save(fig, path: str | os.PathLike) -> None:
-    """Write atomically: render to a temporary file in the same directory, then rename."""
+    """Render to memory, then write with :func:`plink.data.fileio.write_bytes` (atomic for
+    regular files; devices, FIFOs and ``-`` written through; symlinks kept)."""
+    import io
+
+    from plink.data.fileio import write_bytes
+
     path = os.fspath(path)
-    base, ext = os.path.splitext(path)
-    fmt = ext.lstrip(".").lower() or "png"
-    tmp = f"{base}.tmp{os.getpid()}{ext}"
+    fmt = os.path.splitext(path)[1].lstrip(".").lower() or "png"
+    buf = io.BytesIO()
     try:
-        fig.savefig(tmp, format=fmt, dpi=120, bbox_inches="tight")
-        os.replace(tmp, path)
-    except (OSError, ValueError) as exc:
+        fig.savefig(buf, format=fmt, dpi=120, bbox_inches="tight")
+    except ValueError as exc:
         raise PlinkError(f"cannot write plot {path}: {exc}") from None
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
+    write_bytes(path, buf.getvalue())
 
 
 def plot_heatmap(probe, order: np.ndarray, path, *, labels: np.ndarray | None = None, title: str = "") -> None:

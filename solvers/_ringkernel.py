@@ -1,7 +1,7 @@
 """Compiled (numba) kernel of ``solvers.ringsearch``: the same moves, array-based.
 
-Imported lazily by ``solvers.ringsearch`` only when numba is installed (the
-``fast`` extra) and ``PLINK_NO_NUMBA`` is not set; everything here mirrors
+Imported lazily by ``solvers.ringsearch`` when numba can be loaded (a
+default dependency) and ``PLINK_NO_NUMBA`` is not set; everything here mirrors
 the pure-Python ``_Tour`` (2-opt both directions, Or-opt of 1-3 hosts in
 either orientation, Or-3opt segment exchange, all over neighbour lists with
 a FIFO work queue) and ``iterated_local_search`` (local double bridge inside
@@ -11,12 +11,15 @@ move reverses the shorter side in place.  Random numbers come from a
 xorshift64* generator whose state lives in a caller-owned array, so running
 ``k`` kicks in several calls gives exactly the tour of one call.
 
-Compiled functions are cached on disk (``cache=True``) when numba finds a
-writable cache location (next to this file, else ``NUMBA_CACHE_DIR`` or the
-user cache); otherwise they are compiled in memory on every first call.
+Compiled functions are cached on disk (``cache=True``), so only the first
+run compiles (~10 s on a loaded 2-core machine); see :func:`cache_dir` for
+where.  Where no location is writable they are compiled in memory on every
+first call of a process.
 """
 
 from __future__ import annotations
+
+import os
 
 import numpy as np
 import numba
@@ -24,11 +27,49 @@ import numba
 _EPS = 1e-10
 
 
+def cache_dir() -> str | None:
+    """The directory this module's compiled code is cached in, or None when
+    numba's own choice applies.
+
+    In order: ``NUMBA_CACHE_DIR`` when set (numba's own setting: None here);
+    next to this file (``__pycache__``) when that is writable, e.g. a user's
+    venv or a root install run by root (None); else the per-user
+    ``${XDG_CACHE_HOME:-~/.cache}/plink/numba`` (created), e.g. a system-wide
+    install run by a user or a read-only image; None when that cannot be
+    created either (numba then tries its own user cache, else compiles in
+    memory).  Only this module's functions are affected, not the caller's
+    other numba code.
+    """
+    if os.environ.get("NUMBA_CACHE_DIR"):
+        return None
+    here = os.path.dirname(os.path.abspath(__file__))
+    pycache = os.path.join(here, "__pycache__")
+    if os.access(pycache if os.path.isdir(pycache) else here, os.W_OK):
+        return None
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    path = os.path.join(base, "plink", "numba")
+    try:
+        os.makedirs(path, exist_ok=True)
+    except OSError:
+        return None
+    return path if os.access(path, os.W_OK) else None
+
+
+_CACHE_DIR = cache_dir()
+
+
 def _jit(f):
+    # numba picks a function's cache location when it is decorated: point it at
+    # _CACHE_DIR for this module's functions only, then restore the setting
+    saved = numba.config.CACHE_DIR
+    if _CACHE_DIR:
+        numba.config.CACHE_DIR = _CACHE_DIR
     try:
         return numba.njit(cache=True, nogil=True, error_model="numpy")(f)
     except Exception:  # no writable cache location: compile in memory
         return numba.njit(cache=False, nogil=True, error_model="numpy")(f)
+    finally:
+        numba.config.CACHE_DIR = saved
 
 
 @_jit

@@ -26,12 +26,13 @@ provides
   ``time_limit`` seconds, or after ``stall`` perturbations without a better
   tour.
 
-With numba installed (``pip install 'plink-locality[fast]'``) ``local_search``
+With numba (a default dependency; where it cannot load, the pure-Python code runs) ``local_search``
 and ``iterated_local_search`` run the same moves compiled
 (``solvers._ringkernel``; the compiled code is cached on disk after the first
-call). ``python benchmarks/ring_kernel_speed.py`` times one local search from a
-random tour with each engine: 4.0-7.8x faster at N = 1000 (3 seeds, 2 shared
-cores), the same local optimum); ``PLINK_NO_NUMBA=1`` or ``engine="python"`` forces
+call, per user where the install is not writable: ``solvers._ringkernel.cache_dir``).
+``python benchmarks/ring_kernel_speed.py`` times one local search from a random tour
+with each engine: 4.0-7.8x faster at N = 1000 (3 seeds, 2 shared cores), the same
+local optimum; ``PLINK_NO_NUMBA=1`` or ``engine="python"`` forces
 the pure-Python code, which works over rows of the matrix viewed as
 ``memoryview``\\ s (no copy of the N x N matrix).  Complexity per kick is
 independent of N except for the O(N) worst case of rewriting a tour side
@@ -108,7 +109,8 @@ def _engine(engine: str):
         warm_kernel()  # compile now (not charged to a time limit); on failure: pure Python
         kr = kernel()
     if kr is None and engine == "numba":
-        raise RuntimeError("engine='numba' needs numba (pip install 'plink-locality[fast]') and PLINK_NO_NUMBA unset")
+        raise RuntimeError("engine='numba' needs numba (a dependency of plink-locality; it did not load here) "
+                           "and PLINK_NO_NUMBA unset")
     return kr
 
 

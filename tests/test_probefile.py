@@ -207,8 +207,10 @@ def test_atomic_write_keeps_old_file_on_failure(tmp_path, monkeypatch):
     def boom(*a, **k):
         raise OSError("disk full")
 
+    from plink.errors import PlinkError
+
     monkeypatch.setattr(os, "replace", boom)
-    with pytest.raises(OSError):
+    with pytest.raises(PlinkError, match="cannot write .*disk full"):  # one line, not a traceback
         atomic_write_text(target, "new")
     assert target.read_text() == "old"
     assert [p.name for p in tmp_path.iterdir()] == ["out.json"]  # no temp file left behind

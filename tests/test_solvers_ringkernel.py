@@ -1,6 +1,9 @@
 """The compiled ring kernel (numba) against the pure-Python ring search, and the fallback."""
 
+import os
+import subprocess
 import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -9,13 +12,51 @@ import plink.solvers
 from plink.solvers import ringsearch
 from plink.solvers.ringsearch import iterated_local_search, local_search, neighbour_lists, tour_length
 
+ROOT = Path(__file__).resolve().parents[1]
+NO_NUMBA = os.environ.get("PLINK_NO_NUMBA", "") not in ("", "0")
+
+# numba is a dependency: the kernel tests fail (not skip) where it does not load
+needs_kernel = pytest.mark.skipif(NO_NUMBA, reason="PLINK_NO_NUMBA is set")
 
 
-def _has_kernel():
-    return ringsearch.kernel() is not None
+@needs_kernel
+def test_the_default_install_has_the_compiled_kernel():
+    assert ringsearch.kernel() is not None
 
 
-needs_kernel = pytest.mark.skipif(not _has_kernel(), reason="numba not installed (the 'fast' extra)")
+_CACHE_PROBE = """
+import os, sys
+real = os.access
+import plink.solvers as S
+pkg = os.path.dirname(os.path.abspath(S.__file__))
+# the installed package is read-only for this user (a system-wide install)
+os.access = lambda p, m, *a, **k: (False if m == os.W_OK and os.path.abspath(p).startswith(pkg)
+                                   else real(p, m, *a, **k))
+import numba
+import plink.solvers._ringkernel as k
+print(k.cache_dir())
+print(k._next._cache._cache_path)
+print(repr(numba.config.CACHE_DIR))
+"""
+
+
+@needs_kernel
+@pytest.mark.parametrize("numba_cache_dir", [None, "own"])
+def test_compiled_code_is_cached_per_user_when_the_install_is_read_only(tmp_path, numba_cache_dir):
+    env = dict(os.environ, PYTHONPATH=str(ROOT), XDG_CACHE_HOME=str(tmp_path / "xdg"))
+    env.pop("NUMBA_CACHE_DIR", None)
+    if numba_cache_dir:
+        env["NUMBA_CACHE_DIR"] = str(tmp_path / numba_cache_dir)
+    r = subprocess.run([sys.executable, "-c", _CACHE_PROBE], capture_output=True, text=True, env=env,
+                       cwd=tmp_path, timeout=120)
+    assert r.returncode == 0, r.stderr
+    ours, where, config = r.stdout.split("\n")[:3]
+    if numba_cache_dir:  # the user's own setting wins
+        assert ours == "None" and where.startswith(str(tmp_path / numba_cache_dir))
+        assert config == repr(str(tmp_path / numba_cache_dir))
+    else:
+        assert ours == str(tmp_path / "xdg" / "plink" / "numba") and where.startswith(ours)
+        assert config == "''"  # the caller's other numba code keeps numba's default
 
 
 def _euclid(seed, n):

@@ -1,9 +1,10 @@
 """plink end to end on an emulated cluster: probe -> order -> real launchers -> measure.
 
-Run as root (network namespaces)::
+Run as root (network namespaces), with the Python that has plink's dependencies
+(``sudo`` alone would pick the system's python3)::
 
-    python examples/netns-cluster/launch.py                 # 2 racks x 4 hosts
-    python examples/netns-cluster/launch.py --racks 4 --random 5 --json results.json
+    sudo "$(command -v python)" examples/netns-cluster/launch.py     # 2 racks x 4 hosts
+    sudo "$(command -v python)" examples/netns-cluster/launch.py --racks 4 --random 5 --json results.json
 
 What it does:
 
@@ -28,8 +29,10 @@ What it does:
    and the worst order, and checks the placement again;
 7. prints the predicted speedup (cost model) beside the measured one.
 
-Everything is torn down on exit, also after an error.  The functions are
-reused by ``tests/test_launch_netns.py``.
+Everything is torn down on exit, also after an error.  When the torchrun or
+mpirun step fails (or ``mpirun`` is missing) the results measured before it
+are still printed (and written to ``--json``), the failed step is named, and
+the exit code is 1.  The functions are reused by ``tests/test_launch_netns.py``.
 """
 
 from __future__ import annotations
@@ -39,6 +42,7 @@ import itertools
 import json
 import os
 import shlex
+import shutil
 import statistics
 import subprocess
 import sys
@@ -283,7 +287,28 @@ def measured_seconds(results: list[dict], k: int) -> float:
 def experiment(racks: int = 2, hosts_per_rack: int = 4, size: int = 16 * 2**20, n_random: int = 5,
                repeats: int = 3, seed: int = 0, mpi: bool = True, torchrun: bool = True, count: int = 50,
                log=print) -> dict:
+    """Run the whole experiment; the summary of what was measured.
+
+    The torchrun and mpirun steps come after the Gloo measurements: when one of
+    them fails (or ``mpirun`` is not installed, checked before the cluster is
+    built) the summary keeps everything measured so far and names the failed
+    step in ``summary["failed"]`` ({step: reason}).
+    """
     t0 = time.monotonic()
+    failed: dict[str, str] = {}
+    if mpi and shutil.which("mpirun") is None:
+        failed["mpirun"] = "mpirun not found (install Open MPI, e.g. openmpi-bin, or run with --no-mpi)"
+        log(f"{failed['mpirun']}: the mpirun step will be skipped")
+        mpi = False
+
+    def later_step(name, fn):
+        try:
+            return fn()
+        except Exception as exc:  # keep what was measured before this step
+            failed[name] = " ".join(f"{type(exc).__name__}: {exc}".split())[:800]
+            log(f"{name} step failed: {failed[name]}; keeping the results measured before it")
+            return None
+
     with cluster(racks, hosts_per_rack) as c, tempfile.TemporaryDirectory(prefix="plink-launch-") as tmp:
         out = Path(tmp)
         log(f"cluster: {racks} racks x {hosts_per_rack} hosts up in {time.monotonic() - t0:.1f} s")
@@ -321,32 +346,41 @@ def experiment(racks: int = 2, hosts_per_rack: int = 4, size: int = 16 * 2**20, 
                           "rack_crossings": crossings, "hosts": [probe.hosts[i].name for i in orders[name]]}
         torchrun_rows = {}
         if torchrun:
-            t = time.monotonic()
-            res_tr = run_torchrun(c, files["plink"]["torchrun"], size, repeats=repeats)
-            bad = check_placement(res_tr, files["plink"]["torchrun"], 0)
-            if bad:
-                raise AssertionError("torchrun plink: " + "; ".join(bad))
-            torchrun_rows["plink"] = {"seconds": measured_seconds(res_tr, 0)}
-            log(f"torchrun --node-rank \"$(plink node-rank MAP)\": plink order in {time.monotonic() - t:.1f} s; "
-                "ranks where the map says")
+            def torchrun_step():
+                t = time.monotonic()
+                res_tr = run_torchrun(c, files["plink"]["torchrun"], size, repeats=repeats)
+                bad = check_placement(res_tr, files["plink"]["torchrun"], 0)
+                if bad:
+                    raise AssertionError("torchrun plink: " + "; ".join(bad))
+                torchrun_rows["plink"] = {"seconds": measured_seconds(res_tr, 0)}
+                log(f"torchrun --node-rank \"$(plink node-rank MAP)\": plink order in {time.monotonic() - t:.1f} s; "
+                    "ranks where the map says")
+
+            later_step("torchrun", torchrun_step)
         mpi_rows = {}
         if mpi:
-            t = time.monotonic()
-            for j, name in enumerate(("plink", "worst")):
-                order_json = out / f"{name}.json"
-                hosts = [probe.hosts[i] for i in orders[name]]
-                atomic_write_text(order_json, json.dumps({"format": "plink-order", "version": 1, "hosts": [
-                    {"rank": r, **h.to_dict()} for r, h in enumerate(hosts)]}))
-                res_mpi = run_mpirun(c, files[name]["openmpi"], order_json, size, repeats=repeats, port=29700 + j)
-                bad = check_placement(res_mpi, order_json, 0, by_hostname=True)
-                if bad:
-                    raise AssertionError(f"mpirun {name}: " + "; ".join(bad))
-                mpi_rows[name] = {"seconds": measured_seconds(res_mpi, 0)}
-            log(f"mpirun --map-by seq: plink and worst orders in {time.monotonic() - t:.1f} s; ranks where the hostfile says")
+            def mpirun_step():
+                t = time.monotonic()
+                for j, name in enumerate(("plink", "worst")):
+                    order_json = out / f"{name}.json"
+                    hosts = [probe.hosts[i] for i in orders[name]]
+                    atomic_write_text(order_json, json.dumps({"format": "plink-order", "version": 1, "hosts": [
+                        {"rank": r, **h.to_dict()} for r, h in enumerate(hosts)]}))
+                    res_mpi = run_mpirun(c, files[name]["openmpi"], order_json, size, repeats=repeats,
+                                         port=29700 + j)
+                    bad = check_placement(res_mpi, order_json, 0, by_hostname=True)
+                    if bad:
+                        raise AssertionError(f"mpirun {name}: " + "; ".join(bad))
+                    mpi_rows[name] = {"seconds": measured_seconds(res_mpi, 0)}
+                log(f"mpirun --map-by seq: plink and worst orders in {time.monotonic() - t:.1f} s; "
+                    "ranks where the hostfile says")
+
+            later_step("mpirun", mpirun_step)
     rand = [rows[n] for n in names if n.startswith("random-")]
     summary = {
         "hosts": racks * hosts_per_rack, "racks": racks, "size_bytes": size, "repeats": repeats,
         "model": res.model, "rtt": rtt, "orders": rows, "torchrun": torchrun_rows, "mpirun": mpi_rows,
+        "failed": failed,
         "plink_seconds": rows["plink"]["seconds"],
         "random_median_seconds": float(statistics.median(r["seconds"] for r in rand)) if rand else None,
         "worst_seconds": rows["worst"]["seconds"],
@@ -383,6 +417,8 @@ def render(summary: dict) -> str:
         lines.append(f"torchrun (static rendezvous), {name} order: {r['seconds']:.3f} s")
     for name, r in summary.get("mpirun", {}).items():
         lines.append(f"mpirun --map-by seq, {name} order: {r['seconds']:.3f} s")
+    for step, why in summary.get("failed", {}).items():
+        lines.append(f"NOT MEASURED: the {step} step failed: {why}")
     return "\n".join(lines)
 
 
@@ -412,6 +448,10 @@ def main(argv=None) -> int:
     print(render(summary))
     if args.json:
         atomic_write_text(args.json, json.dumps(summary, indent=1) + "\n")
+    if summary["failed"]:
+        print(f"{', '.join(summary['failed'])} failed; the results above were measured before "
+              + ("and are in " + args.json if args.json else "it"), file=sys.stderr)
+        return 1
     return 0
 
 

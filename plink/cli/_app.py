@@ -12,6 +12,10 @@ EXIT_FAILURE = 1
 EXIT_USAGE = 2
 
 
+def stdout_if_dash(ctx, param, value):
+    """Click callback of ``-o``: ``-o -`` means stdout, as no ``-o`` does."""
+    return None if value == "-" else value
+
 
 def _load_probe(path: str, hosts: str | None = None, unit: str | None = None, kind: str = "latency",
                 bandwidth: str | None = None, bandwidth_unit: str | None = None, quiet: bool = False):

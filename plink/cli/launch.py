@@ -6,7 +6,7 @@ import json
 
 import click
 
-from plink.cli._app import _echo_json, cli, matrix_input_options
+from plink.cli._app import cli, _echo_json, matrix_input_options, stdout_if_dash
 from plink.cli.order import _check_format_options
 from plink.errors import PlinkError
 from plink.launch.emitters import FORMATS
@@ -22,7 +22,7 @@ from plink.launch.emitters import FORMATS
               help="Groups file (plink group) for --format slurm-topology.")
 @click.option("--algo", type=click.Choice(["ring", "hd", "rd", "dbt", "bcube", "bintree"]),
               help="Algorithm for --format env (default: the JSON order file's, else ring).")
-@click.option("-o", "--output", type=click.Path(dir_okay=False), help="File to write (default: stdout).")
+@click.option("-o", "--output", type=click.Path(dir_okay=False, allow_dash=True), callback=stdout_if_dash, help="File to write (default: stdout).")
 def emit_cmd(orderfile, fmt, slots, groups_file, algo, output) -> None:
     """Write a launcher file from an existing order file (no new search).
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from plink.cli._app import _echo_json, _stderr_console, cli, matrix_input_options
+from plink.cli._app import cli, _echo_json, matrix_input_options, _stderr_console, stdout_if_dash
 from plink.launch.emitters import FORMATS
 
 
@@ -113,7 +113,7 @@ def _check_format_options(fmt: str, slots: int, groups_file: str | None) -> None
               help="Order file (plain, json) or launcher file (see 'plink emit --help') written with -o or to stdout.")
 @click.option("--slots", default=1, show_default=True, type=int,
               help="Processes (GPUs) per host; the ranks of one host stay contiguous.")
-@click.option("-o", "--output", type=click.Path(dir_okay=False), help="Order file to write (default: stdout).")
+@click.option("-o", "--output", type=click.Path(dir_okay=False, allow_dash=True), callback=stdout_if_dash, help="Order file to write (default: stdout).")
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON on stdout.")
 @click.option("--no-bandwidth", is_flag=True, help="Ignore a bandwidth matrix; cost by latency only.")
 @click.option("--model", "cost_model", type=click.Choice(["shared", "pairsum"]), default="shared", show_default=True,

@@ -6,7 +6,7 @@ import sys
 
 import click
 
-from plink.cli._app import EXIT_OK, _echo_json, _stderr_console, cli
+from plink.cli._app import EXIT_OK, _echo_json, _stderr_console, cli, stdout_if_dash
 from plink.errors import PlinkError
 
 EXIT_INCOMPLETE = 3
@@ -99,8 +99,9 @@ class _ProbeProgress:
 
 @cli.command()
 @click.argument("hosts", type=click.Path(dir_okay=False))
-@click.option("-o", "--output", type=click.Path(dir_okay=False),
-              help="Probe file to write; rewritten atomically after every round (default: stdout, no checkpoint).")
+@click.option("-o", "--output", type=click.Path(dir_okay=False, allow_dash=True), callback=stdout_if_dash,
+              help="Probe file to write; a regular file is rewritten atomically after every round, a device or "
+                   "FIFO written once at the end (default: stdout, no checkpoint).")
 @click.option("--method", type=click.Choice(["udp", "fping", "icmp"]), default="udp", show_default=True,
               help="Latency probe: the agent's UDP echo, fping on the hosts, or ICMP via icmplib.")
 @click.option("--count", default=20, show_default=True, type=int, help="Samples per pair and direction.")
@@ -160,6 +161,12 @@ def probe(hosts, output, method, count, interval, bandwidth, bw_seconds, streams
         raise click.UsageError("--json prints a summary on stdout, so the probe file needs -o")
     if resume and not output:
         raise click.UsageError("--resume continues the probe file given with -o")
+    from plink.data.fileio import replaces_atomically
+
+    # a device or FIFO given as -o is written once at the end, never rewritten per round
+    checkpoint = output if output and replaces_atomically(output) else None
+    if resume and checkpoint is None:
+        raise click.UsageError(f"--resume needs a regular file as -o, not {output}")
     entries = read_hostlist(hosts, fmt=hosts_format, max_hosts=max_hosts)
     opts = SSHOptions(ssh_config=ssh_config, known_hosts=known_hosts, accept_new_host_keys=accept_new_host_keys,
                       connect_timeout=timeout, command_timeout=max(timeout, 30.0), retries=retries,
@@ -167,9 +174,11 @@ def probe(hosts, output, method, count, interval, bandwidth, bw_seconds, streams
     show_progress = not quiet and not as_json and sys.stderr.isatty()
     with _ProbeProgress(show_progress) as bar:
         result = probe_hosts(entries, method=method, count=count, interval=interval, bandwidth=bandwidth,
-                             bw_seconds=bw_seconds, streams=streams, bw_tool=bw_tool, checkpoint=output,
+                             bw_seconds=bw_seconds, streams=streams, bw_tool=bw_tool, checkpoint=checkpoint,
                              resume=resume, progress=bar, ssh=opts)
     summary = _probe_summary(result, output)
+    if output and checkpoint is None:
+        result.save(output)
     if not output:
         click.echo(result.dumps(), nl=False)
     if as_json:

@@ -70,7 +70,7 @@ def render_schedule_summary(s: dict, console) -> None:
               help="Master shares: group size / node (cardinality) or outbound bandwidth (Quicktune); "
                    "auto = bandwidth when the probe file has a bandwidth matrix.")
 @click.option("--compact", is_flag=True, help="Write the compact form (masters only; expanded on load).")
-@click.option("-o", "--output", type=click.Path(dir_okay=False), required=True, help="Schedule file to write.")
+@click.option("-o", "--output", type=click.Path(dir_okay=False, allow_dash=True), required=True, help="Schedule file to write.")
 @click.option("--assume-bandwidth", default=10.0, show_default=True, type=float, metavar="GBIT/S",
               help="Bandwidth of every pair in the time model when there is no bandwidth matrix.")
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON on stdout.")
@@ -155,7 +155,7 @@ def verify(schedulefile, probefile, as_json, assume_bandwidth, load_input) -> No
 @cli.command()
 @click.argument("schedulefile", type=click.Path(dir_okay=False))
 @click.argument("statsfile", type=click.Path(dir_okay=False))
-@click.option("-o", "--output", type=click.Path(dir_okay=False), required=True, help="New schedule file.")
+@click.option("-o", "--output", type=click.Path(dir_okay=False, allow_dash=True), required=True, help="New schedule file.")
 @click.option("--quick", is_flag=True, help="Quicktune: re-assign all masters from the measured bandwidths.")
 @click.option("--beta", default=1.0, show_default=True, help="Finetune: weight of the load imbalance in the blame.")
 @click.option("--gamma", default=1.0, show_default=True, help="Finetune: weight of the transfer time in the blame.")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from plink.cli._app import _echo_json, cli
+from plink.cli._app import _echo_json, cli, stdout_if_dash
 
 
 def parse_hosts_per_rack(text: str) -> int | tuple[int, int]:
@@ -49,7 +49,7 @@ def parse_hosts_per_rack(text: str) -> int | tuple[int, int]:
 @click.option("--oversubscription", default=4.0, show_default=True, help="Bandwidth divisor per level above the rack.")
 @click.option("--no-shuffle", is_flag=True, help="Keep hosts in rack order (default: random order).")
 @click.option("--seed", default=0, show_default=True, type=int)
-@click.option("-o", "--output", type=click.Path(dir_okay=False), help="Probe file to write (default: stdout).")
+@click.option("-o", "--output", type=click.Path(dir_okay=False, allow_dash=True), callback=stdout_if_dash, help="Probe file to write (default: stdout).")
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON summary instead of text.")
 def simulate(output, as_json, no_shuffle, hosts_per_rack, **kw) -> None:
     """Generate a synthetic datacenter probe file with ground truth.

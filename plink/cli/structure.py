@@ -7,7 +7,7 @@ import json
 import click
 import numpy as np
 
-from plink.cli._app import _echo_json, _stderr_console, _stdout_console, cli, matrix_input_options
+from plink.cli._app import cli, _echo_json, matrix_input_options, _stderr_console, _stdout_console, stdout_if_dash
 
 
 def render_groups_report(groups, console) -> None:
@@ -97,7 +97,7 @@ def render_structure(groups, console) -> None:
 @click.option("--no-heights", is_flag=True, help="balanced: do not fit per-host startup costs.")
 @click.option("--seed", default=0, show_default=True, type=int)
 @click.option("--plot", type=click.Path(dir_okay=False), help="Write a picture of the groups (needs matplotlib).")
-@click.option("-o", "--output", type=click.Path(dir_okay=False), help="Groups file to write (default: stdout).")
+@click.option("-o", "--output", type=click.Path(dir_okay=False, allow_dash=True), callback=stdout_if_dash, help="Groups file to write (default: stdout).")
 @click.option("--json", "as_json", is_flag=True, help="Print the metrics as JSON on stdout.")
 @matrix_input_options()
 def group(probefile, n_groups, method, max_levels, elasticity, alpha, dims, no_heights, seed, plot, output,

@@ -1,51 +1,186 @@
-"""Atomic file writes: a reader sees the old file or the new one, never half.
+"""The one writer and reader of every plink file: never damage what the user has.
 
-The data is written to a temporary file in the target's directory, flushed
-and fsynced, then renamed over the target (``os.replace`` is atomic on POSIX
-within one file system).  A crash mid-write leaves the old file untouched.
+:func:`write_text` / :func:`write_bytes` decide by what the output path *is*:
+
+* ``-``: written to stdout;
+* a new file, or an existing regular file: written atomically -- the data
+  goes to a temporary file in the same directory, is flushed and fsynced,
+  then renamed over the target (``os.replace``, atomic on POSIX within one
+  file system), so a reader sees the old file or the new one, never half of
+  one, and a crash mid-write leaves the old file untouched.  The new file
+  keeps the old one's permission bits (and owner and group, where the
+  writer may set them);
+* a symlink: the same for the file it points to (followed to the end of a
+  chain; a dangling link's target is created), so the link stays a link;
+* a character or block device (``/dev/null``, ``/dev/stdout``), a FIFO or
+  any other non-regular file: opened for writing and written through, never
+  replaced (as root, renaming over ``/dev/null`` would turn it into a
+  regular file for every user of the machine);
+* a regular file with more than one hard link: written in place, so every
+  name keeps seeing the same file (a rename would split the links);
+* an existing regular file in a directory the writer cannot create files in
+  (but the file itself is writable): written in place;
+* a directory, a missing directory or a symlink loop: :class:`PlinkError`
+  with a one-line reason.
+
+Cost: O(size of the data) plus one ``fsync`` per atomic write.
 """
 
 from __future__ import annotations
 
+import errno
 import json
 import os
+import stat
+import sys
 import tempfile
-from pathlib import Path
 from typing import Any
 
 from plink.errors import PlinkError
 
+__all__ = ["write_text", "write_bytes", "write_json", "replaces_atomically", "atomic_write_text", "atomic_write_json",
+           "read_text", "read_json"]
 
-def atomic_write_text(path: str | os.PathLike, text: str, mode: int | None = None) -> None:
-    """Write ``text`` to ``path`` atomically (temp file + fsync + rename)."""
-    target = Path(path)
-    directory = target.parent if str(target.parent) else Path(".")
-    if not directory.is_dir():
-        raise PlinkError(f"cannot write {target}: directory {directory} does not exist")
+
+def _resolve(path: str) -> str:
+    """The path a write of ``path`` lands on: symlinks followed (dangling: their target)."""
+    if not os.path.islink(path):
+        return path
     try:
-        fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=directory)
+        os.stat(path)
     except OSError as exc:
-        raise PlinkError(f"cannot write {target}: {exc.strerror or exc}") from exc
+        if exc.errno == errno.ELOOP:
+            raise PlinkError(f"cannot write {path}: too many levels of symbolic links") from None
+    return os.path.realpath(path)
+
+
+def replaces_atomically(path: str | os.PathLike) -> bool:
+    """True when :func:`write_bytes` would replace ``path`` atomically (a new or
+    regular file with one link, also through symlinks): rewriting it often is
+    safe; False for ``-``, devices, FIFOs, hard-linked files and directories."""
+    name = os.fspath(path)
+    if name == "-":
+        return False
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
+        st = os.stat(_resolve(name))
+    except FileNotFoundError:
+        return True
+    except (OSError, PlinkError):
+        return False
+    return stat.S_ISREG(st.st_mode) and st.st_nlink == 1
+
+
+def write_bytes(path: str | os.PathLike, data: bytes, mode: int | None = None) -> None:
+    """Write ``data`` to ``path`` without damaging what is there (module docstring).
+
+    ``mode``: permission bits of a newly created file (default: 0o666 & ~umask;
+    an existing file keeps its own).
+    """
+    name = os.fspath(path)
+    if name == "-":
+        out = sys.stdout.buffer if hasattr(sys.stdout, "buffer") else None
+        if out is None:
+            sys.stdout.write(data.decode("utf-8"))
+        else:
+            sys.stdout.flush()
+            out.write(data)
+        sys.stdout.flush()
+        return
+    target = _resolve(name)
+    try:
+        st = os.stat(target)
+    except FileNotFoundError:
+        st = None
+    except OSError as exc:
+        raise PlinkError(f"cannot write {name}: {exc.strerror or exc}") from None
+    if st is not None and stat.S_ISDIR(st.st_mode):
+        raise PlinkError(f"cannot write {name}: is a directory")
+    if st is not None and not stat.S_ISREG(st.st_mode):
+        _write_through(name, target, data)  # device, FIFO, socket, ...: never replaced
+        return
+    if st is not None and st.st_nlink > 1:
+        _write_in_place(name, target, data)  # keep the hard links together
+        return
+    directory = os.path.dirname(target) or "."
+    if not os.path.isdir(directory):
+        raise PlinkError(f"cannot write {name}: directory {directory} does not exist")
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=f".{os.path.basename(target)}.", suffix=".tmp", dir=directory)
+    except OSError as exc:
+        if st is not None and exc.errno in (errno.EACCES, errno.EPERM, errno.EROFS) and os.access(target, os.W_OK):
+            _write_in_place(name, target, data)  # a writable file in a directory we cannot create in
+            return
+        raise PlinkError(f"cannot write {name}: {exc.strerror or exc}") from None
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
             fh.flush()
             os.fsync(fh.fileno())
-        if mode is not None:
+        if st is not None:
+            os.chmod(tmp, st.st_mode & 0o7777)
+            if (st.st_uid, st.st_gid) != (os.geteuid(), os.getegid()):
+                try:
+                    os.chown(tmp, st.st_uid, st.st_gid)
+                except OSError:
+                    pass  # not allowed: the new file is the writer's, as any new file would be
+        elif mode is not None:
             os.chmod(tmp, mode)
-        elif target.exists():
-            os.chmod(tmp, target.stat().st_mode & 0o7777)
         else:
             umask = os.umask(0)
             os.umask(umask)
             os.chmod(tmp, 0o666 & ~umask)
         os.replace(tmp, target)
+    except OSError as exc:
+        _unlink_quietly(tmp)
+        raise PlinkError(f"cannot write {name}: {exc.strerror or exc}") from None
     except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
+        _unlink_quietly(tmp)
         raise
+
+
+def _unlink_quietly(path: str) -> None:
+    try:
+        os.unlink(path)
+    except OSError:
+        pass
+
+
+def _write_through(name: str, target: str, data: bytes) -> None:
+    """Open an existing non-regular file for writing (no create, no truncate) and write."""
+    try:
+        fd = os.open(target, os.O_WRONLY | getattr(os, "O_NOCTTY", 0))
+    except OSError as exc:
+        raise PlinkError(f"cannot write {name}: {exc.strerror or exc}") from None
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+    except OSError as exc:
+        raise PlinkError(f"cannot write {name}: {exc.strerror or exc}") from None
+
+
+def _write_in_place(name: str, target: str, data: bytes) -> None:
+    try:
+        with open(target, "r+b") as fh:
+            fh.write(data)
+            fh.truncate()
+            fh.flush()
+            os.fsync(fh.fileno())
+    except OSError as exc:
+        raise PlinkError(f"cannot write {name}: {exc.strerror or exc}") from None
+
+
+def write_text(path: str | os.PathLike, text: str, mode: int | None = None) -> None:
+    """Write ``text`` (UTF-8) to ``path`` without damaging what is there (module docstring)."""
+    write_bytes(path, text.encode("utf-8"), mode)
+
+
+def write_json(path: str | os.PathLike, obj: Any) -> None:
+    """Serialise ``obj`` as indented JSON (no NaN) and :func:`write_text` it."""
+    write_text(path, json.dumps(obj, indent=1, allow_nan=False) + "\n")
+
+
+# the names the rest of plink has always used
+atomic_write_text = write_text
 
 
 def read_text(path: str | os.PathLike, error: type[PlinkError] = PlinkError) -> str:
