@@ -362,7 +362,7 @@ def test_resume_measures_exactly_what_is_missing_and_meta_stays_true(tmp_path):
     assert bw.meta["complete"] and np.isfinite(bw.bandwidth[~np.eye(3, dtype=bool)]).all()
     assert all("pass" not in e for e in bw.meta["schedule"])
     np.testing.assert_array_equal(bw.latency, load(out).latency)
-    np.testing.assert_array_equal(bw.latency, first.latency)
+    np.testing.assert_allclose(bw.latency, first.latency, atol=1e-3)
     assert bw.meta["samples"] == 8
     # --resume --count 3 on a complete count-8 file: nothing measured, samples still 8
     again = probe_hosts(hosts, count=3, interval=0.002, connect=start_local_agents, checkpoint=out, resume=True)
