@@ -23,6 +23,7 @@
 
 from __future__ import annotations
 
+import logging
 import os
 import socket
 import threading
@@ -37,6 +38,11 @@ from plink.data.hostlist import HostEntry
 from .session import AgentLost, AgentSession, agent_command
 
 MAX_CONCURRENCY = 16
+
+# paramiko logs transport failures ("Socket exception: ...") at ERROR; with no
+# handler configured they would reach stderr raw.  plink reports every failure
+# itself, in one line per host.
+logging.getLogger("paramiko").addHandler(logging.NullHandler())
 
 
 class SSHError(Exception):
