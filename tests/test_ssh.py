@@ -4,6 +4,7 @@ The policy tests run against real sshd's in a two-host network-namespace
 cluster (skipped, with the reason, without root / ip netns / sshd).
 """
 
+import os
 import shlex
 import subprocess
 import time
@@ -96,7 +97,8 @@ def cluster():
     reason = unavailable_reason(sshd=True)
     if reason:
         pytest.skip(reason)
-    with NetnsCluster(racks=1, hosts_per_rack=2, prefix="pk", subnet="10.231", extra_hops=0,
+    with NetnsCluster(racks=1, hosts_per_rack=2, prefix=os.environ.get("PLINK_TEST_NETNS_PREFIX", "pk"),
+                      subnet=os.environ.get("PLINK_TEST_NETNS_SUBNET", "10.231"), extra_hops=0,
                       host_mbit=0, uplink_mbit=0) as c:
         yield c
 
