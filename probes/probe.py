@@ -413,43 +413,47 @@ def probe_hosts(
 
         # ---- latency
         if lat_todo and method == "udp":
-            per_pass = max(1, count // passes)
-            extra = count - per_pass * passes
-            base = [per_pass + (1 if k < extra else 0) for k in range(passes)]
-            total_passes = len(base) + (0 if not max_count or max_count <= count else
-                                        -(-(max_count - count) // per_pass))
+            # stage 0: `passes` interleaved passes of ceil(count / passes) samples;
+            # stage j >= 1 (adaptive): the unstable pairs get as many samples again as
+            # they have (doubling), capped by max_count, in passes of the same size.
+            per_pass = -(-count // passes)
+            budget = max(max_count or count, per_pass * passes)
             pending = [p for p in lat_todo if not gone(p[0]) and not gone(p[1])]
             taken = {p: 0 for p in pending}
-            k = 0
-            while pending and k < total_passes and not aborted:
-                c = base[k] if k < len(base) else min(per_pass, (max_count or count) - min(taken[p] for p in pending))
-                c = max(1, c)
-                rounds = pack_rounds(pending, n, shift=k)
+            stage, sub = 0, 0
+            while pending and not aborted:
+                have = min(taken[p] for p in pending)
+                m = passes if stage == 0 else max(1, min(have, budget - have) // per_pass)
+                rounds = []
+                for j in range(m):
+                    rounds += pack_rounds(pending, n, shift=sub + j)
+                sub += m
                 t0 = time.monotonic()
-                report("round", k, total_passes, f"pass {k + 1}: {len(pending)} pairs in {len(rounds)} rounds")
+                report("round", stage, stage + 1,
+                       f"pass {stage + 1}: {len(pending)} pairs, {m} x {len(rounds) // m} rounds")
 
                 def on_rows(src, dst, sent, rtts):
                     state.add_latency(src, dst, sent, rtts)
                     if journal is not None:
                         journal.latency(src, dst, sent, rtts)
 
-                res = run_scheduled(fleet, rounds, c, interval, timeout, reply_timeout, on_rows, flush,
-                                    self_ping=self_ping)
+                res = run_scheduled(fleet, rounds, per_pass, interval, timeout, reply_timeout, on_rows, flush,
+                                    self_ping=self_ping and stage == 0)
                 errors.extend(res["errors"])
                 for p in pending:
-                    taken[p] += c
-                schedule.append({"pass": k, "rounds": len(rounds), "pairs": len(pending), "count": c,
-                                 "seconds": round(time.monotonic() - t0, 3), "slot_s": res["slot_s"]})
+                    taken[p] += m * per_pass
+                schedule.append({"pass": stage, "passes": m, "rounds": len(rounds), "pairs": len(pending),
+                                 "count": per_pass, "seconds": round(time.monotonic() - t0, 3),
+                                 "slot_s": res["slot_s"]})
                 flush()
                 if note_lost():
                     break
                 if after_round is not None:
-                    after_round(k, pending)
-                k += 1
-                pending = [p for p in pending if not gone(p[0]) and not gone(p[1])]
-                if k >= len(base):  # adaptive passes: only pairs whose p10 is not stable yet
-                    pending = [p for p in pending if taken[p] < (max_count or count) and not all(
-                        is_stable(state.samples.get(d, []), tol) for d in (p, p[::-1]))]
+                    after_round(stage, pending)
+                stage += 1
+                pending = [p for p in pending if not gone(p[0]) and not gone(p[1])
+                           and taken[p] + per_pass <= budget and not all(
+                               is_stable(state.samples.get(d, []), tol) for d in (p, p[::-1]))]
         elif lat_todo:
             rounds = [(r, [p for p in ps if p in set(lat_todo)]) for r, ps in enumerate(all_rounds)]
             rounds = [(r, ps) for r, ps in rounds if ps]
