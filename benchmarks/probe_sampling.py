@@ -11,7 +11,8 @@ random).  Then, alternating, ``--repeats`` times each:
 ``adaptive``  ``--count 20 --passes 2 --max-count M``: two interleaved passes,
               then re-probing only the pairs whose p10 is not stable yet;
 ``adaptive-h`` the same probe with each host's self-ping overhead removed
-              (``d_ij - (h_i + h_j) / 2``, ``meta.host_overhead_us``).
+              (``d_ij - (h_i + h_j) / 2``, ``meta.host_overhead_us``);
+``fixed-max`` the same budget spent blindly: ``--count M`` in one pass.
 
 For each probe: AUC of "cross-rack pair slower than in-rack pair" over all
 (in-rack, cross-rack) pair combinations (1.0 = perfectly separated, 0.5 =
@@ -100,16 +101,18 @@ def main() -> int:
             hosts = [HostEntry(h.name) for h in c.hosts]
             ssh = SSHOptions(ssh_config=c.ssh_config)
             for rep in range(args.repeats):
-                for mode in ("fixed", "adaptive"):
+                for mode in ("fixed", "adaptive", "fixed-max"):
                     kw = dict(count=args.count, interval=args.interval, ssh=ssh)
                     if mode == "adaptive":
                         kw.update(passes=2, max_count=args.max_count)
+                    if mode == "fixed-max":
+                        kw.update(count=args.max_count)
                     t0 = time.monotonic()
                     p = probe_hosts(hosts, **kw)
                     wall = time.monotonic() - t0
                     rounds = sum(e["seconds"] for e in p.meta["schedule"])
                     for name, lat in ((mode, p.latency), (mode + "-h", corrected(p))):
-                        if name == "fixed-h":
+                        if name.startswith("fixed") and name.endswith("-h"):
                             continue
                         auc, gap = separation(lat, rack)
                         iu = np.triu_indices(len(rack), 1)
@@ -126,7 +129,7 @@ def main() -> int:
                 pr.kill()
                 pr.wait()
     summary = {}
-    for mode in ("fixed", "adaptive", "adaptive-h"):
+    for mode in ("fixed", "adaptive", "adaptive-h", "fixed-max"):
         rs = [r for r in rows if r["mode"] == mode]
         summary[mode] = {"auc_median": float(np.median([r["auc"] for r in rs])),
                          "auc_min": float(np.min([r["auc"] for r in rs])),

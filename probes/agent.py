@@ -246,8 +246,8 @@ def op_hello(req):
 
 
 def run_plan(plan, t0, slot, count, interval, timeout, size, emit=None, flush_every=0.25):
-    """Ping the peers of ``plan`` (``[(k, round, addr, port), ...]``): slot
-    ``k`` sends ``count`` authenticated pings ``interval`` apart starting at
+    """Ping the peers of ``plan`` (``[(k, round, addr, port[, count]), ...]``):
+    slot ``k`` sends ``count`` (or the entry's own count) authenticated pings ``interval`` apart starting at
     ``t0 + k * slot`` (perf_counter time), on one socket for the whole plan.
     A slot is finished when all its pongs are in or ``timeout`` after its last
     ping (pongs of earlier slots are still taken while later slots run).
@@ -263,6 +263,7 @@ def run_plan(plan, t0, slot, count, interval, timeout, size, emit=None, flush_ev
     rtts = [dict() for _ in plan]
     sent = {}  # seq -> (plan index, send time)
     done_at = [None] * len(plan)
+    wants = [count] * len(plan)
     out, finished = [], [False] * len(plan)
     try:
         sock.bind(sockaddr(addr0, 0))
@@ -275,6 +276,7 @@ def run_plan(plan, t0, slot, count, interval, timeout, size, emit=None, flush_ev
             t = now()
             # send what is due
             while nxt < len(plan) and t >= t0 + plan[nxt][0] * slot + j * interval:
+                want = plan[nxt][4] if len(plan[nxt]) > 4 else count
                 seq = next_seq()
                 sent[seq] = (nxt, now())
                 try:
@@ -282,7 +284,8 @@ def run_plan(plan, t0, slot, count, interval, timeout, size, emit=None, flush_ev
                 except OSError:
                     pass
                 j += 1
-                if j == count:
+                if j >= want:
+                    wants[nxt] = want
                     done_at[nxt] = now() + timeout
                     open_slots.append(nxt)
                     nxt, j = nxt + 1, 0
@@ -290,10 +293,10 @@ def run_plan(plan, t0, slot, count, interval, timeout, size, emit=None, flush_ev
             # close finished slots
             still = []
             for i in open_slots:
-                if len(rtts[i]) >= count or t >= done_at[i]:
+                if len(rtts[i]) >= wants[i] or t >= done_at[i]:
                     finished[i] = True
                     r = rtts[i]
-                    out.append([plan[i][1], count, [round(r[q], 2) for q in sorted(r)]])
+                    out.append([plan[i][1], wants[i], [round(r[q], 2) for q in sorted(r)]])
                 else:
                     still.append(i)
             open_slots = still
@@ -344,7 +347,7 @@ def op_udp_sched(req):
     """A whole self-timed schedule; results stream back as ``part`` lines."""
     rid = req.get("id")
     t0 = now() + float(req.get("start", 0.0))
-    plan = [(int(k), int(r), a, int(p)) for k, r, a, p in req["plan"]]
+    plan = [(int(e[0]), int(e[1]), e[2], int(e[3])) + tuple(int(x) for x in e[4:5]) for e in req["plan"]]
 
     def emit(rows):
         reply({"id": rid, "part": rows})

@@ -83,6 +83,9 @@ class PairFailure(Exception):
     """A measurement failed for one pair (the hosts are still alive)."""
 
 
+SELF_PINGS = 10  # pings of the self-ping slot (the last slot, so it may be shorter)
+
+
 def slot_seconds(count: int, interval: float) -> float:
     """One slot of a self-timed schedule: the pings plus a small guard for
     the agents' start skew (2 ms + 1%)."""
@@ -96,8 +99,9 @@ def run_scheduled(fleet, rounds, count: int, interval: float, timeout: float, re
 
     Each live agent gets one ``udp_sched`` request with its slots: in slot
     ``k`` it pings its partner of ``rounds[k]`` (``count`` pings,
-    ``interval`` apart, from ``start + k x slot``); with ``self_ping`` a last
-    slot where every agent pings itself (its echo overhead).  Results stream
+    ``interval`` apart, from ``start + k x slot``); with ``self_ping`` a last,
+    shorter slot (``SELF_PINGS`` pings) where every agent pings itself (its
+    echo overhead).  Results stream
     back as they finish and go to ``on_rows(src, dst, sent, rtts)``.  One
     deadline for everything (the schedule's length + ``timeout`` +
     ``reply_timeout``), and agents silent for ``reply_timeout`` are dropped
@@ -117,7 +121,7 @@ def run_scheduled(fleet, rounds, count: int, interval: float, timeout: float, re
     n_slots = len(rounds)
     if self_ping:
         for k in live:
-            plans[k].append([n_slots, n_slots, info[k]["addr"], info[k]["udp_port"]])
+            plans[k].append([n_slots, n_slots, info[k]["addr"], info[k]["udp_port"], min(count, SELF_PINGS)])
             dst_of[(k, n_slots)] = k
         n_slots += 1
     t_start = time.monotonic() + 0.05 + 0.002 * len(live)
