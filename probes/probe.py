@@ -50,7 +50,7 @@ from plink.data.probefile import Host, ProbeData, new_meta
 from .journal import Journal, journal_path, read_journal
 from .methods import BW_TOOLS, LATENCY_METHODS, method_unavailable, run_bandwidth, run_latency, run_scheduled
 from .rounds import pack_rounds, round_robin
-from .sampling import confidence, host_overhead, is_stable, p10_interval
+from .sampling import host_overhead, is_stable, p10_interval, quantile_sorted
 
 
 @dataclass(frozen=True)
@@ -180,7 +180,7 @@ class _State:
         n = self.n
         lo, hi, got = _nan(n), _nan(n), np.zeros((n, n), dtype=int)
         for (s, d), rtts in self.samples.items():
-            x = np.asarray(rtts, dtype=float)
+            x = sorted(rtts)
             sent = self.sent.get((s, d), len(x))
             got[s, d] = len(x)
             self.loss[s, d] = max(0.0, 1.0 - len(x) / sent) if sent else 1.0
@@ -188,7 +188,7 @@ class _State:
                 continue
             p10, lo[s, d], hi[s, d] = p10_interval(x, level)
             self.lat[s, d] = p10
-            self.med[s, d], self.p90[s, d] = np.percentile(x, [50, 90])
+            self.med[s, d], self.p90[s, d] = quantile_sorted(x, 0.5), quantile_sorted(x, 0.9)
         return lo, hi, got
 
     def to_probe(self, meta: dict) -> ProbeData:
@@ -327,9 +327,9 @@ def probe_hosts(
     def write(final: bool) -> ProbeData:
         lo, hi, got = state.finish()
         missing = sum(1 for a, b in pairs_all if not state.pair_done(a, b))
-        conf = np.full((n, n), np.nan)
-        for (s, d), x in state.samples.items():
-            conf[s, d] = confidence(x)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            conf = np.clip(1.0 - (hi - lo) / 2.0 / state.lat, 0.0, 1.0)
+        conf[got == 0] = np.nan
         h = host_overhead(state.self_rtts, n)
         done_rounds = [r for r, ps in enumerate(all_rounds) if all(state.pair_done(a, b) for a, b in ps)]
         m = dict(meta, complete=missing == 0, missing_pairs=missing, rounds_done=done_rounds,

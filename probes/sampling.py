@@ -26,6 +26,7 @@ All functions are pure numpy; O(k log k) for k samples.
 from __future__ import annotations
 
 import math
+from functools import lru_cache
 
 import numpy as np
 from scipy.stats import binom
@@ -41,19 +42,33 @@ def p10_interval(samples, level: float = 0.9) -> tuple[float, float, float]:
     for that they are the sample minimum and ... the largest order statistic
     that still qualifies (``high`` may then be the maximum).  O(k log k).
     """
-    x = np.sort(np.asarray(samples, dtype=float))
-    x = x[np.isfinite(x)]
+    x = sorted(v for v in samples if v == v and v not in (math.inf, -math.inf))
     k = len(x)
     if k == 0:
         return math.nan, math.nan, math.nan
-    p10 = float(np.percentile(x, 10))
+    lo, hi = _order_indices(k, level)
+    return quantile_sorted(x, 0.10), float(x[lo]), float(x[hi])
+
+
+def quantile_sorted(x, q: float) -> float:
+    """The ``q`` quantile of sorted ``x`` with linear interpolation (numpy's
+    default), without numpy's per-call overhead (it matters for 65k
+    directions at 256 hosts).  O(1)."""
+    pos = q * (len(x) - 1)
+    f = int(pos)
+    if f + 1 >= len(x):
+        return float(x[-1])
+    return float(x[f] + (x[f + 1] - x[f]) * (pos - f))
+
+
+@lru_cache(maxsize=4096)
+def _order_indices(k: int, level: float) -> tuple[int, int]:
+    """0-based order statistics bracketing the 10th percentile of ``k``
+    samples with probability >= ``level`` (B ~ Binomial(k, 0.1))."""
     a = (1.0 - level) / 2.0
-    # l: largest index with P(B < l) <= a ; u: smallest with P(B >= u) <= a  (B ~ Bin(k, Q))
     lo = int(binom.ppf(a, k, Q))  # P(B <= lo) >= a
     hi = int(binom.ppf(1.0 - a, k, Q)) + 1
-    lo = min(max(lo - 1, 0), k - 1)
-    hi = min(max(hi, 0), k - 1)
-    return p10, float(x[lo]), float(x[hi])
+    return min(max(lo - 1, 0), k - 1), min(max(hi, 0), k - 1)
 
 
 def half_width(samples, level: float = 0.9) -> float:
