@@ -21,8 +21,8 @@ a threshold separates them), and the wall time.  The time budget of the
 adaptive probe is ``max_count / count`` times the fixed one (it stops
 earlier when the pairs are stable); the script checks it.
 
-    sudo python3 benchmarks/probe_sampling.py --prefix pe --subnet 10.202            # 2 racks x 4, 3 busy hosts
-    sudo python3 benchmarks/probe_sampling.py --busy 0 --prefix pe --subnet 10.202   # idle control
+    sudo python3 benchmarks/probe_sampling.py            # 2 racks x 4, 3 busy hosts
+    sudo python3 benchmarks/probe_sampling.py --busy 0   # idle control
 
 Exits 1 unless the adaptive probe's median AUC is >= the fixed one's and >= 0.95.
 """
@@ -76,8 +76,8 @@ def main() -> int:
     ap.add_argument("--interval", type=float, default=0.01)
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--extra-hops", type=int, default=8)
-    ap.add_argument("--prefix", default="pkb")
-    ap.add_argument("--subnet", default="10.238")
+    ap.add_argument("--prefix", default=None, help="namespace name prefix (default: picked per run)")
+    ap.add_argument("--subnet", default=None, help="first two octets of a free /16 (default: picked per run)")
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args()
     reason = unavailable_reason(sshd=True)

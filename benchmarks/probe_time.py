@@ -22,10 +22,10 @@ After every scenario the script waits until no agent process and no socket
 but sshd's is left on any host and prints how long that took (target <= 30 s
 after the fault).
 
-    sudo python3 benchmarks/probe_time.py --racks 4 --hosts-per-rack 8 --count 20 --prefix pe --subnet 10.202
-    sudo python3 benchmarks/probe_time.py --racks 16 --hosts-per-rack 16 --count 20 --prefix pe --subnet 10.202
-    sudo python3 benchmarks/probe_time.py --racks 4 --hosts-per-rack 8 --scenario uplink --prefix pe --subnet 10.202
-    sudo python3 benchmarks/probe_time.py --racks 4 --hosts-per-rack 8 --scenario partition --prefix pe --subnet 10.202
+    sudo python3 benchmarks/probe_time.py --racks 4 --hosts-per-rack 8 --count 20 
+    sudo python3 benchmarks/probe_time.py --racks 16 --hosts-per-rack 16 --count 20 
+    sudo python3 benchmarks/probe_time.py --racks 4 --hosts-per-rack 8 --scenario uplink 
+    sudo python3 benchmarks/probe_time.py --racks 4 --hosts-per-rack 8 --scenario partition 
 """
 
 import argparse
@@ -89,8 +89,8 @@ def main() -> int:
     ap.add_argument("--bw-seconds", type=float, default=1.0)
     ap.add_argument("--bw-tool", default="auto", choices=["auto", "agent", "iperf3"])
     ap.add_argument("--scenario", default="time", choices=["time", "uplink", "partition"])
-    ap.add_argument("--prefix", default="pkb")
-    ap.add_argument("--subnet", default="10.238")
+    ap.add_argument("--prefix", default=None, help="namespace name prefix (default: picked per run)")
+    ap.add_argument("--subnet", default=None, help="first two octets of a free /16 (default: picked per run)")
     ap.add_argument("--target", type=float, default=None,
                     help="wall/bound target (default 1.15 up to 32 hosts, 1.3 above)")
     ap.add_argument("--json", action="store_true", help="print the figures as JSON")
@@ -116,10 +116,10 @@ def main() -> int:
 
         def do_fault():
             if args.scenario == "uplink":
-                subprocess.run(["ip", "netns", "exec", f"{args.prefix}tor1", "ip", "link", "set", "ul", "down"],
+                subprocess.run(["ip", "netns", "exec", f"{c.prefix}tor1", "ip", "link", "set", "ul", "down"],
                                check=True)
             elif args.scenario == "partition":
-                subprocess.run(["ip", "link", "set", f"{args.prefix}-up0", "down"], check=True)
+                subprocess.run(["ip", "link", "set", f"{c.prefix}-up0", "down"], check=True)
             fault["t"] = time.monotonic()
 
         timer = threading.Timer(0.3 * bound, do_fault)
@@ -146,9 +146,11 @@ def main() -> int:
         t_end = time.monotonic()
         clean_s = wait_clean(c, fault.get("t", t_end))
         if args.scenario == "uplink":
-            subprocess.run(["ip", "netns", "exec", f"{args.prefix}tor1", "ip", "link", "set", "ul", "up"], check=False)
+            subprocess.run(["ip", "netns", "exec", f"{c.prefix}tor1", "ip", "link", "set", "ul", "up"], check=False)
         if args.scenario == "partition":
-            subprocess.run(["ip", "link", "set", f"{args.prefix}-up0", "up"], check=False)
+            subprocess.run(["ip", "link", "set", f"{c.prefix}-up0", "up"], check=False)
+            subprocess.run(["ip", "route", "add", f"{c.subnet}.0.0/16", "via", f"{c.subnet}.250.2",
+                            "dev", f"{c.prefix}-up0"], check=False)
         setup = marks.get("rounds", t0) - t0
         rounds_wall = wall - setup
         res = {

@@ -23,9 +23,6 @@ from plink.probes.ssh import SSHOptions
 
 ROOT = Path(__file__).resolve().parents[1]
 pytestmark = pytest.mark.netns
-# several people may build clusters on one machine: each with its own names and subnet
-PREFIX = os.environ.get("PLINK_TEST_NETNS_PREFIX", "pk")
-SUBNET = os.environ.get("PLINK_TEST_NETNS_SUBNET", "10.231")
 
 
 @pytest.fixture(scope="module")
@@ -33,7 +30,7 @@ def cluster():
     reason = unavailable_reason(sshd=True)
     if reason:
         pytest.skip(reason)
-    with NetnsCluster(racks=2, hosts_per_rack=4, prefix=PREFIX, subnet=SUBNET, host_mbit=400,
+    with NetnsCluster(racks=2, hosts_per_rack=4, host_mbit=400,
                       uplink_mbit=200, extra_hops=4, clean_shell=True) as c:
         yield c
 
@@ -169,16 +166,17 @@ def test_unreachable_host_gives_partial_file_and_exit_3(cluster, tmp_path):
     hosts = tmp_path / "hosts.txt"
     # three real hosts (a Slurm range with OpenMPI slots) and an address inside the
     # testbed's subnet that no one has
-    assert [h.name for h in cluster.hosts[:3]] == [f"{PREFIX}r0h0", f"{PREFIX}r0h1", f"{PREFIX}r0h2"]
-    hosts.write_text(f"# comment\n{PREFIX}r0h[0-2] slots=4\n\nroot@{SUBNET}.9.9   # nobody\n")
+    pre, nobody = cluster.prefix, f"{cluster.subnet}.9.9"
+    assert [h.name for h in cluster.hosts[:3]] == [f"{pre}r0h0", f"{pre}r0h1", f"{pre}r0h2"]
+    hosts.write_text(f"# comment\n{pre}r0h[0-2] slots=4\n\nroot@{nobody}   # nobody\n")
     out = tmp_path / "probe.json"
     r = plink("probe", str(hosts), "-o", str(out), "--ssh-config", cluster.ssh_config,
               "--known-hosts", cluster.known_hosts, "--count", "5", "--interval", "0.005",
               "--retries", "0", "--timeout", "3")
     assert r.returncode == 3, r.stderr
-    assert f"{SUBNET}.9.9 unreachable" in r.stderr and "exit 3" in r.stderr
+    assert f"{nobody} unreachable" in r.stderr and "exit 3" in r.stderr
     p = load(out)
-    assert p.n_missing_pairs() == 3 and f"{SUBNET}.9.9" in p.meta["unreachable"]
+    assert p.n_missing_pairs() == 3 and nobody in p.meta["unreachable"]
     assert np.isfinite(p.latency[:3, :3]).all()
     assert_nothing_left(cluster)
 
@@ -241,7 +239,7 @@ def test_controller_partition_exits_3_and_agents_leave(cluster, tmp_path):
     env = dict(os.environ, PYTHONPATH=str(ROOT))
     args = [sys.executable, "-m", "plink", "probe", cluster.hostfile, "-o", str(out), "--ssh-config",
             cluster.ssh_config, "--count", "200", "--interval", "0.01", "--timeout", "4"]
-    link = f"{PREFIX}-up0"
+    link, subnet = f"{cluster.prefix}-up0", cluster.subnet
     proc = subprocess.Popen(args, env=env, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     try:
         jp = out.with_name(out.name + ".journal")
@@ -256,7 +254,7 @@ def test_controller_partition_exits_3_and_agents_leave(cluster, tmp_path):
         if proc.poll() is None:
             proc.kill()
         subprocess.run(["ip", "link", "set", link, "up"], check=False)
-        subprocess.run(["ip", "route", "replace", f"{SUBNET}.0.0/16", "via", f"{SUBNET}.250.2", "dev", link],
+        subprocess.run(["ip", "route", "add", f"{subnet}.0.0/16", "via", f"{subnet}.250.2", "dev", link],
                        check=False)
     assert proc.returncode == 3, err
     assert took < 2 * 4 + 5, took

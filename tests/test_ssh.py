@@ -4,7 +4,6 @@ The policy tests run against real sshd's in a two-host network-namespace
 cluster (skipped, with the reason, without root / ip netns / sshd).
 """
 
-import os
 import shlex
 import subprocess
 import time
@@ -97,8 +96,7 @@ def cluster():
     reason = unavailable_reason(sshd=True)
     if reason:
         pytest.skip(reason)
-    with NetnsCluster(racks=1, hosts_per_rack=2, prefix=os.environ.get("PLINK_TEST_NETNS_PREFIX", "pk"),
-                      subnet=os.environ.get("PLINK_TEST_NETNS_SUBNET", "10.231"), extra_hops=0,
+    with NetnsCluster(racks=1, hosts_per_rack=2, extra_hops=0,
                       host_mbit=0, uplink_mbit=0) as c:
         yield c
 
