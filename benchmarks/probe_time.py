@@ -22,10 +22,10 @@ After every scenario the script waits until no agent process and no socket
 but sshd's is left on any host and prints how long that took (target <= 30 s
 after the fault).
 
-    sudo python3 benchmarks/probe_time.py --racks 4 --hosts-per-rack 8 --count 20 
-    sudo python3 benchmarks/probe_time.py --racks 16 --hosts-per-rack 16 --count 20 
-    sudo python3 benchmarks/probe_time.py --racks 4 --hosts-per-rack 8 --scenario uplink 
-    sudo python3 benchmarks/probe_time.py --racks 4 --hosts-per-rack 8 --scenario partition 
+    sudo python3 benchmarks/probe_time.py --racks 4 --hosts-per-rack 8
+    sudo python3 benchmarks/probe_time.py --racks 16 --hosts-per-rack 16
+    sudo python3 benchmarks/probe_time.py --racks 4 --hosts-per-rack 8 --scenario uplink --timeout 5
+    sudo python3 benchmarks/probe_time.py --racks 4 --hosts-per-rack 8 --scenario partition --timeout 5
 """
 
 import argparse
