@@ -105,3 +105,23 @@ def host_overhead(self_rtts: dict[int, list], n: int) -> np.ndarray:
         if len(x):
             out[i] = float(np.percentile(x, 10))
     return out
+
+
+def pair_confidence(probe) -> np.ndarray | None:
+    """The per-pair confidence of a probe file (``meta["confidence"]``,
+    written by ``plink probe`` since the adaptive sampling), symmetrised with
+    the smaller of the two directions; NaN for unmeasured pairs, 1 on the
+    diagonal.  ``None`` for files without it (older files, simulated or
+    plain matrices): the reader stays backward compatible.  O(N^2)."""
+    raw = probe.meta.get("confidence") if isinstance(probe.meta, dict) else None
+    if not isinstance(raw, list) or len(raw) != probe.n:
+        return None
+    try:
+        c = np.array([[np.nan if v is None else float(v) for v in row] for row in raw], dtype=float)
+    except (TypeError, ValueError):
+        return None
+    if c.shape != (probe.n, probe.n):
+        return None
+    out = np.fmin(c, c.T)
+    np.fill_diagonal(out, 1.0)
+    return out

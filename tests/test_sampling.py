@@ -40,3 +40,17 @@ def test_stability_grows_with_samples_and_shrinks_with_noise():
 def test_host_overhead_is_the_self_ping_p10():
     h = host_overhead({0: [10.0, 11.0, 30.0], 2: [5.0]}, 3)
     assert h[0] == pytest.approx(np.percentile([10, 11, 30], 10)) and math.isnan(h[1]) and h[2] == 5.0
+
+
+def test_pair_confidence_reader_is_backward_compatible(tmp_path):
+    from plink.data.probefile import ProbeData, load
+    from plink.data.simulate import simulate_datacenter
+    from plink.probes.sampling import pair_confidence
+
+    old = simulate_datacenter(racks=2, hosts_per_rack=2, seed=0)
+    assert pair_confidence(old) is None  # no confidence recorded
+    conf = [[None, 0.9, 0.5, None], [0.8, None, 1.0, 0.7], [0.6, 1.0, None, 0.2], [None, 0.7, 0.3, None]]
+    new = ProbeData(hosts=old.hosts, latency=old.latency, meta=dict(old.meta, confidence=conf))
+    new.save(tmp_path / "p.json")
+    c = pair_confidence(load(tmp_path / "p.json"))
+    assert c[0, 1] == c[1, 0] == 0.8 and c[2, 3] == c[3, 2] == 0.2 and np.isnan(c[0, 3]) and c[0, 0] == 1.0
