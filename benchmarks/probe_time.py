@@ -84,7 +84,7 @@ def main() -> int:
     ap.add_argument("--method", default="udp", choices=["udp", "fping", "icmp"])
     ap.add_argument("--count", type=int, default=20)
     ap.add_argument("--interval", type=float, default=0.01)
-    ap.add_argument("--timeout", type=float, default=5.0, help="the probe's dead-host timeout (s)")
+    ap.add_argument("--timeout", type=float, default=10.0, help="the probe's dead-host timeout (s)")
     ap.add_argument("--bandwidth", action="store_true")
     ap.add_argument("--bw-seconds", type=float, default=1.0)
     ap.add_argument("--bw-tool", default="auto", choices=["auto", "agent", "iperf3"])
@@ -156,7 +156,7 @@ def main() -> int:
         res = {
             "hosts": n, "rounds": rounds, "count": args.count, "scenario": args.scenario,
             "missing_pairs": p.n_missing_pairs(), "dead": len(p.meta.get("dead", {})),
-            "aborted": p.meta.get("aborted"),
+            "aborted": p.meta.get("aborted"), "dead_why": sorted(set(p.meta.get("dead", {}).values()))[:3],
             "per_pair_s": round(per_pair, 4), "bound_s": round(bound, 2), "wall_s": round(wall, 2),
             "setup_s": round(setup, 2), "rounds_s": round(rounds_wall, 2),
             "ratio_total": round(wall / bound, 3), "ratio_rounds": round(rounds_wall / bound, 3),
@@ -202,6 +202,8 @@ def main() -> int:
                      if "extra_over_bound_s" in res else "") + (f"; aborted: {res['aborted']}" if res["aborted"] else ""))
         print(f"nothing of plink left on any host {res['clean_after_s']} s after the "
               f"{'fault' if 'fault_at_s' in res else 'end'} (target <= 30 s)")
+        if res["dead_why"]:
+            print(f"dead hosts, first reasons: {res['dead_why']}")
         print("OK" if ok else "TARGET MISSED")
     return 0 if ok else 1
 
