@@ -293,6 +293,10 @@ class Fleet:
         self._sel = selectors.DefaultSelector()
         for k, s in sessions.items():
             self._register(k, s)
+        self._last_poll = time.monotonic()
+        now = time.monotonic()
+        for s in sessions.values():  # connected long ago: their heartbeat answers are still unread
+            s.heard = max(s.heard, now)
         self._stop = threading.Event()
         self._hb = threading.Thread(target=self._beat, args=(hb_interval,), daemon=True)
         self._hb.start()
@@ -343,12 +347,24 @@ class Fleet:
             except AgentLost as exc:
                 self.lose(k, str(exc))
         t = time.monotonic()
+        stalled = t - self._last_poll - max(0.0, timeout)
+        if stalled > 1.0:  # we were not scheduled (an overloaded controller): not the agents' silence
+            for k in self.live():
+                self.sessions[k].heard += stalled
+        self._last_poll = t
         for k in self.live():
             s = self.sessions[k]
             if s.dead:
                 self.lose(k, s.dead)
             elif t - s.heard > self.silence:
-                self.lose(k, f"{s.name}: no answer (not even to heartbeats) for {t - s.heard:.0f} s")
+                try:  # a last look: data may sit in the transport's buffer
+                    s.pump()
+                except AgentLost:
+                    pass
+                if s.dead:
+                    self.lose(k, s.dead)
+                elif t - s.heard > self.silence:
+                    self.lose(k, f"{s.name}: no answer (not even to heartbeats) for {t - s.heard:.0f} s")
 
     def wait(self, requests, deadline: float, on_part=None) -> dict:
         """Replies to ``requests`` (``[(k, rid), ...]``) until the monotonic
