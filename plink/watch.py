@@ -117,7 +117,7 @@ class StateLock:
             raw = os.read(fd, 4096).decode("utf-8", "replace")
             doc = json.loads(raw) if raw.strip() else {}
             return doc if isinstance(doc, dict) else {}
-        except (OSError, ValueError):
+        except (OSError, ValueError, RecursionError):
             return {}
 
     def _write(self, doc: dict) -> None:
@@ -352,6 +352,9 @@ def read_state(state_dir: str | os.PathLike) -> dict | None:
         doc = json.loads(text)
     except json.JSONDecodeError as exc:
         raise StateCorrupt(f"{path} is corrupt (invalid JSON at line {exc.lineno}: {exc.msg}): {hint}") from None
+    except (RecursionError, ValueError) as exc:
+        why = "nested too deeply" if isinstance(exc, RecursionError) else " ".join(str(exc).split())[:100]
+        raise StateCorrupt(f"{path} is corrupt (invalid JSON: {why}): {hint}") from None
     if not isinstance(doc, dict) or doc.get("format") != STATE_FORMAT:
         raise StateCorrupt(f"{path} is corrupt (not a plink watch state file): {hint}")
     v = doc.get("version")
@@ -362,6 +365,17 @@ def read_state(state_dir: str | os.PathLike) -> dict | None:
     order = doc.get("order")
     if not isinstance(order, list) or not order or not all(isinstance(x, str) for x in order) or len(set(order)) != len(order):
         raise StateCorrupt(f"{path} is corrupt (its 'order' is not a list of distinct host names): {hint}")
+    for key in ("runs", "changes"):
+        x = doc.get(key, 0)
+        if not isinstance(x, int) or isinstance(x, bool) or not 0 <= x < 2**53:
+            raise StateCorrupt(f"{path} is corrupt (its {key!r} is {str(x)[:40]!r}, not a count): {hint}")
+    for key in ("algo", "last_probe", "order_since", "order_run", "last_run"):
+        x = doc.get(key)
+        if x is not None and not isinstance(x, str):
+            raise StateCorrupt(f"{path} is corrupt (its {key!r} is not a string): {hint}")
+    lp = doc.get("last_probe")
+    if lp is not None and (Path(lp).is_absolute() or ".." in Path(lp).parts or "\x00" in lp):
+        raise StateCorrupt(f"{path} is corrupt (its 'last_probe' points outside the state directory): {hint}")
     return doc
 
 
@@ -502,6 +516,7 @@ def watch(
     top: int = 5,
     now: Callable[[], datetime] = _utcnow,
     solve: Callable[..., Any] | None = None,
+    model: str = "pairsum",
 ) -> WatchResult:
     """One cron run over ``state_dir``: probe, compare, re-order if it pays.
 
@@ -520,7 +535,9 @@ def watch(
 
     solve = solve or order_hosts
     size = DEFAULT_SIZE if size is None else int(size)
-    search = dict(size=size, time_limit=time_limit, seed=seed, base=base)
+    # the pair-sum model (dissertation §5.2.1), as watch's hysteresis was designed and measured with;
+    # model="shared" prices rack uplinks (plink order's default)
+    search = dict(size=size, time_limit=time_limit, seed=seed, base=base, model=model)
     if max_iter is not None:  # a reproducible search (tests, benchmarks)
         search["max_iter"] = max_iter
     if window < 1:
@@ -677,7 +694,7 @@ def watch(
             try:
                 have = json.loads((state_dir / "order.json").read_text(encoding="utf-8"))
                 have_names = [h["name"] for h in sorted(have["hosts"], key=lambda h: h["rank"])]
-            except (OSError, ValueError, KeyError, TypeError):
+            except (OSError, ValueError, KeyError, TypeError, RecursionError):
                 have_names = None
             if have_names != new_order:
                 atomic_write_text(state_dir / "order.json", json.dumps(order_doc, indent=1, allow_nan=False) + "\n")

@@ -79,10 +79,6 @@ def method_unavailable(method: str, info: dict) -> str | None:
     return None
 
 
-class PairFailure(Exception):
-    """A measurement failed for one pair (the hosts are still alive)."""
-
-
 SELF_PINGS = 10  # pings of the self-ping slot (the last slot, so it may be shorter)
 
 

@@ -152,10 +152,6 @@ def _local_user() -> str:
 _known_hosts_lock = threading.Lock()
 
 
-def _host_key_name(hostname: str, port: int) -> str:
-    return hostname if port == 22 else f"[{hostname}]:{port}"
-
-
 def _make_policy(accept_new: bool, store: str | None):
     import paramiko
 

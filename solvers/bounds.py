@@ -124,8 +124,13 @@ def round_lower_bound(model: CostModel) -> float:
     cache: dict[tuple[float, int], np.ndarray] = {}
     latency_only = not np.any(model.pc.inv_bw)
     for ia, ib, frac in model._rounds:
-        involved = len(np.unique(np.concatenate([ia, ib])))
-        partners = max(1, int(round(2 * len(ia) / involved)))  # exchanges per involved host
+        # distinct exchange partners per involved host (a round may list a pair once, as hd
+        # does, or once from each side, as bcube does); the fewest of them is safe for all
+        lo, hi = np.minimum(ia, ib), np.maximum(ia, ib)
+        pairs = np.unique(np.stack([lo, hi], axis=1), axis=0)
+        hosts, counts = np.unique(pairs.ravel(), return_counts=True)
+        involved = len(hosts)
+        partners = max(1, int(counts.min()))
         key = (0.0 if latency_only else frac, partners)
         if key not in cache:
             c = _sym_round_matrix(model, model.size * frac)
@@ -154,6 +159,6 @@ def lower_bound(model: CostModel, upper: float | None = None, time_budget: float
     """The best cheap lower bound for ``model`` (any algorithm)."""
     if model.algo == "ring":
         return ring_lower_bound(model.ring_matrix, upper, time_budget)
-    if model.algo in ("hd", "bcube"):
+    if model.algo in ("hd", "rd", "bcube"):
         return round_lower_bound(model)
     return dbt_lower_bound(model)

@@ -28,8 +28,10 @@ provides
 
 With numba installed (``pip install 'plink-locality[fast]'``) ``local_search``
 and ``iterated_local_search`` run the same moves compiled
-(``solvers._ringkernel``, ~100x faster; the compiled code is cached on disk
-after the first call); ``PLINK_NO_NUMBA=1`` or ``engine="python"`` forces
+(``solvers._ringkernel``; the compiled code is cached on disk after the first
+call). ``python benchmarks/ring_kernel_speed.py`` times one local search from a
+random tour with each engine: 4.0-7.8x faster at N = 1000 (3 seeds, 2 shared
+cores), the same local optimum); ``PLINK_NO_NUMBA=1`` or ``engine="python"`` forces
 the pure-Python code, which works over rows of the matrix viewed as
 ``memoryview``\\ s (no copy of the N x N matrix).  Complexity per kick is
 independent of N except for the O(N) worst case of rewriting a tour side
@@ -54,6 +56,8 @@ from collections import deque
 from dataclasses import dataclass
 
 import numpy as np
+
+from .costmodels import ring_hops
 
 _EPS = 1e-10
 _KERNEL: list = []
@@ -109,11 +113,8 @@ def _engine(engine: str):
 
 
 def tour_length(matrix: np.ndarray, tour) -> float:
-    """Length of the closed tour ``tour`` over ``matrix`` (O(N))."""
-    t = np.asarray(tour, dtype=int)
-    if len(t) < 2:
-        return 0.0
-    return float(matrix[t, np.roll(t, 1)].sum())
+    """Length of the closed tour ``tour`` over ``matrix`` (O(N)): ``costmodels.ring_hops``."""
+    return ring_hops(matrix, np.asarray(tour, dtype=int))
 
 
 def neighbour_lists(matrix: np.ndarray, k: int = 8, far: int = 0, chunk: int = 512) -> np.ndarray:

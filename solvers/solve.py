@@ -117,7 +117,10 @@ def minimise(
         return SolveResult(init, cost_init, True, cost_init, "trivial", {"note": note})
     if exact and exact_feasible(model):
         perm, cost, how = solve_exact(model)
-        if cost > cost_init:  # float ties: keep the input
+        if cost > cost_init * (1 + 1e-9) + 1e-12:
+            raise RuntimeError(f"exact search ({how}) returned a costlier order than the input "
+                               f"({cost!r} > {cost_init!r}): a bug, please report it")
+        if cost >= cost_init:  # a float tie: keep the user's order
             perm, cost = init, cost_init
         return SolveResult(perm, cost, True, cost, how, {"seconds": round(time.perf_counter() - start, 3)})
 
@@ -181,6 +184,5 @@ def minimise(
             method += "+smt"
     if lb is None:
         lb = lower_bound(model, upper=cost, time_budget=max(0.05, lb_budget))
-        lb = min(lb, cost)
     info["seconds"] = round(time.perf_counter() - start, 3)
     return SolveResult(perm, cost, proven, lb, method, info)

@@ -217,3 +217,8 @@ def test_cuda_only_when_available():
     if not torch.cuda.is_available():
         with pytest.raises(PlinkError, match="CUDA"):
             ProbeEmbed(2, device="cuda").fit(p)
+    else:  # on a GPU machine the same fit runs there and agrees with the CPU's
+        gpu = ProbeEmbed(2, device="cuda", random_state=0).fit(p)
+        cpu = ProbeEmbed(2, device="cpu", random_state=0).fit(p)
+        assert gpu.coordinates_.shape == (5, 2)
+        assert gpu.stress_ == pytest.approx(cpu.stress_, rel=0.05, abs=1e-6)

@@ -129,3 +129,18 @@ def test_round_trip_through_every_writer(entries):
         assert back == [HostEntry(e.name, slots=e.slots) for e in entries]
     # auto reads OpenMPI output unambiguously
     assert parse_hostlist(format_hostlist(entries, "openmpi")) == [HostEntry(e.name, slots=e.slots) for e in entries]
+
+
+def test_colon_rule_boundary_is_1024():
+    # the README: in auto mode N >= 1024 is an SSH port, smaller N (but 22) a slot count
+    e = parse_hostlist("a:1023\nb:1024\nc:1025\nd:21\ne:23\n")
+    assert [(x.name, x.slots, x.port) for x in e] == [
+        ("a", 1023, None), ("b", None, 1024), ("c", None, 1025), ("d", 21, None), ("e", 23, None),
+    ]
+
+
+@pytest.mark.parametrize("text", ["Node1\nnode1\n", "node1\nNODE1\n", "n[1-2]\nN2\n"])
+def test_duplicates_ignore_case(text):
+    # host names are case-insensitive (DNS): two spellings are the same machine
+    with pytest.raises(PlinkError, match="duplicate host"):
+        parse_hostlist(text)

@@ -73,7 +73,6 @@ def test_symmetrise_max_latency_min_bandwidth_and_one_sided_pairs():
         (dict(latency_us=[[0, 1], [1, 0]]), "must be 3x3"),
         (dict(latency_us=[[0, 1, 2], [1, 0], [2, 1, 0]]), "must be 3x3"),
         (dict(latency_us=[[0, -1, 2], [1, 0, 1], [2, 1, 0]]), "negative"),
-        (dict(latency_us=[[5, 1, 2], [1, 0, 1], [2, 1, 0]]), "diagonal"),
         (dict(latency_us=[[0, "x", 2], [1, 0, 1], [2, 1, 0]]), "not a number"),
         (dict(latency_us=[[0, True, 2], [1, 0, 1], [2, 1, 0]]), "not a number"),
         (dict(latency_us="nope"), "list of rows"),
@@ -220,3 +219,15 @@ def test_atomic_write_into_missing_directory(tmp_path):
 
     with pytest.raises(PlinkError, match="does not exist"):
         atomic_write_text(tmp_path / "nope" / "x.json", "x")
+
+
+def test_json_diagonal_is_ignored_with_a_note(tmp_path):
+    from plink.data.inputs import load_input
+
+    doc = {"format": "plink-probe", "version": 1, "hosts": ["a", "b", "c"],
+           "latency_us": [[5, 1, 2], [1, 0, 1], [2, 3, 0]]}
+    (tmp_path / "p.json").write_text(json.dumps(doc))
+    loaded = load_input(tmp_path / "p.json")
+    assert loaded.probe.latency[0, 0] == 0 and loaded.probe.latency[1, 2] == 3
+    assert any("ignored the diagonal of 1 host(s)" in n for n in loaded.notes)
+    assert any("symmetrised 1 asymmetric pair(s)" in n for n in loaded.notes)

@@ -341,3 +341,279 @@ def test_rejects_send_before_fetch(base):
     bad.deps[d] = (f,)
     errs = verify(bad).errors
     assert any("without the contributions of nodes [%d]" % m in e for e in errs)
+
+
+def _two_node_dag(recv_reduce):
+    """Nodes 0 and 1 fetch their chunk, send it to each other, receive the other's and deliver."""
+    dag = Dag(["a", "b"], np.array([0, 1]), np.array([[0, 4]]))
+    for me, peer in ((0, 1), (1, 0)):
+        f = dag.add(me, 0, "fetch")
+        s = dag.add(me, 0, "send", [peer], deps=[f])
+        r = dag.add(me, 0, "recv", [peer], reduce=recv_reduce, deps=[s])
+        dag.add(me, 0, "deliver", deps=[r])
+    return dag
+
+
+def test_swap_with_sum_is_an_all_reduce():
+    rep = verify(_two_node_dag("sum"))
+    assert rep.ok, rep.errors
+    assert rep.n_messages == 2 and rep.bytes_cross == 8
+
+
+def test_rejects_swap_with_copy():
+    # a copy-receive OVERWRITES the buffer: each node ends with the other's value only
+    rep = verify(_two_node_dag("copy"))
+    assert not rep.ok
+    assert any("node 0 delivers chunk 0 without the contributions of nodes [0]" in e for e in rep.errors)
+    assert any("node 1 delivers chunk 0 without the contributions of nodes [1]" in e for e in rep.errors)
+
+
+def test_rejects_second_fetch():
+    dag = _two_node_dag("sum")
+    d = find(dag, node=0, chunk=0, op="deliver")
+    dag.add(0, 0, "fetch", deps=[d])  # fetching again after the sum would add node 0 twice
+    rep = verify(dag)
+    assert any("node 0 fetches chunk 0 twice" in e for e in rep.errors)
+
+
+def _one_action(n=3, chunks=2, **kw):
+    """A DAG of 3 nodes and 2 chunks holding a single action (plus what ``kw`` says)."""
+    dag = Dag(["a", "b", "c"][:n], np.zeros(n, dtype=int), np.array([[0, 4], [4, 4]][:chunks]))
+    dag.add(**kw)
+    return dag
+
+
+@pytest.mark.parametrize("kw, message", [
+    (dict(node=3, chunk=0, op="fetch"), "action 0 (fetch at node 3, chunk 0): node or chunk out of range"),
+    (dict(node=-1, chunk=0, op="fetch"), "action 0 (fetch at node -1, chunk 0): node or chunk out of range"),
+    (dict(node=0, chunk=2, op="fetch"), "action 0 (fetch at node 0, chunk 2): node or chunk out of range"),
+    (dict(node=0, chunk=-1, op="fetch"), "action 0 (fetch at node 0, chunk -1): node or chunk out of range"),
+    (dict(node=0, chunk=0, op="send"), "action 0 (send at node 0, chunk 0): no peers"),
+    (dict(node=0, chunk=0, op="send", peers=[3]), "action 0 (send at node 0, chunk 0): peers must be distinct other nodes"),
+    (dict(node=0, chunk=0, op="send", peers=[-1]), "action 0 (send at node 0, chunk 0): peers must be distinct other nodes"),
+    (dict(node=0, chunk=0, op="send", peers=[1, 1]), "action 0 (send at node 0, chunk 0): peers must be distinct other nodes"),
+    (dict(node=1, chunk=1, op="recv", peers=[1], reduce="sum"),
+     "action 0 (recv at node 1, chunk 1): peers must be distinct other nodes"),
+    (dict(node=0, chunk=0, op="deliver", peers=[1]), "action 0 (deliver at node 0, chunk 0): deliver takes no peers"),
+    (dict(node=0, chunk=0, op="recv", peers=[1]), "action 0 (recv at node 0, chunk 0): reduce must be 'sum' or 'copy'"),
+    (dict(node=0, chunk=0, op="recv", peers=[1, 2], reduce="copy"),
+     "action 0 (recv at node 0, chunk 0): reduce 'copy' needs exactly one peer"),
+    (dict(node=0, chunk=0, op="fetch", reduce="sum"), "action 0 (fetch at node 0, chunk 0): only recv has a reduce mode"),
+    (dict(node=0, chunk=0, op="fetch", deps=[0]), "action 0 (fetch at node 0, chunk 0): dependency 0 is not another action"),
+    (dict(node=0, chunk=0, op="fetch", deps=[1]), "action 0 (fetch at node 0, chunk 0): dependency 1 is not another action"),
+    (dict(node=0, chunk=0, op="fetch", deps=[-1]), "action 0 (fetch at node 0, chunk 0): dependency -1 is not another action"),
+])
+def test_structure_rules_one_by_one(kw, message):
+    rep = verify(_one_action(**kw))
+    assert not rep.ok
+    assert rep.errors == [message]
+
+
+def test_structure_rules_at_the_edges_are_fine():
+    # the last node, the last chunk and the last peer are all in range
+    dag = Dag(["a", "b", "c"], np.zeros(3, dtype=int), np.array([[0, 4], [4, 4]]))
+    f = dag.add(2, 1, "fetch")
+    dag.add(2, 1, "send", [1, 0], deps=[f])
+    from plink.schedule.verify import _structure_errors
+
+    assert _structure_errors(dag, 20) == []
+
+
+def test_structure_errors_stop_at_the_limit():
+    dag = Dag(["a", "b"], np.zeros(2, dtype=int), np.array([[0, 4]]))
+    for _ in range(5):
+        dag.add(0, 0, "send")  # no peers: one error each
+    assert len(verify(dag, max_errors=3).errors) == 3
+    assert len(verify(dag, max_errors=5).errors) == 5
+    dep = Dag(["a", "b"], np.zeros(2, dtype=int), np.array([[0, 4], [4, 4]]))
+    x = dep.add(0, 1, "fetch")
+    dep.add(0, 0, "deliver", deps=[x])
+    assert verify(dep).errors == ["action 1 (deliver at node 0, chunk 0): dependency 0 is on another node or chunk"]
+
+
+@pytest.mark.parametrize("labels, rounds_2lha, ring_cross, ps_cross", [
+    ([0, 0, 0, 0], 2, 0.0, 0.0),                      # one group: no cross-group traffic, 2 rounds
+    ([0, 1, 2, 3], 2, 2 * 4 * 3 / 4, 2 * 4 * 3 / 4),  # every host its own group
+    ([0, 0, 1, 1], 4, 2 * 2 * 3 / 4, 2 * 2 * 2 * 2 / 4),
+    ([0, 0, 0, 1], 4, 2 * 2 * 3 / 4, 2 * (3 * 1 + 1 * 3) / 4),
+    ([0], 0, 0.0, 0.0),                               # a single host: nothing to do
+])
+def test_table41_edges(labels, rounds_2lha, ring_cross, ps_cross):
+    s = 100.0
+    t = table41(np.array(labels), s)
+    n, k = len(labels), len(set(labels))
+    assert t["2lha"] == {"rounds": rounds_2lha, "bytes_total": 2 * (n - 1) * s, "bytes_cross": 2 * (k - 1) * s}
+    assert t["ring"] == {"rounds": 2 * (n - 1), "bytes_total": 2 * (n - 1) * s, "bytes_cross": pytest.approx(ring_cross * s)}
+    assert t["ps"]["bytes_cross"] == pytest.approx(ps_cross * s)
+
+
+def test_schedule_file_keeps_every_field(tmp_path, base):
+    plan, _ = base
+    s = Schedule.from_plan(plan, meta={"note": "x"}, autotune={"rounds": 2})
+    for form in ("dag", "compact"):
+        path = tmp_path / f"k_{form}.json"
+        s.save(path, form)
+        back = load_schedule(path)
+        assert back.hosts == s.hosts and back.size == s.size and back.chunk_bytes == s.chunk_bytes
+        np.testing.assert_array_equal(back.labels, s.labels)
+        np.testing.assert_array_equal(back.chunks, s.chunks)
+        assert back.meta == {"note": "x"} and back.autotune == {"rounds": 2}
+        assert back.plan.capacity == plan.capacity
+        np.testing.assert_array_equal(back.plan.gm, plan.gm)
+    doc = s.to_dict("dag")
+    assert from_dict({k: v for k, v in doc.items() if k != "capacity"}).plan.capacity == "cardinality"
+    no_plan = {k: v for k, v in doc.items() if k not in ("lm", "gm", "rules", "capacity")}
+    back = from_dict(no_plan)
+    assert back.plan is None and back.dag is not None and back.chunk_bytes == s.chunk_bytes
+    del no_plan["chunk"]
+    assert from_dict(no_plan).chunk_bytes == int(s.chunks[0, 1])  # defaults to the first chunk's length
+
+
+@pytest.mark.parametrize("change, message", [
+    (lambda d: {**d, "version": 0}, "x.json: missing or invalid version 0"),
+    (lambda d: {**d, "version": True}, "x.json: missing or invalid version True"),
+    (lambda d: {**d, "version": "1"}, "x.json: missing or invalid version '1'"),
+    (lambda d: {**d, "form": "tree"}, "x.json: 'form' must be 'dag' or 'compact'"),
+    (lambda d: {**d, "hosts": "a"}, "x.json: 'hosts' must be a list"),
+    (lambda d: {**d, "hosts": []}, "x.json: 'hosts' must be a non-empty list of distinct names"),
+    (lambda d: {**d, "hosts": ["a"] * len(d["hosts"])}, "x.json: 'hosts' must be a non-empty list of distinct names"),
+    (lambda d: {**d, "hosts": [1] + d["hosts"][1:]}, "x.json: 'hosts' must be a non-empty list of distinct names"),
+    (lambda d: {**d, "groups": d["groups"][1:]}, "x.json: 8 group labels for 9 hosts"),
+    (lambda d: {k: v for k, v in d.items() if k != "size"}, "x.json: invalid groups/chunks/size: 'size'"),
+    (lambda d: {**d, "rules": "2lha-v0"}, "x.json: unknown rules '2lha-v0' (this plink knows 2lha-v1)"),
+    (lambda d: {k: v for k, v in d.items() if k != "gm"}, "x.json: missing 'gm'"),
+    (lambda d: {**d, "lm": "x"}, "x.json: invalid master tables"),
+])
+def test_schedule_file_error_messages(base, change, message):
+    plan, _ = base
+    doc = Schedule.from_plan(plan).to_dict("compact")
+    with pytest.raises(ScheduleError) as e:
+        from_dict(change(doc), "x.json")
+    assert str(e.value).startswith(message), str(e.value)
+
+
+@pytest.mark.parametrize("row, message", [
+    ([0, 0, "fetch", [], None], "x.json: action 0 is malformed (not enough values"),
+    ([0, 0, "jump", [], None, []], "x.json: action 0 is malformed (op 'jump' / reduce None)"),
+    ([0, 0, "recv", [1], "max", []], "x.json: action 0 is malformed (op 'recv' / reduce 'max')"),
+    ([0, 0, "fetch", None, None, []], "x.json: action 0 is malformed ("),
+])
+def test_schedule_file_bad_actions(row, message):
+    doc = {"format": "plink-schedule", "version": 1, "form": "dag", "hosts": ["a", "b"], "groups": [0, 0],
+           "chunks": [[0, 4]], "size": 4, "actions": [row]}
+    with pytest.raises(ScheduleError) as e:
+        from_dict(doc, "x.json")
+    assert str(e.value).startswith(message), str(e.value)
+    doc["actions"] = "x"
+    with pytest.raises(ScheduleError, match="x.json: 'actions' must be a list"):
+        from_dict(doc, "x.json")
+
+
+def _three_to_zero(second_reduce):
+    """Nodes 1 and 2 send their chunk to node 0, which receives both with no order between the receives."""
+    dag = Dag(["a", "b", "c"], np.zeros(3, dtype=int), np.array([[0, 4]]))
+    a = dag.add(0, 0, "fetch")
+    b = dag.add(0, 0, "recv", [1], reduce="sum", deps=[a])
+    c = dag.add(0, 0, "recv", [2], reduce=second_reduce, deps=[a])
+    dag.add(0, 0, "deliver", deps=[b, c])
+    for p in (1, 2):
+        f = dag.add(p, 0, "fetch")
+        dag.add(p, 0, "send", [0], deps=[f])
+    return dag
+
+
+def test_unordered_sum_receives_are_not_a_race():
+    assert not any(e.startswith("race") for e in verify(_three_to_zero("sum")).errors)
+
+
+def test_unordered_copy_and_sum_receives_race():
+    errs = verify(_three_to_zero("copy")).errors
+    assert "race: actions 1 (recv) and 2 (recv) of node 0, chunk 0 touch the merge buffer without an order" in errs
+
+
+def test_unordered_send_and_receive_race():
+    # node 0 sends its buffer to 1 while a receive from 2 may already be writing into it
+    dag = Dag(["a", "b", "c"], np.zeros(3, dtype=int), np.array([[0, 4]]))
+    a = dag.add(0, 0, "fetch")
+    s = dag.add(0, 0, "send", [1], deps=[a])
+    r = dag.add(0, 0, "recv", [2], reduce="sum", deps=[a])
+    g = dag.add(1, 0, "fetch")
+    dag.add(1, 0, "recv", [0], reduce="sum", deps=[g])
+    h = dag.add(2, 0, "fetch")
+    dag.add(2, 0, "send", [0], deps=[h])
+    errs = verify(dag).errors  # (the race check runs once the DAG has no deadlock)
+    assert f"race: actions {s} (send) and {r} (recv) of node 0, chunk 0 touch the merge buffer without an order" in errs
+
+
+def test_race_found_past_an_ordered_pair():
+    # actions in topological order A, B, C: C is ordered after A but not after B
+    dag = Dag(["a", "b", "c"], np.zeros(3, dtype=int), np.array([[0, 4]]))
+    a = dag.add(0, 0, "fetch")
+    dag.add(0, 0, "recv", [1], reduce="copy", deps=[a])
+    dag.add(0, 0, "recv", [2], reduce="sum", deps=[a])
+    for p in (1, 2):
+        f = dag.add(p, 0, "fetch")
+        dag.add(p, 0, "send", [0], deps=[f])
+    races = [e for e in verify(dag).errors if e.startswith("race")]
+    assert races == ["race: actions 1 (recv) and 2 (recv) of node 0, chunk 0 touch the merge buffer without an order"]
+
+
+def test_message_matching_errors_name_the_right_nodes():
+    dag = Dag(["a", "b", "c"], np.zeros(3, dtype=int), np.array([[0, 4], [4, 4]]))
+    f = dag.add(0, 1, "fetch")
+    dag.add(0, 1, "send", [2], deps=[f])            # action 1: nobody receives it
+    g = dag.add(1, 1, "fetch")
+    dag.add(1, 1, "recv", [2], reduce="sum", deps=[g])  # action 3: nobody sends it
+    errs = verify(dag).errors
+    assert "SendTo without a matching ReceiveFrom: node 0 -> node 2, chunk 1 (action 1)" in errs
+    assert "ReceiveFrom without a matching SendTo: node 1 <- node 2, chunk 1 (action 3)" in errs
+    dup = Dag(["a", "b", "c"], np.zeros(3, dtype=int), np.array([[0, 4], [4, 4]]))
+    f = dup.add(0, 1, "fetch")
+    dup.add(0, 1, "send", [2], deps=[f])
+    dup.add(0, 1, "send", [2], deps=[f])
+    dup.add(2, 1, "recv", [0], reduce="sum")
+    dup.add(2, 1, "recv", [0], reduce="sum")
+    errs = verify(dup).errors
+    assert "node 0 sends chunk 1 to node 2 twice (actions 1, 2)" in errs
+    assert "node 2 receives chunk 1 from node 0 twice (actions 3, 4)" in errs
+
+
+def test_semantic_errors_stop_at_the_limit():
+    dag = Dag([f"h{i}" for i in range(8)], np.zeros(8, dtype=int), np.array([[0, 4]]))
+    for p in range(1, 8):
+        dag.add(0, 0, "send", [p])  # 7 sends nobody receives
+    assert len(verify(dag, max_errors=3).errors) == 3
+    assert len(verify(dag, max_errors=4).errors) == 4
+
+
+def test_delivery_counts_and_missing_lists():
+    n = 8
+    dag = Dag([f"h{i}" for i in range(n)], np.zeros(n, dtype=int), np.array([[0, 4]]))
+    f = dag.add(0, 0, "fetch")
+    dag.add(0, 0, "deliver", deps=[f])  # node 0 delivers only its own contribution
+    errs = verify(dag).errors
+    assert "node 0 delivers chunk 0 without the contributions of nodes [1, 2, 3, 4, 5]" in errs
+    assert "node 1 delivers chunk 0 0 times (must be exactly once)" in errs
+    assert sum("0 times" in e for e in errs) == n - 1
+
+
+def test_deadlock_message_counts_the_stuck_actions():
+    dag = Dag(["a", "b"], np.zeros(2, dtype=int), np.array([[0, 4]]))
+    f = dag.add(0, 0, "fetch")
+    r = dag.add(0, 0, "recv", [1], reduce="sum", deps=[f])
+    dag.add(0, 0, "deliver", deps=[r])
+    g = dag.add(1, 0, "fetch")
+    r1 = dag.add(1, 0, "recv", [0], reduce="sum", deps=[g])
+    dag.add(1, 0, "send", [0], deps=[r1])  # 1 sends only after receiving, 0 never sends: 4 actions stuck
+    errs = verify(dag).errors
+    assert any(e.startswith("deadlock: 4 actions can never run, e.g. 1 (recv at node 0, chunk 0), "
+                            "2 (deliver at node 0, chunk 0), 4 (recv at node 1, chunk 0)") for e in errs), errs
+
+
+def test_report_fields(base):
+    _, dag = base
+    rep = verify(dag)
+    assert rep.ok and rep.n_actions == len(dag)
+    assert len(rep.levels) == len(dag) and max(rep.levels) == rep.rounds
+    fetches = [a for a in range(len(dag)) if dag.op[a] == "fetch"]
+    assert all(rep.levels[a] == 0 for a in fetches)

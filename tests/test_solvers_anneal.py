@@ -139,3 +139,23 @@ def test_group_warm_start_keeps_groups_contiguous():
     assert tour_length(m, order) == pytest.approx(20 * 1 - 4 + 4 * 10)
     with pytest.raises(ValueError):
         group_order(m, labels[:5])
+
+
+def test_warm_starts_include_the_grouping_when_given():
+    from plink.solvers.anneal import warm_starts
+
+    rng = np.random.default_rng(7)
+    labels = rng.permutation(np.repeat(np.arange(4), 5))  # 4 groups of 5, shuffled hosts
+    lat = np.where(labels[:, None] == labels[None, :], 10.0, 100.0) + rng.random((20, 20))
+    lat = (lat + lat.T) / 2
+    np.fill_diagonal(lat, 0)
+    model = CostModel("hd", PairCost.from_matrices(lat), 1e6)
+    names = [name for name, _ in warm_starts(model)]
+    assert "groups" not in names
+    starts = dict(warm_starts(model, labels=labels))
+    assert list(starts) == names + ["groups"]
+    perm = starts["groups"]
+    assert sorted(perm.tolist()) == list(range(20))
+    blocks = labels[perm]
+    # group-contiguous: the label changes exactly 3 times along the order
+    assert int(np.count_nonzero(blocks[1:] != blocks[:-1])) == 3

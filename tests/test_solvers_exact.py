@@ -101,3 +101,52 @@ def test_ring_one_tree_bound_is_tight_on_a_line():
     m = np.abs(x[:, None] - x[None, :])
     lb = ring_lower_bound(m, upper=38.0)
     assert lb == pytest.approx(38.0, rel=1e-3) and lb <= 38.0
+
+
+def _instances():
+    # (algo, n, base): every algorithm up to the exact-search limit, several random seeds each
+    for seed in range(4):
+        yield "ring", 6 + 3 * seed, 2, seed  # 6, 9, 12, 15 hosts (Held-Karp)
+        yield "hd", (6, 7, 8, 8)[seed], 2, seed
+        yield "dbt", (6, 7, 8, 8)[seed], 2, seed
+        yield "bcube", (4, 8, 8, 9)[seed], (2, 2, 2, 3)[seed], seed
+
+
+@pytest.mark.parametrize("algo, n, base, seed", list(_instances()))
+def test_lower_bound_never_exceeds_the_exact_optimum(algo, n, base, seed):
+    rng = np.random.default_rng(100 + seed)
+    lat = _sym(rng, n)
+    if seed % 2:  # datacenter-like: two racks, cheap inside
+        rack = rng.integers(0, 2, n)
+        lat = np.where(rack[:, None] == rack[None, :], lat / 10, lat)
+    pc = PairCost.from_matrices(lat, _sym(rng, n, 10) + 1)
+    model = CostModel(algo, pc, 1e6, base=base)
+    assert exact_feasible(model)
+    _, opt, _ = solve_exact(model)
+    assert opt == pytest.approx(_brute(model)) if n <= 8 else True
+    lb = lower_bound(model)
+    assert 0 < lb <= opt * (1 + 1e-9), (algo, n, lb, opt)
+    # a bound given the optimum as the upper value must still not pass it
+    assert lower_bound(model, upper=opt) <= opt * (1 + 1e-9)
+
+
+def test_minimise_reports_an_unclamped_bound():
+    # the stochastic path (exact=False) reports the bound as computed, never clamped to the cost
+    from plink.solvers.solve import minimise
+    rng = np.random.default_rng(3)
+    model = CostModel("ring", PairCost.from_matrices(_sym(rng, 12)), 1e6)
+    res = minimise(model, time_limit=0.5, seed=0, exact=False)
+    _, opt, _ = solve_exact(model)
+    assert res.cost >= opt * (1 - 1e-9)
+    assert res.lower_bound == pytest.approx(lower_bound(model, upper=res.cost, time_budget=0.05), rel=0.05)
+    assert res.lower_bound <= opt * (1 + 1e-9)
+
+
+def test_exact_result_costlier_than_input_is_a_bug(monkeypatch):
+    from plink.solvers import solve
+    rng = np.random.default_rng(4)
+    model = CostModel("hd", PairCost.from_matrices(_sym(rng, 6)), 1e6)
+    worst = max(itertools.permutations(range(6)), key=lambda p: model(np.array(p)))
+    monkeypatch.setattr(solve, "solve_exact", lambda m: (np.array(worst), float(m(np.array(worst))), "exhaustive"))
+    with pytest.raises(RuntimeError, match="costlier order than the input"):
+        solve.minimise(model, time_limit=1.0)

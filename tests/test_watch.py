@@ -261,8 +261,52 @@ def test_state_dir_not_a_directory(tmp_path):
     assert f.read_text() == "precious"
 
 
-@pytest.mark.skipif(os.geteuid() == 0, reason="root can write anywhere")
+def _as_nobody(fn) -> str:
+    """Run ``fn()`` in a forked child with the uid/gid of ``nobody`` (root can write anywhere, so
+    as root the check needs an unprivileged process); returns what it raised, as text, or ''."""
+    import pwd
+
+    nobody = pwd.getpwnam("nobody")
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: drop privileges, run, report, never return into pytest
+        os.close(r)
+        msg = ""
+        try:
+            os.setgroups([])
+            os.setgid(nobody.pw_gid)
+            os.setuid(nobody.pw_uid)
+            fn()
+        except BaseException as exc:  # noqa: BLE001 - reported to the parent
+            msg = f"{type(exc).__name__}: {exc}"
+        os.write(w, msg.encode() or b"-")
+        os._exit(0)
+    os.close(w)
+    with os.fdopen(r, "rb") as f:
+        out = f.read().decode()
+    os.waitpid(pid, 0)
+    return "" if out == "-" else out
+
+
 def test_state_dir_not_writable(tmp_path):
+    if os.geteuid() == 0:
+        import shutil
+        import tempfile
+
+        watch(tmp_path / "warm", lambda: dc(1), **OPTS)  # import everything before the fork
+        base = tempfile.mkdtemp(prefix="plink-ro-")
+        try:
+            os.chmod(base, 0o755)
+            d = os.path.join(base, "ro")
+            os.mkdir(d)
+            os.mkdir(os.path.join(d, "history"))
+            os.chown(d, 65534, 65534)
+            os.chmod(d, 0o500)
+            out = _as_nobody(lambda: watch(d, lambda: dc(1), **OPTS))
+        finally:
+            shutil.rmtree(base)
+        assert out.startswith("StateError") and "not writable" in out, out
+        return
     d = tmp_path / "ro"
     d.mkdir()
     (d / "history").mkdir()

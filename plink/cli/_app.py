@@ -13,10 +13,63 @@ EXIT_USAGE = 2
 
 
 
-def _load_probe(path: str, hosts: str | None = None, unit: str = "us"):
-    from plink.data.probefile import load
+def _load_probe(path: str, hosts: str | None = None, unit: str | None = None, kind: str = "latency",
+                bandwidth: str | None = None, bandwidth_unit: str | None = None, quiet: bool = False):
+    """Read PROBEFILE with the input options (see :func:`matrix_input_options`); notes go to stderr."""
+    from plink.data.inputs import load_input
 
-    return load(path, hosts_file=hosts, unit=unit)
+    loaded = load_input(path, hosts=hosts, unit=unit, kind=kind, bandwidth=bandwidth, bandwidth_unit=bandwidth_unit)
+    for w in loaded.warnings:
+        click.echo(f"plink: warning: {w}", err=True)
+    if not quiet:
+        for note in loaded.notes:
+            click.echo(f"plink: note: {note}", err=True)
+    return loaded.probe
+
+
+def matrix_input_options(hosts_flag: str = "--hosts"):
+    """The input options of every command that reads a matrix, as one decorator.
+
+    Adds ``--hosts`` (host names of a plain matrix: a host list in any format, or a CSV
+    column as FILE or FILE:COLUMN), ``--unit``, ``--kind latency|bandwidth``,
+    ``--bandwidth-matrix`` and ``--bandwidth-unit``, and passes the command one keyword
+    ``load_input``: a function PATH -> ProbeData that reads with them (notes to stderr).
+    """
+    from plink.data.inputs import UNITS
+
+    def decorate(f):
+        import functools
+
+        @functools.wraps(f)
+        def wrapper(*args, matrix_hosts=None, unit=None, kind="latency", bandwidth_matrix=None,
+                    bandwidth_unit=None, **kwargs):
+            def load(path, quiet=False, hosts=None):
+                if hosts is not None:
+                    return _load_probe(path, hosts, unit, kind, bandwidth_matrix, bandwidth_unit, quiet=quiet)
+                return _load_probe(path, matrix_hosts, unit, kind, bandwidth_matrix, bandwidth_unit, quiet=quiet)
+
+            return f(*args, load_input=load, **kwargs)
+
+        opts = [] if hosts_flag is None else [
+            click.option(hosts_flag, "matrix_hosts", metavar="FILE[:COLUMN]",
+                         help="Host names of a plain matrix, in row order: a host list (any plink probe format) "
+                              "or a column of a CSV table (FILE:COLUMN; default the name/host/region column).")]
+        for opt in reversed(opts + [
+            click.option("--kind", type=click.Choice(["latency", "bandwidth"]), default="latency", show_default=True,
+                         help="What a plain matrix holds: latency (lower is closer) or bandwidth (higher is "
+                              "closer; its inverse is the distance, dissertation 4.2.1)."),
+            click.option("--unit", type=click.Choice(UNITS), metavar="UNIT",
+                         help="Unit of a plain matrix: us, ms, s, ns (latency; default us) or Gbit/s, Mbit/s, "
+                              "GB/s, MB/s, Gbps, MBps, ... (bandwidth; default Gbit/s)."),
+            click.option("--bandwidth-matrix", type=click.Path(dir_okay=False),
+                         help="A bandwidth matrix (same hosts, same order) to add to a latency matrix or probe file."),
+            click.option("--bandwidth-unit", type=click.Choice(UNITS), metavar="UNIT",
+                         help="Unit of --bandwidth-matrix (default Gbit/s)."),
+        ]):
+            wrapper = opt(wrapper)
+        return wrapper
+
+    return decorate
 
 
 def _echo_json(obj) -> None:

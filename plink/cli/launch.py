@@ -6,7 +6,7 @@ import json
 
 import click
 
-from plink.cli._app import _echo_json, _load_probe, cli
+from plink.cli._app import _echo_json, cli, matrix_input_options
 from plink.cli.order import _check_format_options
 from plink.errors import PlinkError
 from plink.launch.emitters import FORMATS
@@ -20,7 +20,7 @@ from plink.launch.emitters import FORMATS
               help="Processes (GPUs) per host; the ranks of one host stay contiguous.")
 @click.option("--groups", "groups_file", type=click.Path(dir_okay=False),
               help="Groups file (plink group) for --format slurm-topology.")
-@click.option("--algo", type=click.Choice(["ring", "hd", "dbt", "bcube"]),
+@click.option("--algo", type=click.Choice(["ring", "hd", "rd", "dbt", "bcube", "bintree"]),
               help="Algorithm for --format env (default: the JSON order file's, else ring).")
 @click.option("-o", "--output", type=click.Path(dir_okay=False), help="File to write (default: stdout).")
 def emit_cmd(orderfile, fmt, slots, groups_file, algo, output) -> None:
@@ -81,7 +81,7 @@ def _order_file_algo(path: str) -> str | None:
         with open(path, encoding="utf-8") as fh:
             doc = json.load(fh)
         return doc.get("algo") if isinstance(doc, dict) else None
-    except (OSError, ValueError):
+    except (OSError, ValueError, RecursionError):
         return None
 
 
@@ -131,10 +131,11 @@ def _parse_emit(items) -> list[tuple[str, str]]:
     return out
 
 
-def _prober(hosts_file, probe_file, hosts_format="auto", **probe_kw):
-    """The probe step of plink watch: a probe file, or the probing library over a host list."""
+def _prober(hosts_file, probe_file, hosts_format="auto", load_input=None, max_hosts=None, **probe_kw):
+    """The probe step of plink watch: a probe file (read with the input options; --hosts then
+    names a plain matrix's hosts), or the probing library over a host list."""
     if probe_file:
-        return lambda: _load_probe(probe_file)
+        return lambda: load_input(probe_file, hosts=hosts_file, quiet=True)
     ssh_keys = ("ssh_config", "known_hosts")
     ssh_kw = {k: probe_kw.pop(k) for k in ssh_keys if probe_kw.get(k)}
     for k in ssh_keys:
@@ -154,16 +155,18 @@ def _prober(hosts_file, probe_file, hosts_format="auto", **probe_kw):
             raise PlinkError(f"the probing library is not available ({exc}); use --probe-file") from None
         from plink.data.hostlist import read_hostlist
 
-        return probe_hosts(read_hostlist(hosts_file, fmt=hosts_format), ssh=SSHOptions(**ssh_kw), **probe_kw)
+        return probe_hosts(read_hostlist(hosts_file, fmt=hosts_format, max_hosts=max_hosts), ssh=SSHOptions(**ssh_kw),
+                           **probe_kw)
 
     return probe_now
 
 
 @cli.command("watch")
 @click.argument("state_dir", type=click.Path(file_okay=False))
-@click.option("--hosts", "hosts_file", type=click.Path(dir_okay=False), help="Host list to probe (as plink probe).")
+@click.option("--hosts", "hosts_file", type=click.Path(dir_okay=False),
+              help="Host list to probe (as plink probe); with --probe-file, the host names of a plain matrix.")
 @click.option("--probe-file", type=click.Path(dir_okay=False),
-              help="Use this probe file instead of probing (probing done elsewhere).")
+              help="Use this probe file (or plain matrix, see --kind/--unit) instead of probing.")
 @click.option("--method", type=click.Choice(["udp", "fping", "icmp"]), default="udp", show_default=True,
               help="Latency probe (as plink probe).")
 @click.option("--count", default=20, show_default=True, type=click.IntRange(1, 100000), help="Samples per pair.")
@@ -175,7 +178,7 @@ def _prober(hosts_file, probe_file, hosts_format="auto", **probe_kw):
 @click.option("--known-hosts", type=click.Path(dir_okay=False), help="known_hosts file (as plink probe).")
 @click.option("--hosts-format", type=click.Choice(["auto", "plain", "openmpi", "mpich", "slurm"]), default="auto",
               show_default=True, help="Host list format (as plink probe).")
-@click.option("--algo", type=click.Choice(["ring", "hd", "dbt", "bcube"]), default="ring", show_default=True)
+@click.option("--algo", type=click.Choice(["ring", "hd", "rd", "dbt", "bcube", "bintree"]), default="ring", show_default=True)
 @click.option("--size", default="25MiB", show_default=True, help="All-reduce size.")
 @click.option("--base", default=2, show_default=True, type=int, help="BCube base (--algo bcube).")
 @click.option("--min-gain", default="5%", show_default=True,
@@ -193,8 +196,11 @@ def _prober(hosts_file, probe_file, hosts_format="auto", **probe_kw):
 @click.option("--reset", is_flag=True, help="Move a corrupt state file aside (kept) and start over.")
 @click.option("--json", "as_json", is_flag=True, help="Print the run's status as JSON (always).")
 @click.option("-v", "--verbose", is_flag=True, help="Print the status even when nothing changed.")
+@click.option("--max-hosts", default=4096, show_default=True, type=click.IntRange(1),
+              help="Refuse a host list that expands to more hosts.")
+@matrix_input_options(hosts_flag=None)
 def watch_cmd(state_dir, hosts_file, probe_file, method, count, timeout, retries, ssh_config, known_hosts, hosts_format, algo, size, base, min_gain, time_limit, seed, initial_order,
-              emit_items, slots, keep, window, reset, as_json, verbose) -> None:
+              emit_items, slots, keep, window, reset, as_json, verbose, max_hosts, load_input) -> None:
     """Re-probe and re-order only when it pays: for cron.
 
     Probes the hosts, compares with the last probe (drift report) and writes a
@@ -216,9 +222,9 @@ def watch_cmd(state_dir, hosts_file, probe_file, method, count, timeout, retries
     from plink.units import parse_size
     from plink.watch import WatchBusy, watch
 
-    if bool(hosts_file) == bool(probe_file):
-        raise click.UsageError("give exactly one of --hosts HOSTS (probe them) or --probe-file PROBE")
-    prober = _prober(hosts_file, probe_file, hosts_format, method=method, count=count, ssh_config=ssh_config,
+    if not hosts_file and not probe_file:
+        raise click.UsageError("give --hosts HOSTS (probe them) or --probe-file PROBE")
+    prober = _prober(hosts_file, probe_file, hosts_format, load_input=load_input, max_hosts=max_hosts, method=method, count=count, ssh_config=ssh_config,
                      known_hosts=known_hosts, timeout=timeout, retries=retries)
     try:
         result = watch(

@@ -133,11 +133,13 @@ class _ProbeProgress:
               help="Trust and store keys of hosts not in known_hosts (like OpenSSH accept-new); changed keys are still refused.")
 @click.option("--hosts-format", type=click.Choice(["auto", "plain", "openmpi", "mpich", "slurm"]), default="auto",
               show_default=True, help="Host list format (see README: 'host:N' is a port or a slot count).")
+@click.option("--max-hosts", default=4096, show_default=True, type=click.IntRange(1),
+              help="Refuse a host list that expands to more hosts (Slurm ranges are counted before expanding).")
 @click.option("--python", "python", default="python3", show_default=True, help="Python interpreter on the hosts.")
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON summary on stdout (needs -o).")
 @click.option("-q", "--quiet", is_flag=True, help="No progress and no summary (errors and missing hosts only).")
 def probe(hosts, output, method, count, interval, passes, max_count, tol, bandwidth, bw_seconds, streams, bw_tool, resume, concurrency,
-          timeout, retries, ssh_config, known_hosts, accept_new_host_keys, hosts_format, python, as_json, quiet) -> None:
+          timeout, retries, ssh_config, known_hosts, accept_new_host_keys, hosts_format, max_hosts, python, as_json, quiet) -> None:
     """Measure pairwise latency (and bandwidth) between HOSTS over SSH.
 
     HOSTS is a host list: [user@]host[:port] lines, an OpenMPI hostfile
@@ -167,7 +169,7 @@ def probe(hosts, output, method, count, interval, passes, max_count, tol, bandwi
         raise click.UsageError("--json prints a summary on stdout, so the probe file needs -o")
     if resume and not output:
         raise click.UsageError("--resume continues the probe file given with -o")
-    entries = read_hostlist(hosts, fmt=hosts_format)
+    entries = read_hostlist(hosts, fmt=hosts_format, max_hosts=max_hosts)
     opts = SSHOptions(ssh_config=ssh_config, known_hosts=known_hosts, accept_new_host_keys=accept_new_host_keys,
                       connect_timeout=timeout, command_timeout=max(timeout, 30.0), retries=retries,
                       concurrency=concurrency, python=python)

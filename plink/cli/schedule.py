@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from plink.cli._app import _echo_json, _load_probe, _stderr_console, cli
+from plink.cli._app import _echo_json, _stderr_console, cli, matrix_input_options
 from plink.errors import PlinkError
 
 
@@ -17,8 +17,12 @@ def render_schedule_summary(s: dict, console) -> None:
                   f"{format_size(s['chunk'])} over {format_size(s['size'])}")
     if "balance" in s:
         b = s["balance"]
-        console.print(f"master balance max/min: load {b['load']:.3f}, GMs per group {b['gm_groups']:.3f}, "
-                      f"LMs per node {b['lm_nodes']:.3f}")
+
+        def r(v):
+            return "undefined (a zero)" if v is None else f"{v:.3f}"
+
+        console.print(f"master balance max/min: load {r(b['load'])}, GMs per group {r(b['gm_groups'])}, "
+                      f"LMs per node {r(b['lm_nodes'])}")
     if s.get("verified") is True:
         console.print(f"verified: every node delivers the exact global sum of every chunk ({s['actions']} actions)")
     elif s.get("verified") is False:
@@ -46,6 +50,9 @@ def render_schedule_summary(s: dict, console) -> None:
                  if key in pred and key != "2lha" and pred["2lha"]["time_us"] > 0 else "")
         t.add_row(names[key], str(rounds), format_size(nbytes), format_size(cross), time, speed)
     console.print(t)
+    if "assumed_bandwidth_gbps" in s:
+        console.print(f"time model: probed latency + an assumed {s['assumed_bandwidth_gbps']:g} Gbit/s for every pair "
+                      "(no bandwidth matrix; set it with --assume-bandwidth or give --bandwidth-matrix)")
     console.print(f"Table 4.1 for 2LHA: {t41['2lha']['rounds']} rounds, 2(N-1)S = "
                   f"{format_size(t41['2lha']['bytes_total'])}, 2(k-1)S = {format_size(t41['2lha']['bytes_cross'])} "
                   "cross-group")
@@ -64,8 +71,12 @@ def render_schedule_summary(s: dict, console) -> None:
                    "auto = bandwidth when the probe file has a bandwidth matrix.")
 @click.option("--compact", is_flag=True, help="Write the compact form (masters only; expanded on load).")
 @click.option("-o", "--output", type=click.Path(dir_okay=False), required=True, help="Schedule file to write.")
+@click.option("--assume-bandwidth", default=10.0, show_default=True, type=float, metavar="GBIT/S",
+              help="Bandwidth of every pair in the time model when there is no bandwidth matrix.")
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON on stdout.")
-def schedule(probefile, groups_file, size, chunk, capacity, compact, output, as_json) -> None:
+@matrix_input_options()
+def schedule(probefile, groups_file, size, chunk, capacity, compact, output, as_json, assume_bandwidth,
+             load_input) -> None:
     """Plan a 2-level hierarchical all-reduce (2LHA) schedule.
 
     Chunks the buffer, picks a local master per group and a global master
@@ -85,12 +96,13 @@ def schedule(probefile, groups_file, size, chunk, capacity, compact, output, as_
     from plink.schedule.verify import VERIFY_LIMIT, summarize
     from plink.units import parse_size
 
-    probe = _load_probe(probefile)
+    probe = load_input(probefile)
     labels = load_groups(groups_file).aligned_to(probe.names) if groups_file else None
     plan = plan_schedule(probe, labels, size=parse_size(size), chunk=parse_size(chunk),
                          capacity=None if capacity == "auto" else capacity)
     sched = Schedule.from_plan(plan, parse_size(chunk))
-    summary = summarize(sched, probe)
+    _check_assumed(assume_bandwidth)
+    summary = summarize(sched, probe, assumed_gbps=assume_bandwidth)
     if summary.get("verified") is False:
         raise PlinkError(f"internal error: generated schedule fails verification: {summary['errors'][0]}")
     form = "compact" if compact else "dag"
@@ -111,8 +123,11 @@ def schedule(probefile, groups_file, size, chunk, capacity, compact, output, as_
 @cli.command()
 @click.argument("schedulefile", type=click.Path(dir_okay=False))
 @click.argument("probefile", type=click.Path(dir_okay=False), required=False)
+@click.option("--assume-bandwidth", default=10.0, show_default=True, type=float, metavar="GBIT/S",
+              help="Bandwidth of every pair in the time model when there is no bandwidth matrix.")
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON on stdout.")
-def verify(schedulefile, probefile, as_json) -> None:
+@matrix_input_options()
+def verify(schedulefile, probefile, as_json, assume_bandwidth, load_input) -> None:
     """Prove a schedule correct by symbolic execution (exit 1 if it is not).
 
     Checks that every node delivers exactly the global sum of every chunk,
@@ -127,8 +142,9 @@ def verify(schedulefile, probefile, as_json) -> None:
     from plink.schedule.verify import summarize
 
     sched = load_schedule(schedulefile)
-    probe = _load_probe(probefile) if probefile else None
-    summary = summarize(sched, probe, verify_limit=10**12)
+    probe = load_input(probefile) if probefile else None
+    _check_assumed(assume_bandwidth)
+    summary = summarize(sched, probe, verify_limit=10**12, assumed_gbps=assume_bandwidth)
     if summary["verified"] or as_json:
         _render_or_json(summary, as_json)
     if not summary["verified"]:
@@ -199,7 +215,13 @@ def retune(schedulefile, statsfile, output, quick, beta, gamma, epsilon, compact
     click.echo(f"wrote {output}", err=True)
 
 
-#
+def _check_assumed(gbps: float) -> None:
+    import math
+
+    if not (math.isfinite(gbps) and 0 < gbps <= 1e6):
+        raise click.BadParameter(f"must be a bandwidth in Gbit/s, > 0 and <= 1e6, got {gbps:g}",
+                                 param_hint="--assume-bandwidth")
+
 
 def _render_or_json(summary: dict, as_json: bool) -> None:
     if as_json:

@@ -6,7 +6,7 @@ import json
 
 import click
 
-from plink.cli._app import _echo_json, _load_probe, _stderr_console, _stdout_console, cli
+from plink.cli._app import _echo_json, _stderr_console, _stdout_console, cli, matrix_input_options
 
 
 def render_groups_report(groups, console) -> None:
@@ -41,10 +41,8 @@ def render_groups_report(groups, console) -> None:
 @click.option("--plot", type=click.Path(dir_okay=False), help="Write a picture of the groups (needs matplotlib).")
 @click.option("-o", "--output", type=click.Path(dir_okay=False), help="Groups file to write (default: stdout).")
 @click.option("--json", "as_json", is_flag=True, help="Print the metrics as JSON on stdout.")
-@click.option("--hosts", type=click.Path(dir_okay=False), help="Host names for a plain CSV/NPY matrix.")
-@click.option("--unit", type=click.Choice(["us", "ms", "s", "ns"]), default="us", show_default=True,
-              help="Latency unit of a plain CSV/NPY matrix.")
-def group(probefile, n_groups, elasticity, alpha, dims, no_heights, seed, plot, output, as_json, hosts, unit) -> None:
+@matrix_input_options()
+def group(probefile, n_groups, elasticity, alpha, dims, no_heights, seed, plot, output, as_json, load_input) -> None:
     """Embed the hosts (ProbeEmbed) and split them into balanced locality groups.
 
     Denoises the probed latencies with a low-dimensional embedding, then runs
@@ -60,7 +58,7 @@ def group(probefile, n_groups, elasticity, alpha, dims, no_heights, seed, plot, 
     """
     from plink.structure.group import group_hosts
 
-    probe = _load_probe(probefile, hosts, unit)
+    probe = load_input(probefile)
     result = group_hosts(probe, n_groups=n_groups, elasticity=elasticity, alpha=alpha, dims=dims,
                          heights=not no_heights, seed=seed)
     if plot:
@@ -112,10 +110,8 @@ def render_show(summary, console) -> None:
 @click.option("--order", "orderfile", type=click.Path(dir_okay=False),
               help="With --plot: two heatmaps, as probed and in this order file's rank order.")
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
-@click.option("--hosts", type=click.Path(dir_okay=False), help="Host names for a plain CSV/NPY matrix.")
-@click.option("--unit", type=click.Choice(["us", "ms", "s", "ns"]), default="us", show_default=True,
-              help="Latency unit of a plain CSV/NPY matrix.")
-def show(probefile, groups_file, plot, orderfile, as_json, hosts, unit) -> None:
+@matrix_input_options()
+def show(probefile, groups_file, plot, orderfile, as_json, load_input) -> None:
     """Summarise a probe file; optionally draw its matrix as a heatmap.
 
     The heatmap orders hosts by group (with --groups), else by true location
@@ -132,7 +128,7 @@ def show(probefile, groups_file, plot, orderfile, as_json, hosts, unit) -> None:
     if orderfile and not plot:
         raise click.BadParameter("--order draws the before/after heatmaps of --plot PNG", param_hint="--order")
 
-    probe = _load_probe(probefile, hosts, unit)
+    probe = load_input(probefile)
     groups = None
     if groups_file:
         from plink.data.groupfile import load_groups

@@ -48,11 +48,6 @@ def atomic_write_text(path: str | os.PathLike, text: str, mode: int | None = Non
         raise
 
 
-def atomic_write_json(path: str | os.PathLike, obj: Any) -> None:
-    """Serialise ``obj`` as indented JSON and write it atomically."""
-    atomic_write_text(path, json.dumps(obj, indent=1, allow_nan=False) + "\n")
-
-
 def read_text(path: str | os.PathLike, error: type[PlinkError] = PlinkError) -> str:
     """The UTF-8 text of ``path``, or ``error`` with a one-line reason."""
     try:
@@ -68,10 +63,19 @@ def read_text(path: str | os.PathLike, error: type[PlinkError] = PlinkError) -> 
         raise error(f"{path}: cannot read: {exc.strerror or exc}") from None
 
 
-def read_json(path: str | os.PathLike, error: type[PlinkError] = PlinkError) -> Any:
-    """Parse the JSON file at ``path``, or ``error`` naming the line of a syntax error."""
-    text = read_text(path, error)
+def loads_json(text: str, source: str, error: type[PlinkError] = PlinkError) -> Any:
+    """Parse JSON ``text``, or ``error`` with a one-line reason: a syntax error (with its line),
+    nesting too deep for the parser, or an integer too long to convert."""
     try:
         return json.loads(text)
     except json.JSONDecodeError as exc:
-        raise error(f"{path}: invalid JSON at line {exc.lineno} column {exc.colno}: {exc.msg}") from None
+        raise error(f"{source}: invalid JSON at line {exc.lineno} column {exc.colno}: {exc.msg}") from None
+    except RecursionError:
+        raise error(f"{source}: invalid JSON: nested too deeply") from None
+    except ValueError as exc:  # e.g. an integer literal over Python's digit limit
+        raise error(f"{source}: invalid JSON: {' '.join(str(exc).split())[:120]}") from None
+
+
+def read_json(path: str | os.PathLike, error: type[PlinkError] = PlinkError) -> Any:
+    """Parse the JSON file at ``path``, or ``error`` naming the line of a syntax error."""
+    return loads_json(read_text(path, error), str(path), error)

@@ -113,6 +113,9 @@ def load_groups(path: str | os.PathLike) -> Groups:
         raise ProbeFileError(f"{path}: 'hosts' must be a list of names")
     if not isinstance(labels, list) or not all(isinstance(x, int) and not isinstance(x, bool) for x in labels):
         raise ProbeFileError(f"{path}: 'labels' must be a list of integers")
+    for key in ("metrics", "params"):
+        if doc.get(key) is not None and not isinstance(doc[key], dict):
+            raise ProbeFileError(f"{path}: '{key}' must be an object")
     try:
         return Groups(
             hosts=hosts,
@@ -124,5 +127,5 @@ def load_groups(path: str | os.PathLike) -> Groups:
         )
     except ProbeFileError as exc:
         raise ProbeFileError(f"{path}: {exc}") from None
-    except (TypeError, ValueError) as exc:
-        raise ProbeFileError(f"{path}: {exc}") from None
+    except (TypeError, ValueError, OverflowError) as exc:
+        raise ProbeFileError(f"{path}: {str(exc)[:120]}") from None

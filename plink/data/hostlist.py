@@ -41,8 +41,10 @@ FORMATS = ("auto", "plain", "openmpi", "mpich", "slurm")
 _NAME_RE = re.compile(r"^[A-Za-z0-9_](?:[A-Za-z0-9_.-]*[A-Za-z0-9_])?$")
 _IPV6_RE = re.compile(r"^[0-9A-Fa-f:.]+(?:%[A-Za-z0-9_.-]+)?$")
 _USER_RE = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]*$")
-_SLURM_RANGE_RE = re.compile(r"^(\d+)(?:-(\d+))?$")
-_MAX_EXPANSION = 100_000
+_SLURM_RANGE_RE = re.compile(r"^([0-9]{1,9})(?:-([0-9]{1,9}))?$")
+#: Default cap on the hosts one host list may expand to (``max_hosts``, CLI ``--max-hosts``).
+MAX_HOSTS = 4096
+_MAX_EXPANSION = MAX_HOSTS
 
 
 @dataclass(frozen=True)
@@ -121,8 +123,8 @@ def _check_name(name: str) -> str:
 
 
 def _int(text: str, what: str, lo: int, hi: int) -> int:
-    if not text.isdigit():
-        raise _LineError(f"{what} {text!r} is not a number")
+    if not (text.isascii() and text.isdigit()) or len(text) > 9:
+        raise _LineError(f"{what} {text[:20]!r} is not a number")
     value = int(text)
     if not lo <= value <= hi:
         raise _LineError(f"{what} {value} is out of range {lo}..{hi}")
@@ -151,9 +153,14 @@ def _split_host_port(token: str) -> tuple[str, str | None, bool]:
     return token, None, False
 
 
-def _expand_slurm(token: str) -> list[str]:
-    """Expand ``a[01-03,7]b[1-2]`` into the cartesian product of names."""
-    parts: list[list[str]] = []
+def _expand_slurm(token: str, budget: int = _MAX_EXPANSION, cap: int | None = None) -> list[str]:
+    """Expand ``a[01-03,7]b[1-2]`` into the cartesian product of names.
+
+    The number of names is computed from the ranges first; more than ``budget`` is an
+    error before any name is built (``cap``: the whole list's cap, for the message).
+    """
+    cap = budget if cap is None else cap
+    parts: list[list[str] | tuple[str, list[tuple[int, int, int]]]] = []
     pos = 0
     total = 1
     while pos < len(token):
@@ -172,24 +179,26 @@ def _expand_slurm(token: str) -> list[str]:
         body = token[lb + 1:rb]
         if "[" in body:
             raise _LineError(f"nested '[' in {token!r}")
-        values: list[str] = []
+        ranges: list[tuple[int, int, int]] = []
+        count = 0
         for item in body.split(","):
             m = _SLURM_RANGE_RE.match(item.strip())
             if not m:
-                raise _LineError(f"bad range {item!r} in {token!r} (want N or N-M)")
+                raise _LineError(f"bad range {item[:20]!r} in {token[:60]!r} (want N or N-M)")
             lo_s, hi_s = m.group(1), m.group(2)
             lo = int(lo_s)
             hi = int(hi_s) if hi_s is not None else lo
             if hi < lo:
                 raise _LineError(f"range {item!r} in {token!r} runs backwards")
             width = len(lo_s) if lo_s.startswith("0") and len(lo_s) > 1 else 0
-            if hi - lo + 1 > _MAX_EXPANSION:
-                raise _LineError(f"range {item!r} in {token!r} is too large")
-            values.extend(str(v).zfill(width) for v in range(lo, hi + 1))
-        total *= len(values)
-        if total > _MAX_EXPANSION:
-            raise _LineError(f"{token!r} expands to more than {_MAX_EXPANSION} hosts")
-        parts.append(values)
+            ranges.append((lo, hi, width))
+            count += hi - lo + 1
+            if count > budget:
+                raise _LineError(f"{token[:60]!r} takes the host list over {cap} hosts (raise the cap with --max-hosts)")
+        total *= count
+        if total > budget:
+            raise _LineError(f"{token[:60]!r} takes the host list over {cap} hosts (raise the cap with --max-hosts)")
+        parts.append([str(v).zfill(w) for lo, hi, w in ranges for v in range(lo, hi + 1)])
         pos = rb + 1
     return ["".join(combo) for combo in itertools.product(*parts)]
 
@@ -217,7 +226,7 @@ def _is_slurm_token(token: str) -> bool:
     return not host.startswith("[") and ("[" in host or "]" in host)
 
 
-def _parse_line(line: str, fmt: str) -> list[HostEntry]:
+def _parse_line(line: str, fmt: str, budget: int = _MAX_EXPANSION, cap: int | None = None) -> list[HostEntry]:
     words = line.split()
     first, attrs = words[0], words[1:]
 
@@ -243,12 +252,14 @@ def _parse_line(line: str, fmt: str) -> list[HostEntry]:
         for token in _split_top_commas(first):
             if not token:
                 raise _LineError(f"empty name in {first!r}")
-            expanded = _expand_slurm(token) if "[" in token and not token.startswith("[") else [token]
+            expanded = _expand_slurm(token, budget - len(names), cap) if "[" in token and not token.startswith("[") else [token]
             for n in expanded:
                 host, num, bracketed = _split_host_port(n)
                 if num is not None:
                     raise _LineError(f"{n!r}: ':' is not allowed in a node list")
                 names.append(_check_name(host))
+                if len(names) > budget:
+                    raise _LineError(f"more than {cap or budget} hosts (raise the cap with --max-hosts)")
         return [HostEntry(n, slots=slots) for n in names]
 
     user = None
@@ -281,8 +292,12 @@ def _parse_line(line: str, fmt: str) -> list[HostEntry]:
     return [HostEntry(host, user=user, port=port, slots=slots)]
 
 
-def parse_hostlist(text: str, source: str = "<hosts>", fmt: str = "auto") -> list[HostEntry]:
+def parse_hostlist(text: str, source: str = "<hosts>", fmt: str = "auto",
+                   max_hosts: int | None = None) -> list[HostEntry]:
     """Parse a host list (see the module docstring for formats and rules).
+
+    At most ``max_hosts`` hosts (default :data:`MAX_HOSTS`); Slurm ranges are counted
+    before they are expanded, so a short line cannot allocate millions of names.
 
     Returns the entries in file order; raises :class:`PlinkError` naming
     ``source`` and the line for malformed lines, duplicate hosts and an empty
@@ -290,6 +305,7 @@ def parse_hostlist(text: str, source: str = "<hosts>", fmt: str = "auto") -> lis
     """
     if fmt not in FORMATS:
         raise PlinkError(f"unknown host list format {fmt!r} (use one of {', '.join(FORMATS)})")
+    cap = MAX_HOSTS if max_hosts is None else int(max_hosts)
     entries: list[HostEntry] = []
     seen: dict[tuple[str, int | None], int] = {}
     for lineno, raw in enumerate(text.splitlines(), 1):
@@ -297,9 +313,13 @@ def parse_hostlist(text: str, source: str = "<hosts>", fmt: str = "auto") -> lis
         if not line:
             continue
         try:
-            parsed = _parse_line(line, fmt)
+            parsed = _parse_line(line, fmt, cap - len(entries), cap)
         except _LineError as exc:
-            raise PlinkError(f"{source}:{lineno}: {exc}: {raw.strip()!r}") from None
+            shown = raw.strip()
+            shown = shown if len(shown) <= 80 else shown[:60] + f"... ({len(shown)} characters)"
+            raise PlinkError(f"{source}:{lineno}: {exc}: {shown!r}") from None
+        if len(entries) + len(parsed) > cap:
+            raise PlinkError(f"{source}:{lineno}: more than {cap} hosts (raise the cap with --max-hosts)")
         for e in parsed:
             key = (e.name.lower(), e.port)
             if key in seen:
@@ -315,7 +335,7 @@ def parse_hostlist(text: str, source: str = "<hosts>", fmt: str = "auto") -> lis
     return entries
 
 
-def read_hostlist(path: str | os.PathLike, fmt: str = "auto") -> list[HostEntry]:
+def read_hostlist(path: str | os.PathLike, fmt: str = "auto", max_hosts: int | None = None) -> list[HostEntry]:
     """Read and parse the host list file at ``path``."""
     try:
         with open(path, encoding="utf-8") as fh:
@@ -326,4 +346,4 @@ def read_hostlist(path: str | os.PathLike, fmt: str = "auto") -> list[HostEntry]
         raise PlinkError(f"host list {path} is not UTF-8 text") from None
     except OSError as exc:
         raise PlinkError(f"cannot read host list {path}: {exc.strerror or exc}") from None
-    return parse_hostlist(text, source=str(path), fmt=fmt)
+    return parse_hostlist(text, source=str(path), fmt=fmt, max_hosts=max_hosts)

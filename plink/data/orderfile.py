@@ -23,7 +23,6 @@ import re
 from pathlib import Path
 
 from plink.errors import ProbeFileError
-from plink.data.fileio import atomic_write_text
 from plink.order import OrderResult
 from plink.data.probefile import Host, ProbeData
 
@@ -61,11 +60,6 @@ def render(result: OrderResult, probe: ProbeData, fmt: str = "plain") -> str:
     raise ProbeFileError(f"unknown order format {fmt!r} (choose plain or json)")
 
 
-def write_order(path: str | os.PathLike, result: OrderResult, probe: ProbeData, fmt: str = "plain") -> None:
-    """Write the order file atomically."""
-    atomic_write_text(path, render(result, probe, fmt))
-
-
 def read_order(path: str | os.PathLike) -> list[str]:
     """Host names in rank order from a plain or JSON order file."""
     return [h.name for h in read_order_hosts(path)]
@@ -90,10 +84,9 @@ def read_order_hosts(path: str | os.PathLike) -> list[Host]:
         raise ProbeFileError(f"{path}: cannot read: {exc}") from None
     hosts: list[Host] = []
     if text.lstrip().startswith("{"):
-        try:
-            doc = json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise ProbeFileError(f"{path}: invalid JSON at line {exc.lineno}: {exc.msg}") from None
+        from plink.data.fileio import loads_json
+
+        doc = loads_json(text, str(path), ProbeFileError)
         if not isinstance(doc, dict) or doc.get("format") != FORMAT:
             raise ProbeFileError(f"{path}: not a plink order file")
         if not isinstance(doc.get("version"), int) or doc["version"] > VERSION:
@@ -102,7 +95,9 @@ def read_order_hosts(path: str | os.PathLike) -> list[Host]:
             entries = sorted(doc["hosts"], key=lambda h: h["rank"])
             for h in entries:
                 addr, ssh = h.get("address"), h.get("ssh")
-                hosts.append(Host(str(h["name"]), None if addr is None else str(addr), None if ssh is None else str(ssh)))
+                if not isinstance(h["name"], str):
+                    raise TypeError
+                hosts.append(Host(h["name"], None if addr is None else str(addr), None if ssh is None else str(ssh)))
         except (KeyError, TypeError, AttributeError):
             raise ProbeFileError(f"{path}: every host needs a 'rank' and a 'name'") from None
     else:
@@ -112,6 +107,13 @@ def read_order_hosts(path: str | os.PathLike) -> list[Host]:
             if line:
                 m = _ADDRESS_NOTE.search(comment)
                 hosts.append(Host(line.split()[0], m.group(1) if m else None))
+    from plink.data.inputs import check_host_name
+
+    for h in hosts:  # names and addresses go into launcher files: one token each
+        check_host_name(h.name, f"{path}: host name")
+        for what in ("address", "ssh"):
+            if getattr(h, what) is not None:
+                check_host_name(getattr(h, what), f"{path}: host {h.name!r}: {what}")
     names = [h.name for h in hosts]
     if not names:
         raise ProbeFileError(f"{path}: no hosts in order file")

@@ -39,7 +39,7 @@ import os
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Iterable, Sequence
+from typing import Any, Sequence
 
 import numpy as np
 
@@ -230,9 +230,14 @@ def validate(data: ProbeData) -> None:
     if n == 0:
         raise ProbeFileError("probe data has no hosts")
     seen: set[str] = set()
+    from plink.data.inputs import check_host_name
+
     for h in data.hosts:
-        if not isinstance(h.name, str) or not h.name.strip():
-            raise ProbeFileError(f"host name {h.name!r} is empty or not a string")
+        check_host_name(h.name)
+        for what in ("address", "ssh"):
+            value = getattr(h, what)
+            if value is not None:
+                check_host_name(value, f"host {h.name!r}: {what}")
         if h.name in seen:
             raise ProbeFileError(f"duplicate host {h.name!r}")
         seen.add(h.name)
@@ -300,6 +305,15 @@ def dumps(doc: dict) -> str:
     return "{\n" + ",\n".join(parts) + "\n}\n"
 
 
+_MAX_VALUE = {"latency_us": 86400e6, "latency_median_us": 86400e6, "latency_p90_us": 86400e6,
+              "bandwidth_gbps": 1e6}
+
+
+def _short(v: Any) -> str:
+    text = repr(v)
+    return text if len(text) <= 40 else text[:20] + "..." + f" ({len(text)} characters)"
+
+
 def _parse_matrix(doc: dict, key: str, n: int, path: str) -> np.ndarray | None:
     raw = doc.get(key)
     if raw is None:
@@ -320,12 +334,25 @@ def _parse_matrix(doc: dict, key: str, n: int, path: str) -> np.ndarray | None:
                 raise ProbeFileError(f"{path}: {key}[{i}][{j}] is {v!r}, not a number or null")
             if isinstance(v, float) and math.isnan(v):
                 raise ProbeFileError(f"{path}: {key}[{i}][{j}] is NaN: use null for a missing pair")
-            m[i, j] = v
+            try:
+                fv = float(v)
+            except OverflowError:
+                fv = math.inf
+            if not math.isfinite(fv):
+                raise ProbeFileError(f"{path}: {key}[{i}][{j}] is infinite (or too large to be a number)")
+            if abs(fv) > _MAX_VALUE[key]:
+                raise ProbeFileError(f"{path}: {key}[{i}][{j}] is {_short(v)}: not a plausible "
+                                     f"{'bandwidth in Gbit/s' if key == 'bandwidth_gbps' else 'latency in us'}")
+            m[i, j] = fv
     return m
 
 
-def from_dict(doc: Any, path: str = "<probe>") -> ProbeData:
-    """Build :class:`ProbeData` from a parsed probe document, validating it."""
+def from_dict(doc: Any, path: str = "<probe>", notes: list[str] | None = None) -> ProbeData:
+    """Build :class:`ProbeData` from a parsed probe document, validating it.
+
+    A value on a matrix's diagonal is dropped and asymmetric pairs are symmetrised; with
+    ``notes`` (a list) both are reported there, one line each.
+    """
     if not isinstance(doc, dict):
         raise ProbeFileError(f"{path}: not a plink probe file (top level is not a JSON object)")
     fmt = doc.get("format")
@@ -357,6 +384,21 @@ def from_dict(doc: Any, path: str = "<probe>") -> ProbeData:
     if "latency_us" not in doc:
         raise ProbeFileError(f"{path}: missing 'latency_us' matrix")
     mats = {k: _parse_matrix(doc, k, n, path) for k in _MATRIX_KEYS}
+    for key, m in mats.items():
+        if m is None:
+            continue
+        diag = np.diagonal(m)
+        k_diag = int(np.sum(~np.isnan(diag) & (diag != 0)))
+        if k_diag and notes is not None:
+            notes.append(f"{path}: ignored the diagonal of {k_diag} host(s) in {key} (a host's distance to itself)")
+        np.fill_diagonal(m, 0.0 if key != "bandwidth_gbps" else np.nan)
+        if notes is not None and key in ("latency_us", "bandwidth_gbps"):
+            from plink.data.inputs import count_asymmetric
+
+            asym = count_asymmetric(m)
+            if asym:
+                rule = "the smaller bandwidth" if key == "bandwidth_gbps" else "the larger latency"
+                notes.append(f"{path}: symmetrised {asym} asymmetric pair(s) in {key} (kept {rule})")
     meta = doc.get("meta") or {}
     if not isinstance(meta, dict):
         raise ProbeFileError(f"{path}: 'meta' must be an object")
@@ -364,6 +406,9 @@ def from_dict(doc: Any, path: str = "<probe>") -> ProbeData:
     if doc.get("truth") is not None:
         t = doc["truth"]
         try:
+            if not isinstance(t["levels"], list) or not isinstance(t["labels"], list) \
+                    or not all(isinstance(lab, list) for lab in t["labels"]):
+                raise TypeError
             levels = tuple(str(x) for x in t["levels"])
             labels = tuple(tuple(str(x) for x in lab) for lab in t["labels"])
         except (TypeError, KeyError) as exc:
@@ -393,9 +438,9 @@ def _read_text(path: str | os.PathLike) -> str:
     return read_text(path, ProbeFileError)
 
 
-def load_json(path: str | os.PathLike) -> ProbeData:
-    """Read a plink probe file (JSON)."""
-    return from_dict(read_json(path, ProbeFileError), str(path))
+def load_json(path: str | os.PathLike, notes: list[str] | None = None) -> ProbeData:
+    """Read a plink probe file (JSON); diagonal and asymmetry notes go to ``notes``."""
+    return from_dict(read_json(path, ProbeFileError), str(path), notes=notes)
 
 
 def _parse_cell(cell: str, where: str) -> float:
@@ -405,7 +450,7 @@ def _parse_cell(cell: str, where: str) -> float:
     try:
         return float(s)
     except ValueError:
-        raise ProbeFileError(f"{where}: {s!r} is not a number") from None
+        raise ProbeFileError(f"{where}: {_short(s)} is not a number") from None
 
 
 def _is_number(s: str) -> bool:
@@ -425,6 +470,9 @@ def _is_value(s: str) -> bool:
         return False
 
 
+_MAX_ROWS = 20001
+
+
 def read_matrix_csv(path: str | os.PathLike) -> tuple[np.ndarray, list[str] | None]:
     """Read a CSV/TSV matrix; return it and the host names found in it, if any."""
     text = _read_text(path)
@@ -432,7 +480,12 @@ def read_matrix_csv(path: str | os.PathLike) -> tuple[np.ndarray, list[str] | No
     if not lines:
         raise ProbeFileError(f"{path}: empty matrix file")
     dialect = "excel-tab" if "\t" in lines[0] else "excel"
-    rows = list(csv.reader(io.StringIO("\n".join(lines)), dialect=dialect))
+    try:
+        rows = list(csv.reader(io.StringIO("\n".join(lines)), dialect=dialect))
+    except csv.Error as exc:
+        raise ProbeFileError(f"{path}: not a readable CSV matrix: {exc}") from None
+    if len(lines) > _MAX_ROWS:
+        raise ProbeFileError(f"{path}: {len(lines)} rows: more than {_MAX_ROWS} hosts")
     if len(rows[0]) == 1 and " " in lines[0].strip():
         rows = [ln.split() for ln in lines]
     names: list[str] | None = None
@@ -488,7 +541,8 @@ def from_matrix(
 ) -> ProbeData:
     """Wrap a plain latency matrix (in ``unit``) as :class:`ProbeData`.
 
-    Missing pairs are ``NaN``.  A diagonal of ``NaN`` is read as 0.
+    Missing pairs are ``NaN``.  The diagonal is ignored (read as 0): a self-distance is
+    not a distance between two hosts (:func:`plink.data.inputs.load_input` also says so).
     """
     if unit not in LATENCY_UNITS:
         raise ProbeFileError(f"unknown latency unit {unit!r} (choose from {', '.join(LATENCY_UNITS)})")
@@ -502,9 +556,7 @@ def from_matrix(
     names = list(names)
     if len(names) != n:
         raise ProbeFileError(f"{len(names)} host names for a {n}x{n} matrix")
-    diag = np.diagonal(m).copy()
-    diag[np.isnan(diag)] = 0.0
-    np.fill_diagonal(m, diag)
+    np.fill_diagonal(m, 0.0)
     return ProbeData(
         hosts=[Host(name) for name in names],
         latency=m,
@@ -517,42 +569,22 @@ def load(
     path: str | os.PathLike,
     *,
     hosts_file: str | os.PathLike | None = None,
-    unit: str = "us",
+    unit: str | None = None,
+    kind: str = "latency",
+    bandwidth: str | os.PathLike | None = None,
 ) -> ProbeData:
     """Read a probe file (``.json``) or a plain matrix (``.csv``/``.tsv``/``.txt``/``.npy``).
 
-    ``hosts_file`` names the hosts of a plain matrix; ``unit`` is the plain
-    matrix's latency unit (``us``, ``ms``, ``s`` or ``ns``).  JSON probe
-    files are always in microseconds.
+    ``hosts_file`` names the hosts of a plain matrix; ``unit`` and ``kind`` describe it
+    (latency in ``us``/``ms``/``s``/``ns``, or bandwidth); JSON probe files are always in
+    microseconds.  See :func:`plink.data.inputs.load_input`, which also returns the notes
+    (ignored diagonal, symmetrised pairs) that this drops.
     """
-    p = Path(path)
-    suffix = p.suffix.lower()
-    if suffix == ".json":
-        return load_json(p)
-    names: list[str] | None = None
-    if suffix == ".npy":
-        try:
-            m = np.load(p, allow_pickle=False)
-        except FileNotFoundError:
-            raise ProbeFileError(f"{path}: no such file") from None
-        except (ValueError, OSError) as exc:
-            raise ProbeFileError(f"{path}: not a valid .npy matrix: {exc}") from None
-        if m.dtype.kind not in "fiu":
-            raise ProbeFileError(f"{path}: .npy matrix must be numeric, not {m.dtype}")
-    elif suffix in (".csv", ".tsv", ".txt", ".mat", ""):
-        m, names = read_matrix_csv(p)
-    else:
-        raise ProbeFileError(f"{path}: unknown file type {suffix!r} (expected .json, .csv, .tsv, .txt or .npy)")
-    if hosts_file is not None:
-        listed = read_host_names(hosts_file)
-        if names is not None and listed != names:
-            raise ProbeFileError(f"{hosts_file}: host names differ from those in {path}")
-        names = listed
-    meta = {"method": "matrix", "source": p.name, "unit": unit}
-    try:
-        return from_matrix(m, names, unit=unit, meta=meta)
-    except ProbeFileError as exc:
-        raise ProbeFileError(f"{path}: {exc}") from None
+    from plink.data.inputs import load_input
+
+    if Path(path).suffix.lower() == ".json" and unit in (None, "us") and kind == "latency":
+        unit = None
+    return load_input(path, hosts=hosts_file, unit=unit, kind=kind, bandwidth=bandwidth).probe
 
 
 def new_meta(method: str, **extra: Any) -> dict:
@@ -566,8 +598,3 @@ def new_meta(method: str, **extra: Any) -> dict:
     return meta
 
 
-def iter_pairs(n: int) -> Iterable[tuple[int, int]]:
-    """All unordered pairs ``(i, j)`` with ``i < j``."""
-    for i in range(n):
-        for j in range(i + 1, n):
-            yield i, j

@@ -108,7 +108,7 @@ def stats_from_dict(doc: Any, hosts: list[str], path: str = "<stats>") -> LinkSt
         if not isinstance(row, dict):
             raise PlinkError(f"{path}: link {k} is not an object")
         for end in ("src", "dst"):
-            if row.get(end) not in pos:
+            if not isinstance(row.get(end), str) or row.get(end) not in pos:
                 raise PlinkError(f"{path}: link {k}: stats for unknown host {row.get(end)!r} (not in the schedule)")
         i, j = pos[row["src"]], pos[row["dst"]]
         if i == j:
@@ -116,8 +116,8 @@ def stats_from_dict(doc: Any, hosts: list[str], path: str = "<stats>") -> LinkSt
         try:
             b, s = float(row["bytes"]), float(row["seconds"])
             r = float(row["rtt_us"]) if row.get("rtt_us") is not None else np.nan
-        except (KeyError, TypeError, ValueError) as exc:
-            raise PlinkError(f"{path}: link {k}: needs numeric 'bytes' and 'seconds' ({exc})") from None
+        except (KeyError, TypeError, ValueError, OverflowError) as exc:
+            raise PlinkError(f"{path}: link {k}: needs numeric 'bytes' and 'seconds' ({str(exc)[:80]})") from None
         if not (np.isfinite(b) and np.isfinite(s)) or b < 0 or s < 0 or (b > 0 and s == 0) or r < 0:
             raise PlinkError(f"{path}: link {k}: bytes/seconds/rtt_us must be finite, >= 0, seconds > 0 when bytes > 0")
         nb[i, j] = np.nansum([nb[i, j], b])

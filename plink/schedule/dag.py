@@ -260,8 +260,8 @@ def from_dict(doc: Any, path: str = "<schedule>") -> Schedule:
         chunks = np.array(_int_list(doc, "chunks", path), dtype=np.int64).reshape(-1, 2)
         size = int(doc["size"])
         chunk_bytes = int(doc.get("chunk", chunks[0, 1] if len(chunks) else 0))
-    except (KeyError, TypeError, ValueError) as exc:
-        raise ScheduleError(f"{path}: invalid groups/chunks/size: {exc}") from None
+    except (KeyError, TypeError, ValueError, OverflowError) as exc:
+        raise ScheduleError(f"{path}: invalid groups/chunks/size: {str(exc)[:100]}") from None
     if labels.shape != (len(hosts),):
         raise ScheduleError(f"{path}: {len(labels)} group labels for {len(hosts)} hosts")
     plan = None
@@ -275,8 +275,8 @@ def from_dict(doc: Any, path: str = "<schedule>") -> Schedule:
             raise ScheduleError(f"{path}: missing {exc.args[0]!r}") from None
         except PlinkError as exc:
             raise ScheduleError(f"{path}: {exc}") from None
-        except (TypeError, ValueError) as exc:
-            raise ScheduleError(f"{path}: invalid master tables: {exc}") from None
+        except (TypeError, ValueError, OverflowError) as exc:
+            raise ScheduleError(f"{path}: invalid master tables: {str(exc)[:100]}") from None
     dag = None
     if form == "dag":
         dag = Dag(list(hosts), labels, chunks)
@@ -287,8 +287,11 @@ def from_dict(doc: Any, path: str = "<schedule>") -> Schedule:
                 if op not in OPS or red not in (None, "sum", "copy"):
                     raise ValueError(f"op {op!r} / reduce {red!r}")
                 dag.add(int(node), int(chunk), op, [int(p) for p in peers], red, [int(d) for d in deps])
-            except (TypeError, ValueError) as exc:
-                raise ScheduleError(f"{path}: action {a} is malformed ({exc})") from None
+            except (TypeError, ValueError, OverflowError) as exc:
+                raise ScheduleError(f"{path}: action {a} is malformed ({str(exc)[:100]})") from None
+    for key in ("meta", "autotune"):
+        if doc.get(key) is not None and not isinstance(doc[key], dict):
+            raise ScheduleError(f"{path}: '{key}' must be an object")
     sched = Schedule(list(hosts), labels, chunks, size, chunk_bytes, plan, dag,
                      doc.get("meta") or {}, doc.get("autotune") or {})
     return sched

@@ -39,7 +39,9 @@ Complexity: ``O(C log C + C k)`` for the GMs and ``O(C n_g)`` per group for
 the LMs (``O(C log n_g)`` with a heap when the capacities are equal).
 
 Groups come from a groups file (``plink group``); without one,
-:func:`fallback_groups` clusters the latency matrix (average-linkage
+:func:`default_groups` takes the structure inference of
+:mod:`plink.structure.hierarchy` when present, else :func:`fallback_groups`
+clusters the latency matrix (average-linkage
 agglomerative clustering, ``round(sqrt(N))`` groups — §4.2.1's choice of
 ``k = sqrt(n)``).
 """
@@ -152,15 +154,22 @@ def chunk_buffer(size: int, chunk: int = DEFAULT_CHUNK) -> np.ndarray:
     return np.stack([off, ln], axis=1)
 
 
-def fallback_groups(probe: ProbeData, k: int | None = None) -> np.ndarray:
+def fallback_groups(probe: ProbeData, k: int | None = None, elasticity: float = 2.0) -> np.ndarray:
     """Group labels from the latency matrix alone (used without ``--groups``).
 
     Average-linkage agglomerative clustering (UPGMA, scipy) of the latency
     matrix, cut into ``k = round(sqrt(N))`` groups (§4.2.1: the GM traffic
-    ``O(n/k + k)`` is minimal at ``k = sqrt(n)``).  Missing pairs are priced
-    as the worst measured pair.  Labels are renumbered in order of first
-    appearance.  Complexity ``O(N^2 log N)``.  ``plink group`` (ProbeEmbed)
-    is the better grouping; this is the documented fallback.
+    ``O(n/k + k)`` is minimal at ``k = sqrt(n)``), then bounded to sizes
+    ``floor(N/(E k)) .. ceil(E N/k)`` (``E = elasticity``; at least 2 hosts):
+    a group above the bound is split in two by average linkage of its own
+    submatrix, and a group below it is dissolved, each of its hosts joining the
+    group of least mean latency to it that has room.  On wide-area data plain
+    average linkage makes a few huge groups and many singletons (PlanetLab 490:
+    groups of 209 down to 1 host); the bounds keep 2LHA's premise of groups of
+    about ``sqrt(N)``.  Missing pairs are priced as the worst measured pair.
+    Labels are renumbered in order of first appearance.  Complexity
+    ``O(N^2 log N)``.  ``plink group`` (ProbeEmbed) is the better grouping;
+    this is the documented fallback.
     """
     from scipy.cluster.hierarchy import fcluster, linkage
     from scipy.spatial.distance import squareform
@@ -177,12 +186,72 @@ def fallback_groups(probe: ProbeData, k: int | None = None) -> np.ndarray:
     lat[~np.isfinite(lat)] = worst
     lat = (lat + lat.T) / 2.0
     np.fill_diagonal(lat, 0.0)
-    z = linkage(squareform(lat, checks=False), method="average")
-    raw = fcluster(z, t=k, criterion="maxclust")
-    _, first = np.unique(raw, return_index=True)
+
+    def split(idx: np.ndarray, parts: int) -> np.ndarray:
+        if len(idx) <= parts:
+            return np.arange(len(idx))
+        sub = lat[np.ix_(idx, idx)]
+        z = linkage(squareform(sub, checks=False), method="average")
+        return fcluster(z, t=parts, criterion="maxclust") - 1
+
+    raw = split(np.arange(n), k)
+    lo = max(2, math.floor(n / (elasticity * k)))
+    hi = max(lo, math.ceil(elasticity * n / k))
+    groups = [np.flatnonzero(raw == g) for g in np.unique(raw)]
+    # split oversized groups (by linkage of their own submatrix) until all fit
+    out: list[np.ndarray] = []
+    while groups:
+        g = groups.pop()
+        if len(g) <= hi:
+            out.append(g)
+            continue
+        lab = split(g, 2)
+        parts = [g[lab == v] for v in np.unique(lab)]
+        if len(parts) < 2 or min(len(p) for p in parts) == 0:  # degenerate linkage: halve
+            parts = [g[: len(g) // 2], g[len(g) // 2:]]
+        groups.extend(parts)
+    # dissolve undersized groups, smallest first; hosts join the nearest group with room
+    while True:
+        out.sort(key=len)
+        if len(out) <= 1 or len(out[0]) >= lo:
+            break
+        small = out.pop(0)
+        for h in small:
+            sizes = np.array([len(g) for g in out])
+            dist = np.array([lat[h, g].mean() for g in out])
+            dist[sizes >= hi] = np.inf
+            if np.all(np.isinf(dist)):
+                dist = np.array([lat[h, g].mean() for g in out])
+            t = int(np.argmin(dist))
+            out[t] = np.append(out[t], h)
+    labels = np.empty(n, dtype=np.int64)
+    for g, mem in enumerate(out):
+        labels[mem] = g
+    _, first = np.unique(labels, return_index=True)
     order = np.argsort(first)
-    remap = {int(raw[first[o]]): g for g, o in enumerate(order)}
-    return np.array([remap[int(r)] for r in raw], dtype=np.int64)
+    remap = {int(labels[first[o]]): g for g, o in enumerate(order)}
+    return np.array([remap[int(r)] for r in labels], dtype=np.int64)
+
+
+def default_groups(probe: ProbeData) -> tuple[np.ndarray, str]:
+    """Groups of ``plink schedule`` without ``--groups``, and where they came from.
+
+    The structure inference of :mod:`plink.structure.hierarchy` (``infer_hierarchy``, its
+    finest level) when it is installed and finds groups of at least 2 hosts each; otherwise
+    (no such module, no structure found, or a singleton group) :func:`fallback_groups`.
+    """
+    try:
+        from plink.structure.hierarchy import infer_hierarchy
+    except ImportError:
+        infer_hierarchy = None
+    if infer_hierarchy is not None and probe.n >= 4:
+        lab = np.asarray(infer_hierarchy(probe.latency).labels, dtype=np.int64)
+        sizes = np.bincount(lab)
+        if len(sizes) >= 2 and sizes.min() >= 2:
+            return lab, f"structure inference (infer_hierarchy): {len(sizes)} groups"
+    labels = fallback_groups(probe)
+    return labels, (f"fallback: average-linkage clustering of latency into round(sqrt({probe.n})) groups, "
+                    "sizes bounded to N/(2k)..2N/k")
 
 
 def _bandwidth(probe: ProbeData) -> np.ndarray | None:
@@ -267,8 +336,7 @@ def plan_schedule(
     chunks = chunk_buffer(size, chunk)
     source = "groups file"
     if labels is None:
-        labels = fallback_groups(probe)
-        source = f"fallback: average-linkage clustering of latency into round(sqrt({probe.n})) groups"
+        labels, source = default_groups(probe)
     labels = np.asarray(labels, dtype=np.int64)
     if labels.shape != (probe.n,):
         raise PlinkError(f"{len(labels)} group labels for {probe.n} hosts")
@@ -290,13 +358,26 @@ def assign_masters(labels: np.ndarray, lengths: np.ndarray, group_cap: np.ndarra
 
     In group ``g`` a chunk weighs ``len * (|g| + k [g is its GM group])``
     (Quicktune's per-node load); heavier GM chunks are placed first, so GM
-    counts per node are balanced as well as the total load.
+    counts per node are balanced as well as the total load.  With at least
+    ``k`` chunks every group gets at least one GM (one chunk seeds each group
+    before LPT places the others).
     """
     labels = np.asarray(labels, dtype=np.int64)
     lengths = np.asarray(lengths, dtype=float)
     k = int(labels.max()) + 1
     c = len(lengths)
-    gm_group = lpt_assign(lengths, group_cap) if k > 1 else np.zeros(c, dtype=np.int64)
+    if k == 1:
+        gm_group = np.zeros(c, dtype=np.int64)
+    elif c >= k:
+        # every group holds at least one GM (a group without one would carry no global
+        # work); the k largest chunks seed one group each, LPT places the rest
+        order = np.argsort(-lengths, kind="stable")
+        gm_group = np.empty(c, dtype=np.int64)
+        gm_group[order[:k]] = np.arange(k)
+        load = np.bincount(np.arange(k), weights=lengths[order[:k]], minlength=k).astype(float)
+        gm_group[order[k:]] = lpt_assign(lengths[order[k:]], group_cap, load)
+    else:
+        gm_group = lpt_assign(lengths, group_cap)
     lm = np.empty((c, k), dtype=np.int64)
     for g in range(k):
         mem = np.flatnonzero(labels == g)

@@ -29,8 +29,10 @@ node's concurrent sends share its NIC, and so do its receives, so round
 
 where ``B_r(i, j)`` are the bytes ``i`` sends ``j`` in round ``r``, ``lat``
 is the probe's latency (µs, as in the ordering cost models) and ``bw`` the
-pair bandwidth when alone (Gbit/s; without a bandwidth matrix only the
-latency term remains).  The total is ``sum_r T_r`` — no overlap of rounds,
+pair bandwidth when alone (Gbit/s; without a bandwidth matrix every pair is
+assumed to have the same ``assumed_gbps``, 10 Gbit/s by default, and the
+summary says so: a latency-only model would price a sharded PS's ``N^2``
+messages like one).  The total is ``sum_r T_r`` — no overlap of rounds,
 so it is conservative for 2LHA (whose chunks pipeline, §4.1.2); rack
 uplink sharing is not modelled.  The same model prices the baselines:
 flat ring all-reduce (reduce-scatter + all-gather, ``2(N-1)`` rounds of
@@ -40,11 +42,14 @@ flat ring all-reduce (reduce-scatter + all-gather, ``2(N-1)`` rounds of
 
 from __future__ import annotations
 
+import math
 from collections import deque
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+
+from plink.errors import PlinkError
 
 from plink.solvers.costmodels import PairCost
 
@@ -181,10 +186,10 @@ def verify(dag: Dag, max_errors: int = 20) -> VerifyReport:
         lvl = max((level[d] for d in dag.deps[a]), default=0)
         cur = buf.get(key, 0)
         if op == "fetch":
+            # A node's own bit for a chunk is set only here, so before its first fetch no message can
+            # carry it into this buffer: fetching twice is the only way to count it twice at a fetch.
             if key in fetched:
                 err(f"node {node} fetches chunk {ch} twice")
-            elif cur >> node & 1:
-                err(f"double counting: node {node} fetches chunk {ch} into a buffer that already holds its own contribution")
             fetched.add(key)
             buf[key] = cur | (1 << node)
         elif op == "send":
@@ -359,8 +364,15 @@ class Prediction:
                 "bytes_total": self.bytes_total, "bytes_cross_group": self.bytes_cross}
 
 
-def pair_cost(probe) -> PairCost:
-    """Pair costs of a probe; missing pairs priced as the worst measured pair (latency and bandwidth)."""
+#: bandwidth assumed for every pair when the probe has no bandwidth matrix (Gbit/s)
+ASSUMED_GBPS = 10.0
+
+
+def pair_cost(probe, assumed_gbps: float | None = None) -> PairCost:
+    """Pair costs of a probe; missing pairs priced as the worst measured pair (latency and bandwidth).
+
+    Without a bandwidth matrix, ``assumed_gbps`` (if given) is every pair's bandwidth.
+    """
     lat = np.array(probe.latency, dtype=float)
     off = ~np.eye(len(lat), dtype=bool)
     finite = lat[off & np.isfinite(lat)]
@@ -370,6 +382,11 @@ def pair_cost(probe) -> PairCost:
         bw = np.array(probe.bandwidth, dtype=float)
         good = bw[off & np.isfinite(bw) & (bw > 0)]
         bw[off & ~(np.isfinite(bw) & (bw > 0))] = good.min() if good.size else 1.0
+    elif assumed_gbps is not None:
+        if not (math.isfinite(assumed_gbps) and assumed_gbps > 0):
+            raise PlinkError(f"assumed bandwidth must be a number > 0 Gbit/s, got {assumed_gbps}")
+        bw = np.full(lat.shape, float(assumed_gbps))
+        np.fill_diagonal(bw, np.nan)
     return PairCost.from_matrices(lat, bw)
 
 
@@ -454,13 +471,29 @@ def compare(plan: Plan, pc: PairCost, traffic: list[Traffic] | None = None) -> d
 VERIFY_LIMIT = 2_000_000
 
 
-def summarize(sched, probe=None, verify_limit: int = VERIFY_LIMIT) -> dict[str, Any]:
+def finite_json(obj):
+    """``obj`` with every non-finite float replaced by ``None`` (JSON has no inf/NaN)."""
+    if isinstance(obj, float):
+        return obj if math.isfinite(obj) else None
+    if isinstance(obj, dict):
+        return {k: finite_json(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [finite_json(v) for v in obj]
+    if isinstance(obj, np.generic):
+        return finite_json(obj.item())
+    return obj
+
+
+def summarize(sched, probe=None, verify_limit: int = VERIFY_LIMIT,
+              assumed_gbps: float = ASSUMED_GBPS) -> dict[str, Any]:
     """Everything ``plink schedule`` / ``plink verify`` print, as a dict.
 
     Verifies the DAG when it has at most ``verify_limit`` actions (about
     ``4 C N``), else prices ``plan_traffic`` and says it was not verified.
     With ``probe`` (same hosts, same order), adds the predicted times of
-    2LHA, flat ring and sharded PS and the master balance.
+    2LHA, flat ring and sharded PS and the master balance; without a bandwidth
+    matrix the time model assumes ``assumed_gbps`` for every pair and says so in
+    ``model``.  Every number is finite (an undefined ratio is ``None``).
     """
     from plink.schedule.plan import balance
 
@@ -494,12 +527,16 @@ def summarize(sched, probe=None, verify_limit: int = VERIFY_LIMIT) -> dict[str, 
     if probe is not None and traffic is not None:
         if probe.names != list(sched.hosts):
             raise ScheduleError("the probe file's hosts differ from the schedule's (names or order)")
-        pc = pair_cost(probe)
+        pc = pair_cost(probe, assumed_gbps)
         preds = {
             "2lha": predict_time("2lha", traffic, pc, labels),
             "ring": predict_time("ring", ring_traffic(labels, sched.size), pc, labels),
             "ps": predict_time("ps", ps_traffic(n, sched.size), pc, labels),
         }
         out["predicted"] = {k: v.to_dict() for k, v in preds.items()}
-        out["model"] = "latency+bandwidth" if probe.bandwidth is not None else "latency"
-    return out
+        if probe.bandwidth is not None:
+            out["model"] = "latency+bandwidth"
+        else:
+            out["model"] = f"latency + assumed {assumed_gbps:g} Gbit/s per pair"
+            out["assumed_bandwidth_gbps"] = float(assumed_gbps)
+    return finite_json(out)

@@ -141,6 +141,14 @@ def _check_random_state(random_state) -> np.random.Generator:
     raise PlinkError(f"random_state must be None, an int or a numpy Generator, not {type(random_state).__name__}")
 
 
+
+def _heights(hcap, hraw):
+    """Per-host startup costs from their free parameters: ``hcap * sigmoid(hraw)`` (each host's
+    height stays below its cap), or None when heights are not fitted."""
+    import torch
+
+    return hcap * torch.sigmoid(hraw) if hraw is not None else None
+
 class ProbeEmbed:
     """Embed hosts so that ``d_ij^alpha + h_i + h_j`` matches the probed distance ``p_ij``.
 
@@ -401,21 +409,14 @@ class ProbeEmbed:
         alpha = float(self.alpha)
         if not stochastic:
             v, hraw = self._init(n, g, dev)
-
-            def heights():
-                return data.hcap * torch.sigmoid(hraw) if hraw is not None else None
-
             params = [v] + ([hraw] if hraw is not None else [])
-            it = self._adam(params, lambda: data.full_loss(v, heights(), alpha), float(self.lr), False,
-                            int(self.max_iter))
+            it = self._adam(params, lambda: data.full_loss(v, _heights(data.hcap, hraw), alpha), float(self.lr),
+                            False, int(self.max_iter))
         else:
             v, hraw, it = self._fit_landmarks(data, g, alpha)
 
-            def heights():
-                return data.hcap * torch.sigmoid(hraw) if hraw is not None else None
-
         with torch.no_grad():
-            h = heights()
+            h = _heights(data.hcap, hraw)
             exact = data.exact_loss(v, h, alpha)
             v_np = v.detach().cpu().double().numpy()
             h_np = h.detach().cpu().double().numpy() if h is not None else np.zeros(n)
@@ -438,11 +439,8 @@ class ProbeEmbed:
         ldata = _Pairs(n_land, li[ok], lj[ok], sub[li, lj][ok], dev, dense=True)
         ldata.hcap = hcap[torch.as_tensor(land)]
         vl, hl = self._init(n_land, g, dev)
-
-        def hl_():
-            return ldata.hcap * torch.sigmoid(hl) if hl is not None else None
-
-        it = self._adam([vl] + ([hl] if hl is not None else []), lambda: ldata.full_loss(vl, hl_(), alpha),
+        it = self._adam([vl] + ([hl] if hl is not None else []),
+                        lambda: ldata.full_loss(vl, _heights(ldata.hcap, hl), alpha),
                         float(self.lr), False, int(self.max_iter))
         # 2. every other host against the (now fixed) landmarks: one dense block
         block = Q[np.ix_(rest, land)]
@@ -450,7 +448,7 @@ class ProbeEmbed:
         W = torch.as_tensor(~np.isnan(block), dtype=torch.float32, device=dev)
         count = max(float(W.sum()), 1.0)
         vl_fixed = vl.detach()
-        hl_fixed = hl_().detach() if hl is not None else None
+        hl_fixed = _heights(ldata.hcap, hl).detach() if hl is not None else None
         vr, hr = self._init(len(rest), g, dev)
         hcap_r = hcap[torch.as_tensor(rest)]
         # start each host at the landmark it is closest to
@@ -464,7 +462,7 @@ class ProbeEmbed:
             d2 = (sq_r[:, None] + sq_l[None, :] - 2.0 * (vr @ vl_fixed.T)).clamp_min(0.0)
             pred = _Pairs._powdist(d2, alpha)
             if hr is not None:
-                pred = pred + (hcap_r * torch.sigmoid(hr))[:, None] + hl_fixed[None, :]
+                pred = pred + _heights(hcap_r, hr)[:, None] + hl_fixed[None, :]
             r = (pred - P) * W
             return (r * r).sum() / count
 
@@ -484,11 +482,8 @@ class ProbeEmbed:
         if hraw is not None:
             hraw.requires_grad_(True)
 
-        def heights():
-            return hcap * torch.sigmoid(hraw) if hraw is not None else None
-
         it += self._adam([v] + ([hraw] if hraw is not None else []),
-                         lambda: data.batch_loss(v, heights(), alpha, int(self.batch_size), g),
+                         lambda: data.batch_loss(v, _heights(hcap, hraw), alpha, int(self.batch_size), g),
                          0.25 * float(self.lr), True, max(1, int(self.max_iter) // 2),
                          patience=5 * int(self.patience))
         return v, hraw, it

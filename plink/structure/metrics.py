@@ -103,35 +103,6 @@ def paia(distances: np.ndarray, labels: Sequence[Sequence[str]], *, return_count
     return agree / comparable if comparable else float("nan")
 
 
-def paia_reference(distances: np.ndarray, labels: Sequence[Sequence[str]]) -> tuple[int, int]:
-    """Triple loop over (c, a, b) straight from the definition: ``(agree, comparable)``. O(N³); for tests."""
-    M = np.asarray(distances, dtype=float)
-    n = len(labels)
-
-    def lcp(x, y):
-        k = 0
-        for u, w in zip(x, y):
-            if u != w:
-                break
-            k += 1
-        return k
-
-    agree = comparable = 0
-    for c in range(n):
-        for a in range(n):
-            for b in range(a + 1, n):
-                if c in (a, b):
-                    continue
-                la, lb = lcp(labels[a], labels[c]), lcp(labels[b], labels[c])
-                if la == lb or np.isnan(M[a, c]) or np.isnan(M[b, c]):
-                    continue
-                comparable += 1
-                ta, tb = -la, -lb  # hop distance falls as the common prefix grows
-                if (M[a, c] < M[b, c] and ta < tb) or (M[a, c] > M[b, c] and ta > tb):
-                    agree += 1
-    return agree, comparable
-
-
 def ami(true_labels: Sequence, pred_labels: Sequence) -> float:
     """Adjusted mutual information (scikit-learn, arithmetic normalisation) of two labelings."""
     from sklearn.metrics import adjusted_mutual_info_score

@@ -1,0 +1,441 @@
+"""One loader for every matrix a user has: latency or bandwidth, any unit, with host names.
+
+Every command that reads a matrix (``plink order``, ``group``, ``show``, ``schedule``,
+``verify``, ``watch --probe-file``) goes through :func:`load_input`, so a file is read the
+same way everywhere:
+
+* ``kind="latency"`` (lower is closer) in ``us``/``ms``/``s``/``ns``, or ``kind="bandwidth"``
+  (higher is closer) in ``Gbit/s``, ``Mbit/s``, ``GB/s``, ``MB/s`` (and ``Gbps``, ``MBps``,
+  ...).  A bandwidth matrix becomes a distance by taking the inverse, as ProbeEmbed does
+  (dissertation §4.2.1): the distance of a pair is the time to move one byte, ``1/bw`` in
+  microseconds, so the cost model's ``lat + S/bw`` over-counts by one byte per hop.  A latency
+  and a bandwidth matrix can be given together (``bandwidth=``).
+* Host names come from the file (a header row or a name column), from a host list in any
+  format :mod:`plink.data.hostlist` reads, or from one column of a CSV table
+  (``hosts.csv`` or ``hosts.csv:region``; Skyplane's ``hosts.csv`` works as is).
+* A value on the diagonal (a self-RTT, a loopback bandwidth) is ignored with a note;
+  off-diagonal zeros of a latency matrix are read as missing (a zero RTT between two hosts
+  is below the probe's resolution) with a note; asymmetric pairs are symmetrised (max of
+  the latencies, min of the bandwidths, §5.2.2) and counted in a note.
+* A matrix that looks like the other kind gets a warning naming ``--kind``: triangle-
+  inequality violations are counted on the matrix and on its inverse (a sample of
+  triples); a distance violates it far less than an inverted distance does.
+
+Errors quote values in the unit the user gave.  Cost: O(N^2) to read and check, plus a
+fixed sample of 20,000 triples for the kind check.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import os
+import warnings
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from plink.errors import ProbeFileError
+
+#: Latency units, as a factor to microseconds.
+LATENCY_UNITS = {"us": 1.0, "ms": 1e3, "s": 1e6, "ns": 1e-3}
+#: Bandwidth units, as a factor to Gbit/s (bits: lower-case b or 'bit'; bytes: upper-case B).
+BANDWIDTH_UNITS = {
+    "Gbit/s": 1.0, "Mbit/s": 1e-3, "Kbit/s": 1e-6, "bit/s": 1e-9,
+    "GB/s": 8.0, "MB/s": 8e-3, "KB/s": 8e-6, "B/s": 8e-9,
+}
+_BANDWIDTH_ALIASES = {
+    "gbps": "Gbit/s", "Gbps": "Gbit/s", "gbit/s": "Gbit/s", "mbps": "Mbit/s", "Mbps": "Mbit/s",
+    "mbit/s": "Mbit/s", "kbps": "Kbit/s", "Kbps": "Kbit/s", "bps": "bit/s",
+    "GBps": "GB/s", "MBps": "MB/s", "KBps": "KB/s", "Bps": "B/s", "GiB/s": "GB/s",
+}
+UNITS = tuple(LATENCY_UNITS) + tuple(BANDWIDTH_UNITS) + tuple(_BANDWIDTH_ALIASES)
+KINDS = ("latency", "bandwidth")
+
+#: Largest matrix side read (a 20000 x 20000 float64 matrix is 3.2 GB).
+MAX_HOSTS = 20000
+#: Largest accepted latency (one day) and bandwidth (1 Pbit/s): beyond that a value is a unit mix-up.
+MAX_LATENCY_US = 86400e6
+MAX_BANDWIDTH_GBPS = 1e6
+#: Names in the host column of a CSV table, in order of preference.
+_NAME_COLUMNS = ("name", "host", "hostname", "node", "address", "region", "ip")
+
+
+def _norm_unit(unit: str | None, kind: str) -> str:
+    if kind not in KINDS:
+        raise ProbeFileError(f"unknown matrix kind {kind!r} (use latency or bandwidth)")
+    if unit is None:
+        return "us" if kind == "latency" else "Gbit/s"
+    unit = _BANDWIDTH_ALIASES.get(unit, unit)
+    if kind == "latency" and unit not in LATENCY_UNITS:
+        hint = " (a bandwidth unit: pass --kind bandwidth)" if unit in BANDWIDTH_UNITS else ""
+        raise ProbeFileError(f"{unit!r} is not a latency unit (use {', '.join(LATENCY_UNITS)}){hint}")
+    if kind == "bandwidth" and unit not in BANDWIDTH_UNITS:
+        hint = " (a latency unit: pass --kind latency)" if unit in LATENCY_UNITS else ""
+        raise ProbeFileError(f"{unit!r} is not a bandwidth unit (use {', '.join(BANDWIDTH_UNITS)}){hint}")
+    return unit
+
+
+def bandwidth_to_distance_us(bw_gbps: np.ndarray) -> np.ndarray:
+    """Inverse bandwidth as a distance (§4.2.1): microseconds to move one byte, ``8e-3 / Gbit/s``."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return 8e-3 / bw_gbps
+
+
+@dataclass
+class Loaded:
+    """What :func:`load_input` read: the probe data and the notes for the user."""
+
+    probe: ProbeData  # noqa: F821 (plink.data.probefile.ProbeData)
+    notes: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+
+
+# ---------------------------------------------------------------------------
+# host names
+
+
+def check_host_name(name: str, what: str = "host name") -> str:
+    """Refuse names that could break a launcher file: whitespace, control characters,
+    lone surrogates, empty names.  Returns ``name``."""
+    if not isinstance(name, str) or not name:
+        raise ProbeFileError(f"{what} {name!r} is empty or not a string")
+    for ch in name:
+        if ch.isspace() or not ch.isprintable() or 0xD800 <= ord(ch) <= 0xDFFF:
+            raise ProbeFileError(f"{what} {name!r} holds whitespace or a control character")
+    return name
+
+
+def read_host_names(spec: str | os.PathLike, max_hosts: int | None = None) -> list[str]:
+    """Host names from a host list (any :mod:`~plink.data.hostlist` format) or a CSV column.
+
+    ``spec`` is a path, or ``path:COLUMN`` for one column of a CSV/TSV table.  A ``.csv`` /
+    ``.tsv`` file with a header row uses the column named ``COLUMN``, else the first of
+    name, host, hostname, node, address, region, ip; a one-column CSV without a header is
+    a list of names.
+    """
+    from plink.data.fileio import read_text
+
+    spec = str(spec)
+    path, column = spec, None
+    if not os.path.exists(spec) and ":" in spec:
+        path, _, column = spec.rpartition(":")
+    suffix = Path(path).suffix.lower()
+    if column is not None or suffix in (".csv", ".tsv"):
+        text = read_text(path, ProbeFileError)
+        names = _csv_column(text, path, column)
+    else:
+        from plink.data.hostlist import parse_hostlist
+        from plink.errors import PlinkError
+
+        text = read_text(path, ProbeFileError)
+        try:
+            entries = parse_hostlist(text, source=path, max_hosts=max_hosts)
+        except PlinkError as exc:
+            raise ProbeFileError(str(exc)) from None
+        names = [e.name for e in entries]
+    seen: dict[str, int] = {}
+    for i, n in enumerate(names):
+        check_host_name(n, f"{path}: host name")
+        if n in seen:
+            raise ProbeFileError(f"{path}: duplicate host name {n!r} (entries {seen[n] + 1} and {i + 1})")
+        seen[n] = i
+    if not names:
+        raise ProbeFileError(f"{path}: no host names")
+    return names
+
+
+def _csv_column(text: str, path: str, column: str | None) -> list[str]:
+    lines = [ln for ln in text.splitlines() if ln.strip() and not ln.lstrip().startswith("#")]
+    if not lines:
+        raise ProbeFileError(f"{path}: no host names")
+    dialect = "excel-tab" if "\t" in lines[0] else "excel"
+    try:
+        rows = list(csv.reader(io.StringIO("\n".join(lines)), dialect=dialect))
+    except csv.Error as exc:
+        raise ProbeFileError(f"{path}: not a readable CSV table: {exc}") from None
+    header = [c.strip() for c in rows[0]]
+    lower = [h.lower() for h in header]
+    if column is not None:
+        if column in header:
+            col = header.index(column)
+        elif column.isdigit() and int(column) < len(header):
+            return [r[int(column)].strip() if len(r) > int(column) else "" for r in rows]
+        else:
+            raise ProbeFileError(f"{path}: no column {column!r} (columns: {', '.join(header)})")
+    elif len(header) == 1:
+        body = rows[1:] if lower[0] in _NAME_COLUMNS else rows
+        return [r[0].strip() if r else "" for r in body]
+    else:
+        col = next((lower.index(c) for c in _NAME_COLUMNS if c in lower), None)
+        if col is None:
+            raise ProbeFileError(f"{path}: which column holds the host names? Name it: {path}:COLUMN "
+                                 f"(columns: {', '.join(header)})")
+    out = []
+    for k, r in enumerate(rows[1:], 2):
+        if len(r) <= col:
+            raise ProbeFileError(f"{path}:{k}: row has no column {header[col]!r}")
+        out.append(r[col].strip())
+    return out
+
+
+# ---------------------------------------------------------------------------
+# matrices
+
+
+def _read_raw(path: Path) -> tuple[np.ndarray, list[str] | None]:
+    from plink.data.probefile import read_matrix_csv
+
+    suffix = path.suffix.lower()
+    if suffix == ".npy":
+        return _read_npy(path), None
+    if suffix in (".csv", ".tsv", ".txt", ".mat", ""):
+        return read_matrix_csv(path)
+    raise ProbeFileError(f"{path}: unknown file type {suffix!r} (expected .json, .csv, .tsv, .txt or .npy)")
+
+
+def _read_npy(path: Path) -> np.ndarray:
+    """A numeric 2-D .npy matrix; the header's shape is checked before any data is read."""
+    try:
+        with open(path, "rb") as fh:
+            version = np.lib.format.read_magic(fh)
+            if version == (1, 0):
+                shape, _, dtype = np.lib.format.read_array_header_1_0(fh)
+            elif version in ((2, 0), (3, 0)):
+                shape, _, dtype = np.lib.format.read_array_header_2_0(fh)
+            else:
+                raise ValueError(f"unsupported .npy version {version}")
+    except FileNotFoundError:
+        raise ProbeFileError(f"{path}: no such file") from None
+    except IsADirectoryError:
+        raise ProbeFileError(f"{path}: is a directory, not a file") from None
+    except Exception as exc:  # noqa: BLE001 (numpy raises many kinds on a malformed header)
+        raise ProbeFileError(f"{path}: not a valid .npy matrix: {' '.join(str(exc).split())[:200]}") from None
+    if dtype.kind not in "fiu":
+        raise ProbeFileError(f"{path}: .npy matrix must be numeric, not {dtype}")
+    if len(shape) != 2 or shape[0] != shape[1]:
+        raise ProbeFileError(f"{path}: .npy matrix is not square (shape {shape})")
+    if shape[0] > MAX_HOSTS:
+        raise ProbeFileError(f"{path}: {shape[0]} x {shape[1]} matrix is larger than {MAX_HOSTS} hosts")
+    try:
+        m = np.load(path, allow_pickle=False)
+    except (ValueError, OSError, EOFError) as exc:
+        raise ProbeFileError(f"{path}: not a valid .npy matrix: {' '.join(str(exc).split())[:200]}") from None
+    return np.array(m, dtype=float)
+
+
+def _fmt(value: float, unit: str) -> str:
+    return f"{value:.6g} {unit}"
+
+
+def prepare_matrix(raw: np.ndarray, names: Sequence[str], *, kind: str, unit: str, source: str,
+                   notes: list[str]) -> np.ndarray:
+    """Check a raw matrix in the user's ``unit`` and return it in plink's unit (µs or Gbit/s).
+
+    Diagonal values are dropped with a note, off-diagonal zeros of a latency matrix become
+    missing with a note; negative, infinite or absurd values are errors quoting the value in
+    ``unit``.  Not yet symmetrised.
+    """
+    m = np.array(raw, dtype=float)
+    if m.ndim != 2 or m.shape[0] != m.shape[1]:
+        raise ProbeFileError(f"{source}: matrix is not square (shape {'x'.join(map(str, m.shape))})")
+    n = m.shape[0]
+    if n > MAX_HOSTS:
+        raise ProbeFileError(f"{source}: {n} x {n} matrix is larger than {MAX_HOSTS} hosts")
+
+    def where(i, j):
+        return f"row {i}, column {j} ({names[i]} -> {names[j]})"
+
+    diag = np.diagonal(m).copy()
+    set_diag = ~np.isnan(diag) & (diag != 0)
+    if set_diag.any():
+        k = int(set_diag.sum())
+        i = int(np.argmax(set_diag))
+        notes.append(f"{source}: ignored the diagonal of {k} host(s) (self-{'RTT' if kind == 'latency' else 'bandwidth'}, "
+                     f"e.g. {names[i]}: {_fmt(diag[i], unit)})")
+    np.fill_diagonal(m, np.nan)
+    bad = np.isinf(m)
+    if bad.any():
+        i, j = np.argwhere(bad)[0]
+        raise ProbeFileError(f"{source}: value at {where(i, j)} is infinite")
+    bad = m < 0
+    if bad.any():
+        i, j = np.argwhere(bad)[0]
+        raise ProbeFileError(f"{source}: {kind} at {where(i, j)} is negative ({_fmt(m[i, j], unit)})")
+    if kind == "latency":
+        factor = LATENCY_UNITS[unit]
+        limit, limit_txt = MAX_LATENCY_US / factor, "one day"
+    else:
+        factor = BANDWIDTH_UNITS[unit]
+        limit, limit_txt = MAX_BANDWIDTH_GBPS / factor, "1 Pbit/s"
+    bad = m > limit
+    if bad.any():
+        i, j = np.argwhere(bad)[0]
+        raise ProbeFileError(f"{source}: {kind} at {where(i, j)} is {_fmt(m[i, j], unit)}, more than {limit_txt}: "
+                             f"wrong --unit or --kind?")
+    zeros = m == 0
+    if zeros.any():
+        k = int(zeros.sum())
+        if kind == "latency":
+            notes.append(f"{source}: read {k} off-diagonal zero value(s) as not measured (a zero {kind} between two "
+                         "hosts is below the measurement's resolution; the other direction is used where measured)")
+        else:
+            notes.append(f"{source}: read {k} zero-bandwidth value(s) as not measured")
+        m[zeros] = np.nan
+    with np.errstate(over="ignore"):
+        m = m * factor
+    return m
+
+
+def count_asymmetric(m: np.ndarray, rtol: float = 1e-9) -> int:
+    """Unordered pairs measured both ways whose two directions differ (relative ``rtol``)."""
+    both = ~np.isnan(m) & ~np.isnan(m.T)
+    with np.errstate(invalid="ignore"):
+        differ = np.abs(m - m.T) > rtol * np.fmax(np.abs(m), np.abs(m.T))
+    return int(np.triu(both & differ, 1).sum())
+
+
+def triangle_violations(d: np.ndarray, samples: int = 20000, seed: int = 0) -> float:
+    """Fraction of sampled measured triples with ``d_ij > d_ik + d_kj`` (1 % slack)."""
+    n = d.shape[0]
+    if n < 3:
+        return 0.0
+    rng = np.random.default_rng(seed)
+    i, j, k = (rng.integers(0, n, samples) for _ in range(3))
+    ok = (i != j) & (j != k) & (i != k)
+    i, j, k = i[ok], j[ok], k[ok]
+    a, b, c = d[i, j], d[i, k], d[k, j]
+    meas = ~(np.isnan(a) | np.isnan(b) | np.isnan(c))
+    if meas.sum() < 100:
+        return 0.0
+    return float(np.mean(a[meas] > 1.01 * (b[meas] + c[meas])))
+
+
+def kind_warning(m: np.ndarray, kind: str, source: str) -> str | None:
+    """A warning when the matrix looks like the other kind (see the module docstring)."""
+    n = m.shape[0]
+    if n < 4:
+        return None
+    other = "bandwidth" if kind == "latency" else "latency"
+    m = np.asarray(m, dtype=float)
+    diag = np.diagonal(m)
+    off = m.copy()
+    np.fill_diagonal(off, np.nan)
+    if kind == "latency":
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)
+            rowmax = np.nanmax(off, axis=1)
+        big = int(np.sum(~np.isnan(diag) & (diag > 0) & (diag >= rowmax)))
+        if big > n / 2:
+            return (f"{source}: the diagonal is the largest value in {big} of {n} rows, as in a bandwidth matrix: "
+                    "if higher means closer, pass --kind bandwidth")
+    pos = np.where(off > 0, off, np.nan)
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        inv = 1.0 / pos
+    # the matrix read as a distance the way --kind says, and the other way
+    v_this = triangle_violations(pos if kind == "latency" else inv)
+    v_other = triangle_violations(inv if kind == "latency" else pos)
+    if v_this > 0.05 and v_other < 0.75 * v_this:
+        return (f"{source}: looks like a {other} matrix, not {kind} ({v_this:.0%} of sampled triples break the triangle "
+                f"inequality when read as {kind}, {v_other:.0%} as {other}): pass --kind {other} if "
+                f"{'higher' if other == 'bandwidth' else 'lower'} means closer")
+    return None
+
+
+def load_input(
+    path: str | os.PathLike,
+    *,
+    hosts: str | os.PathLike | None = None,
+    unit: str | None = None,
+    kind: str = "latency",
+    bandwidth: str | os.PathLike | None = None,
+    bandwidth_unit: str | None = None,
+    max_hosts: int | None = None,
+) -> Loaded:
+    """Read a probe file (.json) or a plain matrix (.csv/.tsv/.txt/.npy) as :class:`ProbeData`.
+
+    ``kind``/``unit`` describe the plain matrix at ``path``; ``bandwidth`` adds a bandwidth
+    matrix (a plain matrix in ``bandwidth_unit``, default Gbit/s, same hosts in the same
+    order) to a latency one; ``hosts`` names the hosts (see :func:`read_host_names`).
+    Returns the data and the notes/warnings to show the user.
+    """
+    from plink.data.probefile import Host, ProbeData, load_json
+
+    p = Path(path)
+    out = Loaded(probe=None)
+    if p.suffix.lower() == ".json":
+        if kind != "latency" or unit is not None:
+            raise ProbeFileError(f"{path}: --kind and --unit describe plain matrices; a plink probe file is in us "
+                                 "and Gbit/s already")
+        if hosts is not None:
+            raise ProbeFileError(f"{path}: --hosts names the hosts of a plain matrix; a probe file names its own")
+        probe = load_json(p, notes=out.notes)
+        if bandwidth is not None:
+            bw = _load_bandwidth(bandwidth, bandwidth_unit, probe.names, out.notes)
+            probe = ProbeData(hosts=probe.hosts, latency=probe.latency, latency_median=probe.latency_median,
+                              latency_p90=probe.latency_p90, bandwidth=bw, meta=probe.meta, truth=probe.truth)
+        out.probe = probe
+        return out
+    unit = _norm_unit(unit, kind)
+    raw, names = _read_raw(p)
+    n = raw.shape[0]
+    if hosts is not None:
+        listed = read_host_names(hosts, max_hosts=MAX_HOSTS if max_hosts is None else max_hosts)
+        if names is not None and listed != names:
+            raise ProbeFileError(f"{hosts}: host names differ from those in {path}")
+        if len(listed) != n:
+            raise ProbeFileError(f"{hosts}: {len(listed)} host names for a {n}x{n} matrix ({path})")
+        names = listed
+    if names is None:
+        width = len(str(max(n - 1, 0)))
+        names = [f"h{i:0{width}d}" for i in range(n)]
+    for nm in names:
+        check_host_name(nm, f"{path}: host name")
+    if len(set(names)) != len(names):
+        dup = next(x for x in names if names.count(x) > 1)
+        raise ProbeFileError(f"{path}: duplicate host name {dup!r}")
+    warn = kind_warning(np.array(raw, dtype=float), kind, str(path)) if raw.ndim == 2 and raw.shape[0] == raw.shape[1] else None
+    if warn:
+        out.warnings.append(warn)
+    m = prepare_matrix(raw, names, kind=kind, unit=unit, source=str(path), notes=out.notes)
+    asym = count_asymmetric(m)
+    if asym:
+        rule = "the larger latency" if kind == "latency" else "the smaller bandwidth"
+        out.notes.append(f"{path}: symmetrised {asym} asymmetric pair(s) (kept {rule} of the two directions)")
+    meta = {"method": "matrix", "source": p.name, "kind": kind, "unit": unit}
+    bw = None
+    if kind == "bandwidth":
+        bw = m
+        lat = bandwidth_to_distance_us(np.fmin(m, m.T))
+        meta["distance"] = "inverse bandwidth: microseconds per byte (8e-3 / Gbit/s)"
+        if bandwidth is not None:
+            raise ProbeFileError("--bandwidth-matrix adds bandwidth to a latency matrix; the main matrix is bandwidth already")
+    else:
+        lat = m
+        if bandwidth is not None:
+            bw = _load_bandwidth(bandwidth, bandwidth_unit, names, out.notes)
+    np.fill_diagonal(lat, 0.0)
+    try:
+        out.probe = ProbeData(hosts=[Host(nm) for nm in names], latency=lat, bandwidth=bw, meta=meta)
+    except ProbeFileError as exc:
+        raise ProbeFileError(f"{path}: {exc}") from None
+    return out
+
+
+def _load_bandwidth(path, unit, names, notes) -> np.ndarray:
+    unit = _norm_unit(unit, "bandwidth")
+    raw, file_names = _read_raw(Path(path))
+    if raw.shape[0] != len(names):
+        raise ProbeFileError(f"{path}: a {raw.shape[0]} x {raw.shape[0]} bandwidth matrix for {len(names)} hosts")
+    if file_names is not None and file_names != list(names):
+        raise ProbeFileError(f"{path}: the bandwidth matrix names other hosts (or another order) than the latency matrix")
+    warn = kind_warning(raw, "bandwidth", str(path))
+    if warn:
+        notes.append("warning: " + warn)
+    m = prepare_matrix(raw, names, kind="bandwidth", unit=unit, source=str(path), notes=notes)
+    asym = count_asymmetric(m)
+    if asym:
+        notes.append(f"{path}: symmetrised {asym} asymmetric pair(s) (kept the smaller bandwidth of the two directions)")
+    return m

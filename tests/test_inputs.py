@@ -1,0 +1,251 @@
+"""One input loader for every command: kinds, units, host names, real-file quirks."""
+
+from __future__ import annotations
+
+import json
+import math
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from plink.cli import main
+from plink.data.hostlist import parse_hostlist
+from plink.data.inputs import load_input, read_host_names
+from plink.errors import PlinkError, ProbeFileError
+
+DATA = Path(__file__).parent / "data"
+
+
+def run(argv, capsys):
+    with pytest.raises(SystemExit) as exc:
+        main(argv)
+    out = capsys.readouterr()
+    return exc.value.code, out.out, out.err
+
+
+def blocks(nodes=4, per=4, inside=1200.0, across=190.0, seed=0):
+    """A bandwidth matrix (MB/s) like ARCHER's: ranks on one node are fast, diagonal 0."""
+    rng = np.random.default_rng(seed)
+    node = np.repeat(np.arange(nodes), per)
+    rng.shuffle(node)
+    same = node[:, None] == node[None, :]
+    m = np.where(same, inside, across) * rng.uniform(0.9, 1.1, (len(node), len(node)))
+    np.fill_diagonal(m, 0)
+    return m, node
+
+
+# ---------------------------------------------------------------------------
+# real files
+
+
+def test_seattle_raw_file_is_accepted_with_notes_in_seconds():
+    loaded = load_input(DATA / "seattle24_rtt_s.csv", unit="s")
+    notes = " ".join(loaded.notes)
+    assert "ignored the diagonal of 3 host(s)" in notes
+    assert "0.01 s" in notes  # the self-RTT shown in the user's unit, not as 10000 us
+    assert "off-diagonal zero value(s) as not measured" in notes
+    assert "symmetrised" in notes
+    p = loaded.probe
+    assert p.n == 24 and np.all(np.diagonal(p.latency) == 0)
+    assert p.n_missing_pairs() >= 1
+    assert np.nanmedian(p.latency) > 1e4  # seconds became microseconds
+
+
+def test_skyplane_hosts_csv_names_the_hosts():
+    loaded = load_input(DATA / "skyplane20_rtt_ms.csv", unit="ms", hosts=DATA / "skyplane20_hosts.csv")
+    assert loaded.probe.names[0] == "aws:af-south-1"
+    with pytest.raises(ProbeFileError, match="duplicate host name 'aws'"):
+        read_host_names(f"{DATA / 'skyplane20_hosts.csv'}:cloud")
+    assert read_host_names(f"{DATA / 'skyplane20_hosts.csv'}:index")[:2] == ["0", "1"]
+    with pytest.raises(ProbeFileError, match="no column 'zone'"):
+        read_host_names(f"{DATA / 'skyplane20_hosts.csv'}:zone")
+
+
+def test_skyplane_throughput_as_bandwidth():
+    loaded = load_input(DATA / "skyplane16_throughput_gbps.csv", kind="bandwidth",
+                        hosts=DATA / "skyplane16_throughput_hosts.csv")
+    p = loaded.probe
+    assert p.bandwidth is not None and p.meta["kind"] == "bandwidth"
+    off = ~np.eye(p.n, dtype=bool)
+    # distance = inverse bandwidth (us per byte): 8e-3 / Gbit/s
+    assert np.allclose(p.latency[off], 8e-3 / p.bandwidth[off])
+
+
+def test_planetlab_slice_orders(tmp_path, capsys):
+    code, out, err = run(["order", str(DATA / "planetlab24_rtt_ms.csv"), "--unit", "ms", "--time-limit", "0.5",
+                          "--json"], capsys)
+    assert code == 0, err
+    doc = json.loads(out)
+    assert doc["cost_plink"] <= doc["cost_random_median"]
+
+
+# ---------------------------------------------------------------------------
+# kinds
+
+
+def test_bandwidth_kind_gives_a_ring_that_stays_on_nodes(tmp_path, capsys):
+    m, node = blocks()
+    path = tmp_path / "bw.csv"
+    np.savetxt(path, m, delimiter=",", fmt="%.1f")
+    code, out, err = run(["order", str(path), "--kind", "bandwidth", "--unit", "MB/s", "--json"], capsys)
+    assert code == 0, err
+    order = [int(h["name"][1:]) if isinstance(h, dict) else int(h[1:]) for h in json.loads(out)["hosts"]]
+    crossings = sum(node[order[i]] != node[order[(i + 1) % len(order)]] for i in range(len(order)))
+    assert crossings == 4  # the minimum for 4 nodes (exact search at N = 16)
+    # read as latency (the default) the same file crosses nodes on every hop, and is warned about
+    code, out, err = run(["order", str(path), "--json"], capsys)
+    order = [int(h["name"][1:]) if isinstance(h, dict) else int(h[1:]) for h in json.loads(out)["hosts"]]
+    crossings = sum(node[order[i]] != node[order[(i + 1) % len(order)]] for i in range(len(order)))
+    assert crossings == 16
+    assert "pass --kind bandwidth" in err
+
+
+def test_wrong_kind_warnings():
+    m, _ = blocks(nodes=6, per=6)
+    from plink.data.inputs import kind_warning
+
+    assert "--kind bandwidth" in kind_warning(m, "latency", "x")
+    assert kind_warning(m, "bandwidth", "x") is None
+    lat = 1.0 / np.where(m > 0, m, np.inf)
+    assert kind_warning(lat, "latency", "x") is None
+    assert "--kind latency" in kind_warning(lat, "bandwidth", "x")
+    diag = np.array(lat)
+    np.fill_diagonal(diag, 10.0)  # self-bandwidth is the row maximum
+    assert "diagonal is the largest value" in kind_warning(diag, "latency", "x")
+
+
+def test_latency_and_bandwidth_together(tmp_path):
+    m, _ = blocks()
+    lat = np.where(m > 0, 1e5 / np.where(m > 0, m, 1), 0)
+    (tmp_path / "lat.csv").write_text("\n".join(",".join(f"{v:.3f}" for v in r) for r in lat))
+    (tmp_path / "bw.csv").write_text("\n".join(",".join(f"{v:.1f}" for v in r) for r in m))
+    p = load_input(tmp_path / "lat.csv", bandwidth=tmp_path / "bw.csv", bandwidth_unit="MBps").probe
+    off = ~np.eye(p.n, dtype=bool)
+    r = np.round(m, 1)
+    assert np.allclose(p.bandwidth[off], np.fmin(r, r.T)[off] * 8e-3)
+    with pytest.raises(ProbeFileError, match="not a latency unit"):
+        load_input(tmp_path / "lat.csv", unit="MB/s")
+    with pytest.raises(ProbeFileError, match="is a bandwidth matrix already|the main matrix is bandwidth"):
+        load_input(tmp_path / "bw.csv", kind="bandwidth", bandwidth=tmp_path / "bw.csv")
+
+
+def test_errors_quote_the_users_unit(tmp_path):
+    (tmp_path / "m.csv").write_text("0,5,-3\n5,0,1\n-3,1,0\n")
+    with pytest.raises(ProbeFileError, match=r"negative \(-3 ms\)"):
+        load_input(tmp_path / "m.csv", unit="ms")
+    (tmp_path / "big.csv").write_text("0,1e308,1\n1e308,0,1\n1,1,0\n")
+    with pytest.raises(ProbeFileError, match="more than one day: wrong --unit or --kind"):
+        load_input(tmp_path / "big.csv", unit="s")
+
+
+def test_asymmetric_pairs_are_counted(tmp_path):
+    (tmp_path / "m.csv").write_text("0,5,7\n6,0,1\n7,1,0\n")
+    loaded = load_input(tmp_path / "m.csv")
+    assert any("symmetrised 1 asymmetric pair(s)" in n for n in loaded.notes)
+    assert loaded.probe.latency[0, 1] == 6
+
+
+# ---------------------------------------------------------------------------
+# names that could break a launcher file
+
+
+@pytest.mark.parametrize("name", ["a\nb", "a b", "tab\there", "\x1b[31m", "\ud800", ""])
+def test_names_with_whitespace_or_control_characters_are_refused(tmp_path, name):
+    doc = {"format": "plink-probe", "version": 1, "hosts": [{"name": name}, {"name": "b"}, {"name": "c"}],
+           "latency_us": [[0, 1, 2], [1, 0, 1], [2, 1, 0]]}
+    path = tmp_path / "p.json"
+    path.write_text(json.dumps(doc))
+    with pytest.raises(ProbeFileError):
+        load_input(path)
+    doc["hosts"][0] = {"name": "a", "address": f"10.0.0.1{name or ' '}"}
+    path.write_text(json.dumps(doc))
+    with pytest.raises(ProbeFileError, match="address"):
+        load_input(path)
+
+
+def test_newline_in_a_name_never_reaches_a_hostfile(tmp_path, capsys):
+    doc = {"format": "plink-probe", "version": 1,
+           "hosts": [{"name": "a"}, {"name": "b\nevil"}, {"name": "c"}],
+           "latency_us": [[0, 1, 2], [1, 0, 1], [2, 1, 0]]}
+    (tmp_path / "p.json").write_text(json.dumps(doc))
+    out = tmp_path / "hosts.ompi"
+    code, _, err = run(["order", str(tmp_path / "p.json"), "--format", "openmpi", "-o", str(out)], capsys)
+    assert code == 1 and "whitespace or a control character" in err and not out.exists()
+
+
+# ---------------------------------------------------------------------------
+# host-list expansion cap
+
+
+def test_slurm_expansion_is_capped_before_memory_is_spent():
+    t0 = time.perf_counter()
+    with pytest.raises(PlinkError, match="over 4096 hosts|more than 4096 hosts"):
+        parse_hostlist("node[0-99999999]\n")
+    with pytest.raises(PlinkError, match="over 4096 hosts|more than 4096 hosts"):
+        parse_hostlist("\n".join(f"r{i}-n[0-9999]" for i in range(30)))
+    with pytest.raises(PlinkError, match="over 4096 hosts|more than 4096 hosts"):
+        parse_hostlist("a[0-999]b[0-999]\n")
+    assert time.perf_counter() - t0 < 1.0
+    assert len(parse_hostlist("node[0-29999]\n", max_hosts=30000)) == 30000
+    with pytest.raises(PlinkError, match="not a number"):
+        parse_hostlist("host:\u00b2\n")
+
+
+# ---------------------------------------------------------------------------
+# plink schedule on real data
+
+
+def test_schedule_planetlab_slice_is_finite_and_every_group_has_a_gm(tmp_path, capsys):
+    out = tmp_path / "s.json"
+    code, text, err = run(["schedule", str(DATA / "planetlab24_rtt_ms.csv"), "--unit", "ms", "--size", "4MiB",
+                           "-o", str(out), "--json"], capsys)
+    assert code == 0, err
+    doc = json.loads(text, parse_constant=lambda c: pytest.fail(f"non-finite {c} in the JSON"))
+    assert doc["model"] == "latency + assumed 10 Gbit/s per pair"
+    assert doc["balance"]["gm_groups"] is not None and math.isfinite(doc["balance"]["gm_groups"])
+    sched = json.loads(out.read_text())
+    labels = np.array(sched["groups"])
+    sizes = np.bincount(labels)
+    assert sizes.min() >= 2 and sizes.max() <= 2 * math.ceil(24 / round(math.sqrt(24)))
+    gm_groups = {int(labels[g]) for g in sched["gm"]}
+    assert gm_groups == set(range(len(sizes)))
+
+
+def test_fallback_groups_are_bounded_on_wide_area_data():
+    from plink.schedule.plan import fallback_groups
+
+    p = load_input(DATA / "planetlab24_rtt_ms.csv", unit="ms").probe
+    sizes = np.bincount(fallback_groups(p))
+    k = round(math.sqrt(24))
+    assert len(sizes) >= 2 and sizes.min() >= max(2, math.floor(24 / (2 * k))) and sizes.max() <= math.ceil(2 * 24 / k)
+
+
+def test_watch_reads_a_plain_matrix_with_the_same_options(tmp_path, capsys):
+    code, _out, err = run(["watch", str(tmp_path / "state"), "--probe-file", str(DATA / "skyplane20_rtt_ms.csv"),
+                          "--unit", "ms", "--hosts", str(DATA / "skyplane20_hosts.csv"), "--time-limit", "0.2",
+                          "--json"], capsys)
+    assert code == 4, err  # the first run writes an order
+    names = [h["name"] for h in json.loads((tmp_path / "state" / "order.json").read_text())["hosts"]]
+    assert sorted(names) == sorted(read_host_names(DATA / "skyplane20_hosts.csv"))
+
+
+def test_schedule_uses_structure_inference_when_installed(monkeypatch):
+    import sys
+    import types
+
+    from plink.schedule.plan import default_groups
+
+    p = load_input(DATA / "planetlab24_rtt_ms.csv", unit="ms").probe
+    fake = types.ModuleType("plink.structure.hierarchy")
+    found = {"labels": np.arange(24) % 3}
+    fake.infer_hierarchy = lambda lat: types.SimpleNamespace(labels=found["labels"])
+    monkeypatch.setitem(sys.modules, "plink.structure.hierarchy", fake)
+    labels, source = default_groups(p)
+    assert source.startswith("structure inference") and np.array_equal(labels, np.arange(24) % 3)
+    found["labels"] = np.zeros(24, dtype=int)  # no structure found: bounded average linkage
+    labels, source = default_groups(p)
+    assert source.startswith("fallback") and labels.max() >= 1
+    found["labels"] = np.r_[np.zeros(23, dtype=int), 1]  # a singleton group: fallback too
+    assert default_groups(p)[1].startswith("fallback")
