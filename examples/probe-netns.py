@@ -75,7 +75,7 @@ def main() -> int:
         leftovers = {h.name: [s for s in c.listening(h.name) if '"sshd"' not in s] for h in c.hosts}
         leftovers = {k: v for k, v in leftovers.items() if v}
         print(f"\nlistening on the hosts after the probe besides sshd: {leftovers or 'nothing'}")
-        print(f"rounds: {len(p.meta['schedule'])}, missing pairs: {p.n_missing_pairs()}, exit code {rc}")
+        print(f"rounds: {p.meta['rounds']}, missing pairs: {p.n_missing_pairs()}, exit code {rc}")
     return 0
 
 

@@ -486,6 +486,16 @@ def check_same_hosts(order: Sequence[str], probe: ProbeData, source: str) -> Non
         raise PlinkError(f"{source} is from another host list: it lists {' and '.join(parts)}")
 
 
+def _host_names(field) -> list[str]:
+    """Host names from a probe file's ``meta.unreachable`` / ``meta.dead``:
+    ``{name: why}`` as ``plink probe`` writes it (a list of names is read too)."""
+    if isinstance(field, dict):
+        return [str(k) for k in field]
+    if isinstance(field, (list, tuple)):
+        return [str(k) for k in field]
+    return []
+
+
 def watch(
     state_dir: str | os.PathLike,
     prober: Callable[[], ProbeData],
@@ -572,7 +582,7 @@ def watch(
             raise PlinkError("the prober did not return probe data")
         incomplete = ""
         if probe.meta.get("complete") is False or probe.n_missing_pairs():
-            gone = [str(h) for h in (probe.meta.get("unreachable") or []) + (probe.meta.get("dead") or [])]
+            gone = _host_names(probe.meta.get("unreachable")) + _host_names(probe.meta.get("dead"))
             incomplete = f"unreachable: {', '.join(gone)}" if gone else f"{probe.n_missing_pairs()} pairs missing"
 
         # the last probe, for the drift report

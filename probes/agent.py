@@ -11,18 +11,33 @@ Protocol: one JSON object per line.  Requests ``{"id": k, "op": ...}`` on
 stdin; every reply is one line ``PLK1 {"id": k, "ok": true, ...}`` on
 stdout (the prefix lets the controller skip stray output of shell dotfiles).
 
-Operations: ``hello`` (set the per-run token and a deadline, start the UDP
-echo responder on the host's address, report tools), ``udp_ping``, ``fping``,
-``icmp``, ``tcp_listen`` / ``tcp_send`` / ``tcp_result`` (built-in TCP
-throughput), ``iperf3_server`` / ``iperf3_client`` / ``iperf3_stop``,
-``extend`` (move the deadline), ``exit``.
+Operations: ``hello`` (set the per-run key, the host id, a hard deadline and
+the heartbeat timeout, start the UDP echo responder on the host's address,
+report tools), ``udp_ping`` (one pair, one direction), ``udp_sched`` (a whole
+self-timed schedule: slot ``k`` starts ``start + k x slot`` seconds after the
+request arrived; results stream back as ``{"id": k, "part": [...]}`` lines,
+so the controller needs no round trip per round), ``fping``, ``icmp``,
+``tcp_listen`` / ``tcp_send`` / ``tcp_result`` (built-in TCP throughput),
+``iperf3_server`` / ``iperf3_client`` / ``iperf3_stop``, ``extend`` (move the
+deadline), ``hb`` (heartbeat, answered at once by the stdin reader thread
+with ``PLK1 {"hb":1}``), ``exit``.
 
-Safety: UDP and TCP peers must present the random per-run token (16 bytes)
-or are ignored; sockets bind to the host's own address only; the agent
-exits -- closing every socket and killing any child -- when stdin reaches
-EOF (the SSH channel closed), on ``exit``, or when its deadline passes.
+Safety: every UDP packet carries an HMAC-SHA256 tag (truncated to 16 bytes,
+stdlib ``hmac``) under the random per-run key, over its kind, sender id,
+round and a per-sender 64-bit sequence number; the responder answers a ping
+only if the tag is right and the sequence number was not seen before (a
+sliding replay window of 4096 per sender, as IPsec/DTLS do), so a forged or
+replayed packet gets no answer.  The TCP test is a challenge/response: the
+receiver sends a fresh 16-byte nonce, the sender must answer
+``HMAC(key, "tcp" + nonce)``.  Sockets bind to the host's own address only.
+The agent exits -- closing every socket and killing any child -- when stdin
+reaches EOF (the SSH channel closed), on ``exit``, when its hard deadline
+passes, or when nothing (not even a heartbeat) came from the controller for
+``hb_timeout`` seconds (a partition, a suspended or killed controller).
 """
 
+import hashlib
+import hmac
 import json
 import os
 import select
@@ -35,13 +50,19 @@ import sys
 import threading
 import time
 
-MAGIC = b"PLK1"
+MAGIC = b"PLK2"
 PING, PONG = 1, 2
-HDR = struct.Struct("!4s16sBII")  # magic, token, kind, round, seq
+HDR = struct.Struct("!4sBHIQ")  # magic, kind, sender id, round, seq
+MAC_LEN = 16
+REPLAY_WINDOW = 4096
 PREFIX = "PLK1 "
 
 _state = {
-    "token": None,
+        "key": None,
+    "hid": 0,
+    "seq": 0,
+    "heard": None,
+    "hb_timeout": 30.0,
     "addr": None,
     "deadline": None,
     "children": [],
@@ -94,6 +115,59 @@ def watchdog():
         if deadline is not None and time.time() > deadline:
             sys.stderr.write("plink-agent: deadline passed, exiting\n")
             die(3)
+        if time.monotonic() - _state["heard"] > _state["hb_timeout"]:
+            sys.stderr.write("plink-agent: no word from the controller for %.0f s, exiting\n" % _state["hb_timeout"])
+            die(4)
+
+
+# ---------------------------------------------------------------------------
+# packet authentication
+
+
+def mac(key, data):
+    return hmac.new(key, data, hashlib.sha256).digest()[:MAC_LEN]
+
+
+def seal(kind, rnd, seq, pad=b"", hid=None):
+    body = HDR.pack(MAGIC, kind, _state["hid"] if hid is None else hid, rnd, seq) + pad
+    return body + mac(_state["key"], body)
+
+
+def open_packet(data, key):
+    """``(kind, sender id, round, seq)`` of an authentic packet, else None."""
+    if len(data) < HDR.size + MAC_LEN:
+        return None
+    body, tag = data[:-MAC_LEN], data[-MAC_LEN:]
+    if body[:4] != MAGIC or not hmac.compare_digest(mac(key, body), tag):
+        return None
+    return HDR.unpack_from(body)[1:]
+
+
+class ReplayWindow(object):
+    """Per-sender sliding window of seen sequence numbers (RFC 4303 3.4.3)."""
+
+    def __init__(self, size=REPLAY_WINDOW):
+        self.size = size
+        self.top = {}
+        self.bits = {}
+
+    def fresh(self, sender, seq):
+        top = self.top.get(sender)
+        if top is None or seq > top:
+            shift = self.size if top is None else seq - top
+            self.bits[sender] = ((self.bits.get(sender, 0) << shift) | 1) & ((1 << self.size) - 1)
+            self.top[sender] = seq
+            return True
+        off = top - seq
+        if off >= self.size or (self.bits[sender] >> off) & 1:
+            return False
+        self.bits[sender] |= 1 << off
+        return True
+
+
+def next_seq():
+    _state["seq"] += 1
+    return _state["seq"]
 
 
 def own_address():
@@ -118,7 +192,8 @@ def sockaddr(addr, port):
 # UDP echo responder and sender
 
 
-def responder(sock, token):
+def responder(sock, key):
+    window = ReplayWindow()
     while not _state["stop"].is_set():
         try:
             data, peer = sock.recvfrom(2048)
@@ -126,30 +201,31 @@ def responder(sock, token):
             continue
         except OSError:
             return
-        if len(data) < HDR.size:
-            continue
-        magic, tok, kind, rnd, seq = HDR.unpack_from(data)
-        if magic != MAGIC or tok != token or kind != PING:
-            continue  # not ours: ignore
+        head = open_packet(data, key)
+        if head is None or head[0] != PING or not window.fresh(head[1], head[3]):
+            continue  # forged, replayed or not ours: no answer
+        _, sender, rnd, seq = head
         try:
-            sock.sendto(HDR.pack(MAGIC, token, PONG, rnd, seq) + data[HDR.size:], peer)
+            sock.sendto(seal(PONG, rnd, seq, data[HDR.size:-MAC_LEN], hid=sender), peer)
         except OSError:
             pass
 
 
 def op_hello(req):
-    token = bytes.fromhex(req["token"])
-    if len(token) != 16:
-        raise ValueError("token must be 16 bytes")
-    _state["token"] = token
+    key = bytes.fromhex(req["key"])
+    if len(key) < 16:
+        raise ValueError("key must be at least 16 bytes")
+    _state["key"] = key
+    _state["hid"] = int(req.get("hid", 0)) & 0xFFFF
     _state["deadline"] = time.time() + float(req.get("deadline", 600))
+    _state["hb_timeout"] = float(req.get("hb_timeout", 30.0))
     addr = req.get("bind") or own_address()
     _state["addr"] = addr
     sock = socket.socket(family(addr), socket.SOCK_DGRAM)
     _state["sockets"].append(sock)
     sock.bind(sockaddr(addr, 0))
     sock.settimeout(0.2)
-    threading.Thread(target=responder, args=(sock, token), daemon=True).start()
+    threading.Thread(target=responder, args=(sock, key), daemon=True).start()
     icmp = False
     try:
         import icmplib  # noqa: F401
@@ -169,40 +245,72 @@ def op_hello(req):
     }
 
 
-def op_udp_ping(req):
-    token = _state["token"]
-    addr, port = req["addr"], int(req["port"])
-    count, interval = int(req["count"]), float(req["interval"])
-    rnd, timeout = int(req["round"]), float(req.get("timeout", 1.0))
-    size = max(HDR.size, int(req.get("size", 64)))
-    pad = b"\0" * (size - HDR.size)
-    sock = socket.socket(family(addr), socket.SOCK_DGRAM)
+def run_plan(plan, t0, slot, count, interval, timeout, size, emit=None, flush_every=0.25):
+    """Ping the peers of ``plan`` (``[(k, round, addr, port[, count]), ...]``):
+    slot ``k`` sends ``count`` (or the entry's own count) authenticated pings ``interval`` apart starting at
+    ``t0 + k * slot`` (perf_counter time), on one socket for the whole plan.
+    A slot is finished when all its pongs are in or ``timeout`` after its last
+    ping (pongs of earlier slots are still taken while later slots run).
+    Finished slots go to ``emit([[round, sent, [rtt_us, ...]], ...])`` every
+    ``flush_every`` s; returns those not emitted.  O(len(plan) x count)."""
+    key = _state["key"]
+    size = max(HDR.size + MAC_LEN, int(size))
+    pad = b"\0" * (size - HDR.size - MAC_LEN)
+    addr0 = _state["addr"]
+    sock = socket.socket(family(addr0), socket.SOCK_DGRAM)
     _state["sockets"].append(sock)
+    plan = sorted(plan)
+    rtts = [dict() for _ in plan]
+    sent = {}  # seq -> (plan index, send time)
+    done_at = [None] * len(plan)
+    wants = [count] * len(plan)
+    out, finished = [], [False] * len(plan)
     try:
-        sock.bind(sockaddr(_state["addr"], 0))
+        sock.bind(sockaddr(addr0, 0))
         sock.setblocking(False)
-        target = sockaddr(addr, port)
-        sent = {}
-        rtts = {}
-        t0 = now()
-        seq = 0
-        end = None
+        targets = [sockaddr(p[2], int(p[3])) for p in plan]
+        nxt, j = 0, 0  # next (slot, ping) to send
+        open_slots = []
+        last_flush = now()
         while True:
             t = now()
-            if seq < count and t >= t0 + seq * interval:
-                sent[seq] = now()
+            # send what is due
+            while nxt < len(plan) and t >= t0 + plan[nxt][0] * slot + j * interval:
+                want = plan[nxt][4] if len(plan[nxt]) > 4 else count
+                seq = next_seq()
+                sent[seq] = (nxt, now())
                 try:
-                    sock.sendto(HDR.pack(MAGIC, token, PING, rnd, seq) + pad, target)
+                    sock.sendto(seal(PING, int(plan[nxt][1]), seq, pad), targets[nxt])
                 except OSError:
                     pass
-                seq += 1
-                if seq == count:
-                    end = now() + timeout
-                continue
-            if seq == count and (len(rtts) == count or now() >= end):
+                j += 1
+                if j >= want:
+                    wants[nxt] = want
+                    done_at[nxt] = now() + timeout
+                    open_slots.append(nxt)
+                    nxt, j = nxt + 1, 0
+                t = now()
+            # close finished slots
+            still = []
+            for i in open_slots:
+                if len(rtts[i]) >= wants[i] or t >= done_at[i]:
+                    finished[i] = True
+                    r = rtts[i]
+                    out.append([plan[i][1], wants[i], [round(r[q], 2) for q in sorted(r)]])
+                else:
+                    still.append(i)
+            open_slots = still
+            if emit is not None and out and (t - last_flush >= flush_every or (nxt == len(plan) and not open_slots)):
+                emit(out)
+                out, last_flush = [], t
+            if nxt == len(plan) and not open_slots:
                 break
-            wake = t0 + seq * interval if seq < count else end
-            wait = max(0.0, wake - now())
+            wake = [done_at[i] for i in open_slots]
+            if nxt < len(plan):
+                wake.append(t0 + plan[nxt][0] * slot + j * interval)
+            wait = max(0.0, min(wake) - now())
+            if emit is not None and out:
+                wait = min(wait, flush_every)
             r, _, _ = select.select([sock], [], [], wait)
             if not r:
                 continue
@@ -214,17 +322,39 @@ def op_udp_ping(req):
                 except OSError:
                     break
                 tr = now()
-                if len(data) < HDR.size:
+                head = open_packet(data, key)
+                if head is None or head[0] != PONG or head[1] != _state["hid"]:
                     continue
-                magic, tok, kind, r_id, s = HDR.unpack_from(data)
-                if magic != MAGIC or tok != token or kind != PONG or r_id != rnd:
+                hit = sent.get(head[3])
+                if hit is None or finished[hit[0]] or plan[hit[0]][1] != head[2]:
                     continue
-                if s in sent and s not in rtts:
-                    rtts[s] = (tr - sent[s]) * 1e6
+                if head[3] not in rtts[hit[0]]:
+                    rtts[hit[0]][head[3]] = (tr - hit[1]) * 1e6
     finally:
         sock.close()
         _state["sockets"].remove(sock)
-    return {"rtts_us": [round(rtts[s], 2) for s in sorted(rtts)], "sent": count}
+    return out
+
+
+def op_udp_ping(req):
+    plan = [(0, int(req["round"]), req["addr"], int(req["port"]))]
+    res = run_plan(plan, now(), 0.0, int(req["count"]), float(req["interval"]), float(req.get("timeout", 1.0)),
+                   int(req.get("size", 64)))
+    return {"rtts_us": res[0][2], "sent": res[0][1]}
+
+
+def op_udp_sched(req):
+    """A whole self-timed schedule; results stream back as ``part`` lines."""
+    rid = req.get("id")
+    t0 = now() + float(req.get("start", 0.0))
+    plan = [(int(e[0]), int(e[1]), e[2], int(e[3])) + tuple(int(x) for x in e[4:5]) for e in req["plan"]]
+
+    def emit(rows):
+        reply({"id": rid, "part": rows})
+
+    run_plan(plan, t0, float(req["slot"]), int(req["count"]), float(req["interval"]),
+             float(req.get("timeout", 1.0)), int(req.get("size", 64)), emit=emit)
+    return {"slots": len(plan)}
 
 
 # ---------------------------------------------------------------------------
@@ -291,6 +421,16 @@ def op_icmp(req):
 # built-in TCP throughput
 
 
+def recv_exact(conn, n):
+    buf = b""
+    while len(buf) < n:
+        chunk = conn.recv(n - len(buf))
+        if not chunk:
+            return None
+        buf += chunk
+    return buf
+
+
 class TcpReceiver(object):
     def __init__(self, streams, timeout):
         addr = _state["addr"]
@@ -335,14 +475,11 @@ class TcpReceiver(object):
     def reader(self, conn):
         conn.settimeout(self.timeout)
         try:
-            head = b""
-            while len(head) < 16:
-                chunk = conn.recv(16 - len(head))
-                if not chunk:
-                    return
-                head += chunk
-            if head != _state["token"]:
-                return  # not ours
+            nonce = os.urandom(16)
+            conn.sendall(nonce)
+            head = recv_exact(conn, MAC_LEN)
+            if head is None or not hmac.compare_digest(head, mac(_state["key"], b"tcp" + nonce)):
+                return  # not ours: no data is counted
             with self.lock:
                 self.accepted += 1
             buf = bytearray(1 << 18)
@@ -389,7 +526,6 @@ def op_tcp_listen(req):
 def op_tcp_send(req):
     addr, port = req["addr"], int(req["port"])
     streams, seconds = int(req.get("streams", 1)), float(req["seconds"])
-    token = _state["token"]
     socks = []
     for _ in range(streams):
         s = socket.socket(family(addr), socket.SOCK_STREAM)
@@ -397,7 +533,10 @@ def op_tcp_send(req):
         s.settimeout(float(req.get("timeout", 10)))
         s.bind(sockaddr(_state["addr"], 0))
         s.connect(sockaddr(addr, port))
-        s.sendall(token)
+        nonce = recv_exact(s, 16)
+        if nonce is None:
+            raise RuntimeError("the receiver closed the connection before its challenge")
+        s.sendall(mac(_state["key"], b"tcp" + nonce))
         socks.append(s)
     sent = [0] * streams
     payload = os.urandom(1 << 16) * 4
@@ -537,7 +676,26 @@ OPS = {
     "iperf3_client": op_iperf3_client,
     "iperf3_stop": op_iperf3_stop,
     "extend": op_extend,
+    "udp_sched": op_udp_sched,
 }
+
+
+def reader(queue):
+    """Read stdin: answer heartbeats at once, queue the other requests."""
+    stdin = sys.stdin.buffer
+    while True:
+        line = stdin.readline()
+        if not line:
+            die(0)  # SSH channel closed
+        _state["heard"] = time.monotonic()
+        line = line.strip()
+        if not line:
+            continue
+        if line.startswith(b'{"op":"hb"'):
+            reply({"hb": 1})
+            continue
+        queue.append(line)
+        _state["wake"].set()
 
 
 def main():
@@ -548,15 +706,17 @@ def main():
     signal.signal(signal.SIGTERM, lambda *a: die(0))
     signal.signal(signal.SIGHUP, lambda *a: die(0))
     _state["deadline"] = time.time() + 120  # until hello sets the real one
+    _state["heard"] = time.monotonic()
+    _state["wake"] = threading.Event()
+    queue = []
     threading.Thread(target=watchdog, daemon=True).start()
-    stdin = sys.stdin.buffer
+    threading.Thread(target=reader, args=(queue,), daemon=True).start()
     while True:
-        line = stdin.readline()
-        if not line:
-            die(0)  # SSH channel closed
-        line = line.strip()
-        if not line:
+        if not queue:
+            _state["wake"].wait(1.0)
+            _state["wake"].clear()
             continue
+        line = queue.pop(0)
         try:
             req = json.loads(line.decode("utf-8"))
             rid = req.get("id")
@@ -567,7 +727,7 @@ def main():
         if op == "exit":
             reply({"id": rid, "ok": True})
             die(0)
-        if op != "hello" and _state["token"] is None:
+        if op != "hello" and _state["key"] is None:
             reply({"id": rid, "ok": False, "error": "hello first"})
             continue
         fn = OPS.get(op)

@@ -10,10 +10,11 @@ Latency (``--method``), each direction measured by the host sending:
            host's python3 and raw/ping-socket permission).
 
 Bandwidth (``--bandwidth``): TCP for ``seconds`` with ``streams`` parallel
-streams, one direction after the other; ``iperf3 -J`` when both hosts have
-iperf3 (tool ``auto``; iperf3 runs whole seconds, so ``seconds`` is rounded
-up for it), else the agent's built-in sender/receiver (receiver-
-side bytes over first-to-last-byte time).  All pairs of a round run at the
+streams, one direction after the other; by default (``auto``, ``agent``) the
+agent's built-in sender/receiver (receiver-side bytes over first-to-last-byte
+time), authenticated by an HMAC challenge; ``iperf3 -J`` only when asked for
+(``--bw-tool iperf3``: its server accepts any client while it runs, and it
+runs whole seconds, so ``seconds`` is rounded up for it).  All pairs of a round run at the
 same time, so pairs sharing a link (a rack uplink) share its bandwidth.
 
 Statistics per direction: p10 of the RTT samples is the value used (robust
@@ -23,11 +24,12 @@ to scheduling noise, §5.2.2), with the median, the p90 and the loss fraction.
 from __future__ import annotations
 
 import math
+import time
 from dataclasses import dataclass
 
 import numpy as np
 
-from .session import AgentError, AgentLost, AgentSession
+from .session import AgentError, AgentLost
 
 LATENCY_METHODS = ("udp", "fping", "icmp")
 BW_TOOLS = ("auto", "agent", "iperf3")
@@ -77,113 +79,200 @@ def method_unavailable(method: str, info: dict) -> str | None:
     return None
 
 
-def latency_budget(count: int, interval: float, timeout: float) -> float:
-    """Seconds after which a latency op's reply is overdue."""
-    return count * interval + timeout + 15.0
+SELF_PINGS = 10  # pings of the self-ping slot (the last slot, so it may be shorter)
 
 
-def run_latency(pairs, sessions: dict[int, AgentSession], method: str, round_id: int, count: int,
-                interval: float, timeout: float, lost: dict[int, str]):
-    """Probe all ``pairs`` of one round at once, both directions.
+def slot_seconds(count: int, interval: float) -> float:
+    """One slot of a self-timed schedule: the pings plus a small guard for
+    the agents' start skew (2 ms + 1%)."""
+    return count * interval * 1.01 + 0.002
 
-    Returns ``{(src, dst): LatencyStats | str}`` (a string is an error) and
-    adds hosts whose agent vanished to ``lost``.
+
+def run_scheduled(fleet, rounds, count: int, interval: float, timeout: float, reply_timeout: float,
+                  on_rows, flush=None, self_ping: bool = False, size: int = 64) -> dict:
+    """One pass of ``udp`` latency over ``rounds`` (lists of disjoint pairs),
+    both directions of every pair, run by the agents on their own clocks.
+
+    Each live agent gets one ``udp_sched`` request with its slots: in slot
+    ``k`` it pings its partner of ``rounds[k]`` (``count`` pings,
+    ``interval`` apart, from ``start + k x slot``); with ``self_ping`` a last,
+    shorter slot (``SELF_PINGS`` pings) where every agent pings itself (its
+    echo overhead).  Results stream
+    back as they finish and go to ``on_rows(src, dst, sent, rtts)``.  One
+    deadline for everything (the schedule's length + ``timeout`` +
+    ``reply_timeout``), and agents silent for ``reply_timeout`` are dropped
+    by the fleet at once.  Controller work O(N) per round.
     """
-    pending = []
+    slot = slot_seconds(count, interval)
+    live = set(fleet.live())
+    plans: dict[int, list] = {k: [] for k in live}
+    dst_of: dict[tuple[int, int], int] = {}
+    info = {k: fleet.sessions[k].info for k in live}
+    for k, pairs in enumerate(rounds):
+        for a, b in pairs:
+            for src, dst in ((a, b), (b, a)):
+                if src in live and dst in info:
+                    plans[src].append([k, k, info[dst]["addr"], info[dst]["udp_port"]])
+                    dst_of[(src, k)] = dst
+    n_slots = len(rounds)
+    if self_ping:
+        for k in live:
+            plans[k].append([n_slots, n_slots, info[k]["addr"], info[k]["udp_port"], min(count, SELF_PINGS)])
+            dst_of[(k, n_slots)] = k
+        n_slots += 1
+    t_start = time.monotonic() + 0.05 + 0.002 * len(live)
+    reqs = []
+    for k in sorted(live):
+        if not plans[k]:
+            continue
+        try:
+            rid = fleet.sessions[k].send("udp_sched", plan=plans[k], start=round(t_start - time.monotonic(), 6),
+                                         slot=slot, count=count, interval=interval, timeout=timeout, size=size)
+            reqs.append((k, rid))
+        except AgentLost as exc:
+            fleet.lose(k, str(exc))
+    last = [time.monotonic()]
+
+    def on_part(k, rid, rows):
+        for tag, sent, rtts in rows:
+            dst = dst_of.get((k, int(tag)))
+            if dst is not None:
+                on_rows(k, dst, int(sent), rtts)
+        if flush is not None and time.monotonic() - last[0] > 1.0:
+            flush()
+            last[0] = time.monotonic()
+
+    res = fleet.wait(reqs, t_start + n_slots * slot + timeout + reply_timeout, on_part=on_part)
+    errors = [f"{fleet.sessions[k].name}: {v}" for (k, _), v in res.items() if isinstance(v, AgentError)]
+    return {"errors": errors, "slot_s": round(slot, 6)}
+
+
+def run_latency(pairs, fleet, method: str, round_id: int, count: int, interval: float, timeout: float,
+                reply_timeout: float = 10.0):
+    """Probe all ``pairs`` of one round at once, both directions (fping,
+    icmp, or udp one round at a time), with one deadline for all.
+
+    Returns ``{(src, dst): (sent, rtts) | str}`` (a string is an error);
+    hosts whose agent vanished end up in ``fleet.lost``.
+    """
+    reqs, dirs = [], {}
     for a, b in pairs:
         for src, dst in ((a, b), (b, a)):
-            op, kw = latency_request(method, sessions[dst].info, round_id, count, interval, timeout)
-            pending.append((src, dst, _send(sessions, src, op, kw, lost)))
+            if src in fleet.lost or dst in fleet.lost:
+                continue
+            op, kw = latency_request(method, fleet.sessions[dst].info, round_id, count, interval, timeout)
+            try:
+                rid = fleet.sessions[src].send(op, **kw)
+            except AgentLost as exc:
+                fleet.lose(src, str(exc))
+                continue
+            reqs.append((src, rid))
+            dirs[(src, rid)] = dst
+    res = fleet.wait(reqs, time.monotonic() + count * interval + timeout + reply_timeout)
     out = {}
-    budget = latency_budget(count, interval, timeout)
-    for src, dst, rid in pending:
-        out[(src, dst)] = _wait(sessions, src, rid, budget, lost, lambda r: summarize(r["rtts_us"], r["sent"]))
+    for (src, rid), v in res.items():
+        dst = dirs[(src, rid)]
+        name = fleet.sessions[src].name
+        if isinstance(v, AgentLost):
+            out[(src, dst)] = f"host {name} lost"
+        elif isinstance(v, AgentError):
+            out[(src, dst)] = f"{name}: {v}"
+        else:
+            try:
+                out[(src, dst)] = (int(v["sent"]), [float(x) for x in v["rtts_us"]])
+            except (KeyError, TypeError, ValueError) as exc:
+                out[(src, dst)] = f"{name}: bad reply ({exc})"
     return out
 
 
-def _send(sessions, host, op, kw, lost):
-    if host in lost:
-        return None
-    try:
-        return sessions[host].send(op, **kw)
-    except AgentLost as exc:
-        lost[host] = str(exc)
-        return None
-
-
-def _wait(sessions, host, rid, budget, lost, convert):
-    if rid is None or host in lost:
-        return f"host {sessions[host].name} lost"
-    try:
-        return convert(sessions[host].wait(rid, budget))
-    except AgentLost as exc:
-        lost[host] = str(exc)
-        return f"host {sessions[host].name} lost"
-    except AgentError as exc:
-        return f"{sessions[host].name}: {exc}"
-    except (KeyError, TypeError, ValueError) as exc:
-        return f"{sessions[host].name}: bad reply ({exc})"
-
-
 def choose_bw_tool(tool: str, info_a: dict, info_b: dict) -> str:
+    """``auto`` is the agent's own authenticated TCP test; iperf3 (whose
+    server takes any client) only when asked for."""
     if tool == "auto":
-        return "iperf3" if info_a.get("iperf3") and info_b.get("iperf3") else "agent"
+        return "agent"
     return tool
 
 
-def run_bandwidth(pairs, sessions: dict[int, AgentSession], tool: str, seconds: float, streams: int,
-                  lost: dict[int, str]):
+def _stage(fleet, reqs, deadline):
+    """Send ``reqs`` (``[(host, op, kw, tag)]``) and wait for all at once:
+    ``{tag: reply | str}``."""
+    sent, tags = [], {}
+    out = {}
+    for host, op, kw, tag in reqs:
+        if host in fleet.lost:
+            out[tag] = f"host {fleet.sessions[host].name} lost"
+            continue
+        try:
+            rid = fleet.sessions[host].send(op, **kw)
+        except AgentLost as exc:
+            fleet.lose(host, str(exc))
+            out[tag] = f"host {fleet.sessions[host].name} lost"
+            continue
+        sent.append((host, rid))
+        tags[(host, rid)] = tag
+    for (host, rid), v in fleet.wait(sent, deadline).items():
+        name = fleet.sessions[host].name
+        if isinstance(v, AgentLost):
+            out[tags[(host, rid)]] = f"host {name} lost"
+        elif isinstance(v, AgentError):
+            out[tags[(host, rid)]] = f"{name}: {v}"
+        else:
+            out[tags[(host, rid)]] = v
+    return out
+
+
+def run_bandwidth(pairs, fleet, tool: str, seconds: float, streams: int, reply_timeout: float = 10.0):
     """TCP throughput for all ``pairs`` of a round, a->b for all pairs at
-    once, then b->a.  Returns ``{(src, dst): Gbit/s | str}`` and the tool
-    used per pair."""
+    once, then b->a; every stage has one deadline for all hosts.  Returns
+    ``{(src, dst): Gbit/s | str}`` and the tool used per pair."""
     out: dict = {}
     tools = {}
-    budget = math.ceil(seconds) + 30.0
     for flip in (False, True):
         dirs = [((b, a) if flip else (a, b)) for a, b in pairs]
-        live = []
-        # 1. receivers listen
-        reqs = []
+        dirs = [(s, d) for s, d in dirs if s not in fleet.lost and d not in fleet.lost]
+        ss = fleet.sessions
         for src, dst in dirs:
-            t = choose_bw_tool(tool, sessions[src].info, sessions[dst].info)
-            tools[(min(src, dst), max(src, dst))] = t
-            op, kw = ("iperf3_server", {}) if t == "iperf3" else ("tcp_listen", {"streams": streams, "seconds": seconds})
-            reqs.append((src, dst, t, _send(sessions, dst, op, kw, lost)))
-        for src, dst, t, rid in reqs:
-            r = _wait(sessions, dst, rid, 30.0, lost, lambda r: r["port"])
-            if isinstance(r, str):
-                out[(src, dst)] = r
+            tools[(min(src, dst), max(src, dst))] = choose_bw_tool(tool, ss[src].info, ss[dst].info)
+        t_of = {d: tools[(min(d), max(d))] for d in dirs}
+        # 1. receivers listen
+        ports = _stage(fleet, [(dst, "iperf3_server", {}, (src, dst)) if t_of[(src, dst)] == "iperf3" else
+                               (dst, "tcp_listen", {"streams": streams, "seconds": seconds,
+                                                    "timeout": reply_timeout}, (src, dst))
+                               for src, dst in dirs], time.monotonic() + reply_timeout)
+        live = []
+        for d in dirs:
+            r = ports.get(d)
+            if isinstance(r, str) or r is None:
+                out[d] = r or "no port"
             else:
-                live.append((src, dst, t, r))
+                live.append((d, r["port"]))
         # 2. senders send
-        sends = []
-        for src, dst, t, port in live:
-            kw = {"addr": sessions[dst].info["addr"], "port": port, "seconds": seconds, "streams": streams}
-            sends.append((src, dst, t, _send(sessions, src, "iperf3_client" if t == "iperf3" else "tcp_send", kw, lost)))
-        sent = {}
-        for src, dst, t, rid in sends:
-            if t == "iperf3":
-                r = _wait(sessions, src, rid, budget, lost, lambda r: r["bits_per_second"] / 1e9)
-            else:
-                r = _wait(sessions, src, rid, budget, lost, lambda r: r["bytes_sent"])
-            sent[(src, dst)] = r
+        sends = _stage(fleet, [(src, "iperf3_client" if t_of[(src, dst)] == "iperf3" else "tcp_send",
+                                {"addr": ss[dst].info["addr"], "port": port, "seconds": seconds,
+                                 "streams": streams, "timeout": reply_timeout}, (src, dst))
+                               for (src, dst), port in live],
+                       time.monotonic() + math.ceil(seconds) + reply_timeout)
         # 3. receivers report / stop
-        fins = []
-        for src, dst, t, _ in live:
-            op = "iperf3_stop" if t == "iperf3" else "tcp_result"
-            fins.append((src, dst, t, _send(sessions, dst, op, {"timeout": 10.0}, lost)))
-        for src, dst, t, rid in fins:
-            if t == "iperf3":
-                r = _wait(sessions, dst, rid, 30.0, lost, lambda r: None)
-                res = sent[(src, dst)]
+        fins = _stage(fleet, [(dst, "iperf3_stop" if t_of[(src, dst)] == "iperf3" else "tcp_result",
+                               {"timeout": reply_timeout}, (src, dst)) for (src, dst), _ in live],
+                      time.monotonic() + 2 * reply_timeout)
+        for (src, dst), _ in live:
+            d = (src, dst)
+            snd, fin = sends.get(d), fins.get(d)
+            if isinstance(snd, str):
+                res = snd
+            elif t_of[d] == "iperf3":
+                res = fin if isinstance(fin, str) else snd["bits_per_second"] / 1e9
+            elif isinstance(fin, str) or fin is None:
+                res = fin or "no result"
             else:
-                r = _wait(sessions, dst, rid, 30.0, lost, _agent_gbps)
-                res = sent[(src, dst)] if isinstance(sent[(src, dst)], str) else r
-            if isinstance(r, str) and not isinstance(res, str):
-                res = r
+                try:
+                    res = _agent_gbps(fin)
+                except ValueError as exc:
+                    res = str(exc)
             if not isinstance(res, str) and not (res > 0):
-                res = f"no data from {sessions[src].name} to {sessions[dst].name}"
-            out[(src, dst)] = res
+                res = f"no data from {ss[src].name} to {ss[dst].name}"
+            out[d] = res
     return out, tools
 
 

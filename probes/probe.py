@@ -2,25 +2,39 @@
 
 1. An agent (:mod:`probes.agent`) is started on every host over SSH,
    at most ``concurrency`` connections at a time; hosts that cannot be
-   reached are reported and their pairs left missing.
-2. The pairs are probed in the rounds of :func:`probes.rounds.round_robin`
-   (N-1 rounds for even N): all pairs of a round at once, both directions,
-   latency first, then bandwidth when asked for.
-3. After every round the probe file is written atomically to
-   ``checkpoint``, so a crash keeps every measured pair; ``resume=True``
-   reloads it and measures only what is missing (in the same rounds).
-4. A host that dies mid-probe is reported; the pair it was in is dropped for
-   that round and its remaining pairs are skipped, the rest is measured.
-5. Agents are closed at the end (also on errors and Ctrl-C); they exit on
-   their own when the SSH channel closes or their deadline passes.
+   reached are reported and their pairs left missing.  A per-run random key
+   authenticates every probe packet (HMAC, replay window) and TCP test.
+2. Latency (``udp``): the pairs are scheduled in the rounds of
+   :func:`probes.rounds.round_robin` (N-1 rounds for even N) and each agent
+   gets its whole part of the schedule in one message; the agents run it on
+   their own clocks (slot ``k`` starts ``k x slot`` s after a common start)
+   and stream results back, so a round costs no controller round trip.
+   Samples are taken in *passes* over all rounds (the second pass in another
+   round order, so a burst of load never hits all of a pair's samples); with
+   ``max_count > count`` further passes re-probe only the pairs whose p10 is
+   not yet stable (:mod:`probes.sampling`), until ``max_count``.  Every agent
+   also pings itself once per pass: the per-host echo overhead.
+   ``fping`` / ``icmp`` and bandwidth run round by round from the controller.
+3. Failures are detected in parallel: every wait has one deadline for all
+   hosts, and a host silent for ``reply_timeout`` s (heartbeats included) is
+   declared dead, so k hosts dying cost about one timeout, not k.  When every
+   host is lost the probe stops (``meta["aborted"]``).
+4. With ``checkpoint`` every measurement is appended to ``checkpoint +
+   ".journal"`` (:mod:`probes.journal`; O(pairs) per round, not O(N^2)); the
+   probe file is written at the end and the journal removed.  ``resume=True``
+   reads the probe file and the journal and measures exactly what is missing
+   for the options given (latency and/or bandwidth).
+5. Agents exit when the probe ends, when their SSH channel closes, or when
+   they hear nothing (not even a heartbeat) for ``hb_timeout`` s.
 
-Wall time is about ``rounds x per_pair_time`` plus connection setup, where
-``per_pair_time = count x interval`` (+ ``2 x bw_seconds`` with bandwidth);
+Wall time is about ``rounds x count x interval`` (+ ``rounds x 2 x
+bw_seconds`` with bandwidth) plus connection setup;
 ``benchmarks/probe_time.py`` measures the ratio.
 """
 
 from __future__ import annotations
 
+import math
 import secrets
 import time
 from dataclasses import dataclass
@@ -33,8 +47,10 @@ from plink.errors import PlinkError, ProbeFileError
 from plink.data.hostlist import HostEntry, parse_hostlist, read_hostlist
 from plink.data.probefile import Host, ProbeData, new_meta
 
-from .methods import BW_TOOLS, LATENCY_METHODS, method_unavailable, run_bandwidth, run_latency
-from .rounds import remaining_rounds, round_robin
+from .journal import Journal, journal_path, read_journal
+from .methods import BW_TOOLS, LATENCY_METHODS, method_unavailable, run_bandwidth, run_latency, run_scheduled
+from .rounds import pack_rounds, round_robin
+from .sampling import host_overhead, is_stable, p10_interval, quantile_sorted
 
 
 @dataclass(frozen=True)
@@ -77,24 +93,45 @@ def _nan(n: int) -> np.ndarray:
 
 
 class _State:
-    """Directional matrices being filled in, and what to write."""
+    """What is known per direction, and what to write.
+
+    Directions loaded from a probe file carry only their statistics;
+    directions measured in this run (or replayed from the journal) keep
+    their samples, from which the statistics are computed at the end.
+    """
 
     def __init__(self, entries, bandwidth: bool):
         n = len(entries)
         self.entries = entries
         self.n = n
         self.lat, self.med, self.p90, self.loss = _nan(n), _nan(n), _nan(n), _nan(n)
-        self.bw = _nan(n) if bandwidth else None
+        self.bw = _nan(n)
+        self.want_bw = bandwidth
+        self.had_bw = False
         self.addresses: list[str | None] = [None] * n
-        self.bw_kept: np.ndarray | None = None
-        self.rounds_done: list[int] = []
-        self.schedule: list[dict] = []
+        self.samples: dict[tuple[int, int], list] = {}
+        self.sent: dict[tuple[int, int], int] = {}
+        self.self_rtts: dict[int, list] = {}
+        self.old_meta: dict = {}
+
+    # -- what is done ------------------------------------------------------
+    def lat_done(self, a: int, b: int) -> bool:
+        return bool(np.isfinite(self.lat[a, b]) or np.isfinite(self.lat[b, a])
+                    or self.samples.get((a, b)) or self.samples.get((b, a)))
+
+    def bw_done(self, a: int, b: int) -> bool:
+        return bool(np.isfinite(self.bw[a, b]) or np.isfinite(self.bw[b, a]))
 
     def pair_done(self, a: int, b: int) -> bool:
-        ok = np.isfinite(self.lat[a, b]) or np.isfinite(self.lat[b, a])
-        if self.bw is not None:
-            ok = ok and (np.isfinite(self.bw[a, b]) or np.isfinite(self.bw[b, a]))
-        return bool(ok)
+        return self.lat_done(a, b) and (not self.want_bw or self.bw_done(a, b))
+
+    # -- input -----------------------------------------------------------
+    def add_latency(self, src: int, dst: int, sent: int, rtts) -> None:
+        if src == dst:
+            self.self_rtts.setdefault(src, []).extend(rtts)
+            return
+        self.sent[(src, dst)] = self.sent.get((src, dst), 0) + int(sent)
+        self.samples.setdefault((src, dst), []).extend(rtts)
 
     def load(self, path: Path, method: str) -> None:
         from plink.data.probefile import load
@@ -111,32 +148,62 @@ class _State:
             )
         if old.meta.get("method") not in (None, method):
             raise ProbeFileError(f"cannot resume from {path}: it was probed with --method {old.meta.get('method')}")
+        self.old_meta = dict(old.meta)
         self.lat = old.latency.copy()
         np.fill_diagonal(self.lat, np.nan)
         for attr, m in (("med", old.latency_median), ("p90", old.latency_p90)):
             if m is not None:
                 setattr(self, attr, m.copy())
         if old.bandwidth is not None:
-            if self.bw is not None:
-                self.bw = old.bandwidth.copy()
-            else:  # a latency-only resume keeps the bandwidth measured before
-                self.bw_kept = old.bandwidth.copy()
+            self.bw = old.bandwidth.copy()
+            self.had_bw = True
         loss = old.meta.get("loss")
         if isinstance(loss, list) and len(loss) == self.n:
             self.loss = np.array([[np.nan if v is None else v for v in row] for row in loss], dtype=float)
         self.addresses = [h.address for h in old.hosts]
-        self.rounds_done = list(old.meta.get("rounds_done", []))
-        self.schedule = list(old.meta.get("schedule", []))
+
+    def replay(self, path: Path, method: str) -> None:
+        lat, bw, addrs = read_journal(path, [e.name for e in self.entries], method)
+        for (s, d), (sent, rtts) in lat.items():
+            self.add_latency(s, d, sent, rtts)
+        for (s, d), g in bw.items():
+            self.bw[s, d] = g
+            self.had_bw = True
+        for i, a in addrs.items():
+            if 0 <= i < self.n:
+                self.addresses[i] = a
+
+    # -- output ----------------------------------------------------------
+    def finish(self, level: float = 0.9) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Statistics of every sampled direction into the matrices; returns
+        the p10 interval (low, high) and the samples-received matrices."""
+        n = self.n
+        lo, hi, got = _nan(n), _nan(n), np.zeros((n, n), dtype=int)
+        for (s, d), rtts in self.samples.items():
+            x = sorted(rtts)
+            sent = self.sent.get((s, d), len(x))
+            got[s, d] = len(x)
+            self.loss[s, d] = max(0.0, 1.0 - len(x) / sent) if sent else 1.0
+            if len(x) == 0:
+                continue
+            p10, lo[s, d], hi[s, d] = p10_interval(x, level)
+            self.lat[s, d] = p10
+            self.med[s, d], self.p90[s, d] = quantile_sorted(x, 0.5), quantile_sorted(x, 0.9)
+        return lo, hi, got
 
     def to_probe(self, meta: dict) -> ProbeData:
         hosts = [Host(e.name, self.addresses[i], e.ssh_target) for i, e in enumerate(self.entries)]
         loss = [[None if not np.isfinite(v) else round(float(v), 4) for v in row] for row in self.loss]
         meta = dict(meta, loss=loss)
-        bw = self.bw if self.bw is not None else self.bw_kept
+        bw = self.bw if (self.want_bw or self.had_bw) else None
         return ProbeData(
             hosts=hosts, latency=self.lat.copy(), latency_median=self.med.copy(), latency_p90=self.p90.copy(),
             bandwidth=None if bw is None else bw.copy(), meta=meta,
         )
+
+
+def _matrix(m: np.ndarray, digits: int = 2) -> list:
+    return [[None if not np.isfinite(v) else round(float(v), digits) for v in row] for row in m]
 
 
 def probe_hosts(
@@ -155,19 +222,40 @@ def probe_hosts(
     ssh=None,
     connect: Callable | None = None,
     after_round: Callable[[int, list], None] | None = None,
+    reply_timeout: float = 10.0,
+    hb_timeout: float = 20.0,
+    passes: int = 1,
+    max_count: int | None = None,
+    tol: float = 0.1,
+    self_ping: bool = True,
 ) -> ProbeData:
     """Measure pairwise latency (and bandwidth) between ``hosts``.
 
     ``hosts`` is a host-list path or a list of :class:`HostEntry` / strings.
-    Returns the :class:`ProbeData`; ``meta["complete"]`` is False and
-    ``meta["unreachable"]`` / ``meta["dead"]`` name the hosts when pairs are
-    missing.  ``ssh`` is a :class:`probes.ssh.SSHOptions`; ``connect`` replaces
-    the SSH transport (``connect(entries, token, deadline, on_done) ->
-    (sessions, failures)``, used by loopback tests).  ``after_round(r, pairs)``
-    is called after each round's checkpoint.
+    ``count`` samples per pair and direction are taken in ``passes``
+    interleaved passes over the rounds (``udp`` only; other methods take them
+    in one pass); with ``max_count > count`` the pairs whose p10 is not yet
+    stable (confidence interval wider than ``tol`` of the value, see
+    :mod:`probes.sampling`) get further passes of ``count / passes``
+    samples until stable or ``max_count``.  Returns the :class:`ProbeData`;
+    ``meta["complete"]`` is False and ``meta["unreachable"]`` /
+    ``meta["dead"]`` (``{name: why}``) name the hosts when pairs are
+    missing; ``meta["aborted"]`` says why the probe stopped early (every host
+    lost).  ``meta["latency_p10_ci_us"]`` ({"low", "high"} matrices),
+    ``meta["confidence"]`` (per pair, 0..1), ``meta["samples_received"]`` and
+    ``meta["host_overhead_us"]`` (each host's self-ping p10) describe how
+    sure each value is.
+
+    ``reply_timeout`` is the one failure timeout: a host silent that long is
+    dead.  ``ssh`` is a :class:`probes.ssh.SSHOptions`; ``connect`` replaces
+    the SSH transport (``connect(entries, key, deadline, on_done) ->
+    (sessions, failures)``, used by loopback tests).  ``after_round(r,
+    pairs)`` is called after each finished round (bandwidth, fping, icmp)
+    or pass (``udp``).
 
     Complexity: ``R = N - 1`` (even N) or ``N`` (odd N) rounds of ``N/2``
-    concurrent pairs, so O(N) wall time and O(N^2) measurements.
+    concurrent pairs per pass, so O(N) wall time, O(N^2) measurements and
+    O(N) controller work per round (the journal appends only new pairs).
     """
     if method not in LATENCY_METHODS:
         raise PlinkError(f"unknown method {method!r} (use {', '.join(LATENCY_METHODS)})")
@@ -175,61 +263,97 @@ def probe_hosts(
         raise PlinkError(f"unknown bandwidth tool {bw_tool!r} (use {', '.join(BW_TOOLS)})")
     if count < 1 or count > 100000:
         raise PlinkError("--count must be 1..100000")
+    if max_count is not None and not count <= max_count <= 100000:
+        raise PlinkError("--max-count must be >= --count and <= 100000")
+    if not 1 <= passes <= count:
+        raise PlinkError("--passes must be 1..--count")
     if not 0 < interval <= 10 or not 0 < timeout <= 60:
-        raise PlinkError("--interval must be in (0, 10] s and --timeout in (0, 60] s")
+        raise PlinkError("--interval must be in (0, 10] s and the reply timeout in (0, 60] s")
+    if not 0 < reply_timeout <= 600:
+        raise PlinkError("--timeout must be in (0, 600] s")
     if bandwidth and (not 0 < bw_seconds <= 600 or not 1 <= streams <= 64):
         raise PlinkError("--bw-seconds must be in (0, 600] and --streams 1..64")
     entries = _as_entries(hosts)
     n = len(entries)
     if n < 2:
         raise PlinkError("need at least 2 hosts to probe")
+    if method != "udp":
+        passes, max_count = 1, None
     state = _State(entries, bandwidth)
     checkpoint = Path(checkpoint) if checkpoint is not None else None
     if checkpoint is not None and not checkpoint.absolute().parent.is_dir():
         raise PlinkError(f"cannot write {checkpoint}: directory {checkpoint.parent} does not exist")
+    jpath = journal_path(checkpoint) if checkpoint is not None else None
     if resume:
         if checkpoint is None:
             raise PlinkError("--resume needs the output file (-o) of the interrupted probe")
         if checkpoint.exists():
             state.load(checkpoint, method)
-    done = [(a, b) for a, b in ((i, j) for i in range(n) for j in range(i + 1, n)) if state.pair_done(a, b)]
-    todo = remaining_rounds(n, done)
+        if jpath.exists():
+            state.replay(jpath, method)
+    elif jpath is not None and jpath.exists():
+        jpath.unlink()  # a fresh probe: an old journal is not ours
     all_rounds = round_robin(n)
+    pairs_all = [p for r in all_rounds for p in r]
+    lat_todo = [p for p in pairs_all if not state.lat_done(*p)]
+    bw_todo = [p for p in pairs_all if bandwidth and not state.bw_done(*p)]
     t_start = time.monotonic()
-    pair_time = per_pair_seconds(count, interval, bandwidth, bw_seconds)
-    round_budget = pair_time + timeout + 30.0
-    deadline = len(todo) * round_budget * 2 + 300.0
-    token = secrets.token_hex(16)
+    key = secrets.token_hex(32)
 
     def report(phase, k, total, msg=""):
         if progress is not None:
             progress(ProgressEvent(phase, k, total, msg, time.monotonic() - t_start))
 
+    old_samples = state.old_meta.get("samples")
+    samples_meta = count if not isinstance(old_samples, int) or not resume else min(old_samples, count)
+    if resume and not lat_todo and isinstance(old_samples, int):
+        samples_meta = old_samples  # nothing re-measured: the file's latency is as it was
     meta = new_meta(
-        method, samples=count, interval_s=interval, statistic="p10", rounds=len(all_rounds),
-        bandwidth=({"tool": bw_tool, "seconds": bw_seconds, "streams": streams} if bandwidth else None),
+        method, samples=samples_meta, interval_s=interval, statistic="p10", rounds=len(all_rounds),
+        passes=passes, max_samples=max_count or count,
+        bandwidth=({"tool": bw_tool, "seconds": bw_seconds, "streams": streams} if bandwidth
+                   else state.old_meta.get("bandwidth")),
     )
+    if resume and isinstance(old_samples, int) and lat_todo and old_samples != count:
+        meta["samples_note"] = (f"pairs measured with {old_samples} (first run) and {count} (resume) samples; "
+                                "'samples' is the smaller")
     unreachable: dict[str, str] = {}
     dead: dict[str, str] = {}
     errors: list[str] = []
-    sessions: dict = {}
+    schedule: list[dict] = []
+    aborted: list[str] = []
+    journal = Journal(jpath, [e.name for e in entries], method) if jpath is not None else None
 
-    def write(complete: bool) -> ProbeData:
-        missing = sum(1 for i in range(n) for j in range(i + 1, n) if not state.pair_done(i, j))
-        m = dict(meta, complete=complete and missing == 0, missing_pairs=missing, rounds_done=sorted(set(state.rounds_done)),
-                 schedule=state.schedule, unreachable=unreachable, dead=dead, errors=errors[:50],
+    def write(final: bool) -> ProbeData:
+        lo, hi, got = state.finish()
+        missing = sum(1 for a, b in pairs_all if not state.pair_done(a, b))
+        with np.errstate(invalid="ignore", divide="ignore"):
+            conf = np.clip(1.0 - (hi - lo) / 2.0 / state.lat, 0.0, 1.0)
+        conf[got == 0] = np.nan
+        h = host_overhead(state.self_rtts, n)
+        done_rounds = [r for r, ps in enumerate(all_rounds) if all(state.pair_done(a, b) for a, b in ps)]
+        m = dict(meta, complete=missing == 0, missing_pairs=missing, rounds_done=done_rounds,
+                 schedule=schedule, unreachable=unreachable, dead=dead, errors=errors[:50],
                  elapsed_s=round(time.monotonic() - t_start, 3))
+        if state.samples:
+            m.update(latency_p10_ci_us={"low": _matrix(lo), "high": _matrix(hi)}, confidence=_matrix(conf, 3),
+                     samples_received=got.tolist())
+        if np.isfinite(h).any():
+            m["host_overhead_us"] = [None if not np.isfinite(v) else round(float(v), 2) for v in h]
+        if aborted:
+            m["aborted"] = aborted[0]
         probe = state.to_probe(m)
         if checkpoint is not None:
             probe.save(checkpoint)
         return probe
 
-    if not todo:
+    if not lat_todo and not bw_todo:
         report("done", 0, 0, "nothing left to measure")
+        if journal is not None:
+            journal.close(remove=True)
         return write(True)
 
-    # hosts needed: those with a pair left
-    needed = sorted({h for _, ps in todo for p in ps for h in p})
+    needed = sorted({h for p in lat_todo + bw_todo for h in p})
     report("connect", 0, len(needed))
     connected = [0]
 
@@ -237,90 +361,178 @@ def probe_hosts(
         connected[0] += 1
         report("connect", connected[0], len(needed), err or "")
 
+    pair_time = per_pair_seconds(max_count or count, interval, bandwidth, bw_seconds)
+    deadline = len(all_rounds) * (pair_time + 2 * timeout) * 3 + 600.0  # hard cap; heartbeats do the rest
     if connect is None:
         from .ssh import SSHOptions, start_agents
 
         opts = ssh if ssh is not None else SSHOptions()
 
-        def connect(ents, tok, dl, cb):
-            return start_agents(ents, opts, tok, dl, on_done=cb)
+        def connect(ents, k, dl, cb):
+            return start_agents(ents, opts, k, dl, on_done=cb, hb_timeout=hb_timeout)
 
+    from .session import Fleet
+
+    fleet = None
     try:
         sub = [entries[i] for i in needed]
-        got, failed = connect(sub, token, deadline, lambda k, err: on_done(needed[k], err))
+        got, failed = connect(sub, key, deadline, lambda k, err: on_done(needed[k], err))
         sessions = {needed[k]: s for k, s in got.items()}
         for k, why in failed.items():
             unreachable[entries[needed[k]].name] = why
         for i, s in sessions.items():
             state.addresses[i] = s.info.get("addr") or state.addresses[i]
+            if journal is not None and state.addresses[i]:
+                journal.address(i, state.addresses[i])
             why = method_unavailable(method, s.info)
             if why:
                 unreachable[entries[i].name] = f"{entries[i].name}: --method {method}: {why}"
         bad = {i for i in needed if entries[i].name in unreachable}
         for i in bad & sessions.keys():
             sessions.pop(i).close()
-        rounds = [(r, [p for p in ps if not (set(p) & bad)]) for r, ps in todo]
-        rounds = [(r, ps) for r, ps in rounds if ps]
-        write(False)
-        lost: dict[int, str] = {}
-        for k, (r, pairs) in enumerate(rounds):
-            report("round", k, len(rounds), f"round {r + 1}/{len(all_rounds)}")
-            pairs = [p for p in pairs if p[0] not in lost and p[1] not in lost]
-            if not pairs:
-                continue
-            t0 = time.monotonic()
-            lat = run_latency(pairs, sessions, method, r, count, interval, timeout, lost)
-            bw, tools = ({}, {})
-            ok_pairs = [p for p in pairs if p[0] not in lost and p[1] not in lost]
-            if bandwidth and ok_pairs:
-                bw, tools = run_bandwidth(ok_pairs, sessions, bw_tool, bw_seconds, streams, lost)
-            measured = []
-            for a, b in pairs:
-                if a in lost or b in lost:
-                    continue  # a host died during the round: its pair stays missing
-                for src, dst in ((a, b), (b, a)):
-                    st = lat.get((src, dst))
+        fleet = Fleet(sessions, silence=reply_timeout)
+
+        def gone(i):
+            return i in bad or i in fleet.lost
+
+        def note_lost():
+            for i, why in fleet.lost.items():
+                if entries[i].name not in dead and entries[i].name not in unreachable:
+                    dead[entries[i].name] = why
+            if sessions and not fleet.live():
+                aborted.append(f"lost contact with all {len(sessions)} connected hosts "
+                               f"(a network partition or the controller's own link?); first: "
+                               f"{next(iter(fleet.lost.values()))}")
+            elif len(fleet.live()) < 2 and len(sessions) >= 2 and not aborted:
+                aborted.append(f"fewer than 2 hosts left ({len(fleet.lost)} of {len(sessions)} lost)")
+            return bool(aborted)
+
+        def flush():
+            if journal is not None:
+                journal.flush()
+
+        # ---- latency
+        if lat_todo and method == "udp":
+            # stage 0: `passes` interleaved passes of ceil(count / passes) samples;
+            # stage j >= 1 (adaptive): the unstable pairs get as many samples again as
+            # they have (doubling), capped by max_count, in passes of the same size.
+            per_pass = -(-count // passes)
+            budget = max(max_count or count, per_pass * passes)
+            pending = [p for p in lat_todo if not gone(p[0]) and not gone(p[1])]
+            taken = {p: 0 for p in pending}
+            stage, sub = 0, 0
+            while pending and not aborted:
+                have = min(taken[p] for p in pending)
+                m = passes if stage == 0 else max(1, min(have, budget - have) // per_pass)
+                rounds = []
+                for j in range(m):
+                    rounds += pack_rounds(pending, n, shift=sub + j)
+                sub += m
+                t0 = time.monotonic()
+                report("round", stage, stage + 1,
+                       f"pass {stage + 1}: {len(pending)} pairs, {m} x {len(rounds) // m} rounds")
+
+                def on_rows(src, dst, sent, rtts):
+                    state.add_latency(src, dst, sent, rtts)
+                    if journal is not None:
+                        journal.latency(src, dst, sent, rtts)
+
+                res = run_scheduled(fleet, rounds, per_pass, interval, timeout, reply_timeout, on_rows, flush,
+                                    self_ping=self_ping and stage == 0)
+                errors.extend(res["errors"])
+                for p in pending:
+                    taken[p] += m * per_pass
+                schedule.append({"pass": stage, "passes": m, "rounds": len(rounds), "pairs": len(pending),
+                                 "count": per_pass, "seconds": round(time.monotonic() - t0, 3),
+                                 "slot_s": res["slot_s"]})
+                flush()
+                if note_lost():
+                    break
+                if after_round is not None:
+                    after_round(stage, pending)
+                stage += 1
+                pending = [p for p in pending if not gone(p[0]) and not gone(p[1])
+                           and taken[p] + per_pass <= budget and not all(
+                               is_stable(state.samples.get(d, []), tol) for d in (p, p[::-1]))]
+        elif lat_todo:
+            rounds = [(r, [p for p in ps if p in set(lat_todo)]) for r, ps in enumerate(all_rounds)]
+            rounds = [(r, ps) for r, ps in rounds if ps]
+            for k, (r, pairs) in enumerate(rounds):
+                pairs = [p for p in pairs if not gone(p[0]) and not gone(p[1])]
+                if not pairs:
+                    continue
+                report("round", k, len(rounds), f"round {r + 1}/{len(all_rounds)}")
+                t0 = time.monotonic()
+                lat = run_latency(pairs, fleet, method, r, count, interval, timeout, reply_timeout)
+                measured = []
+                for (src, dst), st in lat.items():
                     if isinstance(st, str):
                         errors.append(st)
                     elif st is not None:
-                        state.lat[src, dst], state.med[src, dst] = st.p10, st.median
-                        state.p90[src, dst], state.loss[src, dst] = st.p90, st.loss
-                    if bandwidth:
-                        v = bw.get((src, dst))
-                        if isinstance(v, str):
-                            errors.append(v)
-                        elif v is not None:
-                            state.bw[src, dst] = v
-                if state.pair_done(a, b):
-                    measured.append([a, b])
-            for i, why in lost.items():
-                if entries[i].name not in dead:
-                    dead[entries[i].name] = why
-            state.rounds_done.append(r)
-            state.schedule.append({"round": r, "pairs": measured, "seconds": round(time.monotonic() - t0, 3),
-                                   **({"bw_tools": sorted(set(tools.values()))} if tools else {})})
-            # keep the agents' deadlines ahead of us
-            ext = []
-            for i, s in sessions.items():
-                if i not in lost and not s.dead:
-                    try:
-                        ext.append((i, s.send("extend", deadline=deadline)))
-                    except Exception as exc:
-                        lost.setdefault(i, str(exc))
-            for i, rid in ext:
-                try:
-                    sessions[i].wait(rid, 30.0)
-                except Exception as exc:
-                    lost.setdefault(i, str(exc))
-            for i, why in lost.items():
-                dead.setdefault(entries[i].name, why)
-            write(False)
-            report("round", k + 1, len(rounds), f"round {r + 1}/{len(all_rounds)}")
-            if after_round is not None:
-                after_round(r, pairs)
+                        state.add_latency(src, dst, st[0], st[1])
+                        if journal is not None:
+                            journal.latency(src, dst, st[0], st[1])
+                for a, b in pairs:
+                    if state.lat_done(a, b):
+                        measured.append([a, b])
+                schedule.append({"round": r, "pairs": measured, "seconds": round(time.monotonic() - t0, 3)})
+                flush()
+                if note_lost():
+                    break
+                if after_round is not None:
+                    after_round(r, pairs)
+
+        # ---- bandwidth, round by round
+        if bw_todo and not aborted:
+            todo = set(bw_todo)
+            rounds = [(r, [p for p in ps if p in todo]) for r, ps in enumerate(all_rounds)]
+            rounds = [(r, ps) for r, ps in rounds if ps]
+            for k, (r, pairs) in enumerate(rounds):
+                pairs = [p for p in pairs if not gone(p[0]) and not gone(p[1])]
+                if not pairs:
+                    continue
+                report("round", k, len(rounds), f"bandwidth round {r + 1}/{len(all_rounds)}")
+                t0 = time.monotonic()
+                bw, tools = run_bandwidth(pairs, fleet, bw_tool, bw_seconds, streams, reply_timeout)
+                measured = []
+                for (src, dst), v in bw.items():
+                    if isinstance(v, str):
+                        errors.append(v)
+                    elif v is not None:
+                        state.bw[src, dst] = v
+                        if journal is not None:
+                            journal.bandwidth(src, dst, v)
+                for a, b in pairs:
+                    if state.bw_done(a, b):
+                        measured.append([a, b])
+                schedule.append({"round": r, "bandwidth_pairs": measured, "seconds": round(time.monotonic() - t0, 3),
+                                 "bw_tools": sorted(set(tools.values()))})
+                flush()
+                if note_lost():
+                    break
+                if after_round is not None:
+                    after_round(r, pairs)
+        if fleet is not None:
+            note_lost()
+    except BaseException:
+        # interrupted (Ctrl-C, an error): keep what was measured in the probe file
+        if checkpoint is not None:
+            try:
+                write(False)
+                journal.close(remove=True)
+            except Exception:
+                pass  # the journal still has it
+        raise
     finally:
-        for s in sessions.values():
-            s.close()
+        if fleet is not None:
+            fleet.close()
+        else:
+            for s in locals().get("sessions", {}).values():
+                s.close()
+        if journal is not None:
+            journal.flush()
     probe = write(True)
-    report("done", len(rounds), len(rounds))
+    if journal is not None:
+        journal.close(remove=True)
+    report("done", 1, 1)
     return probe

@@ -81,3 +81,46 @@ def check_rounds(n: int, rounds: Sequence[Sequence[Pair]]) -> None:
             assert key not in seen, f"pair {key} twice"
             seen.add(key)
     assert len(seen) == n * (n - 1) // 2, "pairs missing"
+
+
+def pack_rounds(pairs: Iterable[Pair], n: int, shift: int = 0) -> list[list[Pair]]:
+    """Rounds of disjoint pairs covering ``pairs`` (a subset of K_n).
+
+    Pairs keep their :func:`round_robin` round when they can (so the full set
+    gives exactly those N-1 rounds); the others go first-fit into the next
+    round with both hosts free (a greedy edge colouring: at most 2d-1 rounds
+    for maximum degree d).  ``shift`` rotates the round order by
+    ``shift x R / 2`` rounds, so repeated passes visit a pair at a different
+    time (interleaving: a burst of load does not hit all of its samples).
+    O(P) for the full set, O(P x R) worst case.
+    """
+    want = {(min(a, b), max(a, b)) for a, b in pairs}
+    if not want:
+        return []
+    slot_of = {}
+    for r, ps in enumerate(round_robin(n)):
+        for p in ps:
+            slot_of[p] = r
+    order = sorted(want, key=lambda p: (slot_of[p], p))
+    rounds: list[list[Pair]] = []
+    used: list[set] = []
+    # rounds are numbered compactly in order of the original rounds of the pairs
+    remap: dict[int, int] = {}
+    for p in order:
+        r0 = remap.setdefault(slot_of[p], len(remap))
+        while len(rounds) <= r0:
+            rounds.append([])
+            used.append(set())
+        r = r0
+        while True:
+            if r == len(rounds):
+                rounds.append([])
+                used.append(set())
+            if p[0] not in used[r] and p[1] not in used[r]:
+                rounds[r].append(p)
+                used[r].update(p)
+                break
+            r += 1
+    rounds = [sorted(ps) for ps in rounds if ps]
+    k = (shift * len(rounds)) // 2 % len(rounds)
+    return rounds[k:] + rounds[:k]

@@ -15,8 +15,10 @@ import itertools
 import json
 import os
 import select
+import selectors
 import shlex
 import subprocess
+import threading
 import time
 from pathlib import Path
 
@@ -80,6 +82,13 @@ class ProcessPipe:
             if self.proc.stdout in r:
                 return os.read(self.proc.stdout.fileno(), 65536)
 
+    def fileno(self) -> int:
+        return self.proc.stdout.fileno()
+
+    def read_now(self) -> bytes:
+        """What is ready on stdout without blocking (b'' at EOF)."""
+        return self.read(0.0)
+
     def stderr_tail(self) -> str:
         return self._stderr.decode("utf-8", "replace").strip()
 
@@ -111,8 +120,11 @@ class AgentSession:
     """Requests/replies with one agent (see :mod:`probes.agent` for the ops).
 
     ``send`` queues a request and returns its id; ``wait`` reads replies
-    until that id arrives (replies come in request order).  Any pipe failure
-    or a reply timeout raises :class:`AgentLost` and marks the session dead.
+    until that id arrives.  Streamed results of a request (``part`` lines)
+    are collected in ``parts[id]``.  Any pipe failure or a reply timeout
+    raises :class:`AgentLost` and marks the session dead.  ``heard`` is the
+    monotonic time of the last line from the agent (heartbeat answers
+    included).  Writes are locked, so a heartbeat thread may share it.
     """
 
     def __init__(self, pipe, name: str = "?"):
@@ -121,21 +133,36 @@ class AgentSession:
         self._ids = itertools.count(1)
         self._buf = b""
         self._replies: dict[int, dict] = {}
+        self.parts: dict[int, list] = {}
         self.dead: str | None = None
         self.info: dict = {}
+        self.heard = time.monotonic()
+        self._wlock = threading.Lock()
+
+    def fileno(self) -> int:
+        return self.pipe.fileno()
 
     def send(self, op: str, **kw) -> int:
         if self.dead:
             raise AgentLost(self.dead)
         rid = next(self._ids)
         line = json.dumps({"id": rid, "op": op, **kw}, separators=(",", ":")).encode() + b"\n"
+        self._write(line)
+        return rid
+
+    def heartbeat(self) -> None:
+        """Tell the agent we are alive (it answers ``{"hb":1}``)."""
+        if not self.dead:
+            self._write(b'{"op":"hb"}\n')
+
+    def _write(self, line: bytes) -> None:
         try:
-            self.pipe.write(line)
+            with self._wlock:
+                self.pipe.write(line)
         except AgentLost as exc:
             self._lose(str(exc))
         except Exception as exc:  # paramiko/socket errors
             self._lose(f"agent pipe failed: {exc}")
-        return rid
 
     def _lose(self, why: str):
         tail = ""
@@ -146,22 +173,65 @@ class AgentSession:
         self.dead = why + (f" (stderr: {tail[-300:]})" if tail else "")
         raise AgentLost(self.dead)
 
+    def _parse(self) -> None:
+        while True:
+            nl = self._buf.find(b"\n")
+            if nl < 0:
+                return
+            line, self._buf = self._buf[:nl], self._buf[nl + 1:]
+            if not line.startswith(PREFIX):
+                continue  # stray output of shell dotfiles
+            try:
+                msg = json.loads(line[len(PREFIX):])
+            except ValueError:
+                continue
+            if "part" in msg:
+                self.parts.setdefault(msg.get("id"), []).extend(msg["part"])
+            elif "id" in msg:
+                self._replies[msg.get("id")] = msg
+
+    def feed(self, chunk: bytes) -> None:
+        """Take bytes read from the pipe (see :class:`Fleet`)."""
+        if not chunk:
+            try:
+                self._lose("agent exited (connection closed)")
+            except AgentLost:
+                return
+        self.heard = time.monotonic()
+        self._buf += chunk
+        self._parse()
+
+    def pump(self) -> None:
+        """Read what is ready without blocking; AgentLost at EOF."""
+        if self.dead:
+            raise AgentLost(self.dead)
+        try:
+            chunk = self.pipe.read_now()
+        except TimeoutError:
+            return
+        except AgentLost as exc:
+            self._lose(str(exc))
+        except Exception as exc:
+            self._lose(f"agent pipe failed: {exc}")
+        self.feed(chunk)
+        if self.dead:
+            raise AgentLost(self.dead)
+
+    def reply(self, rid: int) -> dict | None:
+        """The reply to ``rid`` if it has arrived (AgentError if it failed)."""
+        if rid not in self._replies:
+            return None
+        msg = self._replies.pop(rid)
+        if not msg.get("ok"):
+            raise AgentError(msg.get("error", "unknown agent error"))
+        return msg
+
     def wait(self, rid: int, timeout: float) -> dict:
         """The reply to request ``rid``; raises AgentError if it failed."""
         end = time.monotonic() + timeout
         while rid not in self._replies:
             if self.dead:
                 raise AgentLost(self.dead)
-            nl = self._buf.find(b"\n")
-            if nl >= 0:
-                line, self._buf = self._buf[:nl], self._buf[nl + 1:]
-                if line.startswith(PREFIX):
-                    try:
-                        msg = json.loads(line[len(PREFIX):])
-                    except ValueError:
-                        continue
-                    self._replies[msg.get("id")] = msg
-                continue  # anything else: stray output of shell dotfiles
             left = end - time.monotonic()
             if left <= 0:
                 self._lose(f"no reply from agent within {timeout:.0f} s")
@@ -175,17 +245,17 @@ class AgentSession:
                 self._lose(f"agent pipe failed: {exc}")
             if not chunk:
                 self._lose("agent exited (connection closed)")
+            self.heard = time.monotonic()
             self._buf += chunk
-        msg = self._replies.pop(rid)
-        if not msg.get("ok"):
-            raise AgentError(msg.get("error", "unknown agent error"))
-        return msg
+            self._parse()
+        return self.reply(rid)
 
     def call(self, op: str, timeout: float = 30.0, **kw) -> dict:
         return self.wait(self.send(op, **kw), timeout)
 
-    def hello(self, token: str, deadline: float, bind: str | None = None, timeout: float = 30.0) -> dict:
-        kw = {"token": token, "deadline": deadline}
+    def hello(self, key: str, deadline: float, bind: str | None = None, timeout: float = 30.0,
+              hid: int = 0, hb_timeout: float = 20.0) -> dict:
+        kw = {"key": key, "deadline": deadline, "hid": hid, "hb_timeout": hb_timeout}
         if bind:
             kw["bind"] = bind
         self.info = self.call("hello", timeout=timeout, **kw)
@@ -195,7 +265,7 @@ class AgentSession:
         """Ask the agent to exit and close the pipe (the agent also exits on EOF)."""
         if not self.dead:
             try:
-                self.call("exit", timeout=5)
+                self.send("exit")
             except (AgentLost, AgentError):
                 pass
         try:
@@ -205,7 +275,146 @@ class AgentSession:
         self.dead = self.dead or "closed"
 
 
-def start_local_agents(entries, token: str, deadline: float, on_done=None, python: str | None = None):
+class Fleet:
+    """All agents of a probe: one heartbeat thread and one poll loop.
+
+    ``wait(requests, deadline)`` waits for the replies to many requests at
+    once (an epoll over every agent's pipe), so k agents that stop answering
+    cost one deadline together, not k.  ``silent`` agents -- nothing heard
+    for ``silence`` s, heartbeat answers included -- are declared lost.
+    The heartbeat thread pings every agent each ``hb_interval`` s; an agent
+    that hears nothing for its ``hb_timeout`` exits on its own.
+    """
+
+    def __init__(self, sessions: dict, hb_interval: float = 4.0, silence: float = 10.0):
+        self.sessions = sessions
+        self.silence = silence
+        self.lost: dict = {}
+        self._sel = selectors.DefaultSelector()
+        for k, s in sessions.items():
+            self._register(k, s)
+        self._last_poll = time.monotonic()
+        now = time.monotonic()
+        for s in sessions.values():  # connected long ago: their heartbeat answers are still unread
+            s.heard = max(s.heard, now)
+        self._stop = threading.Event()
+        self._hb = threading.Thread(target=self._beat, args=(hb_interval,), daemon=True)
+        self._hb.start()
+
+    def _register(self, k, s) -> None:
+        try:
+            self._sel.register(s.fileno(), selectors.EVENT_READ, k)
+        except (OSError, ValueError, KeyError) as exc:
+            self.lose(k, f"cannot poll the agent's pipe: {exc}")
+
+    def _beat(self, every: float) -> None:
+        while not self._stop.wait(every):
+            for k, s in list(self.sessions.items()):
+                if k in self.lost or s.dead:
+                    continue
+                try:
+                    s.heartbeat()
+                except Exception:
+                    pass  # seen as silence by the poll loop
+
+    def live(self) -> list:
+        return [k for k in self.sessions if k not in self.lost]
+
+    def lose(self, k, why: str) -> None:
+        if k in self.lost:
+            return
+        self.lost[k] = why
+        s = self.sessions[k]
+        s.dead = s.dead or why
+        try:
+            self._sel.unregister(s.fileno())
+        except Exception:
+            pass
+
+    def poll(self, timeout: float) -> None:
+        """Read every agent with data (at most ``timeout`` s), then declare
+        agents silent for longer than ``silence`` lost."""
+        try:
+            ready = self._sel.select(max(0.0, timeout)) if self._sel.get_map() else []
+        except OSError:
+            ready = []
+        for key, _ in ready:
+            k = key.data
+            if k in self.lost:
+                continue
+            try:
+                self.sessions[k].pump()
+            except AgentLost as exc:
+                self.lose(k, str(exc))
+        t = time.monotonic()
+        stalled = t - self._last_poll - max(0.0, timeout)
+        if stalled > 1.0:  # we were not scheduled (an overloaded controller): not the agents' silence
+            for k in self.live():
+                self.sessions[k].heard += stalled
+        self._last_poll = t
+        for k in self.live():
+            s = self.sessions[k]
+            if s.dead:
+                self.lose(k, s.dead)
+            elif t - s.heard > self.silence:
+                try:  # a last look: data may sit in the transport's buffer
+                    s.pump()
+                except AgentLost:
+                    pass
+                if s.dead:
+                    self.lose(k, s.dead)
+                elif t - s.heard > self.silence:
+                    self.lose(k, f"{s.name}: no answer (not even to heartbeats) for {t - s.heard:.0f} s")
+
+    def wait(self, requests, deadline: float, on_part=None) -> dict:
+        """Replies to ``requests`` (``[(k, rid), ...]``) until the monotonic
+        ``deadline``: ``{(k, rid): reply dict | AgentError | AgentLost}``.
+        ``on_part(k, rid, rows)`` gets streamed parts as they arrive."""
+        out: dict = {}
+        left = list(requests)
+        while True:
+            still = []
+            for k, rid in left:
+                s = self.sessions[k]
+                if on_part is not None and s.parts.get(rid):
+                    rows, s.parts[rid] = s.parts[rid], []
+                    on_part(k, rid, rows)
+                if k in self.lost:
+                    out[(k, rid)] = AgentLost(self.lost[k])
+                    continue
+                try:
+                    msg = s.reply(rid)
+                except AgentError as exc:
+                    out[(k, rid)] = exc
+                    continue
+                if msg is None:
+                    still.append((k, rid))
+                else:
+                    out[(k, rid)] = msg
+            left = still
+            if not left:
+                return out
+            now = time.monotonic()
+            if now >= deadline:
+                for k, rid in left:
+                    why = f"{self.sessions[k].name}: no reply within the deadline"
+                    self.lose(k, why)
+                    out[(k, rid)] = AgentLost(why)
+                return out
+            self.poll(min(0.5, deadline - now))
+
+    def close(self) -> None:
+        self._stop.set()
+        for s in self.sessions.values():
+            s.close()
+        try:
+            self._sel.close()
+        except Exception:
+            pass
+
+
+def start_local_agents(entries, key: str, deadline: float, on_done=None, python: str | None = None,
+                       hb_timeout: float = 20.0):
     """Start one local agent per entry, bound to the entry's name as address
     (e.g. ``127.0.0.2``): a probe of the loopback without SSH, for tests.
     Same contract as :func:`probes.ssh.start_agents`."""
@@ -213,7 +422,7 @@ def start_local_agents(entries, token: str, deadline: float, on_done=None, pytho
     for i, e in enumerate(entries):
         s = AgentSession(local_pipe(python), e.name)
         try:
-            s.hello(token, deadline, bind=e.name)
+            s.hello(key, deadline, bind=e.name, hid=i, hb_timeout=hb_timeout)
             sessions[i] = s
             err = None
         except (AgentLost, AgentError) as exc:

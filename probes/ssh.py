@@ -23,11 +23,12 @@
 
 from __future__ import annotations
 
+import logging
 import os
 import socket
 import threading
 import time
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -37,6 +38,11 @@ from plink.data.hostlist import HostEntry
 from .session import AgentLost, AgentSession, agent_command
 
 MAX_CONCURRENCY = 16
+
+# paramiko logs transport failures ("Socket exception: ...") at ERROR; with no
+# handler configured they would reach stderr raw.  plink reports every failure
+# itself, in one line per host.
+logging.getLogger("paramiko").addHandler(logging.NullHandler())
 
 
 class SSHError(Exception):
@@ -298,9 +304,23 @@ class ChannelPipe:
 
     def write(self, data: bytes) -> None:
         try:
+            self.chan.settimeout(10.0)  # a stalled peer (full window) is a lost agent, not a hang
             self.chan.sendall(data)
         except (OSError, EOFError) as exc:
-            raise AgentLost(f"ssh channel closed: {exc}") from None
+            raise AgentLost(f"ssh channel closed: {type(exc).__name__}: {exc}".rstrip(": ")) from None
+
+    def fileno(self) -> int:
+        return self.chan.fileno()
+
+    def read_now(self) -> bytes:
+        """What is ready, without blocking; b'' at EOF; TimeoutError if nothing."""
+        while self.chan.recv_stderr_ready():
+            self._stderr = (self._stderr + self.chan.recv_stderr(65536))[-4096:]
+        if self.chan.recv_ready():
+            return self.chan.recv(65536)
+        if self.chan.closed or self.chan.eof_received or self.chan.exit_status_ready():
+            return b""
+        raise TimeoutError
 
     def read(self, timeout: float) -> bytes:
         end = time.monotonic() + timeout
@@ -357,18 +377,29 @@ def start_agent(target: Target, options: SSHOptions, config=None) -> AgentSessio
     return AgentSession(pipe, target.entry.name)
 
 
-def start_agents(entries: list[HostEntry], options: SSHOptions, token: str, deadline: float,
-                 on_done=None) -> tuple[dict[int, AgentSession], dict[int, str]]:
+def start_agents(entries: list[HostEntry], options: SSHOptions, key: str, deadline: float,
+                 on_done=None, hb_timeout: float = 20.0, hb_interval: float = 4.0
+                 ) -> tuple[dict[int, AgentSession], dict[int, str]]:
     """Start an agent on every host, ``options.concurrency`` at a time.
 
     Returns ``(sessions, failures)`` keyed by host index; a failure is a
-    one-line reason.  The hello (token, deadline) is done here so a host whose
-    python3 is missing counts as failed.
+    one-line reason.  The hello (key, host id = index, deadline, heartbeat
+    timeout) is done here so a host whose python3 is missing counts as
+    failed.  Agents already started get heartbeats while the others connect.
     """
     config = _load_config(options.ssh_config)
     targets = [resolve(e, config, options) for e in entries]
     sessions: dict[int, AgentSession] = {}
     failures: dict[int, str] = {}
+    stop = threading.Event()
+
+    def beat():
+        while not stop.wait(hb_interval):
+            for s in list(sessions.values()):
+                try:
+                    s.heartbeat()
+                except Exception:
+                    pass
 
     def one(i: int):
         try:
@@ -376,19 +407,30 @@ def start_agents(entries: list[HostEntry], options: SSHOptions, token: str, dead
         except SSHError as exc:
             return i, None, str(exc)
         try:
-            s.hello(token, deadline, timeout=options.command_timeout)
+            s.hello(key, deadline, timeout=options.command_timeout, hid=i, hb_timeout=hb_timeout)
         except Exception as exc:
             s.close()
             why = str(exc)
             return i, None, f"{targets[i].label}: agent did not start: {why}"
         return i, s, None
 
-    with ThreadPoolExecutor(max_workers=min(options.concurrency, max(1, len(entries)))) as pool:
-        for i, s, err in pool.map(one, range(len(entries))):
-            if s is not None:
-                sessions[i] = s
-            else:
-                failures[i] = err
-            if on_done is not None:
-                on_done(i, err)
+    beater = threading.Thread(target=beat, daemon=True)
+    beater.start()
+    try:
+        with ThreadPoolExecutor(max_workers=min(options.concurrency, max(1, len(entries)))) as pool:
+            futures = [pool.submit(one, i) for i in range(len(entries))]
+            for fut in as_completed(futures):
+                i, s, err = fut.result()
+                if s is not None:
+                    sessions[i] = s
+                else:
+                    failures[i] = err
+                if on_done is not None:
+                    on_done(i, err)
+    except BaseException:
+        for s in sessions.values():
+            s.close()
+        raise
+    finally:
+        stop.set()
     return sessions, failures

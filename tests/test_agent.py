@@ -1,5 +1,7 @@
 """The remote agent on the loopback (no SSH): protocol, token checks, exit paths."""
 
+import hashlib
+import hmac
 import math
 import os
 import secrets
@@ -21,11 +23,11 @@ from plink.probes.session import BOOT, AgentError, AgentSession, ProcessPipe, ag
 
 @pytest.fixture
 def pair():
-    token = secrets.token_hex(16)
+    token = secrets.token_hex(32)
     a = AgentSession(local_pipe(), "a")
     b = AgentSession(local_pipe(), "b")
-    a.hello(token, 60, bind="127.0.0.2")
-    b.hello(token, 60, bind="127.0.0.3")
+    a.hello(token, 60, bind="127.0.0.2", hid=0)
+    b.hello(token, 60, bind="127.0.0.3", hid=1)
     yield a, b, token
     a.close()
     b.close()
@@ -56,32 +58,60 @@ def test_udp_ping_both_ways(pair):
         assert 0 < st.p10 <= st.median <= st.p90 < 100_000
 
 
-def _pkt(token: bytes, kind=1, rnd=0, seq=0):
-    return struct.pack("!4s16sBII", b"PLK1", token, kind, rnd, seq)
+def _pkt(key: bytes, kind=1, sender=5, rnd=0, seq=1):
+    body = struct.pack("!4sBHIQ", b"PLK2", kind, sender, rnd, seq) + b"\0" * 20
+    return body + hmac.new(key, body, hashlib.sha256).digest()[:16]
 
 
-def test_responder_ignores_packets_without_the_token(pair):
+def test_forged_and_replayed_packets_get_no_answer(pair):
     a, _, token = pair
+    key = bytes.fromhex(token)
     s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
     s.bind(("127.0.0.9", 0))
     s.settimeout(0.5)
     dst = ("127.0.0.2", a.info["udp_port"])
-    for bad in (_pkt(secrets.token_bytes(16)), b"hello", _pkt(bytes.fromhex(token), kind=2)):
+    good = _pkt(key, rnd=7, seq=3)
+    forged = [_pkt(secrets.token_bytes(32)), b"hello", _pkt(key, kind=2),  # wrong key, junk, a pong
+              good[:-1] + bytes([good[-1] ^ 1]),  # a flipped bit in the tag
+              good[:20] + bytes([good[20] ^ 1]) + good[21:]]  # a flipped bit in the body
+    for bad in forged:
         s.sendto(bad, dst)
         with pytest.raises(socket.timeout):
             s.recvfrom(100)
-    s.sendto(_pkt(bytes.fromhex(token), rnd=7, seq=3), dst)
+    s.sendto(good, dst)
     data, _ = s.recvfrom(100)
-    assert struct.unpack("!4s16sBII", data[:29])[2:] == (2, 7, 3)
+    assert struct.unpack("!4sBHIQ", data[:19])[1:] == (2, 5, 7, 3)  # a pong to sender 5, round 7, seq 3
+    body = data[:-16]
+    assert hmac.compare_digest(data[-16:], hmac.new(key, body, hashlib.sha256).digest()[:16])
+    for replay in (good, _pkt(key, rnd=8, seq=3)):  # the same packet, or the same seq in another round
+        s.sendto(replay, dst)
+        with pytest.raises(socket.timeout):
+            s.recvfrom(100)
+    s.sendto(_pkt(key, seq=2), dst)  # older but unseen, inside the window: answered once
+    assert s.recvfrom(100)
+    s.sendto(_pkt(key, seq=2), dst)
+    with pytest.raises(socket.timeout):
+        s.recvfrom(100)
     s.close()
 
 
-def test_tcp_throughput_and_token_check(pair):
-    a, b, _ = pair
+def test_replay_window():
+    w = agent_mod.ReplayWindow(size=8)
+    assert w.fresh(1, 10) and not w.fresh(1, 10)
+    assert w.fresh(1, 5) and not w.fresh(1, 5)
+    assert not w.fresh(1, 2)  # older than the window
+    assert w.fresh(2, 10)  # another sender
+    assert w.fresh(1, 30) and w.fresh(1, 29) and not w.fresh(1, 22)
+
+
+def test_tcp_throughput_and_challenge(pair):
+    a, b, token = pair
     port = b.call("tcp_listen", streams=2, seconds=0.3)["port"]
-    # a stranger without the token is not counted
-    with socket.create_connection(("127.0.0.3", port)) as intruder:
-        intruder.sendall(b"x" * 100_000)
+    # strangers are not counted: no answer to the challenge, a wrong answer, a replayed old answer
+    for answer in (b"", b"x" * 16, hmac.new(bytes.fromhex(token), b"tcp" + b"\0" * 16, hashlib.sha256).digest()[:16]):
+        with socket.create_connection(("127.0.0.3", port)) as intruder:
+            assert len(intruder.recv(16)) == 16  # the nonce
+            intruder.sendall(answer + b"x" * 100_000)
     sent = a.call("tcp_send", addr="127.0.0.3", port=port, streams=2, seconds=0.3)["bytes_sent"]
     res = b.call("tcp_result", timeout=10)
     assert res["streams"] == 2 and res["bytes"] == sent > 0
@@ -145,7 +175,7 @@ def _udp_bound(port: int) -> bool:
 
 def test_agent_exits_on_eof_and_frees_its_port():
     s = AgentSession(local_pipe(), "x")
-    info = s.hello(secrets.token_hex(16), 60, bind="127.0.0.4")
+    info = s.hello(secrets.token_hex(32), 60, bind="127.0.0.4")
     assert _udp_bound(info["udp_port"])
     proc = s.pipe.proc
     proc.stdin.close()  # the SSH channel closing looks like this to the agent
@@ -153,9 +183,24 @@ def test_agent_exits_on_eof_and_frees_its_port():
     assert not _udp_bound(info["udp_port"])
 
 
+def test_agent_exits_when_the_controller_goes_silent():
+    """A partition or a suspended controller: stdin stays open but nothing comes."""
+    s = AgentSession(local_pipe(), "x")
+    info = s.hello(secrets.token_hex(32), 600, bind="127.0.0.7", hb_timeout=1.5)
+    for _ in range(4):  # heartbeats keep it alive (and are answered)
+        time.sleep(0.5)
+        s.heartbeat()
+    t = time.monotonic()
+    assert s.pipe.proc.poll() is None
+    s.pipe.proc.wait(timeout=10)
+    assert 1.0 < time.monotonic() - t < 5 and s.pipe.proc.returncode == 4
+    assert not _udp_bound(info["udp_port"])
+    assert b'{"hb":1}' in s.pipe.proc.stdout.read()
+
+
 def test_agent_exits_when_its_deadline_passes():
     s = AgentSession(local_pipe(), "x")
-    s.hello(secrets.token_hex(16), 0.5, bind="127.0.0.5")
+    s.hello(secrets.token_hex(32), 0.5, bind="127.0.0.5")
     t = time.monotonic()
     s.pipe.proc.wait(timeout=10)  # stdin still open
     assert time.monotonic() - t < 5
@@ -169,58 +214,132 @@ def test_stray_shell_output_is_skipped():
     pipe = ProcessPipe(argv)
     pipe.write(src)
     s = AgentSession(pipe, "x")
-    info = s.hello(secrets.token_hex(16), 60, bind="127.0.0.6")
+    info = s.hello(secrets.token_hex(32), 60, bind="127.0.0.6")
     assert info["addr"] == "127.0.0.6"
     s.close()
 
 
-def test_probe_over_loopback_odd_n_checkpoint_and_resume(tmp_path):
+def test_probe_over_loopback_odd_n_and_resume(tmp_path):
     hosts = [f"127.0.0.{i}" for i in range(2, 7)]
     out = tmp_path / "probe.json"
-    seen_rounds = []
-    p = probe_hosts(hosts, count=5, interval=0.002, connect=start_local_agents, checkpoint=out,
-                    after_round=lambda r, pairs: seen_rounds.append((r, pairs, load(out).n_missing_pairs())))
+    seen = []
+    p = probe_hosts(hosts, count=6, passes=2, interval=0.002, connect=start_local_agents, checkpoint=out,
+                    after_round=lambda k, pairs: seen.append((k, len(pairs))))
     assert p.meta["complete"] and p.n_missing_pairs() == 0
-    assert len(p.meta["schedule"]) == 5 == p.meta["rounds"]  # odd N: N rounds with a bye
-    # checkpoint after every round: missing pairs shrink by the round's pairs
-    assert [m for _, _, m in seen_rounds] == [10 - 2 * (k + 1) for k in range(5)]
+    assert p.meta["rounds"] == 5 and seen == [(0, 10)]  # odd N: N rounds with a bye
+    assert [(e["passes"], e["rounds"], e["count"]) for e in p.meta["schedule"]] == [(2, 10, 3)]  # 2 passes
+    assert not (tmp_path / "probe.json.journal").exists()  # removed once the file is written
     off = ~np.eye(5, dtype=bool)
     assert np.isfinite(p.latency_median[off]).all() and np.isfinite(p.latency_p90[off]).all()
     assert (p.latency_p90[off] >= p.latency_median[off] - 1e-9).all()
     assert (p.latency_median[off] >= p.latency[off] - 1e-9).all()
-    assert p.meta["loss"][0][1] == 0.0
+    assert p.meta["loss"][0][1] == 0.0 and p.meta["samples_received"][0][1] == 6
+    lo, hi = np.array(p.meta["latency_p10_ci_us"]["low"], float), np.array(p.meta["latency_p10_ci_us"]["high"], float)
+    raw = load(out)
+    assert (lo[off] <= hi[off]).all() and len(p.meta["host_overhead_us"]) == 5
+    assert all(0 <= c <= 1 for row in p.meta["confidence"] for c in row if c is not None)
     # resume of a complete file measures nothing
     calls = []
     q = probe_hosts(hosts, count=5, interval=0.002, checkpoint=out, resume=True,
                     connect=lambda *a: calls.append(a) or ({}, {}))
-    assert calls == [] and q.meta["complete"]
-    np.testing.assert_allclose(q.latency, p.latency, atol=1e-3)
+    assert calls == [] and q.meta["complete"] and q.meta["samples"] == 6
+    np.testing.assert_allclose(q.latency, raw.latency, atol=1e-3)
 
 
-def test_interrupted_probe_keeps_rounds_and_closes_agents(tmp_path):
+def test_passes_rotate_the_rounds():
+    from plink.probes.rounds import check_rounds, pack_rounds, round_robin
+
+    full = [p for r in round_robin(8) for p in r]
+    first, second = pack_rounds(full, 8), pack_rounds(full, 8, shift=1)
+    check_rounds(8, first)
+    check_rounds(8, second)
+    when = {p: k for k, r in enumerate(first) for p in r}
+    later = {p: k + len(first) for k, r in enumerate(second) for p in r}
+    assert min(later[p] - when[p] for p in full) >= len(first) // 2  # a pair's two passes are far apart
+    sub = full[::3]
+    packed = pack_rounds(sub, 8)
+    assert sorted(p for r in packed for p in r) == sorted(sub)
+    assert all(len({h for p in r for h in p}) == 2 * len(r) for r in packed)
+
+
+def test_adaptive_sampling_stops_when_stable(tmp_path):
+    hosts = [f"127.0.0.{i}" for i in range(20, 24)]
+    p = probe_hosts(hosts, count=10, passes=2, max_count=40, tol=1e-9, interval=0.001, connect=start_local_agents)
+    # an impossible tolerance: every pair is re-probed up to the budget, and no further;
+    # the adaptive passes double what a pair has: 10, +10, +20
+    got = np.array(p.meta["samples_received"])
+    assert got[~np.eye(4, dtype=bool)].max() <= 40
+    assert [(e["passes"], e["pairs"]) for e in p.meta["schedule"]] == [(2, 6), (2, 6), (4, 6)]
+    q = probe_hosts(hosts, count=10, passes=2, max_count=40, tol=1e6, interval=0.001, connect=start_local_agents)
+    assert len(q.meta["schedule"]) == 1  # everything stable after the two base passes
+
+
+_CRASH = """
+import sys, time
+from plink.probes.probe import probe_hosts
+from plink.probes.session import start_local_agents
+probe_hosts(sys.argv[2:], count=40, interval=0.005, connect=start_local_agents, checkpoint=sys.argv[1])
+"""
+
+
+def test_killed_controller_journal_and_resume(tmp_path):
+    import signal
+    import subprocess
+
+    from plink.probes.journal import journal_path, read_journal
+
+    hosts = [f"127.0.0.{i}" for i in range(30, 36)]
+    out = tmp_path / "probe.json"
+    jp = journal_path(out)
+    proc = subprocess.Popen([sys.executable, "-c", _CRASH, str(out), *hosts])
+    try:
+        end = time.monotonic() + 60
+        while time.monotonic() < end:
+            if jp.exists() and jp.read_text().count('["l"') >= 8:
+                break
+            time.sleep(0.02)
+        proc.send_signal(signal.SIGKILL)  # no cleanup code runs
+        proc.wait()
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert not out.exists()  # the file is written at the end only; the journal has the measurements
+    lat, _, _ = read_journal(jp, hosts, "udp")
+    assert 8 <= len(lat) < 30
+    done = probe_hosts(hosts, count=40, interval=0.005, connect=start_local_agents, checkpoint=out, resume=True)
+    assert done.meta["complete"] and not jp.exists()
+    # the directions measured before the kill were kept, not re-measured
+    got = np.array(done.meta["samples_received"])
+    for (s, d), (sent, rtts) in lat.items():
+        assert got[s, d] >= len(rtts)
+    assert done.meta["schedule"][0]["pairs"] < 15
+
+
+def test_interrupted_probe_writes_the_file_and_closes_agents(tmp_path):
     hosts = [f"127.0.0.{i}" for i in range(10, 14)]
     out = tmp_path / "probe.json"
     started = []
 
-    def connect(entries, token, deadline, on_done):
-        sessions, failures = start_local_agents(entries, token, deadline, on_done)
+    def connect(entries, key, deadline, on_done):
+        sessions, failures = start_local_agents(entries, key, deadline, on_done)
         started.extend(sessions.values())
         return sessions, failures
 
     def boom(r, pairs):
-        if r == 1:
-            raise KeyboardInterrupt
+        raise KeyboardInterrupt
 
     with pytest.raises(KeyboardInterrupt):
-        probe_hosts(hosts, count=3, interval=0.002, connect=connect, checkpoint=out, after_round=boom)
+        probe_hosts(hosts, count=3, interval=0.002, bandwidth=True, bw_seconds=0.1, connect=connect,
+                    checkpoint=out, after_round=boom)
     part = load(out)
-    assert part.meta["rounds_done"] == [0, 1] and part.n_missing_pairs() == 2  # 4 hosts: 3 rounds of 2
+    assert part.n_missing_pairs() == 0 and np.isfinite(part.bandwidth).sum() == 0  # latency pass done
     for s in started:  # every agent was told to exit
         assert s.pipe.proc.wait(timeout=5) == 0
-    done = probe_hosts(hosts, count=3, interval=0.002, connect=start_local_agents, checkpoint=out, resume=True)
+    done = probe_hosts(hosts, count=3, interval=0.002, bandwidth=True, bw_seconds=0.1, connect=start_local_agents,
+                       checkpoint=out, resume=True)
     assert done.meta["complete"] and done.meta["rounds_done"] == [0, 1, 2]
-    known = ~np.isnan(part.latency)
-    np.testing.assert_array_equal(done.latency[known], part.latency[known])
+    np.testing.assert_array_equal(done.latency, part.latency)  # only bandwidth was measured
+    assert [e.get("pass") for e in done.meta["schedule"]] == [None] * 3
 
 
 def test_resume_refuses_another_host_list(tmp_path):
@@ -234,21 +353,24 @@ def test_resume_refuses_another_host_list(tmp_path):
         probe_hosts(["127.0.0.2", "127.0.0.3"], method="fping", connect=start_local_agents, checkpoint=out, resume=True)
 
 
-def test_latency_only_resume_keeps_measured_bandwidth(tmp_path):
+def test_resume_measures_exactly_what_is_missing_and_meta_stays_true(tmp_path):
     hosts = ["127.0.0.2", "127.0.0.3", "127.0.0.4"]
     out = tmp_path / "probe.json"
-
-    def stop_after_first(r, pairs):
-        raise KeyboardInterrupt
-
-    with pytest.raises(KeyboardInterrupt):
-        probe_hosts(hosts, count=3, interval=0.002, bandwidth=True, bw_seconds=0.2, bw_tool="agent",
-                    connect=start_local_agents, checkpoint=out, after_round=stop_after_first)
-    part = load(out)
-    assert np.isfinite(part.bandwidth).sum() == 2  # one pair, both directions
-    done = probe_hosts(hosts, count=3, interval=0.002, connect=start_local_agents, checkpoint=out, resume=True)
-    assert done.meta["complete"]
-    np.testing.assert_array_equal(np.isfinite(done.bandwidth), np.isfinite(part.bandwidth))
+    first = probe_hosts(hosts, count=8, interval=0.002, connect=start_local_agents, checkpoint=out)
+    assert first.bandwidth is None
+    # --resume --bandwidth on a complete latency-only file: bandwidth only
+    bw = probe_hosts(hosts, count=8, interval=0.002, bandwidth=True, bw_seconds=0.1, connect=start_local_agents,
+                     checkpoint=out, resume=True)
+    assert bw.meta["complete"] and np.isfinite(bw.bandwidth[~np.eye(3, dtype=bool)]).all()
+    assert all("pass" not in e for e in bw.meta["schedule"])
+    np.testing.assert_array_equal(bw.latency, load(out).latency)
+    np.testing.assert_allclose(bw.latency, first.latency, atol=1e-3)
+    assert bw.meta["samples"] == 8
+    # --resume --count 3 on a complete count-8 file: nothing measured, samples still 8
+    again = probe_hosts(hosts, count=3, interval=0.002, connect=start_local_agents, checkpoint=out, resume=True)
+    assert again.meta["samples"] == 8 and again.bandwidth is not None
+    # a latency-only resume keeps the measured bandwidth
+    np.testing.assert_allclose(again.bandwidth, bw.bandwidth, rtol=1e-4)
 
 
 def test_ipv6_loopback():
@@ -258,7 +380,7 @@ def test_ipv6_loopback():
         socket.socket(socket.AF_INET6, socket.SOCK_DGRAM).bind(("::1", 0))
     except OSError:
         pytest.skip("no IPv6 loopback")
-    token = secrets.token_hex(16)
+    token = secrets.token_hex(32)
     a, b = AgentSession(local_pipe(), "a"), AgentSession(local_pipe(), "b")
     try:
         a.hello(token, 60, bind="::1")

@@ -372,3 +372,44 @@ def test_cli_exit_codes_quiet_and_json(tmp_path):
     assert bad.returncode == 1 and "corrupt" in bad.stderr and "Traceback" not in bad.stderr
     usage = run("watch", st)
     assert usage.returncode == 2 and "--probe-file" in usage.stderr
+
+
+def test_unreachable_host_as_the_probe_writes_it(tmp_path):
+    """meta.unreachable / meta.dead are {name: why} objects in real probe files."""
+    from plink.probes.probe import probe_hosts
+    from plink.probes.session import start_local_agents
+
+    hosts = ["127.0.0.40", "127.0.0.41", "127.0.0.42", "127.0.0.43"]
+
+    def connect(entries, key, deadline, on_done):  # the last host cannot be reached
+        sessions, failures = start_local_agents(entries[:-1], key, deadline, on_done)
+        failures[len(entries) - 1] = f"{entries[-1].name}: TimeoutError: timed out"
+        return sessions, failures
+
+    def prober():
+        return probe_hosts(hosts, count=3, interval=0.002, connect=connect)
+
+    probe = prober()
+    assert probe.meta["unreachable"] == {"127.0.0.43": "127.0.0.43: TimeoutError: timed out"}
+    st = tmp_path / "state"
+    first = watch(st, prober, **OPTS)  # the first run orders what it has
+    assert first.exit_code in (EXIT_KEPT, EXIT_CHANGED)
+    second = watch(st, prober, **OPTS)
+    assert second.exit_code == EXIT_KEPT and second.noteworthy
+    assert any("127.0.0.43" in n for n in second.notes)
+    # the same through the command line, from the written probe file
+    path = tmp_path / "p.json"
+    probe.save(path)
+    r = run("watch", str(tmp_path / "st2"), "--probe-file", str(path), "--time-limit", "0.2", "-v")
+    assert r.returncode in (EXIT_KEPT, EXIT_CHANGED) and "Traceback" not in r.stderr, r.stderr
+    r = run("watch", str(tmp_path / "st2"), "--probe-file", str(path), "--time-limit", "0.2", "-v")
+    assert r.returncode == EXIT_KEPT and "127.0.0.43" in r.stdout, r.stdout + r.stderr
+
+
+def test_watch_takes_timeout_and_retries(tmp_path):
+    r = run("watch", "--help")
+    assert "--timeout" in r.stdout and "--retries" in r.stdout
+    hosts = tmp_path / "hosts.txt"
+    hosts.write_text("127.0.0.1\n127.0.0.2\n")
+    bad = run("watch", str(tmp_path / "s"), "--hosts", str(hosts), "--timeout", "0")
+    assert bad.returncode == 2 and "--timeout" in bad.stderr

@@ -23,6 +23,13 @@ def main(argv: list[str] | None = None) -> None:
     """Console entry point: one-line errors, documented exit codes."""
     args = sys.argv[1:] if argv is None else list(argv)
     debug = "--debug" in args
+    if not debug:  # library warnings (paramiko, numpy) never break the one-line-error rule
+        import logging
+        import warnings
+
+        warnings.simplefilter("ignore")
+        logging.getLogger("paramiko").addHandler(logging.NullHandler())
+        logging.getLogger("paramiko").propagate = False
     try:
         # without standalone mode click returns a command's ctx.exit() code
         rc = cli.main(args=args, prog_name="plink", standalone_mode=False)

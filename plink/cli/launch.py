@@ -140,6 +140,12 @@ def _prober(hosts_file, probe_file, hosts_format="auto", load_input=None, max_ho
     ssh_kw = {k: probe_kw.pop(k) for k in ssh_keys if probe_kw.get(k)}
     for k in ssh_keys:
         probe_kw.pop(k, None)
+    if "timeout" in probe_kw:  # as plink probe: connect timeout and the dead-host timeout
+        t = probe_kw.pop("timeout")
+        ssh_kw.update(connect_timeout=t, command_timeout=max(t, 30.0))
+        probe_kw["reply_timeout"] = t
+    if "retries" in probe_kw:
+        ssh_kw["retries"] = probe_kw.pop("retries")
 
     def probe_now():
         try:
@@ -164,6 +170,10 @@ def _prober(hosts_file, probe_file, hosts_format="auto", load_input=None, max_ho
 @click.option("--method", type=click.Choice(["udp", "fping", "icmp"]), default="udp", show_default=True,
               help="Latency probe (as plink probe).")
 @click.option("--count", default=20, show_default=True, type=click.IntRange(1, 100000), help="Samples per pair.")
+@click.option("--timeout", default=10.0, show_default=True, type=click.FloatRange(0, 600, min_open=True),
+              help="SSH connect timeout, and seconds of silence after which a host counts as dead (as plink probe).")
+@click.option("--retries", default=2, show_default=True, type=click.IntRange(0, 10),
+              help="Retries of a failed SSH connection (as plink probe).")
 @click.option("--ssh-config", type=click.Path(dir_okay=False), help="ssh config file (as plink probe).")
 @click.option("--known-hosts", type=click.Path(dir_okay=False), help="known_hosts file (as plink probe).")
 @click.option("--hosts-format", type=click.Choice(["auto", "plain", "openmpi", "mpich", "slurm"]), default="auto",
@@ -189,7 +199,7 @@ def _prober(hosts_file, probe_file, hosts_format="auto", load_input=None, max_ho
 @click.option("--max-hosts", default=4096, show_default=True, type=click.IntRange(1),
               help="Refuse a host list that expands to more hosts.")
 @matrix_input_options(hosts_flag=None)
-def watch_cmd(state_dir, hosts_file, probe_file, method, count, ssh_config, known_hosts, hosts_format, algo, size, base, min_gain, time_limit, seed, initial_order,
+def watch_cmd(state_dir, hosts_file, probe_file, method, count, timeout, retries, ssh_config, known_hosts, hosts_format, algo, size, base, min_gain, time_limit, seed, initial_order,
               emit_items, slots, keep, window, reset, as_json, verbose, max_hosts, load_input) -> None:
     """Re-probe and re-order only when it pays: for cron.
 
@@ -215,7 +225,7 @@ def watch_cmd(state_dir, hosts_file, probe_file, method, count, ssh_config, know
     if not hosts_file and not probe_file:
         raise click.UsageError("give --hosts HOSTS (probe them) or --probe-file PROBE")
     prober = _prober(hosts_file, probe_file, hosts_format, load_input=load_input, max_hosts=max_hosts, method=method, count=count, ssh_config=ssh_config,
-                     known_hosts=known_hosts)
+                     known_hosts=known_hosts, timeout=timeout, retries=retries)
     try:
         result = watch(
             state_dir, prober, algo=algo, size=parse_size(size), base=base, min_gain=_parse_gain(min_gain),

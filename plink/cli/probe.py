@@ -100,22 +100,31 @@ class _ProbeProgress:
 @cli.command()
 @click.argument("hosts", type=click.Path(dir_okay=False))
 @click.option("-o", "--output", type=click.Path(dir_okay=False, allow_dash=True), callback=stdout_if_dash,
-              help="Probe file to write; a regular file is rewritten atomically after every round, a device or "
-                   "FIFO written once at the end (default: stdout, no checkpoint).")
+              help="Probe file to write at the end; a regular file gets measurements journalled to FILE.journal "
+                   "meanwhile, a device or FIFO is written once at the end (default: stdout, no journal).")
 @click.option("--method", type=click.Choice(["udp", "fping", "icmp"]), default="udp", show_default=True,
               help="Latency probe: the agent's UDP echo, fping on the hosts, or ICMP via icmplib.")
-@click.option("--count", default=20, show_default=True, type=int, help="Samples per pair and direction.")
+@click.option("--count", default=20, show_default=True, type=int,
+              help="Samples per pair and direction (at least; see --max-count).")
 @click.option("--interval", default=0.01, show_default=True, type=float, help="Seconds between samples.")
+@click.option("--passes", default=1, show_default=True, type=int,
+              help="Split --count into this many passes over all rounds, each in another round order (udp).")
+@click.option("--max-count", type=int, default=None,
+              help="Adaptive sampling (udp): re-probe pairs whose p10 is not yet stable, up to this many samples.")
+@click.option("--tol", default=0.1, show_default=True, type=float,
+              help="A pair's p10 is stable when its 90% confidence interval is within this fraction (or 2 us).")
 @click.option("--bandwidth", is_flag=True, help="Also measure TCP throughput of every pair (both directions).")
 @click.option("--bw-seconds", default=2.0, show_default=True, type=float,
               help="Seconds per direction of a bandwidth test (whole seconds for iperf3).")
 @click.option("--streams", default=1, show_default=True, type=int, help="Parallel TCP streams per bandwidth test.")
 @click.option("--bw-tool", type=click.Choice(["auto", "agent", "iperf3"]), default="auto", show_default=True,
-              help="Bandwidth tool; auto = iperf3 when both hosts have it, else the agent's own TCP test.")
+              help="Bandwidth tool; auto = the agent's own authenticated TCP test; iperf3 only when asked "
+                   "(its server accepts any client while it runs).")
 @click.option("--resume", is_flag=True, help="Continue the interrupted probe in -o: measure only missing pairs.")
 @click.option("--concurrency", default=16, show_default=True, type=click.IntRange(1, 16),
               help="SSH connections opened at a time.")
-@click.option("--timeout", default=10.0, show_default=True, type=float, help="SSH connect/command timeout (s).")
+@click.option("--timeout", default=10.0, show_default=True, type=click.FloatRange(0, 600, min_open=True),
+              help="SSH connect timeout, and seconds of silence after which a host counts as dead.")
 @click.option("--retries", default=2, show_default=True, type=click.IntRange(0, 10),
               help="Retries of a failed SSH connection (exponential backoff).")
 @click.option("--ssh-config", type=click.Path(dir_okay=False), help="ssh config file (default: ~/.ssh/config).")
@@ -130,7 +139,7 @@ class _ProbeProgress:
 @click.option("--python", "python", default="python3", show_default=True, help="Python interpreter on the hosts.")
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON summary on stdout (needs -o).")
 @click.option("-q", "--quiet", is_flag=True, help="No progress and no summary (errors and missing hosts only).")
-def probe(hosts, output, method, count, interval, bandwidth, bw_seconds, streams, bw_tool, resume, concurrency,
+def probe(hosts, output, method, count, interval, passes, max_count, tol, bandwidth, bw_seconds, streams, bw_tool, resume, concurrency,
           timeout, retries, ssh_config, known_hosts, accept_new_host_keys, hosts_format, max_hosts, python, as_json, quiet) -> None:
     """Measure pairwise latency (and bandwidth) between HOSTS over SSH.
 
@@ -143,8 +152,8 @@ def probe(hosts, output, method, count, interval, bandwidth, bw_seconds, streams
 
     \b
     Exit codes: 0 complete matrix; 3 incomplete matrix (unreachable or dead
-    hosts; the file is still written, pairs missing as null; rerun with
-    --resume to fill them in); 1 error; 2 usage error.
+    hosts, or every host lost; the file is still written, pairs missing as
+    null; rerun with --resume to fill them in); 1 error; 2 usage error.
 
     \b
     Example:
@@ -173,7 +182,8 @@ def probe(hosts, output, method, count, interval, bandwidth, bw_seconds, streams
                       concurrency=concurrency, python=python)
     show_progress = not quiet and not as_json and sys.stderr.isatty()
     with _ProbeProgress(show_progress) as bar:
-        result = probe_hosts(entries, method=method, count=count, interval=interval, bandwidth=bandwidth,
+        result = probe_hosts(entries, method=method, count=count, interval=interval, passes=passes,
+                             max_count=max_count, tol=tol, reply_timeout=timeout, bandwidth=bandwidth,
                              bw_seconds=bw_seconds, streams=streams, bw_tool=bw_tool, checkpoint=checkpoint,
                              resume=resume, progress=bar, ssh=opts)
     summary = _probe_summary(result, output)
@@ -184,7 +194,8 @@ def probe(hosts, output, method, count, interval, bandwidth, bw_seconds, streams
     if as_json:
         _echo_json(summary)
     else:
-        for name, why in {**summary["unreachable"], **summary["dead"]}.items():
+        gone = {**summary["unreachable"], **summary["dead"]}
+        for name, why in list(gone.items())[:10 if result.meta.get("aborted") else None]:
             state = "unreachable" if name in summary["unreachable"] else "died"
             click.echo(f"plink probe: {name} {state}: {why}", err=True)
         if not quiet:
@@ -199,6 +210,10 @@ def probe(hosts, output, method, count, interval, bandwidth, bw_seconds, streams
             click.echo(line, err=True)
             if output:
                 click.echo(f"wrote {output}", err=True)
+    if result.meta.get("aborted"):
+        raise IncompleteMatrix(f"probe stopped: {result.meta['aborted']}; "
+                               f"{summary['missing_pairs']} of {summary['pairs']} pairs missing"
+                               + (f" (rerun with -o {output} --resume)" if output else "") + ", exit 3")
     if summary["missing_pairs"]:
         raise IncompleteMatrix(f"incomplete matrix: {summary['missing_pairs']} of {summary['pairs']} pairs missing"
                                + (f" (rerun with -o {output} --resume)" if output else "") + ", exit 3")
