@@ -155,6 +155,7 @@ def probe_hosts(
     ssh=None,
     connect: Callable | None = None,
     after_round: Callable[[int, list], None] | None = None,
+    uplinks: bool = False,
 ) -> ProbeData:
     """Measure pairwise latency (and bandwidth) between ``hosts``.
 
@@ -164,7 +165,9 @@ def probe_hosts(
     missing.  ``ssh`` is a :class:`probes.ssh.SSHOptions`; ``connect`` replaces
     the SSH transport (``connect(entries, token, deadline, on_done) ->
     (sessions, failures)``, used by loopback tests).  ``after_round(r, pairs)``
-    is called after each round's checkpoint.
+    is called after each round's checkpoint.  ``uplinks``: after the rounds,
+    measure each inferred group's shared uplink with all its hosts crossing
+    the boundary at once (:mod:`probes.uplinks`, ``bw_seconds`` per group).
 
     Complexity: ``R = N - 1`` (even N) or ``N`` (odd N) rounds of ``N/2``
     concurrent pairs, so O(N) wall time and O(N^2) measurements.
@@ -177,7 +180,7 @@ def probe_hosts(
         raise PlinkError("--count must be 1..100000")
     if not 0 < interval <= 10 or not 0 < timeout <= 60:
         raise PlinkError("--interval must be in (0, 10] s and --timeout in (0, 60] s")
-    if bandwidth and (not 0 < bw_seconds <= 600 or not 1 <= streams <= 64):
+    if (bandwidth or uplinks) and (not 0 < bw_seconds <= 600 or not 1 <= streams <= 64):
         raise PlinkError("--bw-seconds must be in (0, 600] and --streams 1..64")
     entries = _as_entries(hosts)
     n = len(entries)
@@ -213,6 +216,7 @@ def probe_hosts(
     dead: dict[str, str] = {}
     errors: list[str] = []
     sessions: dict = {}
+    measured_uplinks: list = []
 
     def write(complete: bool) -> ProbeData:
         missing = sum(1 for i in range(n) for j in range(i + 1, n) if not state.pair_done(i, j))
@@ -220,6 +224,8 @@ def probe_hosts(
                  schedule=state.schedule, unreachable=unreachable, dead=dead, errors=errors[:50],
                  elapsed_s=round(time.monotonic() - t_start, 3))
         probe = state.to_probe(m)
+        if measured_uplinks:
+            probe.uplinks = list(measured_uplinks)
         if checkpoint is not None:
             probe.save(checkpoint)
         return probe
@@ -318,9 +324,32 @@ def probe_hosts(
             report("round", k + 1, len(rounds), f"round {r + 1}/{len(all_rounds)}")
             if after_round is not None:
                 after_round(r, pairs)
+        if uplinks:
+            report("uplinks", 0, 1, "shared uplinks")
+            _probe_uplinks(state, sessions, lost, bw_seconds, meta, errors, measured_uplinks)
+            report("uplinks", 1, 1, "shared uplinks")
     finally:
         for s in sessions.values():
             s.close()
     probe = write(True)
     report("done", len(rounds), len(rounds))
     return probe
+
+
+def _probe_uplinks(state, sessions, lost, seconds, meta, errors, out) -> None:
+    """The shared-uplink phase (:mod:`probes.uplinks`) over the open agent sessions."""
+    from .uplinks import infer_groups, measure_uplinks, session_stage
+
+    live = {i: s for i, s in sessions.items() if i not in lost and not getattr(s, "dead", False)}
+    lat = state.lat.copy()
+    keep = sorted(live)
+    if len(keep) < 4:
+        meta["uplinks"] = {"skipped": f"only {len(keep)} hosts reachable"}
+        return
+    t0 = time.monotonic()
+    groups, how = infer_groups(lat[np.ix_(keep, keep)])
+    groups = [[keep[k] for k in g] for g in groups]
+    addresses = {i: s.info.get("addr") or state.addresses[i] for i, s in live.items()}
+    out.extend(measure_uplinks(session_stage(live), addresses, groups, seconds, errors=errors))
+    meta["uplinks"] = {"groups": how, "n_groups": len(groups), "seconds": seconds, "tool": "agent",
+                       "elapsed_s": round(time.monotonic() - t0, 3)}
