@@ -226,6 +226,8 @@ def run_mpi(c, exe: Path, hostfile: Path, want: list[str], size: int, repeats: i
             "-np", str(len(want)), "--mca", "plm_rsh_args", f"-F {c.ssh_config}",
             "--mca", "oob_tcp_if_include", net, "--mca", "btl_tcp_if_include", net,
             "--mca", "btl", "self,tcp", "--mca", "pml", "ob1",
+            # 16 ranks share 2 cores: a rank waiting for data must not spin (it would starve the others)
+            "--mca", "mpi_yield_when_idle", "1",
             "--mca", "coll_tuned_use_dynamic_rules", "1", "--mca", "coll_tuned_allreduce_algorithm", specs[0],
             str(exe), str(size), "1", str(repeats), *specs]
     p = subprocess.run(argv, capture_output=True, text=True, timeout=timeout, env=env())
@@ -423,7 +425,12 @@ def targets(case: str, figs: dict) -> list[str]:
 
 
 def main(argv=None) -> int:
+    import signal
+
     from plink.units import parse_size
+
+    # kill/TERM: unwind, so the cluster is torn down and the lock released
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
 
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--cases", nargs="+", default=["A", "B", "C"], choices=list(CASES))
