@@ -347,7 +347,8 @@ def _probe_uplinks(state, sessions, lost, seconds, meta, errors, out) -> None:
         meta["uplinks"] = {"skipped": f"only {len(keep)} hosts reachable"}
         return
     t0 = time.monotonic()
-    groups, how = infer_groups(lat[np.ix_(keep, keep)])
+    ix = np.ix_(keep, keep)
+    groups, how = infer_groups(lat[ix], bandwidth=None if state.bw is None else state.bw[ix])
     groups = [[keep[k] for k in g] for g in groups]
     addresses = {i: s.info.get("addr") or state.addresses[i] for i, s in live.items()}
     out.extend(measure_uplinks(session_stage(live), addresses, groups, seconds, errors=errors))

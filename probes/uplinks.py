@@ -6,7 +6,10 @@ cross-rack flows *share* the rack uplink's ~385 Mbit/s (``../shared/notes``).
 A collective loads every rack uplink with all its flows at the same time, so
 this phase measures exactly that, after the latency rounds:
 
-1. **groups**: inferred from the latency matrix with
+1. **groups**: inferred from the pair bandwidth matrix when ``--bandwidth`` measured one
+   (as ``1 / bandwidth``: the pairs of a round run concurrently, so cross-group pairs share
+   uplinks and measure much slower than in-group pairs, a clearer signal than latency on
+   busy hosts), else from the latency matrix, with
    :func:`plink.structure.hierarchy.infer_hierarchy` when it is installed,
    else scipy's average linkage with the number of groups chosen by the
    silhouette (``K = 1`` when no split scores >= ``min_silhouette``);
@@ -43,8 +46,9 @@ from plink.data.probefile import Uplink
 Stage = Callable[[list, float], dict]
 
 
-def infer_groups(latency: np.ndarray, min_silhouette: float = 0.25, random_state=0) -> tuple[list[list[int]], str]:
-    """Groups of hosts (lists of indices) from a latency matrix, and the method used.
+def infer_groups(latency: np.ndarray, min_silhouette: float = 0.25, random_state=0,
+                 bandwidth: np.ndarray | None = None) -> tuple[list[list[int]], str]:
+    """Groups of hosts (lists of indices) from a latency matrix (or ``1 / bandwidth``), and the method used.
 
     ``plink.structure.hierarchy.infer_hierarchy`` (its finest level) when available;
     else average linkage on the symmetrised matrix (missing pairs = the largest
@@ -54,15 +58,21 @@ def infer_groups(latency: np.ndarray, min_silhouette: float = 0.25, random_state
     n = lat.shape[0]
     if n < 4:
         return [list(range(n))], "too few hosts"
+    source = "latency"
+    if bandwidth is not None and np.isfinite(bandwidth[~np.eye(n, dtype=bool)]).mean() > 0.5:
+        bw = np.asarray(bandwidth, dtype=float)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            lat = np.where(bw > 0, 1.0 / bw, np.nan)
+        source = "1/bandwidth"
     try:
         from plink.structure.hierarchy import infer_hierarchy
     except ImportError:
         infer_hierarchy = None
     if infer_hierarchy is not None:
         labels = np.asarray(infer_hierarchy(lat, random_state=random_state).labels)
-        method = "plink.structure.hierarchy.infer_hierarchy"
+        method = f"plink.structure.hierarchy.infer_hierarchy on {source}"
     else:
-        labels, method = _average_linkage(lat, min_silhouette), "average linkage, K by silhouette"
+        labels, method = _average_linkage(lat, min_silhouette), f"average linkage on {source}, K by silhouette"
     groups = [np.flatnonzero(labels == k).tolist() for k in np.unique(labels)]
     return sorted(groups, key=lambda g: g[0]), method
 

@@ -115,3 +115,15 @@ def test_infer_groups_small_and_method():
     groups, method = uplinks.infer_groups(lat)
     assert sorted(map(sorted, groups)) == [[0, 1, 2, 3], [4, 5, 6, 7], [8, 9, 10, 11]]
     assert method
+
+
+def test_groups_from_bandwidth_when_latency_is_noise():
+    rng = np.random.default_rng(3)
+    rack = np.repeat(np.arange(3), 4)
+    lat = 100 + rng.uniform(0, 60, (12, 12))      # busy hosts: latency says nothing
+    np.fill_diagonal(lat, 0)
+    bw = np.where(rack[:, None] == rack[None, :], 0.33, 0.12) * rng.uniform(0.9, 1.1, (12, 12))
+    np.fill_diagonal(bw, np.nan)
+    groups, method = uplinks.infer_groups(lat, bandwidth=bw)
+    assert sorted(map(sorted, groups)) == [[0, 1, 2, 3], [4, 5, 6, 7], [8, 9, 10, 11]]
+    assert "1/bandwidth" in method
