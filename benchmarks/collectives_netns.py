@@ -468,6 +468,23 @@ def targets(case: str, figs: dict) -> list[str]:
     return missed
 
 
+def summary_table(all_figs: dict[str, dict]) -> str:
+    """One markdown row per case and collective (the README's table)."""
+    rows = ["| case | collective | orders | Spearman lat / bw / pairsum | plink lat / best | plink --bandwidth / best "
+            "| pairsum order / best | rack-contiguous / best |", "|---|---|---|---|---|---|---|---|"]
+
+    def fmt(v):
+        return "-" if v is None else f"{v:.2f}"
+
+    for case, figs in all_figs.items():
+        for coll, f in figs.items():
+            rows.append(f"| {case} | {coll} | {f['orders']} | {fmt(f['spearman_latency_default'])} / "
+                        f"{fmt(f['spearman_bandwidth_default'])} / {fmt(f['spearman_latency_pairsum'])} | "
+                        f"{fmt(f.get('plink_lat_default_over_best'))} | {fmt(f.get('plink_bw_default_over_best'))} | "
+                        f"{fmt(f.get('plink_lat_pairsum_over_best'))} | {fmt(f['rack_contiguous_over_best'])} |")
+    return "\n".join(rows)
+
+
 def main(argv=None) -> int:
     import signal
 
@@ -500,7 +517,7 @@ def main(argv=None) -> int:
         ap.error("keep hosts x link rate <= ~6 Gbit/s on this machine")
     data_dir = Path(args.data_dir)
     data_dir.mkdir(parents=True, exist_ok=True)
-    missed = []
+    missed, all_figs = [], {}
     for case in args.cases:
         path = data_dir / f"{case}.json"
         if args.analyse_only:
@@ -515,7 +532,9 @@ def main(argv=None) -> int:
             doc = run_case(case, args, path)
         table, figs = analyse(doc)
         print(table + "\n", flush=True)
+        all_figs[case] = figs
         missed += targets(case, figs)
+    print(summary_table(all_figs) + "\n")
     if missed:
         print("targets missed:\n  " + "\n  ".join(missed))
         return 1
