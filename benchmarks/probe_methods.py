@@ -40,8 +40,8 @@ def main() -> int:
     ap.add_argument("--interval", type=float, default=0.005)
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--python", default="python3", help="interpreter on the hosts (icmp needs icmplib)")
-    ap.add_argument("--prefix", default="pkm")
-    ap.add_argument("--subnet", default="10.237")
+    ap.add_argument("--prefix", default=None, help="namespace name prefix (default: picked per run)")
+    ap.add_argument("--subnet", default=None, help="first two octets of a free /16 (default: picked per run)")
     args = ap.parse_args()
     reason = unavailable_reason(sshd=True)
     if reason:

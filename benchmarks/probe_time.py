@@ -41,8 +41,8 @@ def main() -> int:
     ap.add_argument("--bandwidth", action="store_true")
     ap.add_argument("--bw-seconds", type=float, default=1.0)
     ap.add_argument("--bw-tool", default="auto", choices=["auto", "agent", "iperf3"])
-    ap.add_argument("--prefix", default="pkb")
-    ap.add_argument("--subnet", default="10.238")
+    ap.add_argument("--prefix", default=None, help="namespace name prefix (default: picked per run)")
+    ap.add_argument("--subnet", default=None, help="first two octets of a free /16 (default: picked per run)")
     ap.add_argument("--dirty-shell", action="store_true",
                     help="let SSH sessions run this machine's root dotfiles (default: hosts behave as fresh VMs)")
     ap.add_argument("--json", action="store_true", help="print the figures as JSON")

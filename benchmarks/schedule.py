@@ -19,7 +19,7 @@ and bandwidth are measured between two of the processes.
     python benchmarks/schedule.py --netns         # also on the netns cluster (root; probes/netns.py)
 
 Part 3 (``--netns``, measured): the same on the emulated cluster of
-``probes/netns.py`` (2 racks x 4 hosts, prefix ``ps``, subnet ``10.233``;
+``probes/netns.py`` (2 racks x 4 hosts, a free subnet and prefix picked per run;
 host links 400 Mbit/s, each rack's uplink 200 Mbit/s shared by its 4
 hosts), ranks in rack order, groups = racks; predicted ratio from the
 pair model of that testbed (host rate in a rack, uplink rate across).
@@ -217,9 +217,6 @@ def print_measured(rows):
 # measured, netns cluster (probes/netns.py): racks of hosts behind a shared, oversubscribed uplink
 
 
-NETNS_PREFIX, NETNS_SUBNET = "ps", "10.233"
-
-
 def _netns_worker(argv):
     """One rank inside a host namespace: ``--netns-worker rank world addr port sizes labels iters``."""
     import json
@@ -304,7 +301,7 @@ def netns(sizes, iters, racks=2, hosts_per_rack=4, host_mbit=400.0, uplink_mbit=
     from plink.solvers.costmodels import PairCost
 
     world = racks * hosts_per_rack
-    with NetnsCluster(racks=racks, hosts_per_rack=hosts_per_rack, prefix=NETNS_PREFIX, subnet=NETNS_SUBNET,
+    with NetnsCluster(racks=racks, hosts_per_rack=hosts_per_rack,
                       host_mbit=host_mbit, uplink_mbit=uplink_mbit, sshd=False) as cl:
         hosts = sorted(cl.hosts, key=lambda h: (h.rack, h.index))  # rank order = rack order
         labels = [h.rack for h in hosts]

@@ -10,7 +10,8 @@ Run as root from a checkout (needs iproute2, openssh-server; fping/iperf3 option
 It prints the plink command it runs (copy it to probe a real cluster: only the
 host list and --ssh-config change), then the latency / bandwidth summary per
 rack pair.  Namespaces use the prefix --prefix and the subnet --subnet
-(default pkx / 10.239: nothing outside it is touched) and are removed on exit,
+(default: a free /16 and prefix picked for this run, so several runs can
+share a machine; nothing outside it is touched) and are removed on exit,
 also on Ctrl-C.
 """
 
@@ -28,7 +29,7 @@ sys.path.insert(0, str(ROOT))
 import numpy as np  # noqa: E402
 
 from plink.data.probefile import load  # noqa: E402
-from plink.probes.netns import NetnsCluster, cleanup_stale, unavailable_reason  # noqa: E402
+from plink.probes.netns import NetnsCluster, unavailable_reason  # noqa: E402
 
 
 def main() -> int:
@@ -38,8 +39,8 @@ def main() -> int:
     ap.add_argument("--host-mbit", type=float, default=400)
     ap.add_argument("--uplink-mbit", type=float, default=200)
     ap.add_argument("--extra-hops", type=int, default=4)
-    ap.add_argument("--prefix", default="pkx")
-    ap.add_argument("--subnet", default="10.239")
+    ap.add_argument("--prefix", default=None, help="namespace name prefix (default: picked per run)")
+    ap.add_argument("--subnet", default=None, help="first two octets of a free /16 (default: picked per run)")
     ap.add_argument("--bandwidth", action="store_true", help="also measure bandwidth (1 s per direction)")
     ap.add_argument("--method", default="udp", choices=["udp", "fping", "icmp"])
     ap.add_argument("-o", "--output", help="keep the probe file here (default: a temp dir)")
@@ -49,7 +50,6 @@ def main() -> int:
     if reason:
         print(f"cannot build the cluster: {reason}", file=sys.stderr)
         return 1
-    cleanup_stale(args.prefix)
     with NetnsCluster(racks=args.racks, hosts_per_rack=args.hosts_per_rack, prefix=args.prefix,
                       subnet=args.subnet, host_mbit=args.host_mbit, uplink_mbit=args.uplink_mbit,
                       extra_hops=args.extra_hops) as c, tempfile.TemporaryDirectory() as tmp:

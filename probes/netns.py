@@ -6,7 +6,7 @@ tests.  Needs root, ``ip`` (iproute2 with netns), ``tc`` and, for
 :func:`unavailable_reason` says what is missing (tests skip with it).
 
 Topology (``R`` racks of ``H`` hosts, or unequal racks with ``hosts_per_rack=[5, 3, 4, 4]``;
-subnet ``S`` = e.g. ``"10.231"``)::
+subnet ``S`` = e.g. ``"10.131"``)::
 
     root ns --veth-- spine --rt(k)..rt(1)-- tor(r) [bridge br0] --veth-- host
                      (router chain of extra_hops per rack)
@@ -35,19 +35,35 @@ collective workers on that host compete for the CPU as on a shared VM.  The
 emulation shares one machine's cores: a busy loop slows every namespace
 somewhat, the busy host's processes most when pinned to the same core.
 
+Several clusters on one machine: without ``subnet``/``prefix`` a cluster
+picks a free ``/16`` among ``10.100``-``10.199`` (in a random order; free =
+no route or address of the root namespace inside it, and no other plink
+cluster holding it) and the name prefix ``p{second octet}`` (``p131``).  A
+cluster holds an ``flock`` on ``/run/plink-netns/subnet-S.lock`` and
+``prefix-P.lock`` while it exists, so two clusters never share a subnet or a
+prefix, and a left-over of a killed run (lock free) is recognised as stale.
+The root namespace's route to ``S.0.0/16`` is added with ``ip route add``:
+if any route inside the subnet exists already the build fails with a clear
+error instead of taking it over, and only the veth this cluster made is
+deleted on exit.
+
 Measured on the development machine (2 cores): building 2 racks x 4 hosts
-with sshd takes a few seconds; see ``examples/probe-netns.sh``.
+with sshd takes a few seconds; see ``examples/probe-netns.py``.
 """
 
 from __future__ import annotations
 
+import fcntl
+import ipaddress
 import os
+import random
+import sys
+import re
 import shutil
 import signal
 import socket
 import subprocess
 import tempfile
-import sys
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -115,10 +131,23 @@ def _kill_ns_pids(ns: str) -> None:
 
 def cleanup_stale(prefix: str) -> list[str]:
     """Remove namespaces (and their processes) and the root veth left by a
-    killed run with this ``prefix``.  Returns the namespaces removed."""
+    killed run with this ``prefix``.  Returns the namespaces removed.
+
+    Refuses (``RuntimeError``) while a live cluster holds the prefix's lock:
+    its namespaces are not stale."""
+    lock = _try_lock(f"prefix-{prefix}")
+    if lock is None:
+        raise RuntimeError(f"netns prefix {prefix!r} is in use by a running cluster; not removing its namespaces")
+    try:
+        return _cleanup_stale_locked(prefix)
+    finally:
+        os.close(lock)
+
+
+def _cleanup_stale_locked(prefix: str) -> list[str]:
     removed = []
     for ns in _ns_list():
-        if ns.startswith(prefix) and _is_ours(ns, prefix):
+        if _is_ours(ns, prefix):
             _kill_ns_pids(ns)
             _run(["ip", "netns", "del", ns], check=False)
             removed.append(ns)
@@ -126,9 +155,82 @@ def cleanup_stale(prefix: str) -> list[str]:
     return removed
 
 
+_OUR_NS = re.compile(r"(r\d+h\d+|tor\d+|rt\d+x\d+|spine)")
+
+
 def _is_ours(ns: str, prefix: str) -> bool:
-    rest = ns[len(prefix):]
-    return rest.startswith(("r", "tor", "rt", "spine"))
+    """``ns`` is one of the names a cluster with ``prefix`` makes (exactly:
+    prefix ``pk`` does not claim ``pkrr0h0`` of prefix ``pkr``)."""
+    return ns.startswith(prefix) and _OUR_NS.fullmatch(ns[len(prefix):]) is not None
+
+
+# -- reserving a subnet and a prefix ------------------------------------------
+
+LOCK_DIR = "/run/plink-netns"
+AUTO_SUBNETS = [f"10.{b}" for b in range(100, 200)]
+
+
+def _try_lock(name: str) -> int | None:
+    """A non-blocking exclusive flock on ``LOCK_DIR/name.lock``: the fd, or
+    None when another process holds it.  Released when the fd is closed
+    (also when the process dies)."""
+    os.makedirs(LOCK_DIR, mode=0o755, exist_ok=True)
+    fd = os.open(os.path.join(LOCK_DIR, f"{name}.lock"), os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        os.close(fd)
+        return None
+    os.ftruncate(fd, 0)
+    os.write(fd, f"{os.getpid()}\n".encode())
+    return fd
+
+
+def _lock_holder(name: str) -> str:
+    try:
+        with open(os.path.join(LOCK_DIR, f"{name}.lock")) as f:
+            pid = f.read().strip()
+        return f" (pid {pid})" if pid else ""
+    except OSError:
+        return ""
+
+
+def subnet_conflicts(subnet: str) -> list[str]:
+    """Routes (any table) and addresses of the root namespace that lie inside
+    or cover ``subnet.0.0/16`` more specifically than a /8 (so a default
+    route or a 10.0.0.0/8 does not count).  Empty when the subnet is free."""
+    net = ipaddress.ip_network(f"{subnet}.0.0/16")
+    found = []
+    routes = _run(["ip", "-4", "route", "show", "table", "all"], check=False).stdout.splitlines()
+    for line in routes:
+        tok = line.split()
+        if not tok:
+            continue
+        dst = tok[1] if tok[0] in ("local", "broadcast", "unicast", "blackhole", "unreachable", "prohibit") \
+            and len(tok) > 1 else tok[0]
+        if dst == "default":
+            continue
+        try:
+            other = ipaddress.ip_network(dst, strict=False)
+        except ValueError:
+            continue
+        if other.prefixlen > 8 and other.overlaps(net):
+            found.append(f"route {line.strip()}")
+    addrs = _run(["ip", "-4", "-o", "addr", "show"], check=False).stdout.splitlines()
+    for line in addrs:
+        tok = line.split()
+        if "inet" in tok:
+            addr = tok[tok.index("inet") + 1]
+            if ipaddress.ip_interface(addr).ip in net:
+                found.append(f"address {addr} on {tok[1]}")
+    return found
+
+
+def _check_subnet(subnet: str) -> str:
+    parts = subnet.split(".")
+    if len(parts) != 2 or not all(p.isdigit() and 0 <= int(p) <= 255 for p in parts):
+        raise ValueError(f"subnet must be the first two octets of a /16, like '10.131', not {subnet!r}")
+    return subnet
 
 
 @dataclass(frozen=True)
@@ -152,11 +254,18 @@ class NetnsCluster:
     private mount namespace per sshd), so a login behaves like a fresh VM
     rather than this machine's root (whose ``.bashrc`` may start pyenv and
     cost ~0.3 s of CPU per session on shared cores).
+
+    ``subnet`` (first two octets of a /16) and ``prefix`` (namespace names):
+    None (the default) picks free ones for this run (module docstring); given
+    ones must be free too, else ``__enter__`` raises ``RuntimeError`` naming
+    the route, address or cluster that holds them.  After ``__enter__``
+    ``subnet`` and ``prefix`` are the ones in use.
     """
 
-    def __init__(self, racks: int | None = None, hosts_per_rack: int | Sequence[int] = 4, prefix: str = "pk",
-                 subnet: str = "10.231", host_mbit: float = 400, uplink_mbit: float = 400, extra_hops: int = 4,
-                 sshd: bool = True, workdir: str | os.PathLike | None = None, clean_shell: bool = False,
+    def __init__(self, racks: int | None = None, hosts_per_rack: int | Sequence[int] = 4, prefix: str | None = None,
+                 subnet: str | None = None,
+                 host_mbit: float = 400, uplink_mbit: float = 400, extra_hops: int = 4, sshd: bool = True,
+                 workdir: str | os.PathLike | None = None, clean_shell: bool = False,
                  busy: Mapping[str | int, float] | Sequence[str | int] | None = None, busy_period: float = 0.02,
                  busy_seconds: float = 3600.0, busy_cpu: int | Sequence[int] | None = None):
         if isinstance(hosts_per_rack, Sequence) and not isinstance(hosts_per_rack, str):
@@ -169,15 +278,17 @@ class NetnsCluster:
             sizes = [int(hosts_per_rack)] * racks
         if not 1 <= racks <= 99 or not all(1 <= k <= 200 for k in sizes):
             raise ValueError("racks must be 1..99 and hosts_per_rack 1..200")
-        parts = subnet.split(".")
-        if len(parts) != 2 or not all(p.isdigit() and 0 <= int(p) <= 255 for p in parts):
-            raise ValueError(f"subnet must be the first two octets of a /16, like '10.231', not {subnet!r}")
-        if not prefix.isalnum() or len(prefix) > 6:
+        if subnet is not None:
+            _check_subnet(subnet)
+        if prefix is not None and (not prefix.isalnum() or len(prefix) > 6):
             raise ValueError("prefix must be 1..6 letters/digits")
         self.racks, self.hosts_per_rack = racks, hosts_per_rack
         #: hosts in each rack (a list even when ``hosts_per_rack`` is one number)
         self.rack_sizes = sizes
+        self._prefix_arg, self._subnet_arg = prefix, subnet
         self.prefix, self.subnet = prefix, subnet
+        self._locks: list[int] = []
+        self._uplink_made = False
         self.host_mbit, self.uplink_mbit = host_mbit, uplink_mbit
         self.extra_hops, self.sshd = extra_hops, sshd
         self.clean_shell = clean_shell
@@ -219,7 +330,11 @@ class NetnsCluster:
         reason = unavailable_reason(self.sshd)
         if reason:
             raise RuntimeError(reason)
-        cleanup_stale(self.prefix)
+        try:
+            self._reserve()
+        except BaseException:
+            self._release()
+            raise
         if self._workdir_arg is None:
             self.workdir = Path(tempfile.mkdtemp(prefix=f"plink-{self.prefix}-"))
             self._own_workdir = True
@@ -245,6 +360,47 @@ class NetnsCluster:
 
     def __exit__(self, *exc) -> None:
         self.close()
+
+    def _reserve(self) -> None:
+        """Lock a free subnet and prefix (given or picked); clean stale
+        namespaces of the prefix (a killed run of the same prefix)."""
+        if self._subnet_arg is not None:
+            candidates = [self._subnet_arg]
+        else:
+            candidates = random.Random().sample(AUTO_SUBNETS, len(AUTO_SUBNETS))
+        why = []
+        for subnet in candidates:
+            fd = _try_lock(f"subnet-{subnet}")
+            if fd is None:
+                why.append(f"{subnet}: used by another plink cluster{_lock_holder(f'subnet-{subnet}')}")
+                continue
+            conflicts = subnet_conflicts(subnet)
+            if conflicts:
+                os.close(fd)
+                why.append(f"{subnet}.0.0/16: in use here ({'; '.join(conflicts[:3])})")
+                continue
+            prefix = self._prefix_arg if self._prefix_arg is not None else f"p{subnet.split('.')[1]}"
+            pfd = _try_lock(f"prefix-{prefix}")
+            if pfd is None:
+                os.close(fd)
+                why.append(f"prefix {prefix!r}: used by another plink cluster{_lock_holder(f'prefix-{prefix}')}")
+                if self._prefix_arg is not None:
+                    break
+                continue
+            self._locks = [fd, pfd]
+            self.subnet, self.prefix = subnet, prefix
+            _cleanup_stale_locked(prefix)
+            return
+        raise RuntimeError("no free subnet for the netns cluster: " + ("; ".join(why[:5]) or "none to try")
+                           + ("" if len(why) <= 5 else f"; ... ({len(why)} tried)"))
+
+    def _release(self) -> None:
+        for fd in self._locks:
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+        self._locks = []
 
     def _add_ns(self, ns: str) -> None:
         _run(["ip", "netns", "add", ns])
@@ -284,11 +440,16 @@ class NetnsCluster:
         # root <-> spine
         up = f"{self.prefix}-up0"
         _run(["ip", "link", "add", up, "type", "veth", "peer", "name", "up0", "netns", spine])
+        self._uplink_made = True
         _run(["ip", "addr", "add", f"{s}.250.1/30", "dev", up])
         _run(["ip", "link", "set", up, "up"])
         self._ip(spine, "addr", "add", f"{s}.250.2/30", "dev", "up0")
         self._ip(spine, "link", "set", "up0", "up")
-        _run(["ip", "route", "replace", f"{s}.0.0/16", "via", f"{s}.250.2", "dev", up])
+        # `add`, never `replace`: an existing route belongs to someone else
+        r = _run(["ip", "route", "add", f"{s}.0.0/16", "via", f"{s}.250.2", "dev", up], check=False)
+        if r.returncode != 0:
+            raise RuntimeError(f"cannot add the route to {s}.0.0/16 ({r.stderr.strip()}): another network or "
+                               "cluster uses this subnet; not touching its route (pick another subnet)")
 
         for r in range(self.racks):
             tor = self._ns(f"tor{r}")
@@ -427,6 +588,7 @@ class NetnsCluster:
         """Bring a killed host back (link up, sshd restarted, same keys)."""
         h = self.host(name)
         self._ip(h.netns, "link", "set", "eth0", "up")
+        # inside this cluster's own host namespace (the link going down dropped the route)
         self._ip(h.netns, "route", "replace", f"{self.subnet}.0.0/16", "via", f"{self.subnet}.{h.rack + 1}.1")
         if self.sshd:
             self._spawn_sshd(h)
@@ -488,7 +650,10 @@ class NetnsCluster:
             _kill_ns_pids(ns)
             _run(["ip", "netns", "del", ns], check=False)
         self._namespaces.clear()
-        _run(["ip", "link", "del", f"{self.prefix}-up0"], check=False)
+        if self._uplink_made:  # only the veth (and with it the route) this cluster made
+            _run(["ip", "link", "del", f"{self.prefix}-up0"], check=False)
+            self._uplink_made = False
+        self._release()
         if self._own_workdir and self.workdir is not None:
             shutil.rmtree(self.workdir, ignore_errors=True)
             self._own_workdir = False

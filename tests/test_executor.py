@@ -119,7 +119,7 @@ def test_program_rounds_match_verifier(raw, nchunks, waves):
 @pytest.mark.netns
 @pytest.mark.slow
 def test_executor_on_netns_cluster():
-    """2 racks x 2 hosts of the emulated cluster (probes/netns.py; prefix ps, subnet 10.233)."""
+    """2 racks x 2 hosts of the emulated cluster (probes/netns.py; a free subnet and prefix)."""
     from concurrent.futures import ThreadPoolExecutor
 
     netns = pytest.importorskip("plink.probes.netns")
@@ -127,7 +127,7 @@ def test_executor_on_netns_cluster():
     if reason:
         pytest.skip(reason)
     worker = os.path.join(ROOT, "tests", "netns_executor_worker.py")
-    with netns.NetnsCluster(racks=2, hosts_per_rack=2, prefix="ps", subnet="10.233", host_mbit=400,
+    with netns.NetnsCluster(racks=2, hosts_per_rack=2, host_mbit=400,
                             uplink_mbit=200, sshd=False) as cl:
         hosts = sorted(cl.hosts, key=lambda h: (h.rack, h.index))
         labels = ",".join(str(h.rack) for h in hosts)

@@ -1,9 +1,12 @@
-"""The emulated cluster itself: topology, shaping, teardown (root + ip netns)."""
+"""The emulated cluster itself: topology, shaping, teardown, and clusters that
+never collide (free subnet and prefix per run, no route taken over)."""
 
+import os
 import subprocess
 
 import pytest
 
+from plink.probes import netns
 from plink.probes.netns import NetnsCluster, cleanup_stale, unavailable_reason
 
 pytestmark = pytest.mark.netns
@@ -21,47 +24,133 @@ def namespaces(prefix):
     return [line.split()[0] for line in out.splitlines() if line.startswith(prefix)]
 
 
+def routes(subnet):
+    out = subprocess.run(["ip", "-4", "route", "show", "table", "all"], capture_output=True, text=True).stdout
+    return [line for line in out.splitlines() if f"{subnet}." in line]
+
+
+def ping(address, ns=None):
+    argv = ["fping", "-q", "-c", "1", "-t", "2000", address]
+    if ns:
+        argv = ["ip", "netns", "exec", ns, *argv]
+    return subprocess.run(argv, capture_output=True).returncode == 0
+
+
+@pytest.fixture
+def free_subnet():
+    """A subnet no one uses, locked for the test (as a cluster would)."""
+    for subnet in netns.AUTO_SUBNETS[::-1]:
+        fd = netns._try_lock(f"subnet-{subnet}")
+        if fd is None:
+            continue
+        if netns.subnet_conflicts(subnet):
+            os.close(fd)
+            continue
+        yield subnet
+        os.close(fd)
+        return
+    pytest.skip("no free subnet")
+
+
 def test_topology_routes_and_teardown_on_exception(tmp_path):
     with pytest.raises(RuntimeError, match="boom"):
-        with NetnsCluster(racks=2, hosts_per_rack=2, prefix="pk", subnet="10.231", extra_hops=2, sshd=False,
+        with NetnsCluster(racks=2, hosts_per_rack=2, extra_hops=2, sshd=False,
                           host_mbit=0, uplink_mbit=0, workdir=tmp_path) as c:
-            assert [h.name for h in c.hosts] == ["pkr0h0", "pkr0h1", "pkr1h0", "pkr1h1"]
+            pre, s = c.prefix, c.subnet
+            assert [h.name for h in c.hosts] == [f"{pre}r0h0", f"{pre}r0h1", f"{pre}r1h0", f"{pre}r1h1"]
             assert [c.rack_of(h.name) for h in c.hosts] == [0, 0, 1, 1]
             assert (tmp_path / "hosts.txt").read_text().split() == [h.name for h in c.hosts]
             # every host reaches every other one, and the root namespace reaches them
             a, b = c.hosts[0], c.hosts[3]
-            r = c.exec(a.name, ["fping", "-q", "-c", "1", "-t", "2000", b.address], capture_output=True)
-            assert r.returncode == 0
-            assert subprocess.run(["fping", "-q", "-c", "1", "-t", "2000", b.address], capture_output=True).returncode == 0
+            assert ping(b.address, a.netns) and ping(b.address)
             # cross-rack traffic goes through the router chain: 2 hops per side + tor + spine
             tr = c.exec(a.name, ["ip", "route", "get", b.address], capture_output=True, text=True).stdout
-            assert "via 10.231.1.1" in tr
+            assert f"via {s}.1.1" in tr
             # no default route anywhere: nothing leaves the testbed
             assert "default" not in c.exec(a.name, ["ip", "route"], capture_output=True, text=True).stdout
-            assert len(namespaces("pk")) == 1 + 2 * (1 + 2) + 4
+            assert len([ns for ns in namespaces(pre) if netns._is_ours(ns, pre)]) == 1 + 2 * (1 + 2) + 4
+            assert any(r.startswith(f"{s}.0.0/16 via {s}.250.2") for r in routes(s))
             raise RuntimeError("boom")
-    assert namespaces("pkr") == [] and namespaces("pkspine") == []
-    assert subprocess.run(["ip", "link", "show", "pk-up0"], capture_output=True).returncode != 0
+    assert [ns for ns in namespaces(pre) if netns._is_ours(ns, pre)] == []
+    assert subprocess.run(["ip", "link", "show", f"{pre}-up0"], capture_output=True).returncode != 0
+    assert routes(s) == []
 
 
-def test_cleanup_stale_removes_leftovers_of_a_killed_run():
-    subprocess.run(["ip", "netns", "add", "pkr7h7"], check=True)
-    subprocess.run(["ip", "netns", "add", "pktor7"], check=True)
+def test_two_clusters_at_once_get_their_own_subnet_and_prefix():
+    with NetnsCluster(racks=1, hosts_per_rack=2, extra_hops=0, sshd=False, host_mbit=0, uplink_mbit=0) as a, \
+            NetnsCluster(racks=1, hosts_per_rack=2, extra_hops=0, sshd=False, host_mbit=0, uplink_mbit=0) as b:
+        assert a.subnet != b.subnet and a.prefix != b.prefix
+        assert {h.address for h in a.hosts}.isdisjoint(h.address for h in b.hosts)
+        # both reachable from the root namespace at the same time
+        assert all(ping(h.address) for h in a.hosts + b.hosts)
+        # the same subnet or prefix again is refused, naming the holder; a keeps working
+        with pytest.raises(RuntimeError, match="used by another plink cluster"):
+            NetnsCluster(racks=1, hosts_per_rack=1, subnet=a.subnet, sshd=False).__enter__()
+        with pytest.raises(RuntimeError, match="used by another plink cluster"):
+            NetnsCluster(racks=1, hosts_per_rack=1, prefix=b.prefix, sshd=False).__enter__()
+        with pytest.raises(RuntimeError, match="in use by a running cluster"):
+            cleanup_stale(a.prefix)
+        assert all(ping(h.address) for h in a.hosts + b.hosts)
+        sa, sb = a.subnet, b.subnet
+    assert routes(sa) == [] and routes(sb) == []
+
+
+def test_a_route_that_is_not_ours_is_refused_and_left_alone(free_subnet, monkeypatch):
+    """Someone else's 10.x.0.0/16 (here on a veth pair): the cluster refuses the
+    subnet up front, and even when the up-front check misses it (a race),
+    `ip route add` fails clearly instead of taking the route over."""
+    s, dev = free_subnet, f"pd{os.getpid() % 100000}"
+    subprocess.run(["ip", "link", "add", dev, "type", "veth", "peer", "name", dev + "b"], check=True)
     try:
-        removed = cleanup_stale("pk")
-        assert {"pkr7h7", "pktor7"} <= set(removed)
-        assert namespaces("pkr7") == [] and namespaces("pktor7") == []
+        subprocess.run(["ip", "addr", "add", f"{s}.0.1/16", "dev", dev], check=True)
+        subprocess.run(["ip", "link", "set", dev + "b", "up"], check=True)
+        subprocess.run(["ip", "link", "set", dev, "up"], check=True)
+        before = routes(s)
+        assert any(r.startswith(f"{s}.0.0/16 dev {dev}") for r in before)
+        # the fixture holds the subnet's lock; let the cluster take it instead
+        monkeypatch.setattr(netns, "_try_lock", _lock_except_subnet(s))
+        with pytest.raises(RuntimeError, match=rf"{s}\.0\.0/16: in use here \(.*{dev}"):
+            NetnsCluster(racks=1, hosts_per_rack=1, subnet=s, sshd=False, host_mbit=0, uplink_mbit=0).__enter__()
+        monkeypatch.setattr(netns, "subnet_conflicts", lambda subnet: [])
+        with pytest.raises(RuntimeError, match=rf"cannot add the route to {s}\.0\.0/16 .*not touching its route"):
+            NetnsCluster(racks=1, hosts_per_rack=1, subnet=s, sshd=False, host_mbit=0, uplink_mbit=0).__enter__()
+        assert routes(s) == before  # untouched, still on the veth
+        assert subprocess.run(["ip", "link", "show", dev], capture_output=True).returncode == 0
     finally:
-        for ns in ("pkr7h7", "pktor7"):
+        subprocess.run(["ip", "link", "del", dev], capture_output=True)
+
+
+def _lock_except_subnet(subnet):
+    real = netns._try_lock
+
+    def lock(name):
+        if name == f"subnet-{subnet}":
+            return os.open("/dev/null", os.O_RDONLY)  # held by the test fixture already
+        return real(name)
+    return lock
+
+
+def test_cleanup_stale_removes_leftovers_of_a_killed_run_and_only_those():
+    pre = f"pz{os.getpid()}"
+    mine = [f"{pre}r7h7", f"{pre}tor7"]
+    other = [f"{pre}rr7h7", f"{pre}x"]  # prefix {pre}r's host, and not a cluster name at all
+    for ns in mine + other:
+        subprocess.run(["ip", "netns", "add", ns], check=True)
+    try:
+        removed = cleanup_stale(pre)
+        assert sorted(removed) == sorted(mine)
+        assert sorted(namespaces(pre)) == sorted(other)
+    finally:
+        for ns in mine + other:
             subprocess.run(["ip", "netns", "del", ns], capture_output=True)
 
 
 def test_htb_shapes_host_links():
-    with NetnsCluster(racks=1, hosts_per_rack=2, prefix="pk", subnet="10.231", extra_hops=0, sshd=False,
-                      host_mbit=100, uplink_mbit=50) as c:
+    with NetnsCluster(racks=1, hosts_per_rack=2, extra_hops=0, sshd=False, host_mbit=100, uplink_mbit=50) as c:
         q = c.exec(c.hosts[0].name, ["tc", "class", "show", "dev", "eth0"], capture_output=True, text=True).stdout
         assert "rate 100Mbit" in q
-        up = subprocess.run(["tc", "-n", "pktor0", "class", "show", "dev", "ul"], capture_output=True, text=True).stdout
+        up = subprocess.run(["tc", "-n", f"{c.prefix}tor0", "class", "show", "dev", "ul"], capture_output=True,
+                            text=True).stdout
         assert "rate 50Mbit" in up
 
 

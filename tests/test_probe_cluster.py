@@ -30,7 +30,7 @@ def cluster():
     reason = unavailable_reason(sshd=True)
     if reason:
         pytest.skip(reason)
-    with NetnsCluster(racks=2, hosts_per_rack=4, prefix="pk", subnet="10.231", host_mbit=400,
+    with NetnsCluster(racks=2, hosts_per_rack=4, host_mbit=400,
                       uplink_mbit=200, extra_hops=4, clean_shell=True) as c:
         yield c
 
@@ -157,16 +157,17 @@ def test_unreachable_host_gives_partial_file_and_exit_3(cluster, tmp_path):
     hosts = tmp_path / "hosts.txt"
     # three real hosts (a Slurm range with OpenMPI slots) and an address inside the
     # testbed's subnet that no one has
-    assert [h.name for h in cluster.hosts[:3]] == ["pkr0h0", "pkr0h1", "pkr0h2"]
-    hosts.write_text("# comment\npkr0h[0-2] slots=4\n\nroot@10.231.9.9   # nobody\n")
+    pre, nobody = cluster.prefix, f"{cluster.subnet}.9.9"
+    assert [h.name for h in cluster.hosts[:3]] == [f"{pre}r0h0", f"{pre}r0h1", f"{pre}r0h2"]
+    hosts.write_text(f"# comment\n{pre}r0h[0-2] slots=4\n\nroot@{nobody}   # nobody\n")
     out = tmp_path / "probe.json"
     r = plink("probe", str(hosts), "-o", str(out), "--ssh-config", cluster.ssh_config,
               "--known-hosts", cluster.known_hosts, "--count", "5", "--interval", "0.005",
               "--retries", "0", "--timeout", "3")
     assert r.returncode == 3, r.stderr
-    assert "10.231.9.9 unreachable" in r.stderr and "exit 3" in r.stderr
+    assert f"{nobody} unreachable" in r.stderr and "exit 3" in r.stderr
     p = load(out)
-    assert p.n_missing_pairs() == 3 and "10.231.9.9" in p.meta["unreachable"]
+    assert p.n_missing_pairs() == 3 and nobody in p.meta["unreachable"]
     assert np.isfinite(p.latency[:3, :3]).all()
     assert_nothing_left(cluster)
 

@@ -96,7 +96,7 @@ def cluster():
     reason = unavailable_reason(sshd=True)
     if reason:
         pytest.skip(reason)
-    with NetnsCluster(racks=1, hosts_per_rack=2, prefix="pk", subnet="10.231", extra_hops=0,
+    with NetnsCluster(racks=1, hosts_per_rack=2, extra_hops=0,
                       host_mbit=0, uplink_mbit=0) as c:
         yield c
 

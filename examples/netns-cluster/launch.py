@@ -7,8 +7,8 @@ Run as root (network namespaces)::
 
 What it does:
 
-1. builds the emulated datacenter of ``probes.netns.NetnsCluster`` (prefix
-   ``pl``, subnet ``10.232``; hosts and rack uplinks shaped to 400 Mbit/s, so
+1. builds the emulated datacenter of ``probes.netns.NetnsCluster`` (a free
+   subnet and prefix picked per run; hosts and rack uplinks shaped to 400 Mbit/s, so
    the uplink a rack shares is the bottleneck of cross-rack traffic);
 2. probes it over SSH with ``probes.probe.probe_hosts`` (fping, p10 RTT);
 3. orders it with ``plink.order.order_hosts`` (ring) and writes the launcher
@@ -61,7 +61,6 @@ from plink.data.probefile import Host, ProbeData  # noqa: E402
 from plink.solvers.costmodels import CostModel  # noqa: E402
 
 WORKER = HERE / "allreduce_worker.py"
-PREFIX, SUBNET = "pl", "10.232"
 
 
 # ---------------------------------------------------------------------------
@@ -71,7 +70,7 @@ PREFIX, SUBNET = "pl", "10.232"
 def cluster(racks: int = 2, hosts_per_rack: int = 4, mbit: float = 400, extra_hops: int = 4):
     from plink.probes.netns import NetnsCluster
 
-    return NetnsCluster(racks=racks, hosts_per_rack=hosts_per_rack, prefix=PREFIX, subnet=SUBNET,
+    return NetnsCluster(racks=racks, hosts_per_rack=hosts_per_rack,
                         host_mbit=mbit, uplink_mbit=mbit, extra_hops=extra_hops, sshd=True)
 
 
@@ -221,7 +220,7 @@ def run_mpirun(c, hostfile: Path, order_file: Path, size: int, repeats: int = 3,
     n = len(read_order_hosts(order_file))
     env = _worker_env()
     env["OMPI_MCA_plm_rsh_args"] = f"-F {c.ssh_config}"
-    net = f"{SUBNET}.0.0/16"
+    net = f"{c.subnet}.0.0/16"
     argv = [
         "mpirun", "--allow-run-as-root", "--hostfile", str(hostfile), "--map-by", "seq", "-np", str(n),
         "--mca", "oob_tcp_if_include", net, "--mca", "btl_tcp_if_include", net,
@@ -239,7 +238,7 @@ def run_mpirun(c, hostfile: Path, order_file: Path, size: int, repeats: int = 3,
 def mpirun_placement(c, launcher_args: list[str], n: int, timeout: float = 120.0) -> list[str]:
     """Host name of each rank of ``mpirun <launcher_args> -np n`` (a shell echo, no torch)."""
     env = dict(os.environ, OMPI_MCA_plm_rsh_args=f"-F {c.ssh_config}")
-    net = f"{SUBNET}.0.0/16"
+    net = f"{c.subnet}.0.0/16"
     argv = ["mpirun", "--allow-run-as-root", *launcher_args, "-np", str(n), "--mca", "oob_tcp_if_include", net,
             "--mca", "btl_tcp_if_include", net, "sh", "-c", 'echo "$OMPI_COMM_WORLD_RANK $(hostname)"']
     p = subprocess.run(argv, capture_output=True, text=True, env=env, timeout=timeout)
