@@ -40,7 +40,7 @@ sys.path[:] = [p for p in sys.path if os.path.abspath(p or os.getcwd()) != HERE]
 sys.path.insert(0, ROOT)
 
 from plink.data.simulate import simulate_datacenter  # noqa: E402
-from plink.solvers.costmodels import CostModel, PairCost  # noqa: E402
+from plink.solvers.costmodels import CostModel, PairCost, ring_hops  # noqa: E402
 from plink.solvers.exact import solve_exact  # noqa: E402
 from plink.solvers.solve import minimise  # noqa: E402
 from benchmarks.tsplib import check_optimal_tours, find_folder, optima, read_tsp  # noqa: E402
@@ -67,8 +67,7 @@ def _lkh(matrix: np.ndarray, runs: int = 10) -> tuple[np.ndarray, float]:
 
 
 def _ring(matrix, perm) -> float:
-    p = np.asarray(perm)
-    return float(matrix[p, np.roll(p, 1)].sum())
+    return ring_hops(matrix, np.asarray(perm))
 
 
 def _plink_ring(matrix, time_limit, jobs, seed=0):

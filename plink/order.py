@@ -1,9 +1,15 @@
-"""Find a rank order that minimises a collective's cost model: ``order_hosts``.
+"""Find a rank order that minimises a collective's cost: ``order_hosts``.
 
-The pipeline is: probe data -> pair costs (missing pairs priced as the worst
-measured pair, never as a guessed measurement) -> warm start -> solver ->
-report of what the order buys against the input order and against the
-median of random orders (what a cloud hands out).
+The pipeline is: probe data -> groups (``--groups``, the probe file's
+measured uplinks, or ``infer_hierarchy``) -> a cost model (``shared``: the
+collective's steps with NICs and group uplinks shared, in seconds, the
+default; ``pairsum``: the dissertation's §5.2.1 sum of pair costs, in µs)
+with missing pairs priced at the worst plausible value -> solver -> a report
+of what the order buys against the input order, the median of random orders
+(what a cloud hands out) and the rack-contiguous order (groups in index
+order: the best simple alternative).  Every figure of the report is also
+priced with missing pairs at their best plausible value, and given as a range
+(``plink.pricing``).
 """
 
 from __future__ import annotations
@@ -14,19 +20,30 @@ from typing import Any
 
 import numpy as np
 
-from plink.solvers.costmodels import ALGORITHMS, CostModel, PairCost, check_algorithm
+from plink.solvers.contention import SHARED_ALGORITHMS, SharedCostModel, schedule, shared_lower_bound
+from plink.solvers.costmodels import ALGORITHMS, CostModel, check_algorithm
+from plink.solvers.groupsearch import minimise_shared, rack_contiguous
 from plink.solvers.solve import minimise
 
 from plink.errors import PlinkError
 from plink.data.probefile import ProbeData
+from plink.pricing import find_groups, network, pair_cost  # noqa: F401  (pair_cost: public since 0.1)
 
 DEFAULT_SIZE = 25 * 1024**2  #: bytes; PyTorch DDP's default gradient bucket (25 MiB)
 DEFAULT_TIME_LIMIT = 5.0  #: seconds of search
+MODELS = ("shared", "pairsum")
+#: a lower bound is reported only when the order is at most this far above it (else it says nothing)
+INFORMATIVE_GAP = 1.0
 
 
 @dataclass
 class OrderResult:
-    """A rank order and what it buys, as predicted by the cost model (µs)."""
+    """A rank order and what it buys, as predicted by the cost model (``unit``: s or us).
+
+    ``cost_*`` price missing pairs at their worst plausible value (what the
+    search used); ``ranges[name] = [low, high]`` price them at the best and
+    the worst plausible value (equal when every pair was measured).
+    """
 
     algo: str
     size: int
@@ -37,12 +54,20 @@ class OrderResult:
     cost_random_median: float
     cost_plink: float
     n_random: int
-    model: str  #: "latency" or "latency+bandwidth"
+    model: str  #: the data used: "latency" or "latency+bandwidth"
     missing_pairs: int
     proven_optimal: bool | None = None
-    lower_bound: float | None = None
+    lower_bound: float | None = None  #: only when informative (see INFORMATIVE_GAP), valid for any missing values
     solver: dict[str, Any] = field(default_factory=dict)
     elapsed: float = 0.0
+    cost_model: str = "shared"  #: "shared" or "pairsum"
+    unit: str = "s"
+    cost_contiguous: float | None = None  #: rack-contiguous order (groups in index order)
+    ranges: dict[str, list[float]] = field(default_factory=dict)
+    pairs_used: int = 0  #: distinct host pairs the chosen order communicates over
+    pairs_used_unmeasured: int = 0  #: ... of which were never measured
+    groups: dict[str, Any] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
 
     @property
     def speedup_vs_input(self) -> float:
@@ -52,10 +77,26 @@ class OrderResult:
     def speedup_vs_random(self) -> float:
         return _ratio(self.cost_random_median, self.cost_plink)
 
+    @property
+    def speedup_vs_contiguous(self) -> float | None:
+        return None if self.cost_contiguous is None else _ratio(self.cost_contiguous, self.cost_plink)
+
+    def speedup_range(self, name: str) -> tuple[float, float]:
+        """``(low, high)`` speedup of plink's order over order ``name`` for any plausible missing values.
+
+        Costs grow with every pair's value, so the true ratio lies between
+        ``other(best) / plink(worst)`` and ``other(worst) / plink(best)``.
+        """
+        lo_o, hi_o = self.ranges[name]
+        lo_p, hi_p = self.ranges["plink"]
+        return _ratio(lo_o, hi_p), _ratio(hi_o, lo_p)
+
     def to_dict(self) -> dict:
         d = asdict(self)
         d["speedup_vs_input"] = self.speedup_vs_input
         d["speedup_vs_random"] = self.speedup_vs_random
+        d["speedup_vs_contiguous"] = self.speedup_vs_contiguous
+        d["speedup_ranges"] = {k: list(self.speedup_range(k)) for k in self.ranges if k != "plink"}
         return d
 
 
@@ -63,34 +104,6 @@ def _ratio(a: float, b: float) -> float:
     if b <= 0:
         return 1.0 if a <= 0 else float("inf")
     return a / b
-
-
-def pair_cost(probe: ProbeData, use_bandwidth: bool = True) -> tuple[PairCost, int]:
-    """Build the pair-cost model from probe data.
-
-    A pair that was not measured is priced as the worst measured pair (the
-    largest latency, the smallest bandwidth), so a solver avoids relying on
-    links nobody measured.  Returns the model and the number of such pairs.
-    """
-    lat = probe.latency.copy()
-    missing = probe.missing_mask()
-    n_missing = int(np.triu(missing, 1).sum())
-    off = ~np.eye(probe.n, dtype=bool)
-    measured = lat[off & ~missing]
-    if probe.n > 1 and measured.size == 0:
-        raise PlinkError("no pair of hosts was measured: nothing to order by")
-    if n_missing:
-        lat[missing] = measured.max()
-    bw = None
-    if use_bandwidth and probe.bandwidth is not None:
-        bw = probe.bandwidth.copy()
-        bw_missing = np.isnan(bw) & off
-        known = bw[off & ~bw_missing]
-        if known.size == 0:
-            bw = None
-        elif bw_missing.any():
-            bw[bw_missing] = known.min()
-    return PairCost.from_matrices(lat, bw), n_missing
 
 
 def group_labels(probe: ProbeData, path: str) -> np.ndarray:
@@ -105,11 +118,41 @@ def group_labels(probe: ProbeData, path: str) -> np.ndarray:
     return np.array([int(groups.labels[index[h]]) for h in probe.names], dtype=int)
 
 
-def random_median(model: CostModel, n_random: int, seed: int) -> float:
-    """Median cost of ``n_random`` uniformly random orders (seeded)."""
+def random_orders(n: int, n_random: int, seed: int) -> np.ndarray:
+    """``(n_random, n)`` uniformly random orders (seeded)."""
     rng = np.random.default_rng(seed)
-    costs = [model(rng.permutation(model.n)) for _ in range(n_random)]
-    return float(np.median(costs))
+    return np.array([rng.permutation(n) for _ in range(n_random)], dtype=np.int64).reshape(n_random, n)
+
+
+def _prices(model, perms: np.ndarray) -> np.ndarray:
+    if hasattr(model, "batch"):
+        return model.batch(perms)
+    return np.array([model(p) for p in perms])
+
+
+def random_median(model, n_random: int, seed: int) -> float:
+    """Median cost of ``n_random`` uniformly random orders (seeded)."""
+    return float(np.median(_prices(model, random_orders(model.n, n_random, seed))))
+
+
+def pairs_used(algo: str, order, base: int = 2) -> set[tuple[int, int]]:
+    """Unordered host pairs that ``algo`` over rank order ``order`` sends data (or waits) over."""
+    p = np.asarray(order)
+    out: set[tuple[int, int]] = set()
+    for s in schedule(algo, len(p), 1.0, base):
+        for a, b in zip(p[s.src].tolist(), p[s.dst].tolist()):
+            out.add((min(a, b), max(a, b)))
+    return out
+
+
+def _build(cost_model: str, algo: str, probe: ProbeData, groups, fill: str, size: int, base: int,
+           use_bandwidth: bool, nic_gbps):
+    if cost_model == "pairsum":
+        pc, _ = pair_cost(probe, use_bandwidth, groups.labels, fill)
+        return CostModel(algo, pc, size, base), ("latency+bandwidth" if np.any(pc.inv_bw) else "latency"), []
+    net = network(probe, groups, fill=fill, use_bandwidth=use_bandwidth, nic_gbps=nic_gbps)
+    kind = "latency+bandwidth" if (use_bandwidth and probe.bandwidth is not None) else "latency"
+    return SharedCostModel(algo, net, size, base), kind, list(net.notes)
 
 
 def order_hosts(
@@ -126,25 +169,40 @@ def order_hosts(
     jobs: int = 1,
     smt_time: float = 0.0,
     labels=None,
+    model: str = "shared",
+    nic_gbps: float | None = None,
 ) -> OrderResult:
     """Search for a rank order of ``probe``'s hosts minimising ``algo``'s cost.
 
-    ``algo`` is one of ``ring``, ``hd`` (halving-doubling), ``dbt`` (double
-    binary tree) or ``bcube`` (with ``base``); ``size`` is the all-reduce
-    size in bytes (it matters only when bandwidth was probed).  Small
-    clusters are solved exactly (certified optimum: Held-Karp for ring up to
-    16 hosts, exhaustive search otherwise); larger ones are searched for
-    ``time_limit`` seconds (or ``max_iter`` moves per job) in ``jobs``
-    processes (0: all cores) from the cheapest of the input order, a
-    nearest-neighbour ring, a greedy-edge ring and, given ``labels`` (one
-    group label per host, e.g. from ``plink group``), the grouping.  With
-    ``smt_time`` > 0 Z3 then tries for that many seconds to find a better
-    order or prove the order optimal.  Never returns an order costlier than
-    the input order.  See ``solvers.solve.minimise``.
+    ``algo`` is one of ``ring``, ``hd`` (Rabenseifner halving-doubling),
+    ``rd`` (recursive doubling), ``dbt`` (double binary tree), ``bcube``
+    (with ``base``) or, with the shared model only, ``bintree`` (Open MPI's
+    binary-tree reduce + broadcast); ``size`` is the all-reduce size in bytes.  ``labels``
+    (one group label per host, e.g. from ``plink group``) overrides the
+    groups found in the data.
+
+    ``model="shared"`` (default) prices the collective's steps with host NICs
+    and group uplinks shared by concurrent flows, in seconds
+    (``solvers.contention``); without a bandwidth matrix NICs are assumed
+    ``nic_gbps`` (10 Gbit/s) and, unless the probe measured them, uplinks
+    carry what one NIC does.  Solved exactly for small N (every order,
+    ``solvers.groupsearch``), else from group-contiguous starts refined by
+    annealing for ``time_limit`` seconds (``max_iter`` iterations if given).
+
+    ``model="pairsum"``: the dissertation's sum of pair costs (µs), solved as
+    before by ``solvers.solve.minimise`` (Held-Karp / exhaustive for small N,
+    local search or annealing in ``jobs`` processes, optional Z3 for
+    ``smt_time`` seconds).
+
+    Never returns an order costlier than the input order.
     """
     start = time.perf_counter()
-    if algo not in ALGORITHMS:
-        raise PlinkError(f"unknown algorithm {algo!r} (choose from {', '.join(ALGORITHMS)})")
+    if model not in MODELS:
+        raise PlinkError(f"unknown cost model {model!r} (choose from {', '.join(MODELS)})")
+    known = SHARED_ALGORITHMS if model == "shared" else ALGORITHMS
+    if algo not in known:
+        extra = " (bintree: --model shared only)" if algo in SHARED_ALGORITHMS else ""
+        raise PlinkError(f"unknown algorithm {algo!r} for the {model} model (choose from {', '.join(known)}){extra}")
     if not (time_limit > 0):
         raise PlinkError(f"time limit must be > 0 seconds, got {time_limit}")
     if not (smt_time >= 0):
@@ -157,28 +215,72 @@ def order_hosts(
         raise PlinkError(f"--jobs must be >= 0 (0: all cores), got {jobs}")
     if max_iter is not None and max_iter < 0:
         raise PlinkError(f"max_iter must be >= 0, got {max_iter}")
+    if nic_gbps is not None and not (nic_gbps > 0):
+        raise PlinkError(f"--nic-gbps must be > 0, got {nic_gbps}")
     n = probe.n
     if n < 1:
         raise PlinkError("the probe file has no hosts")
     if labels is not None and len(labels) != n:
         raise PlinkError(f"got {len(labels)} group labels for {n} hosts")
     try:
-        check_algorithm(algo, n, base)
+        if algo in ALGORITHMS:
+            check_algorithm(algo, n, base)
     except ValueError as exc:
         raise PlinkError(str(exc)) from None
-    pc, n_missing = pair_cost(probe, use_bandwidth)
-    model = CostModel(algo, pc, size, base)
+    off = ~np.eye(n, dtype=bool)
+    if n > 1 and not np.isfinite(probe.latency[off]).any():
+        raise PlinkError("no pair of hosts was measured: nothing to order by")
+    groups = find_groups(probe, labels, seed, use_bandwidth)
+    n_missing = probe.n_missing_pairs()
+    cm, kind, notes = _build(model, algo, probe, groups, "high", size, base, use_bandwidth, nic_gbps)
+    cm_low = _build(model, algo, probe, groups, "low", size, base, use_bandwidth, nic_gbps)[0] if n_missing else cm
     identity = np.arange(n)
-    cost_input = model(identity)
-    cost_random = random_median(model, n_random, seed)
-    kind = "latency+bandwidth" if np.any(pc.inv_bw) else "latency"
-    res = minimise(
-        model, init=identity, labels=labels, time_limit=time_limit, seed=seed, jobs=jobs,
-        smt_time=smt_time, max_iter=max_iter,
-    )
-    best, best_cost = res.perm, res.cost
+    contiguous = rack_contiguous(groups.labels)
+    rand = random_orders(n, n_random, seed)
+
+    if model == "pairsum":
+        res = minimise(cm, init=identity, labels=labels, time_limit=time_limit, seed=seed, jobs=jobs,
+                       smt_time=smt_time, max_iter=max_iter)
+        lb_model = res.lower_bound if not res.proven_optimal else None
+    else:
+        if smt_time > 0:
+            notes.append("--smt-time applies to --model pairsum only: ignored")
+        res = minimise_shared(cm, init=identity, time_limit=time_limit, seed=seed, max_iter=max_iter)
+        lb_model = None
+    best, best_cost = res.perm, float(res.cost)
+    cost_input = float(cm(identity))
     if best_cost > cost_input:  # never hand back something worse than what the user has
         best, best_cost = identity, cost_input
+
+    def both(perms):
+        hi = _prices(cm, perms)
+        lo = _prices(cm_low, perms) if cm_low is not cm else hi
+        return lo, hi
+
+    lo, hi = both(np.stack([identity, contiguous, best]))
+    rlo, rhi = both(rand)
+    ranges = {"input": [float(lo[0]), float(hi[0])], "random_median": [float(np.median(rlo)), float(np.median(rhi))],
+              "contiguous": [float(lo[1]), float(hi[1])], "plink": [float(lo[2]), float(hi[2])]}
+
+    # a lower bound valid for any plausible missing values: on the best-case model
+    proven = bool(res.proven_optimal) and n_missing == 0
+    lb = best_cost if proven else None
+    if not proven and n > 2:
+        if model == "shared":
+            lb = shared_lower_bound(cm_low)
+        elif cm_low is cm:
+            lb = lb_model
+        else:
+            from plink.solvers.bounds import lower_bound
+
+            lb = lower_bound(cm_low, upper=None, time_budget=0.2)
+        if lb is not None and not (lb > 0 and best_cost / lb - 1 <= INFORMATIVE_GAP):
+            lb = None
+    if res.proven_optimal and n_missing:
+        notes.append("optimal for the model with unmeasured pairs at their worst plausible value only")
+    used = pairs_used(algo, best, base) if n > 1 else set()
+    miss = probe.missing_mask()
+    unmeasured = sum(1 for a, b in used if miss[a, b])
     return OrderResult(
         algo=algo,
         size=size,
@@ -186,13 +288,21 @@ def order_hosts(
         hosts=[probe.hosts[i].name for i in best],
         order=[int(i) for i in best],
         cost_input=cost_input,
-        cost_random_median=cost_random,
+        cost_random_median=float(np.median(_prices(cm, rand))),
         cost_plink=best_cost,
         n_random=n_random,
         model=kind,
         missing_pairs=n_missing,
-        proven_optimal=bool(res.proven_optimal),
-        lower_bound=res.lower_bound,
+        proven_optimal=proven,
+        lower_bound=lb,
         solver={"name": res.method, **res.info},
         elapsed=time.perf_counter() - start,
+        cost_model=model,
+        unit="s" if model == "shared" else "us",
+        cost_contiguous=float(hi[1]),
+        ranges=ranges,
+        pairs_used=len(used),
+        pairs_used_unmeasured=unmeasured,
+        groups={"k": groups.k, "source": groups.source, "confidence": groups.confidence},
+        notes=notes,
     )

@@ -417,7 +417,7 @@ def make_evaluator(model, perm: list[int]):
     if isinstance(model, CostModel):
         if model.algo == "ring":
             return _RingEval(model, perm)
-        if model.algo in ("hd", "bcube"):
+        if model.algo in ("hd", "rd", "bcube"):
             return _RoundsEval(model, perm)
         return _DbtEval(model, perm)
     return _FullEval(model, perm)

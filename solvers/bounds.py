@@ -154,6 +154,6 @@ def lower_bound(model: CostModel, upper: float | None = None, time_budget: float
     """The best cheap lower bound for ``model`` (any algorithm)."""
     if model.algo == "ring":
         return ring_lower_bound(model.ring_matrix, upper, time_budget)
-    if model.algo in ("hd", "bcube"):
+    if model.algo in ("hd", "rd", "bcube"):
         return round_lower_bound(model)
     return dbt_lower_bound(model)

@@ -27,6 +27,10 @@ predictions.  What each sums:
     costing ``max_i c[2i, 2i+1](S)``; the ``2^k`` survivors (odd ranks below
     ``2r``, then ranks ``2r..N-1``) run the power-of-two algorithm.
 
+``rd``  recursive doubling (Open MPI ``allreduce_intra_recursivedoubling``):
+    the pairs of ``hd`` (including the non power-of-two pre-step), each
+    round exchanging the full ``S``.
+
 ``dbt``  double binary tree (NCCL's, as modelled in §5.2.1).  Tree one is
     the in-order binary tree over ranks ``[0, N-1]`` rooted at the midpoint
     ``m = (i+j) // 2`` of every range, with subtrees ``[i, m-1]`` and
@@ -60,7 +64,7 @@ from typing import Callable
 
 import numpy as np
 
-ALGORITHMS = ("ring", "hd", "dbt", "bcube")
+ALGORITHMS = ("ring", "hd", "rd", "dbt", "bcube")
 
 #: microseconds per byte at 1 Gbit/s
 _US_PER_BYTE_AT_1GBPS = 8e-3
@@ -150,6 +154,11 @@ def hd_rounds(n: int) -> list[tuple[np.ndarray, np.ndarray, float]]:
     return rounds
 
 
+def rd_rounds(n: int) -> list[tuple[np.ndarray, np.ndarray, float]]:
+    """Rounds of recursive doubling: the pairs of :func:`hd_rounds`, each exchanging the full vector."""
+    return [(a, b, 1.0) for a, b, _ in hd_rounds(n)]
+
+
 def bcube_rounds(n: int, base: int) -> list[tuple[np.ndarray, np.ndarray, float]]:
     """Rounds of BCube as ``(rank_a, rank_b, size_fraction)``; ``N = base^x`` only."""
     if base < 2:
@@ -217,11 +226,23 @@ def _rounds_cost(pc: PairCost, perm: np.ndarray, rounds, size: float) -> float:
 
 
 def ring_cost(pc: PairCost, perm, size: float = 0.0) -> float:
-    """Ring: sum over ranks r of ``c[perm[r], perm[r-1]](S)``."""
+    """Ring: sum over ranks r of ``c[perm[r], perm[r-1]](S)`` (:func:`ring_hops` over ``c(S)``)."""
+    return ring_hops(pc.matrix(size), perm)
+
+
+def ring_hops(matrix: np.ndarray, perm):
+    """THE ring cost, used everywhere: ``sum_r matrix[perm[r], perm[r-1]]`` over all N hops.
+
+    ``perm`` is one order (returns a float) or ``(M, N)`` orders (returns
+    ``(M,)``).  Fewer than two ranks cost 0.  O(N) per order.  The compiled
+    ring kernel (``solvers._ringkernel``) keeps its own inner loop, tested
+    equal to this.
+    """
     p = np.asarray(perm)
-    if len(p) < 2:
-        return 0.0
-    return float(pc.pairs(p, np.roll(p, 1), size).sum())
+    if p.shape[-1] < 2:
+        return 0.0 if p.ndim == 1 else np.zeros(p.shape[0])
+    out = matrix[p, np.roll(p, 1, axis=-1)].sum(axis=-1)
+    return float(out) if p.ndim == 1 else out
 
 
 def hd_cost(pc: PairCost, perm, size: float = 0.0) -> float:
@@ -280,6 +301,9 @@ class CostModel:
         elif algo == "hd":
             self._rounds = hd_rounds(n)
             self._eval = lambda p: _rounds_cost(pc, p, self._rounds, self.size)
+        elif algo == "rd":
+            self._rounds = rd_rounds(n)
+            self._eval = lambda p: _rounds_cost(pc, p, self._rounds, self.size)
         elif algo == "bcube":
             self._rounds = bcube_rounds(n, base)
             self._eval = lambda p: _rounds_cost(pc, p, self._rounds, self.size)
@@ -293,9 +317,7 @@ class CostModel:
         return self._matrix if self.algo == "ring" else None
 
     def _ring(self, p: np.ndarray) -> float:
-        if len(p) < 2:
-            return 0.0
-        return float(self._matrix[p, np.roll(p, 1)].sum())
+        return ring_hops(self._matrix, p)
 
     def _dbt(self, p: np.ndarray) -> float:
         if self.n < 2:

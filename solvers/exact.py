@@ -29,7 +29,7 @@ import math
 
 import numpy as np
 
-from .costmodels import CostModel, dbt_levels
+from .costmodels import CostModel, dbt_levels, ring_hops
 
 #: largest N solved exactly by default (Held-Karp for ring, exhaustive otherwise)
 HELD_KARP_MAX_N = 16
@@ -99,7 +99,7 @@ def _has_transitive_symmetry(model: CostModel) -> bool:
     n = model.n
     if model.algo == "ring":
         return True
-    if model.algo == "hd":
+    if model.algo in ("hd", "rd"):
         return n >= 1 and (n & (n - 1)) == 0
     if model.algo == "bcube":
         return True
@@ -111,9 +111,8 @@ def batch_costs(model: CostModel, perms: np.ndarray) -> np.ndarray:
     perms = np.asarray(perms, dtype=np.int64)
     pc, size = model.pc, model.size
     if model.algo == "ring":
-        mat = model.ring_matrix
-        return mat[perms, np.roll(perms, 1, axis=1)].sum(axis=1)
-    if model.algo in ("hd", "bcube"):
+        return ring_hops(model.ring_matrix, perms)
+    if model.algo in ("hd", "rd", "bcube"):
         total = np.zeros(len(perms))
         for a, b, frac in model._rounds:
             ha, hb = perms[:, a], perms[:, b]

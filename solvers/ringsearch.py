@@ -55,6 +55,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .costmodels import ring_hops
+
 _EPS = 1e-10
 _KERNEL: list = []
 
@@ -109,11 +111,8 @@ def _engine(engine: str):
 
 
 def tour_length(matrix: np.ndarray, tour) -> float:
-    """Length of the closed tour ``tour`` over ``matrix`` (O(N))."""
-    t = np.asarray(tour, dtype=int)
-    if len(t) < 2:
-        return 0.0
-    return float(matrix[t, np.roll(t, 1)].sum())
+    """Length of the closed tour ``tour`` over ``matrix`` (O(N)): ``costmodels.ring_hops``."""
+    return ring_hops(matrix, np.asarray(tour, dtype=int))
 
 
 def neighbour_lists(matrix: np.ndarray, k: int = 8, far: int = 0, chunk: int = 512) -> np.ndarray:

@@ -111,7 +111,7 @@ def _int_table(t: np.ndarray, s: float, exact: bool) -> list[list[int]]:
 
 def _transitive(model: CostModel) -> bool:
     n = model.n
-    return model.algo in ("ring", "bcube") or (model.algo == "hd" and n & (n - 1) == 0)
+    return model.algo in ("ring", "bcube") or (model.algo in ("hd", "rd") and n & (n - 1) == 0)
 
 
 class _TooBig(Exception):
@@ -177,7 +177,7 @@ def smt_improve(model: CostModel, perm, time_limit: float, seed: int = 0) -> Smt
                 solver.add(ys[r] >= 0)
                 lower(ys[r], r, (r - 1) % n, tab)  # hop cost c[perm[r], perm[r-1]]
             objective = [z3.Sum(ys)]
-        elif model.algo in ("hd", "bcube"):
+        elif model.algo in ("hd", "rd", "bcube"):
             ys = []
             for k, (a, b, _frac) in enumerate(model._rounds):
                 tab = _int_table(named[k][1], s, exact)

@@ -27,7 +27,7 @@ def _probe(n, seed=0):
 @pytest.mark.parametrize("algo,n", [("ring", 12), ("hd", 8), ("dbt", 8), ("bcube", 8), ("hd", 6)])
 def test_small_clusters_are_certified_optimal(algo, n):
     probe = _probe(n, 1)
-    res = order_hosts(probe, algo, time_limit=5)
+    res = order_hosts(probe, algo, time_limit=5, model="pairsum")
     assert res.proven_optimal is True
     assert res.lower_bound == pytest.approx(res.cost_plink)
     model = CostModel(algo, PairCost.from_matrices(probe.latency), res.size)
@@ -47,7 +47,7 @@ def test_trivial_sizes():
 def test_larger_cluster_reports_bound_and_is_never_worse(tmp_path):
     probe = simulate_datacenter(racks=4, hosts_per_rack=8, seed=2)
     for algo in ("ring", "hd", "dbt", "bcube"):
-        res = order_hosts(probe, algo, time_limit=1.0, max_iter=2000)
+        res = order_hosts(probe, algo, time_limit=1.0, max_iter=2000, model="pairsum")
         assert res.proven_optimal is False
         assert res.lower_bound is not None and 0 < res.lower_bound <= res.cost_plink
         assert res.cost_plink <= res.cost_input
@@ -56,7 +56,7 @@ def test_larger_cluster_reports_bound_and_is_never_worse(tmp_path):
 
 def test_ring_lower_bound_is_close_on_a_datacenter():
     probe = simulate_datacenter(racks=4, hosts_per_rack=8, seed=3)
-    res = order_hosts(probe, "ring", time_limit=2.0, max_iter=3000)
+    res = order_hosts(probe, "ring", time_limit=2.0, max_iter=3000, model="pairsum")
     # 1-tree bound and ILS meet within a few percent on a clustered instance
     assert res.cost_plink / res.lower_bound < 1.05
 
@@ -70,7 +70,7 @@ def test_jobs_two_processes_deterministic():
 
 def test_smt_stage_through_order_hosts():
     probe = _probe(12, 4)
-    res = order_hosts(probe, "hd", time_limit=0.5, max_iter=500, smt_time=60)
+    res = order_hosts(probe, "hd", time_limit=0.5, max_iter=500, smt_time=60, model="pairsum")
     model = CostModel("hd", PairCost.from_matrices(probe.latency), res.size)
     assert res.solver["smt"]["status"] == "proven" and res.proven_optimal
     assert res.lower_bound <= res.cost_plink
@@ -92,7 +92,7 @@ def test_groups_warm_start_through_cli(tmp_path):
     assert r.exit_code == 0, r.output
     d = json.loads(r.output)
     assert d["cost_plink"] <= d["cost_input"]
-    res = order_hosts(probe, "hd", time_limit=0.5, max_iter=10, labels=labels)
+    res = order_hosts(probe, "hd", time_limit=0.5, max_iter=10, labels=labels, model="pairsum")
     # the grouping start keeps racks contiguous, so it beats the shuffled input by far
     assert res.solver["start"] in ("groups", "nearest-neighbour", "greedy-edge")
     assert res.cost_plink < 0.8 * res.cost_input
@@ -121,16 +121,24 @@ def test_cli_order_report_and_options(tmp_path):
     path = tmp_path / "p.json"
     probe.save(path)
     runner = CliRunner()
-    r = runner.invoke(cli, ["order", str(path), "--algo", "ring", "--json", "--jobs", "1", "--smt-time", "0"])
+    r = runner.invoke(cli, ["order", str(path), "--algo", "ring", "--json", "--jobs", "1", "--smt-time", "0",
+                            "--model", "pairsum"])
     assert r.exit_code == 0, r.output
     d = json.loads(r.output)
     assert d["proven_optimal"] is True and d["solver"]["name"] == "held-karp"
+    assert d["cost_model"] == "pairsum" and d["unit"] == "us"
     r = runner.invoke(cli, ["order", str(path), "--algo", "ring", "-o", str(tmp_path / "o.txt")])
     assert r.exit_code == 0
     assert "proven optimal: yes" in r.output
-    # dbt over 10 hosts is beyond exhaustive search: a bound is reported instead
+    # dbt over 10 hosts is beyond exhaustive search: a bound is reported instead when it says something
     r = runner.invoke(cli, ["order", str(path), "--algo", "dbt", "--time-limit", "0.5", "--jobs", "2"])
     assert r.exit_code == 0
     assert "proven optimal: no" in r.output and "lower bound" in r.output
+    gap = float(r.output.split("at most ")[1].split("%")[0])
+    assert 0 <= gap <= 100
+    # the pair-sum dbt bound on this instance is > 2x below the order: not printed
+    r = runner.invoke(cli, ["order", str(path), "--algo", "dbt", "--time-limit", "0.5", "--model", "pairsum"])
+    assert r.exit_code == 0
+    assert "proven optimal: no" in r.output and "lower bound" not in r.output
     r = runner.invoke(cli, ["order", str(path), "--time-limit", "0"])
     assert r.exit_code != 0

@@ -20,7 +20,7 @@ from plink.launch.emitters import FORMATS
               help="Processes (GPUs) per host; the ranks of one host stay contiguous.")
 @click.option("--groups", "groups_file", type=click.Path(dir_okay=False),
               help="Groups file (plink group) for --format slurm-topology.")
-@click.option("--algo", type=click.Choice(["ring", "hd", "dbt", "bcube"]),
+@click.option("--algo", type=click.Choice(["ring", "hd", "rd", "dbt", "bcube", "bintree"]),
               help="Algorithm for --format env (default: the JSON order file's, else ring).")
 @click.option("-o", "--output", type=click.Path(dir_okay=False), help="File to write (default: stdout).")
 def emit_cmd(orderfile, fmt, slots, groups_file, algo, output) -> None:
@@ -165,7 +165,7 @@ def _prober(hosts_file, probe_file, hosts_format="auto", **probe_kw):
 @click.option("--known-hosts", type=click.Path(dir_okay=False), help="known_hosts file (as plink probe).")
 @click.option("--hosts-format", type=click.Choice(["auto", "plain", "openmpi", "mpich", "slurm"]), default="auto",
               show_default=True, help="Host list format (as plink probe).")
-@click.option("--algo", type=click.Choice(["ring", "hd", "dbt", "bcube"]), default="ring", show_default=True)
+@click.option("--algo", type=click.Choice(["ring", "hd", "rd", "dbt", "bcube", "bintree"]), default="ring", show_default=True)
 @click.option("--size", default="25MiB", show_default=True, help="All-reduce size.")
 @click.option("--base", default=2, show_default=True, type=int, help="BCube base (--algo bcube).")
 @click.option("--min-gain", default="5%", show_default=True,

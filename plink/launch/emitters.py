@@ -336,16 +336,20 @@ def env_hints(hosts: Sequence, algo: str = "ring", slots=1) -> str:
     elif algo == "dbt":
         lines += ["export NCCL_ALGO=Tree   # NCCL's double binary tree over the node order"]
     else:
-        lines += [f"# NCCL has no {'halving-doubling' if algo == 'hd' else 'BCube'} all-reduce: "
+        name = {"hd": "halving-doubling", "rd": "recursive-doubling", "bintree": "binary-tree"}.get(algo, "BCube")
+        lines += [f"# NCCL has no {name} all-reduce: "
                   "this order helps Gloo and MPI, not NCCL (NCCL_ALGO left unset)."]
     lines += ["# Gloo (torch.distributed on CPU) runs a ring in rank order; no variable selects another algorithm."]
-    ompi = {"ring": "4  # ring", "hd": "6  # rabenseifner: recursive-halving reduce-scatter + doubling all-gather"}
+    ompi = {"ring": "4  # ring", "rd": "3  # recursive doubling",
+            "bintree": "2  # reduce (binary tree) + broadcast (binary tree)", "hd": "6  # rabenseifner: recursive-halving reduce-scatter + doubling all-gather"}
     if algo in ompi:
         lines += [
             "# Open MPI (coll/tuned):",
             "export OMPI_MCA_coll_tuned_use_dynamic_rules=1",
             f"export OMPI_MCA_coll_tuned_allreduce_algorithm={ompi[algo]}",
         ]
+        if algo == "bintree":
+            lines += ["export OMPI_MCA_coll_tuned_reduce_algorithm=4", "export OMPI_MCA_coll_tuned_bcast_algorithm=5"]
     first = hs[0]
     lines += [
         "# rank 0 (torchrun / torch.distributed rendezvous):",

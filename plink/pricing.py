@@ -1,0 +1,226 @@
+"""From probe data to priced cost models: missing pairs, groups, NIC and uplink capacities.
+
+Two models price a rank order (``plink order --model``):
+
+* ``shared`` (default, ``solvers.contention``): seconds of the collective's
+  real steps, with host NICs and group (rack) uplinks shared by all flows
+  of a step.
+* ``pairsum`` (``solvers.costmodels``): the dissertation's §5.2.1 sum of
+  independent pair costs, in µs.
+
+**Missing pairs are never priced as if measured.**  ``fill_missing`` gives
+every unmeasured pair the lowest (``low``), the median (``mid``) or the
+highest (``high``) value measured between the same two groups (all measured
+pairs when that block has none).  Orders are searched with ``high`` (the
+solver avoids links nobody measured, as before); reports price every order
+with ``low`` and ``high`` and give the range, since every model here is
+monotone in each pair's latency.
+
+**Groups** come from ``--groups`` (labels), else from the probe file's
+measured uplinks (``ProbeData.uplinks``: host sets with ``up_bps`` /
+``down_bps``), else from ``plink.structure.hierarchy.infer_hierarchy`` over
+the latency matrix or, when more confident, the inverse bandwidth matrix
+(by silhouette; the probe measures the pairs of a round concurrently, so cross-rack pairs
+share uplinks and measure slower: on the emulated 16-host cluster under load
+latency did not separate the racks and bandwidth did).
+
+**Capacities.**  NIC: with a bandwidth matrix, a host's fastest measured
+pair (isolated pairs do show what a NIC carries); without one, ``nic_gbps``
+(assumed, reported).  Uplinks: measured ones from the probe file; otherwise
+the conservative oversubscribed case, an uplink carries what one host NIC
+does (``contention.conservative_uplinks``) - isolated pairs never set an
+uplink, since one flow alone cannot see oversubscription.
+
+Complexity: O(N^2) plus the hierarchy inference.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from plink.data.probefile import ProbeData
+from plink.errors import PlinkError
+from plink.solvers.contention import Network, conservative_uplinks
+from plink.solvers.costmodels import PairCost
+
+FILLS = ("low", "mid", "high")
+DEFAULT_NIC_GBPS = 10.0  #: assumed host NIC when no bandwidth was probed
+
+
+def fill_missing(matrix: np.ndarray, labels: np.ndarray | None, how: str, missing: np.ndarray | None = None
+                 ) -> np.ndarray:
+    """``matrix`` with unmeasured off-diagonal pairs set per group block (see module docstring). O(N^2)."""
+    if how not in FILLS:
+        raise ValueError(f"fill must be one of {FILLS}, got {how!r}")
+    m = np.array(matrix, dtype=float)
+    n = m.shape[0]
+    off = ~np.eye(n, dtype=bool)
+    miss = (np.isnan(m) & off) if missing is None else (missing & off)
+    if not miss.any():
+        return m
+    known = m[off & ~miss]
+    if known.size == 0:
+        raise PlinkError("no pair of hosts was measured: nothing to order by")
+    pick = {"low": np.min, "mid": np.median, "high": np.max}[how]
+    glob = float(pick(known))
+    if labels is None:
+        m[miss] = glob
+        return m
+    lab = np.asarray(labels)
+    ia, ib = np.nonzero(miss)
+    cache: dict[tuple[int, int], float] = {}
+    for a, b in zip(ia.tolist(), ib.tolist()):
+        key = (min(lab[a], lab[b]), max(lab[a], lab[b]))
+        if key not in cache:
+            block = off & ~miss & (((lab[:, None] == key[0]) & (lab[None, :] == key[1]))
+                                   | ((lab[:, None] == key[1]) & (lab[None, :] == key[0])))
+            vals = m[block]
+            cache[key] = float(pick(vals)) if vals.size else glob
+        m[a, b] = cache[key]
+    return m
+
+
+def pair_cost(probe: ProbeData, use_bandwidth: bool = True, labels=None, fill: str = "high") -> tuple[PairCost, int]:
+    """The dissertation's pair-cost model of ``probe`` with missing pairs filled (``fill_missing``).
+
+    Returns the model and the number of unmeasured pairs.
+    """
+    missing = probe.missing_mask()
+    n_missing = int(np.triu(missing, 1).sum())
+    lat = fill_missing(probe.latency, labels, fill, missing)
+    bw = None
+    if use_bandwidth and probe.bandwidth is not None:
+        off = ~np.eye(probe.n, dtype=bool)
+        if np.isfinite(probe.bandwidth[off]).any():
+            # bandwidth: higher is better, so the worst plausible value is the lowest
+            inverse = {"low": "high", "mid": "mid", "high": "low"}[fill]
+            bw = fill_missing(probe.bandwidth, labels, inverse, np.isnan(probe.bandwidth) & off)
+    return PairCost.from_matrices(lat, bw), n_missing
+
+
+@dataclass
+class Groups:
+    """Group label per host and where it came from."""
+
+    labels: np.ndarray
+    source: str  #: "groups file", "probe uplinks", "inferred from latency|bandwidth" or "none"
+    confidence: float | None = None
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def k(self) -> int:
+        return int(self.labels.max()) + 1 if len(self.labels) else 0
+
+
+def _relabel(labels) -> np.ndarray:
+    _, inv = np.unique(np.asarray(labels), return_inverse=True)
+    return inv.astype(np.int64)
+
+
+def separation(matrix: np.ndarray, labels: np.ndarray) -> float:
+    """Silhouette of ``labels`` on the symmetrised ``matrix`` (missing pairs at the median); 0 for one group.
+
+    Used to choose between groupings inferred from different matrices, so it
+    does not depend on how the inference scores itself.  O(N^2).
+    """
+    from sklearn.metrics import silhouette_score
+
+    k = len(np.unique(labels))
+    n = len(labels)
+    if k < 2 or k >= n:
+        return 0.0
+    d = np.fmax(matrix, np.asarray(matrix).T).astype(float)
+    off = ~np.eye(n, dtype=bool)
+    d[~np.isfinite(d)] = float(np.median(d[off & np.isfinite(d)]))
+    np.fill_diagonal(d, 0.0)
+    return float(silhouette_score(d, labels, metric="precomputed"))
+
+
+def find_groups(probe: ProbeData, labels=None, seed: int = 0, use_bandwidth: bool = True) -> Groups:
+    """Groups of ``probe``'s hosts: given ``labels``, else measured uplinks, else inferred.
+
+    Inferred from the latency matrix and, when the probe has one, from the
+    inverse bandwidth matrix; the grouping with the higher silhouette
+    (``separation``) on its own matrix wins.  ``Groups.confidence`` is that
+    silhouette.
+    """
+    if labels is not None:
+        return Groups(_relabel(labels), "groups file")
+    uplinks = getattr(probe, "uplinks", None)
+    if uplinks:
+        lab = np.full(probe.n, -1)
+        for g, u in enumerate(uplinks):
+            for h in u.hosts:
+                if lab[h] >= 0:
+                    lab = None
+                    break
+                lab[h] = g
+            if lab is None:
+                break
+        if lab is not None and (lab >= 0).all():
+            return Groups(_relabel(lab), "probe uplinks")
+    if probe.n < 3:
+        return Groups(np.zeros(probe.n, dtype=np.int64), "none")
+    from plink.structure.hierarchy import infer_hierarchy
+
+    def run(matrix):
+        h = infer_hierarchy(matrix, random_state=seed)
+        lab = _relabel(h.labels)
+        return lab, separation(matrix, lab)
+
+    labels, conf = run(probe.latency)
+    source = "inferred from latency"
+    if probe.bandwidth is not None and use_bandwidth:
+        # the probe runs the pairs of a round at the same time, so cross-rack pairs share uplinks and
+        # measure slower: 1/bandwidth is a distance (§4.2.1), often clearer than latency on busy hosts
+        bw = probe.bandwidth
+        with np.errstate(divide="ignore", invalid="ignore"):
+            inv = np.where(bw > 0, 1.0 / bw, np.nan)
+        if np.isfinite(inv[~np.eye(probe.n, dtype=bool)]).sum() >= probe.n:
+            lab_bw, conf_bw = run(inv)
+            if (conf_bw or 0.0) > (conf or 0.0):
+                labels, conf, source = lab_bw, conf_bw, "inferred from bandwidth"
+    return Groups(labels, source, conf)
+
+
+def network(probe: ProbeData, groups: Groups, *, fill: str = "high", use_bandwidth: bool = True,
+            nic_gbps: float | None = None) -> Network:
+    """The shared-link network of ``probe`` (see module docstring); latency one-way = RTT / 2."""
+    n = probe.n
+    lab = groups.labels
+    lat_us = fill_missing(probe.latency, lab, fill, probe.missing_mask())
+    lat = lat_us * 1e-6 / 2.0
+    notes: list[str] = []
+    bw = probe.bandwidth if use_bandwidth else None
+    nic = None
+    if bw is not None:
+        with np.errstate(all="ignore"):
+            best = np.nanmax(np.where(np.eye(n, dtype=bool), np.nan, bw), axis=1) if n > 1 else np.full(n, np.nan)
+        if np.isfinite(best).any():
+            best = np.where(np.isfinite(best), best, np.nanmedian(best))
+            nic = best * 1e9 / 8
+            if nic_gbps is not None:
+                notes.append("--nic-gbps ignored: NIC capacities come from the measured bandwidth")
+    if nic is None:
+        gbps = DEFAULT_NIC_GBPS if nic_gbps is None else float(nic_gbps)
+        if not gbps > 0:
+            raise PlinkError(f"--nic-gbps must be > 0, got {nic_gbps}")
+        nic = np.full(n, gbps * 1e9 / 8)
+        notes.append(f"no bandwidth measured: host NICs assumed {gbps:g} Gbit/s"
+                     + (" (set --nic-gbps)" if nic_gbps is None else ""))
+    k = int(lab.max()) + 1 if n else 0
+    up = conservative_uplinks(nic, lab)
+    down = up.copy()
+    measured = np.zeros(k, dtype=bool)
+    for u in getattr(probe, "uplinks", None) or []:
+        hosts = sorted(int(h) for h in u.hosts)
+        for g in range(k):
+            if sorted(np.flatnonzero(lab == g).tolist()) == hosts:
+                up[g], down[g] = float(u.up_bps), float(u.down_bps)
+                measured[g] = True
+    if k > 1 and not measured.all():
+        what = "no group uplink" if not measured.any() else f"{int((~measured).sum())} of {k} group uplinks"
+        notes.append(f"{what} measured: assumed the oversubscribed case, an uplink carries what one host NIC does")
+    return Network(lat, nic, nic.copy(), lab, up, down, tuple(notes))

@@ -1,0 +1,528 @@
+"""Cost models that price what flows share: host NICs and group (rack) uplinks, in seconds.
+
+The dissertation's model (§5.2.1, ``solvers.costmodels``, here called
+``pairsum``) sums independent pair costs.  Real collectives are limited by
+what concurrent flows *share*: on a cluster with oversubscribed rack uplinks a
+ring that sends two flows over one uplink direction takes twice as long as
+one that sends one (measured on the emulated cluster: time ~ 0.62 s x the
+largest number of ring flows on one uplink direction, 16 MiB, 400 Mbit/s).
+
+**Model.**  A collective is a list of *steps*; in a step a set of flows
+``rank a -> rank b`` with ``bytes`` each run concurrently.  Links are every
+host NIC (send side and receive side) and, for every group of hosts (rack),
+its uplink in each direction (``up``: leaving the group, ``down``:
+entering it).  A flow crosses the sender's NIC, the receiver's NIC and, when
+sender and receiver sit in different groups, the sender group's ``up`` and
+the receiver group's ``down``.  Then ::
+
+    step time = max_flows latency[a, b]  +  max_links (bytes on link / capacity)
+    total     = sum over steps
+
+(the latency is one-way, in seconds; capacities in bytes/s).  The bandwidth
+term is the max-min fair completion time of the step's flows when one link
+is the bottleneck; with equal caps it is exactly ``S_step x (largest number
+of flows sharing a link) / cap``.
+
+**Step structures** (``schedule``; S bytes, N ranks; each checked against the
+library source named):
+
+``ring``  Open MPI ``ompi_coll_base_allreduce_intra_ring``, Gloo's ring,
+    NCCL ring: ``2(N-1)`` steps (reduce-scatter then all-gather), in each
+    every rank ``r`` sends ``S/N`` bytes to ``r+1 mod N``.  Each host moves
+    ``2(N-1)/N S`` bytes.
+
+``hd``  Rabenseifner's reduce-scatter + all-gather as in Open MPI
+    ``ompi_coll_base_allreduce_intra_redscat_allgather`` (MPICH's is the same
+    for a power of two).  ``p' = 2^floor(log2 N)``, ``r = N - p'``.  Pre-step
+    for the first ``2r`` ranks: even ``2i`` and odd ``2i+1`` swap halves
+    (``S/2`` each way), then the odd rank sends its reduced half (``S/2``) to
+    the even one, which survives as virtual rank ``i``; ranks ``>= 2r``
+    become ``rank - r``.  Reduce-scatter: for ``mask = 1, 2, ..., p'/2``
+    exchange ``S / (2 mask)`` bytes each way with ``vrank XOR mask`` (the
+    *largest* volume goes to the nearest partner, distance 1, first); the
+    all-gather mirrors it (``mask = p'/2 .. 1``, same volumes per partner).
+    Post-step: each even rank ``< 2r`` sends the full ``S`` to ``rank + 1``.
+
+``rd``  recursive doubling, Open MPI ``ompi_coll_base_allreduce_intra_recursivedoubling``:
+    pre-step even ``2i`` sends ``S`` to ``2i+1`` (which survives as
+    ``i``), ranks ``>= 2r`` become ``rank - r``; ``log2 p'`` steps
+    exchanging the full ``S`` each way with ``vrank XOR 2^k``; post-step the
+    odd rank sends ``S`` back to the even one.
+
+``dbt``  NCCL's double binary tree (the trees of ``solvers.costmodels``:
+    an in-order binary tree over ranks and its mirror shifted by one rank),
+    pipelined: each tree carries ``S/2`` up (reduce) and ``S/2`` down
+    (broadcast) over every edge, all concurrent, so the bandwidth term is one
+    step with all these flows; the latency term is, per tree depth, the
+    slowest edge at that depth in either tree, counted twice (up and down).
+
+``bcube``  Gloo ``AllreduceBcube`` with base ``B`` (``N = B^x``): for digit
+    ``i = 0..x-1`` every rank sends ``S / B^(i+1)`` to each of its ``B-1``
+    peers differing only in digit ``i`` (reduce-scatter), and the all-gather
+    repeats the same flows in reverse digit order.
+
+``bintree``  Open MPI ``allreduce`` algorithm 2 (``nonoverlapping``: reduce to
+    rank 0, then broadcast) with the binary-tree reduce (4) and broadcast (5)
+    of ``coll_tuned``, over ``ompi_coll_base_topo_build_tree(2, comm, 0)``
+    (children of the ``i``-th rank of level ``L``: ``2^(L+1) - 1 + i`` and
+    that plus ``2^L``).  Both phases are segmented pipelines: each sends
+    ``S`` over every tree edge (up, then down), all edges concurrent; the
+    latency term per tree level is its slowest edge, counted twice.
+    (The shared model only; not NCCL's tree.)
+
+Identical steps are merged (``repeat``), so a ring is one step repeated
+``2(N-1)`` times and costs one evaluation.
+
+Complexity: one evaluation is O(sum of flows over distinct steps) numpy work:
+O(N) for ring, O(N log N) for hd/rd, O(N) for dbt, O(N B log_B N) for BCube;
+``batch`` evaluates M orders in one pass (O(M x that)).
+
+References: R. Thakur, R. Rabenseifner, W. Gropp, "Optimization of
+collective communication operations in MPICH", IJHPCA 19(1), 2005;
+P. Sanders, J. Speck, J. L. Träff, "Two-tree algorithms for full bandwidth
+broadcast, reduction and scan", Parallel Computing 35(12), 2009 (double
+binary tree); Open MPI ``ompi/mca/coll/base/coll_base_allreduce.c``; Gloo
+``gloo/allreduce_bcube.h``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .costmodels import dbt_levels, is_power_of
+
+SHARED_ALGORITHMS = ("ring", "hd", "rd", "dbt", "bcube", "bintree")
+
+
+# ---------------------------------------------------------------------------
+# the network: latencies, NICs, groups and their uplinks
+
+
+@dataclass(frozen=True)
+class Network:
+    """What the flows of a collective share.
+
+    ``latency``: ``(N, N)`` one-way seconds, complete off the diagonal.
+    ``nic_send`` / ``nic_recv``: ``(N,)`` bytes/s per host.  ``groups``:
+    ``(N,)`` ints ``0..G-1``.  ``up`` / ``down``: ``(G,)`` bytes/s of each
+    group's uplink leaving / entering the group.  ``notes``: the assumptions
+    made to build it (reported to the user).
+    """
+
+    latency: np.ndarray
+    nic_send: np.ndarray
+    nic_recv: np.ndarray
+    groups: np.ndarray
+    up: np.ndarray
+    down: np.ndarray
+    notes: tuple[str, ...] = field(default=())
+
+    def __post_init__(self) -> None:
+        lat = np.asarray(self.latency, dtype=float)
+        n = lat.shape[0] if lat.ndim == 2 else -1
+        if lat.ndim != 2 or lat.shape != (n, n):
+            raise ValueError(f"latency matrix must be square, got shape {lat.shape}")
+        off = ~np.eye(n, dtype=bool)
+        if not np.all(np.isfinite(lat[off])) or np.any(lat[off] < 0):
+            raise ValueError("latency matrix must be complete, finite and >= 0 off the diagonal; fill missing pairs first")
+        lat = lat.copy()
+        np.fill_diagonal(lat, 0.0)
+        g = np.asarray(self.groups)
+        if g.shape != (n,) or (n and (g.min() < 0 or not np.issubdtype(g.dtype, np.integer))):
+            raise ValueError(f"groups must be {n} non-negative integers")
+        k = int(g.max()) + 1 if n else 0
+        arrays = {}
+        for name, size in (("nic_send", n), ("nic_recv", n), ("up", k), ("down", k)):
+            a = np.asarray(getattr(self, name), dtype=float)
+            if a.shape != (size,):
+                raise ValueError(f"{name} must have {size} entries, got shape {a.shape}")
+            if not np.all(a > 0):
+                raise ValueError(f"{name} capacities must be > 0 bytes/s")
+            arrays[name] = a
+        object.__setattr__(self, "latency", lat)
+        object.__setattr__(self, "groups", g.astype(np.int64))
+        for name, a in arrays.items():
+            object.__setattr__(self, name, a)
+
+    @property
+    def n(self) -> int:
+        return self.latency.shape[0]
+
+    @property
+    def n_groups(self) -> int:
+        return len(self.up)
+
+    def inverse_capacities(self) -> np.ndarray:
+        """``1 / capacity`` for the links ``[send NICs, recv NICs, ups, downs, intra-group dummy]``."""
+        return np.concatenate([1.0 / self.nic_send, 1.0 / self.nic_recv, 1.0 / self.up, 1.0 / self.down, [0.0]])
+
+
+def conservative_uplinks(nic: np.ndarray, groups: np.ndarray) -> np.ndarray:
+    """Uplink capacity per group when nothing measured it: what one host NIC of the group carries.
+
+    The oversubscribed case (the emulated cluster's, and common in clouds):
+    one flow alone cannot see oversubscription, so isolated pair bandwidth
+    says nothing about the uplink.  The median NIC of the group.
+    """
+    g = np.asarray(groups)
+    k = int(g.max()) + 1 if len(g) else 0
+    return np.array([float(np.median(nic[g == j])) for j in range(k)])
+
+
+# ---------------------------------------------------------------------------
+# step structures
+
+
+@dataclass(frozen=True)
+class Step:
+    """Concurrent flows ``src[f] -> dst[f]`` (ranks) of ``nbytes[f]`` bytes, ``repeat`` times.
+
+    ``latency``: whether the step pays ``max latency`` of its flows (the
+    bandwidth-only step of a pipelined tree does not).
+    """
+
+    src: np.ndarray
+    dst: np.ndarray
+    nbytes: np.ndarray
+    repeat: int = 1
+    latency: bool = True
+
+
+def _step(src, dst, nbytes, repeat=1, latency=True) -> Step:
+    src = np.asarray(src, dtype=np.int64)
+    dst = np.asarray(dst, dtype=np.int64)
+    nb = np.broadcast_to(np.asarray(nbytes, dtype=float), src.shape).copy()
+    return Step(src, dst, nb, repeat, latency)
+
+
+def _both(a, b, nbytes, repeat=1) -> Step:
+    """An exchange: ``a <-> b`` with ``nbytes`` each way."""
+    a = np.asarray(a, dtype=np.int64)
+    b = np.asarray(b, dtype=np.int64)
+    return _step(np.concatenate([a, b]), np.concatenate([b, a]), nbytes, repeat)
+
+
+def _merge(steps: list[Step]) -> list[Step]:
+    """Merge identical steps (same flows, bytes, latency flag) by summing ``repeat``."""
+    out: dict[tuple, Step] = {}
+    for s in steps:
+        if len(s.src) == 0:
+            continue
+        key = (s.src.tobytes(), s.dst.tobytes(), s.nbytes.tobytes(), s.latency)
+        if key in out:
+            o = out[key]
+            out[key] = Step(o.src, o.dst, o.nbytes, o.repeat + s.repeat, o.latency)
+        else:
+            out[key] = s
+    return list(out.values())
+
+
+def ring_steps(n: int, size: float) -> list[Step]:
+    if n < 2:
+        return []
+    r = np.arange(n)
+    return [_step(r, (r + 1) % n, size / n, repeat=2 * (n - 1))]
+
+
+def _pof2_split(n: int) -> tuple[int, int]:
+    pof2 = 1 << (n.bit_length() - 1)
+    return pof2, n - pof2
+
+
+def hd_steps(n: int, size: float) -> list[Step]:
+    """Rabenseifner as in Open MPI (see module docstring)."""
+    if n < 2:
+        return []
+    pof2, rem = _pof2_split(n)
+    steps: list[Step] = []
+    evens = np.arange(rem) * 2
+    if rem:
+        steps.append(_both(evens, evens + 1, size / 2))
+        steps.append(_step(evens + 1, evens, size / 2))
+    v = np.arange(pof2)
+    real = np.where(v < rem, v * 2, v + rem)  # vrank -> rank (survivors: the even ranks)
+    mask = 1
+    while mask < pof2:
+        keep = v < (v ^ mask)
+        steps.append(_both(real[v[keep]], real[(v ^ mask)[keep]], size / (2 * mask), repeat=2))
+        mask <<= 1
+    if rem:
+        steps.append(_step(evens, evens + 1, size))
+    return _merge(steps)
+
+
+def rd_steps(n: int, size: float) -> list[Step]:
+    """Recursive doubling as in Open MPI (see module docstring)."""
+    if n < 2:
+        return []
+    pof2, rem = _pof2_split(n)
+    steps: list[Step] = []
+    evens = np.arange(rem) * 2
+    if rem:
+        steps.append(_step(evens, evens + 1, size))
+    v = np.arange(pof2)
+    real = np.where(v < rem, v * 2 + 1, v + rem)  # survivors: the odd ranks
+    mask = 1
+    while mask < pof2:
+        keep = v < (v ^ mask)
+        steps.append(_both(real[v[keep]], real[(v ^ mask)[keep]], size))
+        mask <<= 1
+    if rem:
+        steps.append(_step(evens + 1, evens, size))
+    return _merge(steps)
+
+
+def dbt_steps(n: int, size: float) -> list[Step]:
+    """Pipelined double binary tree (see module docstring)."""
+    if n < 2:
+        return []
+    levels = dbt_levels(n)  # tree one, deepest first, positions == ranks
+    steps: list[Step] = []
+    par_all, ch_all = [], []
+    for par, ch in levels:
+        # tree two: position a is played by rank a - 1 (mod n)
+        p2, c2 = (par - 1) % n, (ch - 1) % n
+        pa = np.concatenate([par, p2])
+        ca = np.concatenate([ch, c2])
+        steps.append(_step(np.concatenate([ca, pa]), np.concatenate([pa, ca]), 0.0, repeat=2))
+        par_all.append(pa)
+        ch_all.append(ca)
+    pa = np.concatenate(par_all)
+    ca = np.concatenate(ch_all)
+    # every edge of both trees: S/2 up (reduce) and S/2 down (broadcast), all concurrent
+    steps.append(_step(np.concatenate([ca, pa]), np.concatenate([pa, ca]), size / 2, latency=False))
+    return _merge(steps)
+
+
+def bintree_edges(n: int) -> list[tuple[int, int, int]]:
+    """``(parent, child, child_level)`` of Open MPI's fanout-2 tree rooted at rank 0.
+
+    ``ompi_coll_base_topo_build_tree(2, comm, 0)``: level ``L`` holds ranks
+    ``2^L - 1 .. 2^(L+1) - 2``; the ``i``-th rank of level ``L`` has children
+    ``2^(L+1) - 1 + i`` and ``2^(L+1) - 1 + i + 2^L`` (7 ranks: 0 -> 1, 2;
+    1 -> 3, 5; 2 -> 4, 6).
+    """
+    out = []
+    level, first = 0, 0
+    while first < n:
+        delta = 1 << level
+        nxt = first + delta
+        for i in range(delta):
+            r = first + i
+            if r >= n:
+                break
+            for k in range(2):
+                c = nxt + i + k * delta
+                if c < n:
+                    out.append((r, c, level + 1))
+        first, level = nxt, level + 1
+    return out
+
+
+def bintree_steps(n: int, size: float) -> list[Step]:
+    """Open MPI allreduce algorithm 2 with binary-tree reduce and broadcast (see module docstring)."""
+    if n < 2:
+        return []
+    e = np.array(bintree_edges(n), dtype=np.int64)
+    par, ch, lvl = e[:, 0], e[:, 1], e[:, 2]
+    steps = [_step(ch[lvl == d], par[lvl == d], 0.0, repeat=2) for d in sorted(set(lvl.tolist()))]
+    steps.append(_step(ch, par, size, latency=False))  # reduce: every edge carries S up, pipelined
+    steps.append(_step(par, ch, size, latency=False))  # then broadcast: S down
+    return _merge(steps)
+
+
+def bcube_steps(n: int, size: float, base: int = 2) -> list[Step]:
+    """Gloo's BCube (see module docstring); ``N = base^x`` only."""
+    if base < 2:
+        raise ValueError(f"BCube base must be >= 2, got {base}")
+    if not is_power_of(n, base):
+        raise ValueError(
+            f"BCube with base {base} needs N to be a power of {base}, but N = {n} "
+            f"(Gloo accepts only N = base^x; pick another --base or algorithm)"
+        )
+    if n < 2:
+        return []
+    j = np.arange(n)
+    steps: list[Step] = []
+    stride, i = 1, 0
+    while stride < n:
+        digit = (j // stride) % base
+        src, dst = [], []
+        for k in range(1, base):
+            src.append(j)
+            dst.append(j + (((digit + k) % base) - digit) * stride)
+        steps.append(_step(np.concatenate(src), np.concatenate(dst), size / base ** (i + 1), repeat=2))
+        stride *= base
+        i += 1
+    return _merge(steps)
+
+
+def schedule(algo: str, n: int, size: float, base: int = 2) -> list[Step]:
+    """The steps of ``algo`` over ``n`` ranks for ``size`` bytes."""
+    if algo == "ring":
+        return ring_steps(n, size)
+    if algo == "hd":
+        return hd_steps(n, size)
+    if algo == "rd":
+        return rd_steps(n, size)
+    if algo == "dbt":
+        return dbt_steps(n, size)
+    if algo == "bcube":
+        return bcube_steps(n, size, base)
+    if algo == "bintree":
+        return bintree_steps(n, size)
+    raise ValueError(f"unknown algorithm {algo!r} (choose from {', '.join(SHARED_ALGORITHMS)})")
+
+
+# ---------------------------------------------------------------------------
+# evaluation
+
+
+class SharedCostModel:
+    """``model(perm) -> seconds`` of ``algo`` over ``net`` (see module docstring).
+
+    ``perm[r]`` is the host at rank ``r``.  ``batch(perms)`` prices many
+    orders at once; ``breakdown(perm)`` gives per-step latency and bandwidth
+    terms and the link that bounds each step.
+    """
+
+    kind = "shared"
+
+    def __init__(self, algo: str, net: Network, size: float, base: int = 2):
+        if algo not in SHARED_ALGORITHMS:
+            raise ValueError(f"unknown algorithm {algo!r} (choose from {', '.join(SHARED_ALGORITHMS)})")
+        if not size >= 0:
+            raise ValueError(f"size must be >= 0 bytes, got {size}")
+        self.algo = algo
+        self.net = net
+        self.size = float(size)
+        self.base = base
+        self.n = net.n
+        self.steps = schedule(algo, net.n, self.size, base)
+        self._inv = net.inverse_capacities()
+        self._L = len(self._inv)
+
+    def batch(self, perms, smooth: bool = False):
+        """Seconds for each row of ``perms`` (``(M, N)``). O(M x flows).
+
+        With ``smooth``, also returns a smooth companion per order: the same
+        sum with every max replaced by a mean (flow latency) or a root mean
+        square (link time), which the search uses to break the model's plateaus.
+        """
+        P = np.asarray(perms, dtype=np.int64)
+        if P.ndim == 1:
+            P = P[None, :]
+        M = P.shape[0]
+        total = np.zeros(M)
+        soft = np.zeros(M)
+        net, n, G, L = self.net, self.n, self.net.n_groups, self._L
+        dummy = L - 1
+        rows = (np.arange(M) * L)[:, None]
+        for s in self.steps:
+            hs = P[:, s.src]
+            hd = P[:, s.dst]
+            t = np.zeros(M)
+            if s.latency:
+                lat = net.latency[hs, hd]
+                t += lat.max(axis=1)
+                if smooth:
+                    soft += s.repeat * lat.mean(axis=1)
+            if s.nbytes.any():
+                gs, gd = net.groups[hs], net.groups[hd]
+                cross = gs != gd
+                idx = np.concatenate(
+                    [hs, n + hd, np.where(cross, 2 * n + gs, dummy), np.where(cross, 2 * n + G + gd, dummy)], axis=1
+                )
+                w = np.broadcast_to(np.tile(s.nbytes, 4), idx.shape)
+                loads = np.bincount((idx + rows).ravel(), weights=w.ravel(), minlength=M * L).reshape(M, L)
+                times = loads * self._inv
+                t += times.max(axis=1)
+                if smooth:
+                    soft += s.repeat * np.sqrt((times[:, :-1] ** 2).mean(axis=1))
+            total += s.repeat * t
+        return (total, soft) if smooth else total
+
+    def __call__(self, perm) -> float:
+        p = np.asarray(perm, dtype=np.int64)
+        if p.shape != (self.n,):
+            raise ValueError(f"permutation must have {self.n} entries, got {p.shape}")
+        return float(self.batch(p[None, :])[0])
+
+    def link_names(self) -> list[str]:
+        n, G = self.n, self.net.n_groups
+        return ([f"nic-send:{h}" for h in range(n)] + [f"nic-recv:{h}" for h in range(n)]
+                + [f"up:{g}" for g in range(G)] + [f"down:{g}" for g in range(G)] + ["intra"])
+
+    def breakdown(self, perm) -> list[dict]:
+        """Per distinct step: repeat, latency term, bandwidth term, bottleneck link, flows on it."""
+        p = np.asarray(perm, dtype=np.int64)
+        names = self.link_names()
+        out = []
+        for s in self.steps:
+            hs, hd = p[s.src], p[s.dst]
+            lat = float(self.net.latency[hs, hd].max()) if s.latency else 0.0
+            loads = self._loads(hs, hd, s.nbytes)
+            k = int(np.argmax(loads * self._inv))
+            out.append({"repeat": s.repeat, "flows": len(s.src), "latency_s": lat,
+                        "bandwidth_s": float(loads[k] * self._inv[k]), "bottleneck": names[k],
+                        "flows_on_bottleneck": int(self._counts(hs, hd)[k]) if s.nbytes.any() else 0})
+        return out
+
+    def _link_index(self, hs, hd) -> np.ndarray:
+        n, G, dummy = self.n, self.net.n_groups, self._L - 1
+        gs, gd = self.net.groups[hs], self.net.groups[hd]
+        cross = gs != gd
+        return np.concatenate([hs, n + hd, np.where(cross, 2 * n + gs, dummy), np.where(cross, 2 * n + G + gd, dummy)])
+
+    def _loads(self, hs, hd, nbytes) -> np.ndarray:
+        return np.bincount(self._link_index(hs, hd), weights=np.tile(nbytes, 4), minlength=self._L)
+
+    def _counts(self, hs, hd) -> np.ndarray:
+        c = np.bincount(self._link_index(hs, hd), minlength=self._L)
+        c[-1] = 0
+        return c
+
+    def max_uplink_flows(self, perm) -> int:
+        """The largest number of flows of one step sharing one uplink direction."""
+        p = np.asarray(perm, dtype=np.int64)
+        best = 0
+        for s in self.steps:
+            if s.nbytes.any():
+                c = self._counts(p[s.src], p[s.dst])
+                best = max(best, int(c[2 * self.n: -1].max(initial=0)))
+        return best
+
+
+def shared_lower_bound(model: SharedCostModel) -> float:
+    """A valid lower bound on ``model`` over every order.
+
+    Per step: latency >= the ``h``-th smallest per-host cheapest latency
+    (``h`` hosts take part, each in a flow); bandwidth >= the busiest rank's
+    sent (and received) bytes over the fastest NIC, and, for the ring with
+    two or more groups, ``S/N`` over the slowest uplink (every ring leaves
+    and enters every group at least once).  O(N^2 + flows).
+    """
+    net = model.net
+    n = model.n
+    if n < 2:
+        return 0.0
+    lat = net.latency + np.diag(np.full(n, np.inf))
+    host_min = np.sort(np.minimum(lat.min(axis=1), lat.min(axis=0)))
+    total = 0.0
+    for s in model.steps:
+        t = 0.0
+        if s.latency:
+            h = len(np.unique(np.concatenate([s.src, s.dst])))
+            t += float(host_min[h - 1])
+        if s.nbytes.any():
+            sent = np.bincount(s.src, weights=s.nbytes, minlength=n).max()
+            recv = np.bincount(s.dst, weights=s.nbytes, minlength=n).max()
+            bw = max(sent / net.nic_send.max(), recv / net.nic_recv.max())
+            used = np.unique(net.groups)
+            if model.algo == "ring" and len(used) >= 2:
+                bw = max(bw, float(s.nbytes[0]) / net.up[used].min(), float(s.nbytes[0]) / net.down[used].min())
+            t += bw
+        total += s.repeat * t
+    return float(total)

@@ -1,0 +1,262 @@
+"""The shared-link cost models against a slow step-by-step reference simulator."""
+
+import itertools
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from plink.solvers.contention import (
+    Network,
+    SharedCostModel,
+    conservative_uplinks,
+    shared_lower_bound,
+)
+
+# ---------------------------------------------------------------------------
+# reference: each algorithm written out as the library code runs it, one
+# message at a time, then every step priced with plain loops over dicts
+
+
+def ref_ring(n, S):
+    steps = []
+    for _ in range(2 * (n - 1)):
+        steps.append(([(r, (r + 1) % n, S / n) for r in range(n)], True))
+    return steps
+
+
+def _virtual(n):
+    pof2 = 1
+    while pof2 * 2 <= n:
+        pof2 *= 2
+    return pof2, n - pof2
+
+
+def ref_rabenseifner(n, S):
+    """ompi_coll_base_allreduce_intra_redscat_allgather, message by message."""
+    pof2, rem = _virtual(n)
+    steps = []
+    if rem:
+        steps.append(([m for i in range(rem) for m in ((2 * i, 2 * i + 1, S / 2), (2 * i + 1, 2 * i, S / 2))], True))
+        steps.append(([(2 * i + 1, 2 * i, S / 2) for i in range(rem)], True))
+
+    def real(v):
+        return v * 2 if v < rem else v + rem
+
+    window = S
+    for mask in [1 << k for k in range(pof2.bit_length() - 1)]:
+        window /= 2
+        steps.append(([(real(v), real(v ^ mask), window) for v in range(pof2)], True))
+    for mask in reversed([1 << k for k in range(pof2.bit_length() - 1)]):
+        steps.append(([(real(v), real(v ^ mask), S / (2 * mask)) for v in range(pof2)], True))
+    if rem:
+        steps.append(([(2 * i, 2 * i + 1, S) for i in range(rem)], True))
+    return steps
+
+
+def ref_rd(n, S):
+    """ompi_coll_base_allreduce_intra_recursivedoubling."""
+    pof2, rem = _virtual(n)
+    steps = []
+    if rem:
+        steps.append(([(2 * i, 2 * i + 1, S) for i in range(rem)], True))
+
+    def real(v):
+        return v * 2 + 1 if v < rem else v + rem
+
+    mask = 1
+    while mask < pof2:
+        steps.append(([(real(v), real(v ^ mask), S) for v in range(pof2)], True))
+        mask <<= 1
+    if rem:
+        steps.append(([(2 * i + 1, 2 * i, S) for i in range(rem)], True))
+    return steps
+
+
+def _tree(i, j, depth, parent, edges):
+    if i > j:
+        return
+    m = (i + j) // 2
+    if parent is not None:
+        edges.append((parent, m, depth))
+    _tree(i, m - 1, depth + 1, m, edges)
+    _tree(m + 1, j, depth + 1, m, edges)
+
+
+def ref_dbt(n, S):
+    edges = []
+    _tree(0, n - 1, 0, None, edges)
+    both = edges + [((p - 1) % n, (c - 1) % n, d) for p, c, d in edges]
+    steps = []
+    for d in sorted({d for _, _, d in both}):
+        lvl = [(c, p, 0.0) for p, c, dd in both if dd == d] + [(p, c, 0.0) for p, c, dd in both if dd == d]
+        steps += [(lvl, True), (lvl, True)]  # up (reduce) and down (broadcast)
+    steps.append(([(c, p, S / 2) for p, c, _ in both] + [(p, c, S / 2) for p, c, _ in both], False))
+    return steps
+
+
+def ref_bcube(n, S, B):
+    x = round(np.log(n) / np.log(B))
+    steps = []
+    for i in list(range(x)) + list(reversed(range(x))):
+        flows = []
+        for j in range(n):
+            digits = [(j // B**t) % B for t in range(x)]
+            for k in range(1, B):
+                d = list(digits)
+                d[i] = (d[i] + k) % B
+                flows.append((j, sum(v * B**t for t, v in enumerate(d)), S / B ** (i + 1)))
+        steps.append((flows, True))
+    return steps
+
+
+def ref_price(steps, perm, lat, nic_s, nic_r, groups, up, down):
+    total = 0.0
+    for flows, pays_latency in steps:
+        load = {}
+        worst = 0.0
+        for a, b, nbytes in flows:
+            ha, hb = perm[a], perm[b]
+            worst = max(worst, lat[ha][hb])
+            links = [("s", ha), ("r", hb)]
+            if groups[ha] != groups[hb]:
+                links += [("u", groups[ha]), ("d", groups[hb])]
+            for link in links:
+                load[link] = load.get(link, 0.0) + nbytes
+        cap = {"s": nic_s, "r": nic_r, "u": up, "d": down}
+        bw = max([v / cap[k][i] for (k, i), v in load.items()], default=0.0)
+        total += (worst if pays_latency else 0.0) + bw
+    return total
+
+
+def ref_bintree(n, S):
+    """Open MPI's fanout-2 tree as its source comment draws it: 0 -> 1, 2; 1 -> 3, 5; 2 -> 4, 6; ..."""
+    parent = {}
+    level_start, width = 0, 1
+    while level_start < n:
+        nxt = level_start + width
+        for i in range(width):
+            for c in (nxt + i, nxt + i + width):
+                if level_start + i < n and c < n:
+                    parent[c] = level_start + i
+        level_start, width = nxt, width * 2
+
+    def depth(r):
+        return 0 if r == 0 else 1 + depth(parent[r])
+
+    steps = []
+    for d in sorted({depth(c) for c in parent}):
+        lvl = [(c, p, 0.0) for c, p in parent.items() if depth(c) == d]
+        steps += [(lvl, True), (lvl, True)]
+    steps.append(([(c, p, S) for c, p in parent.items()], False))
+    steps.append(([(p, c, S) for c, p in parent.items()], False))
+    return steps
+
+
+def ref_steps(algo, n, S, B=2):
+    return {"bintree": lambda: ref_bintree(n, S), "ring": lambda: ref_ring(n, S), "hd": lambda: ref_rabenseifner(n, S), "rd": lambda: ref_rd(n, S),
+            "dbt": lambda: ref_dbt(n, S), "bcube": lambda: ref_bcube(n, S, B)}[algo]()
+
+
+def random_net(rng, n, k):
+    g = np.sort(rng.integers(0, k, size=n))
+    _, g = np.unique(g, return_inverse=True)
+    lat = rng.uniform(1e-6, 1e-3, size=(n, n))
+    np.fill_diagonal(lat, 0)
+    k = g.max() + 1
+    return Network(lat, rng.uniform(1e8, 1e9, n), rng.uniform(1e8, 1e9, n), g,
+                   rng.uniform(5e7, 1e9, k), rng.uniform(5e7, 1e9, k))
+
+
+@settings(max_examples=60, deadline=None)
+@given(n=st.integers(1, 13), k=st.integers(1, 4), seed=st.integers(0, 10**6),
+       algo=st.sampled_from(["ring", "hd", "rd", "dbt", "bintree"]), size=st.sampled_from([0.0, 1e3, 16 * 2**20]))
+def test_models_match_reference(n, k, seed, algo, size):
+    rng = np.random.default_rng(seed)
+    net = random_net(rng, n, k)
+    m = SharedCostModel(algo, net, size)
+    for _ in range(3):
+        p = rng.permutation(n)
+        want = ref_price(ref_steps(algo, n, size), p, net.latency, net.nic_send, net.nic_recv, net.groups,
+                         net.up, net.down) if n > 1 else 0.0
+        assert m(p) == pytest.approx(want, rel=1e-9, abs=1e-15)
+        assert m.batch(p[None, :])[0] == pytest.approx(want, rel=1e-9, abs=1e-15)
+
+
+@settings(max_examples=20, deadline=None)
+@given(nb=st.sampled_from([(4, 2), (8, 2), (9, 3), (16, 4), (16, 2), (27, 3)]), k=st.integers(1, 3),
+       seed=st.integers(0, 10**6))
+def test_bcube_matches_reference(nb, k, seed):
+    n, b = nb
+    rng = np.random.default_rng(seed)
+    net = random_net(rng, n, k)
+    m = SharedCostModel("bcube", net, 1e6, base=b)
+    p = rng.permutation(n)
+    want = ref_price(ref_bcube(n, 1e6, b), p, net.latency, net.nic_send, net.nic_recv, net.groups, net.up, net.down)
+    assert m(p) == pytest.approx(want, rel=1e-9)
+
+
+def _testbed(racks=4, per=4, rate=400e6 / 8):
+    n = racks * per
+    g = np.repeat(np.arange(racks), per)
+    lat = np.where(g[:, None] == g[None, :], 2.5e-6, 7e-6)
+    np.fill_diagonal(lat, 0)
+    return Network(lat, np.full(n, rate), np.full(n, rate), g, np.full(racks, rate), np.full(racks, rate))
+
+
+@pytest.mark.parametrize("racks,per", [(2, 4), (4, 4), (3, 5)])
+def test_ring_uplink_flows_known_cases(racks, per):
+    net = _testbed(racks, per)
+    m = SharedCostModel("ring", net, 16 * 2**20)
+    contiguous = np.arange(racks * per)
+    interleaved = np.arange(racks * per).reshape(racks, per).T.ravel()
+    assert m.max_uplink_flows(contiguous) == 1
+    assert m.max_uplink_flows(interleaved) == per  # every hop leaves its rack: H flows per uplink
+    # time ~ one flow's time x flows on the busiest uplink (the testbed note's measured rule)
+    ratio = m(interleaved) / m(contiguous)
+    assert ratio == pytest.approx(per, rel=0.02)
+
+
+def test_testbed_table_in_seconds():
+    """/work/shared/notes/testbed.md: 16 MB ring, 400 Mbit/s, rack-contiguous 0.62 / 0.67 s, interleaved 2.46 / 2.64 s."""
+    S = 16 * 2**20
+    for racks, contiguous_s, interleaved_s in ((2, 0.62, 2.46), (4, 0.67, 2.64)):
+        net = _testbed(racks, 4)
+        m = SharedCostModel("ring", net, S)
+        n = racks * 4
+        assert m(np.arange(n)) == pytest.approx(contiguous_s, rel=0.1)
+        assert m(np.arange(n).reshape(racks, 4).T.ravel()) == pytest.approx(interleaved_s, rel=0.1)
+
+
+def test_bintree_shape_of_open_mpi():
+    from plink.solvers.contention import bintree_edges
+
+    assert sorted((p, c) for p, c, _ in bintree_edges(7)) == [(0, 1), (0, 2), (1, 3), (1, 5), (2, 4), (2, 6)]
+
+
+def test_conservative_uplinks_are_one_nic():
+    nic = np.array([1.0, 2.0, 3.0, 10.0, 10.0])
+    assert conservative_uplinks(nic, np.array([0, 0, 0, 1, 1])).tolist() == [2.0, 10.0]
+
+
+@pytest.mark.parametrize("algo,n", [("ring", 6), ("ring", 7), ("hd", 6), ("hd", 8), ("rd", 7), ("dbt", 6),
+                                    ("bcube", 8), ("bintree", 7)])
+def test_lower_bound_never_above_exhaustive_optimum(algo, n):
+    rng = np.random.default_rng(n)
+    for _ in range(3):
+        net = random_net(rng, n, 3)
+        m = SharedCostModel(algo, net, 4e6)
+        perms = np.array(list(itertools.permutations(range(n))))
+        best = m.batch(perms).min()
+        lb = shared_lower_bound(m)
+        assert 0 < lb <= best * (1 + 1e-12)
+
+
+def test_bad_network_inputs():
+    with pytest.raises(ValueError, match="complete"):
+        Network(np.full((2, 2), np.nan), np.ones(2), np.ones(2), np.zeros(2, int), np.ones(1), np.ones(1))
+    with pytest.raises(ValueError, match="up"):
+        Network(np.zeros((2, 2)), np.ones(2), np.ones(2), np.array([0, 1]), np.ones(1), np.ones(2))
+    with pytest.raises(ValueError, match="power of 3"):
+        SharedCostModel("bcube", _testbed(2, 4), 1.0, base=3)
