@@ -108,3 +108,54 @@ def plot_heatmaps_before_after(probe, order: Sequence[int], path, *, labels: Seq
     fig.suptitle(title or f"{n} hosts: pairwise RTT before and after reordering")
     _save(fig, path)
     plt.close(fig)
+
+
+def plot_hierarchy(probe, groups, path, *, title: str = "") -> None:
+    """The inferred hierarchy beside the latency heatmap ordered by it.
+
+    Left: one bar per level (finest on the right, next to the matrix), a colour
+    per group, and the hosts' confidence (dark = sure); right: the matrix with
+    hosts sorted by coarsest level, then finer ones, white lines between the
+    finest groups and red lines between groups of the level above.  O(N^2).
+    """
+    plt = _pyplot()
+    pos = {h: i for i, h in enumerate(groups.hosts)}
+    idx = np.array([pos[h] for h in probe.names])
+    levels = [np.asarray(lv)[idx] for lv in (groups.levels or [groups.labels])]
+    conf = None if groups.confidence is None else np.asarray(groups.confidence)[idx]
+    order = np.lexsort(tuple(levels))
+    cols = [lv[order] % 20 for lv in reversed(levels)]  # coarse .. fine, left to right
+    ncol = len(cols) + (conf is not None)
+    fig = plt.figure(figsize=(8.5, 6.5))
+    gs = fig.add_gridspec(1, 2, width_ratios=[0.06 * ncol + 0.02, 1.0], wspace=0.03)
+    ax0 = fig.add_subplot(gs[0])
+    ax1 = fig.add_subplot(gs[1])
+    bars = np.stack(cols, axis=1).astype(float)
+    ax0.imshow(bars, aspect="auto", cmap="tab20", vmin=0, vmax=19, interpolation="nearest",
+               extent=(0, len(cols), probe.n - 0.5, -0.5))
+    names = [f"L{len(levels) - i}" for i in range(len(levels))]
+    if conf is not None:
+        ax0.imshow(conf[order][:, None], aspect="auto", cmap="Greys", vmin=0, vmax=1, interpolation="nearest",
+                   extent=(len(cols), len(cols) + 1, probe.n - 0.5, -0.5))
+        names.append("conf")
+    ax0.set_xlim(0, ncol)
+    ax0.set_xticks(np.arange(ncol) + 0.5)
+    ax0.set_xticklabels(names, fontsize=7)
+    ax0.set_ylabel("host (hierarchy order)")
+    m = np.ma.masked_invalid(probe.latency[np.ix_(order, order)])
+    finite = probe.latency[np.isfinite(probe.latency)]
+    hi = float(np.percentile(finite, 98)) if finite.size else None  # outliers would flatten the colour scale
+    im = ax1.imshow(m, cmap="viridis", interpolation="nearest", vmax=hi)
+    ax1.set_yticks([])
+    fig.colorbar(im, ax=ax1, label="RTT (us; top 2% clipped)", fraction=0.046)
+    for lev, colour, lw in ((0, "white", 0.5), (1, "red", 1.0)):
+        if lev < len(levels):
+            o = levels[lev][order]
+            for c in np.flatnonzero(o[1:] != o[:-1]) + 0.5:
+                ax1.axhline(c, color=colour, lw=lw)
+                ax1.axvline(c, color=colour, lw=lw)
+    counts = " / ".join(str(int(lv.max()) + 1) for lv in levels)
+    ax1.set_title(title or f"{probe.n} hosts, {counts} groups (fine / coarse); missing pairs blank", fontsize=9)
+    ax1.set_xlabel("host (hierarchy order)")
+    _save(fig, path)
+    plt.close(fig)

@@ -206,7 +206,8 @@ def test_cli_group_writes_groups_and_show_reads_them(dc_file, tmp_path, capsys):
     from plink.data.groupfile import load_groups
 
     out_file = tmp_path / "groups.json"
-    code, out, err = _run(["group", str(dc_file), "-o", str(out_file), "--seed", "1", "--json"], capsys)
+    code, out, err = _run(["group", str(dc_file), "-o", str(out_file), "--seed", "1", "--json",
+                           "--method", "balanced"], capsys)
     assert code == 0, err
     report = json.loads(out)
     assert report["metrics"]["ami"] == pytest.approx(1.0)
@@ -223,14 +224,14 @@ def test_cli_group_writes_groups_and_show_reads_them(dc_file, tmp_path, capsys):
     assert s["median_latency_within_groups_us"] < s["median_latency_between_groups_us"]
     assert set(s["latency_us"]) == {"min", "p10", "p50", "p90", "max"}
 
-    code, out, err = _run(["show", str(dc_file)], capsys)
+    code, out, err = _run(["show", str(dc_file), "--no-structure"], capsys)
     assert code == 0 and "measured pairs" in out and "16 hosts" in out
 
 
 def test_cli_plots(dc_file, tmp_path, capsys):
     pytest.importorskip("matplotlib")
     heat, pic, grp = tmp_path / "heat.png", tmp_path / "groups.png", tmp_path / "g.json"
-    code, _, err = _run(["group", str(dc_file), "-o", str(grp), "--plot", str(pic), "--dims", "2",
+    code, _, err = _run(["group", str(dc_file), "--method", "balanced", "-o", str(grp), "--plot", str(pic), "--dims", "2",
                          "--alpha", "2", "--no-heights", "--groups", "2", "--elasticity", "1.5"], capsys)
     assert code == 0, err
     code, _, err = _run(["show", str(dc_file), "--groups", str(grp), "--plot", str(heat)], capsys)
@@ -266,7 +267,8 @@ def _csv(tmp_path, m, name="m.csv"):
     ],
 )
 def test_cli_group_bad_options(dc_file, tmp_path, capsys, args, msg):
-    code, out, err = _run(["group", str(dc_file), "-o", str(tmp_path / "g.json"), *args], capsys)
+    code, out, err = _run(["group", str(dc_file), "--method", "balanced", "-o", str(tmp_path / "g.json"), *args],
+                          capsys)
     assert code == 1
     assert err.startswith("plink: error: ") and msg in err and err.count("\n") == 1
     assert not (tmp_path / "g.json").exists()
@@ -274,7 +276,7 @@ def test_cli_group_bad_options(dc_file, tmp_path, capsys, args, msg):
 
 def test_cli_group_bad_matrices(tmp_path, capsys):
     two = _csv(tmp_path, np.array([[0, 1], [1, 0]], float), "two.csv")
-    code, _, err = _run(["group", str(two)], capsys)
+    code, _, err = _run(["group", str(two), "--method", "balanced"], capsys)
     assert code == 1 and "at least 3" in err and err.count("\n") == 1
 
     n = 12
@@ -284,16 +286,18 @@ def test_cli_group_bad_matrices(tmp_path, capsys):
         for step in (1, 2):
             j = (i + step) % n
             sparse[i, j] = sparse[j, i] = 10.0 + step
-    code, _, err = _run(["group", str(_csv(tmp_path, sparse, "sparse.csv"))], capsys)
-    assert code == 1 and "mostly missing" in err
+    for method in ("balanced", "hierarchy"):
+        code, _, err = _run(["group", str(_csv(tmp_path, sparse, "sparse.csv")), "--method", method], capsys)
+        assert code == 1 and "mostly missing" in err and err.count("\n") == 1
 
     n = 8
     lonely = np.ones((n, n)) * 10
     np.fill_diagonal(lonely, 0)
     lonely[3, :] = lonely[:, 3] = np.nan
     lonely[3, 3] = 0
-    code, _, err = _run(["group", str(_csv(tmp_path, lonely, "lonely.csv"))], capsys)
-    assert code == 1 and "h3 has 0 measured pair" in err
+    for method in ("balanced", "hierarchy"):
+        code, _, err = _run(["group", str(_csv(tmp_path, lonely, "lonely.csv")), "--method", method], capsys)
+        assert code == 1 and "h3 has 0 measured pair" in err and err.count("\n") == 1
 
 
 def test_cli_show_groups_for_other_hosts(dc_file, tmp_path, capsys):

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 import click
+import numpy as np
 
 from plink.cli._app import _echo_json, _load_probe, _stderr_console, _stdout_console, cli
 
@@ -29,14 +30,71 @@ def render_groups_report(groups, console) -> None:
     console.print(t)
 
 
+def render_structure(groups, console) -> None:
+    """What the inferred hierarchy says: groups per level, sizes, members, how sure."""
+    from rich.table import Table
+
+    levels = groups.levels or [groups.labels]
+    m = groups.metrics
+    n = len(groups.hosts)
+    head = " / ".join(str(int(lv.max()) + 1) for lv in levels)
+    t = Table(title=f"{n} hosts: {head} groups (finest level first)", title_justify="left", show_edge=False)
+    t.add_column("level")
+    t.add_column("groups", justify="right")
+    t.add_column("sizes")
+    for i, lv in enumerate(levels):
+        sizes = np.bincount(lv)
+        name = "finest (e.g. racks)" if i == 0 else f"level {i + 1}"
+        shown = " ".join(map(str, sizes[:24])) + (" ..." if sizes.size > 24 else "")
+        t.add_row(name, str(sizes.size), shown)
+    console.print(t)
+    conf = groups.confidence
+    g = Table(show_edge=False, title="finest groups", title_justify="left")
+    g.add_column("group", justify="right")
+    g.add_column("hosts", justify="right")
+    if conf is not None:
+        g.add_column("confidence mean/min", justify="right")
+    g.add_column("members")
+    for k, members in enumerate(groups.members()):
+        names = [groups.hosts[i] for i in members]
+        shown = ", ".join(names[:8]) + (f", ... (+{len(names) - 8})" if len(names) > 8 else "")
+        row = [str(k), str(len(members))]
+        if conf is not None:
+            row.append(f"{conf[members].mean():.2f} / {conf[members].min():.2f}")
+        g.add_row(*row, shown)
+        if k >= 39:
+            g.add_row("...", "", *([""] if conf is not None else []), f"{groups.k - 40} more groups")
+            break
+    console.print(g)
+    if conf is not None:
+        low = m.get("low_confidence_hosts")
+        if low is None:
+            from plink.structure.hierarchy import LOW_CONFIDENCE
+
+            low = [groups.hosts[i] for i in np.flatnonzero(conf < LOW_CONFIDENCE)]
+        line = f"confidence: mean {conf.mean():.2f}, min {conf.min():.2f}"
+        line += (f"; low (< 0.25): {', '.join(low[:12])}{' ...' if len(low) > 12 else ''}" if low
+                 else "; no low-confidence host")
+        console.print(line)
+    if "ami" in m:
+        console.print(f"AMI vs true {m.get('truth_level') or 'locations'}: {m['ami']:.3f}"
+                      + (f" (levels: {', '.join(f'{v:.3f}' for v in m['ami_levels'])})" if m.get("ami_levels") else ""))
+
+
 @cli.command()
 @click.argument("probefile", type=click.Path(dir_okay=False))
-@click.option("--groups", "n_groups", type=int, help="Number of groups k (default: round(sqrt(N))).")
+@click.option("--groups", "n_groups", type=int,
+              help="Fix the number of groups K (default: chosen from the data; balanced: round(sqrt(N))).")
+@click.option("--method", type=click.Choice(["hierarchy", "balanced"]), default="hierarchy", show_default=True,
+              help="hierarchy: infer racks (and rows) with K from the data; balanced: the dissertation's "
+                   "ProbeEmbed + balanced k-means into sqrt(N) groups (what 2LHA uses).")
+@click.option("--levels", "max_levels", default=3, show_default=True, type=int,
+              help="hierarchy: at most this many nested levels.")
 @click.option("--elasticity", default=1.0, show_default=True, type=float,
-              help="Balance elasticity in [1, 2]: 1 = equal sizes, 2 = each group >= N/(2k).")
-@click.option("--alpha", default=1.0, show_default=True, type=float, help="ProbeEmbed exponent in [1, 2].")
-@click.option("--dims", default=10, show_default=True, type=int, help="Embedding dimensions.")
-@click.option("--no-heights", is_flag=True, help="Do not fit per-host startup costs.")
+              help="balanced: elasticity in [1, 2]: 1 = equal sizes, 2 = each group >= N/(2k).")
+@click.option("--alpha", default=1.0, show_default=True, type=float, help="balanced: ProbeEmbed exponent in [1, 2].")
+@click.option("--dims", default=10, show_default=True, type=int, help="balanced: embedding dimensions.")
+@click.option("--no-heights", is_flag=True, help="balanced: do not fit per-host startup costs.")
 @click.option("--seed", default=0, show_default=True, type=int)
 @click.option("--plot", type=click.Path(dir_okay=False), help="Write a picture of the groups (needs matplotlib).")
 @click.option("-o", "--output", type=click.Path(dir_okay=False), help="Groups file to write (default: stdout).")
@@ -44,29 +102,43 @@ def render_groups_report(groups, console) -> None:
 @click.option("--hosts", type=click.Path(dir_okay=False), help="Host names for a plain CSV/NPY matrix.")
 @click.option("--unit", type=click.Choice(["us", "ms", "s", "ns"]), default="us", show_default=True,
               help="Latency unit of a plain CSV/NPY matrix.")
-def group(probefile, n_groups, elasticity, alpha, dims, no_heights, seed, plot, output, as_json, hosts, unit) -> None:
-    """Embed the hosts (ProbeEmbed) and split them into balanced locality groups.
+def group(probefile, n_groups, method, max_levels, elasticity, alpha, dims, no_heights, seed, plot, output,
+          as_json, hosts, unit) -> None:
+    """Find the network's structure: racks (and rows above them), K from the data.
 
-    Denoises the probed latencies with a low-dimensional embedding, then runs
-    constrained k-means with k = sqrt(N) groups by default. When the probe
-    file has ground truth, reports PAIA (raw vs embedded) and the AMI of the
-    groups against the true racks.
+    Default (--method hierarchy): compares hosts by their whole row of
+    latencies, clusters them (average linkage) and keeps a split only when it
+    beats the same split on shuffled data; prints the groups per level, their
+    hosts and how sure plink is of each host.  --groups K fixes K.
+    --method balanced is the dissertation's ProbeEmbed + balanced k-means
+    into sqrt(N) equal groups (what 2LHA uses).  With ground truth in the
+    probe file, reports the AMI against the true racks.
 
     \b
     Example:
-      plink simulate --racks 8 --hosts-per-rack 8 --seed 1 -o dc.json
-      plink group dc.json -o groups.json --plot groups.png
+      plink simulate --racks 4 --rows 2 --hosts-per-rack 5-9 --seed 1 -o dc.json
+      plink group dc.json -o groups.json
       plink show dc.json --groups groups.json --plot heatmap.png
     """
-    from plink.structure.group import group_hosts
-
     probe = _load_probe(probefile, hosts, unit)
-    result = group_hosts(probe, n_groups=n_groups, elasticity=elasticity, alpha=alpha, dims=dims,
-                         heights=not no_heights, seed=seed)
-    if plot:
-        from plink.plots import plot_groups
+    if method == "balanced":
+        from plink.structure.group import group_hosts
 
-        plot_groups(result.coordinates, result.labels, plot)
+        result = group_hosts(probe, n_groups=n_groups, elasticity=elasticity, alpha=alpha, dims=dims,
+                             heights=not no_heights, seed=seed)
+    else:
+        from plink.structure.hierarchy import infer_groups
+
+        result = infer_groups(probe, n_groups=n_groups, max_levels=max_levels, seed=seed)
+    if plot:
+        if result.coordinates is not None:
+            from plink.plots import plot_groups
+
+            plot_groups(result.coordinates, result.labels, plot)
+        else:
+            from plink.plots import plot_hierarchy
+
+            plot_hierarchy(probe, result, plot)
     if output:
         result.save(output)
     else:
@@ -75,7 +147,10 @@ def group(probefile, n_groups, elasticity, alpha, dims, no_heights, seed, plot, 
         if output:
             _echo_json({"output": output, "metrics": result.metrics, "params": result.params})
         return
-    render_groups_report(result, _stderr_console())
+    if method == "balanced":
+        render_groups_report(result, _stderr_console())
+    else:
+        render_structure(result, _stderr_console())
     for path in (output, plot):
         if path:
             click.echo(f"wrote {path}", err=True)
@@ -112,14 +187,17 @@ def render_show(summary, console) -> None:
 @click.option("--order", "orderfile", type=click.Path(dir_okay=False),
               help="With --plot: two heatmaps, as probed and in this order file's rank order.")
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
+@click.option("--no-structure", is_flag=True, help="Without --groups: do not infer the structure (faster).")
 @click.option("--hosts", type=click.Path(dir_okay=False), help="Host names for a plain CSV/NPY matrix.")
 @click.option("--unit", type=click.Choice(["us", "ms", "s", "ns"]), default="us", show_default=True,
               help="Latency unit of a plain CSV/NPY matrix.")
-def show(probefile, groups_file, plot, orderfile, as_json, hosts, unit) -> None:
-    """Summarise a probe file; optionally draw its matrix as a heatmap.
+def show(probefile, groups_file, plot, orderfile, as_json, no_structure, hosts, unit) -> None:
+    """Summarise a probe file and the structure in it; optionally draw it.
 
-    The heatmap orders hosts by group (with --groups), else by true location
-    when the file has ground truth, so racks show up as blocks.
+    Prints the structure (groups per level, sizes, hosts, confidence): from
+    --groups, else inferred as 'plink group' does (--no-structure skips it).
+    --plot draws the hierarchy (one bar per level) beside the heatmap in
+    hierarchy order, so racks show up as blocks.
 
     \b
     Example:
@@ -139,7 +217,16 @@ def show(probefile, groups_file, plot, orderfile, as_json, hosts, unit) -> None:
 
         groups = load_groups(groups_file)
         groups.aligned_to(probe.names)  # same hosts, or a one-line error
+    elif not no_structure and probe.n >= 2:
+        from plink.structure.hierarchy import infer_groups
+
+        groups = infer_groups(probe)
     summary = summarize(probe, groups)
+    if groups is not None and groups.levels is not None:
+        summary["levels"] = [int(lv.max()) + 1 for lv in groups.levels]
+    if groups is not None and groups.confidence is not None:
+        summary["confidence_mean"] = round(float(groups.confidence.mean()), 4)
+        summary["confidence_min"] = round(float(groups.confidence.min()), 4)
     if plot and orderfile:  # before/after reordering
         from plink.data.orderfile import read_order
         from plink.plots import plot_heatmaps_before_after
@@ -149,15 +236,19 @@ def show(probefile, groups_file, plot, orderfile, as_json, hosts, unit) -> None:
         check_same_hosts(names, probe, f"the order file {orderfile}")
         labels = groups.aligned_to(probe.names) if groups is not None else None
         plot_heatmaps_before_after(probe, [probe.index(n) for n in names], plot, labels=labels)
+    elif plot and groups is not None:
+        from plink.plots import plot_hierarchy
+
+        plot_hierarchy(probe, groups, plot)
     elif plot:
         from plink.plots import plot_heatmap
 
-        order = display_order(probe, groups)
-        labels = groups.aligned_to(probe.names) if groups is not None else None
-        plot_heatmap(probe, order, plot, labels=labels)
+        plot_heatmap(probe, display_order(probe, None), plot)
     if as_json:
         _echo_json(summary)
         return
     render_show(summary, _stdout_console())
+    if groups is not None:
+        render_structure(groups, _stdout_console())
     if plot:
         click.echo(f"wrote {plot}", err=True)

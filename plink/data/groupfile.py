@@ -9,6 +9,8 @@ Versioned JSON written by ``plink group`` and read by ``plink schedule``,
       "labels": [2, 0, ...],                      # group index per host, 0..k-1
       "coordinates": [[x, y], ...],               # optional: ProbeEmbed coordinates
       "heights": [h, ...],                        # optional: ProbeEmbed heights (us)
+      "levels": [[...], [...]],                   # optional: label lists fine to coarse (levels[0] = labels)
+      "confidence": [c, ...],                     # optional: per host in [0, 1] (silhouette-based)
       "metrics": {...},                           # optional: PAIA, AMI, ...
       "params": {...}                             # optional: how the groups were made
     }
@@ -40,9 +42,22 @@ class Groups:
     heights: np.ndarray | None = None
     metrics: dict[str, Any] = field(default_factory=dict)
     params: dict[str, Any] = field(default_factory=dict)
+    levels: list[np.ndarray] | None = None
+    confidence: np.ndarray | None = None
 
     def __post_init__(self) -> None:
         self.labels = np.asarray(self.labels, dtype=int)
+        if self.levels is not None:
+            self.levels = [np.asarray(lv, dtype=int) for lv in self.levels]
+            if not self.levels or any(lv.shape != self.labels.shape or lv.min() < 0 for lv in self.levels):
+                raise ProbeFileError("groups: every level must have one label >= 0 per host")
+            if not np.array_equal(self.levels[0], self.labels):
+                raise ProbeFileError("groups: levels[0] must equal labels")
+        if self.confidence is not None:
+            self.confidence = np.asarray(self.confidence, dtype=float)
+            if self.confidence.shape != self.labels.shape or not np.all((self.confidence >= 0)
+                                                                       & (self.confidence <= 1)):
+                raise ProbeFileError("groups: confidence must be one number in [0, 1] per host")
         if len(self.hosts) != len(set(self.hosts)):
             raise ProbeFileError("groups: a host appears twice")
         if self.labels.shape != (len(self.hosts),):
@@ -88,6 +103,10 @@ class Groups:
             doc["coordinates"] = np.round(np.asarray(self.coordinates, dtype=float), 6).tolist()
         if self.heights is not None:
             doc["heights"] = np.round(np.asarray(self.heights, dtype=float), 6).tolist()
+        if self.levels is not None:
+            doc["levels"] = [np.asarray(lv).tolist() for lv in self.levels]
+        if self.confidence is not None:
+            doc["confidence"] = np.round(np.asarray(self.confidence, dtype=float), 4).tolist()
         if self.metrics:
             doc["metrics"] = self.metrics
         if self.params:
@@ -121,6 +140,8 @@ def load_groups(path: str | os.PathLike) -> Groups:
             heights=None if doc.get("heights") is None else np.array(doc["heights"], dtype=float),
             metrics=doc.get("metrics") or {},
             params=doc.get("params") or {},
+            levels=None if doc.get("levels") is None else [np.array(lv, dtype=int) for lv in doc["levels"]],
+            confidence=None if doc.get("confidence") is None else np.array(doc["confidence"], dtype=float),
         )
     except ProbeFileError as exc:
         raise ProbeFileError(f"{path}: {exc}") from None

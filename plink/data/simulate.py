@@ -12,7 +12,15 @@ between racks of a row, and so on), plus each host's own startup cost
   (heavy-tailed);
 * ``asymmetry``: the fraction of pairs whose two directions differ (one is
   inflated by up to 50%); plink symmetrises with max on load;
-* ``missing_frac``: the fraction of pairs left unmeasured (``null``).
+* ``missing_frac``: the fraction of pairs left unmeasured (``null``);
+* ``tenant_us`` / ``noisy_hosts``: other tenants on the hosts.  Host ``i`` has
+  a noise scale ``s_i = tenant_us * exp(N(0, 1))`` (heavy-tailed over hosts),
+  ``noisy_factor`` times larger on a ``noisy_hosts`` fraction of them; every
+  pair gets ``s_i * X + s_j * Y`` added, ``X, Y ~ Lomax(1.5)`` (heavy-tailed
+  over pairs).
+
+``hosts_per_rack`` is an int (every rack the same) or a range ``(lo, hi)``:
+each rack then holds ``lo..hi`` hosts, uniformly at random (unequal racks).
 
 With ``bandwidth=True`` a bandwidth matrix is added: ``host_gbps`` inside a
 rack, divided by ``oversubscription`` for every level above the rack that a
@@ -35,7 +43,7 @@ LEVELS = ("dc", "cluster", "row", "rack")
 
 def simulate_datacenter(
     racks: int = 8,
-    hosts_per_rack: int = 8,
+    hosts_per_rack: int | tuple[int, int] = 8,
     *,
     rows: int = 1,
     clusters: int = 1,
@@ -56,6 +64,9 @@ def simulate_datacenter(
     oversubscription: float = 4.0,
     shuffle: bool = True,
     seed: int = 0,
+    tenant_us: float = 0.0,
+    noisy_hosts: float = 0.0,
+    noisy_factor: float = 10.0,
 ) -> ProbeData:
     """Generate a :class:`ProbeData` for a synthetic datacenter.
 
@@ -63,33 +74,50 @@ def simulate_datacenter(
     ``clusters`` per datacenter, ``dcs`` in total; ``hosts_per_rack`` hosts
     in each rack.  All latencies are RTTs in microseconds.
     """
+    hpr_range = None
+    if isinstance(hosts_per_rack, (tuple, list)):
+        if len(hosts_per_rack) != 2 or not all(isinstance(v, (int, np.integer)) for v in hosts_per_rack) \
+                or not 1 <= hosts_per_rack[0] <= hosts_per_rack[1]:
+            raise PlinkError(f"hosts-per-rack range must be two integers 1 <= lo <= hi, got {hosts_per_rack!r}")
+        hpr_range = (int(hosts_per_rack[0]), int(hosts_per_rack[1]))
+        hosts_per_rack = hpr_range[1]
     counts = {"racks": racks, "hosts_per_rack": hosts_per_rack, "rows": rows, "clusters": clusters, "dcs": dcs}
     for name, v in counts.items():
         if not isinstance(v, (int, np.integer)) or v < 1:
             raise PlinkError(f"{name.replace('_', '-')} must be a positive integer, got {v!r}")
-    for name, v in {"jitter": jitter, "outlier-scale": outlier_scale, "height-us": height_us}.items():
+    for name, v in {"jitter": jitter, "outlier-scale": outlier_scale, "height-us": height_us,
+                    "tenant-us": tenant_us, "noisy-factor": noisy_factor}.items():
         if not np.isfinite(v) or v < 0:
             raise PlinkError(f"{name} must be >= 0, got {v}")
-    for name, v in {"outlier-frac": outlier_frac, "asymmetry": asymmetry, "missing-frac": missing_frac}.items():
+    for name, v in {"outlier-frac": outlier_frac, "asymmetry": asymmetry, "missing-frac": missing_frac,
+                    "noisy-hosts": noisy_hosts}.items():
         if not 0.0 <= v <= 1.0:
             raise PlinkError(f"{name} must be between 0 and 1, got {v}")
     if missing_frac >= 1.0:
         raise PlinkError("missing-frac must be < 1 (some pairs must be measured)")
+    if noisy_hosts > 0 and tenant_us <= 0:
+        raise PlinkError("noisy-hosts needs tenant-us > 0 (the noise the noisy hosts have more of)")
     lat_levels = [inter_dc_us, dc_us, cluster_us, row_us, rack_us]
     if any((not np.isfinite(v)) or v <= 0 for v in lat_levels):
         raise PlinkError("per-level latencies must be > 0")
     if host_gbps <= 0 or oversubscription < 1:
         raise PlinkError("host-gbps must be > 0 and oversubscription >= 1")
-    n = dcs * clusters * rows * racks * hosts_per_rack
-    if n < 2:
-        raise PlinkError("a datacenter needs at least 2 hosts")
+    n_racks = dcs * clusters * rows * racks
+    n = n_racks * hosts_per_rack
     if n > 20000:
         raise PlinkError(f"{n} hosts is more than plink simulates (20000)")
     rng = np.random.default_rng(seed)
+    if hpr_range is None:
+        rack_sizes = np.full(n_racks, hosts_per_rack)
+    else:
+        rack_sizes = rng.integers(hpr_range[0], hpr_range[1] + 1, size=n_racks)
+        n = int(rack_sizes.sum())
+    if n < 2:
+        raise PlinkError("a datacenter needs at least 2 hosts")
 
     # location tuple per host, in generation (sorted) order
     idx = np.arange(n)
-    rack_i = idx // hosts_per_rack
+    rack_i = np.repeat(np.arange(n_racks), rack_sizes)
     row_i = rack_i // racks
     cluster_i = row_i // rows
     dc_i = cluster_i // clusters
@@ -108,6 +136,13 @@ def simulate_datacenter(
         return np.exp(z + z.T)
 
     lat = lat * sym_noise(jitter)
+    if tenant_us > 0:
+        scale = tenant_us * np.exp(rng.normal(0.0, 1.0, size=n))
+        if noisy_hosts > 0:
+            scale = np.where(rng.random(n) < noisy_hosts, scale * noisy_factor, scale)
+        add = scale[:, None] * rng.pareto(1.5, size=(n, n)) + scale[None, :] * rng.pareto(1.5, size=(n, n))
+        add = np.triu(add, 1)
+        lat = lat + add + add.T
     if outlier_frac > 0:
         hit = np.triu(rng.random((n, n)) < outlier_frac, 1)
         factor = 1.0 + outlier_scale * rng.pareto(1.5, size=(n, n))
@@ -155,7 +190,7 @@ def simulate_datacenter(
         seed=seed,
         params={
             "racks": racks,
-            "hosts_per_rack": hosts_per_rack,
+            "hosts_per_rack": list(hpr_range) if hpr_range else hosts_per_rack,
             "rows": rows,
             "clusters": clusters,
             "dcs": dcs,
@@ -173,6 +208,8 @@ def simulate_datacenter(
             "bandwidth": bandwidth,
             "host_gbps": host_gbps,
             "oversubscription": oversubscription,
+            **({"tenant_us": tenant_us, "noisy_hosts": noisy_hosts, "noisy_factor": noisy_factor}
+               if tenant_us > 0 else {}),
         },
     )
     return ProbeData(hosts=hosts, latency=lat, bandwidth=bw, meta=meta, truth=Truth(LEVELS, labels))

@@ -1,53 +1,691 @@
-"""Infer the group hierarchy (racks) from a latency matrix: ``infer_hierarchy``.
+"""Structure inference: racks (and rows above them) from a latency matrix, K chosen from the data.
 
-Minimal placeholder (branch ``costmodel``) until the structure work lands and
-replaces this file: average-linkage clustering (scipy) of the symmetrised
-matrix, one level, the number of groups chosen at the largest relative gap
-between consecutive merge heights.  O(N^2) memory, O(N^2 log N) time.
+:func:`infer_hierarchy` turns an N x N latency matrix (any unit, NaN where
+unmeasured, possibly asymmetric) into a :class:`Hierarchy`: group labels at
+one or more levels (fine to coarse), a confidence per host and the scores
+that chose the number of groups.  :class:`HierarchicalGrouper` is the
+scikit-learn-style estimator over it (``n_groups="auto"`` or a fixed K).
+
+The pipeline (each step a pure function over numpy arrays):
+
+1. :func:`symmetrise_min`: ``min(d_ij, d_ji)`` (NaN-aware): queueing and
+   tenant load only ever *add* delay, so the smaller direction is the
+   better estimate of the path.
+2. :func:`remove_host_overheads`: latencies are ``d_ij = h_i + h_j + t_ij``
+   with a per-host overhead ``h`` (the ProbeEmbed "height", dissertation
+   §4.2.1; on busy hosts it dominates).  ``h_i`` is estimated from host
+   ``i``'s nearest neighbours and subtracted.
+3. :func:`profile_distances`: hosts in one rack see every other host alike,
+   so two hosts are compared by their whole *row profiles*: the mean over all
+   hosts ``k`` of ``|log x_ik - log x_jk|``.  Averaging over N entries
+   cancels per-pair noise; the log bounds multiplicative outliers; missing
+   pairs are imputed (row median, then the block median of a first grouping).
+   A second overhead removal on the profile distances takes out each host's
+   own noise level (noisy hosts otherwise look far from everyone).
+4. Average linkage (UPGMA, scipy) on the profile distances; candidate cuts
+   (K = 2..10 and the cuts after the largest relative gaps in merge
+   height), singletons folded into their nearest group, hosts moved to the
+   group they are closest to on average; the cut with the best mean
+   silhouette [Rousseeuw 1987] wins if it exceeds :data:`SILHOUETTE_MIN`,
+   else there is no structure (K = 1).
+5. Recursion: each group found is split again the same way (finer levels,
+   e.g. racks inside rows) until no significant split remains or
+   ``max_levels`` is reached.  ``labels`` is the finest level.
+
+Complexity: O(N^3) time for the profile distances (one scipy ``cdist`` of N
+rows of length N, about 1 s at N = 1024), O(N^2) memory; linkage O(N^2);
+each candidate silhouette O(N^2).  Deterministic (no randomness is used;
+``random_state`` is accepted for API symmetry).
+
+Measured against the classical baselines given the true K in
+``benchmarks/structure.py`` (see README, ``plink group``).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
+
+from plink.errors import PlinkError
+
+#: a split is significant when its mean silhouette on the profile distances is at least this
+SILHOUETTE_MIN = 0.25
+#: ... and beats the best silhouette on shuffled (structureless) copies of the matrix by this much
+NULL_MARGIN = 0.1
+#: smallest group a significant split may create (smaller ones are folded into the nearest group)
+MIN_GROUP = 3
+#: ... and the pairs it separates are at least this many times farther (median) than the pairs it keeps together
+EFFECT_MIN = 1.25
+#: among the significant cuts the coarsest whose silhouette is within this of the best wins (finer levels come
+#: from splitting each group again)
+PARSIMONY = 0.05
+#: cuts K = 2..SMALL_K are always evaluated, larger K only after the largest gaps in merge height
+SMALL_K = 10
+N_GAP_CANDIDATES = 12
+import os as _os
+DENOISE = _os.environ.get("PLINK_DENOISE", "median")
 
 
 @dataclass
 class Hierarchy:
-    """Groups found: ``labels`` (finest level, ints ``0..k-1``), ``levels`` (finest first)."""
+    """What :func:`infer_hierarchy` found.
+
+    ``labels``: finest significant level (e.g. racks), ints ``0..k-1`` shape ``(N,)``;
+    ``levels``: label arrays fine to coarse (``levels[0] is labels``; K = 1 gives
+    ``[zeros]``); ``confidence``: per host in [0, 1] (its silhouette at the finest
+    level, clipped at 0; 1 for every host when K = 1); ``scores``: what chose K
+    (per split the candidate K and their silhouettes), JSON-serialisable.
+    """
 
     labels: np.ndarray
-    levels: list = field(default_factory=list)
-    confidence: float = 0.0
+    levels: list[np.ndarray]
+    confidence: np.ndarray
     scores: dict = field(default_factory=dict)
 
+    @property
+    def n_groups(self) -> int:
+        return int(self.labels.max()) + 1 if self.labels.size else 0
 
-def infer_hierarchy(latency: np.ndarray, *, max_levels: int = 3, random_state=None) -> Hierarchy:
-    """Groups of hosts from ``latency`` (``N x N``, ``np.nan`` where missing)."""
+    def level_sizes(self) -> list[list[int]]:
+        """Group sizes per level, fine to coarse."""
+        return [np.bincount(lv).tolist() for lv in self.levels]
+
+
+# --------------------------------------------------------------------------- input
+
+
+def check_latency(latency) -> np.ndarray:
+    """A float copy of ``latency`` (N x N, finite or NaN, >= 0; the diagonal ignored), or PlinkError."""
+    try:
+        d = np.array(latency, dtype=float)
+    except (TypeError, ValueError):
+        raise PlinkError(f"latency must be an N x N numeric matrix, got {type(latency).__name__}") from None
+    if d.ndim != 2 or d.shape[0] != d.shape[1] or d.shape[0] == 0:
+        raise PlinkError(f"latency must be a square N x N matrix, got shape {d.shape}")
+    n = d.shape[0]
+    np.fill_diagonal(d, np.nan)
+    if np.isinf(d).any():
+        raise PlinkError("latency contains infinite values (use NaN for unmeasured pairs)")
+    if (d < 0).any():
+        i, j = np.argwhere(d < 0)[0]
+        raise PlinkError(f"latency must be >= 0, got {d[i, j]:g} for hosts {i} and {j}")
+    if n >= 2:
+        measured = np.isfinite(d) | np.isfinite(d.T)
+        none = np.flatnonzero(~measured.any(axis=1))
+        if none.size:
+            raise PlinkError(f"host {none[0]} has no measured pair ({none.size} host(s) without any)")
+    return d
+
+
+def symmetrise_min(d: np.ndarray) -> np.ndarray:
+    """``min(d_ij, d_ji)``, using the measured direction where only one is (NaN if neither). O(N^2)."""
+    s = np.fmin(d, d.T)
+    np.fill_diagonal(s, np.nan)
+    return s
+
+
+def _near(x: np.ndarray, m: int) -> np.ndarray:
+    """Mean of the ``m`` smallest finite values of each row (NaN ignored). O(N^2)."""
+    filled = np.where(np.isfinite(x), x, np.inf)
+    m = max(1, min(m, x.shape[1] - 1))
+    part = np.partition(filled, m - 1, axis=1)[:, :m]
+    part = np.where(np.isfinite(part), part, np.nan)
+    out = np.nanmean(part, axis=1) if np.isfinite(part).any() else np.zeros(x.shape[0])
+    return np.where(np.isfinite(out), out, np.nanmedian(out) if np.isfinite(out).any() else 0.0)
+
+
+def n_near(n: int) -> int:
+    """How many nearest neighbours estimate a host's overhead: 2 (N < 24), 3 above."""
+    return 2 if n < 24 else 3
+
+
+def remove_host_overheads(s: np.ndarray, m: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """Subtract per-host overheads from a symmetric matrix: ``x_ij = s_ij - h_i - h_j``.
+
+    ``h_i = near_i - median(near)`` where ``near_i`` is the mean of host ``i``'s
+    ``m`` smallest entries: in ``s_ij = h_i + h_j + t_ij`` a host's nearest
+    neighbours are at the smallest true distance, so its ``near`` differs from
+    the others' by its own overhead (plus the mean of its neighbours', which
+    averages out).  The result is floored at 5% of its median (a distance stays
+    positive).  Returns ``(x, h)``.  O(N^2).
+    """
+    n = s.shape[0]
+    near = _near(s, n_near(n) if m is None else m)
+    h = near - np.median(near) if n > 2 else np.zeros(n)
+    x = s - h[:, None] - h[None, :]
+    med = np.nanmedian(x) if np.isfinite(x).any() else 1.0
+    floor = 0.05 * med if med > 0 else 1e-12
+    x = np.where(np.isfinite(x), np.maximum(x, floor), np.nan)
+    return x, h
+
+
+def profile_distances(x: np.ndarray, labels: np.ndarray | None = None) -> np.ndarray:
+    """Mean absolute difference of the log row profiles of every pair of hosts.
+
+    ``P_ij = mean_k |log x_ik - log x_jk|`` over all ``k``; the diagonal entry
+    ``x_ii`` is taken as the host's nearest-neighbour level (a host sees itself
+    like a rack-mate), a missing ``x_ik`` as the median of its row or, given
+    ``labels`` of a first grouping, the median of the block ``(g_i, g_k)``.
+    Scale-free (the log of a ratio).  O(N^3) time (scipy ``cdist``,
+    cityblock), O(N^2) memory.
+    """
+    from scipy.spatial.distance import cdist
+
+    n = x.shape[0]
+    med = np.nanmedian(x)
+    lg = np.log(x / med)
+    near = np.log(_near(x, n_near(n)) / med)
+    miss = ~np.isfinite(lg)
+    np.fill_diagonal(miss, False)
+    if miss.any():
+        if labels is not None:
+            k = labels.max() + 1
+            block = np.full((k, k), np.nan)
+            for a in range(k):
+                ra = lg[labels == a]
+                for b in range(k):
+                    v = ra[:, labels == b]
+                    v = v[np.isfinite(v)]
+                    if v.size:
+                        block[a, b] = np.median(v)
+            fill = block[labels[:, None], labels[None, :]]
+        else:
+            fill = np.broadcast_to(np.nanmedian(lg, axis=1)[:, None], lg.shape)
+        rowmed = np.broadcast_to(np.nanmedian(lg, axis=1)[:, None], lg.shape)
+        fill = np.where(np.isfinite(fill), fill, rowmed)
+        lg = np.where(miss, fill, lg)
+    lg[np.arange(n), np.arange(n)] = near
+    lg = np.where(np.isfinite(lg), lg, 0.0)
+    p = cdist(lg, lg, metric="cityblock") / n
+    np.fill_diagonal(p, 0.0)
+    return p
+
+
+def denoise_profile(p: np.ndarray) -> np.ndarray:
+    """Remove each host's own noise level from profile distances: ``P_ij - (a_i + a_j) / 2``.
+
+    ``a_i`` is host ``i``'s nearest-neighbour profile distance minus the median
+    of those: a host with noisy measurements is far from everyone by the same
+    amount, which says nothing about where it sits.  Floored at 0.  O(N^2).
+    """
+    n = p.shape[0]
+    q = p.copy()
+    np.fill_diagonal(q, np.nan)
+    a = _near(q, n_near(n))
+    if DENOISE == "median":
+        a = a - np.median(a)
+    out = p - (a[:, None] + a[None, :]) / 2.0
+    out = np.maximum(out, 0.0)
+    np.fill_diagonal(out, 0.0)
+    return out
+
+
+# --------------------------------------------------------------------------- splitting
+
+
+def _silhouette(p: np.ndarray, labels: np.ndarray) -> np.ndarray:
+    """Per-host silhouette [Rousseeuw 1987] on distances ``p``; 0 for singletons (as scikit-learn). O(N^2 + N k)."""
+    n = len(labels)
+    if labels.max() == 0 or labels.max() + 1 >= n:
+        return np.zeros(n)
+    m = _mean_to_groups(p, labels)
+    own = np.bincount(labels)[labels] > 1
+    a = m[np.arange(n), labels]
+    m[np.arange(n), labels] = np.inf
+    b = m.min(axis=1)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        sil = (b - a) / np.maximum(a, b)
+    return np.where(own & np.isfinite(sil), sil, 0.0)
+
+
+def _relabel(labels: np.ndarray) -> np.ndarray:
+    """Labels 0..k-1 numbered in order of first appearance."""
+    _, first, inv = np.unique(labels, return_index=True, return_inverse=True)
+    order = np.argsort(np.argsort(first))
+    return order[inv.ravel()]
+
+
+def _mean_to_groups(p: np.ndarray, labels: np.ndarray) -> np.ndarray:
+    """``M[i, g]`` = mean distance from host i to the other members of group g. O(N^2 + N k)."""
+    k = labels.max() + 1
+    onehot = np.zeros((len(labels), k))
+    onehot[np.arange(len(labels)), labels] = 1.0
+    sums = p @ onehot
+    counts = onehot.sum(axis=0)[None, :] - onehot  # exclude the host itself from its own group
+    with np.errstate(invalid="ignore", divide="ignore"):
+        m = sums / counts
+    return np.where(counts > 0, m, np.inf)
+
+
+def fold_small(p: np.ndarray, labels: np.ndarray, min_size: int = MIN_GROUP) -> np.ndarray:
+    """Move members of groups smaller than ``min_size`` to the nearest (mean distance) larger group."""
+    labels = labels.copy()
+    sizes = np.bincount(labels)
+    big = sizes >= min_size
+    if big.all() or not big.any():
+        return labels
+    m = _mean_to_groups(p, labels)
+    m[:, ~big] = np.inf
+    small = ~big[labels]
+    labels[small] = np.argmin(m[small], axis=1)
+    return _relabel(labels)
+
+
+def refine(p: np.ndarray, labels: np.ndarray, max_iter: int = 10, keep_k: bool = False) -> np.ndarray:
+    """Move each host to the group it is closest to on average, until nothing moves.
+
+    A batch "average-distance k-medians" step after the greedy linkage, which
+    fixes hosts an early merge put in the wrong group.  With ``keep_k`` a
+    step that would empty a group is not taken.  O(max_iter * N^2).
+    """
+    labels = labels.copy()
+    for _ in range(max_iter):
+        if labels.max() == 0:
+            break
+        new = np.argmin(_mean_to_groups(p, labels), axis=1)
+        if np.array_equal(new, labels):
+            break
+        if keep_k and np.unique(new).size < labels.max() + 1:
+            break
+        labels = _relabel(new)
+    return labels
+
+
+def candidate_ks(heights: np.ndarray, n: int) -> list[int]:
+    """K = 2..SMALL_K and the K after the largest relative gaps in the merge heights (K <= n / MIN_GROUP)."""
+    kmax = n // MIN_GROUP
+    ks = set(range(2, min(SMALL_K, kmax) + 1))
+    if n > 2:
+        h = np.maximum(heights, 1e-12)
+        # cutting between merge m-1 and m (0-based, ascending) leaves n - m clusters
+        ratio = h[1:] / h[:-1]
+        cut_k = n - np.arange(1, n - 1)
+        ok = (cut_k >= 2) & (cut_k <= kmax)
+        idx = np.flatnonzero(ok)
+        best = idx[np.argsort(-ratio[idx], kind="stable")[:N_GAP_CANDIDATES]]
+        ks.update(int(cut_k[i]) for i in best)
+    return sorted(k for k in ks if 2 <= k <= kmax)
+
+
+def best_split(p: np.ndarray, *, n_groups: int | None = None) -> tuple[np.ndarray, dict]:
+    """Split hosts with profile distances ``p`` (n x n) into groups; K from the data unless ``n_groups``.
+
+    Returns ``(labels, scores)``; all zeros when no candidate's mean silhouette
+    reaches :data:`SILHOUETTE_MIN`.  O(N^2 * candidates).
+    """
     from scipy.cluster.hierarchy import fcluster, linkage
     from scipy.spatial.distance import squareform
 
-    d = np.array(latency, dtype=float)
+    n = p.shape[0]
+    if n_groups is not None:
+        if n_groups == 1:
+            return np.zeros(n, dtype=int), {"k": 1, "fixed": True}
+        z = linkage(squareform(p, checks=False), method="average")
+        labels = _relabel(fcluster(z, n_groups, criterion="maxclust") - 1)
+        if labels.max() + 1 == n_groups:
+            labels = refine(p, labels, keep_k=True)
+        return labels, {"k": int(labels.max() + 1), "fixed": True}
+    s, lab, cands = _best_cut(p)
+    scores = {"candidates": {str(k): v for k, v in cands.items()},
+              "best_silhouette": round(float(s), 6) if np.isfinite(s) else None, "threshold": SILHOUETTE_MIN}
+    if lab is None or s < SILHOUETTE_MIN:
+        scores["k"] = 1
+        return np.zeros(n, dtype=int), scores
+    scores["k"] = int(lab.max() + 1)
+    return lab, scores
+
+
+def _best_cut(p: np.ndarray) -> tuple[float, np.ndarray | None, dict]:
+    """The candidate cut of the average-linkage tree with the best mean silhouette: ``(s, labels, {K: s})``."""
+    from scipy.cluster.hierarchy import fcluster, linkage
+    from scipy.spatial.distance import squareform
+
+    n = p.shape[0]
+    if n < 2 * MIN_GROUP:
+        return -np.inf, None, {}
+    z = linkage(squareform(p, checks=False), method="average")
+    cands: dict[int, float | None] = {}
+    labs: dict[int, np.ndarray] = {}
+    best = (-np.inf, None)
+    seen: dict[bytes, float] = {}
+    for k in candidate_ks(z[:, 2], n):
+        lab = _relabel(fcluster(z, k, criterion="maxclust") - 1)
+        lab = fold_small(p, lab)
+        lab = refine(p, lab)
+        lab = fold_small(p, lab)
+        if lab.max() == 0:
+            cands[k] = None  # every group folded away
+            continue
+        key = lab.tobytes()
+        if key not in seen:
+            seen[key] = float(np.mean(_silhouette(p, lab)))
+        s = seen[key]
+        cands[k] = round(s, 6)
+        labs[k] = lab
+        if s > best[0] + 1e-9:
+            best = (s, lab)
+    if best[1] is not None:  # the coarsest cut nearly as good as the best
+        for k in sorted(labs):
+            if cands[k] is not None and cands[k] >= best[0] - PARSIMONY:
+                return cands[k], labs[k], cands
+    return best[0], best[1], cands
+
+
+def effect_size(x: np.ndarray, labels: np.ndarray) -> float:
+    """Median of ``x`` over pairs in different groups / median over pairs in the same group. O(N^2)."""
+    same = labels[:, None] == labels[None, :]
+    off = ~np.eye(len(labels), dtype=bool)
+    w = x[same & off]
+    b = x[~same]
+    w, b = w[np.isfinite(w)], b[np.isfinite(b)]
+    if not w.size or not b.size:
+        return float("nan")
+    return float(np.median(b) / max(np.median(w), 1e-300))
+
+
+def permuted(x: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    """A structureless copy of symmetric ``x``: its off-diagonal pairs (NaN included) shuffled. O(N^2)."""
+    n = x.shape[0]
+    iu = np.triu_indices(n, 1)
+    v = x[iu].copy()
+    rng.shuffle(v)
+    out = np.full_like(x, np.nan)
+    out[iu] = v
+    out.T[iu] = v
+    return out
+
+
+def split_group(x: np.ndarray, rng: np.random.Generator, p: np.ndarray | None = None,
+                n_null: int | None = None) -> tuple[np.ndarray, dict, np.ndarray]:
+    """Split the hosts of prepared matrix ``x`` if the best cut beats a permutation null.
+
+    The best cut (:func:`_best_cut`) on the profile distances is significant
+    when its silhouette is at least :data:`SILHOUETTE_MIN` and exceeds by
+    :data:`NULL_MARGIN` the best silhouette found the same way on ``n_null``
+    copies of ``x`` with its pairs shuffled (same values, no structure).
+    Returns ``(labels, scores, p)``.  O(n_null * n^3).
+    """
+    n = x.shape[0]
+    if p is None:
+        p = _distances(x)
+    if n < 2 * MIN_GROUP:
+        return np.zeros(n, dtype=int), {"k": 1, "reason": f"{n} hosts: too few to split"}, p
+    s, lab, cands = _best_cut(p)
+    if n_null is None:
+        n_null = 10 if n <= 32 else (4 if n <= 128 else 2)
+    null = [_best_cut(_distances(permuted(x, rng), reimpute=False))[0] for _ in range(n_null)] \
+        if lab is not None and s >= SILHOUETTE_MIN else []
+    null_s = max([v for v in null if np.isfinite(v)], default=0.0)
+    scores = {"candidates": {str(k): v for k, v in cands.items()},
+              "best_silhouette": round(float(s), 6) if np.isfinite(s) else None,
+              "null_silhouette": round(float(null_s), 6), "threshold": SILHOUETTE_MIN, "null_margin": NULL_MARGIN}
+    effect = effect_size(x, lab) if lab is not None else float("nan")
+    scores["effect"] = round(float(effect), 6) if np.isfinite(effect) else None
+    if lab is None or s < SILHOUETTE_MIN or s < null_s + NULL_MARGIN or not effect >= EFFECT_MIN:
+        scores["k"] = 1
+        return np.zeros(n, dtype=int), scores, p
+    scores["k"] = int(lab.max() + 1)
+    return lab, scores, p
+
+
+# --------------------------------------------------------------------------- the whole pipeline
+
+
+def _distances(x: np.ndarray, reimpute: bool = True) -> np.ndarray:
+    """Denoised profile distances of the hosts of ``x`` (profiles over these hosts only)."""
+    p = profile_distances(x)
+    if reimpute and np.isnan(x).sum() > x.shape[0]:  # missing pairs: impute again from a first grouping
+        first, _ = best_split(denoise_profile(p))
+        if first.max() > 0:
+            p = profile_distances(x, first)
+    return denoise_profile(p)
+
+
+def _levels_from_tree(paths: list[tuple[int, ...]]) -> list[np.ndarray]:
+    """Label arrays fine to coarse from each host's path of split indices (root first)."""
+    depth = max(len(t) for t in paths)
+    levels = []
+    for lev in range(depth, 0, -1):
+        keys = [t[:lev] for t in paths]
+        _, inv = np.unique(np.array([",".join(map(str, k)) for k in keys]), return_inverse=True)
+        levels.append(_relabel(inv.ravel()))
+    out: list[np.ndarray] = []
+    for lv in levels:  # keep a coarser level only if it at least halves the number of groups
+        if not out or 2 * (lv.max() + 1) <= out[-1].max() + 1:
+            out.append(lv)
+    if out and out[-1].max() == 0 and len(out) > 1:
+        out.pop()
+    return out or [np.zeros(len(paths), dtype=int)]
+
+
+def hierarchy_from_matrix(x: np.ndarray, *, max_levels: int = 3, n_groups: int | None = None,
+                          p: np.ndarray | None = None, random_state=None) -> Hierarchy:
+    """:func:`infer_hierarchy` on a prepared matrix ``x`` (symmetric, overheads removed, NaN = missing).
+
+    Each group found is split again on profile distances over its own members
+    only (racks of a row differ only in the columns of that row; the other
+    rows would add noise).  A host's confidence is its silhouette in the split
+    that made its finest group.  ``p``: the top-level distances if already
+    computed.
+    """
+    n = x.shape[0]
+    if p is None:
+        p = _distances(x)
+    if n_groups is not None:
+        lab, sc = best_split(p, n_groups=n_groups)
+        conf = np.clip(_silhouette(p, lab), 0.0, 1.0) if lab.max() > 0 else np.ones(n)
+        levels = [lab]
+        if lab.max() > 1 and max_levels > 1:  # coarser levels above the fixed K: split the group means
+            levels += _coarser(p, lab, max_levels - 1)
+        return Hierarchy(lab, levels, conf, {"k": int(lab.max() + 1), "fixed": True, "levels": len(levels)})
+    rng = np.random.default_rng(random_state if random_state is not None else 0)
+    paths: list[tuple[int, ...]] = [() for _ in range(n)]
+    conf = np.ones(n)
+    splits = []
+    stack = [(np.arange(n), (), p)]
+    while stack:
+        idx, path, sub_p = stack.pop()
+        if len(path) >= max_levels or len(idx) < 2 * MIN_GROUP:
+            continue
+        lab, sc, sub_p = split_group(x[np.ix_(idx, idx)], rng, p=sub_p)
+        splits.append({"path": list(path), "hosts": int(len(idx)), **sc})
+        if lab.max() == 0:
+            continue
+        conf[idx] = np.clip(_silhouette(sub_p, lab), 0.0, 1.0)
+        for g in range(lab.max() + 1):
+            sub = idx[lab == g]
+            for i in sub:
+                paths[i] = path + (g,)
+            stack.append((sub, path + (g,), None))
+    levels = _levels_from_tree(paths)
+    if len(levels) < max_levels and levels[-1].max() + 1 >= 2 * MIN_GROUP:
+        # the first split was already the finest: look for rows above it among the groups' mean distances
+        levels += [lv for lv in _coarser(p, levels[-1], max_levels - len(levels))
+                   if 2 * (lv.max() + 1) <= levels[-1].max() + 1]
+    labels = levels[0]
+    if labels.max() == 0:
+        conf = np.ones(n)
+    scores = {"k": int(labels.max() + 1), "levels": len(levels), "splits": splits, "threshold": SILHOUETTE_MIN}
+    return Hierarchy(labels, levels, conf, scores)
+
+
+def _coarser(p: np.ndarray, labels: np.ndarray, max_levels: int) -> list[np.ndarray]:
+    """Significant groupings of fixed groups ``labels`` (coarser levels), by splitting their mean distances."""
+    out = []
+    cur = labels
+    for _ in range(max_levels):
+        k = cur.max() + 1
+        if k < 2 * MIN_GROUP:
+            break
+        onehot = np.zeros((len(cur), k))
+        onehot[np.arange(len(cur)), cur] = 1.0
+        cnt = onehot.sum(0)
+        g = onehot.T @ p @ onehot / np.outer(cnt, cnt)
+        np.fill_diagonal(g, 0.0)
+        glab, _ = best_split(g)
+        if glab.max() == 0:
+            break
+        cur = _relabel(glab[cur])
+        out.append(cur)
+    return out
+
+
+def infer_hierarchy(latency: np.ndarray, *, max_levels: int = 3, random_state=None) -> Hierarchy:
+    """Infer groups at one or more levels from ``latency``, the number of groups chosen from the data.
+
+    ``latency``: N x N (any unit, any scale), NaN where unmeasured, diagonal
+    ignored, possibly asymmetric.  ``max_levels``: at most this many nested
+    levels (1 = racks only).  Returns a :class:`Hierarchy`; K = 1 (all zeros,
+    confidence 1) when no split is significant or N < 4.  Raises
+    :class:`~plink.errors.PlinkError` on a non-square, negative or infinite
+    matrix or a host without any measured pair.
+
+    O(N^3) time (profile distances, ~1 s at N = 1024), O(N^2) memory;
+    deterministic (``random_state`` is accepted for API symmetry, unused).
+    See the module docstring for the method.
+    """
+    if not isinstance(max_levels, (int, np.integer)) or isinstance(max_levels, bool) or max_levels < 1:
+        raise PlinkError(f"max_levels must be a positive integer, got {max_levels!r}")
+    d = check_latency(latency)
     n = d.shape[0]
-    if n < 3:
-        labels = np.zeros(n, dtype=int)
-        return Hierarchy(labels, [labels], 0.0, {"k": 1})
-    d = np.fmax(d, d.T)
-    off = ~np.eye(n, dtype=bool)
-    known = d[off & np.isfinite(d)]
-    fill = float(np.median(known)) if known.size else 1.0
-    d[~np.isfinite(d)] = fill
-    np.fill_diagonal(d, 0.0)
-    z = linkage(squareform(d, checks=False), method="average")
-    h = np.maximum(z[:, 2], 1e-12)
-    ratio = h[1:] / h[:-1]  # gap between merge i and i+1: cut there leaves n - 1 - i groups
-    i = int(np.argmax(ratio))
-    k = n - 1 - i
-    if ratio[i] < 1.5:
-        k = 1
-    labels = fcluster(z, t=k, criterion="maxclust") - 1 if k > 1 else np.zeros(n, dtype=int)
-    _, labels = np.unique(labels, return_inverse=True)
-    labels = labels.astype(int)
-    return Hierarchy(labels, [labels], float(min(1.0, (ratio[i] - 1) / 2)), {"k": int(labels.max()) + 1,
-                                                                              "gap_ratio": float(ratio[i])})
+    if n < 2 * MIN_GROUP:
+        z = np.zeros(n, dtype=int)
+        return Hierarchy(z, [z], np.ones(n), {"k": 1, "levels": 1, "reason": f"{n} hosts: too few to split"})
+    return hierarchy_from_matrix(remove_host_overheads(symmetrise_min(d))[0], max_levels=max_levels,
+                                 random_state=random_state)
+
+
+def _as_matrix(X) -> np.ndarray:
+    lat = getattr(X, "latency", None)
+    return lat if lat is not None else X
+
+
+class HierarchicalGrouper:
+    """Group hosts by :func:`infer_hierarchy` (scikit-learn style).
+
+    Parameters
+    ----------
+    n_groups : "auto" or int, default "auto"
+        "auto": K from the data (may be 1); an int: exactly that many groups at
+        the finest level (average linkage on the profile distances, refined).
+    max_levels : int, default 3
+    random_state : ignored (deterministic), for API symmetry.
+
+    ``fit(X)`` takes a :class:`~plink.data.probefile.ProbeData` (its
+    ``latency``) or an N x N matrix.  Attributes: ``labels_``, ``hierarchy_``,
+    ``levels_``, ``confidence_``, ``n_groups_``, ``distances_`` (the profile
+    distances used).  O(N^3) time, O(N^2) memory.
+    """
+
+    def __init__(self, n_groups: int | str = "auto", *, max_levels: int = 3, random_state=None) -> None:
+        self.n_groups = n_groups
+        self.max_levels = max_levels
+        self.random_state = random_state
+
+    def get_params(self, deep: bool = True) -> dict:
+        return {"n_groups": self.n_groups, "max_levels": self.max_levels, "random_state": self.random_state}
+
+    def set_params(self, **params) -> "HierarchicalGrouper":
+        for k, v in params.items():
+            if k not in self.get_params():
+                raise PlinkError(f"HierarchicalGrouper has no parameter {k!r}")
+            setattr(self, k, v)
+        return self
+
+    def fit(self, X, y=None) -> "HierarchicalGrouper":
+        k = self.n_groups
+        if k != "auto" and (not isinstance(k, (int, np.integer)) or isinstance(k, bool) or k < 1):
+            raise PlinkError(f"n_groups must be 'auto' or a positive integer, got {k!r}")
+        if not isinstance(self.max_levels, (int, np.integer)) or isinstance(self.max_levels, bool) \
+                or self.max_levels < 1:
+            raise PlinkError(f"max_levels must be a positive integer, got {self.max_levels!r}")
+        d = check_latency(_as_matrix(X))
+        n = d.shape[0]
+        if k != "auto" and k > n:
+            raise PlinkError(f"{k} groups for {n} hosts: the number of groups must be at most the number of hosts")
+        if n < 2 * MIN_GROUP and k == "auto":
+            h = infer_hierarchy(d, max_levels=self.max_levels)
+            self.distances_ = None
+        else:
+            x = remove_host_overheads(symmetrise_min(d))[0]
+            self.distances_ = _distances(x)
+            h = hierarchy_from_matrix(x, max_levels=self.max_levels, p=self.distances_, random_state=self.random_state,
+                                      n_groups=None if k == "auto" else int(k))
+        self.hierarchy_ = h
+        self.labels_ = h.labels
+        self.levels_ = h.levels
+        self.confidence_ = h.confidence
+        self.n_groups_ = h.n_groups
+        return self
+
+    def fit_predict(self, X, y=None) -> np.ndarray:
+        return self.fit(X).labels_
+
+
+__all__ = ["Hierarchy", "HierarchicalGrouper", "infer_hierarchy", "infer_groups", "hierarchy_from_matrix",
+           "profile_distances", "remove_host_overheads", "symmetrise_min", "denoise_profile", "best_split",
+           "check_latency", "SILHOUETTE_MIN"]
+
+
+LOW_CONFIDENCE = 0.25  #: hosts below this confidence are named in reports
+
+
+def infer_groups(probe, *, n_groups: int | None = None, max_levels: int = 3, seed: int = 0):
+    """``plink group``'s default: :class:`HierarchicalGrouper` on a probe -> :class:`~plink.data.groupfile.Groups`.
+
+    ``n_groups``: None = K from the data, an int fixes K at the finest level.
+    The result carries ``levels`` and ``confidence``; its metrics hold the
+    group sizes per level, the mean / min confidence, the low-confidence hosts
+    (below :data:`LOW_CONFIDENCE`), the scores that chose K, the run time and,
+    when the probe has ground truth, the AMI of the finest level against the
+    true racks (and of each coarser level against the truth level above).
+    O(N^3) time, O(N^2) memory.
+    """
+    import time
+
+    from plink.data.groupfile import Groups
+    from plink.structure.metrics import ami
+
+    if n_groups is not None and (not isinstance(n_groups, (int, np.integer)) or isinstance(n_groups, bool)
+                                 or n_groups < 1):
+        raise PlinkError(f"number of groups must be a positive integer, got {n_groups!r}")
+    lat = probe.latency
+    measured = np.isfinite(lat) | np.isfinite(lat.T)
+    np.fill_diagonal(measured, False)
+    lonely = np.flatnonzero(~measured.any(axis=1))
+    if lonely.size:
+        raise PlinkError(f"host {probe.names[lonely[0]]} has 0 measured pairs: probe it again or leave it out")
+    n = probe.n
+    if n >= 2 and measured.sum() < 0.5 * n * (n - 1):
+        raise PlinkError(f"the matrix is mostly missing ({measured.sum() / (n * (n - 1)):.0%} of pairs measured); "
+                         "structure inference needs at least half: probe again with --resume")
+    t0 = time.perf_counter()
+    est = HierarchicalGrouper("auto" if n_groups is None else int(n_groups), max_levels=max_levels,
+                              random_state=seed).fit(probe)
+    h = est.hierarchy_
+    seconds = time.perf_counter() - t0
+    names = probe.names
+    low = np.flatnonzero(h.confidence < LOW_CONFIDENCE)
+    metrics: dict[str, Any] = {
+        "groups": h.n_groups,
+        "sizes": np.bincount(h.labels).tolist(),
+        "levels": [{"groups": int(lv.max() + 1), "sizes": np.bincount(lv).tolist()} for lv in h.levels],
+        "confidence_mean": round(float(h.confidence.mean()), 4),
+        "confidence_min": round(float(h.confidence.min()), 4),
+        "low_confidence_hosts": [names[i] for i in low[np.argsort(h.confidence[low])]],
+        "coverage": round(probe.coverage(), 6),
+        "group_seconds": round(seconds, 3),
+        "scores": h.scores,
+    }
+    if probe.truth is not None and probe.truth.levels:
+        labels = probe.truth.labels
+        metrics["ami"] = round(ami([t[-1] for t in labels], h.labels), 6)
+        metrics["truth_level"] = probe.truth.levels[-1]
+        metrics["ami_levels"] = [round(ami([t[max(0, len(t) - 1 - i)] for t in labels], lv), 6)
+                                 for i, lv in enumerate(h.levels)]
+    params = {"method": "hierarchy", "groups": None if n_groups is None else int(n_groups),
+              "max_levels": int(max_levels), "seed": int(seed)}
+    return Groups(hosts=names, labels=h.labels, metrics=metrics, params=params, levels=list(h.levels),
+                  confidence=h.confidence)

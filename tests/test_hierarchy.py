@@ -1,0 +1,175 @@
+"""Structure inference: infer_hierarchy, HierarchicalGrouper, infer_groups, plink group / show."""
+
+import json
+
+import numpy as np
+import pytest
+
+from plink.data.simulate import simulate_datacenter
+from plink.errors import PlinkError
+from plink.structure.hierarchy import HierarchicalGrouper, infer_groups, infer_hierarchy
+from plink.structure.metrics import ami
+
+
+def racks_of(probe, level=-1):
+    return np.unique([t[level] for t in probe.truth.labels], return_inverse=True)[1]
+
+
+def test_clear_structure_recovers_k_and_racks():
+    p = simulate_datacenter(racks=6, hosts_per_rack=6, jitter=0.05, seed=4)
+    h = infer_hierarchy(p.latency)
+    assert h.n_groups == 6
+    assert ami(racks_of(p), h.labels) == pytest.approx(1.0)
+    assert h.levels[0] is h.labels and h.labels.shape == (36,) and h.labels.min() == 0
+    assert np.all((h.confidence >= 0) & (h.confidence <= 1)) and h.confidence.mean() > 0.5
+    assert h.scores["k"] == 6 and h.scores["splits"]
+    json.dumps(h.scores)  # serialisable for reports
+
+
+def test_unequal_racks_rows_noisy_hosts_outliers_missing():
+    p = simulate_datacenter(racks=4, rows=2, hosts_per_rack=(5, 9), jitter=0.1, tenant_us=1.0, noisy_hosts=0.1,
+                            outlier_frac=0.03, missing_frac=0.03, seed=11)
+    sizes = np.bincount(racks_of(p))
+    assert sizes.min() >= 5 and sizes.max() <= 9 and len(set(sizes)) > 1  # really unequal
+    assert np.isnan(p.latency).any()
+    h = infer_hierarchy(p.latency)
+    assert h.n_groups == 8
+    assert ami(racks_of(p), h.labels) >= 0.95
+    assert len(h.levels) == 2 and ami(racks_of(p, -2), h.levels[1]) >= 0.95  # rows above racks
+
+
+def test_structureless_input_gives_one_group():
+    rng = np.random.default_rng(0)
+    for n in (5, 12, 40):
+        m = 100.0 * np.exp(rng.normal(0, 0.2, size=(n, n)))
+        m = np.triu(m, 1) + np.triu(m, 1).T
+        h = infer_hierarchy(m)
+        assert h.n_groups == 1 and not h.labels.any() and len(h.levels) == 1
+        assert np.all(h.confidence == 1.0)
+
+
+def test_per_host_overheads_do_not_make_groups():
+    """d_ij = h_i + h_j + t_ij with a few very slow hosts: the racks, not the slow hosts, are the groups."""
+    p = simulate_datacenter(racks=3, hosts_per_rack=7, jitter=0.05, seed=5)
+    m = p.latency.copy()
+    h = np.zeros(p.n)
+    h[[0, 5, 9]] = 200.0  # three hosts 200 us slower on every pair
+    m = m + h[:, None] + h[None, :]
+    out = infer_hierarchy(m)
+    assert out.n_groups == 3 and ami(racks_of(p), out.labels) == pytest.approx(1.0)
+
+
+def test_asymmetric_input_uses_the_faster_direction():
+    p = simulate_datacenter(racks=3, hosts_per_rack=6, jitter=0.05, seed=6)
+    rng = np.random.default_rng(1)
+    m = p.latency.copy()
+    hit = rng.random(m.shape) < 0.3  # one direction of 30% of pairs inflated 5x
+    m = np.where(hit, m * 5.0, m)
+    out = infer_hierarchy(m)
+    assert out.n_groups == 3 and ami(racks_of(p), out.labels) == pytest.approx(1.0)
+
+
+def test_scale_and_unit_free():
+    p = simulate_datacenter(racks=3, hosts_per_rack=5, seed=7)
+    a = infer_hierarchy(p.latency).labels
+    b = infer_hierarchy(p.latency * 1e-6).labels
+    assert np.array_equal(a, b)
+
+
+def test_fixed_k_and_estimator():
+    p = simulate_datacenter(racks=2, rows=2, hosts_per_rack=5, jitter=0.05, seed=8)
+    g = HierarchicalGrouper(n_groups=4, random_state=0)
+    labels = g.fit_predict(p)
+    assert g.n_groups_ == 4 and ami(racks_of(p), labels) == pytest.approx(1.0)
+    assert HierarchicalGrouper(2).fit_predict(p.latency).max() == 1
+    assert HierarchicalGrouper().fit(p).distances_.shape == (20, 20)
+    assert g.get_params()["n_groups"] == 4
+
+
+def test_tiny_inputs():
+    assert infer_hierarchy(np.zeros((1, 1))).n_groups == 1
+    h = infer_hierarchy(np.array([[0, 1, 9], [1, 0, 9], [9, 9, 0]], float))
+    assert h.n_groups == 1 and h.labels.shape == (3,)
+
+
+@pytest.mark.parametrize("bad, msg", [
+    (np.ones((3, 4)), "square"),
+    (np.array([[0, -1.0, 1], [-1, 0, 1], [1, 1, 0]]), ">= 0"),
+    (np.array([[0, np.inf, 1], [1, 0, 1], [1, 1, 0]]), "infinite"),
+    ("abc", "numeric"),
+    (np.array([[0, np.nan, np.nan], [np.nan, 0, 1], [np.nan, 1, 0]]), "host 0 has no measured pair"),
+])
+def test_bad_input_is_a_plink_error(bad, msg):
+    with pytest.raises(PlinkError, match=msg):
+        infer_hierarchy(bad)
+
+
+def test_bad_parameters():
+    m = simulate_datacenter(racks=2, hosts_per_rack=3, seed=1).latency
+    with pytest.raises(PlinkError, match="max_levels"):
+        infer_hierarchy(m, max_levels=0)
+    with pytest.raises(PlinkError, match="at most the number of hosts"):
+        HierarchicalGrouper(7).fit(m)
+    with pytest.raises(PlinkError, match="n_groups"):
+        HierarchicalGrouper("many").fit(m)
+
+
+def test_infer_groups_file_round_trip(tmp_path):
+    from plink.data.groupfile import load_groups
+
+    p = simulate_datacenter(racks=3, rows=2, hosts_per_rack=5, seed=9)
+    g = infer_groups(p)
+    assert g.metrics["ami"] == pytest.approx(1.0) and g.metrics["levels"][0]["groups"] == 6
+    g.save(tmp_path / "g.json")
+    back = load_groups(tmp_path / "g.json")
+    assert len(back.levels) == len(g.levels) and np.array_equal(back.levels[1], g.levels[1])
+    assert np.allclose(back.confidence, g.confidence, atol=1e-4)
+
+
+def _run(argv, capsys):
+    from plink.cli import main
+
+    with pytest.raises(SystemExit) as exc:
+        main(argv)
+    out, err = capsys.readouterr()
+    return exc.value.code, out, err
+
+
+def test_cli_group_and_show_print_the_structure(tmp_path, capsys):
+    dc = tmp_path / "dc.json"
+    code, _, err = _run(["simulate", "--racks", "3", "--rows", "2", "--hosts-per-rack", "5-7", "--seed", "2",
+                         "--tenant-us", "0.5", "--noisy-hosts", "0.1", "--outliers", "0.02", "-o", str(dc)], capsys)
+    assert code == 0, err
+    g = tmp_path / "g.json"
+    code, out, err = _run(["group", str(dc), "-o", str(g)], capsys)
+    assert code == 0, err
+    assert "groups (finest level first)" in err and "finest (e.g. racks)" in err and "confidence: mean" in err
+    assert "AMI vs true rack: 1.000" in err
+    doc = json.loads(g.read_text())
+    assert len(doc["levels"]) == 2 and len(doc["confidence"]) == len(doc["hosts"])
+    assert doc["params"]["method"] == "hierarchy"
+    code, out, err = _run(["group", str(dc), "--groups", "2", "--json", "-o", str(tmp_path / "g2.json")], capsys)
+    assert code == 0 and json.loads(out)["metrics"]["groups"] == 2
+    code, out, err = _run(["show", str(dc)], capsys)
+    assert code == 0 and "6 / 2 groups" in out and "members" in out
+    code, out, err = _run(["show", str(dc), "--groups", str(g), "--json"], capsys)
+    assert code == 0 and json.loads(out)["levels"] == [6, 2]
+
+
+def test_cli_show_plot_draws_hierarchy(tmp_path, capsys):
+    pytest.importorskip("matplotlib")
+    dc = tmp_path / "dc.json"
+    simulate_datacenter(racks=3, hosts_per_rack=4, seed=3).save(dc)
+    png = tmp_path / "h.png"
+    code, _, err = _run(["show", str(dc), "--plot", str(png)], capsys)
+    assert code == 0, err
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_cli_simulate_bad_range(capsys):
+    code, _, err = _run(["simulate", "--hosts-per-rack", "9-5"], capsys)
+    assert code == 1 and "hosts-per-rack range" in err
+    code, _, err = _run(["simulate", "--hosts-per-rack", "x"], capsys)
+    assert code == 2
+    code, _, err = _run(["simulate", "--noisy-hosts", "0.1"], capsys)
+    assert code == 1 and "needs tenant-us" in err
