@@ -7,7 +7,7 @@ A collective loads every rack uplink with all its flows at the same time, so
 this phase measures exactly that, after the latency rounds:
 
 1. **groups**: inferred from the pair bandwidth matrix when ``--bandwidth`` measured one
-   (as ``1 / bandwidth``: the pairs of a round run concurrently, so cross-group pairs share
+   (as ``log(max / bandwidth)``: the pairs of a round run concurrently, so cross-group pairs share
    uplinks and measure much slower than in-group pairs, a clearer signal than latency on
    busy hosts), else from the latency matrix, with
    :func:`plink.structure.hierarchy.infer_hierarchy` when it is installed,
@@ -62,8 +62,10 @@ def infer_groups(latency: np.ndarray, min_silhouette: float = 0.25, random_state
     if bandwidth is not None and np.isfinite(bandwidth[~np.eye(n, dtype=bool)]).mean() > 0.5:
         bw = np.asarray(bandwidth, dtype=float)
         with np.errstate(divide="ignore", invalid="ignore"):
-            lat = np.where(bw > 0, 1.0 / bw, np.nan)
-        source = "1/bandwidth"
+            # log(max / bw): in-group pairs all get the NIC rate (~0), cross-group pairs that shared an
+            # uplink in their round get a fraction of it; the log keeps a few starved pairs from dominating
+            lat = np.where(bw > 0, np.log(np.nanmax(bw) / bw), np.nan)
+        source = "log(max bandwidth / bandwidth)"
     try:
         from plink.structure.hierarchy import infer_hierarchy
     except ImportError:
