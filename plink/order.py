@@ -66,6 +66,8 @@ class OrderResult:
     ranges: dict[str, list[float]] = field(default_factory=dict)
     pairs_used: int = 0  #: distinct host pairs the chosen order communicates over
     pairs_used_unmeasured: int = 0  #: ... of which were never measured
+    steps: int = 0  #: communication steps of the algorithm (repeats counted)
+    steps_unmeasured: int = 0  #: ... with at least one flow over an unmeasured pair
     groups: dict[str, Any] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
 
@@ -143,6 +145,17 @@ def pairs_used(algo: str, order, base: int = 2) -> set[tuple[int, int]]:
         for a, b in zip(p[s.src].tolist(), p[s.dst].tolist()):
             out.add((min(a, b), max(a, b)))
     return out
+
+
+def steps_touching(algo: str, order, missing: np.ndarray, base: int = 2) -> tuple[int, int]:
+    """``(steps with a flow over an unmeasured pair, all steps)`` of ``algo`` over ``order`` (repeats counted)."""
+    p = np.asarray(order)
+    hit = total = 0
+    for s in schedule(algo, len(p), 1.0, base):
+        total += s.repeat
+        if missing[p[s.src], p[s.dst]].any():
+            hit += s.repeat
+    return hit, total
 
 
 def _build(cost_model: str, algo: str, probe: ProbeData, groups, fill: str, size: int, base: int,
@@ -233,6 +246,9 @@ def order_hosts(
     groups = find_groups(probe, labels, seed, use_bandwidth)
     n_missing = probe.n_missing_pairs()
     cm, kind, notes = _build(model, algo, probe, groups, "high", size, base, use_bandwidth, nic_gbps)
+    if model == "shared" and groups.k < 2 and n > 2:
+        notes.append("no racks found in the data (one group): the model sees no shared uplinks; "
+                     "give them with --groups if you know them")
     cm_low = _build(model, algo, probe, groups, "low", size, base, use_bandwidth, nic_gbps)[0] if n_missing else cm
     identity = np.arange(n)
     contiguous = rack_contiguous(groups.labels)
@@ -281,6 +297,7 @@ def order_hosts(
     used = pairs_used(algo, best, base) if n > 1 else set()
     miss = probe.missing_mask()
     unmeasured = sum(1 for a, b in used if miss[a, b])
+    steps_hit, steps_all = steps_touching(algo, best, miss, base) if n > 1 else (0, 0)
     return OrderResult(
         algo=algo,
         size=size,
@@ -303,6 +320,8 @@ def order_hosts(
         ranges=ranges,
         pairs_used=len(used),
         pairs_used_unmeasured=unmeasured,
+        steps=steps_all,
+        steps_unmeasured=steps_hit,
         groups={"k": groups.k, "source": groups.source, "confidence": groups.confidence},
         notes=notes,
     )

@@ -16,9 +16,10 @@ solver avoids links nobody measured, as before); reports price every order
 with ``low`` and ``high`` and give the range, since every model here is
 monotone in each pair's latency.
 
-**Groups** come from ``--groups`` (labels), else from the probe file's
-measured uplinks (``ProbeData.uplinks``: host sets with ``up_bps`` /
-``down_bps``), else from ``plink.structure.hierarchy.infer_hierarchy`` over
+**Groups** come from ``--groups`` (labels), else from
+``plink.structure.hierarchy.infer_hierarchy`` (falling back to the host sets
+of the probe file's measured uplinks, ``ProbeData.uplinks`` with ``up_bps`` /
+``down_bps``, when it finds one group) over
 the latency matrix or, when more confident, the inverse bandwidth matrix
 (by silhouette; the probe measures the pairs of a round concurrently, so cross-rack pairs
 share uplinks and measure slower: on the emulated 16-host cluster under load
@@ -26,7 +27,9 @@ latency did not separate the racks and bandwidth did).
 
 **Capacities.**  NIC: with a bandwidth matrix, a host's fastest measured
 pair (isolated pairs do show what a NIC carries); without one, ``nic_gbps``
-(assumed, reported).  Uplinks: measured ones from the probe file; otherwise
+(assumed, reported).  Uplinks: measured ones from the probe file (an uplink
+whose host set is not one group, e.g. measured for two racks together,
+becomes an outer level of links over those hosts); otherwise
 the conservative oversubscribed case, an uplink carries what one host NIC
 does (``contention.conservative_uplinks``) - isolated pairs never set an
 uplink, since one flow alone cannot see oversubscription.
@@ -138,31 +141,41 @@ def separation(matrix: np.ndarray, labels: np.ndarray) -> float:
     return float(silhouette_score(d, labels, metric="precomputed"))
 
 
+def uplink_labels(probe: ProbeData) -> np.ndarray | None:
+    """Label per host from the probe's measured uplinks (disjoint host sets), -1 for hosts in none."""
+    uplinks = getattr(probe, "uplinks", None)
+    if not uplinks:
+        return None
+    lab = np.full(probe.n, -1, dtype=np.int64)
+    for g, u in enumerate(uplinks):
+        hosts = [int(h) for h in u.hosts]
+        if any(h < 0 or h >= probe.n or lab[h] >= 0 for h in hosts):
+            return None  # overlapping or out of range: not a partition
+        lab[hosts] = g
+    return lab
+
+
 def find_groups(probe: ProbeData, labels=None, seed: int = 0, use_bandwidth: bool = True) -> Groups:
-    """Groups of ``probe``'s hosts: given ``labels``, else measured uplinks, else inferred.
+    """Groups of ``probe``'s hosts: given ``labels``, else inferred, else the measured uplinks' host sets.
 
     Inferred from the latency matrix and, when the probe has one, from the
     inverse bandwidth matrix; the grouping with the higher silhouette
     (``separation``) on its own matrix wins.  ``Groups.confidence`` is that
-    silhouette.
+    silhouette.  When inference finds no structure (one group) and the probe
+    measured uplinks covering every host, their host sets are the groups.
+    Measured uplinks that are not groups become an outer level of
+    ``network``.
     """
     if labels is not None:
         return Groups(_relabel(labels), "groups file")
-    uplinks = getattr(probe, "uplinks", None)
-    if uplinks:
-        lab = np.full(probe.n, -1)
-        for g, u in enumerate(uplinks):
-            for h in u.hosts:
-                if lab[h] >= 0:
-                    lab = None
-                    break
-                lab[h] = g
-            if lab is None:
-                break
-        if lab is not None and (lab >= 0).all():
-            return Groups(_relabel(lab), "probe uplinks")
-    if probe.n < 3:
-        return Groups(np.zeros(probe.n, dtype=np.int64), "none")
+    up = uplink_labels(probe)
+    found = _infer(probe, seed, use_bandwidth) if probe.n >= 3 else None
+    if (found is None or found.k < 2) and up is not None and (up >= 0).all():
+        return Groups(_relabel(up), "probe uplinks")
+    return found if found is not None else Groups(np.zeros(probe.n, dtype=np.int64), "none")
+
+
+def _infer(probe: ProbeData, seed: int, use_bandwidth: bool) -> Groups:
     from plink.structure.hierarchy import infer_hierarchy
 
     def run(matrix):
@@ -214,13 +227,30 @@ def network(probe: ProbeData, groups: Groups, *, fill: str = "high", use_bandwid
     up = conservative_uplinks(nic, lab)
     down = up.copy()
     measured = np.zeros(k, dtype=bool)
-    for u in getattr(probe, "uplinks", None) or []:
+    other = []  # measured uplinks whose host set is not one group: an outer level
+    for u in (getattr(probe, "uplinks", None) or []) if uplink_labels(probe) is not None else []:
         hosts = sorted(int(h) for h in u.hosts)
-        for g in range(k):
-            if sorted(np.flatnonzero(lab == g).tolist()) == hosts:
-                up[g], down[g] = float(u.up_bps), float(u.down_bps)
-                measured[g] = True
+        match = [g for g in range(k) if sorted(np.flatnonzero(lab == g).tolist()) == hosts]
+        if match:
+            up[match[0]], down[match[0]] = float(u.up_bps), float(u.down_bps)
+            measured[match[0]] = True
+        else:
+            other.append(u)
+    outer = ()
+    if other:
+        olab = np.full(n, -1, dtype=np.int64)
+        cap_up, cap_down = [], []
+        for j, u in enumerate(other):
+            olab[[int(h) for h in u.hosts]] = j
+            cap_up.append(float(u.up_bps))
+            cap_down.append(float(u.down_bps))
+        rest = np.flatnonzero(olab < 0)  # hosts under no such uplink: a link of their own that never binds
+        olab[rest] = len(other) + np.arange(len(rest))
+        cap_up += [np.inf] * len(rest)
+        cap_down += [np.inf] * len(rest)
+        outer = ((olab, np.array(cap_up), np.array(cap_down)),)
+        notes.append(f"{len(other)} measured uplink(s) span several groups: priced as an outer level of links")
     if k > 1 and not measured.all():
         what = "no group uplink" if not measured.any() else f"{int((~measured).sum())} of {k} group uplinks"
         notes.append(f"{what} measured: assumed the oversubscribed case, an uplink carries what one host NIC does")
-    return Network(lat, nic, nic.copy(), lab, up, down, tuple(notes))
+    return Network(lat, nic, nic.copy(), lab, up, down, tuple(notes), outer)

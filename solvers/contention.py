@@ -107,8 +107,11 @@ class Network:
     ``latency``: ``(N, N)`` one-way seconds, complete off the diagonal.
     ``nic_send`` / ``nic_recv``: ``(N,)`` bytes/s per host.  ``groups``:
     ``(N,)`` ints ``0..G-1``.  ``up`` / ``down``: ``(G,)`` bytes/s of each
-    group's uplink leaving / entering the group.  ``notes``: the assumptions
-    made to build it (reported to the user).
+    group's uplink leaving / entering the group.  ``outer``: further levels
+    of shared links, each ``(labels, up, down)`` over the same hosts (e.g.
+    uplinks measured for sets of racks, or rows of racks); a flow uses a
+    level's uplinks when its two hosts have different labels there.
+    ``notes``: the assumptions made to build it (reported to the user).
     """
 
     latency: np.ndarray
@@ -118,6 +121,7 @@ class Network:
     up: np.ndarray
     down: np.ndarray
     notes: tuple[str, ...] = field(default=())
+    outer: tuple = field(default=())
 
     def __post_init__(self) -> None:
         lat = np.asarray(self.latency, dtype=float)
@@ -145,6 +149,17 @@ class Network:
         object.__setattr__(self, "groups", g.astype(np.int64))
         for name, a in arrays.items():
             object.__setattr__(self, name, a)
+        outer = []
+        for lab, up, down in self.outer:
+            lab = np.asarray(lab, dtype=np.int64)
+            up, down = np.asarray(up, dtype=float), np.asarray(down, dtype=float)
+            k = int(lab.max()) + 1 if n else 0
+            if lab.shape != (n,) or (n and lab.min() < 0) or up.shape != (k,) or down.shape != (k,):
+                raise ValueError("every outer level needs n labels 0..k-1 and k up and k down capacities")
+            if not (np.all(up > 0) and np.all(down > 0)):
+                raise ValueError("outer uplink capacities must be > 0 bytes/s")
+            outer.append((lab, up, down))
+        object.__setattr__(self, "outer", tuple(outer))
 
     @property
     def n(self) -> int:
@@ -154,9 +169,29 @@ class Network:
     def n_groups(self) -> int:
         return len(self.up)
 
+    def levels(self) -> list[tuple[np.ndarray, np.ndarray, np.ndarray]]:
+        """``[(labels, up, down), ...]``: the groups, then the ``outer`` levels."""
+        return [(self.groups, self.up, self.down), *self.outer]
+
     def inverse_capacities(self) -> np.ndarray:
-        """``1 / capacity`` for the links ``[send NICs, recv NICs, ups, downs, intra-group dummy]``."""
-        return np.concatenate([1.0 / self.nic_send, 1.0 / self.nic_recv, 1.0 / self.up, 1.0 / self.down, [0.0]])
+        """``1 / capacity`` of ``[send NICs, recv NICs, (ups, downs) per level, intra-group dummy]``."""
+        parts = [1.0 / self.nic_send, 1.0 / self.nic_recv]
+        for _, up, down in self.levels():
+            parts += [1.0 / up, 1.0 / down]
+        return np.concatenate(parts + [[0.0]])
+
+    def link_index(self, hs: np.ndarray, hd: np.ndarray, dummy: int, axis: int = -1) -> np.ndarray:
+        """Link slot of every (flow, link) pair: flows ``hs -> hd`` (host arrays, any shape). O(flows x levels)."""
+        n = self.n
+        parts = [hs, n + hd]
+        off = 2 * n
+        for lab, up, _ in self.levels():
+            gs, gd = lab[hs], lab[hd]
+            cross = gs != gd
+            k = len(up)
+            parts += [np.where(cross, off + gs, dummy), np.where(cross, off + k + gd, dummy)]
+            off += 2 * k
+        return np.concatenate(parts, axis=axis)
 
 
 def conservative_uplinks(nic: np.ndarray, groups: np.ndarray) -> np.ndarray:
@@ -417,8 +452,9 @@ class SharedCostModel:
         M = P.shape[0]
         total = np.zeros(M)
         soft = np.zeros(M)
-        net, n, G, L = self.net, self.n, self.net.n_groups, self._L
+        net, L = self.net, self._L
         dummy = L - 1
+        parts = 2 + 2 * len(net.levels())
         rows = (np.arange(M) * L)[:, None]
         for s in self.steps:
             hs = P[:, s.src]
@@ -430,12 +466,8 @@ class SharedCostModel:
                 if smooth:
                     soft += s.repeat * lat.mean(axis=1)
             if s.nbytes.any():
-                gs, gd = net.groups[hs], net.groups[hd]
-                cross = gs != gd
-                idx = np.concatenate(
-                    [hs, n + hd, np.where(cross, 2 * n + gs, dummy), np.where(cross, 2 * n + G + gd, dummy)], axis=1
-                )
-                w = np.broadcast_to(np.tile(s.nbytes, 4), idx.shape)
+                idx = net.link_index(hs, hd, dummy, axis=1)
+                w = np.broadcast_to(np.tile(s.nbytes, parts), idx.shape)
                 loads = np.bincount((idx + rows).ravel(), weights=w.ravel(), minlength=M * L).reshape(M, L)
                 times = loads * self._inv
                 t += times.max(axis=1)
@@ -451,9 +483,12 @@ class SharedCostModel:
         return float(self.batch(p[None, :])[0])
 
     def link_names(self) -> list[str]:
-        n, G = self.n, self.net.n_groups
-        return ([f"nic-send:{h}" for h in range(n)] + [f"nic-recv:{h}" for h in range(n)]
-                + [f"up:{g}" for g in range(G)] + [f"down:{g}" for g in range(G)] + ["intra"])
+        n = self.n
+        names = [f"nic-send:{h}" for h in range(n)] + [f"nic-recv:{h}" for h in range(n)]
+        for lv, (_, up, _) in enumerate(self.net.levels()):
+            tag = "" if lv == 0 else f"L{lv}"
+            names += [f"up{tag}:{g}" for g in range(len(up))] + [f"down{tag}:{g}" for g in range(len(up))]
+        return names + ["intra"]
 
     def breakdown(self, perm) -> list[dict]:
         """Per distinct step: repeat, latency term, bandwidth term, bottleneck link, flows on it."""
@@ -471,13 +506,11 @@ class SharedCostModel:
         return out
 
     def _link_index(self, hs, hd) -> np.ndarray:
-        n, G, dummy = self.n, self.net.n_groups, self._L - 1
-        gs, gd = self.net.groups[hs], self.net.groups[hd]
-        cross = gs != gd
-        return np.concatenate([hs, n + hd, np.where(cross, 2 * n + gs, dummy), np.where(cross, 2 * n + G + gd, dummy)])
+        return self.net.link_index(hs, hd, self._L - 1)
 
     def _loads(self, hs, hd, nbytes) -> np.ndarray:
-        return np.bincount(self._link_index(hs, hd), weights=np.tile(nbytes, 4), minlength=self._L)
+        parts = 2 + 2 * len(self.net.levels())
+        return np.bincount(self._link_index(hs, hd), weights=np.tile(nbytes, parts), minlength=self._L)
 
     def _counts(self, hs, hd) -> np.ndarray:
         c = np.bincount(self._link_index(hs, hd), minlength=self._L)
@@ -485,7 +518,7 @@ class SharedCostModel:
         return c
 
     def max_uplink_flows(self, perm) -> int:
-        """The largest number of flows of one step sharing one uplink direction."""
+        """The largest number of flows of one step sharing one uplink direction (any level)."""
         p = np.asarray(perm, dtype=np.int64)
         best = 0
         for s in self.steps:

@@ -33,7 +33,8 @@ it), not by a sum of hops.  What works:
    geometrically to ``1e-6`` of it.
 
 Complexity: exact O(evals x flows); per annealing iteration O(batch x
-flows).  Deterministic for a seed with ``max_iter``; otherwise time-limited.
+flows).  Deterministic for a seed with ``max_iter`` (candidate orders priced);
+otherwise time-limited.
 """
 
 from __future__ import annotations
@@ -184,7 +185,11 @@ def _propose(perm: np.ndarray, groups: np.ndarray, rng: np.random.Generator, k: 
 
 def anneal_shared(model: SharedCostModel, init, *, time_limit: float = 2.0, max_iter: int | None = None,
                   seed: int = 0, batch: int = 24, deadline: float | None = None) -> tuple[np.ndarray, float, int]:
-    """Batched annealing from ``init`` (see module docstring). Returns ``(perm, cost, iterations)``."""
+    """Batched annealing from ``init`` (see module docstring). Returns ``(perm, cost, iterations)``.
+
+    ``max_iter`` counts candidate orders priced (``batch`` per iteration), like the
+    pair-sum annealer's single moves, so the same budget costs about the same.
+    """
     rng = np.random.default_rng(seed)
     cur = np.asarray(init, dtype=np.int64).copy()
     n = len(cur)
@@ -199,11 +204,12 @@ def anneal_shared(model: SharedCostModel, init, *, time_limit: float = 2.0, max_
     start = time.perf_counter()
     stop = deadline if deadline is not None else start + time_limit
     it = 0
+    iters = None if max_iter is None else -(-int(max_iter) // batch)
     while True:
-        if max_iter is not None:
-            if it >= max_iter:
+        if iters is not None:
+            if it >= iters:
                 break
-            frac = it / max(1, max_iter)
+            frac = it / max(1, iters)
         else:
             now = time.perf_counter()
             if now >= stop:

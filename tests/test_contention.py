@@ -111,7 +111,8 @@ def ref_bcube(n, S, B):
     return steps
 
 
-def ref_price(steps, perm, lat, nic_s, nic_r, groups, up, down):
+def ref_price(steps, perm, lat, nic_s, nic_r, groups, up, down, outer=()):
+    levels = [(groups, up, down), *outer]
     total = 0.0
     for flows, pays_latency in steps:
         load = {}
@@ -119,13 +120,14 @@ def ref_price(steps, perm, lat, nic_s, nic_r, groups, up, down):
         for a, b, nbytes in flows:
             ha, hb = perm[a], perm[b]
             worst = max(worst, lat[ha][hb])
-            links = [("s", ha), ("r", hb)]
-            if groups[ha] != groups[hb]:
-                links += [("u", groups[ha]), ("d", groups[hb])]
+            links = [("s", 0, ha), ("r", 0, hb)]
+            for lv, (lab, _, _) in enumerate(levels):
+                if lab[ha] != lab[hb]:
+                    links += [("u", lv, lab[ha]), ("d", lv, lab[hb])]
             for link in links:
                 load[link] = load.get(link, 0.0) + nbytes
-        cap = {"s": nic_s, "r": nic_r, "u": up, "d": down}
-        bw = max([v / cap[k][i] for (k, i), v in load.items()], default=0.0)
+        cap = {"s": [nic_s], "r": [nic_r], "u": [lv[1] for lv in levels], "d": [lv[2] for lv in levels]}
+        bw = max([v / cap[k][lv][i] for (k, lv, i), v in load.items()], default=0.0)
         total += (worst if pays_latency else 0.0) + bw
     return total
 
@@ -159,27 +161,33 @@ def ref_steps(algo, n, S, B=2):
             "dbt": lambda: ref_dbt(n, S), "bcube": lambda: ref_bcube(n, S, B)}[algo]()
 
 
-def random_net(rng, n, k):
+def random_net(rng, n, k, outer=False):
     g = np.sort(rng.integers(0, k, size=n))
     _, g = np.unique(g, return_inverse=True)
     lat = rng.uniform(1e-6, 1e-3, size=(n, n))
     np.fill_diagonal(lat, 0)
     k = g.max() + 1
+    levels = ()
+    if outer:  # a row level: pairs of groups
+        row = g // 2
+        r = row.max() + 1
+        levels = ((row, rng.uniform(5e7, 1e9, r), rng.uniform(5e7, 1e9, r)),)
     return Network(lat, rng.uniform(1e8, 1e9, n), rng.uniform(1e8, 1e9, n), g,
-                   rng.uniform(5e7, 1e9, k), rng.uniform(5e7, 1e9, k))
+                   rng.uniform(5e7, 1e9, k), rng.uniform(5e7, 1e9, k), outer=levels)
 
 
 @settings(max_examples=60, deadline=None)
 @given(n=st.integers(1, 13), k=st.integers(1, 4), seed=st.integers(0, 10**6),
-       algo=st.sampled_from(["ring", "hd", "rd", "dbt", "bintree"]), size=st.sampled_from([0.0, 1e3, 16 * 2**20]))
-def test_models_match_reference(n, k, seed, algo, size):
+       algo=st.sampled_from(["ring", "hd", "rd", "dbt", "bintree"]), size=st.sampled_from([0.0, 1e3, 16 * 2**20]),
+       outer=st.booleans())
+def test_models_match_reference(n, k, seed, algo, size, outer):
     rng = np.random.default_rng(seed)
-    net = random_net(rng, n, k)
+    net = random_net(rng, n, k, outer)
     m = SharedCostModel(algo, net, size)
     for _ in range(3):
         p = rng.permutation(n)
         want = ref_price(ref_steps(algo, n, size), p, net.latency, net.nic_send, net.nic_recv, net.groups,
-                         net.up, net.down) if n > 1 else 0.0
+                         net.up, net.down, net.outer) if n > 1 else 0.0
         assert m(p) == pytest.approx(want, rel=1e-9, abs=1e-15)
         assert m.batch(p[None, :])[0] == pytest.approx(want, rel=1e-9, abs=1e-15)
 

@@ -64,7 +64,8 @@ def render_order_report(result, console) -> None:
         console.print(
             f"note: {result.missing_pairs} host pairs were not measured; ranges price them at the lowest and the "
             f"highest value measured between the same groups (the search used the highest); "
-            f"{result.pairs_used_unmeasured} of the {result.pairs_used} pairs the plink order uses are unmeasured"
+            f"{result.pairs_used_unmeasured} of the {result.pairs_used} pairs the plink order uses are unmeasured, "
+            f"in {result.steps_unmeasured} of its {result.steps} steps"
         )
     for note in result.notes:
         console.print(f"note: {note}")
