@@ -58,14 +58,18 @@ NULL_MARGIN = 0.1
 MIN_GROUP = 3
 #: ... and the pairs it separates are at least this many times farther (median) than the pairs it keeps together
 EFFECT_MIN = 1.25
+#: ... 1.6 in groups of fewer than SMALL_GROUP hosts, where the best of many possible splits of noise can
+#: look that far apart (selection bias; measured on simulated racks of 5-9 hosts)
+EFFECT_MIN_SMALL = 1.6
+SMALL_GROUP = 16
 #: among the significant cuts the coarsest whose silhouette is within this of the best wins (finer levels come
 #: from splitting each group again)
 PARSIMONY = 0.05
 #: cuts K = 2..SMALL_K are always evaluated, larger K only after the largest gaps in merge height
 SMALL_K = 10
 N_GAP_CANDIDATES = 12
-import os as _os
-DENOISE = _os.environ.get("PLINK_DENOISE", "median")
+#: the two profile distances (see :func:`profile_distances`)
+METRICS = ("log", "near")
 
 
 @dataclass
@@ -161,10 +165,16 @@ def remove_host_overheads(s: np.ndarray, m: int | None = None) -> tuple[np.ndarr
     return x, h
 
 
-def profile_distances(x: np.ndarray, labels: np.ndarray | None = None) -> np.ndarray:
+def profile_distances(x: np.ndarray, labels: np.ndarray | None = None, metric: str = "log") -> np.ndarray:
     """Mean absolute difference of the log row profiles of every pair of hosts.
 
-    ``P_ij = mean_k |log x_ik - log x_jk|`` over all ``k``; the diagonal entry
+    ``metric="log"``: ``P_ij = mean_k |log x_ik - log x_jk|`` over all ``k``.
+    ``metric="near"``: the same on closeness ``exp(-(log x_ik - log near_i) / tau)``
+    (1 at the host's nearest level, ``exp(-3)`` at its median distance): far
+    entries, the bulk of a row, are squashed together, so the few columns
+    where two hosts' racks differ dominate; it separates many small racks
+    (e.g. 24 racks in one row) that "log" dilutes, while "log" keeps the
+    differences between far levels (rows).  The diagonal entry
     ``x_ii`` is taken as the host's nearest-neighbour level (a host sees itself
     like a rack-mate), a missing ``x_ik`` as the median of its row or, given
     ``labels`` of a first grouping, the median of the block ``(g_i, g_k)``.
@@ -198,7 +208,16 @@ def profile_distances(x: np.ndarray, labels: np.ndarray | None = None) -> np.nda
         lg = np.where(miss, fill, lg)
     lg[np.arange(n), np.arange(n)] = near
     lg = np.where(np.isfinite(lg), lg, 0.0)
-    p = cdist(lg, lg, metric="cityblock") / n
+    if metric == "near":
+        # closeness: 1 at the host's nearest level, ~exp(-3) at its typical (median) distance
+        rel = lg - near[:, None]
+        tau = max(float(np.median(np.median(rel, axis=1))) / 3.0, 1e-6)
+        v = np.exp(-np.maximum(rel, 0.0) / tau)
+        p = cdist(v, v, metric="cityblock") / n
+    elif metric == "log":
+        p = cdist(lg, lg, metric="cityblock") / n
+    else:
+        raise PlinkError(f"unknown profile metric {metric!r} (one of {', '.join(METRICS)})")
     np.fill_diagonal(p, 0.0)
     return p
 
@@ -214,8 +233,7 @@ def denoise_profile(p: np.ndarray) -> np.ndarray:
     q = p.copy()
     np.fill_diagonal(q, np.nan)
     a = _near(q, n_near(n))
-    if DENOISE == "median":
-        a = a - np.median(a)
+    a = a - np.median(a)
     out = p - (a[:, None] + a[None, :]) / 2.0
     out = np.maximum(out, 0.0)
     np.fill_diagonal(out, 0.0)
@@ -293,9 +311,9 @@ def refine(p: np.ndarray, labels: np.ndarray, max_iter: int = 10, keep_k: bool =
     return labels
 
 
-def candidate_ks(heights: np.ndarray, n: int) -> list[int]:
-    """K = 2..SMALL_K and the K after the largest relative gaps in the merge heights (K <= n / MIN_GROUP)."""
-    kmax = n // MIN_GROUP
+def candidate_ks(heights: np.ndarray, n: int, min_group: int = MIN_GROUP) -> list[int]:
+    """K = 2..SMALL_K and the K after the largest relative gaps in the merge heights (K <= n / min_group)."""
+    kmax = n // min_group
     ks = set(range(2, min(SMALL_K, kmax) + 1))
     if n > 2:
         h = np.maximum(heights, 1e-12)
@@ -309,7 +327,8 @@ def candidate_ks(heights: np.ndarray, n: int) -> list[int]:
     return sorted(k for k in ks if 2 <= k <= kmax)
 
 
-def best_split(p: np.ndarray, *, n_groups: int | None = None) -> tuple[np.ndarray, dict]:
+def best_split(p: np.ndarray, *, n_groups: int | None = None, min_group: int = MIN_GROUP
+               ) -> tuple[np.ndarray, dict]:
     """Split hosts with profile distances ``p`` (n x n) into groups; K from the data unless ``n_groups``.
 
     Returns ``(labels, scores)``; all zeros when no candidate's mean silhouette
@@ -327,7 +346,7 @@ def best_split(p: np.ndarray, *, n_groups: int | None = None) -> tuple[np.ndarra
         if labels.max() + 1 == n_groups:
             labels = refine(p, labels, keep_k=True)
         return labels, {"k": int(labels.max() + 1), "fixed": True}
-    s, lab, cands = _best_cut(p)
+    s, lab, cands = _best_cut(p, min_group)
     scores = {"candidates": {str(k): v for k, v in cands.items()},
               "best_silhouette": round(float(s), 6) if np.isfinite(s) else None, "threshold": SILHOUETTE_MIN}
     if lab is None or s < SILHOUETTE_MIN:
@@ -337,24 +356,24 @@ def best_split(p: np.ndarray, *, n_groups: int | None = None) -> tuple[np.ndarra
     return lab, scores
 
 
-def _best_cut(p: np.ndarray) -> tuple[float, np.ndarray | None, dict]:
+def _best_cut(p: np.ndarray, min_group: int = MIN_GROUP) -> tuple[float, np.ndarray | None, dict]:
     """The candidate cut of the average-linkage tree with the best mean silhouette: ``(s, labels, {K: s})``."""
     from scipy.cluster.hierarchy import fcluster, linkage
     from scipy.spatial.distance import squareform
 
     n = p.shape[0]
-    if n < 2 * MIN_GROUP:
+    if n < 2 * min_group:
         return -np.inf, None, {}
     z = linkage(squareform(p, checks=False), method="average")
     cands: dict[int, float | None] = {}
     labs: dict[int, np.ndarray] = {}
     best = (-np.inf, None)
     seen: dict[bytes, float] = {}
-    for k in candidate_ks(z[:, 2], n):
+    for k in candidate_ks(z[:, 2], n, min_group):
         lab = _relabel(fcluster(z, k, criterion="maxclust") - 1)
-        lab = fold_small(p, lab)
+        lab = fold_small(p, lab, min_group)
         lab = refine(p, lab)
-        lab = fold_small(p, lab)
+        lab = fold_small(p, lab, min_group)
         if lab.max() == 0:
             cands[k] = None  # every group folded away
             continue
@@ -397,49 +416,74 @@ def permuted(x: np.ndarray, rng: np.random.Generator) -> np.ndarray:
     return out
 
 
-def split_group(x: np.ndarray, rng: np.random.Generator, p: np.ndarray | None = None,
-                n_null: int | None = None) -> tuple[np.ndarray, dict, np.ndarray]:
-    """Split the hosts of prepared matrix ``x`` if the best cut beats a permutation null.
+def split_group(x: np.ndarray, rng: np.random.Generator, n_null: int | None = None
+                ) -> tuple[np.ndarray, dict, np.ndarray]:
+    """Split the hosts of prepared matrix ``x`` into groups if a significant split exists.
 
-    The best cut (:func:`_best_cut`) on the profile distances is significant
-    when its silhouette is at least :data:`SILHOUETTE_MIN` and exceeds by
-    :data:`NULL_MARGIN` the best silhouette found the same way on ``n_null``
-    copies of ``x`` with its pairs shuffled (same values, no structure).
-    Returns ``(labels, scores, p)``.  O(n_null * n^3).
+    Tries both profile distances (:data:`METRICS`); of the significant splits
+    (:func:`_split_one`) the one whose silhouette beats its permutation null by
+    the most wins.
+    Returns ``(labels, scores, p)`` with ``p`` the distances of the chosen metric.
+    O(n_null * n^3).
     """
     n = x.shape[0]
-    if p is None:
-        p = _distances(x)
+    tried = []
+    for metric in METRICS:
+        p = _distances(x, metric=metric)
+        lab, sc = _split_one(x, p, metric, rng, n_null)
+        sc["metric"] = metric
+        tried.append((lab, sc, p))
+    ok = [t for t in tried if t[0].max() > 0]
+    if not ok:
+        lab, sc, p = tried[-1]
+        return lab, {"k": 1, "metrics": {t[1]["metric"]: t[1] for t in tried}}, p
+    lab, sc, p = max(ok, key=lambda t: t[1]["best_silhouette"] - t[1]["null_silhouette"])
+    return lab, {"k": int(lab.max() + 1), "metric": sc["metric"], "metrics": {t[1]["metric"]: t[1] for t in tried}}, p
+
+
+def _split_one(x: np.ndarray, p: np.ndarray, metric: str, rng: np.random.Generator, n_null: int | None = None
+               ) -> tuple[np.ndarray, dict]:
+    """The best cut (:func:`_best_cut`) of distances ``p`` if it is significant, else all zeros.
+
+    Significant: its mean silhouette is at least :data:`SILHOUETTE_MIN`, exceeds
+    by :data:`NULL_MARGIN` the best silhouette found the same way on ``n_null``
+    copies of ``x`` with its pairs shuffled (same values, no structure), and the
+    pairs it separates are :data:`EFFECT_MIN` times farther than those it keeps
+    together (:func:`effect_size`).
+    """
+    n = x.shape[0]
     if n < 2 * MIN_GROUP:
-        return np.zeros(n, dtype=int), {"k": 1, "reason": f"{n} hosts: too few to split"}, p
+        return np.zeros(n, dtype=int), {"k": 1, "reason": f"{n} hosts: too few to split",
+                                        "best_silhouette": None, "null_silhouette": None}
     s, lab, cands = _best_cut(p)
     if n_null is None:
         n_null = 10 if n <= 32 else (4 if n <= 128 else 2)
-    null = [_best_cut(_distances(permuted(x, rng), reimpute=False))[0] for _ in range(n_null)] \
-        if lab is not None and s >= SILHOUETTE_MIN else []
+    null = [_best_cut(_distances(permuted(x, rng), reimpute=False, metric=metric))[0]
+            for _ in range(n_null)] if lab is not None and s >= SILHOUETTE_MIN else []
     null_s = max([v for v in null if np.isfinite(v)], default=0.0)
     scores = {"candidates": {str(k): v for k, v in cands.items()},
               "best_silhouette": round(float(s), 6) if np.isfinite(s) else None,
               "null_silhouette": round(float(null_s), 6), "threshold": SILHOUETTE_MIN, "null_margin": NULL_MARGIN}
     effect = effect_size(x, lab) if lab is not None else float("nan")
     scores["effect"] = round(float(effect), 6) if np.isfinite(effect) else None
-    if lab is None or s < SILHOUETTE_MIN or s < null_s + NULL_MARGIN or not effect >= EFFECT_MIN:
+    need = EFFECT_MIN if n >= SMALL_GROUP else EFFECT_MIN_SMALL
+    if lab is None or s < SILHOUETTE_MIN or s < null_s + NULL_MARGIN or not effect >= need:
         scores["k"] = 1
-        return np.zeros(n, dtype=int), scores, p
+        return np.zeros(n, dtype=int), scores
     scores["k"] = int(lab.max() + 1)
-    return lab, scores, p
+    return lab, scores
 
 
 # --------------------------------------------------------------------------- the whole pipeline
 
 
-def _distances(x: np.ndarray, reimpute: bool = True) -> np.ndarray:
+def _distances(x: np.ndarray, reimpute: bool = True, metric: str = "near") -> np.ndarray:
     """Denoised profile distances of the hosts of ``x`` (profiles over these hosts only)."""
-    p = profile_distances(x)
+    p = profile_distances(x, metric=metric)
     if reimpute and np.isnan(x).sum() > x.shape[0]:  # missing pairs: impute again from a first grouping
-        first, _ = best_split(denoise_profile(p))
+        first, _ = best_split(denoise_profile(p))  # (unvalidated first grouping, only to impute)
         if first.max() > 0:
-            p = profile_distances(x, first)
+            p = profile_distances(x, first, metric=metric)
     return denoise_profile(p)
 
 
@@ -471,9 +515,9 @@ def hierarchy_from_matrix(x: np.ndarray, *, max_levels: int = 3, n_groups: int |
     computed.
     """
     n = x.shape[0]
-    if p is None:
-        p = _distances(x)
     if n_groups is not None:
+        if p is None:
+            p = _distances(x)
         lab, sc = best_split(p, n_groups=n_groups)
         conf = np.clip(_silhouette(p, lab), 0.0, 1.0) if lab.max() > 0 else np.ones(n)
         levels = [lab]
@@ -484,12 +528,12 @@ def hierarchy_from_matrix(x: np.ndarray, *, max_levels: int = 3, n_groups: int |
     paths: list[tuple[int, ...]] = [() for _ in range(n)]
     conf = np.ones(n)
     splits = []
-    stack = [(np.arange(n), (), p)]
+    stack = [(np.arange(n), (), None)]
     while stack:
         idx, path, sub_p = stack.pop()
         if len(path) >= max_levels or len(idx) < 2 * MIN_GROUP:
             continue
-        lab, sc, sub_p = split_group(x[np.ix_(idx, idx)], rng, p=sub_p)
+        lab, sc, sub_p = split_group(x[np.ix_(idx, idx)], rng)
         splits.append({"path": list(path), "hosts": int(len(idx)), **sc})
         if lab.max() == 0:
             continue
@@ -502,7 +546,7 @@ def hierarchy_from_matrix(x: np.ndarray, *, max_levels: int = 3, n_groups: int |
     levels = _levels_from_tree(paths)
     if len(levels) < max_levels and levels[-1].max() + 1 >= 2 * MIN_GROUP:
         # the first split was already the finest: look for rows above it among the groups' mean distances
-        levels += [lv for lv in _coarser(p, levels[-1], max_levels - len(levels))
+        levels += [lv for lv in _coarser(_distances(x, metric="log"), levels[-1], max_levels - len(levels))
                    if 2 * (lv.max() + 1) <= levels[-1].max() + 1]
     labels = levels[0]
     if labels.max() == 0:
@@ -517,14 +561,14 @@ def _coarser(p: np.ndarray, labels: np.ndarray, max_levels: int) -> list[np.ndar
     cur = labels
     for _ in range(max_levels):
         k = cur.max() + 1
-        if k < 2 * MIN_GROUP:
+        if k < 4:
             break
         onehot = np.zeros((len(cur), k))
         onehot[np.arange(len(cur)), cur] = 1.0
         cnt = onehot.sum(0)
         g = onehot.T @ p @ onehot / np.outer(cnt, cnt)
         np.fill_diagonal(g, 0.0)
-        glab, _ = best_split(g)
+        glab, _ = best_split(g, min_group=2)
         if glab.max() == 0:
             break
         cur = _relabel(glab[cur])
