@@ -425,7 +425,12 @@ def analyse(doc: dict) -> tuple[str, dict]:
         names = [n for n in orders if coll in orders[n]["measured"]]
         if len(names) < 3:
             continue
-        algos = meta["algo"] if isinstance(meta["algo"], dict) else {"default": meta["algo"], "pairsum": meta["algo"]}
+        # the algorithms plink prices this collective with now (the run's own when its orders have those names)
+        algos = {m: algo_for(coll, m) for m in ("default", "pairsum")}
+        saved = meta["algo"] if isinstance(meta["algo"], dict) else {"default": meta["algo"], "pairsum": meta["algo"]}
+        for m in algos:
+            if not any(n.startswith(f"plink-{algos[m]}-") for n in orders):
+                algos[m] = saved[m]
         size = doc["size_bytes"] if coll.startswith("gloo") else doc["mpi_size_bytes"]
         meas = np.array([orders[n]["measured"][coll] for n in names])
         best = float(meas.min())

@@ -350,6 +350,12 @@ def _probe_uplinks(state, sessions, lost, seconds, meta, errors, out) -> None:
     ix = np.ix_(keep, keep)
     groups, how = infer_groups(lat[ix], bandwidth=None if state.bw is None else state.bw[ix])
     groups = [[keep[k] for k in g] for g in groups]
+    if len(groups) < 2:
+        meta["uplinks"] = {"groups": how, "n_groups": len(groups),
+                           "skipped": "no groups found: nothing crosses a group boundary"}
+        errors.append(f"uplinks: {how} found no groups of hosts, so no shared uplink was measured "
+                      "(with --bandwidth the groups come from the pair bandwidths, which separate racks better)")
+        return
     addresses = {i: s.info.get("addr") or state.addresses[i] for i, s in live.items()}
     out.extend(measure_uplinks(session_stage(live), addresses, groups, seconds, errors=errors))
     meta["uplinks"] = {"groups": how, "n_groups": len(groups), "seconds": seconds, "tool": "agent",

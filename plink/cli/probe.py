@@ -194,6 +194,9 @@ def probe(hosts, output, method, count, interval, bandwidth, bw_seconds, streams
                 b = summary["bandwidth_gbps"]
                 line += f"; bandwidth min/median/max {b['min']}/{b['median']}/{b['max']} Gbit/s"
             click.echo(line, err=True)
+            skipped = (result.meta.get("uplinks") or {}).get("skipped")
+            if skipped:
+                click.echo(f"plink probe: uplinks not measured: {skipped}", err=True)
             for u in summary.get("uplinks", []):
                 click.echo(f"uplink of {len(u['hosts'])} hosts ({', '.join(u['hosts'][:4])}"
                            f"{', ...' if len(u['hosts']) > 4 else ''}): up {u['up_mbit']} / down {u['down_mbit']} "
