@@ -53,6 +53,16 @@ def test_mpich_golden():
     assert "mpiexec -f THIS_FILE -n 12 ./app" in text
 
 
+def test_headers_name_what_breaks_the_order():
+    # measured on the netns cluster (tests/test_launchers_netns.py): Hydra's -ppn deals ranks
+    # round-robin, srun -w places tasks in name order, DeepSpeed's other launchers are not pdsh
+    assert "No -ppn" in em.mpich_machinefile(HOSTS)
+    assert "srun -w" in em.slurm_hostfile(HOSTS) and "does not keep this order" in em.slurm_hostfile(HOSTS)
+    assert "default pdsh launcher" in em.deepspeed_hostfile(HOSTS)
+    for text in (em.mpich_machinefile(HOSTS), em.slurm_hostfile(HOSTS), em.deepspeed_hostfile(HOSTS)):
+        assert len(body(text)) == 3  # the notes are comments the launchers skip
+
+
 def test_slurm_hostfile_one_task_per_line():
     text = em.slurm_hostfile(HOSTS, slots=2)
     assert body(text) == ["b7", "b7", "a1", "a1", "c3", "c3"]

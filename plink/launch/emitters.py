@@ -16,9 +16,11 @@ What makes the order stick, per launcher:
 ``rankfile``  Open MPI ``rank r=host slot=k`` lines (``mpirun --rankfile``);
     ``slot=k`` pins local rank ``k`` to logical CPU ``k``.
 ``mpich``  MPICH / Intel MPI (Hydra) machinefile, ``host:slots`` per line:
-    Hydra fills the lines in order, ``slots`` consecutive ranks each.
+    Hydra fills the lines in order, ``slots`` consecutive ranks each
+    (``-ppn`` overrides the counts and deals ranks round-robin).
 ``slurm``  ``SLURM_HOSTFILE`` for ``srun --distribution=arbitrary``: one host
-    per task, task ``r`` on line ``r``.
+    per task, task ``r`` on line ``r`` (a node list, ``srun -w``, is placed in
+    Slurm's own node order instead).
 ``slurm-topology``  a ``topology.conf`` for the ``topology/tree`` plugin: a
     leaf switch per plink group, one root switch above them.  It steers
     Slurm's node *selection*, not rank order.
@@ -26,7 +28,7 @@ What makes the order stick, per launcher:
     node rank 0 first, and in the header the command every node runs
     (``--node-rank "$(plink node-rank ORDER)"``).
 ``deepspeed``  DeepSpeed hostfile (``host slots=N``): the launcher numbers
-    nodes in file order.
+    nodes in file order (its default pdsh runner; proven).
 ``horovod``  the ``-H host:slots,...`` argument of ``horovodrun``: ranks are
     handed out host by host in that order.
 ``env``  shell ``export`` lines for the collective library, matching the
@@ -140,6 +142,7 @@ def mpich_machinefile(hosts: Sequence, slots=1) -> str:
         f"plink rank order for MPICH / Intel MPI ({len(hs)} hosts, {n} ranks); lines are filled in order:",
         f"  mpiexec -f THIS_FILE -n {n} ./app              # MPICH",
         f"  mpirun -machinefile THIS_FILE -n {n} ./app     # Intel MPI",
+        "No -ppn: it overrides the :N counts and deals ranks round-robin over the hosts.",
     ])
     for h, s in zip(hs, per):
         out += f"{h.name}:{s}\n"
@@ -158,6 +161,7 @@ def slurm_hostfile(hosts: Sequence, slots=1) -> str:
     out = _header([
         f"plink rank order for Slurm ({len(hs)} nodes, {n} tasks): task r runs on the node of line r.",
         f"  SLURM_HOSTFILE=THIS_FILE srun --distribution=arbitrary -n {n} ./app",
+        "A node list (srun -w / --nodelist) does not keep this order: Slurm places tasks in its own node order.",
     ])
     for h, s in zip(hs, per):
         out += f"{h.name}\n" * s
@@ -286,6 +290,8 @@ def deepspeed_hostfile(hosts: Sequence, slots=1) -> str:
     out = _header([
         f"plink rank order for DeepSpeed ({len(hs)} nodes, {_total(per)} ranks); nodes are ranked in file order:",
         "  deepspeed --hostfile THIS_FILE train.py --deepspeed_config ds.json",
+        "With the default pdsh launcher; --launcher openmpi/mpich/slurm hand the hosts to that launcher",
+        "(use plink's openmpi, mpich or slurm file with it directly).",
     ])
     for h, s in zip(hs, per):
         out += f"{h.name} slots={s}\n"
