@@ -32,6 +32,8 @@ def cluster():
         yield c
 
 
+@pytest.mark.xfail(strict=True, reason="known limitation (measured 06:18 UTC): at 8 hosts in racks 3+2+3, "
+                   "infer_hierarchy finds no groups in the pair bandwidths, so nothing is measured")
 def test_probe_uplinks_sees_the_shared_rack_uplink(cluster, tmp_path):
     # hosts handed out in an interleaved order, as a cloud would
     order = [0, 3, 5, 1, 6, 4, 2, 7]
