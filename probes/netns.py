@@ -5,7 +5,8 @@ tests.  Needs root, ``ip`` (iproute2 with netns), ``tc`` and, for
 ``sshd=True``, Debian's ``openssh-server`` and ``ssh-keygen``;
 :func:`unavailable_reason` says what is missing (tests skip with it).
 
-Topology (``R`` racks of ``H`` hosts, subnet ``S`` = e.g. ``"10.131"``)::
+Topology (``R`` racks of ``H`` hosts, or unequal racks with ``hosts_per_rack=[5, 3, 4, 4]``;
+subnet ``S`` = e.g. ``"10.131"``)::
 
     root ns --veth-- spine --rt(k)..rt(1)-- tor(r) [bridge br0] --veth-- host
                      (router chain of extra_hops per rack)
@@ -25,6 +26,14 @@ Topology (``R`` racks of ``H`` hosts, subnet ``S`` = e.g. ``"10.131"``)::
   concurrent cross-rack flows share it (oversubscription).  Packets shorter
   than 128 bytes (TCP ACKs, probes) get a small priority class, without which
   traffic in both directions over one uplink collapses in one direction.
+
+Busy hosts (``busy={"pkr0h1": 0.5}`` or ``{index: duty}``): a tenant's bounded
+busy loop runs in the host's namespace (``nice`` 0, pinned to one core with
+``taskset`` when ``busy_cpu`` is given, busy ``duty`` of every ``busy_period``
+seconds, exiting after ``busy_seconds``), so agents, echo replies and
+collective workers on that host compete for the CPU as on a shared VM.  The
+emulation shares one machine's cores: a busy loop slows every namespace
+somewhat, the busy host's processes most when pinned to the same core.
 
 Several clusters on one machine: without ``subnet``/``prefix`` a cluster
 picks a free ``/16`` among ``10.100``-``10.199`` (in a random order; free =
@@ -48,6 +57,7 @@ import fcntl
 import ipaddress
 import os
 import random
+import sys
 import re
 import shutil
 import signal
@@ -55,10 +65,23 @@ import socket
 import subprocess
 import tempfile
 import time
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 SSHD = "/usr/sbin/sshd"
+
+#: the tenant's busy loop: busy ``duty`` of every ``period`` s until ``deadline`` s have passed
+_BUSY_LOOP = (
+    "import sys, time\n"
+    "duty, period, seconds = map(float, sys.argv[1:4])\n"
+    "end = time.monotonic() + seconds\n"
+    "while time.monotonic() < end:\n"
+    "    t = time.monotonic()\n"
+    "    while time.monotonic() - t < duty * period:\n"
+    "        pass\n"
+    "    time.sleep(max(0.0, (1.0 - duty) * period))\n"
+)
 
 
 def unavailable_reason(sshd: bool = True) -> str | None:
@@ -239,17 +262,29 @@ class NetnsCluster:
     ``subnet`` and ``prefix`` are the ones in use.
     """
 
-    def __init__(self, racks: int = 2, hosts_per_rack: int = 4, prefix: str | None = None,
+    def __init__(self, racks: int | None = None, hosts_per_rack: int | Sequence[int] = 4, prefix: str | None = None,
                  subnet: str | None = None,
                  host_mbit: float = 400, uplink_mbit: float = 400, extra_hops: int = 4, sshd: bool = True,
-                 workdir: str | os.PathLike | None = None, clean_shell: bool = False):
-        if not 1 <= racks <= 99 or not 1 <= hosts_per_rack <= 200:
+                 workdir: str | os.PathLike | None = None, clean_shell: bool = False,
+                 busy: Mapping[str | int, float] | Sequence[str | int] | None = None, busy_period: float = 0.02,
+                 busy_seconds: float = 3600.0, busy_cpu: int | Sequence[int] | None = None):
+        if isinstance(hosts_per_rack, Sequence) and not isinstance(hosts_per_rack, str):
+            sizes = [int(k) for k in hosts_per_rack]
+            if racks is not None and racks != len(sizes):
+                raise ValueError(f"racks={racks} but hosts_per_rack lists {len(sizes)} racks")
+            racks = len(sizes)
+        else:
+            racks = 2 if racks is None else racks
+            sizes = [int(hosts_per_rack)] * racks
+        if not 1 <= racks <= 99 or not all(1 <= k <= 200 for k in sizes):
             raise ValueError("racks must be 1..99 and hosts_per_rack 1..200")
         if subnet is not None:
             _check_subnet(subnet)
         if prefix is not None and (not prefix.isalnum() or len(prefix) > 6):
             raise ValueError("prefix must be 1..6 letters/digits")
         self.racks, self.hosts_per_rack = racks, hosts_per_rack
+        #: hosts in each rack (a list even when ``hosts_per_rack`` is one number)
+        self.rack_sizes = sizes
         self._prefix_arg, self._subnet_arg = prefix, subnet
         self.prefix, self.subnet = prefix, subnet
         self._locks: list[int] = []
@@ -257,12 +292,24 @@ class NetnsCluster:
         self.host_mbit, self.uplink_mbit = host_mbit, uplink_mbit
         self.extra_hops, self.sshd = extra_hops, sshd
         self.clean_shell = clean_shell
+        if busy is None:
+            busy = {}
+        elif not isinstance(busy, Mapping):
+            busy = {h: 0.5 for h in busy}
+        for h, duty in busy.items():
+            if not 0.0 < float(duty) <= 1.0:
+                raise ValueError(f"busy duty of {h!r} must be in (0, 1], not {duty!r}")
+        if busy_period <= 0 or busy_seconds <= 0:
+            raise ValueError("busy_period and busy_seconds must be > 0")
+        self.busy = dict(busy)
+        self.busy_period, self.busy_seconds, self.busy_cpu = busy_period, busy_seconds, busy_cpu
         self._workdir_arg = workdir
         self.workdir: Path | None = None
         self._own_workdir = False
         self.hosts: list[NetnsHost] = []
         self._namespaces: list[str] = []
         self._sshd: dict[str, subprocess.Popen] = {}
+        self._busy: dict[str, subprocess.Popen] = {}
         self.ssh_config = self.known_hosts = self.key_path = self.hostfile = None
 
     # -- names ------------------------------------------------------------
@@ -300,6 +347,12 @@ class NetnsCluster:
             Path(self.hostfile).write_text("".join(f"{h.name}\n" for h in self.hosts))
             if self.sshd:
                 self._start_sshd()
+            self.busy = {(self.hosts[h].name if isinstance(h, int) else self.host(h).name): float(d)
+                         for h, d in self.busy.items()}
+            for k, (name, duty) in enumerate(list(self.busy.items())):
+                cpus = self.busy_cpu
+                cpu = cpus[k % len(cpus)] if isinstance(cpus, Sequence) else cpus
+                self.start_busy(name, duty, cpu=cpu)
         except BaseException:
             self.close()
             raise
@@ -424,7 +477,7 @@ class NetnsCluster:
                 if k == 0:  # the rack uplink, shared by the rack's hosts
                     self._shape(a, dev_a, self.uplink_mbit)
                     self._shape(b, dev_b, self.uplink_mbit)
-            for h in range(self.hosts_per_rack):
+            for h in range(self.rack_sizes[r]):
                 name = f"{self.prefix}r{r}h{h}"
                 self._add_ns(name)
                 port = f"p{h}"
@@ -541,6 +594,34 @@ class NetnsCluster:
             self._spawn_sshd(h)
             self._wait_sshd([h])
 
+    def start_busy(self, host_name: str, duty: float = 0.5, cpu: int | None = None) -> None:
+        """Start a tenant's busy loop in the host's namespace (see module docstring).
+
+        ``duty`` in (0, 1]: fraction of every ``busy_period`` spent spinning;
+        ``cpu``: pin it to this core (``taskset``).  Stopped by
+        :meth:`stop_busy`, by ``busy_seconds`` passing, or on close."""
+        if not 0.0 < duty <= 1.0:
+            raise ValueError(f"busy duty must be in (0, 1], not {duty!r}")
+        self.stop_busy(host_name)
+        h = self.host(host_name)
+        pin = ["taskset", "-c", str(cpu)] if cpu is not None and shutil.which("taskset") else []
+        argv = ["ip", "netns", "exec", h.netns, *pin, sys.executable, "-c", _BUSY_LOOP,
+                str(duty), str(self.busy_period), str(self.busy_seconds)]
+        self._busy[host_name] = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                                 stderr=subprocess.DEVNULL, start_new_session=True)
+        self.busy[host_name] = duty
+
+    def stop_busy(self, host_name: str) -> None:
+        """Stop the host's busy loop, if any."""
+        proc = self._busy.pop(host_name, None)
+        if proc is not None:
+            proc.kill()
+            proc.wait()
+
+    def busy_hosts(self) -> dict[str, float]:
+        """Host name -> duty of the busy loops running now."""
+        return {name: self.busy.get(name, 0.0) for name, p in self._busy.items() if p.poll() is None}
+
     def listening(self, host_name: str) -> list[str]:
         """Listening TCP/UDP sockets in the host's namespace (``ss -ltnupH``)."""
         r = self.exec(host_name, ["ss", "-ltnupH"], capture_output=True, text=True, check=True)
@@ -552,6 +633,8 @@ class NetnsCluster:
         return [int(t) for t in r.stdout.split()]
 
     def close(self) -> None:
+        for name in list(self._busy):
+            self.stop_busy(name)
         for proc in self._sshd.values():
             try:
                 os.killpg(proc.pid, signal.SIGKILL)

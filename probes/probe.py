@@ -34,7 +34,6 @@ bw_seconds`` with bandwidth) plus connection setup;
 
 from __future__ import annotations
 
-import math
 import secrets
 import time
 from dataclasses import dataclass
@@ -48,7 +47,7 @@ from plink.data.hostlist import HostEntry, parse_hostlist, read_hostlist
 from plink.data.probefile import Host, ProbeData, new_meta
 
 from .journal import Journal, journal_path, read_journal
-from .methods import BW_TOOLS, LATENCY_METHODS, method_unavailable, run_bandwidth, run_latency, run_scheduled
+from .methods import BW_TOOLS, LATENCY_METHODS, _stage, method_unavailable, run_bandwidth, run_latency, run_scheduled
 from .rounds import pack_rounds, round_robin
 from .sampling import host_overhead, is_stable, p10_interval, quantile_sorted
 
@@ -228,6 +227,7 @@ def probe_hosts(
     max_count: int | None = None,
     tol: float = 0.1,
     self_ping: bool = True,
+    uplinks: bool = False,
 ) -> ProbeData:
     """Measure pairwise latency (and bandwidth) between ``hosts``.
 
@@ -251,7 +251,9 @@ def probe_hosts(
     the SSH transport (``connect(entries, key, deadline, on_done) ->
     (sessions, failures)``, used by loopback tests).  ``after_round(r,
     pairs)`` is called after each finished round (bandwidth, fping, icmp)
-    or pass (``udp``).
+    or pass (``udp``).  ``uplinks``: after the rounds, measure each inferred
+    group's shared uplink with all its hosts crossing the boundary at once
+    (:mod:`probes.uplinks`, ``bw_seconds`` per group).
 
     Complexity: ``R = N - 1`` (even N) or ``N`` (odd N) rounds of ``N/2``
     concurrent pairs per pass, so O(N) wall time, O(N^2) measurements and
@@ -271,7 +273,7 @@ def probe_hosts(
         raise PlinkError("--interval must be in (0, 10] s and the reply timeout in (0, 60] s")
     if not 0 < reply_timeout <= 600:
         raise PlinkError("--timeout must be in (0, 600] s")
-    if bandwidth and (not 0 < bw_seconds <= 600 or not 1 <= streams <= 64):
+    if (bandwidth or uplinks) and (not 0 < bw_seconds <= 600 or not 1 <= streams <= 64):
         raise PlinkError("--bw-seconds must be in (0, 600] and --streams 1..64")
     entries = _as_entries(hosts)
     n = len(entries)
@@ -322,6 +324,7 @@ def probe_hosts(
     errors: list[str] = []
     schedule: list[dict] = []
     aborted: list[str] = []
+    measured_uplinks: list = []
     journal = Journal(jpath, [e.name for e in entries], method) if jpath is not None else None
 
     def write(final: bool) -> ProbeData:
@@ -343,6 +346,8 @@ def probe_hosts(
         if aborted:
             m["aborted"] = aborted[0]
         probe = state.to_probe(m)
+        if measured_uplinks:
+            probe.uplinks = list(measured_uplinks)
         if checkpoint is not None:
             probe.save(checkpoint)
         return probe
@@ -512,6 +517,10 @@ def probe_hosts(
                     break
                 if after_round is not None:
                     after_round(r, pairs)
+        if uplinks and fleet is not None and not aborted:
+            report("uplinks", 0, 1, "shared uplinks")
+            _probe_uplinks(state, fleet, bw_seconds, reply_timeout, meta, errors, measured_uplinks)
+            report("uplinks", 1, 1, "shared uplinks")
         if fleet is not None:
             note_lost()
     except BaseException:
@@ -536,3 +545,31 @@ def probe_hosts(
         journal.close(remove=True)
     report("done", 1, 1)
     return probe
+
+
+def _probe_uplinks(state, fleet, seconds, reply_timeout, meta, errors, out) -> None:
+    """The shared-uplink phase (:mod:`probes.uplinks`) over the fleet's live agents."""
+    from .uplinks import infer_groups, measure_uplinks
+
+    keep = sorted(fleet.live())
+    if len(keep) < 4:
+        meta["uplinks"] = {"skipped": f"only {len(keep)} hosts reachable"}
+        return
+    t0 = time.monotonic()
+    ix = np.ix_(keep, keep)
+    groups, how = infer_groups(state.lat[ix], bandwidth=None if state.bw is None else state.bw[ix])
+    groups = [[keep[k] for k in g] for g in groups]
+    if len(groups) < 2:
+        meta["uplinks"] = {"groups": how, "n_groups": len(groups),
+                           "skipped": "no groups found: nothing crosses a group boundary"}
+        errors.append(f"uplinks: {how} found no groups of hosts, so no shared uplink was measured "
+                      "(with --bandwidth the groups come from the pair bandwidths, which separate racks better)")
+        return
+    addresses = {i: fleet.sessions[i].info.get("addr") or state.addresses[i] for i in keep}
+
+    def stage(requests, timeout):
+        return _stage(fleet, requests, time.monotonic() + timeout)
+
+    out.extend(measure_uplinks(stage, addresses, groups, seconds, reply_timeout=reply_timeout, errors=errors))
+    meta["uplinks"] = {"groups": how, "n_groups": len(groups), "seconds": seconds, "tool": "agent",
+                       "elapsed_s": round(time.monotonic() - t0, 3)}

@@ -152,3 +152,27 @@ def test_htb_shapes_host_links():
         up = subprocess.run(["tc", "-n", f"{c.prefix}tor0", "class", "show", "dev", "ul"], capture_output=True,
                             text=True).stdout
         assert "rate 50Mbit" in up
+
+
+def test_unequal_racks_and_busy_hosts(tmp_path):
+    with NetnsCluster(hosts_per_rack=[3, 1, 2], prefix="pf", subnet="10.201", extra_hops=1, sshd=False,
+                      host_mbit=0, uplink_mbit=0, workdir=tmp_path, busy={"pfr0h1": 0.5, 5: 0.3},
+                      busy_seconds=60) as c:
+        assert c.racks == 3 and c.rack_sizes == [3, 1, 2]
+        assert [h.name for h in c.hosts] == ["pfr0h0", "pfr0h1", "pfr0h2", "pfr1h0", "pfr2h0", "pfr2h1"]
+        assert [h.rack for h in c.hosts] == [0, 0, 0, 1, 2, 2]
+        assert c.busy_hosts() == {"pfr0h1": 0.5, "pfr2h1": 0.3}
+        # the tenant's loop lives in the host's namespace, not elsewhere
+        assert c.processes("pfr0h1") and not c.processes("pfr0h0")
+        r = c.exec("pfr2h1", ["fping", "-q", "-c", "1", "-t", "2000", c.host("pfr1h0").address], capture_output=True)
+        assert r.returncode == 0
+        c.stop_busy("pfr0h1")
+        assert c.busy_hosts() == {"pfr2h1": 0.3} and not c.processes("pfr0h1")
+    assert namespaces("pfr") == []
+
+
+def test_unequal_racks_argument_errors():
+    with pytest.raises(ValueError, match="lists 2 racks"):
+        NetnsCluster(racks=3, hosts_per_rack=[2, 2])
+    with pytest.raises(ValueError, match="busy duty"):
+        NetnsCluster(busy={0: 1.5})

@@ -6,7 +6,7 @@ import pytest
 
 from plink.errors import ProbeFileError
 from plink.data.fileio import atomic_write_text
-from plink.data.probefile import Host, ProbeData, Truth, from_dict, from_matrix, load, read_host_names
+from plink.data.probefile import Host, ProbeData, Truth, Uplink, from_dict, from_matrix, load, read_host_names
 
 
 def doc(n=3, **over):
@@ -80,6 +80,15 @@ def test_symmetrise_max_latency_min_bandwidth_and_one_sided_pairs():
         (dict(meta=[1]), "'meta' must be an object"),
         (dict(truth={"levels": ["rack"], "labels": [["a"], ["b"]]}), "truth has 2 labels"),
         (dict(truth={"levels": ["rack"]}), "'levels' and 'labels'"),
+        (dict(uplinks={"hosts": [0]}), "'uplinks' must be a list"),
+        (dict(uplinks=[{"up_bps": 1, "down_bps": 1}]), r"uplinks\[0\] must be an object with a 'hosts' list"),
+        (dict(uplinks=[{"hosts": [0], "up_bps": "1", "down_bps": 1}]), r"uplinks\[0\].up_bps is '1', not a number"),
+        (dict(uplinks=[{"hosts": [0, 3], "up_bps": 1, "down_bps": 1}]), "names host 3, but there are 3 hosts"),
+        (dict(uplinks=[{"hosts": [0, 0], "up_bps": 1, "down_bps": 1}]), "lists a host twice"),
+        (dict(uplinks=[{"hosts": [], "up_bps": 1, "down_bps": 1}]), "has no hosts"),
+        (dict(uplinks=[{"hosts": [1], "up_bps": 1, "down_bps": 0}]), r"down_bps is 0: must be a positive"),
+        (dict(uplinks=[{"hosts": [0, 1], "up_bps": 1, "down_bps": 1}, {"hosts": [1, 0], "up_bps": 2, "down_bps": 2}]),
+         "repeats the group"),
     ],
 )
 def test_validation_messages(change, message):
@@ -233,3 +242,20 @@ def test_json_diagonal_is_ignored_with_a_note(tmp_path):
     assert loaded.probe.latency[0, 0] == 0 and loaded.probe.latency[1, 2] == 3
     assert any("ignored the diagonal of 1 host(s)" in n for n in loaded.notes)
     assert any("symmetrised 1 asymmetric pair(s)" in n for n in loaded.notes)
+
+
+def test_uplinks_round_trip_and_subset(tmp_path):
+    d = doc(4, uplinks=[{"hosts": [0, 2], "up_bps": 4.4e7, "down_bps": 4.3e7, "flows": 2},
+                        {"hosts": [1, 3], "up_bps": 4.0e7, "down_bps": 3.9e7}])
+    pd = from_dict(d, "p.json")
+    assert pd.uplinks[0] == Uplink((0, 2), 4.4e7, 4.3e7) and pd.uplinks[0].extra == {"flows": 2}
+    path = tmp_path / "p.json"
+    pd.save(path)
+    back = load(path)
+    assert back.uplinks == pd.uplinks and back.uplinks[0].extra == {"flows": 2}
+    assert json.loads(path.read_text())["uplinks"][1] == {"hosts": [1, 3], "up_bps": 4.0e7, "down_bps": 3.9e7}
+    # a subset keeps each group's kept hosts, renumbered; a group with none left goes
+    sub = pd.subset([2, 0, 3])
+    assert [u.hosts for u in sub.uplinks] == [(1, 0), (2,)]
+    assert pd.subset([0, 2]).uplinks == [Uplink((0, 1), 4.4e7, 4.3e7)]
+    assert from_dict(doc(3)).uplinks is None

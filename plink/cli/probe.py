@@ -48,6 +48,9 @@ def _probe_summary(probe, output) -> dict:
         bw = bw[np.isfinite(bw)]
         out["bandwidth_gbps"] = ({"min": round(float(bw.min()), 3), "median": round(float(np.median(bw)), 3),
                                   "max": round(float(bw.max()), 3)} if len(bw) else None)
+    if probe.uplinks:
+        out["uplinks"] = [{"hosts": [probe.hosts[i].name for i in u.hosts], "up_mbit": round(u.up_bps * 8e-6, 1),
+                           "down_mbit": round(u.down_bps * 8e-6, 1)} for u in probe.uplinks]
     return out
 
 
@@ -117,6 +120,9 @@ class _ProbeProgress:
 @click.option("--bw-seconds", default=2.0, show_default=True, type=float,
               help="Seconds per direction of a bandwidth test (whole seconds for iperf3).")
 @click.option("--streams", default=1, show_default=True, type=int, help="Parallel TCP streams per bandwidth test.")
+@click.option("--uplinks/--no-uplinks", default=None,
+              help="After the rounds, measure each inferred group's shared uplink: all its hosts send across the "
+                   "group boundary at once, both directions, --bw-seconds per group (default: on with --bandwidth).")
 @click.option("--bw-tool", type=click.Choice(["auto", "agent", "iperf3"]), default="auto", show_default=True,
               help="Bandwidth tool; auto = the agent's own authenticated TCP test; iperf3 only when asked "
                    "(its server accepts any client while it runs).")
@@ -139,8 +145,9 @@ class _ProbeProgress:
 @click.option("--python", "python", default="python3", show_default=True, help="Python interpreter on the hosts.")
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON summary on stdout (needs -o).")
 @click.option("-q", "--quiet", is_flag=True, help="No progress and no summary (errors and missing hosts only).")
-def probe(hosts, output, method, count, interval, passes, max_count, tol, bandwidth, bw_seconds, streams, bw_tool, resume, concurrency,
-          timeout, retries, ssh_config, known_hosts, accept_new_host_keys, hosts_format, max_hosts, python, as_json, quiet) -> None:
+def probe(hosts, output, method, count, interval, passes, max_count, tol, bandwidth, bw_seconds, streams, uplinks, bw_tool,
+          resume, concurrency, timeout, retries, ssh_config, known_hosts, accept_new_host_keys, hosts_format, max_hosts,
+          python, as_json, quiet) -> None:
     """Measure pairwise latency (and bandwidth) between HOSTS over SSH.
 
     HOSTS is a host list: [user@]host[:port] lines, an OpenMPI hostfile
@@ -159,6 +166,7 @@ def probe(hosts, output, method, count, interval, passes, max_count, tol, bandwi
     Example:
       plink probe hosts.txt -o probe.json
       plink probe hosts.txt --bandwidth --bw-seconds 3 -o probe.json
+      plink probe hosts.txt --uplinks -o probe.json    # latency + shared uplinks only
       plink probe hosts.txt -o probe.json --resume     # after a crash / exit 3
       plink order probe.json --algo ring -o order.txt
     """
@@ -185,7 +193,8 @@ def probe(hosts, output, method, count, interval, passes, max_count, tol, bandwi
         result = probe_hosts(entries, method=method, count=count, interval=interval, passes=passes,
                              max_count=max_count, tol=tol, reply_timeout=timeout, bandwidth=bandwidth,
                              bw_seconds=bw_seconds, streams=streams, bw_tool=bw_tool, checkpoint=checkpoint,
-                             resume=resume, progress=bar, ssh=opts)
+                             resume=resume, progress=bar, ssh=opts,
+                             uplinks=bandwidth if uplinks is None else uplinks)
     summary = _probe_summary(result, output)
     if output and checkpoint is None:
         result.save(output)
@@ -208,6 +217,13 @@ def probe(hosts, output, method, count, interval, passes, max_count, tol, bandwi
                 b = summary["bandwidth_gbps"]
                 line += f"; bandwidth min/median/max {b['min']}/{b['median']}/{b['max']} Gbit/s"
             click.echo(line, err=True)
+            skipped = (result.meta.get("uplinks") or {}).get("skipped")
+            if skipped:
+                click.echo(f"plink probe: uplinks not measured: {skipped}", err=True)
+            for u in summary.get("uplinks", []):
+                click.echo(f"uplink of {len(u['hosts'])} hosts ({', '.join(u['hosts'][:4])}"
+                           f"{', ...' if len(u['hosts']) > 4 else ''}): up {u['up_mbit']} / down {u['down_mbit']} "
+                           "Mbit/s with all of them crossing at once", err=True)
             if output:
                 click.echo(f"wrote {output}", err=True)
     if result.meta.get("aborted"):

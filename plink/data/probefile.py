@@ -10,6 +10,7 @@ A probe file is versioned JSON::
       "latency_median_us": [[...]],                    # optional
       "latency_p90_us": [[...]],                       # optional
       "bandwidth_gbps": [[...]],                       # optional
+      "uplinks": [{"hosts": [0, 5, 9], "up_bps": 4.4e7, "down_bps": 4.3e7}, ...],  # optional
       "meta": {"method": "udp", "samples": 200, "created": "...", "tool_version": "..."},
       "truth": {"levels": ["dc", "rack"], "labels": [["dc0", "r3"], ...]}   # optional
     }
@@ -17,6 +18,13 @@ A probe file is versioned JSON::
 Row ``i``, column ``j`` is the measurement from host ``i`` to host ``j``;
 ``null`` marks a pair that was not measured.  Missing pairs stay missing:
 no stage invents a value for them.
+
+``uplinks`` (optional, ``plink probe --uplinks``) is what a group of hosts gets
+when all of them send across the group's boundary at the same time: the
+shared uplink capacity out of (``up_bps``) and into (``down_bps``) the group,
+in **bytes per second**, measured with both directions loaded at once;
+``hosts`` are indices into ``hosts``.  Extra keys of an uplink (``flows``,
+``seconds``, per-flow rates) are kept as they are.
 
 On load, asymmetric pairs are symmetrised as in the dissertation (§5.2.2):
 ``lat[i, j] = lat[j, i] = max(lat[i, j], lat[j, i])`` (the slower direction
@@ -94,6 +102,41 @@ class Truth:
         return [t[:depth] for t in self.labels]
 
 
+@dataclass(frozen=True)
+class Uplink:
+    """A group's shared uplink: ``up_bps`` / ``down_bps`` bytes/s out of / into the group
+    when all its hosts send across the boundary at once.  ``hosts`` are host indices."""
+
+    hosts: tuple[int, ...]
+    up_bps: float
+    down_bps: float
+    extra: dict = field(default_factory=dict, compare=False)
+
+    def to_dict(self) -> dict:
+        return {"hosts": list(self.hosts), "up_bps": round(float(self.up_bps), 1),
+                "down_bps": round(float(self.down_bps), 1), **self.extra}
+
+
+def _parse_uplinks(raw: Any, n: int, path: str) -> list[Uplink] | None:
+    if raw is None:
+        return None
+    if not isinstance(raw, list):
+        raise ProbeFileError(f"{path}: 'uplinks' must be a list of objects")
+    out = []
+    for k, u in enumerate(raw):
+        if not isinstance(u, dict) or not isinstance(u.get("hosts"), list):
+            raise ProbeFileError(f"{path}: uplinks[{k}] must be an object with a 'hosts' list")
+        for key in ("up_bps", "down_bps"):
+            v = u.get(key)
+            if isinstance(v, bool) or not isinstance(v, (int, float)):
+                raise ProbeFileError(f"{path}: uplinks[{k}].{key} is {v!r}, not a number")
+        if not all(isinstance(h, int) and not isinstance(h, bool) for h in u["hosts"]):
+            raise ProbeFileError(f"{path}: uplinks[{k}].hosts must be host indices (integers)")
+        extra = {key: v for key, v in u.items() if key not in ("hosts", "up_bps", "down_bps")}
+        out.append(Uplink(tuple(u["hosts"]), float(u["up_bps"]), float(u["down_bps"]), extra))
+    return out
+
+
 @dataclass
 class ProbeData:
     """Hosts plus their pairwise measurements (see the module docstring).
@@ -110,6 +153,8 @@ class ProbeData:
     bandwidth: np.ndarray | None = None
     meta: dict = field(default_factory=dict)
     truth: Truth | None = None
+    #: shared uplink capacity per group of hosts (bytes/s), see the module docstring
+    uplinks: list[Uplink] | None = None
 
     def __post_init__(self) -> None:
         self.latency = np.asarray(self.latency, dtype=float)
@@ -170,6 +215,13 @@ class ProbeData:
         truth = None
         if self.truth is not None:
             truth = Truth(self.truth.levels, tuple(self.truth.labels[i] for i in idx))
+        uplinks = None
+        if self.uplinks is not None:
+            # a group's uplink is still shared by the group's hosts that are kept
+            where = {int(old): new for new, old in enumerate(idx)}
+            uplinks = [Uplink(tuple(where[h] for h in u.hosts if h in where), u.up_bps, u.down_bps, dict(u.extra))
+                       for u in self.uplinks]
+            uplinks = [u for u in uplinks if u.hosts]
         return ProbeData(
             hosts=[self.hosts[i] for i in idx],
             latency=self.latency[ix],
@@ -178,6 +230,7 @@ class ProbeData:
             bandwidth=pick(self.bandwidth),
             meta=dict(self.meta),
             truth=truth,
+            uplinks=uplinks,
         )
 
     # -- serialisation ---------------------------------------------------
@@ -194,6 +247,8 @@ class ProbeData:
             doc["latency_p90_us"] = _matrix_to_list(self.latency_p90, 3)
         if self.bandwidth is not None:
             doc["bandwidth_gbps"] = _matrix_to_list(self.bandwidth, 4)
+        if self.uplinks is not None:
+            doc["uplinks"] = [u.to_dict() for u in self.uplinks]
         doc["meta"] = self.meta
         if self.truth is not None:
             doc["truth"] = self.truth.to_dict()
@@ -277,6 +332,23 @@ def validate(data: ProbeData) -> None:
             raise ProbeFileError(
                 f"{label} diagonal at host {i} ({data.hosts[i].name}) is {diag[i]:g}: a host's distance to itself must be 0 or null"
             )
+    seen_groups: set[tuple[int, ...]] = set()
+    for k, u in enumerate(data.uplinks or ()):
+        if not u.hosts:
+            raise ProbeFileError(f"uplinks[{k}] has no hosts")
+        bad = [h for h in u.hosts if not 0 <= h < n]
+        if bad:
+            raise ProbeFileError(f"uplinks[{k}] names host {bad[0]}, but there are {n} hosts (indices 0..{n - 1})")
+        if len(set(u.hosts)) != len(u.hosts):
+            raise ProbeFileError(f"uplinks[{k}] lists a host twice")
+        key = tuple(sorted(u.hosts))
+        if key in seen_groups:
+            raise ProbeFileError(f"uplinks[{k}] repeats the group of an earlier uplink")
+        seen_groups.add(key)
+        for name in ("up_bps", "down_bps"):
+            v = getattr(u, name)
+            if not math.isfinite(v) or v <= 0:
+                raise ProbeFileError(f"uplinks[{k}].{name} is {v:g}: must be a positive number of bytes/s")
     if data.truth is not None and len(data.truth.labels) != n:
         raise ProbeFileError(f"truth has {len(data.truth.labels)} labels but there are {n} hosts")
 
@@ -416,6 +488,7 @@ def from_dict(doc: Any, path: str = "<probe>", notes: list[str] | None = None) -
         if any(len(lab) != len(levels) for lab in labels):
             raise ProbeFileError(f"{path}: every truth label must have {len(levels)} levels")
         truth = Truth(levels, labels)
+    uplinks = _parse_uplinks(doc.get("uplinks"), n, path)
     try:
         return ProbeData(
             hosts=hosts,
@@ -425,6 +498,7 @@ def from_dict(doc: Any, path: str = "<probe>", notes: list[str] | None = None) -
             bandwidth=mats["bandwidth_gbps"],
             meta=meta,
             truth=truth,
+            uplinks=uplinks,
         )
     except ProbeFileError as exc:
         raise ProbeFileError(f"{path}: {exc}") from None

@@ -1,0 +1,559 @@
+"""Proof against real collectives: plink's orders measured with Gloo and Open MPI on a netns cluster.
+
+Run as root (network namespaces, sshd, Open MPI with its headers, torch)::
+
+    sudo python3 benchmarks/collectives_netns.py                    # cases A, B, C
+    sudo python3 benchmarks/collectives_netns.py --cases A --data-dir /work/helpers/data
+
+For every case (A: 16 hosts = 4 racks of 4; B: unequal racks 5+3+4+4; C: case A with
+4 busy hosts) the script
+
+1. builds the cluster with ``plink.probes.netns.NetnsCluster`` (prefix ``pf``, subnet
+   ``10.201``; host links and shared rack uplinks shaped by htb, so a rack's 4+ hosts share
+   one uplink: oversubscribed) while holding ``/tmp/plink-netns.lock``;
+2. hands the hosts out in a random order, as a cloud does (the host list given to plink);
+3. runs ``plink probe`` on it (latency only, then ``--bandwidth``), as a user would;
+4. asks ``plink order`` for its orders (``--algo ring``, ``hd``, ``dbt``, from both probe
+   files), and adds rack-contiguous, rack-interleaved, random and adversarial orders;
+5. measures every order with the real libraries: a torch.distributed **Gloo** all-reduce
+   (one process per host via ``ip netns exec``) and **Open MPI**'s all-reduce launched with
+   ``mpirun.openmpi --map-by seq`` from the order's hostfile (emitted by plink), the
+   algorithm forced through coll_tuned: ring (4), recursive doubling (3), Rabenseifner (6)
+   and reduce+bcast over binary trees (2 with reduce 4 / bcast 5, the tree form for dbt);
+   the median of ``--repeats`` timed runs after a warm-up, the slowest rank's time;
+6. saves the raw data (probe files, true racks, orders, measured seconds) as JSON in
+   ``--data-dir`` as soon as it exists, and prints measured vs predicted per order,
+   Spearman(predicted, measured), plink's order / best measured and rack-contiguous / best.
+
+Exits 1 when a done-when target of issue 10 is not met (see ``targets``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import fcntl
+import itertools
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+import numpy as np  # noqa: E402
+from scipy.stats import spearmanr  # noqa: E402
+
+from plink.data.fileio import atomic_write_text  # noqa: E402
+from plink.data.probefile import ProbeData, from_dict  # noqa: E402
+
+PREFIX, SUBNET = "pf", "10.201"
+LOCK = "/tmp/plink-netns.lock"
+WORKER = ROOT / "examples" / "netns-cluster" / "allreduce_worker.py"
+TIMER_SRC = ROOT / "benchmarks" / "mpi" / "allreduce_timer.c"
+
+CASES = {
+    "A": dict(hosts_per_rack=[4, 4, 4, 4], busy={}, what="16 hosts, 4 racks of 4"),
+    "B": dict(hosts_per_rack=[5, 3, 4, 4], busy={}, what="16 hosts, unequal racks 5+3+4+4"),
+    "C": dict(hosts_per_rack=[4, 4, 4, 4], busy={1: 0.4, 6: 0.4, 8: 0.4, 15: 0.4},
+              what="case A with 4 busy hosts (tenant loops, 40% duty)"),
+    "T": dict(hosts_per_rack=[3, 2], busy={0: 0.3}, what="smoke test: 5 hosts, racks 3+2, 1 busy host"),
+}
+
+#: collective -> (library, the algorithm plink prices it with per cost model, coll_tuned spec or None).
+#: ``default`` is the model ``plink order`` uses by default: the shared-link model (seconds) where it
+#: exists, with Open MPI's own algorithms (rd = recursive doubling, hd = Rabenseifner, bintree = the
+#: binary-tree reduce + bcast); ``pairsum`` is the dissertation's §5.2.1 pair sum (dbt for the tree).
+COLLECTIVES = {
+    "gloo_ring": ("torch.distributed gloo", {"default": "ring", "pairsum": "ring"}, None),
+    "mpi_ring": ("Open MPI coll_tuned allreduce 4 (ring)", {"default": "ring", "pairsum": "ring"}, "4"),
+    "mpi_recursive_doubling": ("Open MPI coll_tuned allreduce 3 (recursive doubling)",
+                               {"default": "rd", "pairsum": "hd"}, "3"),
+    "mpi_rabenseifner": ("Open MPI coll_tuned allreduce 6 (Rabenseifner)", {"default": "hd", "pairsum": "hd"}, "6"),
+    "mpi_tree": ("Open MPI coll_tuned allreduce 2 (reduce 4 binary + bcast 5 binary tree)",
+                 {"default": "bintree", "pairsum": "dbt"}, "2:4:5"),
+}
+
+
+def shared_model_available() -> bool:
+    try:
+        from plink.solvers.contention import SHARED_ALGORITHMS  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+def algo_for(coll: str, model: str) -> str:
+    """The plink algorithm that prices ``coll`` under ``model`` (the pair sum when no shared model exists)."""
+    algos = COLLECTIVES[coll][1]
+    return algos[model] if model == "pairsum" or shared_model_available() else algos["pairsum"]
+
+
+def order_name(algo: str, tag: str, model: str) -> str:
+    return f"plink-{algo}-{tag}" + ("" if model == "default" else f"-{model}")
+
+
+def log(msg: str) -> None:
+    print(f"[{time.strftime('%H:%M:%S')}] {msg}", file=sys.stderr, flush=True)
+
+
+@contextlib.contextmanager
+def netns_lock(path: str = LOCK):
+    """The machine-wide lock for timed netns runs."""
+    with open(path, "a+") as f:
+        t = time.monotonic()
+        fcntl.flock(f, fcntl.LOCK_EX)
+        log(f"holding {path} (waited {time.monotonic() - t:.0f} s)")
+        try:
+            yield
+        finally:
+            fcntl.flock(f, fcntl.LOCK_UN)
+
+
+def env() -> dict:
+    e = dict(os.environ, PYTHONPATH=str(ROOT), GLOO_SOCKET_IFNAME="eth0", OMP_NUM_THREADS="1")
+    e.pop("MASTER_ADDR", None)
+    return e
+
+
+def plink(*args: str, check: bool = True, timeout: float = 900) -> subprocess.CompletedProcess:
+    """``plink ARGS`` from this checkout (what a user runs)."""
+    p = subprocess.run([sys.executable, "-m", "plink", *args], capture_output=True, text=True, env=env(),
+                       timeout=timeout)
+    if check and p.returncode not in (0,):
+        raise RuntimeError(f"plink {' '.join(args)} exited {p.returncode}: {p.stderr.strip()[-600:]}")
+    return p
+
+
+# ---------------------------------------------------------------------------
+# orders
+
+
+def rack_contiguous(racks: list[int]) -> list[int]:
+    return [i for r in sorted(set(racks)) for i in range(len(racks)) if racks[i] == r]
+
+
+def rack_interleaved(racks: list[int]) -> list[int]:
+    by = [[i for i in range(len(racks)) if racks[i] == r] for r in sorted(set(racks))]
+    return [i for grp in itertools.zip_longest(*by) for i in grp if i is not None]
+
+
+def adversarial_hd(racks: list[int]) -> list[int]:
+    """Recursive doubling's partners ``j XOR 2^i`` in different racks at the largest steps:
+    rank ``j`` gets rack ``j mod R`` (the interleaved order)."""
+    return rack_interleaved(racks)
+
+
+def adversarial_ring(probe: ProbeData, seed: int = 0) -> list[int]:
+    """The most expensive ring by the dissertation's pair-sum model (annealing on -cost)."""
+    from plink.order import pair_cost
+    from plink.solvers.anneal import anneal
+    from plink.solvers.costmodels import CostModel
+
+    model = CostModel("ring", pair_cost(probe, use_bandwidth=False)[0], 0)
+    return anneal(lambda p: -model(p), probe.n, time_limit=2.0, seed=seed).perm.tolist()
+
+
+def plink_order(probe_path: Path, algo: str, out: Path, size: int, model: str = "default") -> list[str]:
+    """``plink order PROBE --algo ALGO [--model MODEL]``: the hosts in plink's rank order."""
+    extra = () if model == "default" else ("--model", model)
+    plink("order", str(probe_path), "--algo", algo, "--size", str(size), "--format", "json", "-o", str(out),
+          "--seed", "0", "--time-limit", "3", *extra)
+    doc = json.loads(out.read_text())
+    return [h["name"] for h in doc["hosts"]]
+
+
+# ---------------------------------------------------------------------------
+# predictions
+
+
+def predict(probe: ProbeData, order: list[int], algo: str, size: int, model: str = "default") -> float:
+    """Predicted cost of ``order`` for ``algo`` by plink's cost model: ``default`` = what ``plink order``
+    uses by default (the shared-link model in seconds when installed, else the pair sum);
+    ``pairsum`` = the dissertation's §5.2.1 pair sum of latencies (µs)."""
+    from plink.solvers import costmodels
+
+    perm = np.asarray(order)
+    if model == "default" and shared_model_available():
+        from plink.pricing import find_groups, network
+        from plink.solvers.contention import SharedCostModel
+
+        net = network(probe, find_groups(probe), fill="high", use_bandwidth=True)
+        return float(SharedCostModel(algo, net, size)(perm))
+    try:
+        from plink.pricing import pair_cost
+    except ImportError:
+        from plink.order import pair_cost
+    # pairsum: the latency pair sum; default without the shared model: what plink order used (with bandwidth)
+    return float(costmodels.CostModel(algo, pair_cost(probe, use_bandwidth=model != "pairsum")[0], size)(perm))
+
+
+# ---------------------------------------------------------------------------
+# measuring
+
+
+def write_files(outdir: Path, name: str, hosts) -> dict[str, Path]:
+    from plink.launch import emitters
+
+    tr, om = outdir / f"{name}.torchrun", outdir / f"{name}.openmpi"
+    atomic_write_text(tr, emitters.emit("torchrun", hosts, order_file=str(tr)))
+    atomic_write_text(om, emitters.emit("openmpi", hosts))
+    return {"torchrun": tr, "openmpi": om}
+
+
+def run_gloo(c, names: list[str], files: dict, size: int, repeats: int, timeout: float = 1800) -> dict[str, list]:
+    """All orders, one worker process per host (``ip netns exec``), ranks from each torchrun map."""
+    argv = [sys.executable, str(WORKER), *[str(files[n]["torchrun"]) for n in names], "--size", str(size),
+            "--repeats", str(repeats), "--warmup", "1", "--port", "29610"]
+    procs = [subprocess.Popen(["ip", "netns", "exec", h.netns, *argv], stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True, env=env()) for h in c.hosts]
+    end = time.monotonic() + timeout
+    lines, errors = [], []
+    for h, p in zip(c.hosts, procs):
+        try:
+            out, err = p.communicate(timeout=max(1.0, end - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            for q in procs:
+                q.kill()
+            raise RuntimeError(f"Gloo workers did not finish within {timeout:.0f} s")
+        if p.returncode != 0:
+            errors.append(f"{h.name}: exit {p.returncode}: {err.strip()[-300:]}")
+        lines += [json.loads(ln) for ln in out.splitlines() if ln.startswith("{")]
+    if errors:
+        raise RuntimeError("Gloo worker failed: " + " | ".join(errors))
+    res = {}
+    for k, name in enumerate(names):
+        mine = sorted((r for r in lines if r["order"] == k), key=lambda r: r["rank"])
+        want = [c.host(h).address for h in files[name]["hosts"]]
+        got = [r["address"] for r in mine]
+        if got != want or not all(r["correct"] for r in mine):
+            raise RuntimeError(f"Gloo {name}: ranks ran on {got}, the map says {want} (or wrong result)")
+        res[name] = [max(ts) for ts in zip(*[r["seconds"] for r in mine])]
+    return res
+
+
+def compile_timer(workdir: Path) -> Path:
+    exe = workdir / "allreduce_timer"
+    cc = shutil.which("mpicc.openmpi") or "mpicc"
+    p = subprocess.run([cc, "-O2", "-o", str(exe), str(TIMER_SRC)], capture_output=True, text=True)
+    if p.returncode != 0:
+        raise RuntimeError(f"{cc} failed (needs libopenmpi-dev): {p.stderr.strip()[-400:]}")
+    return exe
+
+
+def run_mpi(c, exe: Path, hostfile: Path, want: list[str], size: int, repeats: int,
+            timeout: float = 900) -> dict[str, list]:
+    """``mpirun.openmpi --map-by seq`` from the hostfile; every coll_tuned spec in one launch."""
+    net = f"{SUBNET}.0.0/16"
+    specs = [spec for _, _, spec in COLLECTIVES.values() if spec]
+    argv = ["mpirun.openmpi", "--allow-run-as-root", "--hostfile", str(hostfile), "--map-by", "seq",
+            "-np", str(len(want)), "--mca", "plm_rsh_args", f"-F {c.ssh_config}",
+            "--mca", "oob_tcp_if_include", net, "--mca", "btl_tcp_if_include", net,
+            "--mca", "btl", "self,tcp", "--mca", "pml", "ob1",
+            # 16 ranks share 2 cores: a rank waiting for data must not spin (it would starve the others)
+            "--mca", "mpi_yield_when_idle", "1",
+            "--mca", "coll_tuned_use_dynamic_rules", "1", "--mca", "coll_tuned_allreduce_algorithm", specs[0],
+            str(exe), str(size), "1", str(repeats), *specs]
+    p = subprocess.run(argv, capture_output=True, text=True, timeout=timeout, env=env())
+    if p.returncode != 0:
+        raise RuntimeError(f"mpirun failed ({p.returncode}): {p.stderr.strip()[-600:]}")
+    rows = [json.loads(ln) for ln in p.stdout.splitlines() if ln.startswith("{")]
+    hosts = next(r["hosts"] for r in rows if "hosts" in r)
+    if hosts != want:
+        raise RuntimeError(f"mpirun placed ranks on {hosts}, the hostfile says {want}")
+    out = {}
+    for r in rows:
+        if "spec" in r:
+            a, *rest = r["spec"].split(":")
+            if r["read_back"][0] != int(a) or not r["correct"]:
+                raise RuntimeError(f"mpirun spec {r['spec']}: read back {r['read_back']}, correct={r['correct']}")
+            out[r["spec"]] = r["seconds"]
+    return out
+
+
+# ---------------------------------------------------------------------------
+# the case
+
+
+def run_case(case: str, args, data_path: Path) -> dict:
+    from plink.probes.netns import NetnsCluster
+
+    spec = CASES[case]
+    rng = np.random.default_rng(args.seed)
+    doc: dict = {"case": case, "description": spec["what"], "format": "plink-proof", "version": 1,
+                 "cluster": {"hosts_per_rack": spec["hosts_per_rack"], "host_mbit": args.mbit,
+                             "uplink_mbit": args.uplink_mbit, "extra_hops": args.extra_hops,
+                             "busy": {}},
+                 "size_bytes": args.size, "mpi_size_bytes": args.mpi_size, "repeats": args.repeats,
+                 "collectives": {k: {"library": v[0], "algo": {m: algo_for(k, m) for m in ("default", "pairsum")},
+                                     "coll_tuned": v[2]} for k, v in COLLECTIVES.items()},
+                 "models": list(args.models),
+                 "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
+
+    def save():
+        atomic_write_text(data_path, json.dumps(doc, indent=1) + "\n")
+
+    with netns_lock(), tempfile.TemporaryDirectory(prefix="plink-proof-") as tmp:
+        tmp = Path(tmp)
+        exe = compile_timer(tmp) if not args.no_mpi else None
+        t0 = time.monotonic()
+        with NetnsCluster(hosts_per_rack=spec["hosts_per_rack"], prefix=PREFIX, subnet=SUBNET,
+                          host_mbit=args.mbit, uplink_mbit=args.uplink_mbit, extra_hops=args.extra_hops,
+                          sshd=True, clean_shell=True, busy=spec["busy"], busy_cpu=[0, 1]) as c:
+            doc["cluster"]["busy"] = c.busy_hosts()
+            log(f"case {case}: {spec['what']}: {len(c.hosts)} hosts up in {time.monotonic() - t0:.1f} s; "
+                f"busy {doc['cluster']['busy']}")
+            # the cloud hands the hosts out in a random order
+            handout = [c.hosts[i] for i in rng.permutation(len(c.hosts))]
+            hostlist = tmp / "hosts.txt"
+            hostlist.write_text("".join(f"{h.name}\n" for h in handout))
+            ssh = ["--ssh-config", c.ssh_config, "--known-hosts", c.known_hosts]
+            probes = {}
+            for kind, extra in (("latency", []), ("bandwidth", ["--bandwidth", "--bw-seconds", str(args.bw_seconds)]
+                                                  + (["--uplinks"] if args.uplinks else []))):
+                t = time.monotonic()
+                path = tmp / f"probe-{kind}.json"
+                p = plink("probe", str(hostlist), *ssh, "-o", str(path), "-q", *extra, check=False)
+                if p.returncode not in (0, 3):
+                    raise RuntimeError(f"plink probe failed: {p.stderr.strip()[-600:]}")
+                probes[kind] = path
+                doc.setdefault("probes", {})[kind] = json.loads(path.read_text())
+                doc.setdefault("probe_seconds", {})[kind] = round(time.monotonic() - t, 1)
+                log(f"plink probe {' '.join(extra)}: {time.monotonic() - t:.1f} s")
+            lat = from_dict(doc["probes"]["latency"])
+            names = lat.names
+            racks = [c.rack_of(n) for n in names]
+            doc["hosts"], doc["rack"] = names, racks
+            save()
+
+            # orders (indices into the probe file's host list)
+            orders: dict[str, list[int]] = {}
+            jobs = []
+            for kind, path in probes.items():
+                tag = "lat" if kind == "latency" else "bw"
+                for model in args.models:
+                    if model == "pairsum" and kind == "bandwidth":
+                        continue  # the dissertation's model is the latency pair sum
+                    for algo in dict.fromkeys(algo_for(c, model) for c in COLLECTIVES):
+                        # ring serves Gloo (and MPI ring); the other algorithms only Open MPI
+                        size = args.size if algo == "ring" else args.mpi_size
+                        jobs.append((order_name(algo, tag, model), path, algo, size, model))
+            t = time.monotonic()
+            with ThreadPoolExecutor(max_workers=4) as pool:
+                got = pool.map(lambda j: plink_order(j[1], j[2], tmp / f"{j[0]}.json", j[3], j[4]), jobs)
+                for job, hosts in zip(jobs, got):
+                    orders[job[0]] = [names.index(h) for h in hosts]
+            log(f"plink order: {len(jobs)} orders in {time.monotonic() - t:.0f} s")
+            orders["rack-contiguous"] = rack_contiguous(racks)
+            orders["rack-interleaved"] = rack_interleaved(racks)
+            orders["handout"] = list(range(len(names)))
+            for k in range(args.random):
+                orders[f"random-{k}"] = rng.permutation(len(names)).tolist()
+            orders["adversarial-ring"] = adversarial_ring(lat)
+            doc["orders"] = {n: {"order": o, "hosts": [names[i] for i in o], "measured": {}, "runs": {}}
+                             for n, o in orders.items()}
+            save()
+            # an order measured once is measured once: identical orders share their runs
+            distinct: dict[tuple, str] = {}
+            for n, o in orders.items():
+                distinct.setdefault(tuple(o), n)
+            todo = list(dict.fromkeys(distinct.values()))
+            files = {}
+            for n in todo:
+                hosts = [lat.hosts[i] for i in orders[n]]
+                for h in hosts:
+                    h_addr = c.host(h.name).address
+                    assert h.address in (None, h_addr), (h, h_addr)
+                from plink.data.probefile import Host
+                hosts = [Host(h.name, c.host(h.name).address, h.ssh) for h in hosts]
+                files[n] = write_files(tmp, n, hosts)
+                files[n]["hosts"] = [h.name for h in hosts]
+
+            def record(name: str, coll: str, runs: list[float]):
+                for n, o in orders.items():
+                    if distinct[tuple(o)] == name:
+                        doc["orders"][n]["runs"][coll] = runs
+                        doc["orders"][n]["measured"][coll] = float(statistics.median(runs))
+
+            t = time.monotonic()
+            gl = run_gloo(c, todo, {n: {**files[n], "hosts": files[n]["hosts"]} for n in todo}, args.size,
+                          args.repeats)
+            for n, runs in gl.items():
+                record(n, "gloo_ring", runs)
+            save()
+            log(f"Gloo all-reduce, {len(todo)} orders: {time.monotonic() - t:.0f} s")
+            if exe is not None:
+                t = time.monotonic()
+                for n in todo:
+                    res = run_mpi(c, exe, files[n]["openmpi"], files[n]["hosts"], args.mpi_size, args.repeats)
+                    for coll, (_, _, sp) in COLLECTIVES.items():
+                        if sp:
+                            record(n, coll, res[sp])
+                    save()
+                log(f"Open MPI, {len(todo)} orders x {len(COLLECTIVES) - 1} algorithms: {time.monotonic() - t:.0f} s")
+            doc["elapsed_seconds"] = round(time.monotonic() - t0, 1)
+    save()
+    return doc
+
+
+# ---------------------------------------------------------------------------
+# report
+
+
+def analyse(doc: dict) -> tuple[str, dict]:
+    """The table and the figures of one case, from the saved data alone.
+
+    Predictions: the ``default`` model (what ``plink order`` uses) from the latency probe and from
+    the ``--bandwidth`` probe, and the dissertation's ``pairsum`` from the latency probe."""
+    probes = {k: from_dict(v) for k, v in doc["probes"].items()}
+    lines, figs = [], {}
+    orders = doc["orders"]
+    models = doc.get("models", ["default"])
+    preds = [("latency", "default"), ("latency", "pairsum"), ("bandwidth", "default")]
+    lines.append(f"case {doc['case']}: {doc['description']}; Gloo {doc['size_bytes'] / 2**20:g} MiB, "
+                 f"Open MPI {doc['mpi_size_bytes'] / 2**20:g} MiB; median of {doc['repeats']} runs; "
+                 f"{len(orders)} orders")
+    for coll, meta in doc["collectives"].items():
+        names = [n for n in orders if coll in orders[n]["measured"]]
+        if len(names) < 3:
+            continue
+        # the algorithms plink prices this collective with now (the run's own when its orders have those names)
+        algos = {m: algo_for(coll, m) for m in ("default", "pairsum")}
+        saved = meta["algo"] if isinstance(meta["algo"], dict) else {"default": meta["algo"], "pairsum": meta["algo"]}
+        for m in algos:
+            if not any(n.startswith(f"plink-{algos[m]}-") for n in orders):
+                algos[m] = saved[m]
+        size = doc["size_bytes"] if coll.startswith("gloo") else doc["mpi_size_bytes"]
+        meas = np.array([orders[n]["measured"][coll] for n in names])
+        best = float(meas.min())
+        pred = {(k, m): np.array([predict(probes[k], orders[n]["order"], algos[m], size, m) for n in names])
+                for k, m in preds}
+        f = {"best_s": best, "best_order": names[int(meas.argmin())], "orders": len(names),
+             "rack_contiguous_over_best": float(orders["rack-contiguous"]["measured"][coll] / best)}
+        for (k, m), p in pred.items():
+            f[f"spearman_{k}_{m}"] = float(spearmanr(p, meas)[0])
+        for m in models:
+            for tag in ("lat", "bw"):
+                key = order_name(algos[m], tag, m)
+                if key in orders and coll in orders[key]["measured"]:
+                    f[f"plink_{tag}_{m}_over_best"] = float(orders[key]["measured"][coll] / best)
+        figs[coll] = f
+        lines.append(f"\n{coll}: {meta['library']}; plink prices it as {algos['default']} (default model), "
+                     f"{algos['pairsum']} (pairsum)")
+        lines.append(f"  {'order':<24} {'measured s':>10} {'x best':>7} {'lat default':>12} {'lat pairsum':>12} "
+                     f"{'bw default':>12}")
+        for i in np.argsort(meas, kind="stable"):
+            lines.append(f"  {names[i]:<24} {meas[i]:>10.3f} {meas[i] / best:>7.2f} "
+                         + " ".join(f"{pred[km][i]:>12.4g}" for km in preds))
+        lines.append("  Spearman(predicted, measured): " + ", ".join(
+            f"{k} probe/{m} {f[f'spearman_{k}_{m}']:.2f}" for k, m in preds))
+        ratios = [f"{m} model, {'latency' if tag == 'lat' else '--bandwidth'} probe {f[f'plink_{tag}_{m}_over_best']:.2f}"
+                  for m in models for tag in ("lat", "bw") if f"plink_{tag}_{m}_over_best" in f]
+        lines.append("  plink's order / best measured: " + "; ".join(ratios))
+        lines.append(f"  rack-contiguous / best {f['rack_contiguous_over_best']:.2f}; best: {f['best_order']} "
+                     f"{best:.3f} s")
+    return "\n".join(lines), figs
+
+
+def targets(case: str, figs: dict) -> list[str]:
+    """Issue 10's done-when targets that this case misses (default model; busy case C: 1.1 x best)."""
+    missed = []
+    limit = 1.1 if case == "C" else 1.05
+    for coll, f in figs.items():
+        for kind in ("latency", "bandwidth"):
+            if f[f"spearman_{kind}_default"] < 0.9:
+                missed.append(f"{case} {coll}: Spearman ({kind} probe) {f[f'spearman_{kind}_default']:.2f} < 0.9")
+        for tag in ("lat", "bw"):
+            r = f.get(f"plink_{tag}_default_over_best")
+            if r is not None and r > limit:
+                missed.append(f"{case} {coll}: plink's order ({tag}) {r:.2f} x best > {limit}")
+        lat, bw = f.get("plink_lat_default_over_best"), f.get("plink_bw_default_over_best")
+        if lat is not None and bw is not None and bw > lat * 1.02:
+            missed.append(f"{case} {coll}: --bandwidth order slower than latency-only ({bw:.2f} vs {lat:.2f} x best)")
+    return missed
+
+
+def summary_table(all_figs: dict[str, dict]) -> str:
+    """One markdown row per case and collective (the README's table)."""
+    rows = ["| case | collective | orders | Spearman lat / bw / pairsum | plink lat / best | plink --bandwidth / best "
+            "| pairsum order / best | rack-contiguous / best |", "|---|---|---|---|---|---|---|---|"]
+
+    def fmt(v):
+        return "-" if v is None else f"{v:.2f}"
+
+    for case, figs in all_figs.items():
+        for coll, f in figs.items():
+            rows.append(f"| {case} | {coll} | {f['orders']} | {fmt(f['spearman_latency_default'])} / "
+                        f"{fmt(f['spearman_bandwidth_default'])} / {fmt(f['spearman_latency_pairsum'])} | "
+                        f"{fmt(f.get('plink_lat_default_over_best'))} | {fmt(f.get('plink_bw_default_over_best'))} | "
+                        f"{fmt(f.get('plink_lat_pairsum_over_best'))} | {fmt(f['rack_contiguous_over_best'])} |")
+    return "\n".join(rows)
+
+
+def main(argv=None) -> int:
+    import signal
+
+    from plink.units import parse_size
+
+    # kill/TERM: unwind, so the cluster is torn down and the lock released
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--cases", nargs="+", default=["A", "B", "C"], choices=list(CASES))
+    ap.add_argument("--data-dir", default=str(ROOT / "benchmarks" / "results"),
+                    help="where CASE.json (raw data) is written")
+    ap.add_argument("--analyse-only", action="store_true", help="only print the tables of saved CASE.json files")
+    ap.add_argument("--size", default="16MiB", help="Gloo all-reduce size")
+    ap.add_argument("--mpi-size", default="16MiB", help="Open MPI all-reduce size")
+    ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--random", type=int, default=5, help="random orders per case")
+    ap.add_argument("--mbit", type=float, default=350, help="host link rate")
+    ap.add_argument("--uplink-mbit", type=float, default=350, help="rack uplink rate (shared by the rack)")
+    ap.add_argument("--extra-hops", type=int, default=4)
+    ap.add_argument("--bw-seconds", type=float, default=1.0)
+    ap.add_argument("--uplinks", action="store_true", help="probe shared uplinks too (plink probe --uplinks)")
+    ap.add_argument("--no-mpi", action="store_true")
+    ap.add_argument("--models", nargs="+", default=["default"], choices=["default", "pairsum"],
+                    help="plink order's cost models whose orders are measured (default: plink order's default)")
+    ap.add_argument("--seed", type=int, default=0)
+    args = ap.parse_args(argv)
+    args.size, args.mpi_size = parse_size(args.size), parse_size(args.mpi_size)
+    if args.mbit * max(sum(CASES[k]["hosts_per_rack"]) for k in args.cases) > 6500:
+        ap.error("keep hosts x link rate <= ~6 Gbit/s on this machine")
+    data_dir = Path(args.data_dir)
+    data_dir.mkdir(parents=True, exist_ok=True)
+    missed, all_figs = [], {}
+    for case in args.cases:
+        path = data_dir / f"{case}.json"
+        if args.analyse_only:
+            doc = json.loads(path.read_text())
+        else:
+            from plink.probes.netns import unavailable_reason
+
+            reason = unavailable_reason(sshd=True)
+            if reason:
+                print(f"cannot build the emulated cluster: {reason}", file=sys.stderr)
+                return 1
+            doc = run_case(case, args, path)
+        table, figs = analyse(doc)
+        print(table + "\n", flush=True)
+        all_figs[case] = figs
+        missed += targets(case, figs)
+    print(summary_table(all_figs) + "\n")
+    if missed:
+        print("targets missed:\n  " + "\n  ".join(missed))
+        return 1
+    print("all targets met")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,129 @@
+"""The shared-uplink probe phase: groups, flow plans, measurement over a fake transport."""
+
+import numpy as np
+import pytest
+
+from plink.data.probefile import Uplink
+from plink.probes import uplinks
+from plink.probes.uplinks import _average_linkage, measure_uplinks, plan_flows
+
+
+def racks_latency(sizes, inside=5.0, across=14.0, seed=0):
+    rng = np.random.default_rng(seed)
+    rack = np.repeat(np.arange(len(sizes)), sizes)
+    lat = np.where(rack[:, None] == rack[None, :], inside, across) + rng.uniform(0, 1, (len(rack),) * 2)
+    np.fill_diagonal(lat, 0)
+    return lat, rack
+
+
+@pytest.mark.parametrize("sizes", [[4, 4, 4, 4], [5, 3, 4, 4], [6, 2, 5, 3]])
+def test_average_linkage_finds_unequal_racks(sizes):
+    lat, rack = racks_latency(sizes)
+    perm = np.random.default_rng(1).permutation(len(rack))   # hosts handed out in random order
+    labels = _average_linkage(lat[np.ix_(perm, perm)], 0.25)
+    truth = rack[perm]
+    # same partition: labels and truth determine each other
+    assert len(set(zip(labels, truth))) == len(sizes) == len(set(labels))
+
+
+def test_no_structure_gives_one_group():
+    rng = np.random.default_rng(0)
+    lat = 10 + rng.uniform(0, 1, (12, 12))
+    np.fill_diagonal(lat, 0)
+    assert set(_average_linkage(lat, 0.25)) == {0}
+
+
+def test_plan_flows_each_host_sends_and_receives_at_most_once():
+    groups = [[0, 1, 2, 3, 4], [5, 6, 7], [8, 9, 10, 11], [12, 13, 14, 15]]
+    for g in range(4):
+        up, down = plan_flows(groups, g)
+        inside = set(groups[g])
+        assert len(up) == len(down) == len(groups[g])
+        assert all(s in inside and d not in inside for s, d in up)
+        assert all(s not in inside and d in inside for s, d in down)
+        flows = up + down
+        assert len({s for s, _ in flows}) == len(flows) and len({d for _, d in flows}) == len(flows)
+        # the far ends spread over all the other groups
+        far = {next(k for k, gr in enumerate(groups) if d in gr) for _, d in up}
+        assert far == set(range(4)) - {g}
+    # a group bigger than the rest of the cluster: as many flows as there are outside hosts
+    up, down = plan_flows([[0, 1, 2, 3, 4, 5], [6, 7]], 0)
+    assert len(up) == len(down) == 2
+    assert plan_flows([[0, 1, 2]], 0) == ([], [])
+
+
+class FakeAgents:
+    """A stage whose flows share a per-group uplink capacity (bytes/s), like an oversubscribed rack."""
+
+    def __init__(self, group_of, uplink_bps, nic_bps):
+        self.group_of, self.uplink, self.nic = group_of, uplink_bps, nic_bps
+        self.calls, self.pending = [], {}
+
+    def __call__(self, requests, timeout):
+        out = {}
+        ops = {op for _, op, _, _ in requests}
+        assert len(ops) == 1
+        op = ops.pop()
+        self.calls.append((op, len(requests)))
+        if op == "tcp_listen":
+            return {tag: {"port": 5000 + host} for host, _, _, tag in requests}
+        if op == "tcp_send":
+            flows = [tag for _, _, _, tag in requests]
+            up = {}
+            for s, d in flows:
+                if self.group_of[s] != self.group_of[d]:
+                    up.setdefault(("up", self.group_of[s]), []).append((s, d))
+                    up.setdefault(("down", self.group_of[d]), []).append((s, d))
+            for s, d in flows:
+                share = min([self.nic] + [self.uplink / len(v) for v in up.values() if (s, d) in v])
+                self.pending[(s, d)] = share
+                out[(s, d)] = {"bytes_sent": 1}
+            return out
+        return {tag: {"bytes": self.pending[tag] * 2.0, "seconds": 2.0, "streams": 1} for _, _, _, tag in requests}
+
+
+def test_measure_uplinks_sees_the_shared_capacity_not_the_nic():
+    groups = [[0, 1, 2, 3], [4, 5, 6, 7], [8, 9, 10, 11]]
+    group_of = {h: g for g, hs in enumerate(groups) for h in hs}
+    fake = FakeAgents(group_of, uplink_bps=50e6, nic_bps=45e6)
+    errors = []
+    got = measure_uplinks(fake, [f"10.0.0.{i}" for i in range(12)], groups, seconds=2.0, errors=errors)
+    assert errors == []
+    assert [u.hosts for u in got] == [tuple(g) for g in groups]
+    for u in got:
+        assert isinstance(u, Uplink)
+        assert u.up_bps == pytest.approx(50e6) and u.down_bps == pytest.approx(50e6)   # not 4 x 45e6
+        assert u.extra["flows"] == 4
+    assert [op for op, _ in fake.calls[:3]] == ["tcp_listen", "tcp_send", "tcp_result"]
+    assert fake.calls[1][1] == 8   # up and down flows at the same time
+
+
+def test_failed_flows_are_reported_and_a_dead_group_left_out():
+    groups = [[0, 1], [2, 3]]
+
+    def stage(requests, timeout):
+        return {tag: ("host 2: lost" if op == "tcp_listen" else {}) for _, op, _, tag in requests}
+
+    errors = []
+    assert measure_uplinks(stage, ["a"] * 4, groups, errors=errors) == []
+    assert errors and all("lost" in e for e in errors)
+
+
+def test_infer_groups_small_and_method():
+    assert uplinks.infer_groups(np.zeros((3, 3)))[0] == [[0, 1, 2]]
+    lat, rack = racks_latency([4, 4, 4])
+    groups, method = uplinks.infer_groups(lat)
+    assert sorted(map(sorted, groups)) == [[0, 1, 2, 3], [4, 5, 6, 7], [8, 9, 10, 11]]
+    assert method
+
+
+def test_groups_from_bandwidth_when_latency_is_noise():
+    rng = np.random.default_rng(3)
+    rack = np.repeat(np.arange(3), 4)
+    lat = 100 + rng.uniform(0, 60, (12, 12))      # busy hosts: latency says nothing
+    np.fill_diagonal(lat, 0)
+    bw = np.where(rack[:, None] == rack[None, :], 0.33, 0.12) * rng.uniform(0.9, 1.1, (12, 12))
+    np.fill_diagonal(bw, np.nan)
+    groups, method = uplinks.infer_groups(lat, bandwidth=bw)
+    assert sorted(map(sorted, groups)) == [[0, 1, 2, 3], [4, 5, 6, 7], [8, 9, 10, 11]]
+    assert "bandwidth" in method
