@@ -179,8 +179,17 @@ def _infer(probe: ProbeData, seed: int, use_bandwidth: bool) -> Groups:
     from plink.structure.hierarchy import infer_hierarchy
 
     def run(matrix):
-        h = infer_hierarchy(matrix, random_state=seed)
-        lab = _relabel(h.labels)
+        # a host with no measured pair (unreachable in the probe) cannot be placed: it gets a group
+        # of its own, so its flows are priced as crossing group uplinks (the conservative case)
+        m = np.array(matrix, dtype=float)
+        np.fill_diagonal(m, np.nan)
+        seen = (np.isfinite(m) | np.isfinite(m.T)).any(axis=1)
+        lab = np.zeros(len(m), dtype=np.int64)
+        if seen.sum() >= 3:
+            lab[seen] = infer_hierarchy(m[np.ix_(seen, seen)], random_state=seed).labels
+        k = int(lab[seen].max()) + 1 if seen.any() else 0
+        lab[~seen] = k + np.arange(int((~seen).sum()))
+        lab = _relabel(lab)
         return lab, separation(matrix, lab)
 
     labels, conf = run(probe.latency)

@@ -174,3 +174,19 @@ def test_uplinks_spanning_several_groups_become_an_outer_level():
     # ring 0..7: one flow leaves {0,1,2,3} and one enters it; interleaving the two halves puts 4 there
     assert m.max_uplink_flows(np.arange(n)) == 1
     assert m.max_uplink_flows(np.array([0, 4, 1, 5, 2, 6, 3, 7])) == 4
+
+
+def test_a_host_with_no_measured_pair_gets_a_group_of_its_own():
+    # an unreachable host: every pair with it is null; ordering still works and prices it as remote
+    probe = simulate_datacenter(racks=3, hosts_per_rack=4, seed=5, jitter=0.02)
+    lat = probe.latency.copy()
+    lat[7, :] = np.nan
+    lat[:, 7] = np.nan
+    lat[7, 7] = 0.0
+    hole = from_matrix(lat, probe.names)
+    g = find_groups(hole)
+    assert int(np.sum(g.labels == g.labels[7])) == 1
+    others = np.delete(g.labels, 7)
+    assert len(set(others.tolist())) == 3  # the three racks are still found
+    res = order_hosts(hole, "ring", time_limit=0.5, seed=0)
+    assert sorted(res.order) == list(range(12)) and np.isfinite(res.cost_plink)
