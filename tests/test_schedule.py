@@ -405,7 +405,7 @@ def _one_action(n=3, chunks=2, **kw):
 ])
 def test_structure_rules_one_by_one(kw, message):
     rep = verify(_one_action(**kw))
-    assert not rep.ok
+    assert rep.ok is False and rep.n_actions == 1
     assert rep.errors == [message]
 
 
@@ -562,11 +562,11 @@ def test_message_matching_errors_name_the_right_nodes():
     dag = Dag(["a", "b", "c"], np.zeros(3, dtype=int), np.array([[0, 4], [4, 4]]))
     f = dag.add(0, 1, "fetch")
     dag.add(0, 1, "send", [2], deps=[f])            # action 1: nobody receives it
-    g = dag.add(1, 1, "fetch")
-    dag.add(1, 1, "recv", [2], reduce="sum", deps=[g])  # action 3: nobody sends it
+    g = dag.add(2, 0, "fetch")
+    dag.add(2, 0, "recv", [1], reduce="sum", deps=[g])  # action 3: nobody sends it
     errs = verify(dag).errors
     assert "SendTo without a matching ReceiveFrom: node 0 -> node 2, chunk 1 (action 1)" in errs
-    assert "ReceiveFrom without a matching SendTo: node 1 <- node 2, chunk 1 (action 3)" in errs
+    assert "ReceiveFrom without a matching SendTo: node 2 <- node 1, chunk 0 (action 3)" in errs
     dup = Dag(["a", "b", "c"], np.zeros(3, dtype=int), np.array([[0, 4], [4, 4]]))
     f = dup.add(0, 1, "fetch")
     dup.add(0, 1, "send", [2], deps=[f])
@@ -606,8 +606,8 @@ def test_deadlock_message_counts_the_stuck_actions():
     r1 = dag.add(1, 0, "recv", [0], reduce="sum", deps=[g])
     dag.add(1, 0, "send", [0], deps=[r1])  # 1 sends only after receiving, 0 never sends: 4 actions stuck
     errs = verify(dag).errors
-    assert any(e.startswith("deadlock: 4 actions can never run, e.g. 1 (recv at node 0, chunk 0), "
-                            "2 (deliver at node 0, chunk 0), 4 (recv at node 1, chunk 0)") for e in errs), errs
+    assert ("deadlock: 4 actions can never run, e.g. 1 (recv at node 0, chunk 0), "
+            "2 (deliver at node 0, chunk 0), 4 (recv at node 1, chunk 0)") in errs, errs
 
 
 def test_report_fields(base):
@@ -617,3 +617,17 @@ def test_report_fields(base):
     assert len(rep.levels) == len(dag) and max(rep.levels) == rep.rounds
     fetches = [a for a in range(len(dag)) if dag.op[a] == "fetch"]
     assert all(rep.levels[a] == 0 for a in fetches)
+
+
+def test_double_counting_names_the_nodes_counted_twice():
+    # node 1 gets node 0's partial sum twice: once directly and once inside node 2's
+    dag = Dag(["a", "b", "c"], np.zeros(3, dtype=int), np.array([[0, 4]]))
+    f0 = dag.add(0, 0, "fetch")
+    dag.add(0, 0, "send", [1, 2], deps=[f0])
+    f2 = dag.add(2, 0, "fetch")
+    r2 = dag.add(2, 0, "recv", [0], reduce="sum", deps=[f2])
+    dag.add(2, 0, "send", [1], deps=[r2])
+    f1 = dag.add(1, 0, "fetch")
+    dag.add(1, 0, "recv", [0, 2], reduce="sum", deps=[f1])
+    errs = verify(dag).errors
+    assert "double counting: node 1 adds chunk 0 from node 2 with contributions of nodes [0] already in its buffer" in errs
