@@ -91,7 +91,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .costmodels import dbt_levels, is_power_of
+from .costmodels import check_bcube, dbt_levels
 
 SHARED_ALGORITHMS = ("ring", "hd", "rd", "dbt", "bcube", "bintree")
 
@@ -370,13 +370,7 @@ def bintree_steps(n: int, size: float) -> list[Step]:
 
 def bcube_steps(n: int, size: float, base: int = 2) -> list[Step]:
     """Gloo's BCube (see module docstring); ``N = base^x`` only."""
-    if base < 2:
-        raise ValueError(f"BCube base must be >= 2, got {base}")
-    if not is_power_of(n, base):
-        raise ValueError(
-            f"BCube with base {base} needs N to be a power of {base}, but N = {n} "
-            f"(Gloo accepts only N = base^x; pick another --base or algorithm)"
-        )
+    check_bcube(n, base)
     if n < 2:
         return []
     j = np.arange(n)

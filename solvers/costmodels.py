@@ -159,8 +159,8 @@ def rd_rounds(n: int) -> list[tuple[np.ndarray, np.ndarray, float]]:
     return [(a, b, 1.0) for a, b, _ in hd_rounds(n)]
 
 
-def bcube_rounds(n: int, base: int) -> list[tuple[np.ndarray, np.ndarray, float]]:
-    """Rounds of BCube as ``(rank_a, rank_b, size_fraction)``; ``N = base^x`` only."""
+def check_bcube(n: int, base: int) -> None:
+    """ValueError unless BCube can run: ``base >= 2`` and ``N = base^x`` (as Gloo requires)."""
     if base < 2:
         raise ValueError(f"BCube base must be >= 2, got {base}")
     if not is_power_of(n, base):
@@ -168,6 +168,11 @@ def bcube_rounds(n: int, base: int) -> list[tuple[np.ndarray, np.ndarray, float]
             f"BCube with base {base} needs N to be a power of {base}, but N = {n} "
             f"(Gloo accepts only N = base^x; pick another --base or algorithm)"
         )
+
+
+def bcube_rounds(n: int, base: int) -> list[tuple[np.ndarray, np.ndarray, float]]:
+    """Rounds of BCube as ``(rank_a, rank_b, size_fraction)``; ``N = base^x`` only."""
+    check_bcube(n, base)
     rounds = []
     j = np.arange(n)
     stride = 1

@@ -27,8 +27,6 @@ fixed sample of 20,000 triples for the kind check.
 
 from __future__ import annotations
 
-import csv
-import io
 import os
 import warnings
 from collections.abc import Sequence
@@ -148,14 +146,11 @@ def read_host_names(spec: str | os.PathLike, max_hosts: int | None = None) -> li
 
 
 def _csv_column(text: str, path: str, column: str | None) -> list[str]:
-    lines = [ln for ln in text.splitlines() if ln.strip() and not ln.lstrip().startswith("#")]
-    if not lines:
+    from plink.data.probefile import csv_rows
+
+    if not any(ln.strip() and not ln.lstrip().startswith("#") for ln in text.splitlines()):
         raise ProbeFileError(f"{path}: no host names")
-    dialect = "excel-tab" if "\t" in lines[0] else "excel"
-    try:
-        rows = list(csv.reader(io.StringIO("\n".join(lines)), dialect=dialect))
-    except csv.Error as exc:
-        raise ProbeFileError(f"{path}: not a readable CSV table: {exc}") from None
+    lines, rows = csv_rows(text, path, "table")
     header = [c.strip() for c in rows[0]]
     lower = [h.lower() for h in header]
     if column is not None:

@@ -547,17 +547,24 @@ def _is_value(s: str) -> bool:
 _MAX_ROWS = 20001
 
 
-def read_matrix_csv(path: str | os.PathLike) -> tuple[np.ndarray, list[str] | None]:
-    """Read a CSV/TSV matrix; return it and the host names found in it, if any."""
-    text = _read_text(path)
+def csv_rows(text: str, path, what: str) -> tuple[list[str], list[list[str]]]:
+    """The non-blank, non-comment lines of a CSV/TSV ``text`` and their cells (tab-separated when
+    the first line has a tab); ProbeFileError naming ``path`` and ``what`` when there is nothing."""
     lines = [ln for ln in text.splitlines() if ln.strip() and not ln.lstrip().startswith("#")]
     if not lines:
-        raise ProbeFileError(f"{path}: empty matrix file")
+        raise ProbeFileError(f"{path}: empty {what} file")
     dialect = "excel-tab" if "\t" in lines[0] else "excel"
     try:
         rows = list(csv.reader(io.StringIO("\n".join(lines)), dialect=dialect))
     except csv.Error as exc:
-        raise ProbeFileError(f"{path}: not a readable CSV matrix: {exc}") from None
+        raise ProbeFileError(f"{path}: not a readable CSV {what}: {exc}") from None
+    return lines, rows
+
+
+def read_matrix_csv(path: str | os.PathLike) -> tuple[np.ndarray, list[str] | None]:
+    """Read a CSV/TSV matrix; return it and the host names found in it, if any."""
+    text = _read_text(path)
+    lines, rows = csv_rows(text, path, "matrix")
     if len(lines) > _MAX_ROWS:
         raise ProbeFileError(f"{path}: {len(lines)} rows: more than {_MAX_ROWS} hosts")
     if len(rows[0]) == 1 and " " in lines[0].strip():
