@@ -38,8 +38,8 @@ from typing import Any
 
 from plink.errors import PlinkError
 
-__all__ = ["write_text", "write_bytes", "write_json", "replaces_atomically", "atomic_write_text", "atomic_write_json",
-           "read_text", "read_json"]
+__all__ = ["write_text", "write_bytes", "write_json", "replaces_atomically", "atomic_write_text",
+           "check_envelope", "read_text", "read_json"]
 
 
 def _resolve(path: str) -> str:
@@ -181,6 +181,21 @@ def write_json(path: str | os.PathLike, obj: Any) -> None:
 
 # the names the rest of plink has always used
 atomic_write_text = write_text
+
+
+def check_envelope(doc: Any, path, fmt: str, version: int, what: str, error: type[PlinkError] = PlinkError,
+                   version_name: str | None = None) -> int:
+    """The ``format``/``version`` envelope every plink JSON file has: ``doc`` must be an object of
+    format ``fmt`` with an integer version in ``1..version``; returns the version, else ``error``
+    with one line naming ``path`` (``what``: the kind of file, e.g. "schedule")."""
+    if not isinstance(doc, dict) or doc.get("format") != fmt:
+        raise error(f"{path}: not a plink {what} file")
+    v = doc.get("version")
+    if not isinstance(v, int) or isinstance(v, bool) or v < 1:
+        raise error(f"{path}: missing or invalid version {v!r}")
+    if v > version:
+        raise error(f"{path}: {version_name or what} version {v} is newer than this plink reads ({version})")
+    return v
 
 
 def read_text(path: str | os.PathLike, error: type[PlinkError] = PlinkError) -> str:

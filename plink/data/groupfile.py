@@ -26,7 +26,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from plink.errors import ProbeFileError
-from plink.data.fileio import atomic_write_text, read_json
+from plink.data.fileio import atomic_write_text, check_envelope, read_json
 
 FORMAT = "plink-groups"
 VERSION = 1
@@ -120,13 +120,7 @@ class Groups:
 def load_groups(path: str | os.PathLike) -> Groups:
     """Read and validate a groups file."""
     doc = read_json(path, ProbeFileError)
-    if not isinstance(doc, dict) or doc.get("format") != FORMAT:
-        raise ProbeFileError(f"{path}: not a plink groups file")
-    v = doc.get("version")
-    if not isinstance(v, int) or isinstance(v, bool) or v < 1:
-        raise ProbeFileError(f"{path}: missing or invalid version {v!r}")
-    if v > VERSION:
-        raise ProbeFileError(f"{path}: groups file version {v} is newer than this plink reads ({VERSION})")
+    check_envelope(doc, path, FORMAT, VERSION, "groups", ProbeFileError, version_name="groups file")
     hosts, labels = doc.get("hosts"), doc.get("labels")
     if not isinstance(hosts, list) or not all(isinstance(h, str) for h in hosts):
         raise ProbeFileError(f"{path}: 'hosts' must be a list of names")

@@ -116,7 +116,6 @@ def simulate_datacenter(
         raise PlinkError("a datacenter needs at least 2 hosts")
 
     # location tuple per host, in generation (sorted) order
-    idx = np.arange(n)
     rack_i = np.repeat(np.arange(n_racks), rack_sizes)
     row_i = rack_i // racks
     cluster_i = row_i // rows

@@ -21,7 +21,7 @@ import json
 import logging
 import time
 
-from plink.data.probefile import Host, ProbeData
+from plink.data.probefile import Host
 from plink.errors import PlinkError
 
 log = logging.getLogger("plink.distributed")

@@ -46,7 +46,7 @@ from typing import Any
 import numpy as np
 
 from plink.errors import PlinkError
-from plink.data.fileio import atomic_write_text, read_json
+from plink.data.fileio import atomic_write_text, check_envelope, read_json
 from plink.schedule.plan import Plan, assign_masters, capacities
 
 STATS_FORMAT = "plink-stats"
@@ -91,13 +91,7 @@ class LinkStats:
 
 def stats_from_dict(doc: Any, hosts: list[str], path: str = "<stats>") -> LinkStats:
     """Validate a stats document and align it to ``hosts`` (unknown hosts are an error)."""
-    if not isinstance(doc, dict) or doc.get("format") != STATS_FORMAT:
-        raise PlinkError(f"{path}: not a plink stats file")
-    v = doc.get("version")
-    if not isinstance(v, int) or isinstance(v, bool) or v < 1:
-        raise PlinkError(f"{path}: missing or invalid version {v!r}")
-    if v > STATS_VERSION:
-        raise PlinkError(f"{path}: stats version {v} is newer than this plink reads ({STATS_VERSION})")
+    check_envelope(doc, path, STATS_FORMAT, STATS_VERSION, "stats")
     links = doc.get("links")
     if not isinstance(links, list) or not links:
         raise PlinkError(f"{path}: 'links' must be a non-empty list")

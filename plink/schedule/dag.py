@@ -65,7 +65,7 @@ from typing import Any
 import numpy as np
 
 from plink.errors import PlinkError
-from plink.data.fileio import atomic_write_text, read_json
+from plink.data.fileio import atomic_write_text, check_envelope, read_json
 from plink.schedule.plan import Plan
 
 FORMAT = "plink-schedule"
@@ -242,13 +242,7 @@ def _int_list(doc: dict, key: str, path: str) -> list:
 
 def from_dict(doc: Any, path: str = "<schedule>") -> Schedule:
     """Validate the envelope of a schedule document and build a :class:`Schedule`."""
-    if not isinstance(doc, dict) or doc.get("format") != FORMAT:
-        raise ScheduleError(f"{path}: not a plink schedule file")
-    v = doc.get("version")
-    if not isinstance(v, int) or isinstance(v, bool) or v < 1:
-        raise ScheduleError(f"{path}: missing or invalid version {v!r}")
-    if v > VERSION:
-        raise ScheduleError(f"{path}: schedule version {v} is newer than this plink reads ({VERSION})")
+    check_envelope(doc, path, FORMAT, VERSION, "schedule", ScheduleError)
     form = doc.get("form")
     if form not in ("dag", "compact"):
         raise ScheduleError(f"{path}: 'form' must be 'dag' or 'compact'")

@@ -440,7 +440,6 @@ def split_group(x: np.ndarray, rng: np.random.Generator, n_null: int | None = No
     Returns ``(labels, scores, p)`` with ``p`` the distances of the chosen metric.
     O(n_null * n^3).
     """
-    n = x.shape[0]
     tried = []
     for metric in METRICS:
         p = _distances(x, metric=metric)
