@@ -610,6 +610,15 @@ class NetnsCluster:
         self._busy[host_name] = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                                                  stderr=subprocess.DEVNULL, start_new_session=True)
         self.busy[host_name] = duty
+        # ``ip netns exec`` enters the namespace after Popen returns: wait until it has, so
+        # the tenant's load is running (and visible in :meth:`processes`) when this returns
+        proc = self._busy[host_name]
+        deadline = time.monotonic() + 10.0
+        while proc.poll() is None and proc.pid not in self.processes(host_name):
+            if time.monotonic() > deadline:
+                self.stop_busy(host_name)
+                raise RuntimeError(f"busy loop of {host_name} did not enter its namespace within 10 s")
+            time.sleep(0.01)
 
     def stop_busy(self, host_name: str) -> None:
         """Stop the host's busy loop, if any."""
