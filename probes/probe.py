@@ -228,6 +228,7 @@ def probe_hosts(
     tol: float = 0.1,
     self_ping: bool = True,
     uplinks: bool = False,
+    kernel_stamps: bool = True,
 ) -> ProbeData:
     """Measure pairwise latency (and bandwidth) between ``hosts``.
 
@@ -253,7 +254,11 @@ def probe_hosts(
     pairs)`` is called after each finished round (bandwidth, fping, icmp)
     or pass (``udp``).  ``uplinks``: after the rounds, measure each inferred
     group's shared uplink with all its hosts crossing the boundary at once
-    (:mod:`probes.uplinks`, ``bw_seconds`` per group).
+    (:mod:`probes.uplinks`, ``bw_seconds`` per group).  ``kernel_stamps``
+    (``udp``): time each echo from the kernel's receive timestamps and take
+    the reflector's own turnaround out (TWAMP-style, RFC 5357), so a busy
+    host's late wake-ups do not count as network latency; False keeps the
+    user-space times (for comparison).
 
     Complexity: ``R = N - 1`` (even N) or ``N`` (odd N) rounds of ``N/2``
     concurrent pairs per pass, so O(N) wall time, O(N^2) measurements and
@@ -443,7 +448,7 @@ def probe_hosts(
                         journal.latency(src, dst, sent, rtts)
 
                 res = run_scheduled(fleet, rounds, per_pass, interval, timeout, reply_timeout, on_rows, flush,
-                                    self_ping=self_ping and stage == 0)
+                                    self_ping=self_ping and stage == 0, stamps=kernel_stamps)
                 errors.extend(res["errors"])
                 for p in pending:
                     taken[p] += m * per_pass
@@ -468,7 +473,8 @@ def probe_hosts(
                     continue
                 report("round", k, len(rounds), f"round {r + 1}/{len(all_rounds)}")
                 t0 = time.monotonic()
-                lat = run_latency(pairs, fleet, method, r, count, interval, timeout, reply_timeout)
+                lat = run_latency(pairs, fleet, method, r, count, interval, timeout, reply_timeout,
+                                  stamps=kernel_stamps)
                 measured = []
                 for (src, dst), st in lat.items():
                     if isinstance(st, str):
