@@ -127,3 +127,13 @@ def test_groups_from_bandwidth_when_latency_is_noise():
     groups, method = uplinks.infer_groups(lat, bandwidth=bw)
     assert sorted(map(sorted, groups)) == [[0, 1, 2, 3], [4, 5, 6, 7], [8, 9, 10, 11]]
     assert "bandwidth" in method
+
+
+def test_groups_from_latency_when_bandwidth_is_noise():
+    rng = np.random.default_rng(4)
+    lat, rack = racks_latency([4, 3, 3])
+    bw = 0.2 * rng.uniform(0.5, 1.0, (10, 10))      # pair bandwidths that say nothing about the racks
+    np.fill_diagonal(bw, np.nan)
+    groups, method = uplinks.infer_groups(lat, bandwidth=bw)
+    assert sorted(map(sorted, groups)) == [[0, 1, 2, 3], [4, 5, 6], [7, 8, 9]]
+    assert "latency" in method and "bandwidth" not in method
