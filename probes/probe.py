@@ -563,13 +563,14 @@ def _probe_uplinks(state, fleet, seconds, reply_timeout, meta, errors, out) -> N
         return
     t0 = time.monotonic()
     ix = np.ix_(keep, keep)
+    state.finish()  # the latency matrix from the samples so far (it is otherwise built at the end)
     groups, how = infer_groups(state.lat[ix], bandwidth=None if state.bw is None else state.bw[ix])
     groups = [[keep[k] for k in g] for g in groups]
     if len(groups) < 2:
         meta["uplinks"] = {"groups": how, "n_groups": len(groups),
                            "skipped": "no groups found: nothing crosses a group boundary"}
         errors.append(f"uplinks: {how} found no groups of hosts, so no shared uplink was measured "
-                      "(with --bandwidth the groups come from the pair bandwidths, which separate racks better)")
+                      "(the groups come from the latency or the pair bandwidths, whichever separates better)")
         return
     addresses = {i: fleet.sessions[i].info.get("addr") or state.addresses[i] for i in keep}
 

@@ -77,7 +77,11 @@ def infer_groups(latency: np.ndarray, min_silhouette: float = 0.25, random_state
     except ImportError:
         infer_hierarchy = None
     best = None
+    off = ~np.eye(n, dtype=bool)
     for source, m in candidates:
+        seen = (np.isfinite(m) & off) | (np.isfinite(m.T) & off)
+        if not seen.any(axis=1).all():
+            continue  # a host with no value in this matrix (e.g. latency not measured yet)
         if infer_hierarchy is not None:
             labels = np.asarray(infer_hierarchy(m, random_state=random_state).labels)
             method = f"plink.structure.hierarchy.infer_hierarchy on {source}"
@@ -86,6 +90,8 @@ def infer_groups(latency: np.ndarray, min_silhouette: float = 0.25, random_state
         score = _silhouette(m, labels)
         if best is None or score > best[0] + 1e-12:
             best = (score, labels, method)
+    if best is None:
+        return [list(range(n))], "no complete matrix to group by"
     _, labels, method = best
     groups = [np.flatnonzero(labels == k).tolist() for k in np.unique(labels)]
     return sorted(groups, key=lambda g: g[0]), method

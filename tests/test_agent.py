@@ -380,6 +380,22 @@ def test_resume_measures_exactly_what_is_missing_and_meta_stays_true(tmp_path):
     np.testing.assert_allclose(again.bandwidth, bw.bandwidth, rtol=1e-4)
 
 
+def test_uplink_phase_groups_on_the_latency_measured_in_the_same_probe(monkeypatch):
+    # the uplink phase runs before the matrices are finished: it must see this probe's latency
+    from plink.probes import uplinks
+
+    seen = []
+    real = uplinks.infer_groups
+    monkeypatch.setattr(uplinks, "infer_groups", lambda lat, **kw: seen.append(np.array(lat)) or real(lat, **kw))
+    hosts = [f"127.0.0.{i}" for i in range(30, 34)]
+    p = probe_hosts(hosts, count=4, interval=0.002, bandwidth=True, bw_seconds=0.1, uplinks=True,
+                    connect=start_local_agents)
+    up = p.meta["uplinks"]
+    assert "groups" in up and "no complete matrix" not in up["groups"], up
+    assert np.isfinite(p.latency[~np.eye(4, dtype=bool)]).all()
+    assert len(seen) == 1 and np.isfinite(seen[0][~np.eye(4, dtype=bool)]).all()
+
+
 def test_ipv6_loopback():
     if not socket.has_ipv6:
         pytest.skip("no IPv6")
