@@ -456,6 +456,15 @@ def analyse(doc: dict) -> tuple[str, dict]:
                 key = order_name(algos[m], tag, m)
                 if key in orders and coll in orders[key]["measured"]:
                     f[f"plink_{tag}_{m}_over_best"] = float(orders[key]["measured"][coll] / best)
+        # the speedup plink's report promises over the order the hosts came in (its "vs input"), against
+        # the one measured: hand-out / plink, predicted by the default model from that probe, and measured
+        for tag, kind in (("lat", "latency"), ("bw", "bandwidth")):
+            key = order_name(algos["default"], tag, "default")
+            if key in names and "handout" in names:
+                i, h = names.index(key), names.index("handout")
+                p = pred[(kind, "default")]
+                f[f"speedup_{tag}_predicted"] = float(p[h] / p[i])
+                f[f"speedup_{tag}_measured"] = float(meas[h] / meas[i])
         figs[coll] = f
         lines.append(f"\n{coll}: {meta['library']}; plink prices it as {algos['default']} (default model), "
                      f"{algos['pairsum']} (pairsum)")
@@ -469,6 +478,10 @@ def analyse(doc: dict) -> tuple[str, dict]:
         ratios = [f"{m} model, {'latency' if tag == 'lat' else '--bandwidth'} probe {f[f'plink_{tag}_{m}_over_best']:.2f}"
                   for m in models for tag in ("lat", "bw") if f"plink_{tag}_{m}_over_best" in f]
         lines.append("  plink's order / best measured: " + "; ".join(ratios))
+        sp = [f"{'latency' if tag == 'lat' else '--bandwidth'} probe: predicted {f[f'speedup_{tag}_predicted']:.2f}x, "
+              f"measured {f[f'speedup_{tag}_measured']:.2f}x" for tag in ("lat", "bw") if f"speedup_{tag}_predicted" in f]
+        if sp:
+            lines.append("  plink's order vs the hand-out order (default model): " + "; ".join(sp))
         rcb = f["rack_contiguous_over_best"]
         lines.append(f"  rack-contiguous / best {'-' if rcb is None else f'{rcb:.2f}'}; best: {f['best_order']} "
                      f"{best:.3f} s")
@@ -512,8 +525,9 @@ def targets(case: str, figs: dict) -> list[str]:
 def summary_table(all_figs: dict[str, dict]) -> str:
     """One markdown row per case and collective (the README's table)."""
     rows = ["| case | collective | orders | Spearman lat / bw / pairsum | retest | plink lat / best "
-            "| plink --bandwidth / best | pairsum order / best | rack-contiguous / best |",
-            "|---|---|---|---|---|---|---|---|---|"]
+            "| plink --bandwidth / best | pairsum order / best | rack-contiguous / best "
+            "| speedup vs hand-out, predicted / measured (lat; bw) |",
+            "|---|---|---|---|---|---|---|---|---|---|"]
 
     def fmt(v):
         return "-" if v is None else f"{v:.2f}"
@@ -523,7 +537,9 @@ def summary_table(all_figs: dict[str, dict]) -> str:
             rows.append(f"| {case} | {coll} | {f['orders']} | {fmt(f['spearman_latency_default'])} / "
                         f"{fmt(f['spearman_bandwidth_default'])} / {fmt(f['spearman_latency_pairsum'])} | "
                         f"{fmt(f.get('retest_spearman'))} | {fmt(f.get('plink_lat_default_over_best'))} | {fmt(f.get('plink_bw_default_over_best'))} | "
-                        f"{fmt(f.get('plink_lat_pairsum_over_best'))} | {fmt(f.get('rack_contiguous_over_best'))} |")
+                        f"{fmt(f.get('plink_lat_pairsum_over_best'))} | {fmt(f.get('rack_contiguous_over_best'))} | "
+                        f"{fmt(f.get('speedup_lat_predicted'))} / {fmt(f.get('speedup_lat_measured'))}; "
+                        f"{fmt(f.get('speedup_bw_predicted'))} / {fmt(f.get('speedup_bw_measured'))} |")
     return "\n".join(rows)
 
 
