@@ -284,6 +284,7 @@ class WatchResult:
     stale_lock: dict | None = None
     notes: list[str] = field(default_factory=list)
     probes_used: int = 1  #: probes in the median the decision was costed on (--window)
+    pruned: int = 0  #: old runs removed from the history (--keep)
     started: str = ""
     elapsed: float = 0.0
 
@@ -317,6 +318,8 @@ class WatchResult:
             lines.append(f"{self.model} cost model on {on}: current {fmt(self.cost_current)}, "
                          f"best found {fmt(self.cost_new)} ({self.algo})")
         lines += self.notes
+        if self.pruned:
+            lines.append(f"pruned {self.pruned} old run(s) from the history (--keep)")
         if self.drift is not None:
             lines += format_drift(self.drift)
         return lines
@@ -716,9 +719,8 @@ def watch(
             text = emit_text(fmt, ordered_hosts, slots=slots, algo=algo, order_file=str(state_dir / "order.json"))
             if _sync(Path(path), text) and not changed:
                 notes.append(f"rewrote {path}: it did not match the current order")
-        pruned = _prune(history, keep)
-        if pruned:
-            res.notes.append(f"pruned {len(pruned)} old run(s) from the history (--keep {keep})")
+        # routine housekeeping: in the status (-v, --json), never a reason to speak up under cron
+        res.pruned = len(_prune(history, keep))
         res.elapsed = round((datetime.now(timezone.utc) - t0).total_seconds(), 3)
         return res
     finally:

@@ -112,3 +112,15 @@ def test_debug_shows_traceback(tmp_path):
 def test_version():
     proc = run("--version")
     assert proc.returncode == 0 and "plink" in proc.stdout
+
+
+def test_debug_flag_after_the_subcommand_is_the_global_flag(tmp_path):
+    import subprocess
+    import sys
+
+    env = dict(__import__("os").environ)
+    r = subprocess.run([sys.executable, "-m", "plink", "order", str(tmp_path / "missing.json"), "--debug"],
+                       capture_output=True, text=True, env=env, timeout=120)
+    assert r.returncode != 0
+    assert "No such option" not in r.stderr and "NoSuchOption" not in r.stderr
+    assert "missing.json" in r.stderr  # the real error, with its traceback (--debug)

@@ -378,3 +378,20 @@ def test_node_rank_finds_this_machine():
     assert node_rank([Host("elsewhere-1"), Host(me), Host("elsewhere-2")], resolve=lambda n: []) == 1
     if ident.addresses:  # listed by one of its addresses instead
         assert node_rank([Host("elsewhere-1"), Host("n1", ident.addresses[0])], identity=Identity((), ident.addresses)) == 1
+
+
+def test_plain_order_lines_with_words_that_are_not_attributes_are_refused(tmp_path):
+    from plink.data.orderfile import read_order
+    from plink.errors import ProbeFileError
+
+    ok = tmp_path / "ok.txt"
+    ok.write_text("vm1 slots=2 max_slots=4\nvm2  # address=10.0.0.2\n")
+    assert read_order(ok) == ["vm1", "vm2"]
+    bad = tmp_path / "sp.txt"
+    bad.write_text("vm1\nvm 2\n")
+    with pytest.raises(ProbeFileError, match=r"sp.txt:2: 'vm 2' is not one host name"):
+        read_order(bad)
+    garbage = tmp_path / "bad.json"
+    garbage.write_text("garbage{\n")
+    with pytest.raises(ProbeFileError, match="not a JSON order file"):
+        read_order(garbage)

@@ -327,6 +327,9 @@ def test_history_pruned_and_derived_files_resynced(tmp_path):
     for _ in range(4):
         r = watch(st, lambda: dc(1), keep=2, emit=[("openmpi", str(emitted))], slots=2, now=clock, **OPTS)
     assert len(runs(st)) == 2
+    # pruning is housekeeping: counted in the status, but no reason for cron to mail
+    assert r.pruned == 1 and r.status == "kept" and not r.noteworthy
+    assert any("pruned 1 old run" in line for line in r.summary())
     order = read_state(st)["order"]
     lines = [ln for ln in emitted.read_text().splitlines() if not ln.startswith("#")]
     assert lines == [h for h in order for _ in range(2)]

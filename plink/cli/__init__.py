@@ -22,7 +22,10 @@ __all__ = ["cli", "main"]
 def main(argv: list[str] | None = None) -> None:
     """Console entry point: one-line errors, documented exit codes."""
     args = sys.argv[1:] if argv is None else list(argv)
-    debug = "--debug" in args
+    head = args[:args.index("--")] if "--" in args else args
+    debug = "--debug" in head
+    if debug:  # a global flag, wherever it was typed (`plink probe ... --debug` too)
+        args = ["--debug"] + [a for a in head if a != "--debug"] + args[len(head):]
     if not debug:  # library warnings (paramiko, numpy) never break the one-line-error rule
         import logging
         import warnings

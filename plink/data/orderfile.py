@@ -83,6 +83,8 @@ def read_order_hosts(path: str | os.PathLike) -> list[Host]:
     except (OSError, UnicodeDecodeError) as exc:
         raise ProbeFileError(f"{path}: cannot read: {exc}") from None
     hosts: list[Host] = []
+    if p.suffix.lower() == ".json" and not text.lstrip().startswith("{"):
+        raise ProbeFileError(f"{path}: not a JSON order file (it does not start with '{{')")
     if text.lstrip().startswith("{"):
         from plink.data.fileio import loads_json
 
@@ -101,12 +103,16 @@ def read_order_hosts(path: str | os.PathLike) -> list[Host]:
         except (KeyError, TypeError, AttributeError):
             raise ProbeFileError(f"{path}: every host needs a 'rank' and a 'name'") from None
     else:
-        for raw in text.splitlines():
+        for lineno, raw in enumerate(text.splitlines(), 1):
             line, _, comment = raw.partition("#")
             line = line.strip()
             if line:
+                words = line.split()
+                if any("=" not in w for w in words[1:]):  # only launcher attributes may follow the name
+                    raise ProbeFileError(f"{path}:{lineno}: {line[:80]!r} is not one host name (after the name "
+                                         "only key=value launcher attributes such as slots=2 may follow)")
                 m = _ADDRESS_NOTE.search(comment)
-                hosts.append(Host(line.split()[0], m.group(1) if m else None))
+                hosts.append(Host(words[0], m.group(1) if m else None))
     from plink.data.inputs import check_host_name
 
     for h in hosts:  # names and addresses go into launcher files: one token each
