@@ -89,9 +89,10 @@ def pack_rounds(pairs: Iterable[Pair], n: int, shift: int = 0) -> list[list[Pair
     Pairs keep their :func:`round_robin` round when they can (so the full set
     gives exactly those N-1 rounds); the others go first-fit into the next
     round with both hosts free (a greedy edge colouring: at most 2d-1 rounds
-    for maximum degree d).  ``shift`` rotates the round order by
-    ``shift x R / 2`` rounds, so repeated passes visit a pair at a different
-    time (interleaving: a burst of load does not hit all of its samples).
+    for maximum degree d).  ``shift`` rotates the round order by ``v(shift) x R`` rounds (``v``: the
+    van der Corput sequence 0, 1/2, 1/4, 3/4, ...), so repeated passes visit a
+    pair at different times (interleaving: a burst of load does not hit all
+    of its samples).
     O(P) for the full set, O(P x R) worst case.
     """
     want = {(min(a, b), max(a, b)) for a, b in pairs}
@@ -122,5 +123,16 @@ def pack_rounds(pairs: Iterable[Pair], n: int, shift: int = 0) -> list[list[Pair
                 break
             r += 1
     rounds = [sorted(ps) for ps in rounds if ps]
-    k = (shift * len(rounds)) // 2 % len(rounds)
+    k = int(_van_der_corput(shift) * len(rounds)) % len(rounds)
     return rounds[k:] + rounds[:k]
+
+
+def _van_der_corput(i: int) -> float:
+    """0, 1/2, 1/4, 3/4, 1/8, 5/8, ...: the i-th point of the base-2 van der Corput sequence, so
+    rotations by it spread any number of passes over the rounds (pass 1 is half a probe away)."""
+    x, f, i = 0.0, 0.5, abs(int(i))
+    while i:
+        x += f * (i & 1)
+        i >>= 1
+        f /= 2
+    return x

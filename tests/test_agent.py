@@ -471,3 +471,12 @@ def test_kernel_stamps_take_a_late_reflector_out_of_the_rtt(monkeypatch):
         agent_mod._state["stop"].set()
         t.join(2)
         raw.close()
+
+
+def test_more_passes_give_more_round_orders():
+    from plink.probes.rounds import pack_rounds, round_robin
+
+    full = [p for r in round_robin(16) for p in r]
+    orders = [pack_rounds(full, 16, shift=s) for s in range(4)]
+    firsts = [tuple(o[0]) for o in orders]
+    assert len(set(firsts)) == 4  # four passes, four different round orders
