@@ -2,8 +2,8 @@
 
 Run as root (network namespaces, sshd, Open MPI with its headers, torch)::
 
-    sudo python3 benchmarks/collectives_netns.py                    # cases A, B, C
-    sudo python3 benchmarks/collectives_netns.py --cases A --data-dir /work/helpers/data
+    sudo "$(command -v python)" benchmarks/collectives_netns.py --random 2   # cases A, B, C (~1 h)
+    python benchmarks/collectives_netns.py --analyse-only                   # re-print benchmarks/results/
 
 For every case (A: 16 hosts = 4 racks of 4; B: unequal racks 5+3+4+4; C: case A with
 4 busy hosts) the script
@@ -557,7 +557,8 @@ def main(argv=None) -> int:
                     help="where CASE.json (raw data) is written")
     ap.add_argument("--analyse-only", action="store_true", help="only print the tables of saved CASE.json files")
     ap.add_argument("--size", default="16MiB", help="Gloo all-reduce size")
-    ap.add_argument("--mpi-size", default="16MiB", help="Open MPI all-reduce size")
+    ap.add_argument("--mpi-size", default="4MiB",
+                    help="Open MPI all-reduce size (16 MiB takes ~30 min per case on 2 cores)")
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--gloo-passes", type=int, default=2,
                     help="Gloo: passes over all orders, alternating direction (repeats runs per order each)")
