@@ -95,3 +95,14 @@ def test_large_schedules_are_written_compact(tmp_path, dc, capsys, monkeypatch):
     code, stdout, _ = run(["schedule", str(dc), "--size", "1MiB", "-o", str(out), "--json"], capsys)
     assert code == 0
     assert json.loads(stdout)["form"] == "compact" == json.loads(out.read_text())["form"]
+
+
+def test_schedule_json_and_stdout_schedule_are_refused(tmp_path):
+    import subprocess
+    import sys
+
+    path = tmp_path / "p.json"
+    simulate_datacenter(racks=2, hosts_per_rack=3, seed=1).save(path)
+    r = subprocess.run([sys.executable, "-m", "plink", "schedule", str(path), "--size", "1MiB", "-o", "-", "--json"],
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 2 and "both write to stdout" in r.stderr and r.stdout == ""
