@@ -560,6 +560,9 @@ def watch(
             raise PlinkError("--emit plain:PATH writes one line per host: --slots applies to launcher formats")
         if fmt not in FORMATS or fmt in ("json", "slurm-topology"):
             raise PlinkError(f"cannot keep a {fmt!r} file in sync (use one of: {', '.join(f for f in FORMATS if f not in ('json', 'slurm-topology'))})")
+    for fmt, path in emit:  # before anything is probed or written: an error changes nothing
+        if not Path(path).absolute().parent.is_dir():
+            raise PlinkError(f"cannot write --emit {fmt}:{path}: directory {Path(path).absolute().parent} does not exist")
     state_dir = Path(state_dir)
     _check_dir(state_dir)
     started = now()

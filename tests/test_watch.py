@@ -435,3 +435,10 @@ def test_shared_model_is_the_default_and_recorded(tmp_path):
     assert any("cost model changed from shared to pairsum" in n for n in doc["notes"])
     r = run("watch", st, "--probe-file", str(p), "--time-limit", "0.2", "--model", "pairsum", "-v")
     assert "pairsum cost model on the new probe: current" in r.stdout and " us," in r.stdout
+
+
+def test_emit_into_a_missing_directory_changes_nothing(tmp_path):
+    st = tmp_path / "st"
+    with pytest.raises(PlinkError, match="does not exist"):
+        watch(st, lambda: dc(1), emit=[("openmpi", str(tmp_path / "no" / "dir" / "h"))], **OPTS)
+    assert not (st / "state.json").exists() and not (st / "history").exists()
