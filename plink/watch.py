@@ -597,6 +597,8 @@ def watch(
         if probe.meta.get("complete") is False or probe.n_missing_pairs():
             gone = _host_names(probe.meta.get("unreachable")) + _host_names(probe.meta.get("dead"))
             incomplete = f"unreachable: {', '.join(gone)}" if gone else f"{probe.n_missing_pairs()} pairs missing"
+            if probe.n > 1 and probe.n_missing_pairs() >= probe.n * (probe.n - 1) // 2:
+                raise PlinkError(f"no pair of hosts was measured ({incomplete}): nothing changed")
 
         # the last probe, for the drift report
         drift = None

@@ -442,3 +442,13 @@ def test_emit_into_a_missing_directory_changes_nothing(tmp_path):
     with pytest.raises(PlinkError, match="does not exist"):
         watch(st, lambda: dc(1), emit=[("openmpi", str(tmp_path / "no" / "dir" / "h"))], **OPTS)
     assert not (st / "state.json").exists() and not (st / "history").exists()
+
+
+def test_nothing_measured_names_the_unreachable_hosts(tmp_path):
+    probe = dc(1)
+    probe.latency[:] = np.nan
+    probe.meta["complete"] = False
+    probe.meta["unreachable"] = {n: f"{n}: TimeoutError: timed out" for n in probe.names}
+    with pytest.raises(PlinkError, match=r"no pair of hosts was measured \(unreachable: .*" + probe.names[0]):
+        watch(tmp_path / "st", lambda: probe, **OPTS)
+    assert not (tmp_path / "st" / "state.json").exists()
