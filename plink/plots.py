@@ -1,4 +1,4 @@
-"""Optional pictures (``pip install 'plink-locality[plot]'``): matplotlib is imported lazily, Agg backend."""
+"""Optional pictures (``pip install '.[plot]'`` from a checkout, or matplotlib): matplotlib is imported lazily, Agg backend."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ def _pyplot():
     try:
         import matplotlib
     except ImportError:
-        raise PlinkError("plotting needs matplotlib: pip install 'plink-locality[plot]'") from None
+        raise PlinkError("plotting needs matplotlib: pip install matplotlib (or the checkout's extra: pip install '.[plot]')") from None
     matplotlib.use("Agg", force=True)
     import matplotlib.pyplot as plt
 

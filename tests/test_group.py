@@ -246,7 +246,7 @@ def test_plot_without_matplotlib_is_one_line(dc_file, tmp_path, capsys, monkeypa
     monkeypatch.setitem(sys.modules, "matplotlib", None)
     code, _, err = _run(["show", str(dc_file), "--plot", str(tmp_path / "h.png")], capsys)
     assert code == 1
-    assert err.strip() == "plink: error: plotting needs matplotlib: pip install 'plink-locality[plot]'"
+    assert err.strip() == "plink: error: plotting needs matplotlib: pip install matplotlib (or the checkout's extra: pip install '.[plot]')"
     assert not (tmp_path / "h.png").exists()
 
 
