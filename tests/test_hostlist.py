@@ -102,8 +102,10 @@ def test_format_specific_rejections():
 def test_empty_and_missing_files(tmp_path):
     with pytest.raises(PlinkError, match="no hosts"):
         parse_hostlist("# nothing\n\n")
-    with pytest.raises(PlinkError, match="does not exist"):
+    with pytest.raises(PlinkError, match=r"^host list .*nope.txt: no such file$"):
         read_hostlist(tmp_path / "nope.txt")
+    with pytest.raises(PlinkError, match=r"^host list .*: is a directory, not a file$"):
+        read_hostlist(tmp_path)
     p = tmp_path / "h.txt"
     p.write_text("a\nb slots=2\n")
     assert read_hostlist(p) == [HostEntry("a"), HostEntry("b", slots=2)]

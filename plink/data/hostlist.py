@@ -33,6 +33,7 @@ import os
 import re
 from dataclasses import dataclass
 
+from plink.data.fileio import read_text
 from plink.errors import PlinkError
 
 FORMATS = ("auto", "plain", "openmpi", "mpich", "slurm")
@@ -337,13 +338,5 @@ def parse_hostlist(text: str, source: str = "<hosts>", fmt: str = "auto",
 
 def read_hostlist(path: str | os.PathLike, fmt: str = "auto", max_hosts: int | None = None) -> list[HostEntry]:
     """Read and parse the host list file at ``path``."""
-    try:
-        with open(path, encoding="utf-8") as fh:
-            text = fh.read()
-    except FileNotFoundError:
-        raise PlinkError(f"host list {path} does not exist") from None
-    except UnicodeDecodeError:
-        raise PlinkError(f"host list {path} is not UTF-8 text") from None
-    except OSError as exc:
-        raise PlinkError(f"cannot read host list {path}: {exc.strerror or exc}") from None
+    text = read_text(path, what="host list")
     return parse_hostlist(text, source=str(path), fmt=fmt, max_hosts=max_hosts)
