@@ -245,8 +245,6 @@ def _parse_line(line: str, fmt: str, budget: int, cap: int) -> list[HostEntry]:
             raise _LineError(f"unknown attribute {key!r} (know slots=, max_slots=)")
 
     if fmt == "slurm" or (fmt == "auto" and ("," in first or _is_slurm_token(first))):
-        if fmt == "slurm" and attrs:
-            raise _LineError("slurm node lists take no attributes")
         names: list[str] = []
         for token in _split_top_commas(first):
             if not token:
