@@ -29,7 +29,7 @@ import math
 
 import numpy as np
 
-from .costmodels import CostModel, dbt_levels, ring_hops
+from .costmodels import CostModel
 
 #: largest N solved exactly by default (Held-Karp for ring, exhaustive otherwise)
 HELD_KARP_MAX_N = 16
@@ -107,37 +107,8 @@ def _has_transitive_symmetry(model: CostModel) -> bool:
 
 
 def batch_costs(model: CostModel, perms: np.ndarray) -> np.ndarray:
-    """Costs of many orders at once: ``perms`` is ``(M, N)``; returns ``(M,)``. O(M N log N)."""
-    perms = np.asarray(perms, dtype=np.int64)
-    pc, size = model.pc, model.size
-    if model.algo == "ring":
-        return ring_hops(model.ring_matrix, perms)
-    if model.algo in ("hd", "rd", "bcube"):
-        total = np.zeros(len(perms))
-        for a, b, frac in model._rounds:
-            ha, hb = perms[:, a], perms[:, b]
-            s = size * frac
-            c = np.maximum(pc.pairs(ha, hb, s), pc.pairs(hb, ha, s))
-            total += c.max(axis=1)
-        return total
-    # dbt
-    n = model.n
-    if n < 2:
-        return np.zeros(len(perms))
-    levels = dbt_levels(n)
-    root = (n - 1) // 2
-    half = size / 2
-
-    def tree(p):
-        down = np.zeros(p.shape)
-        for par, ch in levels:
-            vals = pc.pairs(p[:, par], p[:, ch], half) + down[:, ch]
-            # parents within a level may repeat (two children): combine by max
-            for k in range(len(par)):
-                down[:, par[k]] = np.maximum(down[:, par[k]], vals[:, k])
-        return down[:, root]
-
-    return np.maximum(tree(perms), tree(np.roll(perms, 1, axis=1)))
+    """Costs of many orders at once (:meth:`CostModel.batch`): ``perms`` is ``(M, N)``; returns ``(M,)``."""
+    return model.batch(perms)
 
 
 def exhaustive(model: CostModel, max_evals: int = EXHAUSTIVE_MAX_EVALS, batch: int = 40320) -> tuple[np.ndarray, float, int]:

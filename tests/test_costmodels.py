@@ -466,3 +466,16 @@ def test_pair_cost_reads_json_matrices():
     pc = PairCost.from_matrices([[None, 2], [3, None]], [[None, 8], [8, None]])
     assert pc.latency.tolist() == [[0.0, 2.0], [3.0, 0.0]]
     assert pc.inv_bw.tolist() == [[0.0, 1e-3], [1e-3, 0.0]]
+
+
+@pytest.mark.parametrize("algo, n", [("ring", 6), ("hd", 6), ("rd", 5), ("bcube", 8), ("dbt", 7), ("dbt", 1), ("hd", 1)])
+def test_batch_equals_one_by_one(algo, n):
+    rng = np.random.default_rng(n)
+    lat, bw = random_instance(rng, n, True, symmetric=False)
+    model = CostModel(algo, PairCost.from_matrices(lat, bw), 1 << 16)
+    perms = np.array([rng.permutation(n) for _ in range(5)])
+    out = model.batch(perms)
+    assert out.shape == (5,)
+    np.testing.assert_allclose(out, [model(p) for p in perms])
+    with pytest.raises(ValueError, match=rf"^orders must be an \(M, {n}\) array, got shape \({n},\)$"):
+        model.batch(perms[0])
