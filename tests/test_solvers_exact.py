@@ -150,3 +150,59 @@ def test_exact_result_costlier_than_input_is_a_bug(monkeypatch):
     monkeypatch.setattr(solve, "solve_exact", lambda m: (np.array(worst), float(m(np.array(worst))), "exhaustive"))
     with pytest.raises(RuntimeError, match="costlier order than the input"):
         solve.minimise(model, time_limit=1.0)
+
+
+# ---------------------------------------------------------------------------
+# symmetry breaking, limits and ties, exactly (found by mutation testing, README "Development")
+
+
+def _model(algo, n, base=2, seed=0):
+    rng = np.random.default_rng(seed)
+    return CostModel(algo, PairCost.from_matrices(_sym(rng, n), _sym(rng, n, 10) + 1), 1e5, base)
+
+
+@pytest.mark.parametrize("algo, n, base, evaluated", [
+    ("ring", 6, 2, 120),   # rotations: host 0 at rank 0
+    ("hd", 8, 2, 5040),    # XOR relabelling, N a power of two
+    ("rd", 4, 2, 6),
+    ("hd", 6, 2, 720),     # no symmetry off powers of two
+    ("rd", 6, 2, 720),
+    ("bcube", 9, 3, 40320),
+    ("dbt", 5, 2, 120),
+    ("dbt", 2, 2, 2),
+])
+def test_exhaustive_counts_the_orders_it_needs(algo, n, base, evaluated):
+    model = _model(algo, n, base)
+    perm, cost, k = exhaustive(model)
+    assert k == evaluated
+    assert cost == pytest.approx(_brute(model)) if n <= 8 else cost == pytest.approx(model(perm))
+    # the limit is inclusive, and the same count decides exact_feasible
+    assert exhaustive(model, max_evals=evaluated)[2] == evaluated
+    assert exact_feasible(model, max_evals=evaluated) or algo == "ring"
+    with pytest.raises(ValueError) as info:
+        exhaustive(model, max_evals=evaluated - 1)
+    assert str(info.value) == f"exhaustive search over {evaluated} orders exceeds the limit of {evaluated - 1}"
+    if algo != "ring":
+        assert not exact_feasible(model, max_evals=evaluated - 1)
+
+
+def test_exhaustive_in_small_batches_counts_every_order():
+    model = _model("hd", 6)
+    perm, cost, k = exhaustive(model, batch=100)
+    assert k == 720 and cost == pytest.approx(_brute(model))
+
+
+def test_exhaustive_one_host_and_ties():
+    one = CostModel("dbt", PairCost.from_matrices(np.zeros((1, 1))))
+    perm, cost, k = exhaustive(one)
+    assert perm.tolist() == [0] and type(cost) is float and cost == 0.0 and k == 1
+    # every order costs the same: the first one enumerated wins (deterministic)
+    flat = np.ones((6, 6)) - np.eye(6)
+    for algo in ("dbt", "hd", "ring"):
+        perm, cost, _ = exhaustive(CostModel(algo, PairCost.from_matrices(flat)))
+        assert perm.tolist() == list(range(6))
+
+
+def test_exact_feasible_ring_uses_held_karp_limit():
+    assert exact_feasible(_model("ring", 10), hk_max_n=10)
+    assert not exact_feasible(_model("ring", 10), hk_max_n=9)
