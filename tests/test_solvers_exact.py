@@ -206,3 +206,115 @@ def test_exhaustive_one_host_and_ties():
 def test_exact_feasible_ring_uses_held_karp_limit():
     assert exact_feasible(_model("ring", 10), hk_max_n=10)
     assert not exact_feasible(_model("ring", 10), hk_max_n=9)
+
+
+# ---------------------------------------------------------------------------
+# the bounds' values, not only their validity (found by mutation testing, README "Development")
+
+from plink.solvers.bounds import _prim_one_tree, dbt_lower_bound, round_lower_bound  # noqa: E402
+
+
+def test_ring_bound_small_and_asymmetric_cases():
+    assert ring_lower_bound(np.zeros((1, 1))) == 0.0
+    assert ring_lower_bound(np.array([[0, 3.0], [5.0, 0]])) == 8.0
+    m = np.array([[0, 1, 1], [5, 0, 5], [6, 6, 0]], dtype=float)
+    # every host has a successor (rows: 1 + 5 + 6) and a predecessor (columns: 5 + 1 + 1)
+    assert ring_lower_bound(m) == 12.0
+    assert ring_lower_bound(m.T) == 12.0
+
+
+def test_ring_bound_is_tight_when_the_one_tree_is_a_tour():
+    sq = np.array([[0, 1, 2, 1], [1, 0, 1, 2], [2, 1, 0, 1], [1, 2, 1, 0]], dtype=float)
+    lb = ring_lower_bound(sq)
+    assert lb <= 4.0 and lb == pytest.approx(4.0, abs=1e-8)
+    x = np.arange(20, dtype=float)
+    line = np.abs(x[:, None] - x[None, :])
+    assert 38.0 - 1e-3 <= ring_lower_bound(line, upper=38.0) <= 38.0
+    # without the optimum as a target the subgradient steps aim 1% above each value: weaker, still far
+    # above the plain 1-tree (21) and the successor bound (20)
+    assert 30.0 < ring_lower_bound(line, time_budget=60) <= 38.0
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_ring_bound_subgradient_improves_on_the_plain_one_tree(seed):
+    rng = np.random.default_rng(seed)
+    pts = rng.random((12, 2))
+    m = np.sqrt(((pts[:, None] - pts[None]) ** 2).sum(-1))
+    _, opt = held_karp(m)
+    w = m + np.diag(np.full(12, np.inf))
+    plain, _ = _prim_one_tree(w)
+    lb = ring_lower_bound(m, time_budget=5.0)
+    assert lb <= opt
+    assert lb >= 0.97 * opt and lb > plain + 1e-9
+
+
+@pytest.mark.parametrize("n, seed", [(4, 0), (5, 1), (9, 2), (15, 3)])
+def test_prim_one_tree_against_scipy(n, seed):
+    from scipy.sparse.csgraph import minimum_spanning_tree
+    rng = np.random.default_rng(seed)
+    m = _sym(rng, n) + 1
+    w = m + np.diag(np.full(n, np.inf))
+    total, deg = _prim_one_tree(w)
+    mst = minimum_spanning_tree(m[1:, 1:]).toarray()
+    two = np.sort(m[0, 1:])[:2]
+    assert total == pytest.approx(mst.sum() + two.sum())
+    want = np.zeros(n, dtype=int)
+    for i, j in zip(*np.nonzero(mst)):
+        want[i + 1] += 1
+        want[j + 1] += 1
+    want[0] = 2
+    for j in np.argsort(m[0, 1:])[:2]:
+        want[j + 1] += 1
+    assert deg.tolist() == want.tolist() and deg.dtype == np.int64
+
+
+def _round_bound_ref(model):
+    """The module docstring's round bound, with plain loops."""
+    n = model.n
+    total = 0.0
+    for a, b, frac in model._rounds:
+        partners = {}
+        for x, y in zip(a.tolist(), b.tolist()):
+            partners.setdefault(x, set()).add(y)
+            partners.setdefault(y, set()).add(x)
+        p = min(len(v) for v in partners.values())
+        c = model.pc.matrix(model.size * frac)
+        per_host = sorted(sorted(max(c[h, g], c[g, h]) for g in range(n) if g != h)[p - 1] for h in range(n))
+        total += per_host[len(partners) - 1]
+    return total
+
+
+@pytest.mark.parametrize("algo, n, base, size", [
+    ("hd", 6, 2, 1e6), ("hd", 8, 2, 0), ("hd", 8, 2, 1e6), ("rd", 7, 2, 1e6), ("bcube", 9, 3, 1e6), ("bcube", 8, 2, 0),
+])
+def test_round_bound_equals_its_definition(algo, n, base, size):
+    rng = np.random.default_rng(n)
+    model = CostModel(algo, PairCost.from_matrices(rng.random((n, n)) * 100, rng.random((n, n)) * 10 + 1), size, base)
+    lb = round_lower_bound(model)
+    assert lb == pytest.approx(_round_bound_ref(model))
+    assert lower_bound(model) == lb
+    if n <= 8:
+        assert lb <= _brute(model) * (1 + 1e-9)
+
+
+@pytest.mark.parametrize("n", [3, 6, 8])
+def test_dbt_bound_equals_its_definition(n):
+    """On asymmetric costs (the bound used to take the cheaper of both directions' max, and passed the
+    optimum at n = 8)."""
+    rng = np.random.default_rng(n)
+    model = CostModel("dbt", PairCost.from_matrices(rng.random((n, n)) * 100, rng.random((n, n)) * 10 + 1), 1e6)
+    c = model.pc.matrix(5e5)  # asymmetric: a tree edge costs c[parent, child]
+    cheapest = [min(c[g, h] for g in range(n) if g != h) for h in range(n)]
+    depth = {3: 1, 6: 2, 8: 3}[n]
+    want = max(sorted(cheapest)[-2], depth * min(cheapest))
+    assert dbt_lower_bound(model) == pytest.approx(want)
+    assert lower_bound(model) == dbt_lower_bound(model)
+    assert dbt_lower_bound(model) <= _brute(model) * (1 + 1e-9)
+
+
+def test_bounds_of_one_host_and_ring_dispatch():
+    one = PairCost.from_matrices(np.zeros((1, 1)))
+    assert round_lower_bound(CostModel("hd", one)) == 0.0
+    assert dbt_lower_bound(CostModel("dbt", one)) == 0.0
+    m = np.array([[0, 1, 1], [5, 0, 5], [6, 6, 0]], dtype=float)
+    assert lower_bound(CostModel("ring", PairCost.from_matrices(m))) == 12.0
