@@ -199,7 +199,7 @@ def test_exhaustive_one_host_and_ties():
     # every order costs the same: the first one enumerated wins (deterministic)
     flat = np.ones((6, 6)) - np.eye(6)
     for algo in ("dbt", "hd", "ring"):
-        perm, cost, _ = exhaustive(CostModel(algo, PairCost.from_matrices(flat)))
+        perm, cost, _ = exhaustive(CostModel(algo, PairCost.from_matrices(flat)), batch=7)
         assert perm.tolist() == list(range(6))
 
 
@@ -318,3 +318,20 @@ def test_bounds_of_one_host_and_ring_dispatch():
     assert dbt_lower_bound(CostModel("dbt", one)) == 0.0
     m = np.array([[0, 1, 1], [5, 0, 5], [6, 6, 0]], dtype=float)
     assert lower_bound(CostModel("ring", PairCost.from_matrices(m))) == 12.0
+
+
+def test_held_karp_small_and_limits():
+    perm, cost = held_karp(np.zeros((1, 1)))
+    assert perm.tolist() == [0] and cost == 0.0
+    perm, cost = held_karp(np.array([[0, 3.0], [5.0, 0]]))
+    assert perm.tolist() == [0, 1] and type(cost) is float and cost == 8.0
+    with pytest.raises(ValueError) as info:
+        held_karp(np.zeros((23, 23)))
+    assert str(info.value) == "Held-Karp needs 2^N memory: N = 23 is too large (max 22)"
+
+
+def test_solve_exact_names_its_method_and_passes_the_limit():
+    assert solve_exact(_model("ring", 5))[2] == "held-karp"
+    assert solve_exact(_model("dbt", 5))[2] == "exhaustive"
+    with pytest.raises(ValueError, match="exceeds the limit of 100"):
+        solve_exact(_model("dbt", 5), max_evals=100)
