@@ -38,12 +38,21 @@ MODULES: dict[str, tuple[str, list[str], list[str] | None]] = {
     "exact": ("plink/solvers/exact.py", ["tests/test_solvers_exact.py"], None),
     "bounds": ("plink/solvers/bounds.py", ["tests/test_solvers_exact.py"], None),
     "hostlist": ("plink/data/hostlist.py", ["tests/test_hostlist.py"], None),
-    "probefile": ("plink/data/probefile.py", ["tests/test_probefile.py", "tests/test_fuzz_readers.py"], None),
+    # the readers (JSON probe files, CSV matrices, host-name files) and the validation
+    "probefile": ("plink/data/probefile.py", ["tests/test_probefile.py", "tests/test_fuzz_readers.py"],
+                  ["plink.data.probefile.x_from_dict*", "plink.data.probefile.x__parse_matrix*",
+                   "plink.data.probefile.x__parse_uplinks*", "plink.data.probefile.x_validate*",
+                   "plink.data.probefile.x_load*", "plink.data.probefile.x__parse_cell*",
+                   "plink.data.probefile.x__is_number*", "plink.data.probefile.x__is_value*",
+                   "plink.data.probefile.x_csv_rows*", "plink.data.probefile.x_read_matrix_csv*",
+                   "plink.data.probefile.x_read_host_names*", "plink.data.probefile.x_from_matrix*",
+                   "plink.data.probefile.xǁProbeDataǁ__post_init__*"]),
     "emitters": ("plink/launch/emitters.py", ["tests/test_emitters.py"], None),
     "watch": ("plink/watch.py", ["tests/test_watch_decide.py"],
               ["plink.watch.x_decide*", "plink.watch.x_should_reorder*", "plink.watch.x_relative_gain*"]),
     "dag": ("plink/schedule/dag.py", ["tests/test_schedule.py", "tests/test_schedule_cli.py"], None),
     "verify": ("plink/schedule/verify.py", ["tests/test_schedule.py", "tests/test_schedule_cli.py"], None),
+    "timemodel": ("plink/schedule/timemodel.py", ["tests/test_schedule.py", "tests/test_schedule_cli.py"], None),
 }
 
 PYTEST_ARGS = ["-p", "no:cacheprovider", "-m", "not netns and not slow", "-q"]
