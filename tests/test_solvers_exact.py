@@ -248,7 +248,7 @@ def test_ring_bound_subgradient_improves_on_the_plain_one_tree(seed):
     assert lb >= 0.97 * opt and lb > plain + 1e-9
 
 
-@pytest.mark.parametrize("n, seed", [(4, 0), (5, 1), (9, 2), (15, 3)])
+@pytest.mark.parametrize("n, seed", [(3, 4), (4, 0), (5, 1), (9, 2), (15, 3)])
 def test_prim_one_tree_against_scipy(n, seed):
     from scipy.sparse.csgraph import minimum_spanning_tree
     rng = np.random.default_rng(seed)
@@ -285,7 +285,8 @@ def _round_bound_ref(model):
 
 
 @pytest.mark.parametrize("algo, n, base, size", [
-    ("hd", 6, 2, 1e6), ("hd", 8, 2, 0), ("hd", 8, 2, 1e6), ("rd", 7, 2, 1e6), ("bcube", 9, 3, 1e6), ("bcube", 8, 2, 0),
+    ("hd", 2, 2, 1e6), ("hd", 6, 2, 1e6), ("hd", 8, 2, 0), ("hd", 8, 2, 1e6), ("rd", 7, 2, 1e6), ("bcube", 9, 3, 1e6),
+    ("bcube", 8, 2, 0), ("hd", 32, 2, 1e6), ("bcube", 27, 3, 1e6),  # large enough for np.partition not to sort
 ])
 def test_round_bound_equals_its_definition(algo, n, base, size):
     rng = np.random.default_rng(n)
@@ -297,7 +298,7 @@ def test_round_bound_equals_its_definition(algo, n, base, size):
         assert lb <= _brute(model) * (1 + 1e-9)
 
 
-@pytest.mark.parametrize("n", [3, 6, 8])
+@pytest.mark.parametrize("n", [2, 3, 6, 8])
 def test_dbt_bound_equals_its_definition(n):
     """On asymmetric costs (the bound used to take the cheaper of both directions' max, and passed the
     optimum at n = 8)."""
@@ -305,7 +306,7 @@ def test_dbt_bound_equals_its_definition(n):
     model = CostModel("dbt", PairCost.from_matrices(rng.random((n, n)) * 100, rng.random((n, n)) * 10 + 1), 1e6)
     c = model.pc.matrix(5e5)  # asymmetric: a tree edge costs c[parent, child]
     cheapest = [min(c[g, h] for g in range(n) if g != h) for h in range(n)]
-    depth = {3: 1, 6: 2, 8: 3}[n]
+    depth = {2: 1, 3: 1, 6: 2, 8: 3}[n]
     want = max(sorted(cheapest)[-2], depth * min(cheapest))
     assert dbt_lower_bound(model) == pytest.approx(want)
     assert lower_bound(model) == dbt_lower_bound(model)
@@ -335,3 +336,36 @@ def test_solve_exact_names_its_method_and_passes_the_limit():
     assert solve_exact(_model("dbt", 5))[2] == "exhaustive"
     with pytest.raises(ValueError, match="exceeds the limit of 100"):
         solve_exact(_model("dbt", 5), max_evals=100)
+
+
+def test_dbt_bound_counts_incoming_edges():
+    # hosts 2 and 3 are expensive to reach (100) but cheap to leave (1): whichever is not a tree's
+    # root has a parent edge of 100
+    c = np.ones((4, 4))
+    c[:, 2] = c[:, 3] = 100.0
+    model = CostModel("dbt", PairCost.from_matrices(c))
+    assert dbt_lower_bound(model) == 100.0
+    assert _brute(model) >= 100.0
+
+
+def test_ring_bound_stops_on_a_tour_without_dividing_by_zero():
+    import warnings
+    sq = np.array([[0, 1, 2, 1], [1, 0, 1, 2], [2, 1, 0, 1], [1, 2, 1, 0]], dtype=float)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert ring_lower_bound(sq, max_iter=50) == pytest.approx(4.0, abs=1e-8)
+
+
+def test_ring_bound_time_budget_zero_is_one_step_and_upper_is_passed_on():
+    rng = np.random.default_rng(7)
+    m = _sym(rng, 9) + 1
+    w = m + np.diag(np.full(9, np.inf))
+    plain, _ = _prim_one_tree(w)
+    simple = float(w.min(axis=1).sum())
+    first = max(plain, simple)
+    model = CostModel("ring", PairCost.from_matrices(m))
+    for lb in (ring_lower_bound(m, time_budget=0.0), lower_bound(model, time_budget=0.0)):
+        assert type(lb) is float and lb == pytest.approx(first * (1 - 1e-9), rel=1e-12)
+    x = np.arange(20, dtype=float)
+    line = CostModel("ring", PairCost.from_matrices(np.abs(x[:, None] - x[None, :])))
+    assert 38.0 - 1e-3 <= lower_bound(line, upper=38.0, time_budget=60) <= 38.0
