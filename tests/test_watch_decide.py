@@ -38,7 +38,8 @@ class Solver:
 
     def __call__(self, p, algo, **search):
         self.calls.append((p.names, algo, search))
-        return Result(list(reversed(p.names)), self.cost_input, self.cost_plink)
+        self.last = Result(list(reversed(p.names)), self.cost_input, self.cost_plink)
+        return self.last
 
 
 def test_relative_gain():
@@ -46,6 +47,8 @@ def test_relative_gain():
     assert relative_gain(100.0, 110.0) == pytest.approx(-0.1)
     assert relative_gain(0.0, 0.0) == 0.0
     assert relative_gain(-1.0, -2.0) == 0.0  # a zero/negative current cost never divides
+    assert relative_gain(0.5, 0.25) == pytest.approx(0.5)
+    assert should_reorder(100.0, 90.0, 0.05) is True  # complete unless told otherwise
 
 
 @pytest.mark.parametrize("cur, new, min_gain, incomplete, want", [
@@ -79,12 +82,15 @@ def test_searches_from_the_current_order_and_reorders_on_gain():
         ("reordered", ["b", "d", "a", "c"], 100.0, 90.0, [])
     assert d.gain == pytest.approx(0.1)
     assert isinstance(d.cost_current, float) and isinstance(d.cost_new, float)
+    assert d.result is s.last
 
 
 def test_kept_below_the_threshold():
     cur = ["c", "a", "d", "b"]
-    d = decide(probe(), tuple(cur), Solver(100, 91), "ring", {}, 0.1)
+    s = Solver(100, 91)
+    d = decide(probe(), tuple(cur), s, "ring", {}, 0.1)
     assert (d.status, d.order, d.cost_current, d.cost_new, d.notes) == ("kept", cur, 100.0, 91.0, [])
+    assert d.result is s.last  # the rejected search's report, for the caller to drop
     assert d.gain == pytest.approx(0.09)
 
 
@@ -103,10 +109,10 @@ def test_incomplete_probe_keeps_the_order_and_says_why():
 ])
 def test_hosts_changed_searches_a_new_order(cur):
     s = Solver(cost_plink=7.0)
-    d = decide(probe(), cur, s, "ring", {}, 0.05, incomplete="x", source="the current order (s)")
+    d = decide(probe(), cur, s, "dbt", {"seed": 3}, 0.05, incomplete="x", source="the current order (s)")
     assert (d.status, d.order, d.cost_current, d.cost_new, d.gain) == \
         ("hosts-changed", ["d", "c", "b", "a"], None, 7.0, None)
-    assert s.calls[0][0] == NAMES
+    assert s.calls == [(NAMES, "dbt", {"seed": 3})] and d.result is s.last
     if len(set(cur)) == len(cur):
         assert len(d.notes) == 1 and d.notes[0].startswith("the current order (s) is from another host list")
     else:
@@ -117,3 +123,9 @@ def test_hosts_changed_strict_raises():
     with pytest.raises(PlinkError, match="--initial-order file is from another host list"):
         decide(probe(), ["a", "b", "x", "d"], Solver(), "ring", {}, 0.05, source="the --initial-order file",
                strict=True)
+
+
+def test_hosts_changed_default_source_in_the_note():
+    d = decide(probe(), ["a", "b", "x", "d"], Solver(), "ring", {}, 0.05)
+    assert d.notes == ["the current order is from another host list: it lists 1 host(s) not in the probe (x) "
+                       "and misses 1 probed host(s) (c)"]
