@@ -479,3 +479,25 @@ def test_batch_equals_one_by_one(algo, n):
     np.testing.assert_allclose(out, [model(p) for p in perms])
     with pytest.raises(ValueError, match=rf"^orders must be an \(M, {n}\) array, got shape \({n},\)$"):
         model.batch(perms[0])
+
+
+def test_dbt_batch_uses_each_orders_own_mirror():
+    rng = np.random.default_rng(11)
+    lat, bw = random_instance(rng, 7, True, symmetric=False)
+    model = CostModel("dbt", PairCost.from_matrices(lat, bw), 1 << 16)
+    perms = np.array([rng.permutation(7) for _ in range(60)])
+    np.testing.assert_allclose(model.batch(perms), [model(p) for p in perms])
+    np.testing.assert_allclose(model.batch(perms.astype(float)), model.batch(perms))
+
+
+def test_single_orders_cost_python_floats_and_models_keep_their_inputs():
+    rng = np.random.default_rng(12)
+    lat, bw = random_instance(rng, 8, True)
+    pc = PairCost.from_matrices(lat, bw)
+    p = rng.permutation(8)
+    for value in (dbt_cost(pc, p, 100), hd_cost(pc, p, 100), bcube_cost(pc, p, 100), ring_cost(pc, p, 100)):
+        assert type(value) is float
+    for algo in ("ring", "hd", "rd", "dbt", "bcube"):
+        model = CostModel(algo, pc, 100)
+        assert type(model(p)) is float
+        assert (model.algo, model.pc, model.size, model.n) == (algo, pc, 100.0, 8)
