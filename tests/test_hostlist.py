@@ -266,3 +266,24 @@ def test_defaults_and_writer_messages():
     with pytest.raises(PlinkError) as info:
         parse_hostlist("# nothing\n")
     assert str(info.value) == "<hosts>: no hosts in host list"
+
+
+def test_cap_messages_cut_long_tokens():
+    long = "n" * 70 + "[1-9]"
+    with pytest.raises(PlinkError) as info:
+        parse_hostlist(long, source="h.txt", max_hosts=4)
+    assert str(info.value).startswith(f"h.txt:1: {long[:60]!r} takes the host list over 4 hosts")
+    long2 = "n" * 70 + "[1-3]x[1-3]"
+    with pytest.raises(PlinkError) as info:
+        parse_hostlist(long2, source="h.txt", max_hosts=8)
+    assert str(info.value).startswith(f"h.txt:1: {long2[:60]!r} takes the host list over 8 hosts")
+
+
+def test_read_hostlist_passes_its_options(tmp_path):
+    p = tmp_path / "h.txt"
+    p.write_text("a:8\nb:8\n")
+    assert read_hostlist(p, fmt="plain") == [HostEntry("a", port=8), HostEntry("b", port=8)]
+    assert read_hostlist(p) == [HostEntry("a", slots=8), HostEntry("b", slots=8)]
+    with pytest.raises(PlinkError) as info:
+        read_hostlist(p, max_hosts=1)
+    assert str(info.value) == f"{p}:2: more than 1 hosts (raise the cap with --max-hosts)"
