@@ -287,3 +287,19 @@ def test_read_hostlist_passes_its_options(tmp_path):
     with pytest.raises(PlinkError) as info:
         read_hostlist(p, max_hosts=1)
     assert str(info.value) == f"{p}:2: more than 1 hosts (raise the cap with --max-hosts)"
+
+
+def test_per_line_budget_duplicates_with_ports_and_the_80_character_cut():
+    with pytest.raises(PlinkError) as info:
+        parse_hostlist("a\nb\nc[1-3]\n", source="h.txt", max_hosts=4)
+    assert str(info.value) == "h.txt:3: 'c[1-3]' takes the host list over 4 hosts (raise the cap with --max-hosts): 'c[1-3]'"
+    with pytest.raises(PlinkError) as info:
+        parse_hostlist("h:2222\nH:2222\n", source="h.txt")
+    assert str(info.value) == "h.txt:2: duplicate host H:2222 (first on line 1)"
+    for width, shown in ((80, None), (81, "... (81 characters)")):
+        line = "h slots=x" + " " * (width - 10) + "y"  # the bad attribute first, the line `width` long
+        assert len(line) == width
+        with pytest.raises(PlinkError) as info:
+            parse_hostlist(line, source="h.txt")
+        want = line if shown is None else line[:60] + shown
+        assert str(info.value) == f"h.txt:1: slots 'x' is not a number: {want!r}"
