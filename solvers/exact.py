@@ -33,20 +33,23 @@ from .costmodels import CostModel
 
 #: largest N solved exactly by default (Held-Karp for ring, exhaustive otherwise)
 HELD_KARP_MAX_N = 16
+#: Held-Karp's table needs ``2^(N-1) N`` floats: above this N it refuses (N = 22 is ~350 MB)
+HELD_KARP_MEMORY_MAX_N = 22
 EXHAUSTIVE_MAX_EVALS = 400_000
 
 
 def held_karp(matrix: np.ndarray) -> tuple[np.ndarray, float]:
     """Optimal ring ``(perm, cost)`` over ``matrix`` (``cost = sum_r m[perm[r], perm[r-1]]``).
 
-    O(2^N N^2) time and O(2^N N) memory; raises ``ValueError`` above N = 22.
+    O(2^N N^2) time and O(2^N N) memory; raises ``ValueError`` above
+    :data:`HELD_KARP_MEMORY_MAX_N` (22).
     """
     m = np.asarray(matrix, dtype=float)
     n = m.shape[0]
     if n <= 1:
         return np.arange(n), 0.0
-    if n > 22:
-        raise ValueError(f"Held-Karp needs 2^N memory: N = {n} is too large (max 22)")
+    if n > HELD_KARP_MEMORY_MAX_N:
+        raise ValueError(f"Held-Karp needs 2^N memory: N = {n} is too large (max {HELD_KARP_MEMORY_MAX_N})")
     if n == 2:
         return np.arange(2), float(m[0, 1] + m[1, 0])
     k = n - 1  # hosts 1..n-1 are bits 0..k-1
@@ -55,7 +58,7 @@ def held_karp(matrix: np.ndarray) -> tuple[np.ndarray, float]:
     # The model sums c[perm[r], perm[r-1]]: the hop from rank r-1 to rank r costs m[to, from].
     fwd = m.T  # fwd[a, b] = m[b, a] = cost of going a -> b
     dp = np.full((full, k), np.inf)
-    parent = np.full((full, k), -1, dtype=np.int8 if k < 127 else np.int16)
+    parent = np.full((full, k), -1, dtype=np.int8)  # k <= 21
     bits = 1 << np.arange(k)
     dp[bits, np.arange(k)] = fwd[0, 1:]
     masks = np.arange(full)
@@ -76,11 +79,11 @@ def held_karp(matrix: np.ndarray) -> tuple[np.ndarray, float]:
     # walk back
     path = []
     mask = full - 1
-    while j >= 0:
+    while mask:
         path.append(j + 1)
         pj = int(parent[mask, j])
         mask ^= 1 << j
-        j = pj if mask else -1
+        j = pj
     path.append(0)
     perm = np.array(path[::-1], dtype=int)
     return perm, cost

@@ -331,6 +331,16 @@ def test_held_karp_small_and_limits():
     assert str(info.value) == "Held-Karp needs 2^N memory: N = 23 is too large (max 22)"
 
 
+def test_held_karp_memory_limit_is_inclusive(monkeypatch):
+    from plink.solvers import exact
+    monkeypatch.setattr(exact, "HELD_KARP_MEMORY_MAX_N", 6)
+    m = _sym(np.random.default_rng(6), 6)
+    assert held_karp(m)[1] == pytest.approx(min(
+        sum(m[p[r], p[r - 1]] for r in range(6)) for p in itertools.permutations(range(6))))
+    with pytest.raises(ValueError, match="N = 7 is too large \\(max 6\\)"):
+        held_karp(_sym(np.random.default_rng(7), 7))
+
+
 def test_solve_exact_names_its_method_and_passes_the_limit():
     assert solve_exact(_model("ring", 5))[2] == "held-karp"
     assert solve_exact(_model("dbt", 5))[2] == "exhaustive"
