@@ -79,7 +79,7 @@ def held_karp(matrix: np.ndarray) -> tuple[np.ndarray, float]:
     # walk back
     path = []
     mask = full - 1
-    while mask:
+    for _ in range(k):  # one step per host 1..n-1 (bounded: a wrong mask cannot loop forever)
         path.append(j + 1)
         pj = int(parent[mask, j])
         mask ^= 1 << j
