@@ -1,6 +1,6 @@
 """2LHA schedule: predicted 2LHA vs flat ring vs sharded PS, and the executor vs Gloo.
 
-Part 1 (predicted, time model of plink/verify.py): simulated datacenters
+Part 1 (predicted, time model of plink/schedule/timemodel.py): simulated datacenters
 ``simulate_datacenter(racks=sqrt(N), hosts_per_rack=sqrt(N), bandwidth=True)``
 (25 Gbit/s in a rack, 4x oversubscribed above it), groups from the
 fallback clustering, an all-reduce of ``--size`` in 64 KiB chunks.  Prints
@@ -45,7 +45,8 @@ from plink.schedule.dag import expand  # noqa: E402
 from plink.schedule.plan import balance, plan_schedule  # noqa: E402
 from plink.data.simulate import simulate_datacenter  # noqa: E402
 from plink.units import format_size, format_us  # noqa: E402
-from plink.schedule.verify import compare, pair_cost, verify  # noqa: E402
+from plink.schedule.timemodel import compare, pair_cost  # noqa: E402
+from plink.schedule.verify import verify  # noqa: E402
 
 VERIFY_ACTIONS = 1_200_000
 
@@ -78,7 +79,7 @@ def predicted(ns, size, chunk, seed):
 
 
 def print_predicted(rows, size):
-    print(f"\n### Predicted, {format_size(size)} all-reduce, 64 KiB chunks (time model, plink/verify.py)\n")
+    print(f"\n### Predicted, {format_size(size)} all-reduce, 64 KiB chunks (time model, plink/schedule/timemodel.py)\n")
     print("| N | groups | chunks | balance load / GMs per group | rounds 2LHA / ring / PS "
           "| cross-group bytes 2LHA / ring / PS | time 2LHA | ring | PS | 2LHA speedup vs ring / PS | verified |")
     print("|---|---|---|---|---|---|---|---|---|---|---|")
@@ -179,7 +180,7 @@ def measured(world, labels, sizes, iters):
     import torch.multiprocessing as mp
 
     from plink.data.probefile import from_matrix
-    from plink.schedule.verify import predict_time, plan_traffic, ring_traffic
+    from plink.schedule.timemodel import predict_time, plan_traffic, ring_traffic
     from plink.solvers.costmodels import PairCost
 
     with tempfile.TemporaryDirectory() as d:
@@ -296,7 +297,7 @@ def netns(sizes, iters, racks=2, hosts_per_rack=4, host_mbit=400.0, uplink_mbit=
     reason = unavailable_reason(sshd=False)
     if reason:
         return reason
-    from plink.schedule.verify import predict_time, plan_traffic, ring_traffic
+    from plink.schedule.timemodel import predict_time, plan_traffic, ring_traffic
     from plink.data.probefile import from_matrix
     from plink.solvers.costmodels import PairCost
 

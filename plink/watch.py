@@ -503,6 +503,66 @@ def _host_names(field) -> list[str]:
     return []
 
 
+@dataclass
+class Decision:
+    """What :func:`decide` chose: ``status`` as in :class:`WatchResult`, the order in force after the run."""
+
+    status: str
+    order: list[str]
+    cost_current: float | None
+    cost_new: float | None
+    gain: float | None
+    result: Any  #: what ``solve`` returned (its report is written when the order changes)
+    notes: list[str] = field(default_factory=list)
+
+
+def relative_gain(cost_current: float, cost_new: float) -> float:
+    """``(cost_current - cost_new) / cost_current``; 0 when the current order costs nothing."""
+    return 0.0 if cost_current <= 0 else (cost_current - cost_new) / cost_current
+
+
+def should_reorder(cost_current: float, cost_new: float, min_gain: float, incomplete: bool = False) -> bool:
+    """The hysteresis rule: adopt the new order only when it is strictly cheaper and its relative
+    gain is at least ``min_gain``, and never on an incomplete probe."""
+    return not incomplete and cost_new < cost_current and relative_gain(cost_current, cost_new) >= min_gain
+
+
+def decide(probe: ProbeData, current: Sequence[str] | None, solve: Callable[..., Any], algo: str, search: dict,
+           min_gain: float, *, incomplete: str = "", source: str = "the current order",
+           strict: bool = False) -> Decision:
+    """Watch's decision on ``probe`` (the new probe, or the median of the window) given the ``current`` order.
+
+    No current order: search one (``initial``).  The current order is over other hosts: search a
+    new one (``hosts-changed``; with ``strict``, e.g. a user's ``--initial-order`` file, that is
+    an error instead).  Else search from the current order (``solve`` on the probe subset in that
+    order, whose ``cost_input`` is the current order's cost) and adopt the result when
+    :func:`should_reorder` says so (``reordered``), else ``kept``.  ``incomplete`` (a reason,
+    empty when the probe is complete) keeps the order.  Cost: one ``solve`` call.
+    """
+    if current is None:
+        result = solve(probe, algo, **search)
+        return Decision("initial", list(result.hosts), None, result.cost_plink, None, result)
+    current = list(current)
+    if not (set(current) == set(probe.names) and len(current) == probe.n):
+        notes = []
+        try:
+            check_same_hosts(current, probe, source)
+        except PlinkError as exc:
+            if strict:
+                raise
+            notes.append(str(exc))
+        result = solve(probe, algo, **search)
+        return Decision("hosts-changed", list(result.hosts), None, result.cost_plink, None, result, notes)
+    # search from the current order: cost_input is the current order on this probe
+    result = solve(probe.subset([probe.index(n) for n in current]), algo, **search)
+    cost_cur, cost_new = float(result.cost_input), float(result.cost_plink)
+    gain = relative_gain(cost_cur, cost_new)
+    if should_reorder(cost_cur, cost_new, min_gain, incomplete=bool(incomplete)):
+        return Decision("reordered", list(result.hosts), cost_cur, cost_new, gain, result)
+    notes = [f"the probe is incomplete ({incomplete}): order kept"] if incomplete else []
+    return Decision("kept", current, cost_cur, cost_new, gain, result, notes)
+
+
 def watch(
     state_dir: str | os.PathLike,
     prober: Callable[[], ProbeData],
@@ -618,35 +678,10 @@ def watch(
             check_same_hosts(current, probe, "the --initial-order file")
             source = "the --initial-order file"
 
-        if current is None:
-            status = "initial"
-            result = solve(decide_on, algo, **search)
-            new_order, cost_cur, cost_new, gain = list(result.hosts), None, result.cost_plink, None
-        else:
-            same = set(current) == set(probe.names) and len(current) == probe.n
-            if not same:
-                try:
-                    check_same_hosts(current, probe, f"the current order ({source})")
-                except PlinkError as exc:
-                    if state is None:  # --initial-order: the user's file is wrong
-                        raise
-                    notes.append(str(exc))
-                status = "hosts-changed"
-                result = solve(decide_on, algo, **search)
-                new_order, cost_cur, cost_new, gain = list(result.hosts), None, result.cost_plink, None
-            else:
-                # search from the current order: cost_input is the current order on the new probe
-                sub = decide_on.subset([decide_on.index(n) for n in current])
-                result = solve(sub, algo, **search)
-                cost_cur, cost_new = float(result.cost_input), float(result.cost_plink)
-                gain = 0.0 if cost_cur <= 0 else (cost_cur - cost_new) / cost_cur
-                if incomplete:
-                    status, new_order = "kept", current
-                    notes.append(f"the probe is incomplete ({incomplete}): order kept")
-                elif gain >= min_gain and cost_new < cost_cur:
-                    status, new_order = "reordered", list(result.hosts)
-                else:
-                    status, new_order = "kept", current
+        d = decide(decide_on, current, solve, algo, search, min_gain, incomplete=incomplete,
+                   source=f"the current order ({source})", strict=state is None)
+        status, new_order, cost_cur, cost_new, gain, result = d.status, d.order, d.cost_current, d.cost_new, d.gain, d.result
+        notes += d.notes
         if state is not None and state.get("algo") not in (None, algo):
             notes.append(f"algorithm changed from {state.get('algo')} to {algo}")
         if state is not None and state.get("model", "pairsum") != model:

@@ -16,9 +16,10 @@ the sum over rounds.  Non power-of-two ``hd`` adds the pre-step, in which
 cheapest exchange.
 
 ``dbt_lower_bound``: in each tree every host but the root has a parent edge
-and the tree cost is at least any single edge under it, so a tree costs at
-least the second largest per-host cheapest edge (at S/2), and at least the
-depth times the cheapest edge.
+``c[parent, child]`` and the tree cost is at least any single edge under it,
+so a tree costs at least the second largest per-host cheapest *incoming* edge
+(at S/2; the direction matters for asymmetric costs), and at least the depth
+times the cheapest edge.
 
 References: M. Held, R. M. Karp, "The traveling-salesman problem and minimum
 spanning trees", Oper. Res. 18, 1970, and Part II, Math. Prog. 1, 1971.
@@ -147,9 +148,11 @@ def dbt_lower_bound(model: CostModel) -> float:
     n = model.n
     if n < 2:
         return 0.0
-    c = _sym_round_matrix(model, model.size / 2)
-    mins = np.sort(c.min(axis=1))
-    single = float(mins[-2])  # every host but the root has a parent edge
+    c = model.pc.matrix(model.size / 2)
+    np.fill_diagonal(c, np.inf)
+    # a tree edge costs c[parent, child] (one direction): the cheapest edge *into* each host
+    into = np.sort(c.min(axis=0))
+    single = float(into[-2])  # every host but the root has a parent edge
     depth = len(dbt_levels(n))
     cheapest = float(np.min(c))
     return max(single, depth * cheapest)

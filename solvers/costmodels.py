@@ -219,15 +219,17 @@ def dbt_root(n: int) -> int:
 # evaluation
 
 
-def _rounds_cost(pc: PairCost, perm: np.ndarray, rounds, size: float) -> float:
-    total = 0.0
+def _rounds_cost(pc: PairCost, perm: np.ndarray, rounds, size: float):
+    """Sum over rounds of the round's slowest exchange; ``perm`` is one order ``(N,)`` (returns a
+    float) or ``(M, N)`` orders (returns ``(M,)``)."""
+    total = np.zeros(perm.shape[:-1])
     for a, b, frac in rounds:
-        ha, hb = perm[a], perm[b]
+        ha, hb = perm[..., a], perm[..., b]
         s = size * frac
         # exchanges are bidirectional: the slower direction bounds the round
         c = np.maximum(pc.pairs(ha, hb, s), pc.pairs(hb, ha, s))
-        total += float(c.max())
-    return total
+        total = total + c.max(axis=-1)
+    return float(total) if perm.ndim == 1 else total
 
 
 def ring_cost(pc: PairCost, perm, size: float = 0.0) -> float:
@@ -262,23 +264,35 @@ def bcube_cost(pc: PairCost, perm, size: float = 0.0, base: int = 2) -> float:
     return _rounds_cost(pc, p, bcube_rounds(len(p), base), size)
 
 
-def _tree_cost(pc: PairCost, perm: np.ndarray, levels, size: float, n: int) -> float:
-    down = np.zeros(n)
+def _tree_cost(pc: PairCost, perm: np.ndarray, levels, size: float, n: int) -> np.ndarray:
+    """Time of one tree (children before parents, each parent waits for its slowest child)."""
+    down = np.zeros(perm.shape)
     for par, ch in levels:
-        vals = pc.pairs(perm[par], perm[ch], size) + down[ch]
-        np.maximum.at(down, par, vals)
-    return float(down[dbt_root(n)])
+        vals = pc.pairs(perm[..., par], perm[..., ch], size) + down[..., ch]
+        # a parent may appear twice in a level (two children): combine by max
+        if perm.ndim == 1:
+            np.maximum.at(down, par, vals)
+        else:  # per edge over all orders at once (ufunc.at over a batch is several times slower)
+            for k, q in enumerate(par):
+                down[:, q] = np.maximum(down[:, q], vals[:, k])
+    return down[..., dbt_root(n)]
+
+
+def _dbt(pc: PairCost, perm: np.ndarray, levels, size: float):
+    """Double binary tree over ``perm`` ``(N,)`` (float) or ``(M, N)`` (``(M,)``): S/2 per tree."""
+    n = perm.shape[-1]
+    if n < 2:
+        return 0.0 if perm.ndim == 1 else np.zeros(perm.shape[0])
+    half = size / 2
+    # the mirror tree: tree position a is played by rank a-1, i.e. the order rotated by one
+    t = np.maximum(_tree_cost(pc, perm, levels, half, n), _tree_cost(pc, np.roll(perm, 1, axis=-1), levels, half, n))
+    return float(t) if perm.ndim == 1 else t
 
 
 def dbt_cost(pc: PairCost, perm, size: float = 0.0) -> float:
     """Double binary tree: max over the tree and its mirror, S/2 per tree."""
     p = np.asarray(perm)
-    n = len(p)
-    if n < 2:
-        return 0.0
-    levels = dbt_levels(n)
-    mirror = np.roll(p, 1)  # tree position a is played by rank a-1: mirror[a] = p[a-1]
-    return max(_tree_cost(pc, p, levels, size / 2, n), _tree_cost(pc, mirror, levels, size / 2, n))
+    return _dbt(pc, p, dbt_levels(len(p)), size)
 
 
 class CostModel:
@@ -302,41 +316,30 @@ class CostModel:
         self._eval: Callable[[np.ndarray], float]
         if algo == "ring":
             self._matrix = pc.matrix(self.size)
-            self._eval = self._ring
-        elif algo == "hd":
-            self._rounds = hd_rounds(n)
-            self._eval = lambda p: _rounds_cost(pc, p, self._rounds, self.size)
-        elif algo == "rd":
-            self._rounds = rd_rounds(n)
-            self._eval = lambda p: _rounds_cost(pc, p, self._rounds, self.size)
-        elif algo == "bcube":
-            self._rounds = bcube_rounds(n, base)
+            self._eval = lambda p: ring_hops(self._matrix, p)
+        elif algo in ("hd", "rd", "bcube"):
+            self._rounds = hd_rounds(n) if algo == "hd" else rd_rounds(n) if algo == "rd" else bcube_rounds(n, base)
             self._eval = lambda p: _rounds_cost(pc, p, self._rounds, self.size)
         else:
             self._levels = dbt_levels(n)
-            self._eval = self._dbt
+            self._eval = lambda p: _dbt(pc, p, self._levels, self.size)
 
     @property
     def ring_matrix(self) -> np.ndarray | None:
         """The ring's ``c(S)`` matrix (ring only), for incremental solvers."""
         return self._matrix if self.algo == "ring" else None
 
-    def _ring(self, p: np.ndarray) -> float:
-        return ring_hops(self._matrix, p)
-
-    def _dbt(self, p: np.ndarray) -> float:
-        if self.n < 2:
-            return 0.0
-        half = self.size / 2
-        return max(
-            _tree_cost(self.pc, p, self._levels, half, self.n),
-            _tree_cost(self.pc, np.roll(p, 1), self._levels, half, self.n),
-        )
-
     def __call__(self, perm) -> float:
         p = np.asarray(perm, dtype=int)
         if p.shape != (self.n,):
             raise ValueError(f"permutation must have {self.n} entries, got {p.shape}")
+        return self._eval(p)
+
+    def batch(self, perms) -> np.ndarray:
+        """Costs of many orders at once: ``perms`` is ``(M, N)``; returns ``(M,)``. O(M N log N)."""
+        p = np.asarray(perms, dtype=np.int64)
+        if p.ndim != 2 or p.shape[1] != self.n:
+            raise ValueError(f"orders must be an (M, {self.n}) array, got shape {p.shape}")
         return self._eval(p)
 
 

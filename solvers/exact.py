@@ -29,24 +29,27 @@ import math
 
 import numpy as np
 
-from .costmodels import CostModel, dbt_levels, ring_hops
+from .costmodels import CostModel
 
 #: largest N solved exactly by default (Held-Karp for ring, exhaustive otherwise)
 HELD_KARP_MAX_N = 16
+#: Held-Karp's table needs ``2^(N-1) N`` floats: above this N it refuses (N = 22 is ~350 MB)
+HELD_KARP_MEMORY_MAX_N = 22
 EXHAUSTIVE_MAX_EVALS = 400_000
 
 
 def held_karp(matrix: np.ndarray) -> tuple[np.ndarray, float]:
     """Optimal ring ``(perm, cost)`` over ``matrix`` (``cost = sum_r m[perm[r], perm[r-1]]``).
 
-    O(2^N N^2) time and O(2^N N) memory; raises ``ValueError`` above N = 22.
+    O(2^N N^2) time and O(2^N N) memory; raises ``ValueError`` above
+    :data:`HELD_KARP_MEMORY_MAX_N` (22).
     """
     m = np.asarray(matrix, dtype=float)
     n = m.shape[0]
     if n <= 1:
         return np.arange(n), 0.0
-    if n > 22:
-        raise ValueError(f"Held-Karp needs 2^N memory: N = {n} is too large (max 22)")
+    if n > HELD_KARP_MEMORY_MAX_N:
+        raise ValueError(f"Held-Karp needs 2^N memory: N = {n} is too large (max {HELD_KARP_MEMORY_MAX_N})")
     if n == 2:
         return np.arange(2), float(m[0, 1] + m[1, 0])
     k = n - 1  # hosts 1..n-1 are bits 0..k-1
@@ -55,7 +58,7 @@ def held_karp(matrix: np.ndarray) -> tuple[np.ndarray, float]:
     # The model sums c[perm[r], perm[r-1]]: the hop from rank r-1 to rank r costs m[to, from].
     fwd = m.T  # fwd[a, b] = m[b, a] = cost of going a -> b
     dp = np.full((full, k), np.inf)
-    parent = np.full((full, k), -1, dtype=np.int8 if k < 127 else np.int16)
+    parent = np.full((full, k), -1, dtype=np.int8)  # k <= 21
     bits = 1 << np.arange(k)
     dp[bits, np.arange(k)] = fwd[0, 1:]
     masks = np.arange(full)
@@ -76,11 +79,11 @@ def held_karp(matrix: np.ndarray) -> tuple[np.ndarray, float]:
     # walk back
     path = []
     mask = full - 1
-    while j >= 0:
+    for _ in range(k):  # one step per host 1..n-1 (bounded: a wrong mask cannot loop forever)
         path.append(j + 1)
         pj = int(parent[mask, j])
         mask ^= 1 << j
-        j = pj if mask else -1
+        j = pj
     path.append(0)
     perm = np.array(path[::-1], dtype=int)
     return perm, cost
@@ -107,37 +110,8 @@ def _has_transitive_symmetry(model: CostModel) -> bool:
 
 
 def batch_costs(model: CostModel, perms: np.ndarray) -> np.ndarray:
-    """Costs of many orders at once: ``perms`` is ``(M, N)``; returns ``(M,)``. O(M N log N)."""
-    perms = np.asarray(perms, dtype=np.int64)
-    pc, size = model.pc, model.size
-    if model.algo == "ring":
-        return ring_hops(model.ring_matrix, perms)
-    if model.algo in ("hd", "rd", "bcube"):
-        total = np.zeros(len(perms))
-        for a, b, frac in model._rounds:
-            ha, hb = perms[:, a], perms[:, b]
-            s = size * frac
-            c = np.maximum(pc.pairs(ha, hb, s), pc.pairs(hb, ha, s))
-            total += c.max(axis=1)
-        return total
-    # dbt
-    n = model.n
-    if n < 2:
-        return np.zeros(len(perms))
-    levels = dbt_levels(n)
-    root = (n - 1) // 2
-    half = size / 2
-
-    def tree(p):
-        down = np.zeros(p.shape)
-        for par, ch in levels:
-            vals = pc.pairs(p[:, par], p[:, ch], half) + down[:, ch]
-            # parents within a level may repeat (two children): combine by max
-            for k in range(len(par)):
-                down[:, par[k]] = np.maximum(down[:, par[k]], vals[:, k])
-        return down[:, root]
-
-    return np.maximum(tree(perms), tree(np.roll(perms, 1, axis=1)))
+    """Costs of many orders at once (:meth:`CostModel.batch`): ``perms`` is ``(M, N)``; returns ``(M,)``."""
+    return model.batch(perms)
 
 
 def exhaustive(model: CostModel, max_evals: int = EXHAUSTIVE_MAX_EVALS, batch: int = 40320) -> tuple[np.ndarray, float, int]:

@@ -11,7 +11,8 @@ from plink.schedule.dag import Schedule, load_schedule
 from plink.errors import PlinkError
 from plink.data.probefile import from_matrix
 from plink.schedule.plan import node_loads, plan_schedule
-from plink.schedule.verify import pair_cost, verify
+from plink.schedule.timemodel import pair_cost
+from plink.schedule.verify import verify
 from plink.schedule.dag import expand
 
 N = 16

@@ -11,10 +11,17 @@ from plink.solvers.costmodels import (
     CostModel,
     PairCost,
     bcube_cost,
+    bcube_rounds,
+    check_algorithm,
     dbt_cost,
+    dbt_levels,
+    dbt_root,
     hd_cost,
+    hd_rounds,
     is_power_of,
+    rd_rounds,
     ring_cost,
+    ring_hops,
 )
 
 # ---------------------------------------------------------------------------
@@ -299,3 +306,198 @@ def test_model_input_validation():
 def test_is_power_of():
     assert [n for n in range(1, 70) if is_power_of(n, 4)] == [1, 4, 16, 64]
     assert not is_power_of(0, 2)
+
+
+# ---------------------------------------------------------------------------
+# edges the reference comparisons above do not reach (found by mutation testing, README "Development")
+
+
+def _uniform(n, lat=10.0, gbps=8.0):
+    latm = np.full((n, n), lat)
+    bw = np.full((n, n), gbps)
+    np.fill_diagonal(latm, 0)
+    np.fill_diagonal(bw, np.nan)
+    return PairCost.from_matrices(latm, bw)
+
+
+def test_is_power_of_large_exact():
+    # integer division: a float division loses 3**35 (> 2**53) and says no
+    assert is_power_of(3**35, 3)
+    assert not is_power_of(3**35 + 3, 3)
+
+
+def test_ring_hops_batch_and_short_orders():
+    rng = np.random.default_rng(0)
+    m = rng.uniform(1, 9, (5, 5))
+    perms = np.array([rng.permutation(5) for _ in range(3)])
+    batch = ring_hops(m, perms)
+    assert batch.shape == (3,)
+    for i in range(3):
+        one = ring_hops(m, perms[i])
+        assert type(one) is float
+        assert one == pytest.approx(sum(m[perms[i][r], perms[i][r - 1]] for r in range(5)))
+        assert batch[i] == pytest.approx(one)
+    short = ring_hops(m, [3])
+    assert type(short) is float and short == 0.0
+    zeros = ring_hops(m, np.zeros((4, 1), dtype=int))
+    assert isinstance(zeros, np.ndarray) and zeros.shape == (4,) and not zeros.any()
+
+
+def test_default_size_is_zero_bytes_and_default_base_two():
+    """Without ``size`` every model prices latency only, even when bandwidths are known."""
+    pc = _uniform(8)
+    p = np.arange(8)
+    assert ring_cost(pc, p) == pytest.approx(80.0)
+    assert hd_cost(pc, p) == pytest.approx(30.0)
+    assert bcube_cost(pc, p) == pytest.approx(30.0)  # base 2: three rounds
+    assert dbt_cost(pc, p) == pytest.approx(dbt_cost(pc, p, 0.0))
+    assert dbt_cost(pc, p) == pytest.approx(30.0)  # in-order tree over 8 ranks: depth 3
+    assert CostModel("ring", pc)(p) == pytest.approx(80.0)
+    assert CostModel("bcube", pc).base == 2
+    assert CostModel("bcube", pc, base=8).base == 8
+
+
+def test_rd_is_hd_pairs_with_the_full_vector():
+    n = 8
+    pc = _uniform(n)  # 8 Gbit/s: 1 us per 1000 bytes
+    p = np.arange(n)
+    s = 8000.0
+    assert [(a.tolist(), b.tolist()) for a, b, _ in rd_rounds(n)] == \
+        [(a.tolist(), b.tolist()) for a, b, _ in hd_rounds(n)]
+    assert [f for _, _, f in rd_rounds(n)] == [1.0, 1.0, 1.0]
+    assert CostModel("rd", pc, s)(p) == pytest.approx(3 * (10 + 8))
+    assert CostModel("hd", pc, s)(p) == pytest.approx(3 * 10 + 4 + 2 + 1)
+
+
+@pytest.mark.parametrize("n", [2, 5, 6, 8, 13])
+def test_hd_rounds_pair_every_survivor_once(n):
+    rounds = hd_rounds(n)
+    pof2 = 1 << (n.bit_length() - 1)
+    for a, b, _ in rounds[1 if n != pof2 else 0:]:
+        assert len(a) == pof2 // 2
+        assert sorted(a.tolist() + b.tolist()) == sorted(set(a.tolist() + b.tolist()))
+
+
+@pytest.mark.parametrize("n, base", [(4, 2), (9, 3), (16, 4)])
+def test_bcube_rounds_have_no_self_pairs(n, base):
+    rounds = bcube_rounds(n, base)
+    assert len(rounds) == round(math.log(n, base))
+    for a, b, _ in rounds:
+        assert len(a) == n * (base - 1)
+        assert not np.any(a == b)
+
+
+@pytest.mark.parametrize("n", [1, 2, 3, 7, 8, 16, 21])
+def test_dbt_levels_are_the_tree_by_depth(n):
+    levels = dbt_levels(n)
+    edges = [(int(x), int(y)) for par, ch in levels for x, y in zip(par, ch)]
+    children = [y for _, y in edges]
+    assert len(edges) == n - 1 and sorted(children) == sorted(set(children))
+    assert dbt_root(n) not in children and all(0 <= x < n for e in edges for x in e)
+    # one level per depth, deepest first: the in-order midpoint tree has height ceil(log2(n+1)) - 1
+    assert len(levels) == max(0, math.ceil(math.log2(n + 1)) - 1)
+    depth = {dbt_root(n): 0}
+    for par, ch in reversed(levels):
+        for x, y in zip(par.tolist(), ch.tolist()):
+            depth[y] = depth[x] + 1
+    for k, (_, ch) in enumerate(levels):
+        assert {depth[y] for y in ch.tolist()} == {len(levels) - k}
+
+
+def test_dbt_two_ranks_cost_one_hop():
+    lat = np.array([[0, 7.0], [5.0, 0]])
+    pc = PairCost.from_matrices(lat)
+    assert dbt_cost(pc, [0, 1]) == pytest.approx(7.0)
+    assert CostModel("dbt", pc)([0, 1]) == pytest.approx(7.0)
+    assert dbt_cost(pc, [0]) == 0.0
+
+
+def test_cost_model_accepts_integer_valued_arrays():
+    pc = _uniform(4)
+    m = CostModel("ring", pc, 100)
+    assert m(np.array([0.0, 2.0, 1.0, 3.0])) == pytest.approx(m([0, 2, 1, 3]))
+
+
+def test_check_algorithm():
+    for algo in ("ring", "hd", "rd", "dbt"):
+        check_algorithm(algo, 6)
+    check_algorithm("bcube", 8)
+    check_algorithm("bcube", 9, base=3)
+    with pytest.raises(ValueError, match=r"^unknown algorithm 'tree' \(choose from ring, hd, rd, dbt, bcube\)$"):
+        check_algorithm("tree", 4)
+    with pytest.raises(ValueError, match="needs N to be a power of 2, but N = 6"):
+        check_algorithm("bcube", 6)
+    with pytest.raises(ValueError, match="power of 3"):
+        check_algorithm("bcube", 8, base=3)
+
+
+def test_cost_model_messages():
+    pc = _uniform(2)
+    with pytest.raises(ValueError, match=r"^unknown algorithm 'x' \(choose from ring, hd, rd, dbt, bcube\)$"):
+        CostModel("x", pc)
+    with pytest.raises(ValueError, match=r"^size must be >= 0 bytes, got -1$"):
+        CostModel("ring", pc, -1)
+
+
+def test_pair_cost_from_matrices_types_and_diagonal():
+    pc = PairCost.from_matrices([[5, 1], [2, 5]], [[0, 8], [4, 0]])  # integers, a non-zero diagonal
+    assert pc.latency.dtype == float and pc.inv_bw.dtype == float
+    assert pc.latency.tolist() == [[0.0, 1.0], [2.0, 0.0]]
+    assert pc.inv_bw[0, 1] == pytest.approx(1e-3) and pc.inv_bw[1, 0] == pytest.approx(2e-3)
+    assert pc.inv_bw[0, 0] == 0.0
+    assert PairCost.from_matrices([[0, 1], [1, 0]], [[0, 0.5], [0.5, 0]]).inv_bw[0, 1] == pytest.approx(0.016)
+
+
+@pytest.mark.parametrize("bw", [[[0, np.nan], [1, 0]], [[0, 0.0], [1, 0]], [[0, -1.0], [1, 0]], [[0, np.inf], [1, 0]]])
+def test_pair_cost_rejects_bad_bandwidth(bw):
+    with pytest.raises(ValueError, match=r"^bandwidth matrix must be positive and complete off the diagonal$"):
+        PairCost.from_matrices([[0, 1], [1, 0]], bw)
+
+
+def test_pair_cost_messages():
+    with pytest.raises(ValueError, match=r"^bandwidth and latency matrices differ in shape$"):
+        PairCost.from_matrices([[0, 1], [1, 0]], [[1.0]])
+    with pytest.raises(ValueError, match=r"^latency matrix has missing or non-finite pairs; fill them before costing$"):
+        PairCost.from_matrices([[0, np.inf], [1, 0]])
+
+
+def test_pair_cost_reads_json_matrices():
+    """Matrices as JSON gives them: ``null`` (None) on the diagonal."""
+    pc = PairCost.from_matrices([[None, 2], [3, None]], [[None, 8], [8, None]])
+    assert pc.latency.tolist() == [[0.0, 2.0], [3.0, 0.0]]
+    assert pc.inv_bw.tolist() == [[0.0, 1e-3], [1e-3, 0.0]]
+
+
+@pytest.mark.parametrize("algo, n", [("ring", 6), ("hd", 6), ("rd", 5), ("bcube", 8), ("dbt", 7), ("dbt", 1), ("hd", 1)])
+def test_batch_equals_one_by_one(algo, n):
+    rng = np.random.default_rng(n)
+    lat, bw = random_instance(rng, n, True, symmetric=False)
+    model = CostModel(algo, PairCost.from_matrices(lat, bw), 1 << 16)
+    perms = np.array([rng.permutation(n) for _ in range(5)])
+    out = model.batch(perms)
+    assert out.shape == (5,)
+    np.testing.assert_allclose(out, [model(p) for p in perms])
+    with pytest.raises(ValueError, match=rf"^orders must be an \(M, {n}\) array, got shape \({n},\)$"):
+        model.batch(perms[0])
+
+
+def test_dbt_batch_uses_each_orders_own_mirror():
+    rng = np.random.default_rng(11)
+    lat, bw = random_instance(rng, 7, True, symmetric=False)
+    model = CostModel("dbt", PairCost.from_matrices(lat, bw), 1 << 16)
+    perms = np.array([rng.permutation(7) for _ in range(60)])
+    np.testing.assert_allclose(model.batch(perms), [model(p) for p in perms])
+    np.testing.assert_allclose(model.batch(perms.astype(float)), model.batch(perms))
+
+
+def test_single_orders_cost_python_floats_and_models_keep_their_inputs():
+    rng = np.random.default_rng(12)
+    lat, bw = random_instance(rng, 8, True)
+    pc = PairCost.from_matrices(lat, bw)
+    p = rng.permutation(8)
+    for value in (dbt_cost(pc, p, 100), hd_cost(pc, p, 100), bcube_cost(pc, p, 100), ring_cost(pc, p, 100)):
+        assert type(value) is float
+    for algo in ("ring", "hd", "rd", "dbt", "bcube"):
+        model = CostModel(algo, pc, 100)
+        assert type(model(p)) is float
+        assert (model.algo, model.pc, model.size, model.n) == (algo, pc, 100.0, 8)

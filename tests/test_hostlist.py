@@ -102,8 +102,10 @@ def test_format_specific_rejections():
 def test_empty_and_missing_files(tmp_path):
     with pytest.raises(PlinkError, match="no hosts"):
         parse_hostlist("# nothing\n\n")
-    with pytest.raises(PlinkError, match="does not exist"):
+    with pytest.raises(PlinkError, match=r"^host list .*nope.txt: no such file$"):
         read_hostlist(tmp_path / "nope.txt")
+    with pytest.raises(PlinkError, match=r"^host list .*: is a directory, not a file$"):
+        read_hostlist(tmp_path)
     p = tmp_path / "h.txt"
     p.write_text("a\nb slots=2\n")
     assert read_hostlist(p) == [HostEntry("a"), HostEntry("b", slots=2)]
@@ -144,3 +146,160 @@ def test_duplicates_ignore_case(text):
     # host names are case-insensitive (DNS): two spellings are the same machine
     with pytest.raises(PlinkError, match="duplicate host"):
         parse_hostlist(text)
+
+
+# ---------------------------------------------------------------------------
+# every message, exactly, and the boundaries (found by mutation testing, README "Development")
+
+LONG = "x" * 30
+
+
+@pytest.mark.parametrize("text, fmt, message", [
+    ("u@", "auto", "empty host name: 'u@'"),
+    ("[zz::1]", "auto", "invalid IPv6 address 'zz::1': '[zz::1]'"),
+    ("a..b", "auto", "invalid host name 'a..b': 'a..b'"),
+    ("[::1]x", "auto", "unexpected 'x' after ']' in '[::1]x': '[::1]x'"),
+    ("[::1]:", "auto", "unexpected ':' after ']' in '[::1]:': '[::1]:'"),
+    ("[::1", "auto", "unclosed '[' in '[::1': '[::1'"),
+    ("[::1]:2]", "auto", "port or slot count '2]' is not a number: '[::1]:2]'"),
+    ("host:", "auto", "missing number after ':' in 'host:': 'host:'"),
+    ("node1-2]", "auto", "invalid host name 'node1-2]': 'node1-2]'"),
+    ("u@node]", "auto", "invalid host name 'node]': 'u@node]'"),
+    ("]n[1-2]", "auto", "unbalanced ']' in ']n[1-2]': ']n[1-2]'"),
+    ("n[1-2]]", "auto", "unbalanced ']' in 'n[1-2]]': 'n[1-2]]'"),
+    ("n[1[2]]", "auto", "nested '[' in 'n[1[2]]': 'n[1[2]]'"),
+    ("n[[1]],m", "auto", "nested '[' in 'n[[1]]': 'n[[1]],m'"),
+    ("n[1-2", "auto", "unclosed '[' in 'n[1-2': 'n[1-2'"),
+    ("n[" + LONG + "]", "auto", f"bad range {LONG[:20]!r} in {'n[' + LONG + ']'!r} (want N or N-M): {'n[' + LONG + ']'!r}"),
+    ("n" * 50 + "[" + LONG + "]", "auto",
+     f"bad range {LONG[:20]!r} in {('n' * 50 + '[' + LONG)[:60]!r} (want N or N-M): "
+     f"{('n' * 50 + '[' + LONG)[:60] + '... (82 characters)'!r}"),
+    ("node[3-1]", "auto", "range '3-1' in 'node[3-1]' runs backwards: 'node[3-1]'"),
+    ("h slots=4=5", "auto", "slots '4=5' is not a number: 'h slots=4=5'"),
+    ("h slots", "auto", "unexpected 'slots' (want 'host slots=N'): 'h slots'"),
+    ("h slots=" + "1" * 25, "auto", f"slots {'1' * 20!r} is not a number: {'h slots=' + '1' * 25!r}"),
+    ("h slots=1234567890", "auto", "slots '1234567890' is not a number: 'h slots=1234567890'"),
+    ("h slots=123456789", "auto", "slots 123456789 is out of range 1..1000000: 'h slots=123456789'"),
+    ("h slots=1000001", "auto", "slots 1000001 is out of range 1..1000000: 'h slots=1000001'"),
+    ("h slots=0", "auto", "slots 0 is out of range 1..1000000: 'h slots=0'"),
+    ("h max_slots=x", "auto", "max_slots 'x' is not a number: 'h max_slots=x'"),
+    ("h max_slots=1000001", "auto", "max_slots 1000001 is out of range 1..1000000: 'h max_slots=1000001'"),
+    ("h foo=1", "auto", "unknown attribute 'foo' (know slots=, max_slots=): 'h foo=1'"),
+    ("h slots=2", "slurm", "'slots=2' is OpenMPI hostfile syntax, not slurm format: 'h slots=2'"),
+    ("a,,b", "auto", "empty name in 'a,,b': 'a,,b'"),
+    ("n[1-2]:22", "auto", "'n1:22': ':' is not allowed in a node list: 'n[1-2]:22'"),
+    ("a@b@h", "auto", "invalid user name 'a@b': 'a@b@h'"),
+    ("b$d@h", "auto", "invalid user name 'b$d': 'b$d@h'"),
+    ("u@h", "openmpi", "'user@' is not allowed in openmpi format: 'u@h'"),
+    ("u@h", "mpich", "'user@' is not allowed in mpich format: 'u@h'"),
+    ("h:2", "openmpi", "':' after the host is not OpenMPI syntax (use 'host slots=N'): 'h:2'"),
+    ("h:x", "auto", "port or slot count 'x' is not a number: 'h:x'"),
+    ("h:65536", "auto", "port or slot count 65536 is out of range 1..65535: 'h:65536'"),
+    ("h:x", "plain", "port 'x' is not a number: 'h:x'"),
+    ("h:65536", "plain", "port 65536 is out of range 1..65535: 'h:65536'"),
+    ("h:x", "mpich", "slot count 'x' is not a number: 'h:x'"),
+    ("h:1000001", "mpich", "slot count 1000001 is out of range 1..1000000: 'h:1000001'"),
+    ("h:4 slots=2", "auto", "both 'host:N' and 'slots=' given: 'h:4 slots=2'"),
+])
+def test_line_errors_exactly(text, fmt, message):
+    with pytest.raises(PlinkError) as info:
+        parse_hostlist("ok\n" + text + "\n", source="h.txt", fmt=fmt if fmt != "slurm" else "slurm")
+    assert str(info.value) == "h.txt:2: " + message
+
+
+def test_long_lines_are_cut_in_messages():
+    line = "h slots=" + "9" * 100
+    with pytest.raises(PlinkError) as info:
+        parse_hostlist(line, source="h.txt")
+    assert str(info.value) == f"h.txt:1: slots {'9' * 20!r} is not a number: {line[:60] + ' (108 characters)'!r}".replace(
+        line[:60] + " (", line[:60] + "... (")
+
+
+@pytest.mark.parametrize("text, cap, message", [
+    ("n[1-5]", 4, "'n[1-5]' takes the host list over 4 hosts (raise the cap with --max-hosts)"),
+    ("n[1-2,3-4,5]", 4, "'n[1-2,3-4,5]' takes the host list over 4 hosts (raise the cap with --max-hosts)"),
+    ("a[1-2]b[1-3]", 5, "'a[1-2]b[1-3]' takes the host list over 5 hosts (raise the cap with --max-hosts)"),
+    ("a,b,c[1-3]", 4, "'c[1-3]' takes the host list over 4 hosts (raise the cap with --max-hosts)"),
+    ("a,b,c,d,e", 4, "more than 4 hosts (raise the cap with --max-hosts)"),
+])
+def test_the_cap_exactly(text, cap, message):
+    with pytest.raises(PlinkError) as info:
+        parse_hostlist(text, source="h.txt", max_hosts=cap)
+    assert str(info.value) == f"h.txt:1: {message}: {text!r}"
+
+
+@pytest.mark.parametrize("text, cap", [("n[1-4]", 4), ("a[1-2]b[1-2]", 4), ("a,b,c,d", 4), ("a,b,c[1-2]", 4)])
+def test_the_cap_is_inclusive(text, cap):
+    assert len(parse_hostlist(text, max_hosts=cap)) == cap
+
+
+def test_cap_over_several_lines_and_as_text():
+    with pytest.raises(PlinkError) as info:
+        parse_hostlist("a\nb\nc\n", source="h.txt", max_hosts="2")
+    assert str(info.value) == "h.txt:3: more than 2 hosts (raise the cap with --max-hosts)"
+
+
+def test_accepted_edges():
+    assert parse_hostlist("h max-slots=4 slots=2")[0].slots == 2
+    assert parse_hostlist("h max_slots=1")[0] == HostEntry("h")
+    assert parse_hostlist("h slots=1000000")[0].slots == 1000000
+    assert names(parse_hostlist("a,b")) == ["a", "b"]
+    assert names(parse_hostlist("[::1],b")) == ["::1", "b"]
+    assert parse_hostlist("n[1-2] slots=2") == [HostEntry("n1", slots=2), HostEntry("n2", slots=2)]
+    assert parse_hostlist("h:1")[0] == HostEntry("h", slots=1)
+    assert parse_hostlist("h:65535")[0] == HostEntry("h", port=65535)
+    assert parse_hostlist("h:1000000", fmt="mpich")[0].slots == 1000000
+    assert parse_hostlist("h # one # two\n") == [HostEntry("h")]
+    assert names(parse_hostlist("n[8-10]")) == ["n8", "n9", "n10"]
+
+
+def test_defaults_and_writer_messages():
+    e = HostEntry("::1", user="u", port=2222, slots=3)
+    assert e.to_line() == "u@[::1]:2222"
+    assert format_hostlist([e, HostEntry("h")]) == "u@[::1]:2222\nh\n"
+    with pytest.raises(PlinkError) as info:
+        e.to_line("yaml")
+    assert str(info.value) == "unknown host list format 'yaml' (use plain, openmpi or mpich)"
+    with pytest.raises(PlinkError) as info:
+        parse_hostlist("h", fmt="yaml")
+    assert str(info.value) == "unknown host list format 'yaml' (use one of auto, plain, openmpi, mpich, slurm)"
+    with pytest.raises(PlinkError) as info:
+        parse_hostlist("# nothing\n")
+    assert str(info.value) == "<hosts>: no hosts in host list"
+
+
+def test_cap_messages_cut_long_tokens():
+    long = "n" * 70 + "[1-9]"
+    with pytest.raises(PlinkError) as info:
+        parse_hostlist(long, source="h.txt", max_hosts=4)
+    assert str(info.value).startswith(f"h.txt:1: {long[:60]!r} takes the host list over 4 hosts")
+    long2 = "n" * 70 + "[1-3]x[1-3]"
+    with pytest.raises(PlinkError) as info:
+        parse_hostlist(long2, source="h.txt", max_hosts=8)
+    assert str(info.value).startswith(f"h.txt:1: {long2[:60]!r} takes the host list over 8 hosts")
+
+
+def test_read_hostlist_passes_its_options(tmp_path):
+    p = tmp_path / "h.txt"
+    p.write_text("a:8\nb:8\n")
+    assert read_hostlist(p, fmt="plain") == [HostEntry("a", port=8), HostEntry("b", port=8)]
+    assert read_hostlist(p) == [HostEntry("a", slots=8), HostEntry("b", slots=8)]
+    with pytest.raises(PlinkError) as info:
+        read_hostlist(p, max_hosts=1)
+    assert str(info.value) == f"{p}:2: more than 1 hosts (raise the cap with --max-hosts)"
+
+
+def test_per_line_budget_duplicates_with_ports_and_the_80_character_cut():
+    with pytest.raises(PlinkError) as info:
+        parse_hostlist("a\nb\nc[1-3]\n", source="h.txt", max_hosts=4)
+    assert str(info.value) == "h.txt:3: 'c[1-3]' takes the host list over 4 hosts (raise the cap with --max-hosts): 'c[1-3]'"
+    with pytest.raises(PlinkError) as info:
+        parse_hostlist("h:2222\nH:2222\n", source="h.txt")
+    assert str(info.value) == "h.txt:2: duplicate host H:2222 (first on line 1)"
+    for width, shown in ((80, None), (81, "... (81 characters)")):
+        line = "h slots=x" + " " * (width - 10) + "y"  # the bad attribute first, the line `width` long
+        assert len(line) == width
+        with pytest.raises(PlinkError) as info:
+            parse_hostlist(line, source="h.txt")
+        want = line if shown is None else line[:60] + shown
+        assert str(info.value) == f"h.txt:1: slots 'x' is not a number: {want!r}"

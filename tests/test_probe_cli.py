@@ -38,7 +38,7 @@ def test_usage_errors(args, code, fragment):
 
 def test_bad_host_lists_are_one_line_errors(tmp_path):
     missing = plink("probe", str(tmp_path / "nope.txt"))
-    assert missing.returncode == 1 and "does not exist" in missing.stderr
+    assert missing.returncode == 1 and "host list" in missing.stderr and "no such file" in missing.stderr
     bad = tmp_path / "hosts.txt"
     bad.write_text("vm1\nvm2\nvm1\n")
     r = plink("probe", str(bad), "-o", str(tmp_path / "p.json"))

@@ -13,7 +13,8 @@ from plink.data.probefile import from_matrix
 from plink.schedule.plan import (Plan, assign_masters, balance, chunk_buffer, fallback_groups, lpt_assign,
                             node_loads, plan_schedule)
 from plink.data.simulate import simulate_datacenter
-from plink.schedule.verify import (compare, pair_cost, plan_traffic, table41, verify)
+from plink.schedule.timemodel import compare, pair_cost, plan_traffic, table41
+from plink.schedule.verify import verify
 
 
 def uniform_probe(n, lat=50.0, bw=10.0):

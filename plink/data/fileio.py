@@ -198,19 +198,20 @@ def check_envelope(doc: Any, path, fmt: str, version: int, what: str, error: typ
     return v
 
 
-def read_text(path: str | os.PathLike, error: type[PlinkError] = PlinkError) -> str:
-    """The UTF-8 text of ``path``, or ``error`` with a one-line reason."""
+def read_text(path: str | os.PathLike, error: type[PlinkError] = PlinkError, what: str = "") -> str:
+    """The UTF-8 text of ``path``, or ``error`` with a one-line reason (naming the file as ``what path``)."""
+    name = f"{what} {path}" if what else f"{path}"
     try:
         with open(path, encoding="utf-8") as fh:
             return fh.read()
     except FileNotFoundError:
-        raise error(f"{path}: no such file") from None
+        raise error(f"{name}: no such file") from None
     except IsADirectoryError:
-        raise error(f"{path}: is a directory, not a file") from None
+        raise error(f"{name}: is a directory, not a file") from None
     except UnicodeDecodeError:
-        raise error(f"{path}: not a UTF-8 text file") from None
+        raise error(f"{name}: not a UTF-8 text file") from None
     except OSError as exc:
-        raise error(f"{path}: cannot read: {exc.strerror or exc}") from None
+        raise error(f"{name}: cannot read: {exc.strerror or exc}") from None
 
 
 def loads_json(text: str, source: str, error: type[PlinkError] = PlinkError) -> Any:

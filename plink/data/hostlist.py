@@ -33,6 +33,7 @@ import os
 import re
 from dataclasses import dataclass
 
+from plink.data.fileio import read_text
 from plink.errors import PlinkError
 
 FORMATS = ("auto", "plain", "openmpi", "mpich", "slurm")
@@ -44,7 +45,6 @@ _USER_RE = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]*$")
 _SLURM_RANGE_RE = re.compile(r"^([0-9]{1,9})(?:-([0-9]{1,9}))?$")
 #: Default cap on the hosts one host list may expand to (``max_hosts``, CLI ``--max-hosts``).
 MAX_HOSTS = 4096
-_MAX_EXPANSION = MAX_HOSTS
 
 
 @dataclass(frozen=True)
@@ -153,13 +153,12 @@ def _split_host_port(token: str) -> tuple[str, str | None, bool]:
     return token, None, False
 
 
-def _expand_slurm(token: str, budget: int = _MAX_EXPANSION, cap: int | None = None) -> list[str]:
+def _expand_slurm(token: str, budget: int, cap: int) -> list[str]:
     """Expand ``a[01-03,7]b[1-2]`` into the cartesian product of names.
 
     The number of names is computed from the ranges first; more than ``budget`` is an
     error before any name is built (``cap``: the whole list's cap, for the message).
     """
-    cap = budget if cap is None else cap
     parts: list[list[str] | tuple[str, list[tuple[int, int, int]]]] = []
     pos = 0
     total = 1
@@ -190,8 +189,8 @@ def _expand_slurm(token: str, budget: int = _MAX_EXPANSION, cap: int | None = No
             hi = int(hi_s) if hi_s is not None else lo
             if hi < lo:
                 raise _LineError(f"range {item!r} in {token!r} runs backwards")
-            width = len(lo_s) if lo_s.startswith("0") and len(lo_s) > 1 else 0
-            ranges.append((lo, hi, width))
+            # zero-padded to the first number's width (n[08-10]); a no-op without leading zeros
+            ranges.append((lo, hi, len(lo_s)))
             count += hi - lo + 1
             if count > budget:
                 raise _LineError(f"{token[:60]!r} takes the host list over {cap} hosts (raise the cap with --max-hosts)")
@@ -223,10 +222,10 @@ def _is_slurm_token(token: str) -> bool:
     """Brackets after the start of a name are a Slurm range (``node[1-4]``);
     a leading bracket is an IPv6 address (``[::1]:22``, ``user@[::1]``)."""
     host = token.rpartition("@")[2]
-    return not host.startswith("[") and ("[" in host or "]" in host)
+    return not host.startswith("[") and "[" in host
 
 
-def _parse_line(line: str, fmt: str, budget: int = _MAX_EXPANSION, cap: int | None = None) -> list[HostEntry]:
+def _parse_line(line: str, fmt: str, budget: int, cap: int) -> list[HostEntry]:
     words = line.split()
     first, attrs = words[0], words[1:]
 
@@ -246,8 +245,6 @@ def _parse_line(line: str, fmt: str, budget: int = _MAX_EXPANSION, cap: int | No
             raise _LineError(f"unknown attribute {key!r} (know slots=, max_slots=)")
 
     if fmt == "slurm" or (fmt == "auto" and ("," in first or _is_slurm_token(first))):
-        if fmt == "slurm" and attrs:
-            raise _LineError("slurm node lists take no attributes")
         names: list[str] = []
         for token in _split_top_commas(first):
             if not token:
@@ -259,7 +256,7 @@ def _parse_line(line: str, fmt: str, budget: int = _MAX_EXPANSION, cap: int | No
                     raise _LineError(f"{n!r}: ':' is not allowed in a node list")
                 names.append(_check_name(host))
                 if len(names) > budget:
-                    raise _LineError(f"more than {cap or budget} hosts (raise the cap with --max-hosts)")
+                    raise _LineError(f"more than {cap} hosts (raise the cap with --max-hosts)")
         return [HostEntry(n, slots=slots) for n in names]
 
     user = None
@@ -337,13 +334,5 @@ def parse_hostlist(text: str, source: str = "<hosts>", fmt: str = "auto",
 
 def read_hostlist(path: str | os.PathLike, fmt: str = "auto", max_hosts: int | None = None) -> list[HostEntry]:
     """Read and parse the host list file at ``path``."""
-    try:
-        with open(path, encoding="utf-8") as fh:
-            text = fh.read()
-    except FileNotFoundError:
-        raise PlinkError(f"host list {path} does not exist") from None
-    except UnicodeDecodeError:
-        raise PlinkError(f"host list {path} is not UTF-8 text") from None
-    except OSError as exc:
-        raise PlinkError(f"cannot read host list {path}: {exc.strerror or exc}") from None
+    text = read_text(path, what="host list")
     return parse_hostlist(text, source=str(path), fmt=fmt, max_hosts=max_hosts)

@@ -126,7 +126,7 @@ def load_stats(path: str | os.PathLike, hosts: list[str]) -> LinkStats:
 
 def model_stats(plan: Plan, pc, rounds=None) -> LinkStats:
     """Stats one all-reduce would produce under the time model (bytes per link; seconds = bytes / bw)."""
-    from plink.schedule.verify import plan_traffic
+    from plink.schedule.timemodel import plan_traffic
 
     n = plan.n
     traffic = plan_traffic(plan) if rounds is None else rounds
