@@ -325,6 +325,7 @@ def probe_hosts(
     schedule: list[dict] = []
     aborted: list[str] = []
     measured_uplinks: list = []
+    phases: dict[str, float] = {}  # wall seconds per phase (meta["phases_s"])
     journal = Journal(jpath, [e.name for e in entries], method) if jpath is not None else None
 
     def write(final: bool) -> ProbeData:
@@ -338,6 +339,8 @@ def probe_hosts(
         m = dict(meta, complete=missing == 0, missing_pairs=missing, rounds_done=done_rounds,
                  schedule=schedule, unreachable=unreachable, dead=dead, errors=errors[:50],
                  elapsed_s=round(time.monotonic() - t_start, 3))
+        if phases:
+            m["phases_s"] = {k: round(v, 3) for k, v in phases.items()}
         if state.samples:
             m.update(latency_p10_ci_us={"low": _matrix(lo), "high": _matrix(hi)}, confidence=_matrix(conf, 3),
                      samples_received=got.tolist())
@@ -381,7 +384,10 @@ def probe_hosts(
     fleet = None
     try:
         sub = [entries[i] for i in needed]
+        t_phase = time.monotonic()
         got, failed = connect(sub, key, deadline, lambda k, err: on_done(needed[k], err))
+        phases["connect"] = time.monotonic() - t_phase
+        t_phase = time.monotonic()
         sessions = {needed[k]: s for k, s in got.items()}
         for k, why in failed.items():
             unreachable[entries[needed[k]].name] = why
@@ -414,7 +420,9 @@ def probe_hosts(
 
         def flush():
             if journal is not None:
+                t = time.monotonic()
                 journal.flush()
+                phases["journal"] = phases.get("journal", 0.0) + time.monotonic() - t
 
         # ---- latency
         if lat_todo and method == "udp":
@@ -523,6 +531,7 @@ def probe_hosts(
             report("uplinks", 1, 1, "shared uplinks")
         if fleet is not None:
             note_lost()
+        phases["measure"] = time.monotonic() - t_phase
     except BaseException:
         # interrupted (Ctrl-C, an error): keep what was measured in the probe file
         if checkpoint is not None:
@@ -533,16 +542,21 @@ def probe_hosts(
                 pass  # the journal still has it
         raise
     finally:
+        t = time.monotonic()
         if fleet is not None:
             fleet.close()
+            phases["close"] = time.monotonic() - t
         else:
             for s in locals().get("sessions", {}).values():
                 s.close()
         if journal is not None:
             journal.flush()
+    t = time.monotonic()
     probe = write(True)
     if journal is not None:
         journal.close(remove=True)
+    phases["write"] = time.monotonic() - t
+    probe.meta["phases_s"] = {k: round(v, 3) for k, v in phases.items()}
     report("done", 1, 1)
     return probe
 

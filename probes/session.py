@@ -138,6 +138,7 @@ class AgentSession:
         self.info: dict = {}
         self.heard = time.monotonic()
         self._wlock = threading.Lock()
+        self.timing: dict = {}  # monotonic marks of the setup (probes.ssh.start_agents)
 
     def fileno(self) -> int:
         return self.pipe.fileno()
