@@ -254,12 +254,25 @@ class AgentSession:
     def call(self, op: str, timeout: float = 30.0, **kw) -> dict:
         return self.wait(self.send(op, **kw), timeout)
 
-    def hello(self, key: str, deadline: float, bind: str | None = None, timeout: float = 30.0,
-              hid: int = 0, hb_timeout: float = 20.0) -> dict:
+    def hello_request(self, key: str, deadline: float, bind: str | None = None, hid: int = 0,
+                      hb_timeout: float = 20.0) -> int:
+        """Send the hello (per-run key, host id, deadline, heartbeat timeout)
+        without waiting: its request id, for :meth:`hello_reply`."""
         kw = {"key": key, "deadline": deadline, "hid": hid, "hb_timeout": hb_timeout}
         if bind:
             kw["bind"] = bind
-        self.info = self.call("hello", timeout=timeout, **kw)
+        return self.send("hello", **kw)
+
+    def hello_reply(self, rid: int) -> dict | None:
+        """The agent's hello answer once it arrived (also kept as ``info``), else None."""
+        msg = self.reply(rid)
+        if msg is not None:
+            self.info = msg
+        return msg
+
+    def hello(self, key: str, deadline: float, bind: str | None = None, timeout: float = 30.0,
+              hid: int = 0, hb_timeout: float = 20.0) -> dict:
+        self.info = self.wait(self.hello_request(key, deadline, bind, hid, hb_timeout), timeout)
         return self.info
 
     def close(self) -> None:

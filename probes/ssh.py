@@ -28,14 +28,14 @@ import os
 import socket
 import threading
 import time
-from concurrent.futures import ThreadPoolExecutor, as_completed
+from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from plink.errors import PlinkError
 from plink.data.hostlist import HostEntry
 
-from .session import AgentLost, AgentSession, agent_command
+from .session import AgentError, AgentLost, AgentSession, agent_command
 
 MAX_CONCURRENCY = 16
 
@@ -463,17 +463,22 @@ def start_agent(target: Target, options: SSHOptions, config=None) -> AgentSessio
 def start_agents(entries: list[HostEntry], options: SSHOptions, key: str, deadline: float,
                  on_done=None, hb_timeout: float = 20.0, hb_interval: float = 4.0
                  ) -> tuple[dict[int, AgentSession], dict[int, str]]:
-    """Start an agent on every host, ``options.concurrency`` at a time.
+    """Start an agent on every host, ``options.concurrency`` SSH connections at a time.
 
     Returns ``(sessions, failures)`` keyed by host index; a failure is a
     one-line reason.  The hello (key, host id = index, deadline, heartbeat
     timeout) is done here so a host whose python3 is missing counts as
-    failed.  Agents already started get heartbeats while the others connect.
+    failed.  A connection's worker only connects, authenticates and starts
+    the agent; the hello is sent at once and its answer collected by this
+    thread, so the agent's interpreter start (~0.5 s on loaded hosts) does
+    not hold a connection slot.  Agents already started get heartbeats while
+    the others connect.  Complexity: O(N) connections, N / concurrency deep.
     """
     config = _load_config(options.ssh_config)
     targets = [resolve(e, config, options) for e in entries]
     sessions: dict[int, AgentSession] = {}
     failures: dict[int, str] = {}
+    waiting: dict[int, tuple] = {}  # i -> (session, hello id, sent at)
     stop = threading.Event()
 
     def beat():
@@ -489,37 +494,76 @@ def start_agents(entries: list[HostEntry], options: SSHOptions, key: str, deadli
         try:
             s = start_agent(targets[i], options, config)
         except SSHError as exc:
-            return i, None, str(exc)
+            return i, None, None, str(exc)
         t1 = time.monotonic()
         try:
-            s.hello(key, deadline, timeout=options.command_timeout, hid=i, hb_timeout=hb_timeout)
+            rid = s.hello_request(key, deadline, hid=i, hb_timeout=hb_timeout)
         except Exception as exc:
             s.close()
-            why = str(exc)
-            return i, None, f"{targets[i].label}: agent did not start: {why}"
+            return i, None, None, f"{targets[i].label}: agent did not start: {exc}"
         timing = getattr(s, "timing", None)
         if isinstance(timing, dict):
-            timing.update(begin=t0, started=t1, hello=time.monotonic())
+            timing.update(begin=t0, started=t1)
             timing.setdefault("ssh", t1)
-        return i, s, None
+        return i, s, rid, None
+
+    def finish(i: int, s, err: str | None) -> None:
+        if s is not None:
+            sessions[i] = s
+        else:
+            failures[i] = err
+        if on_done is not None:
+            on_done(i, err)
+
+    def collect() -> None:
+        """Take the hello answers that arrived; fail agents that did not answer in time."""
+        t = time.monotonic()
+        for i, (s, rid, sent) in list(waiting.items()):
+            err = None
+            try:
+                s.pump()
+                info = s.hello_reply(rid)
+            except (AgentLost, AgentError) as exc:
+                info, err = None, str(exc)
+            if info is None and err is None and t - sent > options.command_timeout:
+                err = f"no reply from agent within {options.command_timeout:.0f} s"
+            if info is None and err is None:
+                continue
+            del waiting[i]
+            if err is not None:
+                s.close()
+                finish(i, None, f"{targets[i].label}: agent did not start: {err}")
+            else:
+                timing = getattr(s, "timing", None)
+                if isinstance(timing, dict):
+                    timing["hello"] = time.monotonic()
+                finish(i, s, None)
 
     beater = threading.Thread(target=beat, daemon=True)
     beater.start()
+    pool = ThreadPoolExecutor(max_workers=min(options.concurrency, max(1, len(entries))))
     try:
-        with ThreadPoolExecutor(max_workers=min(options.concurrency, max(1, len(entries)))) as pool:
-            futures = [pool.submit(one, i) for i in range(len(entries))]
-            for fut in as_completed(futures):
-                i, s, err = fut.result()
-                if s is not None:
-                    sessions[i] = s
-                else:
-                    failures[i] = err
-                if on_done is not None:
-                    on_done(i, err)
+        pending = {pool.submit(one, i) for i in range(len(entries))}
+        while pending or waiting:
+            if pending:
+                done, pending = wait(pending, timeout=0.02 if waiting else None, return_when=FIRST_COMPLETED)
+                for fut in done:
+                    i, s, rid, err = fut.result()
+                    if s is None:
+                        finish(i, None, err)
+                    else:
+                        waiting[i] = (s, rid, time.monotonic())
+            else:
+                time.sleep(0.02)
+            collect()
     except BaseException:
-        for s in sessions.values():
+        pool.shutdown(wait=True, cancel_futures=True)
+        late = [f.result()[1] for f in locals().get("pending", ()) if f.done() and not f.cancelled()
+                and f.exception() is None]
+        for s in list(sessions.values()) + [w[0] for w in waiting.values()] + [s for s in late if s is not None]:
             s.close()
         raise
     finally:
         stop.set()
+        pool.shutdown(wait=False)
     return sessions, failures
