@@ -300,6 +300,8 @@ class Fleet:
     that hears nothing for its ``hb_timeout`` exits on its own.
     """
 
+    SCAN_S = 0.25  # how often poll() looks for silent agents
+
     def __init__(self, sessions: dict, hb_interval: float = 4.0, silence: float = 10.0):
         self.sessions = sessions
         self.silence = silence
@@ -308,6 +310,8 @@ class Fleet:
         for k, s in sessions.items():
             self._register(k, s)
         self._last_poll = time.monotonic()
+        self._last_scan = 0.0
+        self._touched: set = set(sessions)  # sessions read or lost since the last wait() look
         now = time.monotonic()
         for s in sessions.values():  # connected long ago: their heartbeat answers are still unread
             s.heard = max(s.heard, now)
@@ -338,6 +342,7 @@ class Fleet:
         if k in self.lost:
             return
         self.lost[k] = why
+        self._touched.add(k)
         s = self.sessions[k]
         s.dead = s.dead or why
         try:
@@ -347,7 +352,11 @@ class Fleet:
 
     def poll(self, timeout: float) -> None:
         """Read every agent with data (at most ``timeout`` s), then declare
-        agents silent for longer than ``silence`` lost."""
+        agents silent for longer than ``silence`` lost.
+
+        O(agents with data) per call; the O(N) silence scan runs at most
+        every ``SCAN_S`` s, so the controller's work per second of probing
+        grows linearly in N (not with N x the rate of arriving messages)."""
         try:
             ready = self._sel.select(max(0.0, timeout)) if self._sel.get_map() else []
         except OSError:
@@ -356,6 +365,7 @@ class Fleet:
             k = key.data
             if k in self.lost:
                 continue
+            self._touched.add(k)
             try:
                 self.sessions[k].pump()
             except AgentLost as exc:
@@ -366,11 +376,15 @@ class Fleet:
             for k in self.live():
                 self.sessions[k].heard += stalled
         self._last_poll = t
+        if t - self._last_scan < self.SCAN_S:
+            return
+        self._last_scan = t
         for k in self.live():
             s = self.sessions[k]
             if s.dead:
                 self.lose(k, s.dead)
             elif t - s.heard > self.silence:
+                self._touched.add(k)
                 try:  # a last look: data may sit in the transport's buffer
                     s.pump()
                 except AgentLost:
@@ -383,39 +397,53 @@ class Fleet:
     def wait(self, requests, deadline: float, on_part=None) -> dict:
         """Replies to ``requests`` (``[(k, rid), ...]``) until the monotonic
         ``deadline``: ``{(k, rid): reply dict | AgentError | AgentLost}``.
-        ``on_part(k, rid, rows)`` gets streamed parts as they arrive."""
+        ``on_part(k, rid, rows)`` gets streamed parts as they arrive.
+        Each look checks only the agents read or lost since the last one."""
         out: dict = {}
-        left = list(requests)
+        left: dict = {}
+        for k, rid in requests:
+            left.setdefault(k, []).append(rid)
+        look = set(left)
         while True:
-            still = []
-            for k, rid in left:
+            for k in look:
+                rids = left.get(k)
+                if not rids:
+                    continue
                 s = self.sessions[k]
-                if on_part is not None and s.parts.get(rid):
-                    rows, s.parts[rid] = s.parts[rid], []
-                    on_part(k, rid, rows)
-                if k in self.lost:
-                    out[(k, rid)] = AgentLost(self.lost[k])
-                    continue
-                try:
-                    msg = s.reply(rid)
-                except AgentError as exc:
-                    out[(k, rid)] = exc
-                    continue
-                if msg is None:
-                    still.append((k, rid))
+                keep = []
+                for rid in rids:
+                    if on_part is not None and s.parts.get(rid):
+                        rows, s.parts[rid] = s.parts[rid], []
+                        on_part(k, rid, rows)
+                    if k in self.lost:
+                        out[(k, rid)] = AgentLost(self.lost[k])
+                        continue
+                    try:
+                        msg = s.reply(rid)
+                    except AgentError as exc:
+                        out[(k, rid)] = exc
+                        continue
+                    if msg is None:
+                        keep.append(rid)
+                    else:
+                        out[(k, rid)] = msg
+                if keep:
+                    left[k] = keep
                 else:
-                    out[(k, rid)] = msg
-            left = still
+                    del left[k]
             if not left:
                 return out
             now = time.monotonic()
             if now >= deadline:
-                for k, rid in left:
+                for k, rids in left.items():
                     why = f"{self.sessions[k].name}: no reply within the deadline"
                     self.lose(k, why)
-                    out[(k, rid)] = AgentLost(why)
+                    for rid in rids:
+                        out[(k, rid)] = AgentLost(why)
                 return out
+            self._touched.clear()
             self.poll(min(0.5, deadline - now))
+            look = self._touched & left.keys()
 
     def close(self) -> None:
         self._stop.set()
