@@ -69,6 +69,14 @@ def leftovers(c) -> dict:
     return out
 
 
+def rss_mb() -> float:
+    """This process's resident memory now (MB)."""
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    return float("nan")
+
+
 def machine_cpu_seconds() -> float:
     """CPU seconds used by the whole machine (all processes: sshd and agents of the hosts too)."""
     fields = Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]
@@ -145,6 +153,8 @@ def main() -> int:
                     help="wall/bound target (default 1.15 up to 32 hosts, 1.3 above)")
     ap.add_argument("--concurrency", type=int, default=16, help="SSH connections at a time")
     ap.add_argument("--json", action="store_true", help="print the figures as JSON")
+    ap.add_argument("--append", default=None, metavar="FILE",
+                    help="also append the figures as one JSON line to FILE (for benchmarks/probe_scale.py)")
     args = ap.parse_args()
     reason = unavailable_reason(sshd=True)
     if reason:
@@ -194,6 +204,7 @@ def main() -> int:
             return got, failed
 
         roots = [proc.pid for proc in c._sshd.values()]
+        rss0 = rss_mb()
         cpu0 = cpu_seconds()
         hcpu0 = hosts_cpu_seconds(roots)
         mcpu0 = machine_cpu_seconds()
@@ -230,6 +241,7 @@ def main() -> int:
             "controller_cpu_ms_per_round": round(1000 * cpu_rounds / rounds, 2),
             "controller_cpu_us_per_host_round": round(1e6 * cpu_rounds / rounds / n, 1),
             "controller_peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
+            "controller_rss_before_mb": round(rss0, 1),
             "probe_file_mb": round(out.stat().st_size / 1e6, 3) if out.exists() else None,
             "cluster_build_s": round(build_s, 1),
             "setup": setup_breakdown(started, t0),
@@ -258,6 +270,9 @@ def main() -> int:
     else:
         ok = ok and res["aborted"] is not None and res["end_after_fault_s"] <= 2 * args.timeout
     res["ok"] = ok
+    if args.append:
+        with open(args.append, "a", encoding="utf-8") as fh:
+            fh.write(json.dumps(res) + "\n")
     if args.json:
         print(json.dumps(res, indent=1))
     else:
