@@ -152,6 +152,9 @@ def main() -> int:
     ap.add_argument("--target", type=float, default=None,
                     help="wall/bound target (default 1.15 up to 32 hosts, 1.3 above)")
     ap.add_argument("--concurrency", type=int, default=16, help="SSH connections at a time")
+    ap.add_argument("--hosts-nice", type=int, default=10,
+                    help="nice value of the hosts' sshd and agents (default 10): on real VMs the hosts do not "
+                         "take the controller's CPU; here 256 agents on 2 cores would starve it (0: no change)")
     ap.add_argument("--json", action="store_true", help="print the figures as JSON")
     ap.add_argument("--append", default=None, metavar="FILE",
                     help="also append the figures as one JSON line to FILE (for benchmarks/probe_scale.py)")
@@ -204,6 +207,9 @@ def main() -> int:
             return got, failed
 
         roots = [proc.pid for proc in c._sshd.values()]
+        if args.hosts_nice:
+            for pid in roots:  # sessions and agents inherit it
+                os.setpriority(os.PRIO_PROCESS, pid, args.hosts_nice)
         rss0 = rss_mb()
         cpu0 = cpu_seconds()
         hcpu0 = hosts_cpu_seconds(roots)
@@ -231,7 +237,7 @@ def main() -> int:
         setup = marks.get("rounds", t0) - t0
         rounds_wall = wall - setup
         res = {
-            "hosts": n, "rounds": rounds, "count": args.count, "scenario": args.scenario,
+            "hosts": n, "rounds": rounds, "count": args.count, "scenario": args.scenario, "hosts_nice": args.hosts_nice,
             "missing_pairs": p.n_missing_pairs(), "dead": len(p.meta.get("dead", {})),
             "aborted": p.meta.get("aborted"), "dead_why": sorted(set(p.meta.get("dead", {}).values()))[:3],
             "per_pair_s": round(per_pair, 4), "bound_s": round(bound, 2), "wall_s": round(wall, 2),

@@ -353,7 +353,8 @@ def op_udp_sched(req):
         reply({"id": rid, "part": rows})
 
     run_plan(plan, t0, float(req["slot"]), int(req["count"]), float(req["interval"]),
-             float(req.get("timeout", 1.0)), int(req.get("size", 64)), emit=emit)
+             float(req.get("timeout", 1.0)), int(req.get("size", 64)), emit=emit,
+             flush_every=float(req.get("flush_every", 0.25)))
     return {"slots": len(plan)}
 
 

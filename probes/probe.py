@@ -35,6 +35,7 @@ bw_seconds`` with bandwidth) plus connection setup;
 from __future__ import annotations
 
 import secrets
+import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -382,6 +383,12 @@ def probe_hosts(
     from .session import Fleet
 
     fleet = None
+    # One thread per SSH transport (paramiko): with hundreds of hosts a thread
+    # that wakes for I/O waits up to the switch interval for the GIL at every
+    # wake-up (the "convoy effect"), which made one heartbeat pass over 256
+    # agents take ~22 s (measured) -- past the agents' 20 s timeout.
+    switch = sys.getswitchinterval()
+    sys.setswitchinterval(min(switch, 0.0005))
     try:
         sub = [entries[i] for i in needed]
         t_phase = time.monotonic()
@@ -542,8 +549,10 @@ def probe_hosts(
                 pass  # the journal still has it
         raise
     finally:
+        sys.setswitchinterval(switch)
         t = time.monotonic()
         if fleet is not None:
+            phases["heartbeat_pass_max"] = fleet.beat_max_s
             fleet.close()
             phases["close"] = time.monotonic() - t
         else:

@@ -316,6 +316,7 @@ class Fleet:
         for s in sessions.values():  # connected long ago: their heartbeat answers are still unread
             s.heard = max(s.heard, now)
         self._stop = threading.Event()
+        self.beat_max_s = 0.0  # the longest heartbeat pass over all agents (s)
         self._hb = threading.Thread(target=self._beat, args=(hb_interval,), daemon=True)
         self._hb.start()
 
@@ -327,6 +328,7 @@ class Fleet:
 
     def _beat(self, every: float) -> None:
         while not self._stop.wait(every):
+            t = time.monotonic()
             for k, s in list(self.sessions.items()):
                 if k in self.lost or s.dead:
                     continue
@@ -334,6 +336,7 @@ class Fleet:
                     s.heartbeat()
                 except Exception:
                     pass  # seen as silence by the poll loop
+            self.beat_max_s = max(self.beat_max_s, time.monotonic() - t)
 
     def live(self) -> list:
         return [k for k in self.sessions if k not in self.lost]
