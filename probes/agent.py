@@ -110,7 +110,12 @@ def die(code=0):
 
 
 def watchdog():
+    last = time.monotonic()
     while not _state["stop"].wait(0.5):
+        t = time.monotonic()
+        if t - last > 2.0:  # this process was not scheduled (an overloaded host): not the controller's silence
+            _state["heard"] += t - last - 0.5
+        last = t
         deadline = _state["deadline"]
         if deadline is not None and time.time() > deadline:
             sys.stderr.write("plink-agent: deadline passed, exiting\n")
