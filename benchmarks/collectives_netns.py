@@ -20,10 +20,13 @@ For every case (A: 16 hosts = 4 racks of 4; B: unequal racks 5+3+4+4; C: case A 
    ``mpirun.openmpi --map-by seq`` from the order's hostfile (emitted by plink), the
    algorithm forced through coll_tuned: ring (4), recursive doubling (3), Rabenseifner (6)
    and reduce+bcast over binary trees (2 with reduce 4 / bcast 5, the tree form for dbt);
-   the median of ``--repeats`` timed runs after a warm-up, the slowest rank's time;
+   the median of ``--repeats`` timed runs after a warm-up, the slowest rank's time (Gloo:
+   ``--gloo-passes`` passes over all orders, every other one in reverse, so load that comes
+   and goes on the machine is spread over the orders: median of repeats x passes runs);
 6. saves the raw data (probe files, true racks, orders, measured seconds) as JSON in
    ``--data-dir`` as soon as it exists, and prints measured vs predicted per order,
-   Spearman(predicted, measured), plink's order / best measured and rack-contiguous / best.
+   Spearman(predicted, measured), plink's order / best measured and rack-contiguous / best,
+   and the measurement's Spearman against itself (run i vs run j: what noise leaves).
 
 Exits 1 when a done-when target of issue 10 is not met (see ``targets``).
 """
@@ -209,10 +212,12 @@ def write_files(outdir: Path, name: str, hosts) -> dict[str, Path]:
     return {"torchrun": tr, "openmpi": om}
 
 
-def run_gloo(c, names: list[str], files: dict, size: int, repeats: int, timeout: float = 1800) -> dict[str, list]:
-    """All orders, one worker process per host (``ip netns exec``), ranks from each torchrun map."""
+def run_gloo(c, names: list[str], files: dict, size: int, repeats: int, passes: int = 1,
+             timeout: float = 1800) -> dict[str, list]:
+    """All orders, one worker process per host (``ip netns exec``), ranks from each torchrun map;
+    ``passes`` times over the orders, alternating direction (``repeats`` runs per order and pass)."""
     argv = [sys.executable, str(WORKER), *[str(files[n]["torchrun"]) for n in names], "--size", str(size),
-            "--repeats", str(repeats), "--warmup", "1", "--port", "29610"]
+            "--repeats", str(repeats), "--warmup", "1", "--port", "29610", "--passes", str(passes)]
     procs = [subprocess.Popen(["ip", "netns", "exec", h.netns, *argv], stdout=subprocess.PIPE,
                               stderr=subprocess.PIPE, text=True, env=env()) for h in c.hosts]
     end = time.monotonic() + timeout
@@ -231,12 +236,14 @@ def run_gloo(c, names: list[str], files: dict, size: int, repeats: int, timeout:
         raise RuntimeError("Gloo worker failed: " + " | ".join(errors))
     res = {}
     for k, name in enumerate(names):
-        mine = sorted((r for r in lines if r["order"] == k), key=lambda r: r["rank"])
-        want = [c.host(h).address for h in files[name]["hosts"]]
-        got = [r["address"] for r in mine]
-        if got != want or not all(r["correct"] for r in mine):
-            raise RuntimeError(f"Gloo {name}: ranks ran on {got}, the map says {want} (or wrong result)")
-        res[name] = [max(ts) for ts in zip(*[r["seconds"] for r in mine])]
+        res[name] = []
+        for p in range(passes):
+            mine = sorted((r for r in lines if r["order"] == k and r.get("pass", 0) == p), key=lambda r: r["rank"])
+            want = [c.host(h).address for h in files[name]["hosts"]]
+            got = [r["address"] for r in mine]
+            if got != want or not all(r["correct"] for r in mine):
+                raise RuntimeError(f"Gloo {name}: ranks ran on {got}, the map says {want} (or wrong result)")
+            res[name] += [max(ts) for ts in zip(*[r["seconds"] for r in mine])]  # the slowest rank, per run
     return res
 
 
@@ -293,6 +300,7 @@ def run_case(case: str, args, data_path: Path) -> dict:
                              "uplink_mbit": args.uplink_mbit, "extra_hops": args.extra_hops,
                              "busy": {}},
                  "size_bytes": args.size, "mpi_size_bytes": args.mpi_size, "repeats": args.repeats,
+                 "gloo_passes": args.gloo_passes,
                  "collectives": {k: {"library": v[0], "algo": {m: algo_for(k, m) for m in ("default", "pairsum")},
                                      "coll_tuned": v[2]} for k, v in COLLECTIVES.items()},
                  "models": list(args.models),
@@ -385,7 +393,7 @@ def run_case(case: str, args, data_path: Path) -> dict:
 
             t = time.monotonic()
             gl = run_gloo(c, todo, {n: {**files[n], "hosts": files[n]["hosts"]} for n in todo}, args.size,
-                          args.repeats)
+                          args.repeats, args.gloo_passes)
             for n, runs in gl.items():
                 record(n, "gloo_ring", runs)
             save()
@@ -419,7 +427,8 @@ def analyse(doc: dict) -> tuple[str, dict]:
     models = doc.get("models", ["default"])
     preds = [("latency", "default"), ("latency", "pairsum"), ("bandwidth", "default")]
     lines.append(f"case {doc['case']}: {doc['description']}; Gloo {doc['size_bytes'] / 2**20:g} MiB, "
-                 f"Open MPI {doc['mpi_size_bytes'] / 2**20:g} MiB; median of {doc['repeats']} runs; "
+                 f"Open MPI {doc['mpi_size_bytes'] / 2**20:g} MiB; median of {doc['repeats'] * doc.get('gloo_passes', 1)} runs "
+                 f"(Gloo: {doc.get('gloo_passes', 1)} passes over the orders), {doc['repeats']} (MPI); "
                  f"{len(orders)} orders")
     for coll, meta in doc["collectives"].items():
         names = [n for n in orders if coll in orders[n]["measured"]]
@@ -436,8 +445,10 @@ def analyse(doc: dict) -> tuple[str, dict]:
         best = float(meas.min())
         pred = {(k, m): np.array([predict(probes[k], orders[n]["order"], algos[m], size, m) for n in names])
                 for k, m in preds}
+        rc = orders.get("rack-contiguous", {}).get("measured", {}).get(coll)
         f = {"best_s": best, "best_order": names[int(meas.argmin())], "orders": len(names),
-             "rack_contiguous_over_best": float(orders["rack-contiguous"]["measured"][coll] / best)}
+             "rack_contiguous_over_best": None if rc is None else float(rc / best),
+             "retest_spearman": retest(orders, names, coll)}
         for (k, m), p in pred.items():
             f[f"spearman_{k}_{m}"] = float(spearmanr(p, meas)[0])
         for m in models:
@@ -445,6 +456,15 @@ def analyse(doc: dict) -> tuple[str, dict]:
                 key = order_name(algos[m], tag, m)
                 if key in orders and coll in orders[key]["measured"]:
                     f[f"plink_{tag}_{m}_over_best"] = float(orders[key]["measured"][coll] / best)
+        # the speedup plink's report promises over the order the hosts came in (its "vs input"), against
+        # the one measured: hand-out / plink, predicted by the default model from that probe, and measured
+        for tag, kind in (("lat", "latency"), ("bw", "bandwidth")):
+            key = order_name(algos["default"], tag, "default")
+            if key in names and "handout" in names:
+                i, h = names.index(key), names.index("handout")
+                p = pred[(kind, "default")]
+                f[f"speedup_{tag}_predicted"] = float(p[h] / p[i])
+                f[f"speedup_{tag}_measured"] = float(meas[h] / meas[i])
         figs[coll] = f
         lines.append(f"\n{coll}: {meta['library']}; plink prices it as {algos['default']} (default model), "
                      f"{algos['pairsum']} (pairsum)")
@@ -458,9 +478,30 @@ def analyse(doc: dict) -> tuple[str, dict]:
         ratios = [f"{m} model, {'latency' if tag == 'lat' else '--bandwidth'} probe {f[f'plink_{tag}_{m}_over_best']:.2f}"
                   for m in models for tag in ("lat", "bw") if f"plink_{tag}_{m}_over_best" in f]
         lines.append("  plink's order / best measured: " + "; ".join(ratios))
-        lines.append(f"  rack-contiguous / best {f['rack_contiguous_over_best']:.2f}; best: {f['best_order']} "
+        sp = [f"{'latency' if tag == 'lat' else '--bandwidth'} probe: predicted {f[f'speedup_{tag}_predicted']:.2f}x, "
+              f"measured {f[f'speedup_{tag}_measured']:.2f}x" for tag in ("lat", "bw") if f"speedup_{tag}_predicted" in f]
+        if sp:
+            lines.append("  plink's order vs the hand-out order (default model): " + "; ".join(sp))
+        rcb = f["rack_contiguous_over_best"]
+        lines.append(f"  rack-contiguous / best {'-' if rcb is None else f'{rcb:.2f}'}; best: {f['best_order']} "
                      f"{best:.3f} s")
+        if f["retest_spearman"] is not None:
+            lines.append(f"  the measurement against itself (Spearman of run i vs run j over the orders, mean over "
+                         f"pairs of runs): {f['retest_spearman']:.2f}")
     return "\n".join(lines), figs
+
+
+def retest(orders: dict, names: list[str], coll: str) -> float | None:
+    """How well the measurement ranks the orders against itself: the mean, over pairs of
+    repeats ``(i, j)``, of Spearman(run ``i``, run ``j``) across the orders (None with < 2 runs).
+    A predictor compared with one noisy median cannot be expected to do much better."""
+    runs = [orders[n].get("runs", {}).get(coll) or [] for n in names]
+    k = min((len(r) for r in runs), default=0)
+    if k < 2:
+        return None
+    r = np.array([x[:k] for x in runs], dtype=float)
+    vals = [spearmanr(r[:, i], r[:, j])[0] for i in range(k) for j in range(i + 1, k)]
+    return float(np.mean(vals))
 
 
 def targets(case: str, figs: dict) -> list[str]:
@@ -483,8 +524,10 @@ def targets(case: str, figs: dict) -> list[str]:
 
 def summary_table(all_figs: dict[str, dict]) -> str:
     """One markdown row per case and collective (the README's table)."""
-    rows = ["| case | collective | orders | Spearman lat / bw / pairsum | plink lat / best | plink --bandwidth / best "
-            "| pairsum order / best | rack-contiguous / best |", "|---|---|---|---|---|---|---|---|"]
+    rows = ["| case | collective | orders | Spearman lat / bw / pairsum | retest | plink lat / best "
+            "| plink --bandwidth / best | pairsum order / best | rack-contiguous / best "
+            "| speedup vs hand-out, predicted / measured (lat; bw) |",
+            "|---|---|---|---|---|---|---|---|---|---|"]
 
     def fmt(v):
         return "-" if v is None else f"{v:.2f}"
@@ -493,8 +536,10 @@ def summary_table(all_figs: dict[str, dict]) -> str:
         for coll, f in figs.items():
             rows.append(f"| {case} | {coll} | {f['orders']} | {fmt(f['spearman_latency_default'])} / "
                         f"{fmt(f['spearman_bandwidth_default'])} / {fmt(f['spearman_latency_pairsum'])} | "
-                        f"{fmt(f.get('plink_lat_default_over_best'))} | {fmt(f.get('plink_bw_default_over_best'))} | "
-                        f"{fmt(f.get('plink_lat_pairsum_over_best'))} | {fmt(f['rack_contiguous_over_best'])} |")
+                        f"{fmt(f.get('retest_spearman'))} | {fmt(f.get('plink_lat_default_over_best'))} | {fmt(f.get('plink_bw_default_over_best'))} | "
+                        f"{fmt(f.get('plink_lat_pairsum_over_best'))} | {fmt(f.get('rack_contiguous_over_best'))} | "
+                        f"{fmt(f.get('speedup_lat_predicted'))} / {fmt(f.get('speedup_lat_measured'))}; "
+                        f"{fmt(f.get('speedup_bw_predicted'))} / {fmt(f.get('speedup_bw_measured'))} |")
     return "\n".join(rows)
 
 
@@ -514,6 +559,8 @@ def main(argv=None) -> int:
     ap.add_argument("--size", default="16MiB", help="Gloo all-reduce size")
     ap.add_argument("--mpi-size", default="16MiB", help="Open MPI all-reduce size")
     ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--gloo-passes", type=int, default=2,
+                    help="Gloo: passes over all orders, alternating direction (repeats runs per order each)")
     ap.add_argument("--random", type=int, default=5, help="random orders per case")
     ap.add_argument("--mbit", type=float, default=350, help="host link rate")
     ap.add_argument("--uplink-mbit", type=float, default=350, help="rack uplink rate (shared by the rack)")

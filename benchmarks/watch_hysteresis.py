@@ -6,7 +6,10 @@ are moved (same names, new racks: a real change).  For each ``--min-gain``
 threshold (and ``--window``), ``plink.watch.watch`` runs over the sequence and prints
 how often the order changed and how far the order in force was, on average,
 from the order plink finds on the noise-free matrix of that moment (model
-cost, ratio >= 1).  Everything is measured in this run.
+cost, ratio >= 1).  Everything is measured in this run, with the
+dissertation's pair-sum model (``watch(..., model="pairsum")``; ``plink watch``
+defaults to the shared-link model, which a simulated latency matrix without
+bandwidth cannot exercise).
 
     python benchmarks/watch_hysteresis.py            # about two minutes on 2 cores
     python benchmarks/watch_hysteresis.py --runs 10 --gains 0 5
@@ -53,7 +56,8 @@ def main() -> None:
     half = args.runs // 2
     size = 25 * 2**20
     models = [CostModel("ring", pair_cost(t)[0], size) for t in truths]
-    best = [order_hosts(t, "ring", max_iter=args.max_iter, time_limit=60, seed=0).cost_plink for t in truths]
+    best = [order_hosts(t, "ring", max_iter=args.max_iter, time_limit=60, seed=0, model="pairsum").cost_plink
+            for t in truths]
     print(f"{args.runs} re-probes of 64 hosts (8 racks x 8), ring, hosts moved to new racks at run {half}")
     print(f"{'noise':>6} {'window':>6} {'min-gain':>8} {'order changes':>14} {'cost / best, mean':>18} {'worst run':>10}")
     for sigma in args.noise:
@@ -65,7 +69,7 @@ def main() -> None:
                     changes, ratios = 0, []
                     for r, probe in enumerate(measured):
                         res = watch(d, lambda p=probe: p, min_gain=g / 100, window=w, max_iter=args.max_iter,
-                                    time_limit=60, seed=r)
+                                    time_limit=60, seed=r, model="pairsum")
                         changes += res.changed and r > 0
                         k = 0 if r < half else 1
                         perm = np.array([truths[k].index(n) for n in res.order])

@@ -274,8 +274,10 @@ class WatchResult:
     hosts: int
     min_gain: float
     gain: float | None = None  #: predicted cost reduction of the new order vs the current one
-    cost_current: float | None = None  #: current order on the new probe (µs, cost model)
+    cost_current: float | None = None  #: current order on the new probe (``cost_unit``, cost model)
     cost_new: float | None = None  #: best order found on the new probe
+    model: str = "shared"  #: the cost model: "shared" (seconds) or "pairsum" (µs)
+    cost_unit: str = "s"
     order: list[str] = field(default_factory=list)  #: the order in force after this run
     previous_order: list[str] | None = None
     drift: dict | None = None
@@ -311,7 +313,9 @@ class WatchResult:
         lines = [f"plink watch {self.state_dir}: {head}"]
         if self.cost_current is not None and self.cost_new is not None:
             on = "the new probe" if self.probes_used <= 1 else f"the median of the last {self.probes_used} probes"
-            lines.append(f"cost model on {on}: current {self.cost_current:.1f} us, best found {self.cost_new:.1f} us ({self.algo})")
+            fmt = (lambda c: f"{c:.4g} s") if self.cost_unit == "s" else (lambda c: f"{c:.1f} us")
+            lines.append(f"{self.model} cost model on {on}: current {fmt(self.cost_current)}, "
+                         f"best found {fmt(self.cost_new)} ({self.algo})")
         lines += self.notes
         if self.drift is not None:
             lines += format_drift(self.drift)
@@ -516,7 +520,7 @@ def watch(
     top: int = 5,
     now: Callable[[], datetime] = _utcnow,
     solve: Callable[..., Any] | None = None,
-    model: str = "pairsum",
+    model: str = "shared",
 ) -> WatchResult:
     """One cron run over ``state_dir``: probe, compare, re-order if it pays.
 
@@ -528,15 +532,18 @@ def watch(
     path)`` launcher files kept in sync with the current order.  Raises
     :class:`WatchBusy` when another run holds the lock and
     :class:`StateError` for an unusable state directory; in both cases
-    nothing is changed.  Cost: one probe plus one ``order_hosts`` search.
+    nothing is changed.  ``model``: ``"shared"`` (default, as ``plink
+    order``: NICs and group uplinks shared by concurrent flows, seconds) or
+    ``"pairsum"`` (the dissertation's sum of pair costs, µs).  Cost: one
+    probe plus one ``order_hosts`` search.
     """
     from plink.launch.emitters import FORMATS, check_slots, emit as emit_text
     from plink.order import DEFAULT_SIZE, order_hosts
 
     solve = solve or order_hosts
     size = DEFAULT_SIZE if size is None else int(size)
-    # the pair-sum model (dissertation §5.2.1), as watch's hysteresis was designed and measured with;
-    # model="shared" prices rack uplinks (plink order's default)
+    if model not in ("shared", "pairsum"):
+        raise PlinkError(f"--model must be shared or pairsum, got {model!r}")
     search = dict(size=size, time_limit=time_limit, seed=seed, base=base, model=model)
     if max_iter is not None:  # a reproducible search (tests, benchmarks)
         search["max_iter"] = max_iter
@@ -634,6 +641,8 @@ def watch(
                     status, new_order = "kept", current
         if state is not None and state.get("algo") not in (None, algo):
             notes.append(f"algorithm changed from {state.get('algo')} to {algo}")
+        if state is not None and state.get("model", "pairsum") != model:
+            notes.append(f"cost model changed from {state.get('model', 'pairsum')} to {model}")
 
         changed = status != "kept"
         history = state_dir / "history"
@@ -641,7 +650,8 @@ def watch(
         res = WatchResult(
             status=status, changed=changed, state_dir=str(state_dir), run=run, algo=algo, hosts=probe.n,
             min_gain=min_gain, gain=None if gain is None else round(gain, 6),
-            cost_current=cost_cur, cost_new=cost_new, order=new_order,
+            cost_current=cost_cur, cost_new=cost_new, model=model,
+            cost_unit=str(getattr(result, "unit", "s" if model == "shared" else "us")), order=new_order,
             previous_order=current, drift=drift, stale_lock=stale, notes=notes, probes_used=used,
             started=_iso(started),
         )
@@ -684,6 +694,7 @@ def watch(
             "runs": (0 if state is None else int(state.get("runs", 0))) + 1,
             "changes": prev_changes + (1 if changed else 0),
             "cost": cost_new if changed else cost_cur,
+            "model": model,
         }
         atomic_write_text(state_path, json.dumps(new_state, indent=1, allow_nan=False) + "\n")
 

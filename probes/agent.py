@@ -138,6 +138,46 @@ def seal(kind, rnd, seq, pad=b"", hid=None):
     return body + mac(_state["key"], body)
 
 
+# Kernel receive timestamps (Linux SO_TIMESTAMPNS, CLOCK_REALTIME): the sender
+# stamps a ping just before sendto and takes the pong's kernel arrival time;
+# the reflector writes its own turnaround (kernel arrival of the ping to just
+# before the pong is sealed) into the first 8 bytes of the echoed pad, and the
+# sender subtracts it, as TWAMP reflectors do (RFC 5357 4.2.1).  What is left is
+# the network path plus two sendto calls and one HMAC: neither side's
+# scheduling delay (a busy host's Python waking up late) enters the RTT.
+SO_TIMESTAMPNS = 35 if sys.platform.startswith("linux") else None
+TURN = struct.Struct("!q")  # reflector turnaround in ns, -1 = unknown
+
+
+def enable_stamps(sock):
+    """Ask the kernel for receive timestamps on ``sock``; False where it cannot."""
+    if SO_TIMESTAMPNS is None:
+        return False
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, SO_TIMESTAMPNS, 1)
+        return True
+    except (OSError, AttributeError):
+        return False
+
+
+def recv_stamped(sock, stamped):
+    """``(data, peer, kernel arrival in ns or None)`` of one datagram."""
+    if not stamped:
+        data, peer = sock.recvfrom(2048)
+        return data, peer, None
+    data, anc, _flags, peer = sock.recvmsg(2048, 64)
+    for level, kind, cdata in anc:
+        if level == socket.SOL_SOCKET and kind == SO_TIMESTAMPNS:
+            if len(cdata) >= 16:
+                sec, nsec = struct.unpack_from("@qq", cdata)
+            elif len(cdata) >= 8:
+                sec, nsec = struct.unpack_from("@ll", cdata)
+            else:
+                break
+            return data, peer, sec * 1000000000 + nsec
+    return data, peer, None
+
+
 def open_packet(data, key):
     """``(kind, sender id, round, seq)`` of an authentic packet, else None."""
     if len(data) < HDR.size + MAC_LEN:
@@ -199,9 +239,10 @@ def sockaddr(addr, port):
 
 def responder(sock, key):
     window = ReplayWindow()
+    stamped = enable_stamps(sock)
     while not _state["stop"].is_set():
         try:
-            data, peer = sock.recvfrom(2048)
+            data, peer, arrived = recv_stamped(sock, stamped)
         except socket.timeout:
             continue
         except OSError:
@@ -210,8 +251,12 @@ def responder(sock, key):
         if head is None or head[0] != PING or not window.fresh(head[1], head[3]):
             continue  # forged, replayed or not ours: no answer
         _, sender, rnd, seq = head
+        pad = data[HDR.size:-MAC_LEN]
+        if len(pad) >= TURN.size:
+            turn = -1 if arrived is None else max(0, time.time_ns() - arrived)
+            pad = TURN.pack(turn) + pad[TURN.size:]
         try:
-            sock.sendto(seal(PONG, rnd, seq, data[HDR.size:-MAC_LEN], hid=sender), peer)
+            sock.sendto(seal(PONG, rnd, seq, pad, hid=sender), peer)
         except OSError:
             pass
 
@@ -250,14 +295,17 @@ def op_hello(req):
     }
 
 
-def run_plan(plan, t0, slot, count, interval, timeout, size, emit=None, flush_every=0.25):
+def run_plan(plan, t0, slot, count, interval, timeout, size, emit=None, flush_every=0.25, stamps=True):
     """Ping the peers of ``plan`` (``[(k, round, addr, port[, count]), ...]``):
     slot ``k`` sends ``count`` (or the entry's own count) authenticated pings ``interval`` apart starting at
     ``t0 + k * slot`` (perf_counter time), on one socket for the whole plan.
     A slot is finished when all its pongs are in or ``timeout`` after its last
     ping (pongs of earlier slots are still taken while later slots run).
     Finished slots go to ``emit([[round, sent, [rtt_us, ...]], ...])`` every
-    ``flush_every`` s; returns those not emitted.  O(len(plan) x count)."""
+    ``flush_every`` s; returns those not emitted.  O(len(plan) x count).
+    With ``stamps`` (and a kernel that gives them) an RTT is the pong's kernel
+    arrival minus the send time minus the reflector's turnaround (see
+    ``SO_TIMESTAMPNS`` above); without, user-space send to user-space receive."""
     key = _state["key"]
     size = max(HDR.size + MAC_LEN, int(size))
     pad = b"\0" * (size - HDR.size - MAC_LEN)
@@ -273,6 +321,7 @@ def run_plan(plan, t0, slot, count, interval, timeout, size, emit=None, flush_ev
     try:
         sock.bind(sockaddr(addr0, 0))
         sock.setblocking(False)
+        stamped = bool(stamps) and enable_stamps(sock)
         targets = [sockaddr(p[2], int(p[3])) for p in plan]
         nxt, j = 0, 0  # next (slot, ping) to send
         open_slots = []
@@ -283,9 +332,10 @@ def run_plan(plan, t0, slot, count, interval, timeout, size, emit=None, flush_ev
             while nxt < len(plan) and t >= t0 + plan[nxt][0] * slot + j * interval:
                 want = plan[nxt][4] if len(plan[nxt]) > 4 else count
                 seq = next_seq()
-                sent[seq] = (nxt, now())
+                packet = seal(PING, int(plan[nxt][1]), seq, pad)
+                sent[seq] = (nxt, time.time_ns())
                 try:
-                    sock.sendto(seal(PING, int(plan[nxt][1]), seq, pad), targets[nxt])
+                    sock.sendto(packet, targets[nxt])
                 except OSError:
                     pass
                 j += 1
@@ -321,20 +371,25 @@ def run_plan(plan, t0, slot, count, interval, timeout, size, emit=None, flush_ev
                 continue
             while True:
                 try:
-                    data, peer = sock.recvfrom(2048)
+                    data, peer, arrived = recv_stamped(sock, stamped)
                 except (BlockingIOError, InterruptedError):
                     break
                 except OSError:
                     break
-                tr = now()
+                tr = time.time_ns() if arrived is None else arrived
                 head = open_packet(data, key)
                 if head is None or head[0] != PONG or head[1] != _state["hid"]:
                     continue
                 hit = sent.get(head[3])
                 if hit is None or finished[hit[0]] or plan[hit[0]][1] != head[2]:
                     continue
-                if head[3] not in rtts[hit[0]]:
-                    rtts[hit[0]][head[3]] = (tr - hit[1]) * 1e6
+                rtt = tr - hit[1]
+                if stamps and len(data) >= HDR.size + TURN.size + MAC_LEN:
+                    turn = TURN.unpack_from(data, HDR.size)[0]
+                    if 0 <= turn < rtt:
+                        rtt -= turn
+                if head[3] not in rtts[hit[0]] and rtt >= 0:
+                    rtts[hit[0]][head[3]] = rtt / 1e3
     finally:
         sock.close()
         _state["sockets"].remove(sock)
@@ -344,7 +399,7 @@ def run_plan(plan, t0, slot, count, interval, timeout, size, emit=None, flush_ev
 def op_udp_ping(req):
     plan = [(0, int(req["round"]), req["addr"], int(req["port"]))]
     res = run_plan(plan, now(), 0.0, int(req["count"]), float(req["interval"]), float(req.get("timeout", 1.0)),
-                   int(req.get("size", 64)))
+                   int(req.get("size", 64)), stamps=bool(req.get("stamps", True)))
     return {"rtts_us": res[0][2], "sent": res[0][1]}
 
 
@@ -359,7 +414,7 @@ def op_udp_sched(req):
 
     run_plan(plan, t0, float(req["slot"]), int(req["count"]), float(req["interval"]),
              float(req.get("timeout", 1.0)), int(req.get("size", 64)), emit=emit,
-             flush_every=float(req.get("flush_every", 0.25)))
+             stamps=bool(req.get("stamps", True)), flush_every=float(req.get("flush_every", 0.25)))
     return {"slots": len(plan)}
 
 

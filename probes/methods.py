@@ -58,11 +58,12 @@ def summarize(rtts_us, sent: int) -> LatencyStats:
 
 
 def latency_request(method: str, dst_info: dict, round_id: int, count: int, interval: float,
-                    timeout: float) -> tuple[str, dict]:
-    """The agent op and arguments with which a host probes ``dst``."""
+                    timeout: float, stamps: bool = True) -> tuple[str, dict]:
+    """The agent op and arguments with which a host probes ``dst`` (``stamps``:
+    udp echo timed by kernel receive timestamps minus the reflector's turnaround)."""
     if method == "udp":
         return "udp_ping", dict(addr=dst_info["addr"], port=dst_info["udp_port"], count=count,
-                                interval=interval, round=round_id, timeout=timeout)
+                                interval=interval, round=round_id, timeout=timeout, stamps=stamps)
     if method == "fping":
         return "fping", dict(addr=dst_info["addr"], count=count, interval=interval, timeout=timeout)
     if method == "icmp":
@@ -92,7 +93,7 @@ PARTS_PER_S = 200  # the controller's budget of result messages per second (run_
 
 
 def run_scheduled(fleet, rounds, count: int, interval: float, timeout: float, reply_timeout: float,
-                  on_rows, flush=None, self_ping: bool = False, size: int = 64) -> dict:
+                  on_rows, flush=None, self_ping: bool = False, size: int = 64, stamps: bool = True) -> dict:
     """One pass of ``udp`` latency over ``rounds`` (lists of disjoint pairs),
     both directions of every pair, run by the agents on their own clocks.
 
@@ -104,7 +105,8 @@ def run_scheduled(fleet, rounds, count: int, interval: float, timeout: float, re
     back as they finish and go to ``on_rows(src, dst, sent, rtts)``.  One
     deadline for everything (the schedule's length + ``timeout`` +
     ``reply_timeout``), and agents silent for ``reply_timeout`` are dropped
-    by the fleet at once.  Controller work O(N) per round.
+    by the fleet at once.  ``stamps``: kernel receive timestamps minus the
+    reflector's turnaround (see ``probes/agent.py``).  Controller work O(N) per round.
     """
     slot = slot_seconds(count, interval)
     live = set(fleet.live())
@@ -135,7 +137,7 @@ def run_scheduled(fleet, rounds, count: int, interval: float, timeout: float, re
         try:
             rid = fleet.sessions[k].send("udp_sched", plan=plans[k], start=round(t_start - time.monotonic(), 6),
                                          slot=slot, count=count, interval=interval, timeout=timeout, size=size,
-                                         flush_every=flush_every)
+                                         stamps=stamps, flush_every=flush_every)
             reqs.append((k, rid))
         except AgentLost as exc:
             fleet.lose(k, str(exc))
@@ -156,7 +158,7 @@ def run_scheduled(fleet, rounds, count: int, interval: float, timeout: float, re
 
 
 def run_latency(pairs, fleet, method: str, round_id: int, count: int, interval: float, timeout: float,
-                reply_timeout: float = 10.0):
+                reply_timeout: float = 10.0, stamps: bool = True):
     """Probe all ``pairs`` of one round at once, both directions (fping,
     icmp, or udp one round at a time), with one deadline for all.
 
@@ -168,7 +170,7 @@ def run_latency(pairs, fleet, method: str, round_id: int, count: int, interval: 
         for src, dst in ((a, b), (b, a)):
             if src in fleet.lost or dst in fleet.lost:
                 continue
-            op, kw = latency_request(method, fleet.sessions[dst].info, round_id, count, interval, timeout)
+            op, kw = latency_request(method, fleet.sessions[dst].info, round_id, count, interval, timeout, stamps)
             try:
                 rid = fleet.sessions[src].send(op, **kw)
             except AgentLost as exc:

@@ -229,6 +229,7 @@ def probe_hosts(
     tol: float = 0.1,
     self_ping: bool = True,
     uplinks: bool = False,
+    kernel_stamps: bool = True,
 ) -> ProbeData:
     """Measure pairwise latency (and bandwidth) between ``hosts``.
 
@@ -254,7 +255,11 @@ def probe_hosts(
     pairs)`` is called after each finished round (bandwidth, fping, icmp)
     or pass (``udp``).  ``uplinks``: after the rounds, measure each inferred
     group's shared uplink with all its hosts crossing the boundary at once
-    (:mod:`probes.uplinks`, ``bw_seconds`` per group).
+    (:mod:`probes.uplinks`, ``bw_seconds`` per group).  ``kernel_stamps``
+    (``udp``): time each echo from the kernel's receive timestamps and take
+    the reflector's own turnaround out (TWAMP-style, RFC 5357), so a busy
+    host's late wake-ups do not count as network latency; False keeps the
+    user-space times (for comparison).
 
     Complexity: ``R = N - 1`` (even N) or ``N`` (odd N) rounds of ``N/2``
     concurrent pairs per pass, so O(N) wall time, O(N^2) measurements and
@@ -458,7 +463,7 @@ def probe_hosts(
                         journal.latency(src, dst, sent, rtts)
 
                 res = run_scheduled(fleet, rounds, per_pass, interval, timeout, reply_timeout, on_rows, flush,
-                                    self_ping=self_ping and stage == 0)
+                                    self_ping=self_ping and stage == 0, stamps=kernel_stamps)
                 errors.extend(res["errors"])
                 for p in pending:
                     taken[p] += m * per_pass
@@ -483,7 +488,8 @@ def probe_hosts(
                     continue
                 report("round", k, len(rounds), f"round {r + 1}/{len(all_rounds)}")
                 t0 = time.monotonic()
-                lat = run_latency(pairs, fleet, method, r, count, interval, timeout, reply_timeout)
+                lat = run_latency(pairs, fleet, method, r, count, interval, timeout, reply_timeout,
+                                  stamps=kernel_stamps)
                 measured = []
                 for (src, dst), st in lat.items():
                     if isinstance(st, str):
@@ -580,13 +586,14 @@ def _probe_uplinks(state, fleet, seconds, reply_timeout, meta, errors, out) -> N
         return
     t0 = time.monotonic()
     ix = np.ix_(keep, keep)
+    state.finish()  # the latency matrix from the samples so far (it is otherwise built at the end)
     groups, how = infer_groups(state.lat[ix], bandwidth=None if state.bw is None else state.bw[ix])
     groups = [[keep[k] for k in g] for g in groups]
     if len(groups) < 2:
         meta["uplinks"] = {"groups": how, "n_groups": len(groups),
                            "skipped": "no groups found: nothing crosses a group boundary"}
         errors.append(f"uplinks: {how} found no groups of hosts, so no shared uplink was measured "
-                      "(with --bandwidth the groups come from the pair bandwidths, which separate racks better)")
+                      "(the groups come from the latency or the pair bandwidths, whichever separates better)")
         return
     addresses = {i: fleet.sessions[i].info.get("addr") or state.addresses[i] for i in keep}
 

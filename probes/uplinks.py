@@ -48,35 +48,74 @@ Stage = Callable[[list, float], dict]
 
 def infer_groups(latency: np.ndarray, min_silhouette: float = 0.25, random_state=0,
                  bandwidth: np.ndarray | None = None) -> tuple[list[list[int]], str]:
-    """Groups of hosts (lists of indices) from a latency matrix (or ``1 / bandwidth``), and the method used.
+    """Groups of hosts (lists of indices) from a latency matrix and/or the pair bandwidths, and the method used.
 
-    ``plink.structure.hierarchy.infer_hierarchy`` (its finest level) when available;
-    else average linkage on the symmetrised matrix (missing pairs = the largest
-    measured value), K in 2..N/2 by the best silhouette, one group when no K
-    reaches ``min_silhouette``.  O(N^3) at most (linkage and silhouettes)."""
+    Groups are inferred from the latency and, when at least half the pairs
+    have a bandwidth, from ``log(max bandwidth / bandwidth)`` (pairs of a
+    round run at once, so cross-group pairs that shared an uplink measure
+    slower); the grouping whose silhouette on its own matrix is higher wins
+    (as :func:`plink.pricing.find_groups` chooses).  Each inference is
+    ``plink.structure.hierarchy.infer_hierarchy`` (its finest level) when
+    available; else average linkage on the symmetrised matrix (missing pairs
+    = the largest measured value), K in 2..N/2 by the best silhouette, one
+    group when no K reaches ``min_silhouette``.  O(N^3) at most (linkage and
+    silhouettes)."""
     lat = np.asarray(latency, dtype=float)
     n = lat.shape[0]
     if n < 4:
         return [list(range(n))], "too few hosts"
-    source = "latency"
+    candidates = [("latency", lat)]
     if bandwidth is not None and np.isfinite(bandwidth[~np.eye(n, dtype=bool)]).mean() > 0.5:
         bw = np.asarray(bandwidth, dtype=float)
         with np.errstate(divide="ignore", invalid="ignore"):
             # log(max / bw): in-group pairs all get the NIC rate (~0), cross-group pairs that shared an
             # uplink in their round get a fraction of it; the log keeps a few starved pairs from dominating
-            lat = np.where(bw > 0, np.log(np.nanmax(bw) / bw), np.nan)
-        source = "log(max bandwidth / bandwidth)"
+            candidates.append(("log(max bandwidth / bandwidth)",
+                               np.where(bw > 0, np.log(np.nanmax(bw) / bw), np.nan)))
     try:
         from plink.structure.hierarchy import infer_hierarchy
     except ImportError:
         infer_hierarchy = None
-    if infer_hierarchy is not None:
-        labels = np.asarray(infer_hierarchy(lat, random_state=random_state).labels)
-        method = f"plink.structure.hierarchy.infer_hierarchy on {source}"
-    else:
-        labels, method = _average_linkage(lat, min_silhouette), f"average linkage on {source}, K by silhouette"
+    best = None
+    off = ~np.eye(n, dtype=bool)
+    for source, m in candidates:
+        seen = (np.isfinite(m) & off) | (np.isfinite(m.T) & off)
+        if not seen.any(axis=1).all():
+            continue  # a host with no value in this matrix (e.g. latency not measured yet)
+        if infer_hierarchy is not None:
+            labels = np.asarray(infer_hierarchy(m, random_state=random_state).labels)
+            method = f"plink.structure.hierarchy.infer_hierarchy on {source}"
+        else:
+            labels, method = _average_linkage(m, min_silhouette), f"average linkage on {source}, K by silhouette"
+        score = _silhouette(m, labels)
+        if best is None or score > best[0] + 1e-12:
+            best = (score, labels, method)
+    if best is None:
+        return [list(range(n))], "no complete matrix to group by"
+    _, labels, method = best
     groups = [np.flatnonzero(labels == k).tolist() for k in np.unique(labels)]
     return sorted(groups, key=lambda g: g[0]), method
+
+
+def _distance(m: np.ndarray) -> np.ndarray:
+    """Symmetric, complete, zero-diagonal version of ``m`` (missing pairs = the largest value)."""
+    n = m.shape[0]
+    d = np.fmax(m, m.T)
+    off = ~np.eye(n, dtype=bool)
+    fill = np.nanmax(d[off]) if np.isfinite(d[off]).any() else 1.0
+    d = np.where(np.isnan(d), fill, d)
+    np.fill_diagonal(d, 0.0)
+    return d
+
+
+def _silhouette(m: np.ndarray, labels: np.ndarray) -> float:
+    """Silhouette of ``labels`` on ``m`` (-1 for a single group: no structure)."""
+    from sklearn.metrics import silhouette_score
+
+    k = len(np.unique(labels))
+    if k < 2 or k >= len(labels):
+        return -1.0
+    return float(silhouette_score(_distance(m), labels, metric="precomputed"))
 
 
 def _average_linkage(lat: np.ndarray, min_silhouette: float) -> np.ndarray:
@@ -85,11 +124,7 @@ def _average_linkage(lat: np.ndarray, min_silhouette: float) -> np.ndarray:
     from sklearn.metrics import silhouette_score
 
     n = lat.shape[0]
-    d = np.fmax(lat, lat.T)
-    off = ~np.eye(n, dtype=bool)
-    fill = np.nanmax(d[off]) if np.isfinite(d[off]).any() else 1.0
-    d = np.where(np.isnan(d), fill, d)
-    np.fill_diagonal(d, 0.0)
+    d = _distance(lat)
     z = linkage(squareform(d, checks=False), method="average")
     best, best_s = np.zeros(n, dtype=int), min_silhouette
     for k in range(2, n // 2 + 1):

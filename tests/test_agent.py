@@ -262,8 +262,15 @@ def test_passes_rotate_the_rounds():
     assert all(len({h for p in r for h in p}) == 2 * len(r) for r in packed)
 
 
-def test_adaptive_sampling_stops_when_stable(tmp_path):
+def test_adaptive_sampling_stops_when_stable(tmp_path, monkeypatch):
+    import functools
+
+    import plink.probes.probe as probe_mod
+    from plink.probes.sampling import is_stable
+
     hosts = [f"127.0.0.{i}" for i in range(20, 24)]
+    # no absolute floor either (kernel-stamped loopback RTTs can be stable within 2 us)
+    monkeypatch.setattr(probe_mod, "is_stable", functools.partial(is_stable, abs_tol=0.0))
     p = probe_hosts(hosts, count=10, passes=2, max_count=40, tol=1e-9, interval=0.001, connect=start_local_agents)
     # an impossible tolerance: every pair is re-probed up to the budget, and no further;
     # the adaptive passes double what a pair has: 10, +10, +20
@@ -373,6 +380,22 @@ def test_resume_measures_exactly_what_is_missing_and_meta_stays_true(tmp_path):
     np.testing.assert_allclose(again.bandwidth, bw.bandwidth, rtol=1e-4)
 
 
+def test_uplink_phase_groups_on_the_latency_measured_in_the_same_probe(monkeypatch):
+    # the uplink phase runs before the matrices are finished: it must see this probe's latency
+    from plink.probes import uplinks
+
+    seen = []
+    real = uplinks.infer_groups
+    monkeypatch.setattr(uplinks, "infer_groups", lambda lat, **kw: seen.append(np.array(lat)) or real(lat, **kw))
+    hosts = [f"127.0.0.{i}" for i in range(30, 34)]
+    p = probe_hosts(hosts, count=4, interval=0.002, bandwidth=True, bw_seconds=0.1, uplinks=True,
+                    connect=start_local_agents)
+    up = p.meta["uplinks"]
+    assert "groups" in up and "no complete matrix" not in up["groups"], up
+    assert np.isfinite(p.latency[~np.eye(4, dtype=bool)]).all()
+    assert len(seen) == 1 and np.isfinite(seen[0][~np.eye(4, dtype=bool)]).all()
+
+
 def test_ipv6_loopback():
     if not socket.has_ipv6:
         pytest.skip("no IPv6")
@@ -401,3 +424,50 @@ def test_summarize_statistics():
     assert st.loss == pytest.approx(0.2) and st.samples == 100
     none = summarize([], 10)
     assert math.isnan(none.p10) and none.loss == 1.0 and none.samples == 0
+
+
+class _LateSocket:
+    """A reflector socket whose owner wakes up ``delay`` s after each packet arrived
+    (a busy host): the datagram and its kernel timestamp are unchanged."""
+
+    def __init__(self, sock, delay):
+        self._sock, self._delay = sock, delay
+
+    def recvmsg(self, *a):
+        got = self._sock.recvmsg(*a)
+        time.sleep(self._delay)
+        return got
+
+    def __getattr__(self, name):
+        return getattr(self._sock, name)
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="SO_TIMESTAMPNS is Linux's")
+def test_kernel_stamps_take_a_late_reflector_out_of_the_rtt(monkeypatch):
+    import threading
+
+    monkeypatch.setitem(agent_mod._state, "key", secrets.token_bytes(32))
+    monkeypatch.setitem(agent_mod._state, "addr", "127.0.0.1")
+    monkeypatch.setitem(agent_mod._state, "sockets", [])
+    monkeypatch.setitem(agent_mod._state, "stop", threading.Event())
+    raw = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    raw.bind(("127.0.0.1", 0))
+    raw.settimeout(0.05)
+    port = raw.getsockname()[1]
+    t = threading.Thread(target=agent_mod.responder, args=(_LateSocket(raw, 0.02), agent_mod._state["key"]),
+                         daemon=True)
+    t.start()
+    try:
+        plan = [(0, 7, "127.0.0.1", port)]
+        res = {}
+        for stamps in (True, False):
+            out = agent_mod.run_plan(plan, agent_mod.now(), 0.0, 5, 0.03, 1.0, 64, stamps=stamps)
+            assert out[0][0] == 7 and out[0][1] == 5 and len(out[0][2]) == 5
+            res[stamps] = np.median(out[0][2])
+        # the reflector's 20 ms wake-up is in the user-space RTT and out of the stamped one
+        assert res[False] >= 20000.0
+        assert res[True] < 5000.0
+    finally:
+        agent_mod._state["stop"].set()
+        t.join(2)
+        raw.close()

@@ -73,6 +73,20 @@ def test_skyplane_throughput_as_bandwidth():
     assert np.allclose(p.latency[off], 8e-3 / p.bandwidth[off])
 
 
+def test_show_bandwidth_matrix_reports_bandwidth_not_inverse_as_latency(capsys):
+    code, out, err = run(["show", str(DATA / "skyplane16_throughput_gbps.csv"), "--kind", "bandwidth",
+                          "--hosts", str(DATA / "skyplane16_throughput_hosts.csv"), "--json"], capsys)
+    assert code == 0, err
+    doc = json.loads(out)
+    assert doc["latency_us"] is None and doc["bandwidth_gbps"]["max"] > 1.0
+    assert not any(k.startswith("median_latency") for k in doc)
+    if doc.get("groups", 1) > 1:  # groups are sets of hosts with fast links between them
+        assert doc["median_bandwidth_within_groups_gbps"] > doc["median_bandwidth_between_groups_gbps"]
+    code, out, err = run(["show", str(DATA / "skyplane16_throughput_gbps.csv"), "--kind", "bandwidth",
+                          "--hosts", str(DATA / "skyplane16_throughput_hosts.csv")], capsys)
+    assert code == 0 and "latency (us)" not in out and "RTT" not in out
+
+
 def test_planetlab_slice_orders(tmp_path, capsys):
     code, out, err = run(["order", str(DATA / "planetlab24_rtt_ms.csv"), "--unit", "ms", "--time-limit", "0.5",
                           "--json"], capsys)

@@ -127,3 +127,22 @@ def test_groups_from_bandwidth_when_latency_is_noise():
     groups, method = uplinks.infer_groups(lat, bandwidth=bw)
     assert sorted(map(sorted, groups)) == [[0, 1, 2, 3], [4, 5, 6, 7], [8, 9, 10, 11]]
     assert "bandwidth" in method
+
+
+def test_groups_from_latency_when_bandwidth_is_noise():
+    rng = np.random.default_rng(4)
+    lat, rack = racks_latency([4, 3, 3])
+    bw = 0.2 * rng.uniform(0.5, 1.0, (10, 10))      # pair bandwidths that say nothing about the racks
+    np.fill_diagonal(bw, np.nan)
+    groups, method = uplinks.infer_groups(lat, bandwidth=bw)
+    assert sorted(map(sorted, groups)) == [[0, 1, 2, 3], [4, 5, 6], [7, 8, 9]]
+    assert "latency" in method and "bandwidth" not in method
+
+
+def test_groups_from_bandwidth_when_latency_is_not_measured_yet():
+    lat, rack = racks_latency([4, 4, 4])
+    bw = np.where(rack[:, None] == rack[None, :], 0.33, 0.12)
+    np.fill_diagonal(bw, np.nan)
+    groups, method = uplinks.infer_groups(np.full((12, 12), np.nan), bandwidth=bw)
+    assert sorted(map(sorted, groups)) == [[0, 1, 2, 3], [4, 5, 6, 7], [8, 9, 10, 11]] and "bandwidth" in method
+    assert uplinks.infer_groups(np.full((12, 12), np.nan))[0] == [list(range(12))]

@@ -19,7 +19,9 @@ from plink.watch import (
 )
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-OPTS = dict(time_limit=30, max_iter=20000, seed=0)  # reproducible searches
+# reproducible searches; the decision rule is tested with the pair-sum model, whose cost moves with every
+# link's noise (the shared model's, on latency-only probes, is dominated by the assumed NIC term)
+OPTS = dict(time_limit=30, max_iter=20000, seed=0, model="pairsum")
 
 
 def dc(seed, jitter=0.05, **kw):
@@ -413,3 +415,20 @@ def test_watch_takes_timeout_and_retries(tmp_path):
     hosts.write_text("127.0.0.1\n127.0.0.2\n")
     bad = run("watch", str(tmp_path / "s"), "--hosts", str(hosts), "--timeout", "0")
     assert bad.returncode == 2 and "--timeout" in bad.stderr
+
+
+def test_shared_model_is_the_default_and_recorded(tmp_path):
+    p = tmp_path / "p.json"
+    dc(1).save(p)
+    st = str(tmp_path / "st")
+    r = run("watch", st, "--probe-file", str(p), "--time-limit", "0.2", "--json")
+    doc = json.loads(r.stdout)
+    assert r.returncode == 4 and doc["model"] == "shared" and doc["cost_unit"] == "s", r.stderr
+    assert 0 < doc["cost_new"] < 1.0  # seconds for a 25 MiB ring, not microseconds
+    assert json.loads((tmp_path / "st" / "state.json").read_text())["model"] == "shared"
+    r = run("watch", st, "--probe-file", str(p), "--time-limit", "0.2", "--model", "pairsum", "--json")
+    doc = json.loads(r.stdout)
+    assert doc["model"] == "pairsum" and doc["cost_unit"] == "us" and doc["cost_current"] > 1.0, r.stderr
+    assert any("cost model changed from shared to pairsum" in n for n in doc["notes"])
+    r = run("watch", st, "--probe-file", str(p), "--time-limit", "0.2", "--model", "pairsum", "-v")
+    assert "pairsum cost model on the new probe: current" in r.stdout and " us," in r.stdout

@@ -6,6 +6,9 @@ every order file given, the process finds its own rank, joins a process
 group (TCPStore on rank 0's address), runs ``--warmup`` untimed and
 ``--repeats`` timed all-reduces of ``--size`` bytes, and prints one JSON line:
 ``{"order": i, "rank": r, "world": n, "host": ..., "address": ..., "seconds": [...]}``.
+With ``--passes P`` the files are run P times, every other pass in reverse
+order (one line per order and pass, ``"pass": p``), so a burst of load on the
+machine does not land on one order's runs only.
 
 Rank sources (``--rank-from``, for the first file; later files always use ``map``):
 
@@ -33,7 +36,8 @@ def main() -> None:
     ap.add_argument("--size", type=int, default=16 * 2**20)
     ap.add_argument("--warmup", type=int, default=1)
     ap.add_argument("--repeats", type=int, default=3)
-    ap.add_argument("--port", type=int, default=29600, help="port of the first order's store; +1 per order")
+    ap.add_argument("--port", type=int, default=29600, help="port of the first order's store; +1 per order and pass")
+    ap.add_argument("--passes", type=int, default=1, help="run all files this many times, alternating direction")
     ap.add_argument("--timeout", type=float, default=120.0)
     ap.add_argument("--placement-only", action="store_true", help="report rank and host, no all-reduce (no torch)")
     args = ap.parse_args()
@@ -49,7 +53,11 @@ def main() -> None:
         import torch.distributed as dist
 
         torch.set_num_threads(1)
-    for k, path in enumerate(args.orders):
+    n_files = len(args.orders)
+    sequence = [(p, k) for p in range(max(1, args.passes))
+                for k in (range(n_files) if p % 2 == 0 else reversed(range(n_files)))]
+    for p, k in sequence:
+        path = args.orders[k]
         hosts = read_order_hosts(path)
         world = len(hosts)
         source = args.rank_from if k == 0 else "map"  # --rank-from is for the first file
@@ -71,7 +79,7 @@ def main() -> None:
         if source == "env":
             init = "env://"  # the store torchrun's agents rendezvoused on
         else:
-            init = f"tcp://{master_address(hosts)}:{args.port + k}"  # rank 0's address (or name)
+            init = f"tcp://{master_address(hosts)}:{args.port + p * n_files + k}"  # rank 0's address (or name)
             # under torchrun, tcp:// would otherwise expect the agent's store and never host one
             os.environ.pop("TORCHELASTIC_USE_AGENT_STORE", None)
         dist.init_process_group("gloo", init_method=init, rank=rank, world_size=world,
@@ -88,7 +96,7 @@ def main() -> None:
         ok = bool(torch.all(x == float(world) ** (args.warmup + args.repeats)))
         dist.destroy_process_group()
         print(json.dumps({
-            "order": k, "file": os.path.basename(path), "rank": rank, "world": world,
+            "order": k, "pass": p, "file": os.path.basename(path), "rank": rank, "world": world,
             "host": socket.gethostname(), "address": address, "seconds": times, "correct": ok,
         }), flush=True)
 

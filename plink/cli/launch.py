@@ -181,6 +181,8 @@ def _prober(hosts_file, probe_file, hosts_format="auto", load_input=None, max_ho
 @click.option("--algo", type=click.Choice(["ring", "hd", "rd", "dbt", "bcube", "bintree"]), default="ring", show_default=True)
 @click.option("--size", default="25MiB", show_default=True, help="All-reduce size.")
 @click.option("--base", default=2, show_default=True, type=int, help="BCube base (--algo bcube).")
+@click.option("--model", "cost_model", type=click.Choice(["shared", "pairsum"]), default="shared", show_default=True,
+              help="Cost model, as plink order: shared NICs and rack uplinks (seconds), or the pair sum.")
 @click.option("--min-gain", default="5%", show_default=True,
               help="Re-order only if the new order is predicted this much cheaper than the current one.")
 @click.option("--time-limit", default=5.0, show_default=True, type=float, help="Seconds of search.")
@@ -199,7 +201,7 @@ def _prober(hosts_file, probe_file, hosts_format="auto", load_input=None, max_ho
 @click.option("--max-hosts", default=4096, show_default=True, type=click.IntRange(1),
               help="Refuse a host list that expands to more hosts.")
 @matrix_input_options(hosts_flag=None)
-def watch_cmd(state_dir, hosts_file, probe_file, method, count, timeout, retries, ssh_config, known_hosts, hosts_format, algo, size, base, min_gain, time_limit, seed, initial_order,
+def watch_cmd(state_dir, hosts_file, probe_file, method, count, timeout, retries, ssh_config, known_hosts, hosts_format, algo, size, base, cost_model, min_gain, time_limit, seed, initial_order,
               emit_items, slots, keep, window, reset, as_json, verbose, max_hosts, load_input) -> None:
     """Re-probe and re-order only when it pays: for cron.
 
@@ -230,7 +232,7 @@ def watch_cmd(state_dir, hosts_file, probe_file, method, count, timeout, retries
         result = watch(
             state_dir, prober, algo=algo, size=parse_size(size), base=base, min_gain=_parse_gain(min_gain),
             time_limit=time_limit, seed=seed, initial_order=read_order(initial_order) if initial_order else None,
-            emit=_parse_emit(emit_items), slots=slots, keep=keep, window=window, reset=reset,
+            emit=_parse_emit(emit_items), slots=slots, keep=keep, window=window, reset=reset, model=cost_model,
         )
     except WatchBusy as exc:
         if not as_json:

@@ -106,7 +106,8 @@ class _ProbeProgress:
               help="Probe file to write at the end; a regular file gets measurements journalled to FILE.journal "
                    "meanwhile, a device or FIFO is written once at the end (default: stdout, no journal).")
 @click.option("--method", type=click.Choice(["udp", "fping", "icmp"]), default="udp", show_default=True,
-              help="Latency probe: the agent's UDP echo, fping on the hosts, or ICMP via icmplib.")
+              help="Latency probe: the agent's authenticated UDP echo (timed by kernel receive timestamps, "
+                   "the far end's turnaround taken out), fping on the hosts, or ICMP via icmplib.")
 @click.option("--count", default=20, show_default=True, type=int,
               help="Samples per pair and direction (at least; see --max-count).")
 @click.option("--interval", default=0.01, show_default=True, type=float, help="Seconds between samples.")

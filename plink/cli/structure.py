@@ -170,10 +170,13 @@ def render_show(summary, console) -> None:
     if "groups" in summary:
         sizes = summary["group_sizes"]
         t.add_row("groups", f"{summary['groups']} (sizes {min(sizes)}..{max(sizes)})")
-        for key, label in (("median_latency_within_groups_us", "median RTT within groups"),
-                           ("median_latency_between_groups_us", "median RTT between groups")):
+        for key, label, unit in (("median_latency_within_groups_us", "median RTT within groups", "us"),
+                                 ("median_latency_between_groups_us", "median RTT between groups", "us"),
+                                 ("median_bandwidth_within_groups_gbps", "median bandwidth within groups", "Gbit/s"),
+                                 ("median_bandwidth_between_groups_gbps", "median bandwidth between groups",
+                                  "Gbit/s")):
             if key in summary:
-                t.add_row(label, f"{summary[key]:g} us")
+                t.add_row(label, f"{summary[key]:g} {unit}")
     console.print(t)
 
 

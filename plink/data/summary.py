@@ -29,13 +29,16 @@ def summarize(probe, groups=None) -> dict[str, Any]:
     iu = np.triu_indices(n, 1)
     lat = probe.latency[iu]
     lat = lat[~np.isnan(lat)]
+    # a bandwidth matrix given as input: its "latency" is only the inverse bandwidth plink
+    # uses as a distance, not a time to show as one
+    bw_only = probe.meta.get("kind") == "bandwidth" and probe.bandwidth is not None
     out: dict[str, Any] = {
         "hosts": n,
         "pairs": n * (n - 1) // 2,
         "measured_pairs": int(lat.size),
         "missing_pairs": probe.n_missing_pairs(),
         "coverage": round(probe.coverage(), 6),
-        "latency_us": _pct(lat, 3),
+        "latency_us": None if bw_only else _pct(lat, 3),
         "method": probe.meta.get("method"),
     }
     if probe.bandwidth is not None:
@@ -51,12 +54,13 @@ def summarize(probe, groups=None) -> dict[str, Any]:
         out["groups"] = int(labels.max()) + 1
         out["group_sizes"] = np.bincount(labels).tolist()
         within = labels[iu[0]] == labels[iu[1]]
-        full = probe.latency[iu]
+        what, full, digits = ("bandwidth", probe.bandwidth[iu], 4) if bw_only else ("latency", probe.latency[iu], 3)
+        unit = "gbps" if bw_only else "us"
         ok = ~np.isnan(full)
         if (ok & within).any():
-            out["median_latency_within_groups_us"] = round(float(np.median(full[ok & within])), 3)
+            out[f"median_{what}_within_groups_{unit}"] = round(float(np.median(full[ok & within])), digits)
         if (ok & ~within).any():
-            out["median_latency_between_groups_us"] = round(float(np.median(full[ok & ~within])), 3)
+            out[f"median_{what}_between_groups_{unit}"] = round(float(np.median(full[ok & ~within])), digits)
     return out
 
 
