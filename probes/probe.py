@@ -246,7 +246,9 @@ def probe_hosts(
     lost).  ``meta["latency_p10_ci_us"]`` ({"low", "high"} matrices),
     ``meta["confidence"]`` (per pair, 0..1), ``meta["samples_received"]`` and
     ``meta["host_overhead_us"]`` (each host's self-ping p10) describe how
-    sure each value is.
+    sure each value is.  ``meta["phases_s"]`` is the wall time of each phase
+    (``connect``, ``measure``, ``journal`` appends, ``close``, ``write``)
+    and the longest heartbeat pass over all agents (``heartbeat_pass_max``).
 
     ``reply_timeout`` is the one failure timeout: a host silent that long is
     dead.  ``ssh`` is a :class:`probes.ssh.SSHOptions`; ``connect`` replaces
