@@ -179,6 +179,8 @@ def main() -> int:
     ap.add_argument("--target", type=float, default=None,
                     help="wall/bound target (default 1.15 up to 32 hosts, 1.3 above)")
     ap.add_argument("--concurrency", type=int, default=16, help="SSH connections at a time")
+    ap.add_argument("--hb-timeout", type=float, default=20.0,
+                    help="the agents' heartbeat timeout (s; probe_hosts' hb_timeout, default 20)")
     ap.add_argument("--hosts-nice", type=int, default=0,
                     help="nice value of the hosts' sshd and agents (default 0: unchanged)")
     ap.add_argument("--hosts-cpu-shares", type=int, default=4096,
@@ -233,7 +235,7 @@ def main() -> int:
         started = {}
 
         def connect(ents, key, deadline, on_done):  # the default transport, keeping the sessions' timings
-            got, failed = start_agents(ents, sopts, key, deadline, on_done=on_done)
+            got, failed = start_agents(ents, sopts, key, deadline, on_done=on_done, hb_timeout=args.hb_timeout)
             started.update(got)
             return got, failed
 
@@ -271,7 +273,7 @@ def main() -> int:
         rounds_wall = wall - setup
         res = {
             "hosts": n, "rounds": rounds, "count": args.count, "scenario": args.scenario, "hosts_nice": args.hosts_nice,
-            "hosts_cpu_shares": args.hosts_cpu_shares,
+            "hosts_cpu_shares": args.hosts_cpu_shares, "hb_timeout": args.hb_timeout,
             "missing_pairs": p.n_missing_pairs(), "dead": len(p.meta.get("dead", {})),
             "aborted": p.meta.get("aborted"), "dead_why": sorted(set(p.meta.get("dead", {}).values()))[:3],
             "per_pair_s": round(per_pair, 4), "bound_s": round(bound, 2), "wall_s": round(wall, 2),
