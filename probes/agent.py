@@ -110,7 +110,12 @@ def die(code=0):
 
 
 def watchdog():
+    last = time.monotonic()
     while not _state["stop"].wait(0.5):
+        t = time.monotonic()
+        if t - last > 2.0:  # this process was not scheduled (an overloaded host): not the controller's silence
+            _state["heard"] += t - last - 0.5
+        last = t
         deadline = _state["deadline"]
         if deadline is not None and time.time() > deadline:
             sys.stderr.write("plink-agent: deadline passed, exiting\n")
@@ -409,7 +414,7 @@ def op_udp_sched(req):
 
     run_plan(plan, t0, float(req["slot"]), int(req["count"]), float(req["interval"]),
              float(req.get("timeout", 1.0)), int(req.get("size", 64)), emit=emit,
-             stamps=bool(req.get("stamps", True)))
+             stamps=bool(req.get("stamps", True)), flush_every=float(req.get("flush_every", 0.25)))
     return {"slots": len(plan)}
 
 

@@ -89,6 +89,9 @@ def slot_seconds(count: int, interval: float) -> float:
     return count * interval * 1.01 + 0.002
 
 
+PARTS_PER_S = 200  # the controller's budget of result messages per second (run_scheduled)
+
+
 def run_scheduled(fleet, rounds, count: int, interval: float, timeout: float, reply_timeout: float,
                   on_rows, flush=None, self_ping: bool = False, size: int = 64, stamps: bool = True) -> dict:
     """One pass of ``udp`` latency over ``rounds`` (lists of disjoint pairs),
@@ -123,6 +126,10 @@ def run_scheduled(fleet, rounds, count: int, interval: float, timeout: float, re
             dst_of[(k, n_slots)] = k
         n_slots += 1
     t_start = time.monotonic() + 0.05 + 0.002 * len(live)
+    # results stream back at most ~PARTS_PER_S messages a second in all: with
+    # hundreds of agents, every message wakes one SSH transport thread of the
+    # controller, and their bursts starve its heartbeat thread of the GIL
+    flush_every = max(0.25, len(live) / PARTS_PER_S)
     reqs = []
     for k in sorted(live):
         if not plans[k]:
@@ -130,7 +137,7 @@ def run_scheduled(fleet, rounds, count: int, interval: float, timeout: float, re
         try:
             rid = fleet.sessions[k].send("udp_sched", plan=plans[k], start=round(t_start - time.monotonic(), 6),
                                          slot=slot, count=count, interval=interval, timeout=timeout, size=size,
-                                         stamps=stamps)
+                                         stamps=stamps, flush_every=flush_every)
             reqs.append((k, rid))
         except AgentLost as exc:
             fleet.lose(k, str(exc))

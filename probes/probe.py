@@ -35,6 +35,7 @@ bw_seconds`` with bandwidth) plus connection setup;
 from __future__ import annotations
 
 import secrets
+import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -245,7 +246,9 @@ def probe_hosts(
     lost).  ``meta["latency_p10_ci_us"]`` ({"low", "high"} matrices),
     ``meta["confidence"]`` (per pair, 0..1), ``meta["samples_received"]`` and
     ``meta["host_overhead_us"]`` (each host's self-ping p10) describe how
-    sure each value is.
+    sure each value is.  ``meta["phases_s"]`` is the wall time of each phase
+    (``connect``, ``measure``, ``journal`` appends, ``close``, ``write``)
+    and the longest heartbeat pass over all agents (``heartbeat_pass_max``).
 
     ``reply_timeout`` is the one failure timeout: a host silent that long is
     dead.  ``ssh`` is a :class:`probes.ssh.SSHOptions`; ``connect`` replaces
@@ -330,6 +333,7 @@ def probe_hosts(
     schedule: list[dict] = []
     aborted: list[str] = []
     measured_uplinks: list = []
+    phases: dict[str, float] = {}  # wall seconds per phase (meta["phases_s"])
     journal = Journal(jpath, [e.name for e in entries], method) if jpath is not None else None
 
     def write(final: bool) -> ProbeData:
@@ -343,6 +347,8 @@ def probe_hosts(
         m = dict(meta, complete=missing == 0, missing_pairs=missing, rounds_done=done_rounds,
                  schedule=schedule, unreachable=unreachable, dead=dead, errors=errors[:50],
                  elapsed_s=round(time.monotonic() - t_start, 3))
+        if phases:
+            m["phases_s"] = {k: round(v, 3) for k, v in phases.items()}
         if state.samples:
             m.update(latency_p10_ci_us={"low": _matrix(lo), "high": _matrix(hi)}, confidence=_matrix(conf, 3),
                      samples_received=got.tolist())
@@ -384,9 +390,18 @@ def probe_hosts(
     from .session import Fleet
 
     fleet = None
+    # One thread per SSH transport (paramiko): with hundreds of hosts a thread
+    # that wakes for I/O waits up to the switch interval for the GIL at every
+    # wake-up (the "convoy effect"), which made one heartbeat pass over 256
+    # agents take ~22 s (measured) -- past the agents' 20 s timeout.
+    switch = sys.getswitchinterval()
+    sys.setswitchinterval(min(switch, 0.0005))
     try:
         sub = [entries[i] for i in needed]
+        t_phase = time.monotonic()
         got, failed = connect(sub, key, deadline, lambda k, err: on_done(needed[k], err))
+        phases["connect"] = time.monotonic() - t_phase
+        t_phase = time.monotonic()
         sessions = {needed[k]: s for k, s in got.items()}
         for k, why in failed.items():
             unreachable[entries[needed[k]].name] = why
@@ -419,7 +434,9 @@ def probe_hosts(
 
         def flush():
             if journal is not None:
+                t = time.monotonic()
                 journal.flush()
+                phases["journal"] = phases.get("journal", 0.0) + time.monotonic() - t
 
         # ---- latency
         if lat_todo and method == "udp":
@@ -529,6 +546,7 @@ def probe_hosts(
             report("uplinks", 1, 1, "shared uplinks")
         if fleet is not None:
             note_lost()
+        phases["measure"] = time.monotonic() - t_phase
     except BaseException:
         # interrupted (Ctrl-C, an error): keep what was measured in the probe file
         if checkpoint is not None:
@@ -539,16 +557,23 @@ def probe_hosts(
                 pass  # the journal still has it
         raise
     finally:
+        sys.setswitchinterval(switch)
+        t = time.monotonic()
         if fleet is not None:
+            phases["heartbeat_pass_max"] = fleet.beat_max_s
             fleet.close()
+            phases["close"] = time.monotonic() - t
         else:
             for s in locals().get("sessions", {}).values():
                 s.close()
         if journal is not None:
             journal.flush()
+    t = time.monotonic()
     probe = write(True)
     if journal is not None:
         journal.close(remove=True)
+    phases["write"] = time.monotonic() - t
+    probe.meta["phases_s"] = {k: round(v, 3) for k, v in phases.items()}
     report("done", 1, 1)
     return probe
 

@@ -138,6 +138,7 @@ class AgentSession:
         self.info: dict = {}
         self.heard = time.monotonic()
         self._wlock = threading.Lock()
+        self.timing: dict = {}  # monotonic marks of the setup (probes.ssh.start_agents)
 
     def fileno(self) -> int:
         return self.pipe.fileno()
@@ -253,12 +254,25 @@ class AgentSession:
     def call(self, op: str, timeout: float = 30.0, **kw) -> dict:
         return self.wait(self.send(op, **kw), timeout)
 
-    def hello(self, key: str, deadline: float, bind: str | None = None, timeout: float = 30.0,
-              hid: int = 0, hb_timeout: float = 20.0) -> dict:
+    def hello_request(self, key: str, deadline: float, bind: str | None = None, hid: int = 0,
+                      hb_timeout: float = 20.0) -> int:
+        """Send the hello (per-run key, host id, deadline, heartbeat timeout)
+        without waiting: its request id, for :meth:`hello_reply`."""
         kw = {"key": key, "deadline": deadline, "hid": hid, "hb_timeout": hb_timeout}
         if bind:
             kw["bind"] = bind
-        self.info = self.call("hello", timeout=timeout, **kw)
+        return self.send("hello", **kw)
+
+    def hello_reply(self, rid: int) -> dict | None:
+        """The agent's hello answer once it arrived (also kept as ``info``), else None."""
+        msg = self.reply(rid)
+        if msg is not None:
+            self.info = msg
+        return msg
+
+    def hello(self, key: str, deadline: float, bind: str | None = None, timeout: float = 30.0,
+              hid: int = 0, hb_timeout: float = 20.0) -> dict:
+        self.info = self.wait(self.hello_request(key, deadline, bind, hid, hb_timeout), timeout)
         return self.info
 
     def close(self) -> None:
@@ -286,6 +300,8 @@ class Fleet:
     that hears nothing for its ``hb_timeout`` exits on its own.
     """
 
+    SCAN_S = 0.25  # how often poll() looks for silent agents
+
     def __init__(self, sessions: dict, hb_interval: float = 4.0, silence: float = 10.0):
         self.sessions = sessions
         self.silence = silence
@@ -294,10 +310,13 @@ class Fleet:
         for k, s in sessions.items():
             self._register(k, s)
         self._last_poll = time.monotonic()
+        self._last_scan = 0.0
+        self._touched: set = set(sessions)  # sessions read or lost since the last wait() look
         now = time.monotonic()
         for s in sessions.values():  # connected long ago: their heartbeat answers are still unread
             s.heard = max(s.heard, now)
         self._stop = threading.Event()
+        self.beat_max_s = 0.0  # the longest heartbeat pass over all agents (s)
         self._hb = threading.Thread(target=self._beat, args=(hb_interval,), daemon=True)
         self._hb.start()
 
@@ -309,6 +328,7 @@ class Fleet:
 
     def _beat(self, every: float) -> None:
         while not self._stop.wait(every):
+            t = time.monotonic()
             for k, s in list(self.sessions.items()):
                 if k in self.lost or s.dead:
                     continue
@@ -316,6 +336,7 @@ class Fleet:
                     s.heartbeat()
                 except Exception:
                     pass  # seen as silence by the poll loop
+            self.beat_max_s = max(self.beat_max_s, time.monotonic() - t)
 
     def live(self) -> list:
         return [k for k in self.sessions if k not in self.lost]
@@ -324,6 +345,7 @@ class Fleet:
         if k in self.lost:
             return
         self.lost[k] = why
+        self._touched.add(k)
         s = self.sessions[k]
         s.dead = s.dead or why
         try:
@@ -333,7 +355,11 @@ class Fleet:
 
     def poll(self, timeout: float) -> None:
         """Read every agent with data (at most ``timeout`` s), then declare
-        agents silent for longer than ``silence`` lost."""
+        agents silent for longer than ``silence`` lost.
+
+        O(agents with data) per call; the O(N) silence scan runs at most
+        every ``SCAN_S`` s, so the controller's work per second of probing
+        grows linearly in N (not with N x the rate of arriving messages)."""
         try:
             ready = self._sel.select(max(0.0, timeout)) if self._sel.get_map() else []
         except OSError:
@@ -342,6 +368,7 @@ class Fleet:
             k = key.data
             if k in self.lost:
                 continue
+            self._touched.add(k)
             try:
                 self.sessions[k].pump()
             except AgentLost as exc:
@@ -352,11 +379,15 @@ class Fleet:
             for k in self.live():
                 self.sessions[k].heard += stalled
         self._last_poll = t
+        if t - self._last_scan < self.SCAN_S:
+            return
+        self._last_scan = t
         for k in self.live():
             s = self.sessions[k]
             if s.dead:
                 self.lose(k, s.dead)
             elif t - s.heard > self.silence:
+                self._touched.add(k)
                 try:  # a last look: data may sit in the transport's buffer
                     s.pump()
                 except AgentLost:
@@ -369,39 +400,53 @@ class Fleet:
     def wait(self, requests, deadline: float, on_part=None) -> dict:
         """Replies to ``requests`` (``[(k, rid), ...]``) until the monotonic
         ``deadline``: ``{(k, rid): reply dict | AgentError | AgentLost}``.
-        ``on_part(k, rid, rows)`` gets streamed parts as they arrive."""
+        ``on_part(k, rid, rows)`` gets streamed parts as they arrive.
+        Each look checks only the agents read or lost since the last one."""
         out: dict = {}
-        left = list(requests)
+        left: dict = {}
+        for k, rid in requests:
+            left.setdefault(k, []).append(rid)
+        look = set(left)
         while True:
-            still = []
-            for k, rid in left:
+            for k in look:
+                rids = left.get(k)
+                if not rids:
+                    continue
                 s = self.sessions[k]
-                if on_part is not None and s.parts.get(rid):
-                    rows, s.parts[rid] = s.parts[rid], []
-                    on_part(k, rid, rows)
-                if k in self.lost:
-                    out[(k, rid)] = AgentLost(self.lost[k])
-                    continue
-                try:
-                    msg = s.reply(rid)
-                except AgentError as exc:
-                    out[(k, rid)] = exc
-                    continue
-                if msg is None:
-                    still.append((k, rid))
+                keep = []
+                for rid in rids:
+                    if on_part is not None and s.parts.get(rid):
+                        rows, s.parts[rid] = s.parts[rid], []
+                        on_part(k, rid, rows)
+                    if k in self.lost:
+                        out[(k, rid)] = AgentLost(self.lost[k])
+                        continue
+                    try:
+                        msg = s.reply(rid)
+                    except AgentError as exc:
+                        out[(k, rid)] = exc
+                        continue
+                    if msg is None:
+                        keep.append(rid)
+                    else:
+                        out[(k, rid)] = msg
+                if keep:
+                    left[k] = keep
                 else:
-                    out[(k, rid)] = msg
-            left = still
+                    del left[k]
             if not left:
                 return out
             now = time.monotonic()
             if now >= deadline:
-                for k, rid in left:
+                for k, rids in left.items():
                     why = f"{self.sessions[k].name}: no reply within the deadline"
                     self.lose(k, why)
-                    out[(k, rid)] = AgentLost(why)
+                    for rid in rids:
+                        out[(k, rid)] = AgentLost(why)
                 return out
+            self._touched.clear()
             self.poll(min(0.5, deadline - now))
+            look = self._touched & left.keys()
 
     def close(self) -> None:
         self._stop.set()

@@ -28,14 +28,14 @@ import os
 import socket
 import threading
 import time
-from concurrent.futures import ThreadPoolExecutor, as_completed
+from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from plink.errors import PlinkError
 from plink.data.hostlist import HostEntry
 
-from .session import AgentLost, AgentSession, agent_command
+from .session import AgentError, AgentLost, AgentSession, agent_command
 
 MAX_CONCURRENCY = 16
 
@@ -194,6 +194,71 @@ class _UnknownHostKey(Exception):
         self.key = key
 
 
+class _KnownHosts:
+    """known_hosts files parsed once, looked up per host in O(1).
+
+    paramiko's ``HostKeys.load`` parses every line (a key object each) and
+    its ``lookup`` scans every entry, so loading the file for each of N
+    connections costs O(N^2) (measured: 51 ms per connection with 256 hosts
+    listed, 15 s of controller CPU to connect 256 hosts).  Here each file is
+    parsed once per (path, size, mtime) and a connection gets only the
+    entries that name its host (plain names from a dict; hashed entries, if
+    any, are checked as paramiko does), so the check is the same: an unknown
+    host goes to the missing-key policy and a changed key is refused.
+    """
+
+    def __init__(self):
+        self._lock = threading.Lock()
+        self._files: dict[str, tuple] = {}
+
+    def _parsed(self, path: str):
+        import paramiko
+
+        st = os.stat(path)
+        stamp = (st.st_size, st.st_mtime_ns)
+        with self._lock:
+            hit = self._files.get(path)
+            if hit is not None and hit[0] == stamp:
+                return hit[1], hit[2]
+        hk = paramiko.HostKeys()
+        hk.load(path)
+        plain: dict[str, list] = {}
+        hashed = []
+        for e in hk._entries:
+            if e.key is None:
+                continue
+            for name in e.hostnames:
+                if name.startswith("|1|"):
+                    hashed.append((name, e.key))
+                else:
+                    plain.setdefault(name, []).append(e.key)
+        with self._lock:
+            self._files[path] = (stamp, plain, hashed)
+        return plain, hashed
+
+    def fill(self, client, paths, names) -> None:
+        """Add to ``client``'s host keys the entries of ``paths`` naming one of ``names``."""
+        from paramiko.hostkeys import HostKeys
+
+        hk = client.get_host_keys()
+        for path in paths:
+            if not os.path.isfile(path):
+                continue
+            try:
+                plain, hashed = self._parsed(path)
+            except Exception as exc:
+                raise SSHError(f"cannot read known_hosts {path}: {exc}") from None
+            for name in names:
+                for key in plain.get(name, ()):
+                    hk.add(name, key.get_name(), key)
+                for entry, key in hashed:
+                    if HostKeys.hash_host(name, entry) == entry:
+                        hk.add(name, key.get_name(), key)
+
+
+_known_hosts_cache = _KnownHosts()
+
+
 # ---------------------------------------------------------------------------
 # connections
 
@@ -229,12 +294,9 @@ def _connect_once(target: Target, options: SSHOptions, config, depth: int = 0):
             raise SSHError(f"jump host {spec} cannot reach {target.hostname}:{target.port}: {exc}") from None
 
     client = paramiko.SSHClient()
-    for kh in target.known_hosts:
-        if os.path.isfile(kh):
-            try:
-                client.get_host_keys().load(kh)
-            except Exception as exc:
-                raise SSHError(f"cannot read known_hosts {kh}: {exc}") from None
+    # the names paramiko looks the server's key up under (SSHClient.connect)
+    names = [target.hostname if target.port == 22 else f"[{target.hostname}]:{target.port}"]
+    _known_hosts_cache.fill(client, target.known_hosts, names)
     store = target.known_hosts[0] if target.known_hosts else None
     client.set_missing_host_key_policy(_make_policy(options.accept_new_host_keys, store))
     try:
@@ -364,9 +426,28 @@ class ChannelPipe:
                 jump.close()
 
 
+TRANSPORT_POLL_S = 2.0
+
+
+def _calm(client) -> None:
+    """Let the client's transport thread wake every ``TRANSPORT_POLL_S`` s
+    instead of paramiko's 0.1 s: it only polls to notice a local close
+    (which :meth:`ChannelPipe.close` does by closing the packetizer and
+    socket anyway).  With hundreds of hosts the 0.1 s polls of as many
+    threads fight for the GIL (measured: 15 s of controller CPU to connect
+    256 hosts, and heartbeats delayed past the agents' timeout)."""
+    for c in (client, getattr(client, "_plink_jump", None)):
+        try:
+            c.get_transport().sock.settimeout(TRANSPORT_POLL_S)
+        except Exception:
+            pass
+
+
 def start_agent(target: Target, options: SSHOptions, config=None) -> AgentSession:
     """Connect to ``target`` and start the agent there (no hello yet)."""
     client = connect(target, options, config)
+    t_ssh = time.monotonic()
+    _calm(client)
     cmd, src = agent_command(options.python)
     try:
         pipe = ChannelPipe(client, cmd)
@@ -374,23 +455,30 @@ def start_agent(target: Target, options: SSHOptions, config=None) -> AgentSessio
     except Exception as exc:
         client.close()
         raise SSHError(f"{target.label}: cannot start the agent: {exc}") from None
-    return AgentSession(pipe, target.entry.name)
+    s = AgentSession(pipe, target.entry.name)
+    s.timing["ssh"] = t_ssh
+    return s
 
 
 def start_agents(entries: list[HostEntry], options: SSHOptions, key: str, deadline: float,
                  on_done=None, hb_timeout: float = 20.0, hb_interval: float = 4.0
                  ) -> tuple[dict[int, AgentSession], dict[int, str]]:
-    """Start an agent on every host, ``options.concurrency`` at a time.
+    """Start an agent on every host, ``options.concurrency`` SSH connections at a time.
 
     Returns ``(sessions, failures)`` keyed by host index; a failure is a
     one-line reason.  The hello (key, host id = index, deadline, heartbeat
     timeout) is done here so a host whose python3 is missing counts as
-    failed.  Agents already started get heartbeats while the others connect.
+    failed.  A connection's worker only connects, authenticates and starts
+    the agent; the hello is sent at once and its answer collected by this
+    thread, so the agent's interpreter start (~0.5 s on loaded hosts) does
+    not hold a connection slot.  Agents already started get heartbeats while
+    the others connect.  Complexity: O(N) connections, N / concurrency deep.
     """
     config = _load_config(options.ssh_config)
     targets = [resolve(e, config, options) for e in entries]
     sessions: dict[int, AgentSession] = {}
     failures: dict[int, str] = {}
+    waiting: dict[int, tuple] = {}  # i -> (session, hello id, sent at)
     stop = threading.Event()
 
     def beat():
@@ -402,35 +490,80 @@ def start_agents(entries: list[HostEntry], options: SSHOptions, key: str, deadli
                     pass
 
     def one(i: int):
+        t0 = time.monotonic()
         try:
             s = start_agent(targets[i], options, config)
         except SSHError as exc:
-            return i, None, str(exc)
+            return i, None, None, str(exc)
+        t1 = time.monotonic()
         try:
-            s.hello(key, deadline, timeout=options.command_timeout, hid=i, hb_timeout=hb_timeout)
+            rid = s.hello_request(key, deadline, hid=i, hb_timeout=hb_timeout)
         except Exception as exc:
             s.close()
-            why = str(exc)
-            return i, None, f"{targets[i].label}: agent did not start: {why}"
-        return i, s, None
+            return i, None, None, f"{targets[i].label}: agent did not start: {exc}"
+        timing = getattr(s, "timing", None)
+        if isinstance(timing, dict):
+            timing.update(begin=t0, started=t1)
+            timing.setdefault("ssh", t1)
+        return i, s, rid, None
+
+    def finish(i: int, s, err: str | None) -> None:
+        if s is not None:
+            sessions[i] = s
+        else:
+            failures[i] = err
+        if on_done is not None:
+            on_done(i, err)
+
+    def collect() -> None:
+        """Take the hello answers that arrived; fail agents that did not answer in time."""
+        t = time.monotonic()
+        for i, (s, rid, sent) in list(waiting.items()):
+            err = None
+            try:
+                s.pump()
+                info = s.hello_reply(rid)
+            except (AgentLost, AgentError) as exc:
+                info, err = None, str(exc)
+            if info is None and err is None and t - sent > options.command_timeout:
+                err = f"no reply from agent within {options.command_timeout:.0f} s"
+            if info is None and err is None:
+                continue
+            del waiting[i]
+            if err is not None:
+                s.close()
+                finish(i, None, f"{targets[i].label}: agent did not start: {err}")
+            else:
+                timing = getattr(s, "timing", None)
+                if isinstance(timing, dict):
+                    timing["hello"] = time.monotonic()
+                finish(i, s, None)
 
     beater = threading.Thread(target=beat, daemon=True)
     beater.start()
+    pool = ThreadPoolExecutor(max_workers=min(options.concurrency, max(1, len(entries))))
     try:
-        with ThreadPoolExecutor(max_workers=min(options.concurrency, max(1, len(entries)))) as pool:
-            futures = [pool.submit(one, i) for i in range(len(entries))]
-            for fut in as_completed(futures):
-                i, s, err = fut.result()
-                if s is not None:
-                    sessions[i] = s
-                else:
-                    failures[i] = err
-                if on_done is not None:
-                    on_done(i, err)
+        pending = {pool.submit(one, i) for i in range(len(entries))}
+        while pending or waiting:
+            if pending:
+                done, pending = wait(pending, timeout=0.02 if waiting else None, return_when=FIRST_COMPLETED)
+                for fut in done:
+                    i, s, rid, err = fut.result()
+                    if s is None:
+                        finish(i, None, err)
+                    else:
+                        waiting[i] = (s, rid, time.monotonic())
+            else:
+                time.sleep(0.02)
+            collect()
     except BaseException:
-        for s in sessions.values():
+        pool.shutdown(wait=True, cancel_futures=True)
+        late = [f.result()[1] for f in locals().get("pending", ()) if f.done() and not f.cancelled()
+                and f.exception() is None]
+        for s in list(sessions.values()) + [w[0] for w in waiting.values()] + [s for s in late if s is not None]:
             s.close()
         raise
     finally:
         stop.set()
+        pool.shutdown(wait=False)
     return sessions, failures

@@ -219,6 +219,26 @@ def test_stray_shell_output_is_skipped():
     s.close()
 
 
+def test_agent_does_not_count_its_own_stall_as_silence():
+    """An agent that was not scheduled (SIGSTOP standing in for an overloaded
+    host) longer than its heartbeat timeout does not exit on resume for want
+    of heartbeats it could not have read; silence after that still ends it."""
+    import signal
+
+    s = AgentSession(local_pipe(), "x")
+    s.hello(secrets.token_hex(32), 600, bind="127.0.0.7", hb_timeout=1.5)
+    s.pipe.proc.send_signal(signal.SIGSTOP)
+    time.sleep(3.0)  # twice the timeout, nothing sent
+    s.pipe.proc.send_signal(signal.SIGCONT)
+    time.sleep(0.8)
+    assert s.pipe.proc.poll() is None
+    s.heartbeat()
+    t = time.monotonic()
+    s.pipe.proc.wait(timeout=10)
+    assert 1.0 < time.monotonic() - t < 5 and s.pipe.proc.returncode == 4
+    s.close()
+
+
 def test_probe_over_loopback_odd_n_and_resume(tmp_path):
     hosts = [f"127.0.0.{i}" for i in range(2, 7)]
     out = tmp_path / "probe.json"
@@ -229,6 +249,8 @@ def test_probe_over_loopback_odd_n_and_resume(tmp_path):
     assert p.meta["rounds"] == 5 and seen == [(0, 10)]  # odd N: N rounds with a bye
     assert [(e["passes"], e["rounds"], e["count"]) for e in p.meta["schedule"]] == [(2, 10, 3)]  # 2 passes
     assert not (tmp_path / "probe.json.journal").exists()  # removed once the file is written
+    assert {"connect", "measure", "close", "write"} <= p.meta["phases_s"].keys()
+    assert p.meta["phases_s"]["connect"] + p.meta["phases_s"]["measure"] <= p.meta["elapsed_s"] + 0.5
     off = ~np.eye(5, dtype=bool)
     assert np.isfinite(p.latency_median[off]).all() and np.isfinite(p.latency_p90[off]).all()
     assert (p.latency_p90[off] >= p.latency_median[off] - 1e-9).all()

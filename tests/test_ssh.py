@@ -220,7 +220,13 @@ def test_connections_are_bounded_by_concurrency(monkeypatch):
     class FakeSession:
         info = {}
 
-        def hello(self, *a, **k):
+        def hello_request(self, *a, **k):
+            return 1
+
+        def pump(self):
+            pass
+
+        def hello_reply(self, rid):
             return {}
 
         def close(self):
@@ -242,3 +248,92 @@ def test_connections_are_bounded_by_concurrency(monkeypatch):
     sessions, failures = ssh_mod.start_agents(entries, SSHOptions(concurrency=3), "00" * 16, 30)
     assert peak[0] == 3
     assert sorted(sessions) == [i for i in range(12) if i != 3] and failures == {3: "h3: refused"}
+
+
+def test_hello_does_not_hold_a_connection_slot(monkeypatch):
+    """The hello answer is collected outside the connection workers: a silent
+    agent fails after command_timeout and an erroring one at once, without
+    delaying the hosts connected after them; a fast one counts as started."""
+    from plink.probes.session import AgentError
+
+    t0 = time.monotonic()
+    connected_at = {}
+
+    class FakeSession:
+        info = {}
+
+        def __init__(self, name):
+            self.name, self.closed = name, False
+
+        def hello_request(self, *a, **k):
+            return 7
+
+        def pump(self):
+            pass
+
+        def hello_reply(self, rid):
+            assert rid == 7
+            if self.name == "h0":
+                return None  # never answers
+            if self.name == "h1":
+                raise AgentError("hello first")
+            return {"addr": self.name}
+
+        def close(self):
+            self.closed = True
+
+    made = {}
+
+    def fake_start(target, options, config=None):
+        connected_at[target.entry.name] = time.monotonic() - t0
+        made[target.entry.name] = FakeSession(target.entry.name)
+        return made[target.entry.name]
+
+    monkeypatch.setattr(ssh_mod, "start_agent", fake_start)
+    entries = [HostEntry(f"h{i}") for i in range(6)]
+    done = []
+    sessions, failures = ssh_mod.start_agents(entries, SSHOptions(concurrency=1, command_timeout=0.5), "00" * 16, 30,
+                                              on_done=lambda i, err: done.append(i))
+    assert sorted(sessions) == [2, 3, 4, 5]
+    assert "no reply from agent within" in failures[0] and "hello first" in failures[1]
+    assert made["h0"].closed and made["h1"].closed and not made["h5"].closed
+    assert max(connected_at.values()) < 0.4  # one slot, yet nobody waited for h0's silent agent
+    assert sorted(done) == list(range(6)) and done[-1] == 0
+
+
+def test_known_hosts_cache_matches_paramiko(tmp_path):
+    """Parsed once, but a connection sees exactly what paramiko's own load
+    would give for its host name: plain and hashed entries, [host]:port,
+    nothing for unknown hosts, and a rewritten file is read again."""
+    keys = [paramiko.Ed25519Key.from_private_key_file(str(_keygen(tmp_path, f"k{i}"))) for i in range(3)]
+    kh = tmp_path / "known_hosts"
+    hashed = paramiko.HostKeys.hash_host("10.0.0.2")
+    kh.write_text(
+        f"10.0.0.1,web1 {keys[0].get_name()} {keys[0].get_base64()}\n"
+        f"{hashed} {keys[1].get_name()} {keys[1].get_base64()}\n"
+        f"[10.0.0.3]:2222 {keys[2].get_name()} {keys[2].get_base64()}\n"
+    )
+    cache = ssh_mod._KnownHosts()
+
+    def seen(name):
+        c = paramiko.SSHClient()
+        cache.fill(c, [str(kh), str(tmp_path / "missing")], [name])
+        return {k: v.get_base64() for k, v in (c.get_host_keys().lookup(name) or {}).items()}
+
+    ref = paramiko.HostKeys(str(kh))
+    for name in ("10.0.0.1", "web1", "10.0.0.2", "[10.0.0.3]:2222", "10.0.0.3", "10.0.0.9"):
+        want = {k: v.get_base64() for k, v in (ref.lookup(name) or {}).items()}
+        assert seen(name) == want, name
+    assert seen("10.0.0.2") == {keys[1].get_name(): keys[1].get_base64()}
+    time.sleep(0.01)
+    kh.write_text(f"10.0.0.9 {keys[2].get_name()} {keys[2].get_base64()}\n")
+    assert seen("10.0.0.9") == {keys[2].get_name(): keys[2].get_base64()} and seen("10.0.0.1") == {}
+    kh.write_text("10.0.0.1 ssh-ed25519 !!!notbase64\n" * 2)
+    with pytest.raises(SSHError, match="cannot read known_hosts"):  # as with paramiko's load
+        seen("10.0.0.1")
+
+
+def _keygen(tmp_path, name):
+    path = tmp_path / name
+    subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(path)], check=True)
+    return path
