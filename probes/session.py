@@ -152,18 +152,30 @@ class AgentSession:
         return rid
 
     def heartbeat(self) -> None:
-        """Tell the agent we are alive (it answers ``{"hb":1}``)."""
-        if not self.dead:
-            self._write(b'{"op":"hb"}\n')
+        """Tell the agent we are alive (it answers ``{"hb":1}``).
 
-    def _write(self, line: bytes) -> None:
+        Never waits: when another write to this agent is in progress or its
+        channel cannot take data now (an agent that is not reading), this beat
+        is skipped, so one stalled agent cannot delay every other agent's
+        heartbeat (measured: a 9 s heartbeat pass at 128 hosts)."""
+        if self.dead:
+            return
+        ready = getattr(self.pipe, "write_ready", None)
+        if ready is not None and not ready():
+            return
+        self._write(b'{"op":"hb"}\n', block=False)
+
+    def _write(self, line: bytes, block: bool = True) -> None:
+        if not self._wlock.acquire(blocking=block):
+            return
         try:
-            with self._wlock:
-                self.pipe.write(line)
+            self.pipe.write(line)
         except AgentLost as exc:
             self._lose(str(exc))
         except Exception as exc:  # paramiko/socket errors
             self._lose(f"agent pipe failed: {exc}")
+        finally:
+            self._wlock.release()
 
     def _lose(self, why: str):
         tail = ""

@@ -374,6 +374,13 @@ class ChannelPipe:
     def fileno(self) -> int:
         return self.chan.fileno()
 
+    def write_ready(self) -> bool:
+        """True when the channel's window can take data now (a write would not block)."""
+        try:
+            return bool(self.chan.send_ready())
+        except Exception:
+            return True  # let the write itself report the failure
+
     def read_now(self) -> bytes:
         """What is ready, without blocking; b'' at EOF; TimeoutError if nothing."""
         while self.chan.recv_stderr_ready():
