@@ -502,3 +502,32 @@ def test_more_passes_give_more_round_orders():
     orders = [pack_rounds(full, 16, shift=s) for s in range(4)]
     firsts = [tuple(o[0]) for o in orders]
     assert len(set(firsts)) == 4  # four passes, four different round orders
+
+
+def test_heartbeat_never_waits_for_one_agent():
+    import threading
+
+    class Pipe:
+        def __init__(self, ready):
+            self.ready, self.lines = ready, []
+
+        def write_ready(self):
+            return self.ready
+
+        def write(self, data):
+            self.lines.append(data)
+
+    stalled = AgentSession(Pipe(False), "stalled")   # its channel cannot take data now
+    stalled.heartbeat()
+    assert stalled.pipe.lines == [] and not stalled.dead
+    busy = AgentSession(Pipe(True), "busy")          # another write to it is in progress
+    busy._wlock.acquire()
+    t = threading.Thread(target=busy.heartbeat)
+    t.start()
+    t.join(2)
+    assert not t.is_alive() and busy.pipe.lines == []
+    busy._wlock.release()
+    busy.heartbeat()
+    assert busy.pipe.lines == [b'{"op":"hb"}\n']
+    busy.send("exit")                                # requests still wait their turn and go out
+    assert len(busy.pipe.lines) == 2
