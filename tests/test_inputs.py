@@ -264,3 +264,12 @@ def test_schedule_uses_structure_inference_when_installed(monkeypatch):
     assert source.startswith("fallback") and labels.max() >= 1
     found["labels"] = np.r_[np.zeros(23, dtype=int), 1]  # a singleton group: fallback too
     assert default_groups(p)[1].startswith("fallback")
+
+
+def test_an_implausible_median_rtt_is_warned_about_as_a_unit_mixup(tmp_path):
+    m = np.array([[0, 150, 90], [150, 0, 120], [90, 120, 0]], dtype=float)  # milliseconds
+    path = tmp_path / "rtt.csv"
+    np.savetxt(path, m, delimiter=",")
+    as_seconds = load_input(path, unit="s")
+    assert any("median RTT is 120 s" in w and "check --unit" in w for w in as_seconds.warnings)
+    assert not any("check --unit" in w for w in load_input(path, unit="ms").warnings)

@@ -56,6 +56,8 @@ KINDS = ("latency", "bandwidth")
 MAX_HOSTS = 20000
 #: Largest accepted latency (one day) and bandwidth (1 Pbit/s): beyond that a value is a unit mix-up.
 MAX_LATENCY_US = 86400e6
+#: a median RTT above this (10 s) is warned about as a likely unit mix-up (PlanetLab's slowest pairs are ~0.5 s)
+PLAUSIBLE_RTT_US = 10e6
 MAX_BANDWIDTH_GBPS = 1e6
 #: Names in the host column of a CSV table, in order of preference.
 _NAME_COLUMNS = ("name", "host", "hostname", "node", "address", "region", "ip")
@@ -395,6 +397,12 @@ def load_input(
     if warn:
         out.warnings.append(warn)
     m = prepare_matrix(raw, names, kind=kind, unit=unit, source=str(path), notes=out.notes)
+    if kind == "latency":
+        off = m[~np.eye(n, dtype=bool)]
+        off = off[np.isfinite(off)]
+        if off.size and np.median(off) > PLAUSIBLE_RTT_US:
+            out.warnings.append(f"{path}: the median RTT is {np.median(off) / 1e6:.3g} s with --unit {unit}: "
+                                "no network takes that long; check --unit (ms, us or s?)")
     asym = count_asymmetric(m)
     if asym:
         rule = "the larger latency" if kind == "latency" else "the smaller bandwidth"
