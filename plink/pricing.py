@@ -47,6 +47,7 @@ from plink.data.probefile import ProbeData
 from plink.errors import PlinkError
 from plink.solvers.contention import Network, conservative_uplinks
 from plink.solvers.costmodels import PairCost
+from plink.structure.metrics import separation
 
 FILLS = ("low", "mid", "high")
 DEFAULT_NIC_GBPS = 10.0  #: assumed host NIC when no bandwidth was probed
@@ -120,25 +121,6 @@ class Groups:
 def _relabel(labels) -> np.ndarray:
     _, inv = np.unique(np.asarray(labels), return_inverse=True)
     return inv.astype(np.int64)
-
-
-def separation(matrix: np.ndarray, labels: np.ndarray) -> float:
-    """Silhouette of ``labels`` on the symmetrised ``matrix`` (missing pairs at the median); 0 for one group.
-
-    Used to choose between groupings inferred from different matrices, so it
-    does not depend on how the inference scores itself.  O(N^2).
-    """
-    from sklearn.metrics import silhouette_score
-
-    k = len(np.unique(labels))
-    n = len(labels)
-    if k < 2 or k >= n:
-        return 0.0
-    d = np.fmax(matrix, np.asarray(matrix).T).astype(float)
-    off = ~np.eye(n, dtype=bool)
-    d[~np.isfinite(d)] = float(np.median(d[off & np.isfinite(d)]))
-    np.fill_diagonal(d, 0.0)
-    return float(silhouette_score(d, labels, metric="precomputed"))
 
 
 def uplink_labels(probe: ProbeData) -> np.ndarray | None:

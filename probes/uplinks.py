@@ -54,7 +54,8 @@ def infer_groups(latency: np.ndarray, min_silhouette: float = 0.25, random_state
     have a bandwidth, from ``log(max bandwidth / bandwidth)`` (pairs of a
     round run at once, so cross-group pairs that shared an uplink measure
     slower); the grouping whose silhouette on its own matrix is higher wins
-    (as :func:`plink.pricing.find_groups` chooses).  Each inference is
+    (:func:`plink.structure.metrics.separation`, as
+    :func:`plink.pricing.find_groups` chooses).  Each inference is
     ``plink.structure.hierarchy.infer_hierarchy`` (its finest level) when
     available; else average linkage on the symmetrised matrix (missing pairs
     = the largest measured value), K in 2..N/2 by the best silhouette, one
@@ -72,6 +73,8 @@ def infer_groups(latency: np.ndarray, min_silhouette: float = 0.25, random_state
             # uplink in their round get a fraction of it; the log keeps a few starved pairs from dominating
             candidates.append(("log(max bandwidth / bandwidth)",
                                np.where(bw > 0, np.log(np.nanmax(bw) / bw), np.nan)))
+    from plink.structure.metrics import separation
+
     try:
         from plink.structure.hierarchy import infer_hierarchy
     except ImportError:
@@ -87,7 +90,7 @@ def infer_groups(latency: np.ndarray, min_silhouette: float = 0.25, random_state
             method = f"plink.structure.hierarchy.infer_hierarchy on {source}"
         else:
             labels, method = _average_linkage(m, min_silhouette), f"average linkage on {source}, K by silhouette"
-        score = _silhouette(m, labels)
+        score = separation(m, labels)
         if best is None or score > best[0] + 1e-12:
             best = (score, labels, method)
     if best is None:
@@ -106,16 +109,6 @@ def _distance(m: np.ndarray) -> np.ndarray:
     d = np.where(np.isnan(d), fill, d)
     np.fill_diagonal(d, 0.0)
     return d
-
-
-def _silhouette(m: np.ndarray, labels: np.ndarray) -> float:
-    """Silhouette of ``labels`` on ``m`` (-1 for a single group: no structure)."""
-    from sklearn.metrics import silhouette_score
-
-    k = len(np.unique(labels))
-    if k < 2 or k >= len(labels):
-        return -1.0
-    return float(silhouette_score(_distance(m), labels, metric="precomputed"))
 
 
 def _average_linkage(lat: np.ndarray, min_silhouette: float) -> np.ndarray:

@@ -4,6 +4,8 @@
 * :func:`ami`: adjusted mutual information of a grouping against true racks
   (scikit-learn's ``adjusted_mutual_info_score``).
 * :func:`relative_error`: median relative error of a fitted matrix.
+* :func:`separation`: silhouette of a grouping on the matrix it came from (to choose between
+  groupings inferred from different matrices).
 """
 
 from __future__ import annotations
@@ -124,3 +126,22 @@ def relative_error(fitted: np.ndarray, measured: np.ndarray) -> float:
     if not ok.any():
         return float("nan")
     return float(np.median(np.abs(fv[ok] - mv[ok]) / mv[ok]))
+
+
+def separation(matrix: np.ndarray, labels: np.ndarray) -> float:
+    """Silhouette of ``labels`` on the symmetrised ``matrix`` (missing pairs at the median); 0 for one group.
+
+    Used to choose between groupings inferred from different matrices, so it
+    does not depend on how the inference scores itself.  O(N^2).
+    """
+    from sklearn.metrics import silhouette_score
+
+    k = len(np.unique(labels))
+    n = len(labels)
+    if k < 2 or k >= n:
+        return 0.0
+    d = np.fmax(matrix, np.asarray(matrix).T).astype(float)
+    off = ~np.eye(n, dtype=bool)
+    d[~np.isfinite(d)] = float(np.median(d[off & np.isfinite(d)]))
+    np.fill_diagonal(d, 0.0)
+    return float(silhouette_score(d, labels, metric="precomputed"))
