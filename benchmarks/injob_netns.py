@@ -52,20 +52,17 @@ if str(ROOT) not in sys.path:
 
 import numpy as np  # noqa: E402
 
+from plink.structure.metrics import rack_auc  # noqa: E402
+
 PREFIX, SUBNET = "pj", "10.203"
 WORKER = ROOT / "benchmarks" / "injob_worker.py"
 
 
 def auc(lat: np.ndarray, same: np.ndarray) -> float:
-    """P(cross-rack pair > in-rack pair), ties count half (Mann-Whitney U / (n1 n2))."""
+    """P(cross-rack pair > in-rack pair) over the measured pairs (upper triangle), ties half."""
     iu = np.triu_indices(len(lat), 1)
     vals, s = lat[iu], same[iu]
-    ok = ~np.isnan(vals)
-    cross, within = vals[ok & ~s], vals[ok & s]
-    if not len(cross) or not len(within):
-        return float("nan")
-    gt = (cross[:, None] > within[None, :]).sum() + 0.5 * (cross[:, None] == within[None, :]).sum()
-    return float(gt / (len(cross) * len(within)))
+    return rack_auc(vals[~s], vals[s])
 
 
 def separation(probe, rack_of: dict[str, int]) -> dict:

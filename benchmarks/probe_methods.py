@@ -27,12 +27,7 @@ from plink.data.hostlist import HostEntry  # noqa: E402
 from plink.probes.netns import NetnsCluster, unavailable_reason  # noqa: E402
 from plink.probes.probe import probe_hosts  # noqa: E402
 from plink.probes.ssh import SSHOptions  # noqa: E402
-
-
-def auc(cross: np.ndarray, same: np.ndarray) -> float:
-    """P(cross > same) + P(tie) / 2 over all (cross, same) value pairs."""
-    c, s = cross[:, None], same[None, :]
-    return float(np.mean((c > s) + 0.5 * (c == s)))
+from plink.structure.metrics import rack_auc  # noqa: E402
 
 
 def main() -> int:
@@ -79,7 +74,7 @@ def main() -> int:
                     print(f"{m}: incomplete ({p.meta.get('unreachable')})", file=sys.stderr)
                     continue
                 lat = p.latency
-                rows[m].append((np.median(lat[same]), np.median(lat[cross]), auc(lat[cross], lat[same])))
+                rows[m].append((np.median(lat[same]), np.median(lat[cross]), rack_auc(lat[cross], lat[same])))
         for m in args.methods:
             if rows[m]:
                 a = np.median(np.array(rows[m]), axis=0)

@@ -42,6 +42,7 @@ from plink.data.hostlist import HostEntry  # noqa: E402
 from plink.probes.netns import NetnsCluster, unavailable_reason  # noqa: E402
 from plink.probes.probe import probe_hosts  # noqa: E402
 from plink.probes.ssh import SSHOptions  # noqa: E402
+from plink.structure.metrics import rack_auc  # noqa: E402
 
 BUSY = "import time\nwhile True:\n    pass\n"
 
@@ -55,8 +56,7 @@ def separation(lat: np.ndarray, rack: np.ndarray) -> tuple[float, float]:
     a, b = v[ok & same], v[ok & ~same]
     if not len(a) or not len(b):
         return float("nan"), float("nan")
-    auc = float(((b[:, None] > a[None, :]).sum() + 0.5 * (b[:, None] == a[None, :]).sum()) / (len(a) * len(b)))
-    return auc, float(b.min() - a.max())
+    return rack_auc(b, a), float(b.min() - a.max())
 
 
 def corrected(p) -> np.ndarray:

@@ -93,3 +93,16 @@ def test_relative_error():
     m = np.array([[0, 10, np.nan], [10, 0, 4], [np.nan, 4, 0]], float)
     f = np.array([[0, 11, 99], [11, 0, 4], [99, 4, 0]], float)
     assert relative_error(f, m) == pytest.approx(0.05)
+
+
+def test_rack_auc_is_the_mann_whitney_probability_with_ties_half():
+    from plink.structure.metrics import rack_auc
+
+    rng = np.random.default_rng(0)
+    for _ in range(50):
+        c = np.round(rng.normal(1, 1, rng.integers(1, 20)), 1)   # rounded: ties happen
+        w = np.round(rng.normal(0, 1, rng.integers(1, 20)), 1)
+        want = ((c[:, None] > w[None, :]).sum() + 0.5 * (c[:, None] == w[None, :]).sum()) / (len(c) * len(w))
+        assert rack_auc(c, w) == pytest.approx(want, abs=1e-12)
+    assert rack_auc([3.0, np.nan], [1.0, 2.0]) == 1.0 and rack_auc([1.0], [1.0]) == 0.5
+    assert np.isnan(rack_auc([], [1.0])) and np.isnan(rack_auc([np.nan], [1.0]))
