@@ -220,20 +220,10 @@ def run_gloo(c, names: list[str], files: dict, size: int, repeats: int, passes: 
             "--repeats", str(repeats), "--warmup", "1", "--port", "29610", "--passes", str(passes)]
     procs = [subprocess.Popen(["ip", "netns", "exec", h.netns, *argv], stdout=subprocess.PIPE,
                               stderr=subprocess.PIPE, text=True, env=env()) for h in c.hosts]
-    end = time.monotonic() + timeout
-    lines, errors = [], []
-    for h, p in zip(c.hosts, procs):
-        try:
-            out, err = p.communicate(timeout=max(1.0, end - time.monotonic()))
-        except subprocess.TimeoutExpired:
-            for q in procs:
-                q.kill()
-            raise RuntimeError(f"Gloo workers did not finish within {timeout:.0f} s")
-        if p.returncode != 0:
-            errors.append(f"{h.name}: exit {p.returncode}: {err.strip()[-300:]}")
-        lines += [json.loads(ln) for ln in out.splitlines() if ln.startswith("{")]
-    if errors:
-        raise RuntimeError("Gloo worker failed: " + " | ".join(errors))
+    from plink.probes.netns import wait_all
+
+    outs = wait_all(procs, [h.name for h in c.hosts], timeout, "Gloo worker", who="Gloo workers", tail=300)
+    lines = [json.loads(ln) for out in outs for ln in out.splitlines() if ln.startswith("{")]
     res = {}
     for k, name in enumerate(names):
         res[name] = []

@@ -52,6 +52,7 @@ if str(ROOT) not in sys.path:
 
 import numpy as np  # noqa: E402
 
+from plink.probes.netns import wait_all  # noqa: E402
 from plink.structure.metrics import rack_auc  # noqa: E402
 
 PREFIX, SUBNET = "pj", "10.203"
@@ -98,20 +99,7 @@ def run_torchrun(c, hosts, module_args: list[str], port: int, timeout: float = 6
         argv = ["ip", "netns", "exec", h.netns, "unshare", "--uts", "--", "sh", "-c",
                 'hostname "$0" && exec "$@"', h.name, *torchrun]
         procs.append(subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=_env()))
-    outs, errs = [], []
-    end = t0 + timeout
-    for h, p in zip(hosts, procs):
-        try:
-            out, err = p.communicate(timeout=max(1.0, end - time.monotonic()))
-        except subprocess.TimeoutExpired:
-            for q in procs:
-                q.kill()
-            raise RuntimeError(f"torchrun did not finish within {timeout:.0f} s")
-        if p.returncode != 0:
-            errs.append(f"{h.name}: exit {p.returncode}: {err.strip()[-600:]}")
-        outs.append(out)
-    if errs:
-        raise RuntimeError("torchrun failed: " + " | ".join(errs[:3]))
+    outs = wait_all(procs, [h.name for h in hosts], timeout, "torchrun", tail=600)
     return outs, time.monotonic() - t0
 
 

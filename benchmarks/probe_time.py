@@ -53,23 +53,6 @@ def cpu_seconds() -> float:
     return ru.ru_utime + ru.ru_stime
 
 
-def leftovers(c) -> dict:
-    out = {}
-    for h in c.hosts:
-        socks = [s for s in c.listening(h.name) if '"sshd"' not in s]
-        procs = []
-        for pid in c.processes(h.name):
-            try:
-                comm = Path(f"/proc/{pid}/comm").read_text().strip()
-            except OSError:
-                continue
-            if comm != "sshd":
-                procs.append(comm)
-        if socks or procs:
-            out[h.name] = (len(socks), procs)
-    return out
-
-
 def hosts_cgroup(prefix: str, pids, shares: int) -> Path | None:
     """A cgroup (v1 cpu controller) with ``shares`` holding ``pids`` (their
     children inherit it); None when the controller is not available."""
@@ -156,7 +139,7 @@ def setup_breakdown(sessions: dict, t0: float) -> dict:
 def wait_clean(c, since: float, limit: float = 60.0) -> float | None:
     """Seconds from ``since`` until nothing of plink is left on any host."""
     while time.monotonic() - since < limit:
-        if not leftovers(c):
+        if not c.leftovers():
             return time.monotonic() - since
         time.sleep(0.5)
     return None

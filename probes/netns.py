@@ -84,6 +84,31 @@ _BUSY_LOOP = (
 )
 
 
+def wait_all(procs: Sequence[subprocess.Popen], names: Sequence[str], timeout: float, what: str,
+             who: str | None = None, tail: int = 400) -> list[str]:
+    """Wait for ``procs`` (one per host, ``names``), all within ``timeout`` s; their stdouts.
+
+    When the time runs out every process is killed and RuntimeError says
+    ``"<who> did not finish within <timeout> s"`` (``who`` defaults to
+    ``what``); processes that exited non-zero raise ``"<what> failed: <host>:
+    exit <code>: <last tail chars of stderr> | ..."``."""
+    end = time.monotonic() + timeout
+    outs, errors = [], []
+    for name, p in zip(names, procs):
+        try:
+            out, err = p.communicate(timeout=max(1.0, end - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            for q in procs:
+                q.kill()
+            raise RuntimeError(f"{who or what} did not finish within {timeout:.0f} s") from None
+        if p.returncode != 0:
+            errors.append(f"{name}: exit {p.returncode}: {err.strip()[-tail:]}")
+        outs.append(out)
+    if errors:
+        raise RuntimeError(f"{what} failed: " + " | ".join(errors))
+    return outs
+
+
 def unavailable_reason(sshd: bool = True) -> str | None:
     """Why a NetnsCluster cannot be built here, or None when it can."""
     if os.name != "posix" or not hasattr(os, "geteuid"):
@@ -640,6 +665,24 @@ class NetnsCluster:
         """PIDs of processes in the host's network namespace."""
         r = _run(["ip", "netns", "pids", self.host(host_name).netns], check=False)
         return [int(t) for t in r.stdout.split()]
+
+    def leftovers(self) -> dict[str, tuple[list[str], list[str]]]:
+        """What runs on the hosts besides their sshd: ``{host: (listening sockets, process
+        names)}`` for the hosts that have any (empty: nothing of a probe left behind)."""
+        out = {}
+        for h in self.hosts:
+            socks = [s for s in self.listening(h.name) if '"sshd"' not in s]
+            procs = []
+            for pid in self.processes(h.name):
+                try:
+                    comm = Path(f"/proc/{pid}/comm").read_text().strip()
+                except OSError:
+                    continue
+                if comm != "sshd":
+                    procs.append(comm)
+            if socks or procs:
+                out[h.name] = (socks, procs)
+        return out
 
     def close(self) -> None:
         for name in list(self._busy):

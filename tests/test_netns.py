@@ -176,3 +176,25 @@ def test_unequal_racks_argument_errors():
         NetnsCluster(racks=3, hosts_per_rack=[2, 2])
     with pytest.raises(ValueError, match="busy duty"):
         NetnsCluster(busy={0: 1.5})
+
+
+@pytest.mark.parametrize("case", ["ok", "fails", "hangs"])
+def test_wait_all_collects_outputs_names_failures_and_kills_on_timeout(case):
+    import subprocess
+    import sys
+
+    from plink.probes.netns import wait_all
+
+    code = {"ok": "print('hi')", "fails": "import sys; sys.stderr.write('boom'); sys.exit(3)",
+            "hangs": "import time; time.sleep(60)"}[case]
+    procs = [subprocess.Popen([sys.executable, "-c", c], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+             for c in ("print('first')", code)]
+    if case == "ok":
+        assert wait_all(procs, ["a", "b"], 30, "job") == ["first\n", "hi\n"]
+    elif case == "fails":
+        with pytest.raises(RuntimeError, match=r"^job failed: b: exit 3: boom$"):
+            wait_all(procs, ["a", "b"], 30, "job")
+    else:
+        with pytest.raises(RuntimeError, match="^the jobs did not finish within 1 s$"):
+            wait_all(procs, ["a", "b"], 1, "job", who="the jobs")
+        assert procs[1].wait(5) != 0  # killed

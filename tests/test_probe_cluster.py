@@ -41,27 +41,15 @@ def plink(*args, timeout=120):
                           timeout=timeout, env=env, cwd=ROOT)
 
 
-def assert_nothing_left(cluster):
-    """Only sshd listens and runs on every host once a probe has ended."""
-    end = time.monotonic() + 10
+def assert_nothing_left(cluster, seconds=10, after="the probe"):
+    """Only sshd listens and runs on every host within ``seconds`` after ``after``."""
+    end = time.monotonic() + seconds
     while True:
-        leftovers = {}
-        for h in cluster.hosts:
-            socks = [s for s in cluster.listening(h.name) if '"sshd"' not in s]
-            procs = []
-            for pid in cluster.processes(h.name):
-                try:
-                    comm = Path(f"/proc/{pid}/comm").read_text().strip()
-                except OSError:
-                    continue
-                if comm != "sshd":
-                    procs.append(comm)
-            if socks or procs:
-                leftovers[h.name] = (socks, procs)
+        leftovers = cluster.leftovers()
         if not leftovers:
             return
         if time.monotonic() > end:
-            pytest.fail(f"left behind after the probe: {leftovers}")
+            pytest.fail(f"still there {seconds} s after {after}: {leftovers}")
         time.sleep(0.2)
 
 
@@ -264,25 +252,8 @@ def test_controller_partition_exits_3_and_agents_leave(cluster, tmp_path):
     assert load(out).meta["aborted"].startswith("lost contact")
     # agents hear no heartbeat (their SSH connections hang, no FIN arrives) and leave within 30 s
     t = time.monotonic()
-    assert_nothing_left_within(cluster, 30)
+    assert_nothing_left(cluster, 30, after="the fault")
     assert time.monotonic() - t < 30
-
-
-def assert_nothing_left_within(cluster, seconds):
-    end = time.monotonic() + seconds
-    while True:
-        left = {}
-        for h in cluster.hosts:
-            socks = [s for s in cluster.listening(h.name) if '"sshd"' not in s]
-            procs = [p for p in cluster.processes(h.name)
-                     if Path(f"/proc/{p}/comm").exists() and Path(f"/proc/{p}/comm").read_text().strip() != "sshd"]
-            if socks or procs:
-                left[h.name] = (socks, procs)
-        if not left:
-            return
-        if time.monotonic() > end:
-            pytest.fail(f"still there {seconds} s after the fault: {left}")
-        time.sleep(0.5)
 
 
 @pytest.mark.skipif(shutil.which("fping") is None, reason="fping not installed")

@@ -503,21 +503,13 @@ def prove_torchrun(b: Bench, order_file: Path, slots: int, name: str, tag: str =
     def run():
         procs = [subprocess.Popen([str(b.bin / "ssh"), h.name, node], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                   text=True, start_new_session=True) for h in b.c.hosts]
-        out, errs = "", []
-        end = time.monotonic() + 240
-        for h, p in zip(b.c.hosts, procs):
-            try:
-                o, e = p.communicate(timeout=max(1.0, end - time.monotonic()))
-            except subprocess.TimeoutExpired:
-                for q in procs:
-                    q.kill()
-                raise LauncherError("torchrun did not finish within 240 s")
-            out += o
-            if p.returncode != 0:
-                errs.append(f"{h.name}: exit {p.returncode}: {e.strip()[-300:]}")
-        if errs:
-            raise LauncherError(" | ".join(errs))
-        return ranks_from_output(out, len(hosts) * slots)
+        from plink.probes.netns import wait_all
+
+        try:
+            outs = wait_all(procs, [h.name for h in b.c.hosts], 240, "torchrun", tail=300)
+        except RuntimeError as exc:
+            raise LauncherError(str(exc)) from None
+        return ranks_from_output("".join(outs), len(hosts) * slots)
 
     return _proof("torchrun", name, cmd, expected_ranks(order_file, slots), run)
 

@@ -162,21 +162,10 @@ def _parse_lines(text: str) -> list[dict]:
 
 def _collect(c, procs, timeout: float, who: str, what: str) -> list[dict]:
     """Wait for one process per host (all within ``timeout`` s) and parse their result lines."""
-    results, errors = [], []
-    end = time.monotonic() + timeout
-    for h, p in zip(c.hosts, procs):
-        try:
-            out, err = p.communicate(timeout=max(1.0, end - time.monotonic()))
-        except subprocess.TimeoutExpired:
-            for q in procs:
-                q.kill()
-            raise RuntimeError(f"{who} did not finish within {timeout:.0f} s")
-        if p.returncode != 0:
-            errors.append(f"{h.name}: exit {p.returncode}: {err.strip()[-400:]}")
-        results += _parse_lines(out)
-    if errors:
-        raise RuntimeError(f"{what} failed: " + " | ".join(errors))
-    return results
+    from plink.probes.netns import wait_all
+
+    outs = wait_all(procs, [h.name for h in c.hosts], timeout, what, who=who)
+    return [r for out in outs for r in _parse_lines(out)]
 
 
 def run_gloo(c, order_files: list[Path], size: int, repeats: int = 3, warmup: int = 1, port: int = 29600,
