@@ -113,6 +113,7 @@ def test_bad_host_names():
     (["gpu7"], "gpu7"),
     (["login", "n3", "n2"], "login,n[2-3]"),
     (["r0h0", "r0h1", "r1h0"], "r0h[0-1],r1h0"),
+    (["gpu7", "n2", "n1"], "gpu7,n[1-2]"),  # a one-name group before another
 ])
 def test_compress_hostlist(names, expected):
     assert em.compress_hostlist(names) == expected
@@ -467,6 +468,17 @@ c3 slots=2
 @pytest.mark.parametrize("fmt", sorted(GOLDEN))
 def test_launcher_file_exact(fmt):
     assert em.emit(fmt, HOSTS, slots=2) == GOLDEN[fmt]
+
+
+def test_slurm_topology_file_exact():
+    assert em.emit("slurm-topology", HOSTS, labels=[1, 0, 1]) == """\
+# plink groups as a Slurm switch tree (3 nodes, 2 leaf switches).
+# Put it next to slurm.conf and set TopologyPlugin=topology/tree; it steers node selection
+# (jobs packed under few switches), not rank order: use the slurm format for that.
+SwitchName=plink-s0 Nodes=b7,c3
+SwitchName=plink-s1 Nodes=a1
+SwitchName=plink-root Switches=plink-s[0-1]
+"""
 
 
 ENV_HEAD = """\
