@@ -18,7 +18,7 @@ from plink.data.probefile import load
 from plink.probes import agent as agent_mod
 from plink.probes.methods import summarize
 from plink.probes.probe import probe_hosts
-from plink.probes.session import BOOT, AgentError, AgentSession, ProcessPipe, agent_source, local_pipe, start_local_agents
+from plink.probes.session import AgentError, AgentSession, ProcessPipe, agent_argv, agent_source, local_pipe, start_local_agents
 
 
 @pytest.fixture
@@ -208,11 +208,10 @@ def test_agent_exits_when_its_deadline_passes():
 
 
 def test_stray_shell_output_is_skipped():
-    src = agent_source()
-    argv = ["sh", "-c", 'echo "Welcome to the machine"; echo "{\\"id\\": 1}"; exec "$0" -u -c "$1" "$2"',
-            sys.executable, BOOT, str(len(src))]
+    boot, payload = agent_argv(sys.executable)
+    argv = ["sh", "-c", 'echo "Welcome to the machine"; echo "{\\"id\\": 1}"; exec "$@"', "sh", *boot]
     pipe = ProcessPipe(argv)
-    pipe.write(src)
+    pipe.write(payload)
     s = AgentSession(pipe, "x")
     info = s.hello(secrets.token_hex(32), 60, bind="127.0.0.6")
     assert info["addr"] == "127.0.0.6"
@@ -531,3 +530,52 @@ def test_heartbeat_never_waits_for_one_agent():
     assert busy.pipe.lines == [b'{"op":"hb"}\n']
     busy.send("exit")                                # requests still wait their turn and go out
     assert len(busy.pipe.lines) == 2
+
+
+def test_agent_runs_from_compiled_code_and_from_source():
+    """The code is sent compiled (marshal) for a host whose Python has the
+    controller's bytecode magic, and compiled from the source on the host
+    otherwise; both give the same agent."""
+    import importlib.util
+
+    boot, payload = agent_argv(sys.executable)
+    assert payload[:4] == importlib.util.MAGIC_NUMBER
+    other = b"\0\0\0\0" + payload[4:]  # another Python's magic: the source path
+    for data in (payload, other):
+        pipe = ProcessPipe(boot)
+        pipe.write(data)
+        s = AgentSession(pipe, "x")
+        info = s.hello(secrets.token_hex(32), 60, bind="127.0.0.8")
+        assert info["addr"] == "127.0.0.8" and info["udp_port"] > 0
+        s.close()
+
+
+def test_agent_json_codec_matches_json():
+    import json
+
+    loads, dumps = agent_mod.json_loads, agent_mod.json_dumps
+    objs = [{"id": 3, "op": "udp_sched", "plan": [[0, 0, "10.0.0.1", 5000, 10]], "start": 0.05, "ok": True,
+             "x": None, "s": "caf\u00e9 \"q\"\n"}, [1.5, -2, 1e-7, float("nan")], {"hb": 1}]
+    for o in objs:
+        assert dumps(o) == json.dumps(o, separators=(",", ":"))
+        back = loads(dumps(o))
+        assert json.dumps(back) == json.dumps(json.loads(json.dumps(o)))
+    assert loads(b' {"a": [1, 2]} \n') == {"a": [1, 2]}
+    for bad in ("", "{", '{"a": 1} x', "nope"):
+        with pytest.raises(ValueError):
+            loads(bad)
+    with pytest.raises(TypeError):
+        dumps({"a": object()})
+
+
+def test_agent_tool_lookup_matches_stdlib():
+    import importlib.util
+
+    assert agent_mod.which("sh") == shutil.which("sh")
+    assert agent_mod.which("no-such-program-plink") is None
+    # the agent runs without site (-S); it still finds what site would add
+    s = AgentSession(local_pipe(), "x")
+    info = s.hello(secrets.token_hex(32), 60, bind="127.0.0.9")
+    s.close()
+    assert info["icmplib"] == (importlib.util.find_spec("icmplib") is not None)
+    assert agent_mod.has_module("json") and not agent_mod.has_module("no_such_module_plink")

@@ -16,15 +16,17 @@ from plink.errors import PlinkError
 from plink.data.hostlist import HostEntry
 from plink.probes import ssh as ssh_mod
 from plink.probes.netns import NetnsCluster, unavailable_reason
-from plink.probes.session import BOOT, agent_command
+from plink.probes.session import BOOT, agent_command, agent_source
 from plink.probes.ssh import SSHError, SSHOptions, connect, resolve, start_agent
 
 
 def test_agent_command_quotes_everything():
     evil = "python3; touch /tmp/pwned #"
-    cmd, src = agent_command(evil)
+    cmd, payload = agent_command(evil)
     argv = shlex.split(cmd)
-    assert argv == ["exec", evil, "-u", "-c", BOOT, str(len(src))]
+    code_len, src_len = int(argv[-2]), int(argv[-1])
+    assert argv == ["exec", evil, "-S", "-u", "-c", BOOT, str(code_len), str(src_len)]
+    assert code_len + src_len == len(payload) and payload[code_len:] == agent_source()
 
 
 def test_config_resolution(tmp_path):
