@@ -475,9 +475,9 @@ def test_kernel_stamps_take_a_late_reflector_out_of_the_rtt(monkeypatch):
     raw.bind(("127.0.0.1", 0))
     raw.settimeout(0.05)
     port = raw.getsockname()[1]
-    t = threading.Thread(target=agent_mod.responder, args=(_LateSocket(raw, 0.02), agent_mod._state["key"]),
-                         daemon=True)
-    t.start()
+    resp = agent_mod.Responder(_LateSocket(raw, 0.02), agent_mod._state["key"])
+    monkeypatch.setitem(agent_mod._state, "responder", resp)
+    t = resp.thread
     try:
         plan = [(0, 7, "127.0.0.1", port)]
         res = {}
@@ -486,12 +486,14 @@ def test_kernel_stamps_take_a_late_reflector_out_of_the_rtt(monkeypatch):
             assert out[0][0] == 7 and out[0][1] == 5 and len(out[0][2]) == 5
             res[stamps] = np.median(out[0][2])
         # the reflector's 20 ms wake-up is in the user-space RTT and out of the stamped one
+        # (stamped: the schedule's own loop answered, late, with the responder thread parked)
         assert res[False] >= 20000.0
         assert res[True] < 5000.0
     finally:
         agent_mod._state["stop"].set()
-        t.join(2)
+        resp.unpark()
         raw.close()
+        t.join(2)
 
 
 def test_more_passes_give_more_round_orders():
@@ -579,3 +581,38 @@ def test_agent_tool_lookup_matches_stdlib():
     s.close()
     assert info["icmplib"] == (importlib.util.find_spec("icmplib") is not None)
     assert agent_mod.has_module("json") and not agent_mod.has_module("no_such_module_plink")
+
+
+def test_running_schedule_answers_pings_once_and_only_authentic_ones(pair):
+    """While a schedule runs, its loop answers the agent's pings (the
+    responder thread is parked): still one pong per fresh authentic ping,
+    none to a forged or replayed one, and at most ``NAP_MAX`` late."""
+    a, b, token = pair
+    key = bytes.fromhex(token)
+    slot = 0.5
+    rid = a.send("udp_sched", plan=[[0, 0, "127.0.0.3", b.info["udp_port"], 40]], start=0.0, slot=slot, count=40,
+                 interval=0.025, timeout=1.0)
+    time.sleep(0.2)  # a's loop is running its slot now
+    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    s.bind(("127.0.0.10", 0))
+    s.settimeout(0.3)
+    dst = ("127.0.0.2", a.info["udp_port"])
+    good = _pkt(key, rnd=9, seq=11)
+    t = time.monotonic()
+    s.sendto(good, dst)
+    data, _ = s.recvfrom(100)
+    assert time.monotonic() - t < 0.2
+    assert struct.unpack("!4sBHIQ", data[:19])[1:] == (2, 5, 9, 11)
+    for bad in (good, _pkt(secrets.token_bytes(32), seq=12)):  # a replay, a wrong key
+        s.sendto(bad, dst)
+        with pytest.raises(socket.timeout):
+            s.recvfrom(100)
+    s.close()
+    res = a.wait(rid, 10)
+    assert res["ok"] and len(a.parts[rid][0][2]) == 40  # its own pings were all answered too
+    b_s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)  # after the schedule the thread answers again
+    b_s.bind(("127.0.0.10", 0))
+    b_s.settimeout(0.5)
+    b_s.sendto(_pkt(key, rnd=9, seq=13), dst)
+    assert b_s.recvfrom(100)
+    b_s.close()
