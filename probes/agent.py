@@ -480,9 +480,34 @@ def run_plan(plan, t0, slot, count, interval, timeout, size, emit=None, flush_ev
         nxt, j = 0, 0  # next (slot, ping) to send
         open_slots = []
         last_flush = now()
+
+        def take_pongs():
+            while True:
+                try:
+                    data, peer, arrived = recv_stamped(sock, stamped)
+                except (BlockingIOError, InterruptedError):
+                    return
+                except OSError:
+                    return
+                tr = time.time_ns() if arrived is None else arrived
+                head = open_packet(data, key)
+                if head is None or head[0] != PONG or head[1] != _state["hid"]:
+                    continue
+                hit = sent.get(head[3])
+                if hit is None or finished[hit[0]] or plan[hit[0]][1] != head[2]:
+                    continue
+                rtt = tr - hit[1]
+                if stamps and len(data) >= HDR.size + TURN.size + MAC_LEN:
+                    turn = TURN.unpack_from(data, HDR.size)[0]
+                    if 0 <= turn < rtt:
+                        rtt -= turn
+                if head[3] not in rtts[hit[0]] and rtt >= 0:
+                    rtts[hit[0]][head[3]] = rtt / 1e3
+
         while True:
             if lazy:
-                resp.drain()
+                resp.drain()  # answer the pings that came (our own self-pings too) ...
+                take_pongs()  # ... then take the pongs, before slots are closed
             t = now()
             # send what is due
             while nxt < len(plan) and t >= t0 + plan[nxt][0] * slot + j * interval:
@@ -501,6 +526,9 @@ def run_plan(plan, t0, slot, count, interval, timeout, size, emit=None, flush_ev
                     open_slots.append(nxt)
                     nxt, j = nxt + 1, 0
                 t = now()
+                if lazy and nxt == len(plan):  # the last ping: a self-ping's answer is already here
+                    resp.drain()
+                    take_pongs()
             # close finished slots
             still = []
             for i in open_slots:
@@ -524,31 +552,11 @@ def run_plan(plan, t0, slot, count, interval, timeout, size, emit=None, flush_ev
                 wait = min(wait, flush_every)
             if lazy:
                 time.sleep(min(wait, NAP_MAX))
-            else:
-                r, _, _ = select.select([sock], [], [], wait)
-                if not r:
-                    continue
-            while True:
-                try:
-                    data, peer, arrived = recv_stamped(sock, stamped)
-                except (BlockingIOError, InterruptedError):
-                    break
-                except OSError:
-                    break
-                tr = time.time_ns() if arrived is None else arrived
-                head = open_packet(data, key)
-                if head is None or head[0] != PONG or head[1] != _state["hid"]:
-                    continue
-                hit = sent.get(head[3])
-                if hit is None or finished[hit[0]] or plan[hit[0]][1] != head[2]:
-                    continue
-                rtt = tr - hit[1]
-                if stamps and len(data) >= HDR.size + TURN.size + MAC_LEN:
-                    turn = TURN.unpack_from(data, HDR.size)[0]
-                    if 0 <= turn < rtt:
-                        rtt -= turn
-                if head[3] not in rtts[hit[0]] and rtt >= 0:
-                    rtts[hit[0]][head[3]] = rtt / 1e3
+                continue  # pongs and pings are taken at the top
+            r, _, _ = select.select([sock], [], [], wait)
+            if not r:
+                continue
+            take_pongs()
     finally:
         if parked:
             resp.drain()
