@@ -132,11 +132,31 @@ def now():
     return time.perf_counter()
 
 
-def reply(obj):
+def out_ready():
+    """True when stdout can take a line now (its pipe to sshd is not full)."""
+    try:
+        return bool(select.select([], [sys.stdout], [], 0)[1])
+    except (OSError, ValueError):
+        return True
+
+
+def reply(obj, block=True):
+    """Write one reply line; with ``block=False`` only if that cannot wait
+    (another writer busy, or stdout full because nobody drains it -- a
+    starved sshd or controller): returns whether it was written.  The stdin
+    reader answers heartbeats this way, so it never stops reading (and
+    hearing the controller) while the output is stuck."""
     line = PREFIX + json_dumps(obj) + "\n"
-    with _out_lock:
+    if not _out_lock.acquire(block):
+        return False
+    try:
+        if not block and not out_ready():
+            return False
         sys.stdout.write(line)
         sys.stdout.flush()
+        return True
+    finally:
+        _out_lock.release()
 
 
 def cleanup():
@@ -445,7 +465,8 @@ def run_plan(plan, t0, slot, count, interval, timeout, size, emit=None, flush_ev
     A slot is finished when all its pongs are in or ``timeout`` after its last
     ping (pongs of earlier slots are still taken while later slots run).
     Finished slots go to ``emit([[round, sent, [rtt_us, ...]], ...])`` every
-    ``flush_every`` s; returns those not emitted.  O(len(plan) x count).
+    ``flush_every`` s (an ``emit`` returning False keeps them for the next
+    time); returns those not emitted.  O(len(plan) x count).
     With ``stamps`` (and a kernel that gives them) an RTT is the pong's kernel
     arrival minus the send time minus the reflector's turnaround (see
     ``SO_TIMESTAMPNS`` above); without, user-space send to user-space receive.
@@ -540,8 +561,9 @@ def run_plan(plan, t0, slot, count, interval, timeout, size, emit=None, flush_ev
                     still.append(i)
             open_slots = still
             if emit is not None and out and (t - last_flush >= flush_every or (nxt == len(plan) and not open_slots)):
-                emit(out)
-                out, last_flush = [], t
+                if emit(out) is not False:  # False: not sent now (output full), kept for later
+                    out = []
+                last_flush = t
             if nxt == len(plan) and not open_slots:
                 break
             wake = [done_at[i] for i in open_slots]
@@ -579,12 +601,14 @@ def op_udp_sched(req):
     t0 = now() + float(req.get("start", 0.0))
     plan = [(int(e[0]), int(e[1]), e[2], int(e[3])) + tuple(int(x) for x in e[4:5]) for e in req["plan"]]
 
-    def emit(rows):
-        reply({"id": rid, "part": rows})
+    def emit(rows):  # while probing: never wait for a full stdout (the pings would wait)
+        return reply({"id": rid, "part": rows}, block=False)
 
-    run_plan(plan, t0, float(req["slot"]), int(req["count"]), float(req["interval"]),
-             float(req.get("timeout", 1.0)), int(req.get("size", 64)), emit=emit,
-             stamps=bool(req.get("stamps", True)), flush_every=float(req.get("flush_every", 0.25)))
+    rest = run_plan(plan, t0, float(req["slot"]), int(req["count"]), float(req["interval"]),
+                    float(req.get("timeout", 1.0)), int(req.get("size", 64)), emit=emit,
+                    stamps=bool(req.get("stamps", True)), flush_every=float(req.get("flush_every", 0.25)))
+    if rest:
+        reply({"id": rid, "part": rest})
     return {"slots": len(plan)}
 
 
@@ -935,7 +959,7 @@ def reader(queue):
         if not line:
             continue
         if line.startswith(b'{"op":"hb"'):
-            reply({"hb": 1})
+            reply({"hb": 1}, block=False)
             continue
         queue.append(line)
         _state["wake"].set()

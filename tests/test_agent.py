@@ -616,3 +616,24 @@ def test_running_schedule_answers_pings_once_and_only_authentic_ones(pair):
     b_s.sendto(_pkt(key, rnd=9, seq=13), dst)
     assert b_s.recvfrom(100)
     b_s.close()
+
+
+def test_agent_keeps_hearing_heartbeats_while_its_output_is_stuck():
+    """Nobody drains the agent's stdout (a starved sshd or controller): its
+    main thread blocks writing replies, but the stdin reader neither waits
+    to answer heartbeats nor stops hearing them, so the agent does not take
+    the stuck output for the controller's silence."""
+    s = AgentSession(local_pipe(), "x")
+    s.hello(secrets.token_hex(32), 600, bind="127.0.0.11", hb_timeout=1.5)
+    lines = b"".join(b'{"id":%d,"op":"extend","deadline":600}\n' % (100 + i) for i in range(6000))
+    s.pipe.write(lines)  # ~150 KB of answers: more than the pipe holds, and we do not read
+    t = time.monotonic()
+    while time.monotonic() - t < 3.5:  # twice the timeout, heartbeats only
+        s.pipe.write(b'{"op":"hb"}\n')
+        time.sleep(0.3)
+        assert s.pipe.proc.poll() is None, s.pipe.stderr_tail()
+    got = b""
+    while b'"id":6099,' not in got:  # drain: every request was answered after all
+        got += s.pipe.read(5.0)
+    assert s.pipe.proc.poll() is None
+    s.close()
