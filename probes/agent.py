@@ -1,8 +1,11 @@
-"""plink's remote agent: streamed over SSH as text, run by ``python3``, stdlib only.
+"""plink's remote agent: streamed over SSH, run by ``python3``, stdlib only.
 
-This file is sent verbatim to each host (nothing is installed) and started
-with ``python3 -u -c BOOT N`` where ``BOOT`` reads the next ``N`` bytes of
-stdin and executes them; the rest of stdin is the command stream.  It must
+This file is sent to each host (nothing is installed) and started with
+``python3 -S -u -c BOOT C N`` where ``BOOT`` reads the next ``C`` bytes of
+stdin (this file compiled by the controller: bytecode magic + ``marshal``
+data, run when the host's Python has the same magic) and the ``N`` after them
+(this source, compiled on the host otherwise); the rest of stdin is the
+command stream (:func:`probes.session.agent_payload`).  It must
 therefore stay one self-contained source file importing only the standard
 library (``icmplib`` and the ``fping`` / ``iperf3`` programs are used only
 when the host has them) and run on Python >= 3.6.
