@@ -94,10 +94,12 @@ def machine_cpu_seconds() -> float:
     return busy / os.sysconf("SC_CLK_TCK")
 
 
-def hosts_cpu_seconds(roots) -> float:
+def hosts_cpu_seconds(roots, system_only: bool = False) -> float:
     """CPU seconds of the hosts' side: every process under the hosts' sshd
     listeners (``roots``, pids), alive ones with what they reaped, so sshd
-    sessions and agents that already exited count too.  One pass over /proc."""
+    sessions and agents that already exited count too.  One pass over /proc.
+    ``system_only``: kernel time only (on the emulated cluster it includes
+    forwarding each packet through the namespaces' bridges and routers)."""
     tck = os.sysconf("SC_CLK_TCK")
     kids, times = {}, {}
     for d in os.listdir("/proc"):
@@ -108,7 +110,8 @@ def hosts_cpu_seconds(roots) -> float:
         except OSError:
             continue
         kids.setdefault(int(f[1]), []).append(int(d))
-        times[int(d)] = sum(int(x) for x in f[11:15])  # utime stime cutime cstime
+        times[int(d)] = (int(f[12]) + int(f[14]) if system_only  # stime cstime
+                         else sum(int(x) for x in f[11:15]))  # utime stime cutime cstime
     total, todo = 0, list(roots)
     while todo:
         q = todo.pop()
@@ -210,6 +213,7 @@ def main() -> int:
                 marks["cpu"] = cpu_seconds()
                 marks["mcpu"] = machine_cpu_seconds()
                 marks["hcpu"] = hosts_cpu_seconds(roots)
+                marks["hsys"] = hosts_cpu_seconds(roots, system_only=True)
                 if args.scenario != "time":
                     timer.start()
 
@@ -246,6 +250,7 @@ def main() -> int:
         t_end = time.monotonic()
         clean_s = wait_clean(c, fault.get("t", t_end))
         hcpu_end = hosts_cpu_seconds(roots)
+        hsys_end = hosts_cpu_seconds(roots, system_only=True)
         if args.scenario == "uplink":
             subprocess.run(["ip", "netns", "exec", f"{c.prefix}tor1", "ip", "link", "set", "ul", "up"], check=False)
         if args.scenario == "partition":
@@ -276,6 +281,7 @@ def main() -> int:
             "controller_cpu_setup_s": round(marks.get("cpu", cpu_end) - cpu0, 2),
             "hosts_cpu_setup_s": round(marks.get("hcpu", hcpu_end) - hcpu0, 2),
             "hosts_cpu_rounds_s": round(hcpu_end - marks.get("hcpu", hcpu0), 2),
+            "hosts_cpu_rounds_system_s": round(hsys_end - marks.get("hsys", hsys_end), 2),
             "clean_after_s": None if clean_s is None else round(clean_s, 1),
         }
         if "t" in fault:
@@ -307,7 +313,8 @@ def main() -> int:
         print(f"setup per host (median): {res['setup']}; probe phases (s): {res['phases_s']}")
         print(f"CPU in setup: controller {res['controller_cpu_setup_s']} s, hosts (sshd + agents) "
               f"{res['hosts_cpu_setup_s']} s, whole machine {res['machine_cpu_setup_s']} s; in the rounds: "
-              f"controller {res['controller_cpu_rounds_s']} s, hosts {res['hosts_cpu_rounds_s']} s, "
+              f"controller {res['controller_cpu_rounds_s']} s, hosts {res['hosts_cpu_rounds_s']} s "
+              f"({res['hosts_cpu_rounds_system_s']} s of it in the kernel), "
               f"whole machine {res['machine_cpu_rounds_s']} s (machine = {2 * os.cpu_count() // 2} cores x wall "
               "at most; includes others' work)")
         print(f"wall / bound: {res['ratio_total']:.3f}x total, {res['ratio_rounds']:.3f}x rounds only; "

@@ -1,8 +1,11 @@
-"""plink's remote agent: streamed over SSH as text, run by ``python3``, stdlib only.
+"""plink's remote agent: streamed over SSH, run by ``python3``, stdlib only.
 
-This file is sent verbatim to each host (nothing is installed) and started
-with ``python3 -u -c BOOT N`` where ``BOOT`` reads the next ``N`` bytes of
-stdin and executes them; the rest of stdin is the command stream.  It must
+This file is sent to each host (nothing is installed) and started with
+``python3 -S -u -c BOOT C N`` where ``BOOT`` reads the next ``C`` bytes of
+stdin (this file compiled by the controller: bytecode magic + ``marshal``
+data, run when the host's Python has the same magic) and the ``N`` after them
+(this source, compiled on the host otherwise); the rest of stdin is the
+command stream (:func:`probes.session.agent_payload`).  It must
 therefore stay one self-contained source file importing only the standard
 library (``icmplib`` and the ``fping`` / ``iperf3`` programs are used only
 when the host has them) and run on Python >= 3.6.
@@ -36,19 +39,73 @@ passes, or when nothing (not even a heartbeat) came from the controller for
 ``hb_timeout`` seconds (a partition, a suspended or killed controller).
 """
 
-import hashlib
+import _signal
+import _socket
 import hmac
-import json
 import os
 import select
-import shutil
-import signal
-import socket
 import struct
-import subprocess
 import sys
 import threading
 import time
+
+# Start-up cost: one agent starts on every host, so what it imports is paid N
+# times (on real VMs in parallel, on an emulated cluster on the same cores).
+# The latency path imports only what it needs, and the C modules behind
+# ``socket``, ``signal`` and ``json`` where the pure-Python wrapper would pull
+# in ``enum``/``re``; ``subprocess``, ``socket`` (TCP) and ``json`` (iperf3)
+# are imported by the ops that need them.  Measured with ``python3 -S``:
+# 39 ms of CPU for the old imports, 23 ms for these
+# (``benchmarks/agent_start.py``).
+
+
+def _json_codec():
+    """``(loads, dumps)`` over the C accelerator ``_json`` (no ``re``, ``enum``
+    import); the ``json`` module where there is none (PyPy).  Compact
+    separators, ASCII output, NaN allowed: what ``json.dumps(obj,
+    separators=(",", ":"))`` writes."""
+    try:
+        import _json
+
+        class Ctx(object):
+            strict = True
+            object_hook = None
+            object_pairs_hook = None
+            parse_float = float
+            parse_int = int
+            parse_constant = float  # NaN, Infinity
+            memo = {}
+
+        scan = _json.make_scanner(Ctx())
+
+        def default(o):
+            raise TypeError("%s is not JSON serializable" % type(o).__name__)
+
+        enc = _json.make_encoder(None, default, _json.encode_basestring_ascii, None, ":", ",", False, False, True)
+
+        def loads(text):
+            if isinstance(text, bytes):
+                text = text.decode("utf-8")
+            text = text.strip()
+            try:
+                obj, end = scan(text, 0)
+            except StopIteration:
+                raise ValueError("not JSON")
+            if end != len(text):
+                raise ValueError("extra data after JSON")
+            return obj
+
+        def dumps(obj):
+            return "".join(enc(obj, 0))
+
+        return loads, dumps
+    except (ImportError, AttributeError, TypeError):
+        import json
+
+        return json.loads, lambda obj: json.dumps(obj, separators=(",", ":"))
+
+
+json_loads, json_dumps = _json_codec()
 
 MAGIC = b"PLK2"
 PING, PONG = 1, 2
@@ -58,7 +115,7 @@ REPLAY_WINDOW = 4096
 PREFIX = "PLK1 "
 
 _state = {
-        "key": None,
+    "key": None,
     "hid": 0,
     "seq": 0,
     "heard": None,
@@ -68,6 +125,7 @@ _state = {
     "children": [],
     "sockets": [],
     "tcp": None,
+    "responder": None,
     "stop": threading.Event(),
 }
 _out_lock = threading.Lock()
@@ -77,11 +135,31 @@ def now():
     return time.perf_counter()
 
 
-def reply(obj):
-    line = PREFIX + json.dumps(obj, separators=(",", ":")) + "\n"
-    with _out_lock:
+def out_ready():
+    """True when stdout can take a line now (its pipe to sshd is not full)."""
+    try:
+        return bool(select.select([], [sys.stdout], [], 0)[1])
+    except (OSError, ValueError):
+        return True
+
+
+def reply(obj, block=True):
+    """Write one reply line; with ``block=False`` only if that cannot wait
+    (another writer busy, or stdout full because nobody drains it -- a
+    starved sshd or controller): returns whether it was written.  The stdin
+    reader answers heartbeats this way, so it never stops reading (and
+    hearing the controller) while the output is stuck."""
+    line = PREFIX + json_dumps(obj) + "\n"
+    if not _out_lock.acquire(block):
+        return False
+    try:
+        if not block and not out_ready():
+            return False
         sys.stdout.write(line)
         sys.stdout.flush()
+        return True
+    finally:
+        _out_lock.release()
 
 
 def cleanup():
@@ -130,7 +208,7 @@ def watchdog():
 
 
 def mac(key, data):
-    return hmac.new(key, data, hashlib.sha256).digest()[:MAC_LEN]
+    return hmac.new(key, data, "sha256").digest()[:MAC_LEN]
 
 
 def seal(kind, rnd, seq, pad=b"", hid=None):
@@ -154,20 +232,20 @@ def enable_stamps(sock):
     if SO_TIMESTAMPNS is None:
         return False
     try:
-        sock.setsockopt(socket.SOL_SOCKET, SO_TIMESTAMPNS, 1)
+        sock.setsockopt(_socket.SOL_SOCKET, SO_TIMESTAMPNS, 1)
         return True
     except (OSError, AttributeError):
         return False
 
 
-def recv_stamped(sock, stamped):
+def recv_stamped(sock, stamped, flags=0):
     """``(data, peer, kernel arrival in ns or None)`` of one datagram."""
     if not stamped:
-        data, peer = sock.recvfrom(2048)
+        data, peer = sock.recvfrom(2048, flags)
         return data, peer, None
-    data, anc, _flags, peer = sock.recvmsg(2048, 64)
+    data, anc, _flags, peer = sock.recvmsg(2048, 64, flags)
     for level, kind, cdata in anc:
-        if level == socket.SOL_SOCKET and kind == SO_TIMESTAMPNS:
+        if level == _socket.SOL_SOCKET and kind == SO_TIMESTAMPNS:
             if len(cdata) >= 16:
                 sec, nsec = struct.unpack_from("@qq", cdata)
             elif len(cdata) >= 8:
@@ -224,7 +302,7 @@ def own_address():
 
 
 def family(addr):
-    return socket.AF_INET6 if ":" in addr else socket.AF_INET
+    return _socket.AF_INET6 if ":" in addr else _socket.AF_INET
 
 
 def sockaddr(addr, port):
@@ -237,28 +315,81 @@ def sockaddr(addr, port):
 # UDP echo responder and sender
 
 
-def responder(sock, key):
-    window = ReplayWindow()
-    stamped = enable_stamps(sock)
-    while not _state["stop"].is_set():
-        try:
-            data, peer, arrived = recv_stamped(sock, stamped)
-        except socket.timeout:
-            continue
-        except OSError:
-            return
-        head = open_packet(data, key)
-        if head is None or head[0] != PING or not window.fresh(head[1], head[3]):
-            continue  # forged, replayed or not ours: no answer
+class Responder(object):
+    """The UDP echo: answers authentic, fresh pings on the agent's socket.
+
+    Its thread answers at once while the agent is not probing.  While a
+    schedule runs (:func:`run_plan`) the thread is *parked* and the schedule's
+    loop answers the pings it finds at each of its own wake-ups: a thread
+    wake-up costs 50-110 us of CPU on a VM (measured,
+    ``benchmarks/agent_packet_cpu.py``), far more than a ping's work, and one
+    wake-up per sent ping instead of three is what lets hundreds of agents
+    share few cores.  The later answer does not change the RTT: the reflector's
+    turnaround, from the kernel's arrival stamp of the ping to the sealing of
+    the pong, is written into the pong and subtracted (see ``TURN``).
+    Complexity O(1) per packet."""
+
+    def __init__(self, sock, key):
+        self.sock, self.key = sock, key
+        self.window = ReplayWindow()
+        self.stamped = enable_stamps(sock)
+        self._park_r, self._park_w = os.pipe()
+        self._parked = threading.Event()
+        self._resume = threading.Event()
+        self.thread = threading.Thread(target=self.run, daemon=True)
+        self.thread.start()
+
+    def answer(self, data, peer, arrived):
+        head = open_packet(data, self.key)
+        if head is None or head[0] != PING or not self.window.fresh(head[1], head[3]):
+            return  # forged, replayed or not ours: no answer
         _, sender, rnd, seq = head
         pad = data[HDR.size:-MAC_LEN]
         if len(pad) >= TURN.size:
             turn = -1 if arrived is None else max(0, time.time_ns() - arrived)
             pad = TURN.pack(turn) + pad[TURN.size:]
         try:
-            sock.sendto(seal(PONG, rnd, seq, pad, hid=sender), peer)
+            self.sock.sendto(seal(PONG, rnd, seq, pad, hid=sender), peer)
         except OSError:
             pass
+
+    def drain(self):
+        """Answer every ping waiting on the socket, without blocking."""
+        while True:
+            try:
+                data, peer, arrived = recv_stamped(self.sock, self.stamped, _socket.MSG_DONTWAIT)
+            except (BlockingIOError, InterruptedError):
+                return
+            except OSError:
+                return
+            self.answer(data, peer, arrived)
+
+    def run(self):
+        while not _state["stop"].is_set():
+            try:
+                ready, _, _ = select.select([self.sock, self._park_r], [], [])
+            except (OSError, ValueError):
+                return
+            if self._park_r in ready:
+                os.read(self._park_r, 64)
+                self._parked.set()
+                self._resume.wait()
+                self._resume.clear()
+                continue
+            self.drain()
+
+    def park(self):
+        """Stop the thread answering: True once it waits (then :meth:`drain`
+        is the caller's), False if the thread is gone."""
+        os.write(self._park_w, b"p")
+        while not self._parked.wait(0.5):
+            if not self.thread.is_alive():
+                return False
+        self._parked.clear()
+        return True
+
+    def unpark(self):
+        self._resume.set()
 
 
 def op_hello(req):
@@ -271,28 +402,63 @@ def op_hello(req):
     _state["hb_timeout"] = float(req.get("hb_timeout", 30.0))
     addr = req.get("bind") or own_address()
     _state["addr"] = addr
-    sock = socket.socket(family(addr), socket.SOCK_DGRAM)
+    sock = _socket.socket(family(addr), _socket.SOCK_DGRAM)
     _state["sockets"].append(sock)
     sock.bind(sockaddr(addr, 0))
-    sock.settimeout(0.2)
-    threading.Thread(target=responder, args=(sock, key), daemon=True).start()
-    icmp = False
-    try:
-        import icmplib  # noqa: F401
-
-        icmp = True
-    except Exception:
-        pass
+    _state["responder"] = Responder(sock, key)
     return {
         "addr": addr,
         "udp_port": sock.getsockname()[1],
-        "hostname": socket.gethostname(),
+        "hostname": _socket.gethostname(),
         "python": "%d.%d.%d" % sys.version_info[:3],
         "pid": os.getpid(),
-        "fping": shutil.which("fping"),
-        "iperf3": shutil.which("iperf3"),
-        "icmplib": icmp,
+        "fping": which("fping"),
+        "iperf3": which("iperf3"),
+        "icmplib": has_module("icmplib"),
     }
+
+
+def which(name):
+    """The path of program ``name`` on ``$PATH``, else None (``shutil.which``
+    without importing ``shutil``, whose imports cost ~4 ms at every start)."""
+    for d in os.environ.get("PATH", os.defpath).split(os.pathsep):
+        path = os.path.join(d or os.curdir, name)
+        if os.path.isfile(path) and os.access(path, os.X_OK):
+            return path
+    return None
+
+
+def site_packages():
+    """Put site-packages on ``sys.path`` (the agent runs as ``python3 -S``, so
+    a host's ``.pth`` files cost nothing unless an op needs a third-party
+    module); idempotent."""
+    if "site" not in sys.modules or not getattr(sys.modules["site"], "_plink_done", False):
+        import site
+
+        site.main()
+        site._plink_done = True
+
+
+def has_module(name):
+    """Whether ``import name`` would work after :func:`site_packages`, without
+    importing it or running ``.pth`` files: searched on ``sys.path`` plus the
+    site directories (user site included unless disabled)."""
+    try:
+        import site
+        from importlib.machinery import PathFinder
+
+        paths = list(sys.path)
+        if "site" in sys.modules and getattr(site, "_plink_done", False):
+            return PathFinder.find_spec(name, paths) is not None
+        paths += site.getsitepackages()
+        if not sys.flags.no_user_site:
+            paths.append(site.getusersitepackages())
+        return PathFinder.find_spec(name, paths) is not None
+    except Exception:
+        return False
+
+
+NAP_MAX = 0.02  # the longest a running schedule leaves pings unanswered (s)
 
 
 def run_plan(plan, t0, slot, count, interval, timeout, size, emit=None, flush_every=0.25, stamps=True):
@@ -302,15 +468,23 @@ def run_plan(plan, t0, slot, count, interval, timeout, size, emit=None, flush_ev
     A slot is finished when all its pongs are in or ``timeout`` after its last
     ping (pongs of earlier slots are still taken while later slots run).
     Finished slots go to ``emit([[round, sent, [rtt_us, ...]], ...])`` every
-    ``flush_every`` s; returns those not emitted.  O(len(plan) x count).
+    ``flush_every`` s (an ``emit`` returning False keeps them for the next
+    time); returns those not emitted.  O(len(plan) x count).
     With ``stamps`` (and a kernel that gives them) an RTT is the pong's kernel
     arrival minus the send time minus the reflector's turnaround (see
-    ``SO_TIMESTAMPNS`` above); without, user-space send to user-space receive."""
+    ``SO_TIMESTAMPNS`` above); without, user-space send to user-space receive.
+
+    With kernel stamps on both sockets the loop wakes only when a ping is due
+    (or a slot ends, at least every ``NAP_MAX`` s) and then takes every pong
+    and answers every ping that arrived meanwhile (the :class:`Responder`
+    is parked): one wake-up per sent ping; arrival times come from the
+    kernel, so reading late changes no RTT.  Without stamps it wakes for
+    every pong, as a user-space timer needs."""
     key = _state["key"]
     size = max(HDR.size + MAC_LEN, int(size))
     pad = b"\0" * (size - HDR.size - MAC_LEN)
     addr0 = _state["addr"]
-    sock = socket.socket(family(addr0), socket.SOCK_DGRAM)
+    sock = _socket.socket(family(addr0), _socket.SOCK_DGRAM)
     _state["sockets"].append(sock)
     plan = sorted(plan)
     rtts = [dict() for _ in plan]
@@ -318,15 +492,46 @@ def run_plan(plan, t0, slot, count, interval, timeout, size, emit=None, flush_ev
     done_at = [None] * len(plan)
     wants = [count] * len(plan)
     out, finished = [], [False] * len(plan)
+    resp = _state["responder"]
+    parked = False
     try:
         sock.bind(sockaddr(addr0, 0))
         sock.setblocking(False)
         stamped = bool(stamps) and enable_stamps(sock)
+        lazy = stamped and resp is not None and resp.stamped and resp.park()
+        parked = lazy
         targets = [sockaddr(p[2], int(p[3])) for p in plan]
         nxt, j = 0, 0  # next (slot, ping) to send
         open_slots = []
         last_flush = now()
+
+        def take_pongs():
+            while True:
+                try:
+                    data, peer, arrived = recv_stamped(sock, stamped)
+                except (BlockingIOError, InterruptedError):
+                    return
+                except OSError:
+                    return
+                tr = time.time_ns() if arrived is None else arrived
+                head = open_packet(data, key)
+                if head is None or head[0] != PONG or head[1] != _state["hid"]:
+                    continue
+                hit = sent.get(head[3])
+                if hit is None or finished[hit[0]] or plan[hit[0]][1] != head[2]:
+                    continue
+                rtt = tr - hit[1]
+                if stamps and len(data) >= HDR.size + TURN.size + MAC_LEN:
+                    turn = TURN.unpack_from(data, HDR.size)[0]
+                    if 0 <= turn < rtt:
+                        rtt -= turn
+                if head[3] not in rtts[hit[0]] and rtt >= 0:
+                    rtts[hit[0]][head[3]] = rtt / 1e3
+
         while True:
+            if lazy:
+                resp.drain()  # answer the pings that came (our own self-pings too) ...
+                take_pongs()  # ... then take the pongs, before slots are closed
             t = now()
             # send what is due
             while nxt < len(plan) and t >= t0 + plan[nxt][0] * slot + j * interval:
@@ -345,6 +550,9 @@ def run_plan(plan, t0, slot, count, interval, timeout, size, emit=None, flush_ev
                     open_slots.append(nxt)
                     nxt, j = nxt + 1, 0
                 t = now()
+                if lazy and nxt == len(plan):  # the last ping: a self-ping's answer is already here
+                    resp.drain()
+                    take_pongs()
             # close finished slots
             still = []
             for i in open_slots:
@@ -356,8 +564,9 @@ def run_plan(plan, t0, slot, count, interval, timeout, size, emit=None, flush_ev
                     still.append(i)
             open_slots = still
             if emit is not None and out and (t - last_flush >= flush_every or (nxt == len(plan) and not open_slots)):
-                emit(out)
-                out, last_flush = [], t
+                if emit(out) is not False:  # False: not sent now (output full), kept for later
+                    out = []
+                last_flush = t
             if nxt == len(plan) and not open_slots:
                 break
             wake = [done_at[i] for i in open_slots]
@@ -366,31 +575,17 @@ def run_plan(plan, t0, slot, count, interval, timeout, size, emit=None, flush_ev
             wait = max(0.0, min(wake) - now())
             if emit is not None and out:
                 wait = min(wait, flush_every)
+            if lazy:
+                time.sleep(min(wait, NAP_MAX))
+                continue  # pongs and pings are taken at the top
             r, _, _ = select.select([sock], [], [], wait)
             if not r:
                 continue
-            while True:
-                try:
-                    data, peer, arrived = recv_stamped(sock, stamped)
-                except (BlockingIOError, InterruptedError):
-                    break
-                except OSError:
-                    break
-                tr = time.time_ns() if arrived is None else arrived
-                head = open_packet(data, key)
-                if head is None or head[0] != PONG or head[1] != _state["hid"]:
-                    continue
-                hit = sent.get(head[3])
-                if hit is None or finished[hit[0]] or plan[hit[0]][1] != head[2]:
-                    continue
-                rtt = tr - hit[1]
-                if stamps and len(data) >= HDR.size + TURN.size + MAC_LEN:
-                    turn = TURN.unpack_from(data, HDR.size)[0]
-                    if 0 <= turn < rtt:
-                        rtt -= turn
-                if head[3] not in rtts[hit[0]] and rtt >= 0:
-                    rtts[hit[0]][head[3]] = rtt / 1e3
+            take_pongs()
     finally:
+        if parked:
+            resp.drain()
+            resp.unpark()
         sock.close()
         _state["sockets"].remove(sock)
     return out
@@ -409,12 +604,14 @@ def op_udp_sched(req):
     t0 = now() + float(req.get("start", 0.0))
     plan = [(int(e[0]), int(e[1]), e[2], int(e[3])) + tuple(int(x) for x in e[4:5]) for e in req["plan"]]
 
-    def emit(rows):
-        reply({"id": rid, "part": rows})
+    def emit(rows):  # while probing: never wait for a full stdout (the pings would wait)
+        return reply({"id": rid, "part": rows}, block=False)
 
-    run_plan(plan, t0, float(req["slot"]), int(req["count"]), float(req["interval"]),
-             float(req.get("timeout", 1.0)), int(req.get("size", 64)), emit=emit,
-             stamps=bool(req.get("stamps", True)), flush_every=float(req.get("flush_every", 0.25)))
+    rest = run_plan(plan, t0, float(req["slot"]), int(req["count"]), float(req["interval"]),
+                    float(req.get("timeout", 1.0)), int(req.get("size", 64)), emit=emit,
+                    stamps=bool(req.get("stamps", True)), flush_every=float(req.get("flush_every", 0.25)))
+    if rest:
+        reply({"id": rid, "part": rest})
     return {"slots": len(plan)}
 
 
@@ -423,7 +620,9 @@ def op_udp_sched(req):
 
 
 def op_fping(req):
-    exe = shutil.which("fping")
+    import subprocess
+
+    exe = which("fping")
     if not exe:
         raise RuntimeError("fping is not installed on this host")
     addr, count = req["addr"], int(req["count"])
@@ -462,6 +661,7 @@ def parse_fping(text, addr):
 
 
 def op_icmp(req):
+    site_packages()
     try:
         import icmplib
     except Exception:
@@ -494,6 +694,8 @@ def recv_exact(conn, n):
 
 class TcpReceiver(object):
     def __init__(self, streams, timeout):
+        import socket
+
         addr = _state["addr"]
         self.sock = socket.socket(family(addr), socket.SOCK_STREAM)
         _state["sockets"].append(self.sock)
@@ -518,7 +720,7 @@ class TcpReceiver(object):
         while self.accepted < self.streams and time.time() < end and not _state["stop"].is_set():
             try:
                 conn, _ = self.sock.accept()
-            except socket.timeout:
+            except _socket.timeout:
                 continue
             except OSError:
                 break
@@ -585,6 +787,8 @@ def op_tcp_listen(req):
 
 
 def op_tcp_send(req):
+    import socket
+
     addr, port = req["addr"], int(req["port"])
     streams, seconds = int(req.get("streams", 1)), float(req["seconds"])
     socks = []
@@ -653,7 +857,7 @@ def listening_tcp(port):
 
 
 def free_port():
-    s = socket.socket(family(_state["addr"]), socket.SOCK_STREAM)
+    s = _socket.socket(family(_state["addr"]), _socket.SOCK_STREAM)
     try:
         s.bind(sockaddr(_state["addr"], 0))
         return s.getsockname()[1]
@@ -662,7 +866,9 @@ def free_port():
 
 
 def op_iperf3_server(req):
-    exe = shutil.which("iperf3")
+    import subprocess
+
+    exe = which("iperf3")
     if not exe:
         raise RuntimeError("iperf3 is not installed on this host")
     op_iperf3_stop({})
@@ -684,7 +890,10 @@ def op_iperf3_server(req):
 
 
 def op_iperf3_client(req):
-    exe = shutil.which("iperf3")
+    import json
+    import subprocess
+
+    exe = which("iperf3")
     if not exe:
         raise RuntimeError("iperf3 is not installed on this host")
     seconds = max(1, int(-(-float(req["seconds"]) // 1)))  # iperf3 -t takes whole seconds
@@ -753,7 +962,7 @@ def reader(queue):
         if not line:
             continue
         if line.startswith(b'{"op":"hb"'):
-            reply({"hb": 1})
+            reply({"hb": 1}, block=False)
             continue
         queue.append(line)
         _state["wake"].set()
@@ -764,8 +973,8 @@ def main():
         sys.setswitchinterval(0.0005)
     except Exception:
         pass
-    signal.signal(signal.SIGTERM, lambda *a: die(0))
-    signal.signal(signal.SIGHUP, lambda *a: die(0))
+    _signal.signal(_signal.SIGTERM, lambda *a: die(0))
+    _signal.signal(_signal.SIGHUP, lambda *a: die(0))
     _state["deadline"] = time.time() + 120  # until hello sets the real one
     _state["heard"] = time.monotonic()
     _state["wake"] = threading.Event()
@@ -779,7 +988,7 @@ def main():
             continue
         line = queue.pop(0)
         try:
-            req = json.loads(line.decode("utf-8"))
+            req = json_loads(line.decode("utf-8"))
             rid = req.get("id")
         except ValueError:
             reply({"id": None, "ok": False, "error": "bad request line"})

@@ -4,13 +4,14 @@ An :class:`AgentSession` talks to one running :mod:`probes.agent` over a
 byte pipe -- a paramiko channel (:class:`ChannelPipe`, see
 :mod:`probes.ssh`) or a local subprocess (:class:`ProcessPipe`, used for
 loopback tests and for probing the local host).  The agent is started with a
-fixed command line (``python3 -u -c BOOT N``, only the interpreter path
-and the integer ``N`` vary and both are shell-quoted); its source follows on
-stdin.  The session ends (agent exits) when the pipe is closed.
+fixed command line (``python3 -S -u -c BOOT C N``, only the interpreter
+path and the integers vary and all are shell-quoted); its code follows on
+stdin (:func:`agent_payload`).  The session ends (agent exits) when the pipe is closed.
 """
 
 from __future__ import annotations
 
+import functools
 import itertools
 import json
 import os
@@ -23,7 +24,17 @@ import time
 from pathlib import Path
 
 PREFIX = b"PLK1 "
-BOOT = 'import sys;exec(compile(sys.stdin.buffer.read(int(sys.argv[1])),"<plink-agent>","exec"))'
+# Read C bytes (the agent compiled by the controller: 4 bytes of bytecode magic
+# + marshal data) and N bytes (its source) from stdin; run the compiled code
+# when the host's Python has the same bytecode magic (same minor version), else
+# compile the source there.  Compiling the agent costs ~12 ms of CPU per host
+# (measured, benchmarks/agent_start.py), unmarshalling it ~1 ms.
+BOOT = ('import sys,marshal;r=sys.stdin.buffer.read;a=sys.argv;c=r(int(a[1]));s=r(int(a[2]));'
+        'm=getattr(sys.modules.get("_frozen_importlib_external"),"MAGIC_NUMBER",None);'
+        'exec(marshal.loads(c[4:]) if m and c[:4]==m else compile(s,"<plink-agent>","exec"))')
+# -S: no site-packages at start (the agent is stdlib-only; a host's .pth files
+# would run at every start); the ``icmp`` op adds them when it needs icmplib.
+PY_FLAGS = ("-S", "-u")
 
 
 class AgentLost(Exception):
@@ -39,14 +50,33 @@ def agent_source() -> bytes:
     return (Path(__file__).with_name("agent.py")).read_bytes()
 
 
+@functools.lru_cache(maxsize=1)
+def agent_payload() -> tuple[list[str], bytes]:
+    """``(BOOT's arguments, stdin preamble)``: the agent compiled here (this
+    interpreter's bytecode magic + ``marshal`` data) followed by its source,
+    which a host whose Python has another magic compiles instead.  The same
+    code either way; computed once per process."""
+    import marshal
+    from importlib.util import MAGIC_NUMBER
+
+    src = agent_source()
+    code = MAGIC_NUMBER + marshal.dumps(compile(src, "<plink-agent>", "exec"))
+    return [str(len(code)), str(len(src))], code + src
+
+
+def agent_argv(python: str = "python3") -> tuple[list[str], bytes]:
+    """The agent's argv (``python -S -u -c BOOT C N``) and its stdin preamble."""
+    args, payload = agent_payload()
+    return [python, *PY_FLAGS, "-c", BOOT, *args], payload
+
+
 def agent_command(python: str = "python3") -> tuple[str, bytes]:
     """The remote shell command that starts the agent, and the stdin preamble.
 
-    Every variable part is ``shlex.quote``-d; the source goes on stdin.
+    Every variable part is ``shlex.quote``-d; the code goes on stdin.
     """
-    src = agent_source()
-    cmd = f"exec {shlex.quote(python)} -u -c {shlex.quote(BOOT)} {len(src)}"
-    return cmd, src
+    argv, payload = agent_argv(python)
+    return "exec " + " ".join(shlex.quote(a) for a in argv), payload
 
 
 class ProcessPipe:
@@ -110,9 +140,9 @@ def local_pipe(python: str | None = None, env: dict | None = None) -> ProcessPip
     """Start the agent as a local subprocess (no SSH) and stream its source."""
     import sys
 
-    src = agent_source()
-    pipe = ProcessPipe([python or sys.executable, "-u", "-c", BOOT, str(len(src))], env=env)
-    pipe.write(src)
+    argv, payload = agent_argv(python or sys.executable)
+    pipe = ProcessPipe(argv, env=env)
+    pipe.write(payload)
     return pipe
 
 

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import logging
 import os
+import select
 import socket
 import threading
 import time
@@ -375,9 +376,17 @@ class ChannelPipe:
         return self.chan.fileno()
 
     def write_ready(self) -> bool:
-        """True when the channel's window can take data now (a write would not block)."""
+        """True when a small write would not block: the channel's window can
+        take data and the connection's TCP socket has room (a host whose sshd
+        is not reading -- starved, suspended -- fills it, and paramiko's
+        write then waits for that one host)."""
         try:
-            return bool(self.chan.send_ready())
+            if not self.chan.send_ready():
+                return False
+            sock = self.client.get_transport().sock
+            if not isinstance(sock, socket.socket):  # through a jump host: a channel, no TCP socket of ours
+                return True
+            return bool(select.select([], [sock], [], 0)[1])
         except Exception:
             return True  # let the write itself report the failure
 

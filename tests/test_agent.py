@@ -18,7 +18,7 @@ from plink.data.probefile import load
 from plink.probes import agent as agent_mod
 from plink.probes.methods import summarize
 from plink.probes.probe import probe_hosts
-from plink.probes.session import BOOT, AgentError, AgentSession, ProcessPipe, agent_source, local_pipe, start_local_agents
+from plink.probes.session import AgentError, AgentSession, ProcessPipe, agent_argv, agent_source, local_pipe, start_local_agents
 
 
 @pytest.fixture
@@ -208,11 +208,10 @@ def test_agent_exits_when_its_deadline_passes():
 
 
 def test_stray_shell_output_is_skipped():
-    src = agent_source()
-    argv = ["sh", "-c", 'echo "Welcome to the machine"; echo "{\\"id\\": 1}"; exec "$0" -u -c "$1" "$2"',
-            sys.executable, BOOT, str(len(src))]
+    boot, payload = agent_argv(sys.executable)
+    argv = ["sh", "-c", 'echo "Welcome to the machine"; echo "{\\"id\\": 1}"; exec "$@"', "sh", *boot]
     pipe = ProcessPipe(argv)
-    pipe.write(src)
+    pipe.write(payload)
     s = AgentSession(pipe, "x")
     info = s.hello(secrets.token_hex(32), 60, bind="127.0.0.6")
     assert info["addr"] == "127.0.0.6"
@@ -476,9 +475,9 @@ def test_kernel_stamps_take_a_late_reflector_out_of_the_rtt(monkeypatch):
     raw.bind(("127.0.0.1", 0))
     raw.settimeout(0.05)
     port = raw.getsockname()[1]
-    t = threading.Thread(target=agent_mod.responder, args=(_LateSocket(raw, 0.02), agent_mod._state["key"]),
-                         daemon=True)
-    t.start()
+    resp = agent_mod.Responder(_LateSocket(raw, 0.02), agent_mod._state["key"])
+    monkeypatch.setitem(agent_mod._state, "responder", resp)
+    t = resp.thread
     try:
         plan = [(0, 7, "127.0.0.1", port)]
         res = {}
@@ -487,12 +486,14 @@ def test_kernel_stamps_take_a_late_reflector_out_of_the_rtt(monkeypatch):
             assert out[0][0] == 7 and out[0][1] == 5 and len(out[0][2]) == 5
             res[stamps] = np.median(out[0][2])
         # the reflector's 20 ms wake-up is in the user-space RTT and out of the stamped one
+        # (stamped: the schedule's own loop answered, late, with the responder thread parked)
         assert res[False] >= 20000.0
         assert res[True] < 5000.0
     finally:
         agent_mod._state["stop"].set()
-        t.join(2)
+        resp.unpark()
         raw.close()
+        t.join(2)
 
 
 def test_more_passes_give_more_round_orders():
@@ -531,3 +532,108 @@ def test_heartbeat_never_waits_for_one_agent():
     assert busy.pipe.lines == [b'{"op":"hb"}\n']
     busy.send("exit")                                # requests still wait their turn and go out
     assert len(busy.pipe.lines) == 2
+
+
+def test_agent_runs_from_compiled_code_and_from_source():
+    """The code is sent compiled (marshal) for a host whose Python has the
+    controller's bytecode magic, and compiled from the source on the host
+    otherwise; both give the same agent."""
+    import importlib.util
+
+    boot, payload = agent_argv(sys.executable)
+    assert payload[:4] == importlib.util.MAGIC_NUMBER
+    other = b"\0\0\0\0" + payload[4:]  # another Python's magic: the source path
+    for data in (payload, other):
+        pipe = ProcessPipe(boot)
+        pipe.write(data)
+        s = AgentSession(pipe, "x")
+        info = s.hello(secrets.token_hex(32), 60, bind="127.0.0.8")
+        assert info["addr"] == "127.0.0.8" and info["udp_port"] > 0
+        s.close()
+
+
+def test_agent_json_codec_matches_json():
+    import json
+
+    loads, dumps = agent_mod.json_loads, agent_mod.json_dumps
+    objs = [{"id": 3, "op": "udp_sched", "plan": [[0, 0, "10.0.0.1", 5000, 10]], "start": 0.05, "ok": True,
+             "x": None, "s": "caf\u00e9 \"q\"\n"}, [1.5, -2, 1e-7, float("nan")], {"hb": 1}]
+    for o in objs:
+        assert dumps(o) == json.dumps(o, separators=(",", ":"))
+        back = loads(dumps(o))
+        assert json.dumps(back) == json.dumps(json.loads(json.dumps(o)))
+    assert loads(b' {"a": [1, 2]} \n') == {"a": [1, 2]}
+    for bad in ("", "{", '{"a": 1} x', "nope"):
+        with pytest.raises(ValueError):
+            loads(bad)
+    with pytest.raises(TypeError):
+        dumps({"a": object()})
+
+
+def test_agent_tool_lookup_matches_stdlib():
+    import importlib.util
+
+    assert agent_mod.which("sh") == shutil.which("sh")
+    assert agent_mod.which("no-such-program-plink") is None
+    # the agent runs without site (-S); it still finds what site would add
+    s = AgentSession(local_pipe(), "x")
+    info = s.hello(secrets.token_hex(32), 60, bind="127.0.0.9")
+    s.close()
+    assert info["icmplib"] == (importlib.util.find_spec("icmplib") is not None)
+    assert agent_mod.has_module("json") and not agent_mod.has_module("no_such_module_plink")
+
+
+def test_running_schedule_answers_pings_once_and_only_authentic_ones(pair):
+    """While a schedule runs, its loop answers the agent's pings (the
+    responder thread is parked): still one pong per fresh authentic ping,
+    none to a forged or replayed one, and at most ``NAP_MAX`` late."""
+    a, b, token = pair
+    key = bytes.fromhex(token)
+    slot = 0.5
+    rid = a.send("udp_sched", plan=[[0, 0, "127.0.0.3", b.info["udp_port"], 40]], start=0.0, slot=slot, count=40,
+                 interval=0.025, timeout=1.0)
+    time.sleep(0.2)  # a's loop is running its slot now
+    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    s.bind(("127.0.0.10", 0))
+    s.settimeout(0.3)
+    dst = ("127.0.0.2", a.info["udp_port"])
+    good = _pkt(key, rnd=9, seq=11)
+    t = time.monotonic()
+    s.sendto(good, dst)
+    data, _ = s.recvfrom(100)
+    assert time.monotonic() - t < 0.2
+    assert struct.unpack("!4sBHIQ", data[:19])[1:] == (2, 5, 9, 11)
+    for bad in (good, _pkt(secrets.token_bytes(32), seq=12)):  # a replay, a wrong key
+        s.sendto(bad, dst)
+        with pytest.raises(socket.timeout):
+            s.recvfrom(100)
+    s.close()
+    res = a.wait(rid, 10)
+    assert res["ok"] and len(a.parts[rid][0][2]) == 40  # its own pings were all answered too
+    b_s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)  # after the schedule the thread answers again
+    b_s.bind(("127.0.0.10", 0))
+    b_s.settimeout(0.5)
+    b_s.sendto(_pkt(key, rnd=9, seq=13), dst)
+    assert b_s.recvfrom(100)
+    b_s.close()
+
+
+def test_agent_keeps_hearing_heartbeats_while_its_output_is_stuck():
+    """Nobody drains the agent's stdout (a starved sshd or controller): its
+    main thread blocks writing replies, but the stdin reader neither waits
+    to answer heartbeats nor stops hearing them, so the agent does not take
+    the stuck output for the controller's silence."""
+    s = AgentSession(local_pipe(), "x")
+    s.hello(secrets.token_hex(32), 600, bind="127.0.0.11", hb_timeout=1.5)
+    lines = b"".join(b'{"id":%d,"op":"extend","deadline":600}\n' % (100 + i) for i in range(6000))
+    s.pipe.write(lines)  # ~150 KB of answers: more than the pipe holds, and we do not read
+    t = time.monotonic()
+    while time.monotonic() - t < 3.5:  # twice the timeout, heartbeats only
+        s.pipe.write(b'{"op":"hb"}\n')
+        time.sleep(0.3)
+        assert s.pipe.proc.poll() is None, s.pipe.stderr_tail()
+    got = b""
+    while b'"id":6099,' not in got:  # drain: every request was answered after all
+        got += s.pipe.read(5.0)
+    assert s.pipe.proc.poll() is None
+    s.close()

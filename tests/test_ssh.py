@@ -16,15 +16,17 @@ from plink.errors import PlinkError
 from plink.data.hostlist import HostEntry
 from plink.probes import ssh as ssh_mod
 from plink.probes.netns import NetnsCluster, unavailable_reason
-from plink.probes.session import BOOT, agent_command
+from plink.probes.session import BOOT, agent_command, agent_source
 from plink.probes.ssh import SSHError, SSHOptions, connect, resolve, start_agent
 
 
 def test_agent_command_quotes_everything():
     evil = "python3; touch /tmp/pwned #"
-    cmd, src = agent_command(evil)
+    cmd, payload = agent_command(evil)
     argv = shlex.split(cmd)
-    assert argv == ["exec", evil, "-u", "-c", BOOT, str(len(src))]
+    code_len, src_len = int(argv[-2]), int(argv[-1])
+    assert argv == ["exec", evil, "-S", "-u", "-c", BOOT, str(code_len), str(src_len)]
+    assert code_len + src_len == len(payload) and payload[code_len:] == agent_source()
 
 
 def test_config_resolution(tmp_path):
@@ -337,3 +339,39 @@ def _keygen(tmp_path, name):
     path = tmp_path / name
     subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(path)], check=True)
     return path
+
+
+def test_write_ready_is_false_when_the_connection_socket_is_full():
+    """A host whose sshd does not read fills the TCP socket; a heartbeat
+    written then would wait for that host, so write_ready says no."""
+    import socket as socket_mod
+    from types import SimpleNamespace
+
+    a, b = socket_mod.socketpair()
+    try:
+        a.setblocking(False)
+        pipe = object.__new__(ssh_mod.ChannelPipe)
+        pipe.chan = SimpleNamespace(send_ready=lambda: True)
+        pipe.client = SimpleNamespace(get_transport=lambda: SimpleNamespace(sock=a))
+        assert pipe.write_ready()
+        try:
+            while True:
+                a.send(b"x" * 65536)
+        except BlockingIOError:
+            pass
+        assert not pipe.write_ready()
+        b.setblocking(False)
+        try:
+            while True:
+                b.recv(1 << 20)
+        except BlockingIOError:
+            pass
+        assert pipe.write_ready()
+        pipe.chan = SimpleNamespace(send_ready=lambda: False)  # the channel's window is shut
+        assert not pipe.write_ready()
+        pipe.chan = SimpleNamespace(send_ready=lambda: True)
+        pipe.client = SimpleNamespace(get_transport=lambda: SimpleNamespace(sock=object()))  # via a jump host
+        assert pipe.write_ready()
+    finally:
+        a.close()
+        b.close()
