@@ -67,7 +67,8 @@ def mutmut_config(path: str, tests: list[str]) -> str:
     return (
         "[tool.mutmut]\n"
         'source_paths = ["plink"]\n'
-        'also_copy = ["benchmarks"]\n'  # tests/test_fuzz_readers.py loads benchmarks/fuzz_readers.py
+        # tests/test_fuzz_readers.py loads benchmarks/fuzz_readers.py, which reads examples/stats16.json
+        'also_copy = ["benchmarks", "examples"]\n'
         f"only_mutate = {_toml_list([path])}\n"
         f"pytest_add_cli_args = {_toml_list(PYTEST_ARGS)}\n"
         f"pytest_add_cli_args_test_selection = {_toml_list(tests)}\n"

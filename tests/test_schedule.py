@@ -632,3 +632,170 @@ def test_double_counting_names_the_nodes_counted_twice():
     dag.add(1, 0, "recv", [0, 2], reduce="sum", deps=[f1])
     errs = verify(dag).errors
     assert "double counting: node 1 adds chunk 0 from node 2 with contributions of nodes [0] already in its buffer" in errs
+
+
+def test_double_counting_names_at_most_five_nodes():
+    # node 0 adds node 1's sum of nodes 1..7 twice: directly, and inside node 8's sum
+    n = 9
+    dag = Dag([f"h{i}" for i in range(n)], np.zeros(n, dtype=int), np.array([[0, 4]]))
+    f1 = dag.add(1, 0, "fetch")
+    r1 = dag.add(1, 0, "recv", list(range(2, 8)), reduce="sum", deps=[f1])
+    dag.add(1, 0, "send", [0, 8], deps=[r1])
+    for p in range(2, 8):
+        f = dag.add(p, 0, "fetch")
+        dag.add(p, 0, "send", [1], deps=[f])
+    f8 = dag.add(8, 0, "fetch")
+    r8 = dag.add(8, 0, "recv", [1], reduce="sum", deps=[f8])
+    dag.add(8, 0, "send", [0], deps=[r8])
+    f0 = dag.add(0, 0, "fetch")
+    dag.add(0, 0, "recv", [1, 8], reduce="sum", deps=[f0])
+    errs = [e for e in verify(dag).errors if e.startswith("double")]
+    assert errs == ["double counting: node 0 adds chunk 0 from node 8 with contributions of nodes "
+                    "[1, 2, 3, 4, 5] already in its buffer"]
+
+
+def test_errors_are_capped_at_twenty_by_default():
+    dag = Dag([f"h{i}" for i in range(30)], np.zeros(30, dtype=int), np.array([[0, 4]]))
+    for p in range(1, 30):
+        dag.add(0, 0, "send", [p])  # 29 sends nobody receives
+    assert len(verify(dag).errors) == 20
+
+
+def test_structure_errors_go_on_past_an_out_of_range_action():
+    dag = _one_action(node=3, chunk=0, op="fetch")
+    dag.add(0, 0, "send")
+    assert verify(dag).errors == ["action 0 (fetch at node 3, chunk 0): node or chunk out of range",
+                                  "action 1 (send at node 0, chunk 0): no peers"]
+
+
+def test_race_behind_two_unordered_sends():
+    # node 0: fetch -> {send to 2, send to 3}; a recv waits for both sends, the deliver only for the
+    # second: the deliver may read the buffer while the recv writes it (checked past the unordered
+    # send/deliver pair, which is fine on its own)
+    dag = Dag(["a", "b", "c", "d"], np.zeros(4, dtype=int), np.array([[0, 4]]))
+    f1 = dag.add(1, 0, "fetch")
+    dag.add(1, 0, "send", [0], deps=[f1])
+    f0 = dag.add(0, 0, "fetch")
+    s2 = dag.add(0, 0, "send", [2], deps=[f0])
+    s3 = dag.add(0, 0, "send", [3], deps=[f0])
+    r = dag.add(0, 0, "recv", [1], reduce="sum", deps=[s2, s3])
+    d = dag.add(0, 0, "deliver", deps=[s3])
+    races = [e for e in verify(dag).errors if e.startswith("race")]
+    assert races == [f"race: actions {r} (recv) and {d} (deliver) of node 0, chunk 0 touch the merge buffer "
+                     "without an order"]
+
+
+def test_race_behind_two_unordered_sum_receives():
+    # node 0 sums from 1 and 2 in any order (fine), sends once both are in, and sums from 3 after
+    # the receive from 2 only: that receive may write while the send reads
+    dag = Dag(["a", "b", "c", "d"], np.zeros(4, dtype=int), np.array([[0, 4]]))
+    for p in (1, 2, 3):
+        f = dag.add(p, 0, "fetch")
+        dag.add(p, 0, "send", [0], deps=[f])
+    f0 = dag.add(0, 0, "fetch")
+    r1 = dag.add(0, 0, "recv", [1], reduce="sum", deps=[f0])
+    r2 = dag.add(0, 0, "recv", [2], reduce="sum", deps=[f0])
+    s = dag.add(0, 0, "send", [1], deps=[r1, r2])
+    r3 = dag.add(0, 0, "recv", [3], reduce="sum", deps=[r2])
+    races = [e for e in verify(dag).errors if e.startswith("race")]
+    assert races == [f"race: actions {s} (send) and {r3} (recv) of node 0, chunk 0 touch the merge buffer "
+                     "without an order"]
+
+
+def test_check_raises_the_first_error_and_counts_the_rest():
+    from plink.schedule.verify import check
+
+    dag = Dag(["a", "b", "c"], np.zeros(3, dtype=int), np.array([[0, 4]]))
+    dag.add(0, 0, "send")
+    dag.add(1, 0, "send")
+    with pytest.raises(ScheduleError) as e:
+        check(dag)
+    assert str(e.value) == "invalid schedule: action 0 (send at node 0, chunk 0): no peers (and 1 more)"
+    dag.op[1] = "fetch"
+    with pytest.raises(ScheduleError) as e:
+        check(dag)
+    assert str(e.value) == "invalid schedule: action 0 (send at node 0, chunk 0): no peers"
+    rep = check(_two_node_dag("sum"))
+    assert rep.ok and rep.levels == [0, 0, 1, 1, 0, 0, 1, 1]
+
+
+def test_finite_json_replaces_inf_and_nan_everywhere():
+    from plink.schedule.verify import finite_json
+
+    doc = {"a": [1.5, float("inf"), (np.float64("nan"), np.int64(3))], "b": {"c": -float("inf")}, "d": "x"}
+    out = finite_json(doc)
+    assert out == {"a": [1.5, None, [None, 3]], "b": {"c": None}, "d": "x"}
+    assert type(out["a"][2][1]) is int
+    json.dumps(out, allow_nan=False)
+
+
+# ---------------------------------------------------------------------------
+# summarize: what `plink schedule` / `plink verify` print
+
+
+def _summary_case(bw=10.0, capacity="cardinality", size=8):
+    labels = [0, 0, 0, 1, 1, 1, 2, 2, 2]
+    probe = uniform_probe(9, bw=bw)
+    plan = plan_schedule(probe, np.array(labels), size=size, chunk=4, capacity=capacity)
+    return Schedule.from_plan(plan), probe
+
+
+def test_summarize_verifies_up_to_the_limit_then_prices_the_plan():
+    from plink.schedule.verify import summarize
+
+    sched, _ = _summary_case()
+    n, c = 9, 2
+    at = summarize(sched, verify_limit=4 * n * c)  # about 4 C N actions: at the limit it verifies
+    assert at["verified"] is True and at["errors"] == [] and at["actions"] == len(expand(sched.plan))
+    assert "note" not in at
+    over = summarize(Schedule.from_plan(sched.plan), verify_limit=4 * n * c - 1)
+    assert over["verified"] is None and over["errors"] == [] and "actions" not in over
+    assert over["note"] == "not verified: about 72 actions (> 71); run 'plink verify'"
+    for key in ("rounds", "bytes_total", "bytes_cross_group", "table41", "balance"):
+        assert over[key] == at[key], key  # the plan's traffic, priced without the DAG, is the DAG's
+    assert (over["hosts"], over["groups"], over["size"], over["chunks"], over["chunk"]) == (9, 3, 8, 2, 4)
+    sched.dag  # once the DAG is built it is verified whatever its size
+    assert summarize(sched, verify_limit=1)["verified"] is True
+
+
+def test_summarize_of_a_wrong_schedule_prices_nothing():
+    from plink.schedule.verify import summarize
+
+    sched, _ = _summary_case()
+    dag = sched.dag.copy()
+    dag.reduce[find(dag, op="recv", reduce="copy")] = "sum"
+    bad = Schedule(sched.hosts, sched.labels, sched.chunks, sched.size, sched.chunk_bytes, None, dag)
+    out = summarize(bad, uniform_probe(9))
+    assert out["verified"] is False and out["errors"][0].startswith("double counting")
+    assert not {"rounds", "table41", "predicted", "model", "balance"} & set(out)  # no plan: no balance
+
+
+def test_summarize_balance_needs_what_the_plan_was_balanced_for():
+    from plink.schedule.plan import balance
+    from plink.schedule.verify import summarize
+
+    sched, probe = _summary_case(size=4 * 27)  # 27 chunks: every ratio is finite
+    assert summarize(sched)["balance"] == balance(sched.plan)  # cardinality: no probe needed
+    assert all(1 <= v < 3 for v in balance(sched.plan).values())
+    bsched, probe = _summary_case(capacity="bandwidth", size=4 * 27)
+    assert "balance" not in summarize(bsched)
+    assert summarize(bsched, probe)["balance"] == balance(bsched.plan, probe.bandwidth)
+
+
+def test_summarize_prices_with_the_measured_or_the_assumed_bandwidth():
+    from plink.schedule.verify import summarize
+
+    sched, probe = _summary_case(bw=2.5)
+    measured = summarize(sched, probe)
+    assert measured["model"] == "latency+bandwidth" and "assumed_bandwidth_gbps" not in measured
+    no_bw = from_matrix(probe.latency, probe.names)
+    assumed = summarize(sched, no_bw, assumed_gbps=2.5)
+    assert assumed["model"] == "latency + assumed 2.5 Gbit/s per pair"
+    assert assumed["assumed_bandwidth_gbps"] == 2.5
+    # assuming 2.5 Gbit/s for every pair prices exactly like measuring it
+    assert assumed["predicted"] == measured["predicted"]
+    assert summarize(sched, no_bw)["model"] == "latency + assumed 10 Gbit/s per pair"
+    assert summarize(sched, no_bw)["predicted"] != assumed["predicted"]
+    with pytest.raises(ScheduleError) as e:
+        summarize(sched, from_matrix(probe.latency, probe.names[::-1]))
+    assert str(e.value) == "the probe file's hosts differ from the schedule's (names or order)"
