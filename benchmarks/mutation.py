@@ -45,7 +45,7 @@ MODULES: dict[str, tuple[str, list[str], list[str] | None]] = {
                    "plink.data.probefile.x_load*", "plink.data.probefile.x__parse_cell*",
                    "plink.data.probefile.x__is_number*", "plink.data.probefile.x__is_value*",
                    "plink.data.probefile.x_csv_rows*", "plink.data.probefile.x_read_matrix_csv*",
-                   "plink.data.probefile.x_read_host_names*", "plink.data.probefile.x_from_matrix*",
+                   "plink.data.probefile.x_from_matrix*",
                    "plink.data.probefile.xǁProbeDataǁ__post_init__*"]),
     "emitters": ("plink/launch/emitters.py", ["tests/test_emitters.py"], None),
     "watch": ("plink/watch.py", ["tests/test_watch_decide.py"],
