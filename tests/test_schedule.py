@@ -799,3 +799,105 @@ def test_summarize_prices_with_the_measured_or_the_assumed_bandwidth():
     with pytest.raises(ScheduleError) as e:
         summarize(sched, from_matrix(probe.latency, probe.names[::-1]))
     assert str(e.value) == "the probe file's hosts differ from the schedule's (names or order)"
+
+
+# ---------------------------------------------------------------------------
+# the schedule file: defaults, optional keys and layout
+
+
+def _doc(base, form="compact", drop=(), **over):
+    plan, _ = base
+    doc = Schedule.from_plan(plan).to_dict(form)
+    doc = {k: v for k, v in doc.items() if k not in drop}
+    doc.update(over)
+    return doc
+
+
+def _schedule_err(doc, path="x.json"):
+    with pytest.raises(ScheduleError) as e:
+        from_dict(doc, path)
+    return str(e.value)
+
+
+def test_master_tables_are_read_whenever_one_is_there(base):
+    assert _schedule_err(_doc(base, "dag", drop=("lm",))) == "x.json: missing 'lm'"
+    assert _schedule_err(_doc(base, "dag", drop=("gm",))) == "x.json: missing 'gm'"
+    assert _schedule_err(_doc(base, "compact", drop=("lm", "gm"))) == "x.json: missing 'lm'"
+    assert from_dict(_doc(base, "compact", drop=("rules",))).plan is not None  # rules default to 2lha-v1
+    assert (_schedule_err(_doc(base, lm="x")) ==
+            "x.json: invalid master tables: invalid literal for int() with base 10: 'x'")
+
+
+@pytest.mark.parametrize("key, value, message", [
+    ("groups", 3, "x.json: 'groups' must be a list"),
+    ("chunks", "x", "x.json: 'chunks' must be a list"),
+    ("meta", [1], "x.json: 'meta' must be an object"),
+    ("autotune", 5, "x.json: 'autotune' must be an object"),
+])
+def test_schedule_file_field_types(base, key, value, message):
+    assert _schedule_err(_doc(base, **{key: value})) == message
+
+
+def test_schedule_file_default_path_and_file_path(base, tmp_path):
+    with pytest.raises(ScheduleError) as e:
+        from_dict({"format": "x"})
+    assert str(e.value).startswith("<schedule>: ")
+    p = tmp_path / "s.json"
+    p.write_text(json.dumps(_doc(base, form="compact") | {"form": "tree"}))
+    with pytest.raises(ScheduleError) as e:
+        load_schedule(p)
+    assert str(e.value) == f"{p}: 'form' must be 'dag' or 'compact'"
+
+
+def test_numbers_written_as_floats_read_as_integers(base):
+    # another JSON writer may put 65536.0 for 65536: the same schedule
+    plan, _ = base
+    doc = _doc(base)
+    as_float = {**doc, **{k: json.loads(json.dumps(np.asarray(doc[k], dtype=float).tolist()))
+                          for k in ("groups", "chunks", "lm", "gm")}}
+    back = from_dict(as_float)
+    for arr in (back.labels, back.chunks, back.plan.lm, back.plan.gm):
+        assert arr.dtype == np.int64
+    np.testing.assert_array_equal(back.plan.lm, plan.lm)
+    assert verify(back.dag).ok
+
+
+def test_nominal_chunk_and_capacity_survive_a_round_trip(tmp_path):
+    plan = make_plan([0, 0, 0, 1, 1, 1], size=6, chunk=4, capacity="bandwidth")  # chunks of 4 and 2
+    assert Schedule.from_plan(plan).chunk_bytes == 4
+    s = Schedule.from_plan(plan, chunk_bytes=3)
+    assert s.chunk_bytes == 3
+    s.save(tmp_path / "s.json")  # the default form is the DAG
+    text = (tmp_path / "s.json").read_text()
+    back = load_schedule(tmp_path / "s.json")
+    assert back.chunk_bytes == 3 and back.plan.capacity == "bandwidth" and back._dag is not None
+    doc = json.loads(text)
+    assert doc["form"] == "dag" and doc["rules"] == "2lha-v1" and doc["action_fields"] == [
+        "node", "chunk", "op", "peers", "reduce", "deps"]
+    assert s.to_dict()["form"] == "dag" and json.loads(s.dumps())["form"] == "dag"
+    # one action, one master row and one chunk per line, without spaces
+    assert '\n  [0,0,"fetch",[],null,[]],\n' in text
+    assert '\n "chunks": [\n  [0,4],\n  [4,2]\n ]' in text
+    assert f'\n "lm": [\n  {json.dumps(plan.lm[0].tolist(), separators=(",", ":"))},\n' in text
+
+
+def test_a_hand_made_dag_has_no_rules_and_no_compact_form(base):
+    _, dag = base
+    s = Schedule(list(dag.hosts), dag.labels, dag.chunks, 8, 4, None, dag)
+    doc = s.to_dict("dag")
+    assert "rules" not in doc and "lm" not in doc and len(doc["actions"]) == len(dag)
+    with pytest.raises(ScheduleError) as e:
+        s.to_dict("compact")
+    assert str(e.value) == "a schedule without a master assignment has no compact form"
+    with pytest.raises(ValueError, match="tree"):
+        s.to_dict("tree")
+    s.meta = {"x": float("nan")}
+    with pytest.raises(ValueError):  # never writes a file that is not JSON
+        s.dumps()
+
+
+def test_an_empty_dag_file_reads():
+    doc = {"format": "plink-schedule", "version": 1, "form": "dag", "hosts": ["a"], "groups": [0],
+           "chunks": [], "size": 0, "actions": []}
+    s = from_dict(doc)
+    assert s.chunk_bytes == 0 and len(s.dag) == 0 and s.plan is None
