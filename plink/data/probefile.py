@@ -463,7 +463,7 @@ def from_dict(doc: Any, path: str = "<probe>", notes: list[str] | None = None) -
         k_diag = int(np.sum(~np.isnan(diag) & (diag != 0)))
         if k_diag and notes is not None:
             notes.append(f"{path}: ignored the diagonal of {k_diag} host(s) in {key} (a host's distance to itself)")
-        np.fill_diagonal(m, 0.0 if key != "bandwidth_gbps" else np.nan)
+        np.fill_diagonal(m, 0.0)  # (ProbeData then makes the bandwidth diagonal NaN)
         if notes is not None and key in ("latency_us", "bandwidth_gbps"):
             from plink.data.inputs import count_asymmetric
 
