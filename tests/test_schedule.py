@@ -901,3 +901,92 @@ def test_an_empty_dag_file_reads():
            "chunks": [], "size": 0, "actions": []}
     s = from_dict(doc)
     assert s.chunk_bytes == 0 and len(s.dag) == 0 and s.plan is None
+
+
+# ---------------------------------------------------------------------------
+# the time model, by hand
+
+
+def test_round_time_by_hand():
+    from plink.schedule.timemodel import Traffic, round_time
+    from plink.solvers.costmodels import PairCost
+
+    lat = np.array([[0, 5, 7], [5, 0, 3], [7, 3, 0]], dtype=float)
+    bw = np.array([[np.nan, 1, 2], [1, np.nan, 4], [2, 4, np.nan]])  # Gbit/s: 8e-3 / bw us per byte
+    pc = PairCost.from_matrices(lat, bw)
+    # node 0 sends 1000 B to 1 and 2000 B to 2; node 2 sends 500 B to 1
+    t = Traffic(np.array([0, 0, 2]), np.array([1, 2, 1]), np.array([1000.0, 2000.0, 500.0]))
+    send0 = 1000 * 8e-3 / 1 + 2000 * 8e-3 / 2   # 16 us: node 0's NIC out
+    recv1 = 1000 * 8e-3 / 1 + 500 * 8e-3 / 4    # 9 us: node 1's NIC in
+    assert round_time(t, pc) == pytest.approx(7 + max(send0, recv1))
+    one = Traffic(np.array([1]), np.array([2]), np.array([4000.0]))
+    assert round_time(one, pc) == pytest.approx(3 + 4000 * 8e-3 / 4)
+    assert round_time(Traffic(np.array([], int), np.array([], int), np.array([])), pc) == 0.0
+    np.testing.assert_array_equal(t.aggregated(3), [[0, 1000, 2000], [0, 0, 0], [0, 500, 0]])
+
+
+def test_pair_cost_fills_missing_pairs_with_the_worst_measured():
+    from plink.schedule.timemodel import pair_cost
+
+    lat = np.array([[0, 5, np.nan], [5, 0, 3], [np.nan, 3, 0]])
+    bw = np.array([[np.nan, 0.5, 0.8], [0.5, np.nan, np.nan], [0.8, np.nan, np.nan]])
+    pc = pair_cost(from_matrix(lat, ["a", "b", "c"], bandwidth=bw))
+    assert pc.latency[0, 2] == pc.latency[2, 0] == 5  # the largest measured latency
+    assert pc.inv_bw[1, 2] == pytest.approx(8e-3 / 0.5)  # the smallest measured bandwidth
+    assert pc.inv_bw[0, 2] == pytest.approx(8e-3 / 0.8)  # measured pairs stay
+    none = pair_cost(from_matrix(np.full((2, 2), np.nan), ["a", "b"], bandwidth=np.full((2, 2), np.nan)))
+    assert none.latency[0, 1] == 1.0 and none.inv_bw[0, 1] == pytest.approx(8e-3)  # nothing measured: 1 us, 1 Gbit/s
+    lat_only = pair_cost(from_matrix(lat, ["a", "b", "c"]))
+    assert not lat_only.inv_bw.any()  # no bandwidth and none assumed: latency only
+    slow = pair_cost(from_matrix(lat, ["a", "b", "c"]), assumed_gbps=0.5)
+    assert slow.inv_bw[0, 1] == pytest.approx(8e-3 / 0.5) and slow.inv_bw[0, 0] == 0
+
+
+@pytest.mark.parametrize("gbps", [0, -1, float("inf"), float("nan")])
+def test_assumed_bandwidth_must_be_positive(gbps):
+    from plink.schedule.timemodel import pair_cost
+
+    with pytest.raises(PlinkError) as e:
+        pair_cost(from_matrix(np.array([[0, 1], [1, 0]]), ["a", "b"]), assumed_gbps=gbps)
+    assert str(e.value) == f"assumed bandwidth must be a number > 0 Gbit/s, got {gbps}"
+
+
+def test_baseline_traffic_shapes():
+    from plink.schedule.timemodel import ps_traffic, ring_traffic
+
+    labels = np.array([i % 3 for i in range(40)])
+    (ring,) = ring_traffic(labels, 80.0)
+    order = np.argsort(labels, kind="stable")  # group by group, hosts in index order within a group
+    np.testing.assert_array_equal(ring.src, order)
+    np.testing.assert_array_equal(ring.dst, np.roll(order, -1))  # to the successor
+    assert ring.repeat == 78 and ring.nbytes.tolist() == [2.0] * 40
+    (two,) = ring_traffic(np.array([0, 1]), 8.0)
+    assert two.src.tolist() == [0, 1] and two.dst.tolist() == [1, 0] and two.repeat == 2
+    assert ring_traffic(np.array([0]), 8.0) == [] and ps_traffic(1, 8.0) == []
+    push, pull = ps_traffic(2, 8.0)
+    assert (push.src.tolist(), push.dst.tolist(), pull.src.tolist(), pull.dst.tolist()) == ([0, 1], [1, 0], [1, 0], [0, 1])
+    assert push.nbytes.tolist() == [4.0, 4.0]
+
+
+def test_predictions_are_named_and_keep_their_rounds():
+    from plink.schedule.timemodel import Traffic, predict_all
+
+    probe = uniform_probe(4, lat=10.0, bw=1.0)
+    pc = pair_cost(probe)
+    labels = np.array([0, 0, 1, 1])
+    one = [Traffic(np.array([0]), np.array([2]), np.array([1000.0]))]
+    preds = predict_all(one, pc, labels, 1000.0)
+    assert [p.name for p in preds.values()] == list(preds) == ["2lha", "ring", "ps"]
+    p = preds["2lha"]
+    assert p.round_us == [pytest.approx(10 + 8.0)] and p.time_us == pytest.approx(18.0)
+    assert p.to_dict() == {"name": "2lha", "time_us": p.time_us, "rounds": 1, "bytes_total": 1000.0,
+                           "bytes_cross_group": 1000.0}
+    plan = make_plan(labels, size=1000, chunk=1000)
+    assert compare(plan, pc, one)["2lha"].rounds == 1  # the traffic given is priced, not the plan's
+    assert compare(plan, pc)["2lha"].rounds == 4
+
+
+def test_plan_traffic_of_one_host_is_empty():
+    plan = Plan(["a"], [0], [[0, 4]], [[0]], [0], 4)
+    assert plan_traffic(plan) == []
+    assert verify(expand(plan)).traffic == []
