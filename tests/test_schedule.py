@@ -434,6 +434,7 @@ def test_structure_errors_stop_at_the_limit():
 
 @pytest.mark.parametrize("labels, rounds_2lha, ring_cross, ps_cross", [
     ([0, 0, 0, 0], 2, 0.0, 0.0),                      # one group: no cross-group traffic, 2 rounds
+    ([0, 0], 2, 0.0, 0.0),
     ([0, 1, 2, 3], 2, 2 * 4 * 3 / 4, 2 * 4 * 3 / 4),  # every host its own group
     ([0, 0, 1, 1], 4, 2 * 2 * 3 / 4, 2 * 2 * 2 * 2 / 4),
     ([0, 0, 0, 1], 4, 2 * 2 * 3 / 4, 2 * (3 * 1 + 1 * 3) / 4),
@@ -446,6 +447,7 @@ def test_table41_edges(labels, rounds_2lha, ring_cross, ps_cross):
     assert t["2lha"] == {"rounds": rounds_2lha, "bytes_total": 2 * (n - 1) * s, "bytes_cross": 2 * (k - 1) * s}
     assert t["ring"] == {"rounds": 2 * (n - 1), "bytes_total": 2 * (n - 1) * s, "bytes_cross": pytest.approx(ring_cross * s)}
     assert t["ps"]["bytes_cross"] == pytest.approx(ps_cross * s)
+    assert t["ps"]["rounds"] == (2 if n > 1 else 0) and t["ps"]["bytes_total"] == 2 * (n - 1) * s
 
 
 def test_schedule_file_keeps_every_field(tmp_path, base):

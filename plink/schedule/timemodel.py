@@ -197,7 +197,8 @@ def table41(labels, size: float) -> dict[str, dict[str, float]]:
     all-gather) ``2(N-1)`` rounds, ``2(N-1)S`` bytes, ``2k(N-1)/N S``
     cross-group (``k`` ring edges cross groups); sharded PS ``2`` rounds,
     ``2(N-1)S`` bytes, ``2 sum_g n_g (N - n_g) / N S`` cross-group (Table
-    4.1's ``2N(C-1)S`` for equal racks).
+    4.1's ``2N(C-1)S`` for equal racks).  A single host has no rounds; 2LHA over one
+    group, or over groups of one host each, has 2.
     """
     labels = np.asarray(labels)
     n = len(labels)
@@ -209,7 +210,7 @@ def table41(labels, size: float) -> dict[str, dict[str, float]]:
         "2lha": {"rounds": 4 if n > k and k > 1 else (2 if n > 1 else 0), "bytes_total": 2 * (n - 1) * s,
                  "bytes_cross": 2 * (k - 1) * s},
         "ring": {"rounds": 2 * (n - 1), "bytes_total": 2 * (n - 1) * s, "bytes_cross": ring_cross},
-        "ps": {"rounds": 2, "bytes_total": 2 * (n - 1) * s,
+        "ps": {"rounds": 2 if n > 1 else 0, "bytes_total": 2 * (n - 1) * s,
                "bytes_cross": float(2 * (sizes * (n - sizes)).sum() / n * s)},
     }
 
