@@ -413,8 +413,7 @@ class SharedCostModel:
     """``model(perm) -> seconds`` of ``algo`` over ``net`` (see module docstring).
 
     ``perm[r]`` is the host at rank ``r``.  ``batch(perms)`` prices many
-    orders at once; ``breakdown(perm)`` gives per-step latency and bandwidth
-    terms and the link that bounds each step.
+    orders at once; ``max_uplink_flows(perm)`` counts the flows on the busiest uplink.
     """
 
     kind = "shared"
@@ -476,35 +475,8 @@ class SharedCostModel:
             raise ValueError(f"permutation must have {self.n} entries, got {p.shape}")
         return float(self.batch(p[None, :])[0])
 
-    def link_names(self) -> list[str]:
-        n = self.n
-        names = [f"nic-send:{h}" for h in range(n)] + [f"nic-recv:{h}" for h in range(n)]
-        for lv, (_, up, _) in enumerate(self.net.levels()):
-            tag = "" if lv == 0 else f"L{lv}"
-            names += [f"up{tag}:{g}" for g in range(len(up))] + [f"down{tag}:{g}" for g in range(len(up))]
-        return names + ["intra"]
-
-    def breakdown(self, perm) -> list[dict]:
-        """Per distinct step: repeat, latency term, bandwidth term, bottleneck link, flows on it."""
-        p = np.asarray(perm, dtype=np.int64)
-        names = self.link_names()
-        out = []
-        for s in self.steps:
-            hs, hd = p[s.src], p[s.dst]
-            lat = float(self.net.latency[hs, hd].max()) if s.latency else 0.0
-            loads = self._loads(hs, hd, s.nbytes)
-            k = int(np.argmax(loads * self._inv))
-            out.append({"repeat": s.repeat, "flows": len(s.src), "latency_s": lat,
-                        "bandwidth_s": float(loads[k] * self._inv[k]), "bottleneck": names[k],
-                        "flows_on_bottleneck": int(self._counts(hs, hd)[k]) if s.nbytes.any() else 0})
-        return out
-
     def _link_index(self, hs, hd) -> np.ndarray:
         return self.net.link_index(hs, hd, self._L - 1)
-
-    def _loads(self, hs, hd, nbytes) -> np.ndarray:
-        parts = 2 + 2 * len(self.net.levels())
-        return np.bincount(self._link_index(hs, hd), weights=np.tile(nbytes, parts), minlength=self._L)
 
     def _counts(self, hs, hd) -> np.ndarray:
         c = np.bincount(self._link_index(hs, hd), minlength=self._L)
