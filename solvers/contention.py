@@ -479,9 +479,8 @@ class SharedCostModel:
         return self.net.link_index(hs, hd, self._L - 1)
 
     def _counts(self, hs, hd) -> np.ndarray:
-        c = np.bincount(self._link_index(hs, hd), minlength=self._L)
-        c[-1] = 0
-        return c
+        """Flows per link slot (the last slot, the intra-group dummy, counts flows that stay in a group)."""
+        return np.bincount(self._link_index(hs, hd), minlength=self._L)
 
     def max_uplink_flows(self, perm) -> int:
         """The largest number of flows of one step sharing one uplink direction (any level)."""
@@ -516,8 +515,8 @@ def shared_lower_bound(model: SharedCostModel) -> float:
             h = len(np.unique(np.concatenate([s.src, s.dst])))
             t += float(host_min[h - 1])
         if s.nbytes.any():
-            sent = np.bincount(s.src, weights=s.nbytes, minlength=n).max()
-            recv = np.bincount(s.dst, weights=s.nbytes, minlength=n).max()
+            sent = np.bincount(s.src, weights=s.nbytes).max()
+            recv = np.bincount(s.dst, weights=s.nbytes).max()
             bw = max(sent / net.nic_send.max(), recv / net.nic_recv.max())
             used = np.unique(net.groups)
             if model.algo == "ring" and len(used) >= 2:
