@@ -934,6 +934,7 @@ def test_pair_cost_fills_missing_pairs_with_the_worst_measured():
     bw = np.array([[np.nan, 0.5, 0.8], [0.5, np.nan, np.nan], [0.8, np.nan, np.nan]])
     pc = pair_cost(from_matrix(lat, ["a", "b", "c"], bandwidth=bw))
     assert pc.latency[0, 2] == pc.latency[2, 0] == 5  # the largest measured latency
+    assert pc.latency[1, 2] == 3 and pc.latency[0, 0] == 0  # measured pairs and the diagonal stay
     assert pc.inv_bw[1, 2] == pytest.approx(8e-3 / 0.5)  # the smallest measured bandwidth
     assert pc.inv_bw[0, 2] == pytest.approx(8e-3 / 0.8)  # measured pairs stay
     none = pair_cost(from_matrix(np.full((2, 2), np.nan), ["a", "b"], bandwidth=np.full((2, 2), np.nan)))
