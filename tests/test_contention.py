@@ -360,6 +360,9 @@ def test_lower_bound_of_a_ring_by_hand():
         assert shared_lower_bound(m) == pytest.approx(4 * (2e-3 + bw))
     one = Network(lat, nic, nic, np.array([0, 0, 0]), np.array([1e6]), np.array([1e6]))
     assert shared_lower_bound(SharedCostModel("ring", one, S)) == pytest.approx(4 * (2e-3 + S / 3 / 4e9))
+    for send, recv in ((1e9, 4e9), (4e9, 1e9)):  # the slower side of the NICs bounds the step
+        nics = Network(lat, np.full(3, send), np.full(3, recv), np.array([0, 0, 0]), [1e12], [1e12])
+        assert shared_lower_bound(SharedCostModel("ring", nics, S)) == pytest.approx(4 * (2e-3 + S / 3 / 1e9))
     tiny = Network(np.zeros((1, 1)), [1e9], [1e9], np.array([0]), [1e9], [1e9])
     assert shared_lower_bound(SharedCostModel("ring", tiny, S)) == 0.0
     pair = _uniform_net(2, lat=1e-3)
