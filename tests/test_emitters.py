@@ -72,7 +72,6 @@ def test_slurm_hostfile_one_task_per_line():
 def test_deepspeed_and_horovod_golden():
     assert body(em.deepspeed_hostfile(HOSTS, slots=8)) == ["b7 slots=8", "a1 slots=8", "c3 slots=8"]
     assert em.horovod_hosts(HOSTS, slots=2) == "b7:2,a1:2,c3:2\n"
-    assert em.horovod_command(HOSTS, 2) == "horovodrun -np 6 -H b7:2,a1:2,c3:2 python train.py"
 
 
 def test_torchrun_map_and_master():
@@ -114,6 +113,7 @@ def test_bad_host_names():
     (["gpu7"], "gpu7"),
     (["login", "n3", "n2"], "login,n[2-3]"),
     (["r0h0", "r0h1", "r1h0"], "r0h[0-1],r1h0"),
+    (["gpu7", "n2", "n1"], "gpu7,n[1-2]"),  # a one-name group before another
 ])
 def test_compress_hostlist(names, expected):
     assert em.compress_hostlist(names) == expected
@@ -395,3 +395,192 @@ def test_plain_order_lines_with_words_that_are_not_attributes_are_refused(tmp_pa
     garbage.write_text("garbage{\n")
     with pytest.raises(ProbeFileError, match="not a JSON order file"):
         read_order(garbage)
+
+
+# -- exact files: every line a user reads or a launcher parses -----------------------
+# Three hosts in rank order (b7 and a1 with addresses, c3 without), 2 processes each. The headers are
+# the commands a user copies and the notes on what breaks the order; the env file is sourced as-is.
+
+GOLDEN = {
+    "openmpi": """\
+# plink rank order for Open MPI: one line per rank (3 hosts, 6 ranks).
+# The sequential mapper puts rank r on the host of line r:
+#   mpirun --hostfile THIS_FILE --map-by seq -np 6 ./app
+b7
+b7
+a1
+a1
+c3
+c3
+""",
+    "rankfile": """\
+# plink rank order for Open MPI (3 hosts, 6 ranks); slot=k pins local rank k to logical CPU k:
+#   mpirun --rankfile THIS_FILE -np 6 ./app
+rank 0=b7 slot=0
+rank 1=b7 slot=1
+rank 2=a1 slot=0
+rank 3=a1 slot=1
+rank 4=c3 slot=0
+rank 5=c3 slot=1
+""",
+    "mpich": """\
+# plink rank order for MPICH / Intel MPI (3 hosts, 6 ranks); lines are filled in order:
+#   mpiexec -f THIS_FILE -n 6 ./app              # MPICH
+#   mpirun -machinefile THIS_FILE -n 6 ./app     # Intel MPI
+# No -ppn: it overrides the :N counts and deals ranks round-robin over the hosts.
+b7:2
+a1:2
+c3:2
+""",
+    "slurm": """\
+# plink rank order for Slurm (3 nodes, 6 tasks): task r runs on the node of line r.
+#   SLURM_HOSTFILE=THIS_FILE srun --distribution=arbitrary -n 6 ./app
+# A node list (srun -w / --nodelist) does not keep this order: Slurm places tasks in its own node order.
+b7
+b7
+a1
+a1
+c3
+c3
+""",
+    "torchrun": """\
+# plink node ranks for torchrun static rendezvous (3 nodes x 2 processes).
+# On every node (node rank = line number below, from 0):
+#   torchrun --nnodes=3 --nproc-per-node=2 --node-rank="$(plink node-rank order.json)" \\
+#       --master-addr=10.0.0.7 --master-port=29500 train.py
+b7  # node-rank 0, address=10.0.0.7
+a1  # node-rank 1, address=10.0.0.1
+c3  # node-rank 2
+""",
+    "deepspeed": """\
+# plink rank order for DeepSpeed (3 nodes, 6 ranks); nodes are ranked in file order:
+#   deepspeed --hostfile THIS_FILE train.py --deepspeed_config ds.json
+# With the default pdsh launcher; --launcher openmpi/mpich/slurm hand the hosts to that launcher
+# (use plink's openmpi, mpich or slurm file with it directly).
+b7 slots=2
+a1 slots=2
+c3 slots=2
+""",
+    "horovod": "b7:2,a1:2,c3:2\n",
+}
+
+
+@pytest.mark.parametrize("fmt", sorted(GOLDEN))
+def test_launcher_file_exact(fmt):
+    assert em.emit(fmt, HOSTS, slots=2) == GOLDEN[fmt]
+
+
+def test_slurm_topology_file_exact():
+    assert em.emit("slurm-topology", HOSTS, labels=[1, 0, 1]) == """\
+# plink groups as a Slurm switch tree (3 nodes, 2 leaf switches).
+# Put it next to slurm.conf and set TopologyPlugin=topology/tree; it steers node selection
+# (jobs packed under few switches), not rank order: use the slurm format for that.
+SwitchName=plink-s0 Nodes=b7,c3
+SwitchName=plink-s1 Nodes=a1
+SwitchName=plink-root Switches=plink-s[0-1]
+"""
+
+
+ENV_HEAD = """\
+# plink: environment for {algo} all-reduce in the plink rank order (3 hosts, 6 ranks).
+# Source it before the launcher:  . THIS_FILE
+# NCCL numbers nodes in the order their first rank appears: its inter-node ring follows
+# that node order and its trees are built over it; the GPU order inside a node is NCCL's own.
+"""
+GLOO = "# Gloo (torch.distributed on CPU) runs a ring in rank order; no variable selects another algorithm.\n"
+OMPI = """\
+# Open MPI (coll/tuned):
+export OMPI_MCA_coll_tuned_use_dynamic_rules=1
+export OMPI_MCA_coll_tuned_allreduce_algorithm={}
+"""
+MASTER = """\
+# rank 0 (torchrun / torch.distributed rendezvous):
+export MASTER_ADDR=10.0.0.7
+"""
+
+
+def _no_nccl(name):
+    return f"# NCCL has no {name} all-reduce: this order helps Gloo and MPI, not NCCL (NCCL_ALGO left unset).\n"
+
+
+# Open MPI's coll/tuned numbers (ompi_info --all): allreduce 2 = nonoverlapping (reduce + bcast),
+# 3 = recursive doubling, 4 = ring, 6 = rabenseifner; reduce 4 = binary; bcast 5 = binary tree.
+ENV_GOLDEN = {
+    "ring": "export NCCL_ALGO=Ring\n" + GLOO + OMPI.format("4  # ring"),
+    "dbt": "export NCCL_ALGO=Tree   # NCCL's double binary tree over the node order\n" + GLOO,
+    "hd": _no_nccl("halving-doubling") + GLOO
+    + OMPI.format("6  # rabenseifner: recursive-halving reduce-scatter + doubling all-gather"),
+    "rd": _no_nccl("recursive-doubling") + GLOO + OMPI.format("3  # recursive doubling"),
+    "bintree": _no_nccl("binary-tree") + GLOO
+    + OMPI.format("2  # reduce (binary tree) + broadcast (binary tree)")
+    + "export OMPI_MCA_coll_tuned_reduce_algorithm=4\nexport OMPI_MCA_coll_tuned_bcast_algorithm=5\n",
+    "bcube": _no_nccl("BCube") + GLOO,
+}
+
+
+@pytest.mark.parametrize("algo", sorted(ENV_GOLDEN))
+def test_env_file_exact(algo):
+    assert em.emit("env", HOSTS, slots=2, algo=algo) == ENV_HEAD.format(algo=algo) + ENV_GOLDEN[algo] + MASTER
+
+
+@pytest.mark.parametrize("fmt", sorted(em.EMITTERS) + ["torchrun", "env"])
+def test_default_is_one_process_per_host(fmt):
+    fn = {"torchrun": em.torchrun_map, "env": em.env_hints}.get(fmt) or em.EMITTERS[fmt]
+    one = em.emit(fmt, HOSTS, slots=1)
+    assert fn(HOSTS) == em.emit(fmt, HOSTS) == one
+    assert one != em.emit(fmt, HOSTS, slots=2)
+    if fmt in ("openmpi", "slurm"):
+        assert body(one) == ["b7", "a1", "c3"]
+
+
+def test_defaults_of_torchrun_and_env():
+    # torchrun's header names the JSON order file, the env file is for a ring
+    assert '--node-rank="$(plink node-rank order.json)"' in em.torchrun_map(HOSTS)
+    assert em.env_hints(HOSTS) == em.emit("env", HOSTS) == em.env_hints(HOSTS, "ring")
+    # the order file's name reaches the header, quoted for the shell
+    text = em.emit("torchrun", HOSTS, order_file="my map.txt")
+    assert '--node-rank="$(plink node-rank \'my map.txt\')"' in text
+
+
+def test_torchrun_pads_names_and_master_by_name():
+    text = em.torchrun_map([Host("n1"), Host("node-long", "10.0.0.2")], order_file="o.json")
+    assert body(text) == ["n1         # node-rank 0", "node-long  # node-rank 1, address=10.0.0.2"]
+    assert "--master-addr=n1 " in text  # rank 0 has no address: its name
+
+
+def _error(fn, *args, **kw):
+    with pytest.raises(PlinkError) as exc:
+        fn(*args, **kw)
+    return str(exc.value)
+
+
+def test_error_messages_exact():
+    assert _error(em.openmpi_hostfile, []) == "no hosts to write"
+    assert _error(em.mpich_machinefile, ["a", "b", "c", "b"]) == "host 'b' appears twice in the order"
+    for bad in ("", "a b", "a\tb", "a#1", "a,1"):
+        assert _error(em.emit, "openmpi", ["ok", bad]) == (
+            f"host name {bad!r} cannot be written to a launcher file (whitespace, '#' or ',')")
+    assert _error(em.openmpi_hostfile, HOSTS, slots=[1, 2]) == "2 slot counts for 3 hosts"
+    assert _error(em.openmpi_hostfile, HOSTS, slots=[1, 2, -3]) == "slots must be >= 1 (processes per host), got -3"
+    # a string is not a list of counts, even when it has one digit per host
+    assert _error(em.openmpi_hostfile, ["a"], slots="2") == "slots must be a whole number, got '2'"
+    assert _error(em.openmpi_hostfile, HOSTS, slots="121") == "slots must be a whole number, got '121'"
+    assert _error(em.openmpi_hostfile, HOSTS, slots=True) == "slots must be a whole number, got True"
+    assert _error(em.torchrun_map, HOSTS, slots=[2, 2, 1]) == (
+        "torchrun runs the same --nproc-per-node on every node: give one slot count")
+    assert _error(em.emit, "slurm-topology", HOSTS) == (
+        "the slurm-topology format needs the groups: pass --groups GROUPS.json (from plink group)")
+    assert _error(em.emit, "plain", HOSTS, slots=2) == (
+        "a plain order file has one line per host: slots apply to launcher formats")
+    assert _error(em.emit, "yaml", HOSTS) == ("unknown format 'yaml' (choose from plain, json, openmpi, rankfile, "
+                                              "mpich, slurm, slurm-topology, torchrun, deepspeed, horovod, env)")
+    # an order file's algorithm that plink does not know gets no hints for another one
+    assert _error(em.emit, "env", HOSTS, algo="allgather") == (
+        "unknown algorithm 'allgather' (choose from ring, hd, rd, dbt, bcube, bintree)")
+    assert _error(em.slurm_topology, HOSTS, [0, 1]) == "2 group labels for 3 hosts"
+
+
+def test_compress_hostlist_leaves_bracketed_names_alone():
+    # folding 'x[1', 'x[2' would write 'x[[1-2]'
+    assert em.compress_hostlist(["x[2", "x[1"]) == "x[2,x[1"
+    assert em.compress_hostlist(["n007", "n8", "n009", "n010"]) == "n[007,009-010],n8"

@@ -32,9 +32,6 @@ def cluster():
         yield c
 
 
-@pytest.mark.xfail(strict=True, reason="known limitation (re-measured 08:05 UTC with the probe's latency): "
-                   "infer_hierarchy forms no group of fewer than 3 hosts (MIN_GROUP), so racks 3+2+3 are not "
-                   "all found and the uplinks measured are not the racks'")
 def test_probe_uplinks_sees_the_shared_rack_uplink(cluster, tmp_path):
     # hosts handed out in an interleaved order, as a cloud would
     order = [0, 3, 5, 1, 6, 4, 2, 7]

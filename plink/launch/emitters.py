@@ -52,7 +52,11 @@ FORMATS = (
     "torchrun", "deepspeed", "horovod", "env",
 )
 
+#: the collective algorithms an order is optimised for (``plink order --algo``)
+ALGOS = ("ring", "hd", "rd", "dbt", "bcube", "bintree")
+
 DEFAULT_MASTER_PORT = 29500
+
 
 def _hosts(hosts: Sequence) -> list:
     """``hosts`` as :class:`plink.data.probefile.Host` objects (names are wrapped)."""
@@ -90,7 +94,7 @@ def check_slots(slots, n: int) -> list[int]:
 
 
 def _header(lines: Sequence[str]) -> str:
-    return "".join(f"# {ln}\n" if ln else "#\n" for ln in lines)
+    return "".join(f"# {ln}\n" for ln in lines)
 
 
 def _total(per: list[int]) -> int:
@@ -175,16 +179,16 @@ def compress_hostlist(names: Sequence[str]) -> str:
     """Slurm hostlist expression for ``names``, e.g. ``node[01-04,07],gpu1``.
 
     Names ending in digits with a common prefix (and digit width) are folded
-    into ranges; everything else is listed as is.  Order is prefix-grouped,
-    numbers ascending: a hostlist is a set.  O(N log N).
+    into ranges; everything else (and a name holding ``[``) is listed as is.
+    Order is prefix-grouped, numbers ascending: a hostlist is a set.  The
+    names are ones :func:`slurm_topology` accepts (no ``,`` or whitespace).
+    O(N log N).
     """
     groups: dict[tuple[str, int], list[int]] = {}
-    plain: list[str] = []
     order: list[tuple[str, int] | str] = []
     for name in names:
         m = _NUM_TAIL.match(name)
-        if m is None or "[" in name or "," in name:
-            plain.append(name)
+        if m is None or "[" in name:
             order.append(name)
             continue
         prefix, digits = m.group(1), m.group(2)
@@ -203,7 +207,7 @@ def compress_hostlist(names: Sequence[str]) -> str:
         nums = sorted(set(groups[key]))
 
         def fmt(x: int) -> str:
-            return f"{x:0{width}d}" if width else str(x)
+            return f"{x:0{width}d}"  # width 0: no padding
 
         if len(nums) == 1:
             parts.append(prefix + fmt(nums[0]))
@@ -305,12 +309,6 @@ def horovod_hosts(hosts: Sequence, slots=1) -> str:
     return ",".join(f"{h.name}:{s}" for h, s in zip(hs, per)) + "\n"
 
 
-def horovod_command(hosts: Sequence, slots=1) -> str:
-    hs = _hosts(hosts)
-    per = check_slots(slots, len(hs))
-    return f'horovodrun -np {_total(per)} -H {horovod_hosts(hs, per).strip()} python train.py'
-
-
 # ---------------------------------------------------------------------------
 # environment hints
 
@@ -329,6 +327,8 @@ def env_hints(hosts: Sequence, algo: str = "ring", slots=1) -> str:
     * Open MPI's ``tuned`` component can be locked to ring (4) or
       Rabenseifner = reduce-scatter halving + all-gather doubling (6).
     """
+    if algo not in ALGOS:
+        raise PlinkError(f"unknown algorithm {algo!r} (choose from {', '.join(ALGOS)})")
     hs = _hosts(hosts)
     per = check_slots(slots, len(hs))
     lines = [
@@ -342,7 +342,7 @@ def env_hints(hosts: Sequence, algo: str = "ring", slots=1) -> str:
     elif algo == "dbt":
         lines += ["export NCCL_ALGO=Tree   # NCCL's double binary tree over the node order"]
     else:
-        name = {"hd": "halving-doubling", "rd": "recursive-doubling", "bintree": "binary-tree"}.get(algo, "BCube")
+        name = {"hd": "halving-doubling", "rd": "recursive-doubling", "bintree": "binary-tree", "bcube": "BCube"}[algo]
         lines += [f"# NCCL has no {name} all-reduce: "
                   "this order helps Gloo and MPI, not NCCL (NCCL_ALGO left unset)."]
     lines += ["# Gloo (torch.distributed on CPU) runs a ring in rank order; no variable selects another algorithm."]

@@ -28,7 +28,10 @@ The pipeline (each step a pure function over numpy arrays):
    hosts otherwise look far from everyone).
 4. Average linkage (UPGMA, scipy) on each; candidate cuts (K = 2..10 and the
    cuts after the largest relative gaps in merge height), groups under
-   :data:`MIN_GROUP` hosts folded into their nearest group, hosts moved to
+   :data:`MIN_GROUP` hosts folded into their nearest group (at the top level
+   of 6 to :data:`SMALL_GROUP` - 1 hosts the cut with groups of 2 is tried too, and wins
+   when it is significant, has the better silhouette and each pair is
+   :data:`PAIR_TIGHT` times closer than to any other host: a 2-host rack), hosts moved to
    the group they are closest to on average; the cut with the best mean
    silhouette [Rousseeuw 1987] (the coarsest within :data:`PARSIMONY` of it)
    is *significant* when its silhouette is at least :data:`SILHOUETTE_MIN`,
@@ -76,6 +79,9 @@ EFFECT_MIN = 1.25
 #: look that far apart (selection bias; measured on simulated racks of 5-9 hosts)
 EFFECT_MIN_SMALL = 1.6
 SMALL_GROUP = 16
+#: in fewer than SMALL_GROUP hosts, groups of 2 are tried too; each is kept only when its pair is this many
+#: times closer than either host is to any host outside it (a 2-host rack; noise rarely makes so tight a pair)
+PAIR_TIGHT = 1.6
 #: among the significant cuts the coarsest whose silhouette is within this of the best wins (finer levels come
 #: from splitting each group again)
 PARSIMONY = 0.0
@@ -430,7 +436,7 @@ def permuted(x: np.ndarray, rng: np.random.Generator) -> np.ndarray:
     return out
 
 
-def split_group(x: np.ndarray, rng: np.random.Generator, n_null: int | None = None
+def split_group(x: np.ndarray, rng: np.random.Generator, n_null: int | None = None, pairs: bool = False
                 ) -> tuple[np.ndarray, dict, np.ndarray]:
     """Split the hosts of prepared matrix ``x`` into groups if a significant split exists.
 
@@ -443,7 +449,7 @@ def split_group(x: np.ndarray, rng: np.random.Generator, n_null: int | None = No
     tried = []
     for metric in METRICS:
         p = _distances(x, metric=metric)
-        lab, sc = _split_one(x, p, metric, rng, n_null)
+        lab, sc = _split_one(x, p, metric, rng, n_null, pairs)
         sc["metric"] = metric
         tried.append((lab, sc, p))
     ok = [t for t in tried if t[0].max() > 0]
@@ -454,24 +460,53 @@ def split_group(x: np.ndarray, rng: np.random.Generator, n_null: int | None = No
     return lab, {"k": int(lab.max() + 1), "metric": sc["metric"], "metrics": {t[1]["metric"]: t[1] for t in tried}}, p
 
 
-def _split_one(x: np.ndarray, p: np.ndarray, metric: str, rng: np.random.Generator, n_null: int | None = None
-               ) -> tuple[np.ndarray, dict]:
+def _split_one(x: np.ndarray, p: np.ndarray, metric: str, rng: np.random.Generator, n_null: int | None = None,
+               pairs: bool = False) -> tuple[np.ndarray, dict]:
     """The best cut (:func:`_best_cut`) of distances ``p`` if it is significant, else all zeros.
 
     Significant: its mean silhouette is at least :data:`SILHOUETTE_MIN`, exceeds
     by :data:`NULL_MARGIN` the best silhouette found the same way on ``n_null``
     copies of ``x`` with its pairs shuffled (same values, no structure), and the
     pairs it separates are :data:`EFFECT_MIN` times farther than those it keeps
-    together (:func:`effect_size`).
+    together (:func:`effect_size`).  With ``pairs`` (the top-level split of
+    6-15 hosts) the cut allowing groups of 2 is tried too (see the module docstring).
     """
     n = x.shape[0]
-    if n < 2 * MIN_GROUP:
+    lab, scores = _significant_cut(x, p, metric, rng, n_null, MIN_GROUP)
+    if pairs and 2 * MIN_GROUP <= n < SMALL_GROUP:
+        lab2, scores2 = _significant_cut(x, p, metric, rng, n_null, 2)
+        sizes = np.bincount(lab2)
+        if lab2.max() > 0 and (sizes == 2).any() and _pairs_tight(x, lab2) and (
+                lab.max() == 0 or scores2["best_silhouette"] > scores["best_silhouette"]):
+            scores2["pairs"] = "groups of 2 kept: each pair >= %.1fx closer than to anyone else" % PAIR_TIGHT
+            return lab2, scores2
+    return lab, scores
+
+
+def _pairs_tight(x: np.ndarray, labels: np.ndarray) -> bool:
+    """Whether every 2-host group of ``labels`` is :data:`PAIR_TIGHT` times closer than either host
+    is to any other host of ``x`` (missing pairs ignored; a pair never measured is not tight). O(N)."""
+    for g in np.flatnonzero(np.bincount(labels) == 2):
+        a, b = np.flatnonzero(labels == g)
+        rest = np.flatnonzero(labels != g)
+        inside = x[a, b]
+        outside = np.concatenate([x[a, rest], x[b, rest]])
+        outside = outside[np.isfinite(outside)]
+        if not np.isfinite(inside) or not outside.size or not inside * PAIR_TIGHT <= outside.min():
+            return False
+    return True
+
+
+def _significant_cut(x, p, metric, rng, n_null, min_group):
+    """:func:`_split_one` for one smallest group size."""
+    n = x.shape[0]
+    if n < 2 * min_group:
         return np.zeros(n, dtype=int), {"k": 1, "reason": f"{n} hosts: too few to split",
                                         "best_silhouette": None, "null_silhouette": None}
-    s, lab, cands = _best_cut(p)
+    s, lab, cands = _best_cut(p, min_group)
     if n_null is None:
         n_null = 10 if n <= 32 else (4 if n <= 128 else 2)
-    null = [_best_cut(_distances(permuted(x, rng), reimpute=False, metric=metric))[0]
+    null = [_best_cut(_distances(permuted(x, rng), reimpute=False, metric=metric), min_group)[0]
             for _ in range(n_null)] if lab is not None and s >= SILHOUETTE_MIN else []
     finite = [v for v in null if np.isfinite(v)]
     null_s = float(np.median(finite)) if finite else 0.0  # median: one lucky shuffle must not veto a split
@@ -545,9 +580,10 @@ def hierarchy_from_matrix(x: np.ndarray, *, max_levels: int = 3, n_groups: int |
     stack = [(np.arange(n), (), None)]
     while stack:
         idx, path, sub_p = stack.pop()
-        if len(path) >= max_levels or len(idx) < 2 * MIN_GROUP:
+        if len(path) >= max_levels or len(idx) < 4:
             continue
-        lab, sc, sub_p = split_group(x[np.ix_(idx, idx)], rng)
+        # groups of 2 only at the top: inside a group found already, a tight-looking pair is mostly noise
+        lab, sc, sub_p = split_group(x[np.ix_(idx, idx)], rng, pairs=not path)
         splits.append({"path": list(path), "hosts": int(len(idx)), **sc})
         if lab.max() == 0:
             continue
@@ -608,7 +644,7 @@ def infer_hierarchy(latency: np.ndarray, *, max_levels: int = 3, random_state=No
         raise PlinkError(f"max_levels must be a positive integer, got {max_levels!r}")
     d = check_latency(latency)
     n = d.shape[0]
-    if n < 2 * MIN_GROUP:
+    if n < 4:
         z = np.zeros(n, dtype=int)
         return Hierarchy(z, [z], np.ones(n), {"k": 1, "levels": 1, "reason": f"{n} hosts: too few to split"})
     return hierarchy_from_matrix(remove_host_overheads(symmetrise_min(d))[0], max_levels=max_levels,
