@@ -45,7 +45,7 @@ MODULES: dict[str, tuple[str, list[str], list[str] | None]] = {
                    "plink.data.probefile.x_load*", "plink.data.probefile.x__parse_cell*",
                    "plink.data.probefile.x__is_number*", "plink.data.probefile.x__is_value*",
                    "plink.data.probefile.x_csv_rows*", "plink.data.probefile.x_read_matrix_csv*",
-                   "plink.data.probefile.x_read_host_names*", "plink.data.probefile.x_from_matrix*",
+                   "plink.data.probefile.x_from_matrix*",
                    "plink.data.probefile.xǁProbeDataǁ__post_init__*"]),
     "emitters": ("plink/launch/emitters.py", ["tests/test_emitters.py"], None),
     "watch": ("plink/watch.py", ["tests/test_watch_decide.py"],
@@ -67,7 +67,8 @@ def mutmut_config(path: str, tests: list[str]) -> str:
     return (
         "[tool.mutmut]\n"
         'source_paths = ["plink"]\n'
-        'also_copy = ["benchmarks"]\n'  # tests/test_fuzz_readers.py loads benchmarks/fuzz_readers.py
+        # tests/test_fuzz_readers.py loads benchmarks/fuzz_readers.py, which reads examples/stats16.json
+        'also_copy = ["benchmarks", "examples"]\n'
         f"only_mutate = {_toml_list([path])}\n"
         f"pytest_add_cli_args = {_toml_list(PYTEST_ARGS)}\n"
         f"pytest_add_cli_args_test_selection = {_toml_list(tests)}\n"

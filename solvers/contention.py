@@ -443,8 +443,7 @@ class SharedCostModel:
     """``model(perm) -> seconds`` of ``algo`` over ``net`` (see module docstring).
 
     ``perm[r]`` is the host at rank ``r``.  ``batch(perms)`` prices many
-    orders at once; ``breakdown(perm)`` gives per-step latency and bandwidth
-    terms and the link that bounds each step.
+    orders at once; ``max_uplink_flows(perm)`` counts the flows on the busiest uplink.
     """
 
     kind = "shared"
@@ -506,41 +505,12 @@ class SharedCostModel:
             raise ValueError(f"permutation must have {self.n} entries, got {p.shape}")
         return float(self.batch(p[None, :])[0])
 
-    def link_names(self) -> list[str]:
-        n = self.n
-        names = [f"nic-send:{h}" for h in range(n)] + [f"nic-recv:{h}" for h in range(n)]
-        for lv, (_, up, _) in enumerate(self.net.levels()):
-            tag = "" if lv == 0 else f"L{lv}"
-            names += [f"up{tag}:{g}" for g in range(len(up))] + [f"down{tag}:{g}" for g in range(len(up))]
-        return names + ["intra"]
-
-    def breakdown(self, perm) -> list[dict]:
-        """Per distinct step: repeat, latency term, bandwidth term, bottleneck link, flows on it."""
-        p = np.asarray(perm, dtype=np.int64)
-        names = self.link_names()
-        out = []
-        for s in self.steps:
-            hs, hd = p[s.src], p[s.dst]
-            lat = float(self.net.latency[hs, hd].max()) if s.latency else 0.0
-            loads = self._loads(hs, hd, s.nbytes)
-            times = loads * self._inv
-            k = int(np.argmax(times))
-            out.append({"repeat": s.repeat, "flows": len(s.src), "latency_s": lat,
-                        "bandwidth_s": float(_combine(times[None, :], s.combine)[0]), "bottleneck": names[k],
-                        "flows_on_bottleneck": int(self._counts(hs, hd)[k]) if s.nbytes.any() else 0})
-        return out
-
     def _link_index(self, hs, hd) -> np.ndarray:
         return self.net.link_index(hs, hd, self._L - 1)
 
-    def _loads(self, hs, hd, nbytes) -> np.ndarray:
-        parts = 2 + 2 * len(self.net.levels())
-        return np.bincount(self._link_index(hs, hd), weights=np.tile(nbytes, parts), minlength=self._L)
-
     def _counts(self, hs, hd) -> np.ndarray:
-        c = np.bincount(self._link_index(hs, hd), minlength=self._L)
-        c[-1] = 0
-        return c
+        """Flows per link slot (the last slot, the intra-group dummy, counts flows that stay in a group)."""
+        return np.bincount(self._link_index(hs, hd), minlength=self._L)
 
     def max_uplink_flows(self, perm) -> int:
         """The largest number of flows of one step sharing one uplink direction (any level)."""
@@ -575,8 +545,8 @@ def shared_lower_bound(model: SharedCostModel) -> float:
             h = len(np.unique(np.concatenate([s.src, s.dst])))
             t += float(host_min[h - 1])
         if s.nbytes.any():
-            sent = np.bincount(s.src, weights=s.nbytes, minlength=n).max()
-            recv = np.bincount(s.dst, weights=s.nbytes, minlength=n).max()
+            sent = np.bincount(s.src, weights=s.nbytes).max()
+            recv = np.bincount(s.dst, weights=s.nbytes).max()
             bw = max(sent / net.nic_send.max(), recv / net.nic_recv.max())
             used = np.unique(net.groups)
             if model.algo == "ring" and len(used) >= 2:

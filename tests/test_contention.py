@@ -272,3 +272,102 @@ def test_bad_network_inputs():
         Network(np.zeros((2, 2)), np.ones(2), np.ones(2), np.array([0, 1]), np.ones(1), np.ones(2))
     with pytest.raises(ValueError, match="power of 3"):
         SharedCostModel("bcube", _testbed(2, 4), 1.0, base=3)
+
+
+# ---------------------------------------------------------------------------
+# step structures and the lower bound, by hand
+
+
+def test_identical_steps_merge_and_empty_steps_go():
+    from plink.solvers.contention import _merge, _step
+
+    empty = _step([], [], 1.0)
+    a = _step([0, 1], [1, 0], 5.0)
+    b = _step([0, 1], [1, 0], 5.0, repeat=2)
+    other = _step([0, 1], [1, 0], 5.0, latency=False)
+    out = _merge([empty, a, other, b])
+    assert len(out) == 2
+    m = out[0]
+    assert (m.src.tolist(), m.dst.tolist(), m.nbytes.tolist(), m.repeat, m.latency) == ([0, 1], [1, 0], [5.0, 5.0], 3, True)
+    assert out[1] is other
+
+
+@pytest.mark.parametrize("algo", ["ring", "hd", "rd", "bcube", "bintree", "dbt"])
+def test_two_ranks_move_the_buffer_each_way(algo):
+    from plink.solvers.contention import schedule
+
+    steps = schedule(algo, 2, 8.0)
+    sent = [sum(s.repeat * s.nbytes[s.src == r].sum() for s in steps) for r in (0, 1)]
+    # reduce + broadcast over one link: every algorithm moves the whole buffer, once each way
+    # (the double binary tree sends half of it over each of its two trees)
+    assert sum(sent) == 16.0 and sent[0] > 0 and sent[1] > 0
+
+
+def test_recursive_doubling_pre_and_post_steps():
+    from plink.solvers.contention import rd_steps
+
+    steps = rd_steps(7, 8.0)  # 4 survivors, 3 extra ranks: 0 -> 1, 2 -> 3, 4 -> 5 first, then back
+    pre = [s for s in steps if s.src.tolist() == [0, 2, 4]]
+    post = [s for s in steps if s.src.tolist() == [1, 3, 5]]
+    assert len(pre) == 1 and pre[0].dst.tolist() == [1, 3, 5]
+    assert len(post) == 1 and post[0].dst.tolist() == [0, 2, 4]
+
+
+def test_bintree_edges_as_documented():
+    from plink.solvers.contention import bcube_steps, bintree_edges
+
+    assert bintree_edges(7) == [(0, 1, 1), (0, 2, 1), (1, 3, 2), (1, 5, 2), (2, 4, 2), (2, 6, 2)]
+    assert len(bcube_steps(8, 8.0)) == len(bcube_steps(8, 8.0, base=2)) == 3  # base 2 by default
+
+
+def test_model_rejects_a_wrong_length_order():
+    m = SharedCostModel("ring", _uniform_net(3), 8.0)
+    with pytest.raises(ValueError) as e:
+        m([0, 1])
+    assert str(e.value) == "permutation must have 3 entries, got (2,)"
+
+
+def _uniform_net(n, groups=None, lat=1e-4, nic=1e9, up=None, down=None):
+    g = np.zeros(n, dtype=int) if groups is None else np.asarray(groups)
+    k = int(g.max()) + 1
+    latency = np.full((n, n), lat)
+    return Network(latency, np.full(n, nic), np.full(n, nic), g,
+                   np.full(k, nic) if up is None else up, np.full(k, nic) if down is None else down)
+
+
+@pytest.mark.parametrize("algo, n", [("ring", 5), ("hd", 6), ("rd", 6), ("dbt", 5), ("bcube", 4)])  # (bintree: norm rule)
+def test_lower_bound_is_tight_on_a_uniform_single_group(algo, n):
+    # equal latencies and NICs, no uplink crossed: every order costs the same, and the bound is that cost
+    m = SharedCostModel(algo, _uniform_net(n), 1e6)
+    assert shared_lower_bound(m) == pytest.approx(m(np.arange(n)), rel=1e-12)
+    assert m.max_uplink_flows(np.arange(n)) == 0
+
+
+def test_lower_bound_of_a_ring_by_hand():
+    from plink.solvers.contention import shared_lower_bound
+
+    # one-way latencies: host 0's cheapest 1 ms, host 1's 1 ms, host 2's 2 ms (from 1 to 2; out of 2
+    # it is 3 ms at best): a ring of 3 uses every host, so at least the third cheapest, 2 ms
+    lat = np.array([[0, 1, 4], [1, 0, 2], [5, 3, 0]]) * 1e-3
+    S = 3e6
+    nic = np.array([1e9, 2e9, 4e9])
+    for up, down, link in (([1e8, 1e9], [1e9, 1e9], 1e8), ([1e9, 1e9], [1e9, 5e7], 5e7),
+                           ([1e12, 1e12], [1e12, 1e12], None)):
+        net = Network(lat, nic, nic, np.array([0, 0, 1]), np.array(up), np.array(down))
+        m = SharedCostModel("ring", net, S)
+        per_flow = S / 3
+        bw = per_flow / nic.max() if link is None else per_flow / link  # NIC term, or the slowest uplink
+        assert shared_lower_bound(m) == pytest.approx(4 * (2e-3 + bw))
+    one = Network(lat, nic, nic, np.array([0, 0, 0]), np.array([1e6]), np.array([1e6]))
+    assert shared_lower_bound(SharedCostModel("ring", one, S)) == pytest.approx(4 * (2e-3 + S / 3 / 4e9))
+    for send, recv in ((1e9, 4e9), (4e9, 1e9)):  # the slower side of the NICs bounds the step
+        nics = Network(lat, np.full(3, send), np.full(3, recv), np.array([0, 0, 0]), [1e12], [1e12])
+        assert shared_lower_bound(SharedCostModel("ring", nics, S)) == pytest.approx(4 * (2e-3 + S / 3 / 1e9))
+    tiny = Network(np.zeros((1, 1)), [1e9], [1e9], np.array([0]), [1e9], [1e9])
+    assert shared_lower_bound(SharedCostModel("ring", tiny, S)) == 0.0
+    pair = _uniform_net(2, lat=1e-3)
+    assert shared_lower_bound(SharedCostModel("ring", pair, S)) == pytest.approx(2 * (1e-3 + S / 2 / 1e9))
+
+
+def test_conservative_uplinks_of_no_hosts():
+    assert conservative_uplinks(np.array([]), np.array([], dtype=int)).tolist() == []

@@ -6,7 +6,7 @@ import pytest
 
 from plink.errors import ProbeFileError
 from plink.data.fileio import atomic_write_text
-from plink.data.probefile import Host, ProbeData, Truth, Uplink, from_dict, from_matrix, load, read_host_names
+from plink.data.probefile import Host, ProbeData, Truth, Uplink, from_dict, from_matrix, load
 
 
 def doc(n=3, **over):
@@ -154,7 +154,6 @@ def test_csv_variants(tmp_path):
     assert load(rows).names == ["a", "b"]
     hosts = write(tmp_path, "hosts.txt", "# comment\nx slots=4\n\ny\nz\n")
     assert load(plain, hosts_file=hosts).names == ["x", "y", "z"]
-    assert read_host_names(hosts) == ["x", "y", "z"]
 
 
 @pytest.mark.parametrize(
@@ -259,3 +258,202 @@ def test_uplinks_round_trip_and_subset(tmp_path):
     assert [u.hosts for u in sub.uplinks] == [(1, 0), (2,)]
     assert pd.subset([0, 2]).uplinks == [Uplink((0, 1), 4.4e7, 4.3e7)]
     assert from_dict(doc(3)).uplinks is None
+
+
+# ---------------------------------------------------------------------------
+# exact messages, boundaries and units (each pins a rule a user relies on)
+
+
+def _err(fn, *a, **k) -> str:
+    with pytest.raises(ProbeFileError) as e:
+        fn(*a, **k)
+    return str(e.value)
+
+
+@pytest.mark.parametrize("change, message", [
+    (dict(latency_us=[1, 2, 3]), "p.json: latency_us must be a list of rows"),
+    (dict(latency_us=[[0, 1], [1, 0]]), "p.json: latency_us must be 3x3 (one row and column per host), "
+                                        "got 2 rows of length [2]"),
+    (dict(latency_us=[[0, 1, 2], [1, 0], [2, 1, 0, 4]]), "p.json: latency_us must be 3x3 (one row and column "
+                                                         "per host), got 3 rows of length [2, 3, 4]"),
+    (dict(latency_us=[[0, 10**400, 2], [1, 0, 1], [2, 1, 0]]),
+     "p.json: latency_us[0][1] is infinite (or too large to be a number)"),
+    (dict(latency_us=[[0, 1, 2], [1, 0, 86400e6 + 1], [2, 1, 0]]),
+     "p.json: latency_us[1][2] is 86400000001.0: not a plausible latency in us"),
+    (dict(latency_median_us=[[0, 1, 2], [1, 0, 1], [9e10, 1, 0]]),
+     "p.json: latency_median_us[2][0] is 90000000000.0: not a plausible latency in us"),
+    (dict(bandwidth_gbps=[[None, 1, 2], [1, None, 1e6 + 1], [2, 1, None]]),
+     "p.json: bandwidth_gbps[1][2] is 1000001.0: not a plausible bandwidth in Gbit/s"),
+    (dict(hosts=[{"name": "h0", "address": 5}, "h1", "h2"]), "p.json: hosts[0].address must be a string"),
+    (dict(hosts=["h0", {"name": "h1", "ssh": ["root@h1"]}, "h2"]), "p.json: hosts[1].ssh must be a string"),
+    (dict(uplinks=[{"hosts": [0, True], "up_bps": 1, "down_bps": 1}]),
+     "p.json: uplinks[0].hosts must be host indices (integers)"),
+    (dict(uplinks=[{"hosts": [0, 3], "up_bps": 1, "down_bps": 1}]),
+     "p.json: uplinks[0] names host 3, but there are 3 hosts (indices 0..2)"),
+    (dict(uplinks=5), "p.json: 'uplinks' must be a list of objects"),
+    (dict(truth={"levels": "rack", "labels": [["a"], ["b"], ["c"]]}),
+     "p.json: 'truth' must have 'levels' and 'labels' lists"),
+    (dict(truth={"levels": ["rack"], "labels": ["r0", "r1", "r2"]}),
+     "p.json: 'truth' must have 'levels' and 'labels' lists"),
+    (dict(truth={"levels": ["dc", "rack"], "labels": [["a", "x"], ["a", "y"], ["b"]]}),
+     "p.json: every truth label must have 2 levels"),
+])
+def test_probe_file_messages_exactly(change, message):
+    assert _err(from_dict, doc(**change), "p.json") == message
+
+
+def test_largest_plausible_values_are_accepted():
+    d = doc(latency_us=[[0, 86400e6, 2], [1, 0, 1], [2, 1, 0]],
+            bandwidth_gbps=[[None, 1e6, 2], [1e6, None, 1], [2, 1, None]])
+    pd = from_dict(d)
+    assert pd.latency[0, 1] == 86400e6 and pd.bandwidth[0, 1] == 1e6
+
+
+def test_messages_name_the_default_path():
+    assert _err(from_dict, {"format": "x"}).startswith("<probe>: not a plink probe file")
+
+
+def test_load_json_names_the_file(tmp_path):
+    from plink.data.probefile import load_json
+
+    p = write(tmp_path, "p.json", json.dumps(doc(meta=[1])))
+    assert _err(load_json, p) == f"{p}: 'meta' must be an object"
+
+
+def test_every_matrix_and_the_meta_survive_reading():
+    lat = [[0, 10, 20], [10, 0, 30], [20, 30, 0]]
+    d = doc(latency_median_us=[[0, 11, 21], [15, 0, 31], [21, 31, 0]],
+            latency_p90_us=[[0, 12, 22], [12, 0, 32], [29, 32, 0]], latency_us=lat,
+            bandwidth_gbps=[[None, 5, 6], [5, None, 7], [6, 7, None]], meta={"method": "udp", "samples": 7})
+    pd = from_dict(d)
+    np.testing.assert_array_equal(pd.latency_median, [[0, 15, 21], [15, 0, 31], [21, 31, 0]])  # max of both ways
+    np.testing.assert_array_equal(pd.latency_p90, [[0, 12, 29], [12, 0, 32], [29, 32, 0]])
+    assert pd.bandwidth[1, 2] == 7 and np.isnan(pd.bandwidth[1, 1])
+    assert pd.meta == {"method": "udp", "samples": 7}
+
+
+def test_notes_say_what_was_dropped_and_symmetrised():
+    notes: list[str] = []
+    d = doc(latency_us=[[7, 10, 20], [12, 0, 30], [20, 30, 0]],
+            bandwidth_gbps=[[3, 5, 6], [4, None, 7], [6, 7, None]])
+    pd = from_dict(d, "p.json", notes=notes)
+    assert notes == [
+        "p.json: ignored the diagonal of 1 host(s) in latency_us (a host's distance to itself)",
+        "p.json: symmetrised 1 asymmetric pair(s) in latency_us (kept the larger latency)",
+        "p.json: ignored the diagonal of 1 host(s) in bandwidth_gbps (a host's distance to itself)",
+        "p.json: symmetrised 1 asymmetric pair(s) in bandwidth_gbps (kept the smaller bandwidth)",
+    ]
+    assert pd.latency[0, 0] == 0 and pd.latency[0, 1] == 12 and pd.bandwidth[0, 1] == 4
+    assert np.isnan(pd.bandwidth[0, 0])
+    clean: list[str] = []
+    from_dict(doc(), "p.json", notes=clean)
+    assert clean == []
+    assert from_dict(d).latency[0, 0] == 0  # without a notes list the diagonal is still dropped
+
+
+@pytest.mark.parametrize("marker", ["", "-", "NA", "na", "Null", "NONE", "none", "NaN"])
+def test_upper_triangle_with_missing_markers(tmp_path, marker):
+    # only the upper triangle measured: the first column holds nothing but missing markers
+    m = f"{marker},1,2\n{marker},{marker},3\n{marker},{marker},{marker}\n"
+    pd = load(write(tmp_path, "m.csv", m))
+    assert pd.names == ["h0", "h1", "h2"]
+    np.testing.assert_array_equal(pd.latency, [[0, 1, 2], [1, 0, 3], [2, 3, 0]])
+
+
+@pytest.mark.parametrize("content, names, missing", [
+    ("0 1.5\n1.5 0\n", ["h0", "h1"], 0),                   # whitespace-separated
+    ("0, 1.5\n1.5, 0\n", ["h0", "h1"], 0),                 # comma and space
+    ("  # measured by hand\n0,1\n1,0\n", ["h0", "h1"], 0),  # an indented comment
+    ("a,0,\nb,,0\n", ["a", "b"], 1),                        # a name column, the one pair missing
+    ("host,a\na,0\n", ["a"], 0),                            # one host, corner + header + name column
+])
+def test_csv_layouts(tmp_path, content, names, missing):
+    pd = load(write(tmp_path, "m.csv", content))
+    assert pd.names == names and pd.n_missing_pairs() == missing
+    if len(names) == 2 and not missing:
+        assert pd.latency[0, 1] == pd.latency[1, 0] > 0
+
+
+@pytest.mark.parametrize("content, message", [
+    ("# nothing\n", "{p}: empty matrix file"),
+    ("0,abc\n1,0\n", "{p}: row 0 column 1: 'abc' is not a number"),
+    ("0 1\n", "{p}: matrix is not square: row 0 has 2 values, expected 1"),
+    ("x,a,b\nb,0,1\na,1,0\n", "{p}: row names do not match the column names"),
+    ("a,b,c\n0,1\n1,0\n", "{p}: 3 host names for a 2x2 matrix"),
+    ("0,\"" + "1" * 140000 + "\"\n1,0\n", "{p}: not a readable CSV matrix: field larger than field limit (131072)"),
+])
+def test_csv_messages_exactly(tmp_path, content, message):
+    from plink.data.probefile import read_matrix_csv
+
+    p = write(tmp_path, "m.csv", content)
+    assert _err(read_matrix_csv, p) == message.format(p=p)
+
+
+def test_csv_row_limit(tmp_path):
+    from plink.data.probefile import read_matrix_csv
+
+    at = write(tmp_path, "at.csv", "0\n" * 20001)  # 20001 lines may be 20000 hosts and a header
+    assert "not square" in _err(read_matrix_csv, at)
+    over = write(tmp_path, "over.csv", "0\n" * 20002)
+    assert _err(read_matrix_csv, over) == f"{over}: 20002 rows: more than 20001 hosts"
+
+
+def test_load_passes_unit_kind_and_bandwidth_on(tmp_path):
+    p = tmp_path / "p.json"
+    from_dict(doc()).save(p)
+    assert load(p, unit="us").latency[0, 1] == 20  # a probe file is in us: saying so is fine
+    upper = tmp_path / "P.JSON"
+    upper.write_text(p.read_text())
+    assert load(upper, unit="us").n == 3
+    assert "--kind and --unit describe plain matrices" in _err(load, p, unit="ms")
+    assert "--kind and --unit describe plain matrices" in _err(load, p, unit="us", kind="bandwidth")
+    bw = write(tmp_path, "bw.csv", "0,5,6\n5,0,7\n6,7,0\n")
+    assert load(p, bandwidth=bw).bandwidth[0, 2] == 6
+    as_bw = load(bw, kind="bandwidth")
+    assert as_bw.bandwidth[0, 2] == 6 and as_bw.latency[0, 1] > as_bw.latency[0, 2]  # the slower pair is farther
+
+
+def test_from_matrix_checks_and_keeps():
+    assert _err(from_matrix, np.zeros(3)) == "latency matrix is not square (shape 3)"
+    assert _err(from_matrix, np.zeros((2, 3))) == "latency matrix is not square (shape 2x3)"
+    assert _err(from_matrix, np.zeros((2, 2)), ["a", "b", "c"]) == "3 host names for a 2x2 matrix"
+    assert _err(from_matrix, np.zeros((2, 2)), unit="min") == "unknown latency unit 'min' (choose from us, ms, s, ns)"
+    bw = np.array([[np.nan, 3.0], [3.0, np.nan]])
+    meta = {"method": "x"}
+    pd = from_matrix(np.array([[5, 1], [1, 5]]), unit="ms", bandwidth=bw, meta=meta)
+    assert pd.latency.tolist() == [[0, 1000], [1000, 0]]  # the diagonal is ignored
+    assert pd.bandwidth[0, 1] == 3.0 and pd.meta == meta and pd.meta is not meta
+    assert from_matrix(np.zeros((1, 1))).names == ["h0"]  # one host is fine
+
+
+@pytest.mark.parametrize("kw, message", [
+    (dict(latency=np.zeros(3)), "latency matrix is not square (shape 3)"),
+    (dict(latency=np.zeros((3, 2))), "latency matrix is not square (shape 3x2)"),
+    (dict(bandwidth=np.ones((2, 2))), "bandwidth matrix is 2x2 but there are 3 hosts"),
+    (dict(latency=[[0, 1, np.inf], [1, 0, 1], [1, 1, 0]]), "latency value at row 0, column 2 (a -> c) is infinite"),
+    (dict(latency_median=[[0, 1, 1], [1, 0, 1], [1, -2, 0]]),
+     "latency_median value at row 2, column 1 (c -> b) is negative (-2)"),
+    (dict(latency_p90=[[0, 1, 1], [1, 0, 1], [-1, 1, 0]]), "latency_p90 value at row 2, column 0 (c -> a) is negative (-1)"),
+    (dict(latency=[[0, 1, 1], [1, 5, 1], [1, 1, 0]]),
+     "latency diagonal at host 1 (b) is 5: a host's distance to itself must be 0 or null"),
+    (dict(hosts=[Host("a", address="no such host!"), Host("b"), Host("c")]), "host 'a': address"),
+    (dict(hosts=[Host("a"), Host("b", ssh="x\ny"), Host("c")]), "host 'b': ssh"),
+    (dict(hosts=[], latency=np.zeros((0, 0))), "probe data has no hosts"),
+])
+def test_probe_data_validation_exactly(kw, message):
+    args = dict(hosts=[Host("a"), Host("b"), Host("c")], latency=np.ones((3, 3)) - np.eye(3))
+    args.update(kw)
+    text = _err(ProbeData, **args)
+    assert text == message if not message.startswith("host ") else text.startswith(message), text
+
+
+def test_probe_data_accepts_lists_nan_diagonals_and_one_host():
+    ints = [[0, 1, 2], [1, 0, 3], [2, 3, 0]]
+    pd = ProbeData([Host("a"), Host("b"), Host("c")], ints, latency_median=ints, latency_p90=ints,
+                   bandwidth=[[0, 5, 6], [5, 0, 7], [6, 7, 0]])
+    for m in (pd.latency, pd.latency_median, pd.latency_p90, pd.bandwidth):
+        assert isinstance(m, np.ndarray) and m.dtype == float
+    assert np.isnan(np.diagonal(pd.bandwidth)).all()
+    nan_diag = ProbeData([Host("a"), Host("b")], [[np.nan, 1], [1, np.nan]])
+    assert nan_diag.latency.tolist() == [[0, 1], [1, 0]]
+    assert ProbeData([Host("a")], [[0]]).n == 1

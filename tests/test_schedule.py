@@ -434,6 +434,7 @@ def test_structure_errors_stop_at_the_limit():
 
 @pytest.mark.parametrize("labels, rounds_2lha, ring_cross, ps_cross", [
     ([0, 0, 0, 0], 2, 0.0, 0.0),                      # one group: no cross-group traffic, 2 rounds
+    ([0, 0], 2, 0.0, 0.0),
     ([0, 1, 2, 3], 2, 2 * 4 * 3 / 4, 2 * 4 * 3 / 4),  # every host its own group
     ([0, 0, 1, 1], 4, 2 * 2 * 3 / 4, 2 * 2 * 2 * 2 / 4),
     ([0, 0, 0, 1], 4, 2 * 2 * 3 / 4, 2 * (3 * 1 + 1 * 3) / 4),
@@ -446,6 +447,7 @@ def test_table41_edges(labels, rounds_2lha, ring_cross, ps_cross):
     assert t["2lha"] == {"rounds": rounds_2lha, "bytes_total": 2 * (n - 1) * s, "bytes_cross": 2 * (k - 1) * s}
     assert t["ring"] == {"rounds": 2 * (n - 1), "bytes_total": 2 * (n - 1) * s, "bytes_cross": pytest.approx(ring_cross * s)}
     assert t["ps"]["bytes_cross"] == pytest.approx(ps_cross * s)
+    assert t["ps"]["rounds"] == (2 if n > 1 else 0) and t["ps"]["bytes_total"] == 2 * (n - 1) * s
 
 
 def test_schedule_file_keeps_every_field(tmp_path, base):
@@ -632,3 +634,362 @@ def test_double_counting_names_the_nodes_counted_twice():
     dag.add(1, 0, "recv", [0, 2], reduce="sum", deps=[f1])
     errs = verify(dag).errors
     assert "double counting: node 1 adds chunk 0 from node 2 with contributions of nodes [0] already in its buffer" in errs
+
+
+def test_double_counting_names_at_most_five_nodes():
+    # node 0 adds node 1's sum of nodes 1..7 twice: directly, and inside node 8's sum
+    n = 9
+    dag = Dag([f"h{i}" for i in range(n)], np.zeros(n, dtype=int), np.array([[0, 4]]))
+    f1 = dag.add(1, 0, "fetch")
+    r1 = dag.add(1, 0, "recv", list(range(2, 8)), reduce="sum", deps=[f1])
+    dag.add(1, 0, "send", [0, 8], deps=[r1])
+    for p in range(2, 8):
+        f = dag.add(p, 0, "fetch")
+        dag.add(p, 0, "send", [1], deps=[f])
+    f8 = dag.add(8, 0, "fetch")
+    r8 = dag.add(8, 0, "recv", [1], reduce="sum", deps=[f8])
+    dag.add(8, 0, "send", [0], deps=[r8])
+    f0 = dag.add(0, 0, "fetch")
+    dag.add(0, 0, "recv", [1, 8], reduce="sum", deps=[f0])
+    errs = [e for e in verify(dag).errors if e.startswith("double")]
+    assert errs == ["double counting: node 0 adds chunk 0 from node 8 with contributions of nodes "
+                    "[1, 2, 3, 4, 5] already in its buffer"]
+
+
+def test_errors_are_capped_at_twenty_by_default():
+    dag = Dag([f"h{i}" for i in range(30)], np.zeros(30, dtype=int), np.array([[0, 4]]))
+    for p in range(1, 30):
+        dag.add(0, 0, "send", [p])  # 29 sends nobody receives
+    assert len(verify(dag).errors) == 20
+
+
+def test_structure_errors_go_on_past_an_out_of_range_action():
+    dag = _one_action(node=3, chunk=0, op="fetch")
+    dag.add(0, 0, "send")
+    assert verify(dag).errors == ["action 0 (fetch at node 3, chunk 0): node or chunk out of range",
+                                  "action 1 (send at node 0, chunk 0): no peers"]
+
+
+def test_race_behind_two_unordered_sends():
+    # node 0: fetch -> {send to 2, send to 3}; a recv waits for both sends, the deliver only for the
+    # second: the deliver may read the buffer while the recv writes it (checked past the unordered
+    # send/deliver pair, which is fine on its own)
+    dag = Dag(["a", "b", "c", "d"], np.zeros(4, dtype=int), np.array([[0, 4]]))
+    f1 = dag.add(1, 0, "fetch")
+    dag.add(1, 0, "send", [0], deps=[f1])
+    f0 = dag.add(0, 0, "fetch")
+    s2 = dag.add(0, 0, "send", [2], deps=[f0])
+    s3 = dag.add(0, 0, "send", [3], deps=[f0])
+    r = dag.add(0, 0, "recv", [1], reduce="sum", deps=[s2, s3])
+    d = dag.add(0, 0, "deliver", deps=[s3])
+    races = [e for e in verify(dag).errors if e.startswith("race")]
+    assert races == [f"race: actions {r} (recv) and {d} (deliver) of node 0, chunk 0 touch the merge buffer "
+                     "without an order"]
+
+
+def test_race_behind_two_unordered_sum_receives():
+    # node 0 sums from 1 and 2 in any order (fine), sends once both are in, and sums from 3 after
+    # the receive from 2 only: that receive may write while the send reads
+    dag = Dag(["a", "b", "c", "d"], np.zeros(4, dtype=int), np.array([[0, 4]]))
+    for p in (1, 2, 3):
+        f = dag.add(p, 0, "fetch")
+        dag.add(p, 0, "send", [0], deps=[f])
+    f0 = dag.add(0, 0, "fetch")
+    r1 = dag.add(0, 0, "recv", [1], reduce="sum", deps=[f0])
+    r2 = dag.add(0, 0, "recv", [2], reduce="sum", deps=[f0])
+    s = dag.add(0, 0, "send", [1], deps=[r1, r2])
+    r3 = dag.add(0, 0, "recv", [3], reduce="sum", deps=[r2])
+    races = [e for e in verify(dag).errors if e.startswith("race")]
+    assert races == [f"race: actions {s} (send) and {r3} (recv) of node 0, chunk 0 touch the merge buffer "
+                     "without an order"]
+
+
+def test_check_raises_the_first_error_and_counts_the_rest():
+    from plink.schedule.verify import check
+
+    dag = Dag(["a", "b", "c"], np.zeros(3, dtype=int), np.array([[0, 4]]))
+    dag.add(0, 0, "send")
+    dag.add(1, 0, "send")
+    with pytest.raises(ScheduleError) as e:
+        check(dag)
+    assert str(e.value) == "invalid schedule: action 0 (send at node 0, chunk 0): no peers (and 1 more)"
+    dag.op[1] = "fetch"
+    with pytest.raises(ScheduleError) as e:
+        check(dag)
+    assert str(e.value) == "invalid schedule: action 0 (send at node 0, chunk 0): no peers"
+    rep = check(_two_node_dag("sum"))
+    assert rep.ok and rep.levels == [0, 0, 1, 1, 0, 0, 1, 1]
+
+
+def test_finite_json_replaces_inf_and_nan_everywhere():
+    from plink.schedule.verify import finite_json
+
+    doc = {"a": [1.5, float("inf"), (np.float64("nan"), np.int64(3))], "b": {"c": -float("inf")}, "d": "x"}
+    out = finite_json(doc)
+    assert out == {"a": [1.5, None, [None, 3]], "b": {"c": None}, "d": "x"}
+    assert type(out["a"][2][1]) is int
+    json.dumps(out, allow_nan=False)
+
+
+# ---------------------------------------------------------------------------
+# summarize: what `plink schedule` / `plink verify` print
+
+
+def _summary_case(bw=10.0, capacity="cardinality", size=8):
+    labels = [0, 0, 0, 1, 1, 1, 2, 2, 2]
+    probe = uniform_probe(9, bw=bw)
+    plan = plan_schedule(probe, np.array(labels), size=size, chunk=4, capacity=capacity)
+    return Schedule.from_plan(plan), probe
+
+
+def test_summarize_verifies_up_to_the_limit_then_prices_the_plan():
+    from plink.schedule.verify import summarize
+
+    sched, _ = _summary_case()
+    n, c = 9, 2
+    at = summarize(sched, verify_limit=4 * n * c)  # about 4 C N actions: at the limit it verifies
+    assert at["verified"] is True and at["errors"] == [] and at["actions"] == len(expand(sched.plan))
+    assert "note" not in at
+    over = summarize(Schedule.from_plan(sched.plan), verify_limit=4 * n * c - 1)
+    assert over["verified"] is None and over["errors"] == [] and "actions" not in over
+    assert over["note"] == "not verified: about 72 actions (> 71); run 'plink verify'"
+    for key in ("rounds", "bytes_total", "bytes_cross_group", "table41", "balance"):
+        assert over[key] == at[key], key  # the plan's traffic, priced without the DAG, is the DAG's
+    assert (over["hosts"], over["groups"], over["size"], over["chunks"], over["chunk"]) == (9, 3, 8, 2, 4)
+    sched.dag  # once the DAG is built it is verified whatever its size
+    assert summarize(sched, verify_limit=1)["verified"] is True
+
+
+def test_summarize_of_a_wrong_schedule_prices_nothing():
+    from plink.schedule.verify import summarize
+
+    sched, _ = _summary_case()
+    dag = sched.dag.copy()
+    dag.reduce[find(dag, op="recv", reduce="copy")] = "sum"
+    bad = Schedule(sched.hosts, sched.labels, sched.chunks, sched.size, sched.chunk_bytes, None, dag)
+    out = summarize(bad, uniform_probe(9))
+    assert out["verified"] is False and out["errors"][0].startswith("double counting")
+    assert not {"rounds", "table41", "predicted", "model", "balance"} & set(out)  # no plan: no balance
+
+
+def test_summarize_balance_needs_what_the_plan_was_balanced_for():
+    from plink.schedule.plan import balance
+    from plink.schedule.verify import summarize
+
+    sched, probe = _summary_case(size=4 * 27)  # 27 chunks: every ratio is finite
+    assert summarize(sched)["balance"] == balance(sched.plan)  # cardinality: no probe needed
+    assert all(1 <= v < 3 for v in balance(sched.plan).values())
+    bsched, probe = _summary_case(capacity="bandwidth", size=4 * 27)
+    assert "balance" not in summarize(bsched)
+    assert summarize(bsched, probe)["balance"] == balance(bsched.plan, probe.bandwidth)
+
+
+def test_summarize_prices_with_the_measured_or_the_assumed_bandwidth():
+    from plink.schedule.verify import summarize
+
+    sched, probe = _summary_case(bw=2.5)
+    measured = summarize(sched, probe)
+    assert measured["model"] == "latency+bandwidth" and "assumed_bandwidth_gbps" not in measured
+    no_bw = from_matrix(probe.latency, probe.names)
+    assumed = summarize(sched, no_bw, assumed_gbps=2.5)
+    assert assumed["model"] == "latency + assumed 2.5 Gbit/s per pair"
+    assert assumed["assumed_bandwidth_gbps"] == 2.5
+    # assuming 2.5 Gbit/s for every pair prices exactly like measuring it
+    assert assumed["predicted"] == measured["predicted"]
+    assert summarize(sched, no_bw)["model"] == "latency + assumed 10 Gbit/s per pair"
+    assert summarize(sched, no_bw)["predicted"] != assumed["predicted"]
+    with pytest.raises(ScheduleError) as e:
+        summarize(sched, from_matrix(probe.latency, probe.names[::-1]))
+    assert str(e.value) == "the probe file's hosts differ from the schedule's (names or order)"
+
+
+# ---------------------------------------------------------------------------
+# the schedule file: defaults, optional keys and layout
+
+
+def _doc(base, form="compact", drop=(), **over):
+    plan, _ = base
+    doc = Schedule.from_plan(plan).to_dict(form)
+    doc = {k: v for k, v in doc.items() if k not in drop}
+    doc.update(over)
+    return doc
+
+
+def _schedule_err(doc, path="x.json"):
+    with pytest.raises(ScheduleError) as e:
+        from_dict(doc, path)
+    return str(e.value)
+
+
+def test_master_tables_are_read_whenever_one_is_there(base):
+    assert _schedule_err(_doc(base, "dag", drop=("lm",))) == "x.json: missing 'lm'"
+    assert _schedule_err(_doc(base, "dag", drop=("gm",))) == "x.json: missing 'gm'"
+    assert _schedule_err(_doc(base, "compact", drop=("lm", "gm"))) == "x.json: missing 'lm'"
+    assert from_dict(_doc(base, "compact", drop=("rules",))).plan is not None  # rules default to 2lha-v1
+    assert (_schedule_err(_doc(base, lm="x")) ==
+            "x.json: invalid master tables: invalid literal for int() with base 10: 'x'")
+
+
+@pytest.mark.parametrize("key, value, message", [
+    ("groups", 3, "x.json: 'groups' must be a list"),
+    ("chunks", "x", "x.json: 'chunks' must be a list"),
+    ("meta", [1], "x.json: 'meta' must be an object"),
+    ("autotune", 5, "x.json: 'autotune' must be an object"),
+])
+def test_schedule_file_field_types(base, key, value, message):
+    assert _schedule_err(_doc(base, **{key: value})) == message
+
+
+def test_schedule_file_default_path_and_file_path(base, tmp_path):
+    with pytest.raises(ScheduleError) as e:
+        from_dict({"format": "x"})
+    assert str(e.value).startswith("<schedule>: ")
+    p = tmp_path / "s.json"
+    p.write_text(json.dumps(_doc(base, form="compact") | {"form": "tree"}))
+    with pytest.raises(ScheduleError) as e:
+        load_schedule(p)
+    assert str(e.value) == f"{p}: 'form' must be 'dag' or 'compact'"
+
+
+def test_numbers_written_as_floats_read_as_integers(base):
+    # another JSON writer may put 65536.0 for 65536: the same schedule
+    plan, _ = base
+    doc = _doc(base)
+    as_float = {**doc, **{k: json.loads(json.dumps(np.asarray(doc[k], dtype=float).tolist()))
+                          for k in ("groups", "chunks", "lm", "gm")}}
+    back = from_dict(as_float)
+    for arr in (back.labels, back.chunks, back.plan.lm, back.plan.gm):
+        assert arr.dtype == np.int64
+    np.testing.assert_array_equal(back.plan.lm, plan.lm)
+    assert verify(back.dag).ok
+
+
+def test_nominal_chunk_and_capacity_survive_a_round_trip(tmp_path):
+    plan = make_plan([0, 0, 0, 1, 1, 1], size=6, chunk=4, capacity="bandwidth")  # chunks of 4 and 2
+    assert Schedule.from_plan(plan).chunk_bytes == 4
+    s = Schedule.from_plan(plan, chunk_bytes=3)
+    assert s.chunk_bytes == 3
+    s.save(tmp_path / "s.json")  # the default form is the DAG
+    text = (tmp_path / "s.json").read_text()
+    back = load_schedule(tmp_path / "s.json")
+    assert back.chunk_bytes == 3 and back.plan.capacity == "bandwidth" and back._dag is not None
+    doc = json.loads(text)
+    assert doc["form"] == "dag" and doc["rules"] == "2lha-v1" and doc["action_fields"] == [
+        "node", "chunk", "op", "peers", "reduce", "deps"]
+    assert s.to_dict()["form"] == "dag" and json.loads(s.dumps())["form"] == "dag"
+    # one action, one master row and one chunk per line, without spaces
+    assert '\n  [0,0,"fetch",[],null,[]],\n' in text
+    assert '\n "chunks": [\n  [0,4],\n  [4,2]\n ]' in text
+    assert f'\n "lm": [\n  {json.dumps(plan.lm[0].tolist(), separators=(",", ":"))},\n' in text
+
+
+def test_a_hand_made_dag_has_no_rules_and_no_compact_form(base):
+    _, dag = base
+    s = Schedule(list(dag.hosts), dag.labels, dag.chunks, 8, 4, None, dag)
+    doc = s.to_dict("dag")
+    assert "rules" not in doc and "lm" not in doc and len(doc["actions"]) == len(dag)
+    with pytest.raises(ScheduleError) as e:
+        s.to_dict("compact")
+    assert str(e.value) == "a schedule without a master assignment has no compact form"
+    with pytest.raises(ValueError, match="tree"):
+        s.to_dict("tree")
+    s.meta = {"x": float("nan")}
+    with pytest.raises(ValueError):  # never writes a file that is not JSON
+        s.dumps()
+
+
+def test_an_empty_dag_file_reads():
+    doc = {"format": "plink-schedule", "version": 1, "form": "dag", "hosts": ["a"], "groups": [0],
+           "chunks": [], "size": 0, "actions": []}
+    s = from_dict(doc)
+    assert s.chunk_bytes == 0 and len(s.dag) == 0 and s.plan is None
+
+
+# ---------------------------------------------------------------------------
+# the time model, by hand
+
+
+def test_round_time_by_hand():
+    from plink.schedule.timemodel import Traffic, round_time
+    from plink.solvers.costmodels import PairCost
+
+    lat = np.array([[0, 5, 7], [5, 0, 3], [7, 3, 0]], dtype=float)
+    bw = np.array([[np.nan, 1, 2], [1, np.nan, 4], [2, 4, np.nan]])  # Gbit/s: 8e-3 / bw us per byte
+    pc = PairCost.from_matrices(lat, bw)
+    # node 0 sends 1000 B to 1 and 2000 B to 2; node 2 sends 500 B to 1
+    t = Traffic(np.array([0, 0, 2]), np.array([1, 2, 1]), np.array([1000.0, 2000.0, 500.0]))
+    send0 = 1000 * 8e-3 / 1 + 2000 * 8e-3 / 2   # 16 us: node 0's NIC out
+    recv1 = 1000 * 8e-3 / 1 + 500 * 8e-3 / 4    # 9 us: node 1's NIC in
+    assert round_time(t, pc) == pytest.approx(7 + max(send0, recv1))
+    one = Traffic(np.array([1]), np.array([2]), np.array([4000.0]))
+    assert round_time(one, pc) == pytest.approx(3 + 4000 * 8e-3 / 4)
+    assert round_time(Traffic(np.array([], int), np.array([], int), np.array([])), pc) == 0.0
+    np.testing.assert_array_equal(t.aggregated(3), [[0, 1000, 2000], [0, 0, 0], [0, 500, 0]])
+
+
+def test_pair_cost_fills_missing_pairs_with_the_worst_measured():
+    from plink.schedule.timemodel import pair_cost
+
+    lat = np.array([[0, 5, np.nan], [5, 0, 3], [np.nan, 3, 0]])
+    bw = np.array([[np.nan, 0.5, 0.8], [0.5, np.nan, np.nan], [0.8, np.nan, np.nan]])
+    pc = pair_cost(from_matrix(lat, ["a", "b", "c"], bandwidth=bw))
+    assert pc.latency[0, 2] == pc.latency[2, 0] == 5  # the largest measured latency
+    assert pc.latency[1, 2] == 3 and pc.latency[0, 0] == 0  # measured pairs and the diagonal stay
+    assert pc.inv_bw[1, 2] == pytest.approx(8e-3 / 0.5)  # the smallest measured bandwidth
+    assert pc.inv_bw[0, 2] == pytest.approx(8e-3 / 0.8)  # measured pairs stay
+    none = pair_cost(from_matrix(np.full((2, 2), np.nan), ["a", "b"], bandwidth=np.full((2, 2), np.nan)))
+    assert none.latency[0, 1] == 1.0 and none.inv_bw[0, 1] == pytest.approx(8e-3)  # nothing measured: 1 us, 1 Gbit/s
+    lat_only = pair_cost(from_matrix(lat, ["a", "b", "c"]))
+    assert not lat_only.inv_bw.any()  # no bandwidth and none assumed: latency only
+    slow = pair_cost(from_matrix(lat, ["a", "b", "c"]), assumed_gbps=0.5)
+    assert slow.inv_bw[0, 1] == pytest.approx(8e-3 / 0.5) and slow.inv_bw[0, 0] == 0
+
+
+@pytest.mark.parametrize("gbps", [0, -1, float("inf"), float("nan")])
+def test_assumed_bandwidth_must_be_positive(gbps):
+    from plink.schedule.timemodel import pair_cost
+
+    with pytest.raises(PlinkError) as e:
+        pair_cost(from_matrix(np.array([[0, 1], [1, 0]]), ["a", "b"]), assumed_gbps=gbps)
+    assert str(e.value) == f"assumed bandwidth must be a number > 0 Gbit/s, got {gbps}"
+
+
+def test_baseline_traffic_shapes():
+    from plink.schedule.timemodel import ps_traffic, ring_traffic
+
+    labels = np.array([i % 3 for i in range(40)])
+    (ring,) = ring_traffic(labels, 80.0)
+    order = np.argsort(labels, kind="stable")  # group by group, hosts in index order within a group
+    np.testing.assert_array_equal(ring.src, order)
+    np.testing.assert_array_equal(ring.dst, np.roll(order, -1))  # to the successor
+    assert ring.repeat == 78 and ring.nbytes.tolist() == [2.0] * 40
+    (two,) = ring_traffic(np.array([0, 1]), 8.0)
+    assert two.src.tolist() == [0, 1] and two.dst.tolist() == [1, 0] and two.repeat == 2
+    assert ring_traffic(np.array([0]), 8.0) == [] and ps_traffic(1, 8.0) == []
+    push, pull = ps_traffic(2, 8.0)
+    assert (push.src.tolist(), push.dst.tolist(), pull.src.tolist(), pull.dst.tolist()) == ([0, 1], [1, 0], [1, 0], [0, 1])
+    assert push.nbytes.tolist() == [4.0, 4.0]
+
+
+def test_predictions_are_named_and_keep_their_rounds():
+    from plink.schedule.timemodel import Traffic, predict_all
+
+    probe = uniform_probe(4, lat=10.0, bw=1.0)
+    pc = pair_cost(probe)
+    labels = np.array([0, 0, 1, 1])
+    one = [Traffic(np.array([0]), np.array([2]), np.array([1000.0]))]
+    preds = predict_all(one, pc, labels, 1000.0)
+    assert [p.name for p in preds.values()] == list(preds) == ["2lha", "ring", "ps"]
+    p = preds["2lha"]
+    assert p.round_us == [pytest.approx(10 + 8.0)] and p.time_us == pytest.approx(18.0)
+    assert p.to_dict() == {"name": "2lha", "time_us": p.time_us, "rounds": 1, "bytes_total": 1000.0,
+                           "bytes_cross_group": 1000.0}
+    plan = make_plan(labels, size=1000, chunk=1000)
+    assert compare(plan, pc, one)["2lha"].rounds == 1  # the traffic given is priced, not the plan's
+    assert compare(plan, pc)["2lha"].rounds == 4
+
+
+def test_plan_traffic_of_one_host_is_empty():
+    plan = Plan(["a"], [0], [[0, 4]], [[0]], [0], 4)
+    assert plan_traffic(plan) == []
+    assert verify(expand(plan)).traffic == []

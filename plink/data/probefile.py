@@ -117,7 +117,7 @@ class Uplink:
                 "down_bps": round(float(self.down_bps), 1), **self.extra}
 
 
-def _parse_uplinks(raw: Any, n: int, path: str) -> list[Uplink] | None:
+def _parse_uplinks(raw: Any, path: str) -> list[Uplink] | None:
     if raw is None:
         return None
     if not isinstance(raw, list):
@@ -463,7 +463,7 @@ def from_dict(doc: Any, path: str = "<probe>", notes: list[str] | None = None) -
         k_diag = int(np.sum(~np.isnan(diag) & (diag != 0)))
         if k_diag and notes is not None:
             notes.append(f"{path}: ignored the diagonal of {k_diag} host(s) in {key} (a host's distance to itself)")
-        np.fill_diagonal(m, 0.0 if key != "bandwidth_gbps" else np.nan)
+        np.fill_diagonal(m, 0.0)  # (ProbeData then makes the bandwidth diagonal NaN)
         if notes is not None and key in ("latency_us", "bandwidth_gbps"):
             from plink.data.inputs import count_asymmetric
 
@@ -488,7 +488,7 @@ def from_dict(doc: Any, path: str = "<probe>", notes: list[str] | None = None) -
         if any(len(lab) != len(levels) for lab in labels):
             raise ProbeFileError(f"{path}: every truth label must have {len(levels)} levels")
         truth = Truth(levels, labels)
-    uplinks = _parse_uplinks(doc.get("uplinks"), n, path)
+    uplinks = _parse_uplinks(doc.get("uplinks"), path)
     try:
         return ProbeData(
             hosts=hosts,
@@ -517,22 +517,18 @@ def load_json(path: str | os.PathLike, notes: list[str] | None = None) -> ProbeD
     return from_dict(read_json(path, ProbeFileError), str(path), notes=notes)
 
 
+#: cells of a CSV matrix that mark a missing pair, in any case ("nan" parses as a float NaN anyway)
+_MISSING = ("", "na", "null", "none", "-")
+
+
 def _parse_cell(cell: str, where: str) -> float:
     s = cell.strip()
-    if s == "" or s.lower() in ("nan", "na", "null", "none", "-"):
+    if s.lower() in _MISSING:
         return math.nan
     try:
         return float(s)
     except ValueError:
         raise ProbeFileError(f"{where}: {_short(s)} is not a number") from None
-
-
-def _is_number(s: str) -> bool:
-    try:
-        float(s)
-        return True
-    except ValueError:
-        return s.strip().lower() in ("", "nan", "na", "null", "none", "-")
 
 
 def _is_value(s: str) -> bool:
@@ -542,6 +538,11 @@ def _is_value(s: str) -> bool:
         return True
     except ValueError:
         return False
+
+
+def _is_number(s: str) -> bool:
+    """A cell holding a number or a missing marker (not a host name)."""
+    return _is_value(s) or s.strip().lower() in _MISSING
 
 
 _MAX_ROWS = 20001
@@ -596,20 +597,6 @@ def read_matrix_csv(path: str | os.PathLike) -> tuple[np.ndarray, list[str] | No
     if names is not None and len(names) != n:
         raise ProbeFileError(f"{path}: {len(names)} host names for a {n}x{n} matrix")
     return m, names
-
-
-def read_host_names(path: str | os.PathLike) -> list[str]:
-    """Host names, one per line (blank lines and ``#`` comments skipped).
-
-    Only the first whitespace-separated word of a line counts, so an MPI
-    hostfile (``host slots=4``) works too.
-    """
-    names = []
-    for line in _read_text(path).splitlines():
-        line = line.split("#", 1)[0].strip()
-        if line:
-            names.append(line.split()[0])
-    return names
 
 
 def from_matrix(

@@ -263,8 +263,8 @@ def from_dict(doc: Any, path: str = "<schedule>") -> Schedule:
         if doc.get("rules", RULES) != RULES:
             raise ScheduleError(f"{path}: unknown rules {doc.get('rules')!r} (this plink knows {RULES})")
         try:
-            plan = Plan(hosts, labels, chunks, np.array(doc["lm"], dtype=np.int64),
-                        np.array(doc["gm"], dtype=np.int64), size, doc.get("capacity", "cardinality"))
+            plan = Plan(hosts, labels, chunks, doc["lm"], doc["gm"], size,  # (Plan makes them int64 arrays)
+                        doc.get("capacity", "cardinality"))
         except KeyError as exc:
             raise ScheduleError(f"{path}: missing {exc.args[0]!r}") from None
         except PlinkError as exc:

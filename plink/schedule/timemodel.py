@@ -76,9 +76,8 @@ def plan_traffic(plan: Plan) -> list[Traffic]:
     in_gm_group = labels[None, :] == gx[:, None]
     lm_depth = np.where(gsz >= 2, 2, 1)  # round of a (non-GM) LM's send to the GM
     other = np.broadcast_to(np.arange(plan.k), (c, plan.k)) != gx[:, None]
-    gm_recv = np.where(gsz[gx] >= 2, 1, 0)
-    if plan.k > 1:
-        gm_recv = np.maximum(gm_recv, np.where(other, lm_depth[None, :], 0).max(axis=1))
+    gm_recv = np.where(gsz[gx] >= 2, 1, 0)  # (with one group, ``other`` is all False: no LM sends)
+    gm_recv = np.maximum(gm_recv, np.where(other, lm_depth[None, :], 0).max(axis=1))
     gm_send = gm_recv + 1  # round of the GM's sends, per chunk
     src, dst, nb, rnd = [], [], [], []
 
@@ -139,8 +138,8 @@ def pair_cost(probe, assumed_gbps: float | None = None) -> PairCost:
     bw = None
     if probe.bandwidth is not None:
         bw = np.array(probe.bandwidth, dtype=float)
-        good = bw[off & np.isfinite(bw) & (bw > 0)]
-        bw[off & ~(np.isfinite(bw) & (bw > 0))] = good.min() if good.size else 1.0
+        good = bw[off & np.isfinite(bw)]  # (ProbeData holds no bandwidth <= 0)
+        bw[off & ~np.isfinite(bw)] = good.min() if good.size else 1.0
     elif assumed_gbps is not None:
         if not (math.isfinite(assumed_gbps) and assumed_gbps > 0):
             raise PlinkError(f"assumed bandwidth must be a number > 0 Gbit/s, got {assumed_gbps}")
@@ -153,10 +152,9 @@ def round_time(t: Traffic, pc: PairCost) -> float:
     """``T_r`` of one round (module docstring), in µs."""
     if len(t.src) == 0:
         return 0.0
-    n = pc.n
     cost = t.nbytes * pc.inv_bw[t.src, t.dst]
-    send = np.bincount(t.src, weights=cost, minlength=n)
-    recv = np.bincount(t.dst, weights=cost, minlength=n)
+    send = np.bincount(t.src, weights=cost)  # (only the maxima count: no need for a slot per node)
+    recv = np.bincount(t.dst, weights=cost)
     return float(pc.latency[t.src, t.dst].max() + max(send.max(), recv.max()))
 
 
@@ -199,7 +197,8 @@ def table41(labels, size: float) -> dict[str, dict[str, float]]:
     all-gather) ``2(N-1)`` rounds, ``2(N-1)S`` bytes, ``2k(N-1)/N S``
     cross-group (``k`` ring edges cross groups); sharded PS ``2`` rounds,
     ``2(N-1)S`` bytes, ``2 sum_g n_g (N - n_g) / N S`` cross-group (Table
-    4.1's ``2N(C-1)S`` for equal racks).
+    4.1's ``2N(C-1)S`` for equal racks).  A single host has no rounds; 2LHA over one
+    group, or over groups of one host each, has 2.
     """
     labels = np.asarray(labels)
     n = len(labels)
@@ -211,7 +210,7 @@ def table41(labels, size: float) -> dict[str, dict[str, float]]:
         "2lha": {"rounds": 4 if n > k and k > 1 else (2 if n > 1 else 0), "bytes_total": 2 * (n - 1) * s,
                  "bytes_cross": 2 * (k - 1) * s},
         "ring": {"rounds": 2 * (n - 1), "bytes_total": 2 * (n - 1) * s, "bytes_cross": ring_cross},
-        "ps": {"rounds": 2, "bytes_total": 2 * (n - 1) * s,
+        "ps": {"rounds": 2 if n > 1 else 0, "bytes_total": 2 * (n - 1) * s,
                "bytes_cross": float(2 * (sizes * (n - sizes)).sum() / n * s)},
     }
 

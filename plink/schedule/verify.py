@@ -51,10 +51,6 @@ class VerifyReport:
     #: per action: the number of message hops that precede it (a send's messages travel in round level+1)
     levels: list[int] = field(default_factory=list)
 
-    def to_dict(self) -> dict[str, Any]:
-        return {"ok": self.ok, "errors": self.errors, "actions": self.n_actions, "messages": self.n_messages,
-                "rounds": self.rounds, "bytes_total": self.bytes_total, "bytes_cross_group": self.bytes_cross}
-
 
 def _structure_errors(dag: Dag, limit: int) -> list[str]:
     errs: list[str] = []
