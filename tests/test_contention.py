@@ -371,3 +371,179 @@ def test_lower_bound_of_a_ring_by_hand():
 
 def test_conservative_uplinks_of_no_hosts():
     assert conservative_uplinks(np.array([]), np.array([], dtype=int)).tolist() == []
+
+
+# ---------------------------------------------------------------------------
+# the network's checks, exactly as a user reads them, and what it stores
+
+
+def _net(lat=None, nic_send=None, nic_recv=None, groups=None, up=None, down=None, outer=()):
+    lat = np.full((3, 3), 1e-4) if lat is None else lat
+    return Network(lat, np.full(3, 1e9) if nic_send is None else nic_send,
+                   np.full(3, 1e9) if nic_recv is None else nic_recv,
+                   np.array([0, 0, 1]) if groups is None else groups,
+                   np.full(2, 5e8) if up is None else up, np.full(2, 5e8) if down is None else down, outer=outer)
+
+
+def _message(**kw):
+    with pytest.raises(ValueError) as e:
+        _net(**kw)
+    return str(e.value)
+
+
+def test_network_refuses_each_bad_input_with_its_message():
+    assert _message(lat=np.zeros((2, 3))) == "latency matrix must be square, got shape (2, 3)"
+    assert _message(lat=np.zeros(3)) == "latency matrix must be square, got shape (3,)"
+    assert _message(lat=np.zeros((3, 3, 1))) == "latency matrix must be square, got shape (3, 3, 1)"
+    complete = "latency matrix must be complete, finite and >= 0 off the diagonal; fill missing pairs first"
+    for bad in (np.nan, np.inf, -1e-9):
+        lat = np.full((3, 3), 1e-4)
+        lat[2, 0] = bad
+        assert _message(lat=lat) == complete
+    groups = "groups must be 3 non-negative integers"
+    assert _message(groups=np.array([0, 1])) == groups
+    assert _message(groups=np.array([0, -1, 1])) == groups
+    assert _message(groups=np.array([0.0, 0.0, 1.0])) == groups
+    assert _message(groups=np.array([[0, 0, 1]])) == groups
+    for name, size in (("nic_send", 3), ("nic_recv", 3), ("up", 2), ("down", 2)):
+        assert _message(**{name: np.ones(size + 1)}) == f"{name} must have {size} entries, got shape ({size + 1},)"
+        for bad in (0.0, -1.0, np.nan):
+            a = np.ones(size)
+            a[-1] = bad
+            assert _message(**{name: a}) == f"{name} capacities must be > 0 bytes/s"
+    level = "every outer level needs n labels 0..k-1 and k up and k down capacities"
+    ok = (np.array([0, 1, 1]), np.ones(2), np.ones(2))
+    assert _message(outer=((np.array([0, 1]), np.ones(2), np.ones(2)),)) == level
+    assert _message(outer=((np.array([0, -1, 1]), np.ones(2), np.ones(2)),)) == level
+    assert _message(outer=((ok[0], np.ones(3), ok[2]),)) == level
+    assert _message(outer=((ok[0], ok[1], np.ones(1)),)) == level
+    for up, down in ((np.array([1.0, 0.0]), ok[2]), (ok[1], np.array([-1.0, 1.0]))):
+        assert _message(outer=(ok, (ok[0], up, down))) == "outer uplink capacities must be > 0 bytes/s"
+
+
+def test_network_stores_clean_copies():
+    lat = np.array([[np.nan, 1, 2], [1, 5, 3], [2, 3, 0]], dtype=float)  # the diagonal is never read
+    groups = np.array([0, 0, 1], dtype=np.int32)
+    net = _net(lat=lat, groups=groups, nic_send=[1, 2, 3], nic_recv=(4, 5, 6), up=[7, 8], down=[9, 10],
+               outer=(([0, 0, 0], [11], [12]),))
+    assert net.latency.tolist() == [[0, 1, 2], [1, 0, 3], [2, 3, 0]]
+    assert np.isnan(lat[0, 0]) and lat[1, 1] == 5  # the caller's matrix is untouched
+    assert net.groups.dtype == np.int64 and net.groups.tolist() == [0, 0, 1]
+    for name, want in (("nic_send", [1, 2, 3]), ("nic_recv", [4, 5, 6]), ("up", [7, 8]), ("down", [9, 10])):
+        a = getattr(net, name)
+        assert isinstance(a, np.ndarray) and a.dtype == float and a.tolist() == want
+    (lab, up, down), = net.outer
+    assert lab.dtype == np.int64 and up.dtype == float and down.dtype == float
+    assert (lab.tolist(), up.tolist(), down.tolist()) == ([0, 0, 0], [11.0], [12.0])
+    assert (net.n, net.n_groups) == (3, 2)
+    assert [x.tolist() for lv in net.levels() for x in lv] == [[0, 0, 1], [7, 8], [9, 10], [0, 0, 0], [11], [12]]
+    inv = 1 / np.array([1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12], dtype=float)
+    assert net.inverse_capacities().tolist() == pytest.approx(inv.tolist() + [0.0], rel=1e-15)
+
+
+def test_an_empty_network_is_valid():
+    net = Network(np.zeros((0, 0)), [], [], np.array([], dtype=int), [], [])
+    assert (net.n, net.n_groups) == (0, 0)
+    assert SharedCostModel("ring", net, 8.0).steps == []
+
+
+def test_link_index_names_every_link_of_every_flow():
+    net = _net(outer=(([0, 1, 1], [1.0, 1.0], [1.0, 1.0]),))
+    # slots: send NICs 0-2, recv NICs 3-5, group ups 6-7, downs 8-9, outer ups 10-11, downs 12-13, dummy 14
+    idx = net.link_index(np.array([0, 0, 2]), np.array([1, 2, 0]), 14)
+    assert idx.tolist() == [0, 0, 2, 4, 5, 3, 14, 6, 7, 14, 9, 8, 10, 10, 11, 13, 13, 12]
+    two_d = net.link_index(np.array([[0, 0, 2]]), np.array([[1, 2, 0]]), 14, axis=1)
+    assert two_d.tolist() == [idx.tolist()]
+
+
+# ---------------------------------------------------------------------------
+# the model's own checks, its smooth companion and its flow counts
+
+
+def test_model_refuses_unknown_algorithms_and_bad_sizes():
+    net = _uniform_net(4)
+    with pytest.raises(ValueError) as e:
+        SharedCostModel("tree", net, 8.0)
+    assert str(e.value) == "unknown algorithm 'tree' (choose from ring, hd, rd, dbt, bcube, bintree)"
+    from plink.solvers.contention import schedule
+
+    with pytest.raises(ValueError) as e:
+        schedule("tree", 4, 8.0)
+    assert str(e.value) == "unknown algorithm 'tree' (choose from ring, hd, rd, dbt, bcube, bintree)"
+    for bad in (-1.0, float("nan")):
+        with pytest.raises(ValueError) as e:
+            SharedCostModel("ring", net, bad)
+        assert str(e.value) == f"size must be >= 0 bytes, got {bad}"
+    m = SharedCostModel("bcube", _uniform_net(9), 9, base=3)
+    assert (m.algo, m.size, type(m.size), m.base, m.n, len(m.steps)) == ("bcube", 9.0, float, 3, 9, 2)
+    assert m._L == 2 * 9 + 2 + 1
+
+
+def test_ring_price_and_smooth_companion_by_hand():
+    # 4 hosts in 2 racks of 2; ring 0 -> 1 -> 2 -> 3 -> 0 crosses each rack boundary once each way
+    lat = np.array([[0, 1, 4, 4], [1, 0, 4, 4], [4, 4, 0, 2], [4, 4, 2, 0]]) * 1e-3
+    nic = 1e9
+    net = Network(lat, np.full(4, nic), np.full(4, 2 * nic), np.array([0, 0, 1, 1]), np.array([1e8, 2e8]),
+                  np.array([4e8, 5e8]))
+    S = 4e6
+    m = SharedCostModel("ring", net, S)
+    f = S / 4  # bytes per flow
+    # flows 0->1 (1 ms), 1->2 (4 ms, up0, down1), 2->3 (2 ms), 3->0 (4 ms, up1, down0)
+    times = [f / nic] * 4 + [f / (2 * nic)] * 4 + [f / 1e8, f / 2e8, f / 4e8, f / 5e8]
+    step = 4e-3 + max(times)
+    cost, soft = m.batch(np.arange(4)[None, :], smooth=True)
+    assert cost.tolist() == pytest.approx([6 * step], rel=1e-12)
+    # the companion: mean latency + root mean square over every priced link slot (unused slots count as 0)
+    mean_lat = (1 + 4 + 2 + 4) / 4 * 1e-3
+    rms = np.sqrt(sum(t * t for t in times) / 12)
+    assert soft.tolist() == pytest.approx([6 * (mean_lat + rms)], rel=1e-12)
+    assert m.batch(np.arange(4)).shape == (1,)  # one order as a flat array
+    orders = np.array([[0, 1, 2, 3], [0, 2, 1, 3], [3, 1, 0, 2]])
+    c3, s3 = m.batch(orders, smooth=True)
+    for i, p in enumerate(orders):
+        c1, s1 = m.batch(p[None, :], smooth=True)
+        assert (c3[i], s3[i]) == (pytest.approx(c1[0], rel=1e-12), pytest.approx(s1[0], rel=1e-12))
+        assert m(p) == pytest.approx(c1[0], rel=1e-12)
+    assert not isinstance(m.batch(orders), tuple)
+
+
+def test_bintree_phases_take_the_norm_by_hand():
+    # 3 ranks: 0 -> 1, 0 -> 2; one group, NIC 1 B/s so times are bytes
+    lat = np.array([[0, 1, 2], [1, 0, 3], [2, 3, 0]]) * 1e-3
+    net = Network(lat, np.ones(3), np.ones(3) * 2, np.zeros(3, int), [1.0], [1.0])
+    S = 10.0
+    m = SharedCostModel("bintree", net, S)
+    kinds = sorted((s.latency, s.combine, s.repeat, float(s.nbytes.sum())) for s in m.steps)
+    assert kinds == [(False, "l2", 1, 20.0), (False, "l2", 1, 20.0), (True, "max", 2, 0.0)]
+    # reduce: 1 -> 0 and 2 -> 0: send NICs 10 s each, recv NIC of 0: 20 / 2 = 10 s -> norm sqrt(300)
+    # broadcast: 0 -> 1, 0 -> 2: send NIC of 0 20 s, recv NICs 5 s each -> norm sqrt(450)
+    want = 2 * 2e-3 + np.sqrt(300) + np.sqrt(450)
+    assert m(np.arange(3)) == pytest.approx(want, rel=1e-12)
+    soft = m.batch(np.arange(3)[None, :], smooth=True)[1][0]
+    slots = 2 * 3 + 2  # NICs and the one group's up and down (the intra-group slot is not priced)
+    want_soft = 2 * 1.5e-3 + np.sqrt(300 / slots) + np.sqrt(450 / slots)
+    assert soft == pytest.approx(want_soft, rel=1e-12)
+
+
+@pytest.mark.parametrize("algo", ["ring", "hd", "rd", "dbt", "bintree"])
+def test_no_bytes_no_uplink_flows(algo):
+    net = _testbed(2, 4)
+    m = SharedCostModel(algo, net, 0.0)
+    interleaved = np.arange(8).reshape(2, 4).T.ravel()
+    assert m.max_uplink_flows(interleaved) == 0
+    assert SharedCostModel(algo, net, 1.0).max_uplink_flows(interleaved) >= 1
+
+
+def test_uplink_flows_count_every_level():
+    # two racks in one row: the row uplink carries what both racks send out
+    g = np.array([0, 0, 1, 1, 2, 2, 3, 3])
+    row = g // 2
+    lat = np.full((8, 8), 1e-5)
+    net = Network(lat, np.full(8, 1e9), np.full(8, 1e9), g, np.full(4, 1e9), np.full(4, 1e9),
+                  outer=((row, np.full(2, 1e9), np.full(2, 1e9)),))
+    m = SharedCostModel("ring", net, 8.0)
+    assert m.max_uplink_flows(np.arange(8)) == 1
+    # ring 0 2 1 3 | 4 6 5 7: every hop inside a row crosses racks; 2 flows leave rack 0 ... and the row once
+    assert m.max_uplink_flows(np.array([0, 2, 1, 3, 4, 6, 5, 7])) == 2
+    # alternate rows: every hop crosses the row boundary, 4 flows on each row uplink
+    assert m.max_uplink_flows(np.array([0, 4, 1, 5, 2, 6, 3, 7])) == 4
