@@ -450,12 +450,32 @@ def has_module(name):
         paths = list(sys.path)
         if "site" in sys.modules and getattr(site, "_plink_done", False):
             return PathFinder.find_spec(name, paths) is not None
-        paths += site.getsitepackages()
+        paths += site.getsitepackages(_site_prefixes(site))
         if not sys.flags.no_user_site:
             paths.append(site.getusersitepackages())
         return PathFinder.find_spec(name, paths) is not None
     except Exception:
         return False
+
+
+def _site_prefixes(site):
+    """The prefixes whose site-packages ``site.main()`` would add.  Under ``-S``
+    a virtual environment is not yet applied (``sys.prefix`` is still the base
+    installation): as ``site.venv`` does, a ``pyvenv.cfg`` beside the
+    executable or one folder up makes the environment's folder the prefix, and
+    the base's only with ``include-system-site-packages = true``."""
+    exe_dir = os.path.dirname(os.path.abspath(sys.executable))
+    prefix = os.path.dirname(exe_dir)
+    for cfg in (os.path.join(exe_dir, "pyvenv.cfg"), os.path.join(prefix, "pyvenv.cfg")):
+        if os.path.isfile(cfg):
+            system = False
+            with open(cfg, encoding="utf-8") as f:
+                for line in f:
+                    key, sep, value = line.partition("=")
+                    if sep and key.strip().lower() == "include-system-site-packages":
+                        system = value.strip().lower() == "true"
+            return [prefix] + (list(site.PREFIXES) if system else [])
+    return None
 
 
 NAP_MAX = 0.02  # the longest a running schedule leaves pings unanswered (s)

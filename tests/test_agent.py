@@ -637,3 +637,21 @@ def test_agent_keeps_hearing_heartbeats_while_its_output_is_stuck():
         got += s.pipe.read(5.0)
     assert s.pipe.proc.poll() is None
     s.close()
+
+
+def test_site_prefixes_follow_a_virtual_environment(tmp_path, monkeypatch):
+    """Under ``-S`` the agent predicts site's prefixes itself: a venv's folder, plus the
+    base only when the venv includes the system site-packages; none outside a venv."""
+    import site
+
+    (tmp_path / "bin").mkdir()
+    monkeypatch.setattr(agent_mod.sys, "executable", str(tmp_path / "bin" / "python3"))
+    assert agent_mod._site_prefixes(site) is None
+    cfg = tmp_path / "pyvenv.cfg"
+    cfg.write_text("home = /usr/bin\ninclude-system-site-packages = false\n")
+    assert agent_mod._site_prefixes(site) == [str(tmp_path)]
+    cfg.write_text("home = /usr/bin\nInclude-System-Site-Packages = True\n")
+    assert agent_mod._site_prefixes(site) == [str(tmp_path)] + list(site.PREFIXES)
+    cfg.unlink()
+    (tmp_path / "bin" / "pyvenv.cfg").write_text("include-system-site-packages=false\n")
+    assert agent_mod._site_prefixes(site) == [str(tmp_path)]
