@@ -281,52 +281,47 @@ def ring_steps(n: int, size: float) -> list[Step]:
     return [_step(r, (r + 1) % n, size / n, repeat=2 * (n - 1))]
 
 
-def _pof2_split(n: int) -> tuple[int, int]:
+def _fold(n: int, survivor: int) -> tuple[np.ndarray, np.ndarray]:
+    """Open MPI's fold of ``n`` ranks onto ``p' = 2^floor(log2 n)`` virtual ranks
+    (``r = n - p'``): ranks ``2i, 2i+1`` (``i < r``) pair up and one of them
+    (``2i + survivor``) plays virtual rank ``i``; ranks ``>= 2r`` play ``rank - r``.
+    Returns the pairs' even ranks and the rank playing each virtual rank."""
     pof2 = 1 << (n.bit_length() - 1)
-    return pof2, n - pof2
+    rem = n - pof2
+    v = np.arange(pof2)
+    return np.arange(rem) * 2, np.where(v < rem, v * 2 + survivor, v + rem)
+
+
+def _butterfly(real: np.ndarray, nbytes, repeat: int = 1) -> list[Step]:
+    """The exchanges of ``len(real)`` (a power of two) virtual ranks, played by the
+    ranks ``real``: for ``mask = 1, 2, 4, ...`` virtual ranks ``v`` and ``v XOR mask``
+    swap ``nbytes(mask)`` bytes each way."""
+    v = np.arange(len(real))
+    steps = []
+    mask = 1
+    while mask < len(real):
+        keep = v < (v ^ mask)
+        steps.append(_both(real[v[keep]], real[(v ^ mask)[keep]], nbytes(mask), repeat))
+        mask <<= 1
+    return steps
 
 
 def hd_steps(n: int, size: float) -> list[Step]:
-    """Rabenseifner as in Open MPI (see module docstring)."""
+    """Rabenseifner as in Open MPI (see module docstring); the fold's pairs are empty steps when n is a power of two."""
     if n < 2:
         return []
-    pof2, rem = _pof2_split(n)
-    steps: list[Step] = []
-    evens = np.arange(rem) * 2
-    if rem:
-        steps.append(_both(evens, evens + 1, size / 2))
-        steps.append(_step(evens + 1, evens, size / 2))
-    v = np.arange(pof2)
-    real = np.where(v < rem, v * 2, v + rem)  # vrank -> rank (survivors: the even ranks)
-    mask = 1
-    while mask < pof2:
-        keep = v < (v ^ mask)
-        steps.append(_both(real[v[keep]], real[(v ^ mask)[keep]], size / (2 * mask), repeat=2))
-        mask <<= 1
-    if rem:
-        steps.append(_step(evens, evens + 1, size))
-    return _merge(steps)
+    evens, real = _fold(n, 0)  # the even ranks survive
+    pre = [_both(evens, evens + 1, size / 2), _step(evens + 1, evens, size / 2)]
+    post = [_step(evens, evens + 1, size)]
+    return _merge(pre + _butterfly(real, lambda mask: size / (2 * mask), repeat=2) + post)
 
 
 def rd_steps(n: int, size: float) -> list[Step]:
     """Recursive doubling as in Open MPI (see module docstring)."""
     if n < 2:
         return []
-    pof2, rem = _pof2_split(n)
-    steps: list[Step] = []
-    evens = np.arange(rem) * 2
-    if rem:
-        steps.append(_step(evens, evens + 1, size))
-    v = np.arange(pof2)
-    real = np.where(v < rem, v * 2 + 1, v + rem)  # survivors: the odd ranks
-    mask = 1
-    while mask < pof2:
-        keep = v < (v ^ mask)
-        steps.append(_both(real[v[keep]], real[(v ^ mask)[keep]], size))
-        mask <<= 1
-    if rem:
-        steps.append(_step(evens + 1, evens, size))
-    return _merge(steps)
+    evens, real = _fold(n, 1)  # the odd ranks survive
+    return _merge([_step(evens, evens + 1, size)] + _butterfly(real, lambda mask: size) + [_step(evens + 1, evens, size)])
 
 
 def dbt_steps(n: int, size: float) -> list[Step]:
