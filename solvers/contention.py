@@ -140,9 +140,9 @@ class Network:
 
     def __post_init__(self) -> None:
         lat = np.asarray(self.latency, dtype=float)
-        n = lat.shape[0] if lat.ndim == 2 else -1
-        if lat.ndim != 2 or lat.shape != (n, n):
+        if lat.ndim != 2 or lat.shape[0] != lat.shape[1]:
             raise ValueError(f"latency matrix must be square, got shape {lat.shape}")
+        n = lat.shape[0]
         off = ~np.eye(n, dtype=bool)
         if not np.all(np.isfinite(lat[off])) or np.any(lat[off] < 0):
             raise ValueError("latency matrix must be complete, finite and >= 0 off the diagonal; fill missing pairs first")
@@ -195,8 +195,9 @@ class Network:
             parts += [1.0 / up, 1.0 / down]
         return np.concatenate(parts + [[0.0]])
 
-    def link_index(self, hs: np.ndarray, hd: np.ndarray, dummy: int, axis: int = -1) -> np.ndarray:
-        """Link slot of every (flow, link) pair: flows ``hs -> hd`` (host arrays, any shape). O(flows x levels)."""
+    def link_index(self, hs: np.ndarray, hd: np.ndarray, dummy: int) -> np.ndarray:
+        """Link slot of every (flow, link) pair: flows ``hs -> hd`` (host arrays of one shape; the
+        slots of a flow's links are laid along the last axis, one block per link kind). O(flows x levels)."""
         n = self.n
         parts = [hs, n + hd]
         off = 2 * n
@@ -206,7 +207,7 @@ class Network:
             k = len(up)
             parts += [np.where(cross, off + gs, dummy), np.where(cross, off + k + gd, dummy)]
             off += 2 * k
-        return np.concatenate(parts, axis=axis)
+        return np.concatenate(parts, axis=-1)
 
 
 def conservative_uplinks(nic: np.ndarray, groups: np.ndarray) -> np.ndarray:
@@ -253,9 +254,7 @@ def _step(src, dst, nbytes, repeat=1, latency=True, combine="max") -> Step:
 
 
 def _both(a, b, nbytes, repeat=1) -> Step:
-    """An exchange: ``a <-> b`` with ``nbytes`` each way."""
-    a = np.asarray(a, dtype=np.int64)
-    b = np.asarray(b, dtype=np.int64)
+    """An exchange: ``a <-> b`` (rank arrays) with ``nbytes`` each way."""
     return _step(np.concatenate([a, b]), np.concatenate([b, a]), nbytes, repeat)
 
 
@@ -484,7 +483,7 @@ class SharedCostModel:
                 if smooth:
                     soft += s.repeat * lat.mean(axis=1)
             if s.nbytes.any():
-                idx = net.link_index(hs, hd, dummy, axis=1)
+                idx = net.link_index(hs, hd, dummy)
                 w = np.broadcast_to(np.tile(s.nbytes, parts), idx.shape)
                 loads = np.bincount((idx + rows).ravel(), weights=w.ravel(), minlength=M * L).reshape(M, L)
                 times = loads * self._inv
@@ -495,7 +494,7 @@ class SharedCostModel:
         return (total, soft) if smooth else total
 
     def __call__(self, perm) -> float:
-        p = np.asarray(perm, dtype=np.int64)
+        p = np.asarray(perm)
         if p.shape != (self.n,):
             raise ValueError(f"permutation must have {self.n} entries, got {p.shape}")
         return float(self.batch(p[None, :])[0])

@@ -290,6 +290,13 @@ def test_identical_steps_merge_and_empty_steps_go():
     m = out[0]
     assert (m.src.tolist(), m.dst.tolist(), m.nbytes.tolist(), m.repeat, m.latency) == ([0, 1], [1, 0], [5.0, 5.0], 3, True)
     assert out[1] is other
+    # steps of the pipelined tree merge as such; steps built from other int and float types are the same steps
+    norm = _merge([_step([0], [1], 5.0, latency=False, combine="l2")] * 2)
+    assert [(x.repeat, x.combine) for x in norm] == [(2, "l2")]
+    same = _merge([_step(np.array([0, 1], dtype=np.int32), np.array([1, 0], dtype=np.int32), 5),
+                   _step([0, 1], [1, 0], 5.0)])
+    assert len(same) == 1 and same[0].repeat == 2
+    assert (same[0].src.dtype, same[0].dst.dtype, same[0].nbytes.dtype) == (np.int64, np.int64, float)
 
 
 @pytest.mark.parametrize("algo", ["ring", "hd", "rd", "bcube", "bintree", "dbt"])
@@ -417,7 +424,7 @@ def test_network_refuses_each_bad_input_with_its_message():
     assert _message(outer=((np.array([0, -1, 1]), np.ones(2), np.ones(2)),)) == level
     assert _message(outer=((ok[0], np.ones(3), ok[2]),)) == level
     assert _message(outer=((ok[0], ok[1], np.ones(1)),)) == level
-    for up, down in ((np.array([1.0, 0.0]), ok[2]), (ok[1], np.array([-1.0, 1.0]))):
+    for up, down in ((np.array([1.0, 0.0]), ok[2]), (ok[1], np.array([-1.0, 1.0])), (ok[1], np.array([1.0, 0.0]))):
         assert _message(outer=(ok, (ok[0], up, down))) == "outer uplink capacities must be > 0 bytes/s"
 
 
@@ -425,7 +432,8 @@ def test_network_stores_clean_copies():
     lat = np.array([[np.nan, 1, 2], [1, 5, 3], [2, 3, 0]], dtype=float)  # the diagonal is never read
     groups = np.array([0, 0, 1], dtype=np.int32)
     net = _net(lat=lat, groups=groups, nic_send=[1, 2, 3], nic_recv=(4, 5, 6), up=[7, 8], down=[9, 10],
-               outer=(([0, 0, 0], [11], [12]),))
+               outer=((np.zeros(3, dtype=np.int32), [11], [12]),))
+    assert _net(lat=np.ones((3, 3), dtype=int)).latency.dtype == float
     assert net.latency.tolist() == [[0, 1, 2], [1, 0, 3], [2, 3, 0]]
     assert np.isnan(lat[0, 0]) and lat[1, 1] == 5  # the caller's matrix is untouched
     assert net.groups.dtype == np.int64 and net.groups.tolist() == [0, 0, 1]
@@ -444,6 +452,8 @@ def test_network_stores_clean_copies():
 def test_an_empty_network_is_valid():
     net = Network(np.zeros((0, 0)), [], [], np.array([], dtype=int), [], [])
     assert (net.n, net.n_groups) == (0, 0)
+    rows = Network(np.zeros((0, 0)), [], [], np.array([], dtype=int), [], [], outer=(([], [], []),))
+    assert [len(x) for x in rows.outer[0]] == [0, 0, 0]
     assert SharedCostModel("ring", net, 8.0).steps == []
 
 
@@ -452,7 +462,7 @@ def test_link_index_names_every_link_of_every_flow():
     # slots: send NICs 0-2, recv NICs 3-5, group ups 6-7, downs 8-9, outer ups 10-11, downs 12-13, dummy 14
     idx = net.link_index(np.array([0, 0, 2]), np.array([1, 2, 0]), 14)
     assert idx.tolist() == [0, 0, 2, 4, 5, 3, 14, 6, 7, 14, 9, 8, 10, 10, 11, 13, 13, 12]
-    two_d = net.link_index(np.array([[0, 0, 2]]), np.array([[1, 2, 0]]), 14, axis=1)
+    two_d = net.link_index(np.array([[0, 0, 2]]), np.array([[1, 2, 0]]), 14)  # many orders: along the rows
     assert two_d.tolist() == [idx.tolist()]
 
 
@@ -547,3 +557,57 @@ def test_uplink_flows_count_every_level():
     assert m.max_uplink_flows(np.array([0, 2, 1, 3, 4, 6, 5, 7])) == 2
     # alternate rows: every hop crosses the row boundary, 4 flows on each row uplink
     assert m.max_uplink_flows(np.array([0, 4, 1, 5, 2, 6, 3, 7])) == 4
+
+
+def test_bintree_across_three_racks_by_hand():
+    # 3 ranks, 3 racks of one host; NICs 1 B/s, uplinks 2 B/s, so times are bytes or half of them
+    lat = np.array([[0, 1, 2], [1, 0, 3], [2, 3, 0]]) * 1e-3
+    net = Network(lat, np.ones(3), np.ones(3), np.array([0, 1, 2]), np.full(3, 2.0), np.full(3, 2.0))
+    S = 10.0
+    m = SharedCostModel("bintree", net, S)
+    # ranks 0 <- 1, 0 <- 2 (reduce): send NICs of 1, 2: 10; recv NIC of 0: 20; ups of 1, 2: 5; down of 0: 10
+    #   -> sqrt(100 + 100 + 400 + 25 + 25 + 100) = sqrt(750); the broadcast mirrors it
+    orders = np.array([[0, 1, 2], [2, 1, 0], [1, 0, 2]])
+    want = [2 * max(lat[p[0], p[1]], lat[p[0], p[2]]) + 2 * np.sqrt(750) for p in orders]
+    assert m.batch(orders).tolist() == pytest.approx(want, rel=1e-12)
+    assert want[0] != want[2]  # the orders' latency terms differ
+    assert m.batch(orders.astype(float)).tolist() == pytest.approx(want, rel=1e-12)  # float ranks are cast
+
+
+def _smooth_reference(model, perm):
+    """The search's smooth companion written out: per step, mean flow latency plus the root mean
+    square of every priced link slot's time (NICs, ups and downs of every level), times repeat."""
+    net = model.net
+    slots = 2 * net.n + 2 * sum(len(up) for _, up, _ in net.levels())
+    total = 0.0
+    for s in model.steps:
+        hs, hd = perm[s.src], perm[s.dst]
+        t = 0.0
+        if s.latency:
+            t += float(np.mean([net.latency[a, b] for a, b in zip(hs, hd)]))
+        if s.nbytes.any():
+            load = {}
+            for a, b, nb in zip(hs, hd, s.nbytes):
+                links = [("s", a), ("r", b)]
+                for lv, (lab, _, _) in enumerate(net.levels()):
+                    if lab[a] != lab[b]:
+                        links += [("u", lv, lab[a]), ("d", lv, lab[b])]
+                for link in links:
+                    load[link] = load.get(link, 0.0) + nb
+            caps = {"s": net.nic_send, "r": net.nic_recv}
+            times = [v / (caps[k[0]][k[1]] if k[0] in caps else net.levels()[k[1]][1 if k[0] == "u" else 2][k[2]])
+                     for k, v in load.items()]
+            t += float(np.sqrt(sum(x * x for x in times) / slots))
+        total += s.repeat * t
+    return total
+
+
+@pytest.mark.parametrize("algo,n", [("bintree", 7), ("hd", 6), ("dbt", 5), ("rd", 7)])
+def test_smooth_companion_against_its_reference(algo, n):
+    rng = np.random.default_rng(n)
+    net = random_net(rng, n, 3, outer=True)
+    m = SharedCostModel(algo, net, 1e6)
+    perms = np.array([rng.permutation(n) for _ in range(3)])
+    cost, soft = m.batch(perms, smooth=True)
+    assert cost.tolist() == pytest.approx(m.batch(perms).tolist(), rel=1e-12)
+    assert soft.tolist() == pytest.approx([_smooth_reference(m, p) for p in perms], rel=1e-9)
