@@ -142,7 +142,7 @@ class Network:
         lat = np.asarray(self.latency, dtype=float)
         if lat.ndim != 2 or lat.shape[0] != lat.shape[1]:
             raise ValueError(f"latency matrix must be square, got shape {lat.shape}")
-        n = lat.shape[0]
+        n = len(lat)
         off = ~np.eye(n, dtype=bool)
         if not np.all(np.isfinite(lat[off])) or np.any(lat[off] < 0):
             raise ValueError("latency matrix must be complete, finite and >= 0 off the diagonal; fill missing pairs first")

@@ -318,6 +318,23 @@ def test_recursive_doubling_pre_and_post_steps():
     post = [s for s in steps if s.src.tolist() == [1, 3, 5]]
     assert len(pre) == 1 and pre[0].dst.tolist() == [1, 3, 5]
     assert len(post) == 1 and post[0].dst.tolist() == [0, 2, 4]
+    # the survivors 1, 3, 5 play virtual ranks 0-2 and rank 6 plays 3: exchanges 1<->3, 5<->6, then 1<->5, 3<->6
+    swaps = sorted(sorted(zip(s.src.tolist(), s.dst.tolist())) for s in steps if len(s.src) == 4)
+    assert swaps == [[(1, 3), (3, 1), (5, 6), (6, 5)], [(1, 5), (3, 6), (5, 1), (6, 3)]]
+
+
+def test_rabenseifner_fold_and_volumes():
+    from plink.solvers.contention import hd_steps
+
+    steps = hd_steps(7, 8.0)  # the even ranks 0, 2, 4 survive with 6: halves to the nearest partner first
+    flows = sorted((sorted(zip(s.src.tolist(), s.dst.tolist())), s.nbytes[0], s.repeat) for s in steps)
+    assert flows == [
+        ([(0, 1), (1, 0), (2, 3), (3, 2), (4, 5), (5, 4)], 4.0, 1),  # the pairs swap halves
+        ([(0, 1), (2, 3), (4, 5)], 8.0, 1),  # post: the survivor sends the result back
+        ([(0, 2), (2, 0), (4, 6), (6, 4)], 4.0, 2),  # mask 1: S/2 each way, reduce-scatter and all-gather
+        ([(0, 4), (2, 6), (4, 0), (6, 2)], 2.0, 2),  # mask 2: S/4
+        ([(1, 0), (3, 2), (5, 4)], 4.0, 1),  # the odd rank hands its reduced half to the even one
+    ]
 
 
 def test_bintree_edges_as_documented():
