@@ -492,8 +492,7 @@ class _Run:
             self._bandwidth_rounds()
         if self.opt.uplinks and not self.aborted:
             self.report("uplinks", 0, 1, "shared uplinks")
-            _probe_uplinks(self.state, self.fleet, self.opt.bw_seconds, self.opt.reply_timeout, self.meta,
-                           self.errors, self.measured_uplinks)
+            self._uplinks()
             self.report("uplinks", 1, 1, "shared uplinks")
         self._note_lost()
 
@@ -582,6 +581,37 @@ class _Run:
                                   "bw_tools": sorted(set(tools.values()))})
             if self._round_done(r, pairs):
                 break
+
+    def _uplinks(self) -> None:
+        """The shared-uplink phase (:mod:`probes.uplinks`) over the fleet's live agents."""
+        from .uplinks import infer_groups, measure_uplinks
+
+        state, fleet, seconds = self.state, self.fleet, self.opt.bw_seconds
+        keep = sorted(fleet.live())
+        if len(keep) < 4:
+            self.meta["uplinks"] = {"skipped": f"only {len(keep)} hosts reachable"}
+            return
+        t0 = time.monotonic()
+        ix = np.ix_(keep, keep)
+        state.finish()  # the latency matrix from the samples so far (it is otherwise built at the end)
+        groups, how = infer_groups(state.lat[ix], bandwidth=None if state.bw is None else state.bw[ix])
+        groups = [[keep[k] for k in g] for g in groups]
+        if len(groups) < 2:
+            self.meta["uplinks"] = {"groups": how, "n_groups": len(groups),
+                                    "skipped": "no groups found: nothing crosses a group boundary"}
+            self.errors.append(f"uplinks: {how} found no groups of hosts, so no shared uplink was measured "
+                               "(the groups come from the latency or the pair bandwidths, whichever separates "
+                               "better)")
+            return
+        addresses = {i: fleet.sessions[i].info.get("addr") or state.addresses[i] for i in keep}
+
+        def stage(requests, timeout):
+            return _stage(fleet, requests, time.monotonic() + timeout)
+
+        self.measured_uplinks.extend(measure_uplinks(stage, addresses, groups, seconds,
+                                                     reply_timeout=self.opt.reply_timeout, errors=self.errors))
+        self.meta["uplinks"] = {"groups": how, "n_groups": len(groups), "seconds": seconds, "tool": "agent",
+                                "elapsed_s": round(time.monotonic() - t0, 3)}
 
     def _rounds_of(self, todo: list) -> list[tuple[int, list]]:
         """The rounds ``(r, pairs)`` of the full schedule cut to the pairs in
@@ -713,32 +743,3 @@ def _ssh_connect(ssh, hb_timeout: float) -> Callable:
         return start_agents(ents, opts, k, dl, on_done=cb, hb_timeout=hb_timeout)
 
     return connect
-
-
-def _probe_uplinks(state, fleet, seconds, reply_timeout, meta, errors, out) -> None:
-    """The shared-uplink phase (:mod:`probes.uplinks`) over the fleet's live agents."""
-    from .uplinks import infer_groups, measure_uplinks
-
-    keep = sorted(fleet.live())
-    if len(keep) < 4:
-        meta["uplinks"] = {"skipped": f"only {len(keep)} hosts reachable"}
-        return
-    t0 = time.monotonic()
-    ix = np.ix_(keep, keep)
-    state.finish()  # the latency matrix from the samples so far (it is otherwise built at the end)
-    groups, how = infer_groups(state.lat[ix], bandwidth=None if state.bw is None else state.bw[ix])
-    groups = [[keep[k] for k in g] for g in groups]
-    if len(groups) < 2:
-        meta["uplinks"] = {"groups": how, "n_groups": len(groups),
-                           "skipped": "no groups found: nothing crosses a group boundary"}
-        errors.append(f"uplinks: {how} found no groups of hosts, so no shared uplink was measured "
-                      "(the groups come from the latency or the pair bandwidths, whichever separates better)")
-        return
-    addresses = {i: fleet.sessions[i].info.get("addr") or state.addresses[i] for i in keep}
-
-    def stage(requests, timeout):
-        return _stage(fleet, requests, time.monotonic() + timeout)
-
-    out.extend(measure_uplinks(stage, addresses, groups, seconds, reply_timeout=reply_timeout, errors=errors))
-    meta["uplinks"] = {"groups": how, "n_groups": len(groups), "seconds": seconds, "tool": "agent",
-                       "elapsed_s": round(time.monotonic() - t0, 3)}
