@@ -526,6 +526,7 @@ def run_plan(plan, t0, slot, count, interval, timeout, size, emit=None, flush_ev
         last_flush = now()
 
         def take_pongs():
+            """Read every datagram waiting; an authentic pong of an open slot gives its RTT."""
             while True:
                 try:
                     data, peer, arrived = recv_stamped(sock, stamped)

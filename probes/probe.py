@@ -37,7 +37,7 @@ from __future__ import annotations
 import secrets
 import sys
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Callable
 
@@ -206,6 +206,46 @@ def _matrix(m: np.ndarray, digits: int = 2) -> list:
     return [[None if not np.isfinite(v) else round(float(v), digits) for v in row] for row in m]
 
 
+@dataclass(frozen=True)
+class _Options:
+    """The measurement options of one probe run (see :func:`probe_hosts`)."""
+
+    method: str
+    count: int
+    interval: float
+    timeout: float
+    bandwidth: bool
+    bw_seconds: float
+    streams: int
+    bw_tool: str
+    reply_timeout: float
+    passes: int
+    max_count: int | None
+    tol: float
+    self_ping: bool
+    uplinks: bool
+    kernel_stamps: bool
+
+    def check(self) -> None:
+        """Raise :class:`PlinkError` naming the first option out of range."""
+        if self.method not in LATENCY_METHODS:
+            raise PlinkError(f"unknown method {self.method!r} (use {', '.join(LATENCY_METHODS)})")
+        if self.bw_tool not in BW_TOOLS:
+            raise PlinkError(f"unknown bandwidth tool {self.bw_tool!r} (use {', '.join(BW_TOOLS)})")
+        if self.count < 1 or self.count > 100000:
+            raise PlinkError("--count must be 1..100000")
+        if self.max_count is not None and not self.count <= self.max_count <= 100000:
+            raise PlinkError("--max-count must be >= --count and <= 100000")
+        if not 1 <= self.passes <= self.count:
+            raise PlinkError("--passes must be 1..--count")
+        if not 0 < self.interval <= 10 or not 0 < self.timeout <= 60:
+            raise PlinkError("--interval must be in (0, 10] s and the reply timeout in (0, 60] s")
+        if not 0 < self.reply_timeout <= 600:
+            raise PlinkError("--timeout must be in (0, 600] s")
+        if (self.bandwidth or self.uplinks) and (not 0 < self.bw_seconds <= 600 or not 1 <= self.streams <= 64):
+            raise PlinkError("--bw-seconds must be in (0, 600] and --streams 1..64")
+
+
 def probe_hosts(
     hosts,
     method: str = "udp",
@@ -267,341 +307,439 @@ def probe_hosts(
     concurrent pairs per pass, so O(N) wall time, O(N^2) measurements and
     O(N) controller work per round (the journal appends only new pairs).
     """
-    if method not in LATENCY_METHODS:
-        raise PlinkError(f"unknown method {method!r} (use {', '.join(LATENCY_METHODS)})")
-    if bw_tool not in BW_TOOLS:
-        raise PlinkError(f"unknown bandwidth tool {bw_tool!r} (use {', '.join(BW_TOOLS)})")
-    if count < 1 or count > 100000:
-        raise PlinkError("--count must be 1..100000")
-    if max_count is not None and not count <= max_count <= 100000:
-        raise PlinkError("--max-count must be >= --count and <= 100000")
-    if not 1 <= passes <= count:
-        raise PlinkError("--passes must be 1..--count")
-    if not 0 < interval <= 10 or not 0 < timeout <= 60:
-        raise PlinkError("--interval must be in (0, 10] s and the reply timeout in (0, 60] s")
-    if not 0 < reply_timeout <= 600:
-        raise PlinkError("--timeout must be in (0, 600] s")
-    if (bandwidth or uplinks) and (not 0 < bw_seconds <= 600 or not 1 <= streams <= 64):
-        raise PlinkError("--bw-seconds must be in (0, 600] and --streams 1..64")
+    options = _Options(method=method, count=count, interval=interval, timeout=timeout, bandwidth=bandwidth,
+                       bw_seconds=bw_seconds, streams=streams, bw_tool=bw_tool, reply_timeout=reply_timeout,
+                       passes=passes, max_count=max_count, tol=tol, self_ping=self_ping, uplinks=uplinks,
+                       kernel_stamps=kernel_stamps)
+    options.check()
     entries = _as_entries(hosts)
-    n = len(entries)
-    if n < 2:
+    if len(entries) < 2:
         raise PlinkError("need at least 2 hosts to probe")
-    if method != "udp":
-        passes, max_count = 1, None
-    state = _State(entries, bandwidth)
-    checkpoint = Path(checkpoint) if checkpoint is not None else None
-    if checkpoint is not None and not checkpoint.absolute().parent.is_dir():
-        raise PlinkError(f"cannot write {checkpoint}: directory {checkpoint.parent} does not exist")
-    jpath = journal_path(checkpoint) if checkpoint is not None else None
-    if resume:
-        if checkpoint is None:
-            raise PlinkError("--resume needs the output file (-o) of the interrupted probe")
-        if checkpoint.exists():
-            state.load(checkpoint, method)
-        if jpath.exists():
-            state.replay(jpath, method)
-    elif jpath is not None and jpath.exists():
-        jpath.unlink()  # a fresh probe: an old journal is not ours
-    all_rounds = round_robin(n)
-    pairs_all = [p for r in all_rounds for p in r]
-    lat_todo = [p for p in pairs_all if not state.lat_done(*p)]
-    bw_todo = [p for p in pairs_all if bandwidth and not state.bw_done(*p)]
-    t_start = time.monotonic()
-    key = secrets.token_hex(32)
+    if method != "udp":  # the controller runs the rounds: one pass, no adaptive sampling
+        options = replace(options, passes=1, max_count=None)
+    run = _Run(entries, options, checkpoint, progress, after_round)
+    run.load_previous(resume)
+    run.plan(resume)
+    if not run.lat_todo and not run.bw_todo:
+        return run.nothing_to_measure()
+    run.measure(connect if connect is not None else _ssh_connect(ssh, hb_timeout))
+    return run.finish()
 
-    def report(phase, k, total, msg=""):
-        if progress is not None:
-            progress(ProgressEvent(phase, k, total, msg, time.monotonic() - t_start))
 
-    old_samples = state.old_meta.get("samples")
-    samples_meta = count if not isinstance(old_samples, int) or not resume else min(old_samples, count)
-    if resume and not lat_todo and isinstance(old_samples, int):
-        samples_meta = old_samples  # nothing re-measured: the file's latency is as it was
-    meta = new_meta(
-        method, samples=samples_meta, interval_s=interval, statistic="p10", rounds=len(all_rounds),
-        passes=passes, max_samples=max_count or count,
-        bandwidth=({"tool": bw_tool, "seconds": bw_seconds, "streams": streams} if bandwidth
-                   else state.old_meta.get("bandwidth")),
-    )
-    if resume and isinstance(old_samples, int) and lat_todo and old_samples != count:
-        meta["samples_note"] = (f"pairs measured with {old_samples} (first run) and {count} (resume) samples; "
-                                "'samples' is the smaller")
-    unreachable: dict[str, str] = {}
-    dead: dict[str, str] = {}
-    errors: list[str] = []
-    schedule: list[dict] = []
-    aborted: list[str] = []
-    measured_uplinks: list = []
-    phases: dict[str, float] = {}  # wall seconds per phase (meta["phases_s"])
-    journal = Journal(jpath, [e.name for e in entries], method) if jpath is not None else None
+class _Run:
+    """One run of :func:`probe_hosts`, phase by phase.
 
-    def write(final: bool) -> ProbeData:
+    It holds what the phases share: the hosts and options, what is known per
+    direction (:class:`_State`), the checkpoint file and its journal, the
+    agents (``sessions`` and their :class:`probes.session.Fleet`), and what
+    goes into the meta: ``unreachable`` / ``dead`` hosts, ``errors``, the
+    ``schedule``, why the probe was ``aborted`` and the wall time of each
+    phase.  The phases are, in order: :meth:`load_previous`, :meth:`plan`,
+    then :meth:`nothing_to_measure` or :meth:`measure` (start the agents,
+    latency, bandwidth, uplinks) and :meth:`finish`.
+    """
+
+    def __init__(self, entries: list[HostEntry], options: _Options, checkpoint: str | Path | None,
+                 progress: Callable[[ProgressEvent], None] | None, after_round: Callable[[int, list], None] | None):
+        self.entries, self.n, self.opt = entries, len(entries), options
+        self.progress, self.after_round = progress, after_round
+        self.state = _State(entries, options.bandwidth)
+        self.checkpoint = Path(checkpoint) if checkpoint is not None else None
+        if self.checkpoint is not None and not self.checkpoint.absolute().parent.is_dir():
+            raise PlinkError(f"cannot write {self.checkpoint}: directory {self.checkpoint.parent} does not exist")
+        self.jpath = journal_path(self.checkpoint) if self.checkpoint is not None else None
+        self.journal: Journal | None = None
+        self.unreachable: dict[str, str] = {}
+        self.dead: dict[str, str] = {}
+        self.errors: list[str] = []
+        self.schedule: list[dict] = []
+        self.aborted: list[str] = []
+        self.measured_uplinks: list = []
+        self.phases: dict[str, float] = {}  # wall seconds per phase (meta["phases_s"])
+        self.sessions: dict = {}  # host index -> agent session
+        self.bad: set[int] = set()  # hosts connected but unusable (unreachable)
+        self.fleet = None
+
+    # -- setup -------------------------------------------------------------
+    def load_previous(self, resume: bool) -> None:
+        """With ``resume``, what the probe file and its journal already hold;
+        otherwise remove an old journal (a fresh probe: it is not ours)."""
+        if resume:
+            if self.checkpoint is None:
+                raise PlinkError("--resume needs the output file (-o) of the interrupted probe")
+            if self.checkpoint.exists():
+                self.state.load(self.checkpoint, self.opt.method)
+            if self.jpath.exists():
+                self.state.replay(self.jpath, self.opt.method)
+        elif self.jpath is not None and self.jpath.exists():
+            self.jpath.unlink()
+
+    def plan(self, resume: bool) -> None:
+        """The rounds, the pairs left to measure, the run's key, the meta and the journal."""
+        self.all_rounds = round_robin(self.n)
+        self.pairs_all = [p for r in self.all_rounds for p in r]
+        self.lat_todo = [p for p in self.pairs_all if not self.state.lat_done(*p)]
+        self.bw_todo = [p for p in self.pairs_all if self.opt.bandwidth and not self.state.bw_done(*p)]
+        self.t_start = time.monotonic()
+        self.key = secrets.token_hex(32)
+        self.meta = self._new_meta(resume)
+        if self.jpath is not None:
+            self.journal = Journal(self.jpath, [e.name for e in self.entries], self.opt.method)
+
+    def _new_meta(self, resume: bool) -> dict:
+        """The run's part of the meta; on resume ``samples`` is the smaller of
+        the file's and this run's count (a note says so when they differ)."""
+        o = self.opt
+        old_samples = self.state.old_meta.get("samples")
+        samples_meta = o.count if not isinstance(old_samples, int) or not resume else min(old_samples, o.count)
+        if resume and not self.lat_todo and isinstance(old_samples, int):
+            samples_meta = old_samples  # nothing re-measured: the file's latency is as it was
+        meta = new_meta(
+            o.method, samples=samples_meta, interval_s=o.interval, statistic="p10", rounds=len(self.all_rounds),
+            passes=o.passes, max_samples=o.max_count or o.count,
+            bandwidth=({"tool": o.bw_tool, "seconds": o.bw_seconds, "streams": o.streams} if o.bandwidth
+                       else self.state.old_meta.get("bandwidth")),
+        )
+        if resume and isinstance(old_samples, int) and self.lat_todo and old_samples != o.count:
+            meta["samples_note"] = (f"pairs measured with {old_samples} (first run) and {o.count} (resume) samples; "
+                                    "'samples' is the smaller")
+        return meta
+
+    def report(self, phase: str, k: int, total: int, msg: str = "") -> None:
+        """Tell the progress callback, if any."""
+        if self.progress is not None:
+            self.progress(ProgressEvent(phase, k, total, msg, time.monotonic() - self.t_start))
+
+    # -- the run -----------------------------------------------------------
+    def nothing_to_measure(self) -> ProbeData:
+        """Everything is known already (a resume): write the file as it is."""
+        self.report("done", 0, 0, "nothing left to measure")
+        if self.journal is not None:
+            self.journal.close(remove=True)
+        return self.write()
+
+    def measure(self, connect: Callable) -> None:
+        """Start the agents and measure; when interrupted (Ctrl-C, an error)
+        the probe file keeps what was measured.  The agents are closed in
+        any case."""
+        needed = sorted({h for p in self.lat_todo + self.bw_todo for h in p})
+        self.report("connect", 0, len(needed))
+        # One thread per SSH transport (paramiko): with hundreds of hosts a thread
+        # that wakes for I/O waits up to the switch interval for the GIL at every
+        # wake-up (the "convoy effect"), which made one heartbeat pass over 256
+        # agents take ~22 s (measured) -- past the agents' 20 s timeout.
+        switch = sys.getswitchinterval()
+        sys.setswitchinterval(min(switch, 0.0005))
+        try:
+            t = time.monotonic()
+            got, failed = self._start_agents(connect, needed)
+            self.phases["connect"] = time.monotonic() - t
+            t = time.monotonic()
+            self._admit(needed, got, failed)
+            self._measure_phases()
+            self.phases["measure"] = time.monotonic() - t
+        except BaseException:
+            self._save_partial()
+            raise
+        finally:
+            sys.setswitchinterval(switch)
+            self._close_agents()
+
+    def _start_agents(self, connect: Callable, needed: list[int]) -> tuple[dict, dict]:
+        """``connect`` the hosts in ``needed`` (each one reported as it is done);
+        returns its ``(sessions, failures)``, keyed by position in ``needed``."""
+        o = self.opt
+        pair_time = per_pair_seconds(o.max_count or o.count, o.interval, o.bandwidth, o.bw_seconds)
+        deadline = len(self.all_rounds) * (pair_time + 2 * o.timeout) * 3 + 600.0  # hard cap; heartbeats do the rest
+        connected = 0
+
+        def on_done(k, err):
+            nonlocal connected
+            connected += 1
+            self.report("connect", connected, len(needed), err or "")
+
+        return connect([self.entries[i] for i in needed], self.key, deadline, on_done)
+
+    def _admit(self, needed: list[int], got: dict, failed: dict) -> None:
+        """Take the started agents: note (and journal) their addresses, name
+        the hosts that failed or cannot run the method unreachable (closing
+        their sessions), and make the fleet of the others."""
+        from .session import Fleet
+
+        entries, method = self.entries, self.opt.method
+        self.sessions = {needed[k]: s for k, s in got.items()}
+        for k, why in failed.items():
+            self.unreachable[entries[needed[k]].name] = why
+        for i, s in self.sessions.items():
+            self.state.addresses[i] = s.info.get("addr") or self.state.addresses[i]
+            if self.journal is not None and self.state.addresses[i]:
+                self.journal.address(i, self.state.addresses[i])
+            why = method_unavailable(method, s.info)
+            if why:
+                self.unreachable[entries[i].name] = f"{entries[i].name}: --method {method}: {why}"
+        self.bad = {i for i in needed if entries[i].name in self.unreachable}
+        for i in self.bad & self.sessions.keys():
+            self.sessions.pop(i).close()
+        self.fleet = Fleet(self.sessions, silence=self.opt.reply_timeout)
+
+    def _measure_phases(self) -> None:
+        """Latency, bandwidth and uplinks, each only if asked for and the probe not aborted."""
+        if self.lat_todo and self.opt.method == "udp":
+            self._latency_passes()
+        elif self.lat_todo:
+            self._latency_rounds()
+        if self.bw_todo and not self.aborted:
+            self._bandwidth_rounds()
+        if self.opt.uplinks and not self.aborted:
+            self.report("uplinks", 0, 1, "shared uplinks")
+            self._uplinks()
+            self.report("uplinks", 1, 1, "shared uplinks")
+        self._note_lost()
+
+    # -- latency and bandwidth ---------------------------------------------
+    def _latency_passes(self) -> None:
+        """``udp`` latency: the agents run their part of each pass's rounds on their own clocks.
+
+        Stage 0: ``passes`` interleaved passes of ceil(count / passes) samples;
+        stage j >= 1 (adaptive): the unstable pairs get as many samples again as
+        they have (doubling), capped by max_count, in passes of the same size.
+        """
+        o = self.opt
+        per_pass = -(-o.count // o.passes)
+        budget = max(o.max_count or o.count, per_pass * o.passes)
+        pending = [p for p in self.lat_todo if self._live(p)]
+        taken = {p: 0 for p in pending}
+        stage, sub = 0, 0
+        while pending and not self.aborted:
+            have = min(taken[p] for p in pending)
+            m = o.passes if stage == 0 else max(1, min(have, budget - have) // per_pass)
+            rounds = []
+            for j in range(m):
+                rounds += pack_rounds(pending, self.n, shift=sub + j)
+            sub += m
+            t0 = time.monotonic()
+            self.report("round", stage, stage + 1,
+                        f"pass {stage + 1}: {len(pending)} pairs, {m} x {len(rounds) // m} rounds")
+            res = run_scheduled(self.fleet, rounds, per_pass, o.interval, o.timeout, o.reply_timeout,
+                                self._add_latency, self._flush, self_ping=o.self_ping and stage == 0,
+                                stamps=o.kernel_stamps)
+            self.errors.extend(res["errors"])
+            for p in pending:
+                taken[p] += m * per_pass
+            self.schedule.append({"pass": stage, "passes": m, "rounds": len(rounds), "pairs": len(pending),
+                                  "count": per_pass, "seconds": round(time.monotonic() - t0, 3),
+                                  "slot_s": res["slot_s"]})
+            if self._round_done(stage, pending):
+                break
+            stage += 1
+            pending = [p for p in pending if self._live(p) and taken[p] + per_pass <= budget
+                       and not all(is_stable(self.state.samples.get(d, []), o.tol) for d in (p, p[::-1]))]
+
+    def _latency_rounds(self) -> None:
+        """``fping`` / ``icmp`` latency, round by round from the controller."""
+        o = self.opt
+        rounds = self._rounds_of(self.lat_todo)
+        for k, (r, pairs) in enumerate(rounds):
+            pairs = [p for p in pairs if self._live(p)]
+            if not pairs:
+                continue
+            self.report("round", k, len(rounds), f"round {r + 1}/{len(self.all_rounds)}")
+            t0 = time.monotonic()
+            lat = run_latency(pairs, self.fleet, o.method, r, o.count, o.interval, o.timeout, o.reply_timeout,
+                              stamps=o.kernel_stamps)
+            for (src, dst), st in lat.items():
+                if isinstance(st, str):
+                    self.errors.append(st)
+                elif st is not None:
+                    self._add_latency(src, dst, st[0], st[1])
+            measured = [[a, b] for a, b in pairs if self.state.lat_done(a, b)]
+            self.schedule.append({"round": r, "pairs": measured, "seconds": round(time.monotonic() - t0, 3)})
+            if self._round_done(r, pairs):
+                break
+
+    def _bandwidth_rounds(self) -> None:
+        """Bandwidth, round by round from the controller."""
+        o = self.opt
+        rounds = self._rounds_of(self.bw_todo)
+        for k, (r, pairs) in enumerate(rounds):
+            pairs = [p for p in pairs if self._live(p)]
+            if not pairs:
+                continue
+            self.report("round", k, len(rounds), f"bandwidth round {r + 1}/{len(self.all_rounds)}")
+            t0 = time.monotonic()
+            bw, tools = run_bandwidth(pairs, self.fleet, o.bw_tool, o.bw_seconds, o.streams, o.reply_timeout)
+            for (src, dst), v in bw.items():
+                if isinstance(v, str):
+                    self.errors.append(v)
+                elif v is not None:
+                    self.state.bw[src, dst] = v
+                    if self.journal is not None:
+                        self.journal.bandwidth(src, dst, v)
+            measured = [[a, b] for a, b in pairs if self.state.bw_done(a, b)]
+            self.schedule.append({"round": r, "bandwidth_pairs": measured,
+                                  "seconds": round(time.monotonic() - t0, 3),
+                                  "bw_tools": sorted(set(tools.values()))})
+            if self._round_done(r, pairs):
+                break
+
+    def _uplinks(self) -> None:
+        """The shared-uplink phase (:mod:`probes.uplinks`) over the fleet's live agents."""
+        from .uplinks import infer_groups, measure_uplinks
+
+        state, fleet, seconds = self.state, self.fleet, self.opt.bw_seconds
+        keep = sorted(fleet.live())
+        if len(keep) < 4:
+            self.meta["uplinks"] = {"skipped": f"only {len(keep)} hosts reachable"}
+            return
+        t0 = time.monotonic()
+        ix = np.ix_(keep, keep)
+        state.finish()  # the latency matrix from the samples so far (it is otherwise built at the end)
+        groups, how = infer_groups(state.lat[ix], bandwidth=None if state.bw is None else state.bw[ix])
+        groups = [[keep[k] for k in g] for g in groups]
+        if len(groups) < 2:
+            self.meta["uplinks"] = {"groups": how, "n_groups": len(groups),
+                                    "skipped": "no groups found: nothing crosses a group boundary"}
+            self.errors.append(f"uplinks: {how} found no groups of hosts, so no shared uplink was measured "
+                               "(the groups come from the latency or the pair bandwidths, whichever separates "
+                               "better)")
+            return
+        addresses = {i: fleet.sessions[i].info.get("addr") or state.addresses[i] for i in keep}
+
+        def stage(requests, timeout):
+            return _stage(fleet, requests, time.monotonic() + timeout)
+
+        self.measured_uplinks.extend(measure_uplinks(stage, addresses, groups, seconds,
+                                                     reply_timeout=self.opt.reply_timeout, errors=self.errors))
+        self.meta["uplinks"] = {"groups": how, "n_groups": len(groups), "seconds": seconds, "tool": "agent",
+                                "elapsed_s": round(time.monotonic() - t0, 3)}
+
+    def _rounds_of(self, todo: list) -> list[tuple[int, list]]:
+        """The rounds ``(r, pairs)`` of the full schedule cut to the pairs in
+        ``todo``, the empty ones left out."""
+        todo = set(todo)
+        rounds = [(r, [p for p in ps if p in todo]) for r, ps in enumerate(self.all_rounds)]
+        return [(r, ps) for r, ps in rounds if ps]
+
+    def _add_latency(self, src: int, dst: int, sent: int, rtts) -> None:
+        """Keep a direction's samples, and journal them."""
+        self.state.add_latency(src, dst, sent, rtts)
+        if self.journal is not None:
+            self.journal.latency(src, dst, sent, rtts)
+
+    def _round_done(self, r: int, pairs: list) -> bool:
+        """After a round (or pass): flush the journal, note lost hosts and call
+        ``after_round``; True when the probe must stop (see :meth:`_note_lost`)."""
+        self._flush()
+        if self._note_lost():
+            return True
+        if self.after_round is not None:
+            self.after_round(r, pairs)
+        return False
+
+    # -- failures ----------------------------------------------------------
+    def _live(self, pair: tuple[int, int]) -> bool:
+        """Neither host of ``pair`` is unreachable or lost."""
+        return not self._gone(pair[0]) and not self._gone(pair[1])
+
+    def _gone(self, i: int) -> bool:
+        """Host ``i`` is unreachable or lost."""
+        return i in self.bad or i in self.fleet.lost
+
+    def _note_lost(self) -> bool:
+        """Name the hosts the fleet lost dead; abort when every host is lost
+        or fewer than 2 are left.  Returns whether the probe is aborted."""
+        for i, why in self.fleet.lost.items():
+            name = self.entries[i].name
+            if name not in self.dead and name not in self.unreachable:
+                self.dead[name] = why
+        if self.sessions and not self.fleet.live():
+            self.aborted.append(f"lost contact with all {len(self.sessions)} connected hosts "
+                                f"(a network partition or the controller's own link?); first: "
+                                f"{next(iter(self.fleet.lost.values()))}")
+        elif len(self.fleet.live()) < 2 and len(self.sessions) >= 2 and not self.aborted:
+            self.aborted.append(f"fewer than 2 hosts left ({len(self.fleet.lost)} of {len(self.sessions)} lost)")
+        return bool(self.aborted)
+
+    # -- the end -----------------------------------------------------------
+    def _flush(self) -> None:
+        """Flush the journal (the time it takes is the ``journal`` phase)."""
+        if self.journal is not None:
+            t = time.monotonic()
+            self.journal.flush()
+            self.phases["journal"] = self.phases.get("journal", 0.0) + time.monotonic() - t
+
+    def _save_partial(self) -> None:
+        """Interrupted: keep what was measured in the probe file."""
+        if self.checkpoint is not None:
+            try:
+                self.write()
+                self.journal.close(remove=True)
+            except Exception:
+                pass  # the journal still has it
+
+    def _close_agents(self) -> None:
+        """Close the fleet (the agents exit), or the sessions if there is no
+        fleet yet, and flush the journal."""
+        t = time.monotonic()
+        if self.fleet is not None:
+            self.phases["heartbeat_pass_max"] = self.fleet.beat_max_s
+            self.fleet.close()
+            self.phases["close"] = time.monotonic() - t
+        else:
+            for s in self.sessions.values():
+                s.close()
+        if self.journal is not None:
+            self.journal.flush()
+
+    def finish(self) -> ProbeData:
+        """Write the probe file, remove the journal and report done."""
+        t = time.monotonic()
+        probe = self.write()
+        if self.journal is not None:
+            self.journal.close(remove=True)
+        self.phases["write"] = time.monotonic() - t
+        probe.meta["phases_s"] = {k: round(v, 3) for k, v in self.phases.items()}
+        self.report("done", 1, 1)
+        return probe
+
+    def write(self) -> ProbeData:
+        """The probe so far, with its meta; saved to the checkpoint file if there is one."""
+        state, n = self.state, self.n
         lo, hi, got = state.finish()
-        missing = sum(1 for a, b in pairs_all if not state.pair_done(a, b))
+        missing = sum(1 for a, b in self.pairs_all if not state.pair_done(a, b))
         with np.errstate(invalid="ignore", divide="ignore"):
             conf = np.clip(1.0 - (hi - lo) / 2.0 / state.lat, 0.0, 1.0)
         conf[got == 0] = np.nan
         h = host_overhead(state.self_rtts, n)
-        done_rounds = [r for r, ps in enumerate(all_rounds) if all(state.pair_done(a, b) for a, b in ps)]
-        m = dict(meta, complete=missing == 0, missing_pairs=missing, rounds_done=done_rounds,
-                 schedule=schedule, unreachable=unreachable, dead=dead, errors=errors[:50],
-                 elapsed_s=round(time.monotonic() - t_start, 3))
-        if phases:
-            m["phases_s"] = {k: round(v, 3) for k, v in phases.items()}
+        done_rounds = [r for r, ps in enumerate(self.all_rounds) if all(state.pair_done(a, b) for a, b in ps)]
+        m = dict(self.meta, complete=missing == 0, missing_pairs=missing, rounds_done=done_rounds,
+                 schedule=self.schedule, unreachable=self.unreachable, dead=self.dead, errors=self.errors[:50],
+                 elapsed_s=round(time.monotonic() - self.t_start, 3))
+        if self.phases:
+            m["phases_s"] = {k: round(v, 3) for k, v in self.phases.items()}
         if state.samples:
             m.update(latency_p10_ci_us={"low": _matrix(lo), "high": _matrix(hi)}, confidence=_matrix(conf, 3),
                      samples_received=got.tolist())
         if np.isfinite(h).any():
             m["host_overhead_us"] = [None if not np.isfinite(v) else round(float(v), 2) for v in h]
-        if aborted:
-            m["aborted"] = aborted[0]
+        if self.aborted:
+            m["aborted"] = self.aborted[0]
         probe = state.to_probe(m)
-        if measured_uplinks:
-            probe.uplinks = list(measured_uplinks)
-        if checkpoint is not None:
-            probe.save(checkpoint)
+        if self.measured_uplinks:
+            probe.uplinks = list(self.measured_uplinks)
+        if self.checkpoint is not None:
+            probe.save(self.checkpoint)
         return probe
 
-    if not lat_todo and not bw_todo:
-        report("done", 0, 0, "nothing left to measure")
-        if journal is not None:
-            journal.close(remove=True)
-        return write(True)
 
-    needed = sorted({h for p in lat_todo + bw_todo for h in p})
-    report("connect", 0, len(needed))
-    connected = [0]
+def _ssh_connect(ssh, hb_timeout: float) -> Callable:
+    """The default transport of :func:`probe_hosts`: start the agents over
+    SSH with ``ssh`` (a :class:`probes.ssh.SSHOptions`, default options if None)."""
+    from .ssh import SSHOptions, start_agents
 
-    def on_done(i, err):
-        connected[0] += 1
-        report("connect", connected[0], len(needed), err or "")
+    opts = ssh if ssh is not None else SSHOptions()
 
-    pair_time = per_pair_seconds(max_count or count, interval, bandwidth, bw_seconds)
-    deadline = len(all_rounds) * (pair_time + 2 * timeout) * 3 + 600.0  # hard cap; heartbeats do the rest
-    if connect is None:
-        from .ssh import SSHOptions, start_agents
+    def connect(ents, k, dl, cb):
+        return start_agents(ents, opts, k, dl, on_done=cb, hb_timeout=hb_timeout)
 
-        opts = ssh if ssh is not None else SSHOptions()
-
-        def connect(ents, k, dl, cb):
-            return start_agents(ents, opts, k, dl, on_done=cb, hb_timeout=hb_timeout)
-
-    from .session import Fleet
-
-    fleet = None
-    # One thread per SSH transport (paramiko): with hundreds of hosts a thread
-    # that wakes for I/O waits up to the switch interval for the GIL at every
-    # wake-up (the "convoy effect"), which made one heartbeat pass over 256
-    # agents take ~22 s (measured) -- past the agents' 20 s timeout.
-    switch = sys.getswitchinterval()
-    sys.setswitchinterval(min(switch, 0.0005))
-    try:
-        sub = [entries[i] for i in needed]
-        t_phase = time.monotonic()
-        got, failed = connect(sub, key, deadline, lambda k, err: on_done(needed[k], err))
-        phases["connect"] = time.monotonic() - t_phase
-        t_phase = time.monotonic()
-        sessions = {needed[k]: s for k, s in got.items()}
-        for k, why in failed.items():
-            unreachable[entries[needed[k]].name] = why
-        for i, s in sessions.items():
-            state.addresses[i] = s.info.get("addr") or state.addresses[i]
-            if journal is not None and state.addresses[i]:
-                journal.address(i, state.addresses[i])
-            why = method_unavailable(method, s.info)
-            if why:
-                unreachable[entries[i].name] = f"{entries[i].name}: --method {method}: {why}"
-        bad = {i for i in needed if entries[i].name in unreachable}
-        for i in bad & sessions.keys():
-            sessions.pop(i).close()
-        fleet = Fleet(sessions, silence=reply_timeout)
-
-        def gone(i):
-            return i in bad or i in fleet.lost
-
-        def note_lost():
-            for i, why in fleet.lost.items():
-                if entries[i].name not in dead and entries[i].name not in unreachable:
-                    dead[entries[i].name] = why
-            if sessions and not fleet.live():
-                aborted.append(f"lost contact with all {len(sessions)} connected hosts "
-                               f"(a network partition or the controller's own link?); first: "
-                               f"{next(iter(fleet.lost.values()))}")
-            elif len(fleet.live()) < 2 and len(sessions) >= 2 and not aborted:
-                aborted.append(f"fewer than 2 hosts left ({len(fleet.lost)} of {len(sessions)} lost)")
-            return bool(aborted)
-
-        def flush():
-            if journal is not None:
-                t = time.monotonic()
-                journal.flush()
-                phases["journal"] = phases.get("journal", 0.0) + time.monotonic() - t
-
-        # ---- latency
-        if lat_todo and method == "udp":
-            # stage 0: `passes` interleaved passes of ceil(count / passes) samples;
-            # stage j >= 1 (adaptive): the unstable pairs get as many samples again as
-            # they have (doubling), capped by max_count, in passes of the same size.
-            per_pass = -(-count // passes)
-            budget = max(max_count or count, per_pass * passes)
-            pending = [p for p in lat_todo if not gone(p[0]) and not gone(p[1])]
-            taken = {p: 0 for p in pending}
-            stage, sub = 0, 0
-            while pending and not aborted:
-                have = min(taken[p] for p in pending)
-                m = passes if stage == 0 else max(1, min(have, budget - have) // per_pass)
-                rounds = []
-                for j in range(m):
-                    rounds += pack_rounds(pending, n, shift=sub + j)
-                sub += m
-                t0 = time.monotonic()
-                report("round", stage, stage + 1,
-                       f"pass {stage + 1}: {len(pending)} pairs, {m} x {len(rounds) // m} rounds")
-
-                def on_rows(src, dst, sent, rtts):
-                    state.add_latency(src, dst, sent, rtts)
-                    if journal is not None:
-                        journal.latency(src, dst, sent, rtts)
-
-                res = run_scheduled(fleet, rounds, per_pass, interval, timeout, reply_timeout, on_rows, flush,
-                                    self_ping=self_ping and stage == 0, stamps=kernel_stamps)
-                errors.extend(res["errors"])
-                for p in pending:
-                    taken[p] += m * per_pass
-                schedule.append({"pass": stage, "passes": m, "rounds": len(rounds), "pairs": len(pending),
-                                 "count": per_pass, "seconds": round(time.monotonic() - t0, 3),
-                                 "slot_s": res["slot_s"]})
-                flush()
-                if note_lost():
-                    break
-                if after_round is not None:
-                    after_round(stage, pending)
-                stage += 1
-                pending = [p for p in pending if not gone(p[0]) and not gone(p[1])
-                           and taken[p] + per_pass <= budget and not all(
-                               is_stable(state.samples.get(d, []), tol) for d in (p, p[::-1]))]
-        elif lat_todo:
-            rounds = [(r, [p for p in ps if p in set(lat_todo)]) for r, ps in enumerate(all_rounds)]
-            rounds = [(r, ps) for r, ps in rounds if ps]
-            for k, (r, pairs) in enumerate(rounds):
-                pairs = [p for p in pairs if not gone(p[0]) and not gone(p[1])]
-                if not pairs:
-                    continue
-                report("round", k, len(rounds), f"round {r + 1}/{len(all_rounds)}")
-                t0 = time.monotonic()
-                lat = run_latency(pairs, fleet, method, r, count, interval, timeout, reply_timeout,
-                                  stamps=kernel_stamps)
-                measured = []
-                for (src, dst), st in lat.items():
-                    if isinstance(st, str):
-                        errors.append(st)
-                    elif st is not None:
-                        state.add_latency(src, dst, st[0], st[1])
-                        if journal is not None:
-                            journal.latency(src, dst, st[0], st[1])
-                for a, b in pairs:
-                    if state.lat_done(a, b):
-                        measured.append([a, b])
-                schedule.append({"round": r, "pairs": measured, "seconds": round(time.monotonic() - t0, 3)})
-                flush()
-                if note_lost():
-                    break
-                if after_round is not None:
-                    after_round(r, pairs)
-
-        # ---- bandwidth, round by round
-        if bw_todo and not aborted:
-            todo = set(bw_todo)
-            rounds = [(r, [p for p in ps if p in todo]) for r, ps in enumerate(all_rounds)]
-            rounds = [(r, ps) for r, ps in rounds if ps]
-            for k, (r, pairs) in enumerate(rounds):
-                pairs = [p for p in pairs if not gone(p[0]) and not gone(p[1])]
-                if not pairs:
-                    continue
-                report("round", k, len(rounds), f"bandwidth round {r + 1}/{len(all_rounds)}")
-                t0 = time.monotonic()
-                bw, tools = run_bandwidth(pairs, fleet, bw_tool, bw_seconds, streams, reply_timeout)
-                measured = []
-                for (src, dst), v in bw.items():
-                    if isinstance(v, str):
-                        errors.append(v)
-                    elif v is not None:
-                        state.bw[src, dst] = v
-                        if journal is not None:
-                            journal.bandwidth(src, dst, v)
-                for a, b in pairs:
-                    if state.bw_done(a, b):
-                        measured.append([a, b])
-                schedule.append({"round": r, "bandwidth_pairs": measured, "seconds": round(time.monotonic() - t0, 3),
-                                 "bw_tools": sorted(set(tools.values()))})
-                flush()
-                if note_lost():
-                    break
-                if after_round is not None:
-                    after_round(r, pairs)
-        if uplinks and fleet is not None and not aborted:
-            report("uplinks", 0, 1, "shared uplinks")
-            _probe_uplinks(state, fleet, bw_seconds, reply_timeout, meta, errors, measured_uplinks)
-            report("uplinks", 1, 1, "shared uplinks")
-        if fleet is not None:
-            note_lost()
-        phases["measure"] = time.monotonic() - t_phase
-    except BaseException:
-        # interrupted (Ctrl-C, an error): keep what was measured in the probe file
-        if checkpoint is not None:
-            try:
-                write(False)
-                journal.close(remove=True)
-            except Exception:
-                pass  # the journal still has it
-        raise
-    finally:
-        sys.setswitchinterval(switch)
-        t = time.monotonic()
-        if fleet is not None:
-            phases["heartbeat_pass_max"] = fleet.beat_max_s
-            fleet.close()
-            phases["close"] = time.monotonic() - t
-        else:
-            for s in locals().get("sessions", {}).values():
-                s.close()
-        if journal is not None:
-            journal.flush()
-    t = time.monotonic()
-    probe = write(True)
-    if journal is not None:
-        journal.close(remove=True)
-    phases["write"] = time.monotonic() - t
-    probe.meta["phases_s"] = {k: round(v, 3) for k, v in phases.items()}
-    report("done", 1, 1)
-    return probe
-
-
-def _probe_uplinks(state, fleet, seconds, reply_timeout, meta, errors, out) -> None:
-    """The shared-uplink phase (:mod:`probes.uplinks`) over the fleet's live agents."""
-    from .uplinks import infer_groups, measure_uplinks
-
-    keep = sorted(fleet.live())
-    if len(keep) < 4:
-        meta["uplinks"] = {"skipped": f"only {len(keep)} hosts reachable"}
-        return
-    t0 = time.monotonic()
-    ix = np.ix_(keep, keep)
-    state.finish()  # the latency matrix from the samples so far (it is otherwise built at the end)
-    groups, how = infer_groups(state.lat[ix], bandwidth=None if state.bw is None else state.bw[ix])
-    groups = [[keep[k] for k in g] for g in groups]
-    if len(groups) < 2:
-        meta["uplinks"] = {"groups": how, "n_groups": len(groups),
-                           "skipped": "no groups found: nothing crosses a group boundary"}
-        errors.append(f"uplinks: {how} found no groups of hosts, so no shared uplink was measured "
-                      "(the groups come from the latency or the pair bandwidths, whichever separates better)")
-        return
-    addresses = {i: fleet.sessions[i].info.get("addr") or state.addresses[i] for i in keep}
-
-    def stage(requests, timeout):
-        return _stage(fleet, requests, time.monotonic() + timeout)
-
-    out.extend(measure_uplinks(stage, addresses, groups, seconds, reply_timeout=reply_timeout, errors=errors))
-    meta["uplinks"] = {"groups": how, "n_groups": len(groups), "seconds": seconds, "tool": "agent",
-                       "elapsed_s": round(time.monotonic() - t0, 3)}
+    return connect

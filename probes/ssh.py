@@ -498,6 +498,7 @@ def start_agents(entries: list[HostEntry], options: SSHOptions, key: str, deadli
     stop = threading.Event()
 
     def beat():
+        """Heartbeat the agents already started, every ``hb_interval`` s until ``stop``."""
         while not stop.wait(hb_interval):
             for s in list(sessions.values()):
                 try:
@@ -506,6 +507,7 @@ def start_agents(entries: list[HostEntry], options: SSHOptions, key: str, deadli
                     pass
 
     def one(i: int):
+        """A worker: start host ``i``'s agent and send its hello; returns ``(i, session, hello id, error)``."""
         t0 = time.monotonic()
         try:
             s = start_agent(targets[i], options, config)
@@ -524,6 +526,7 @@ def start_agents(entries: list[HostEntry], options: SSHOptions, key: str, deadli
         return i, s, rid, None
 
     def finish(i: int, s, err: str | None) -> None:
+        """Host ``i`` is done: a session, or a failure ``err``; tell ``on_done``."""
         if s is not None:
             sessions[i] = s
         else:
