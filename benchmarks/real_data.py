@@ -7,10 +7,12 @@ through ``plink.cli.main`` exactly as typed (the argv is printed), and the table
 
 * whether it worked (exit 0, or 4 for ``watch``'s first order; anything else, or
   ``internal error`` on stderr, is a failure), and its wall time on this machine;
-* for ``order``: the model cost of the median of 500 random orders over plink's order,
-  **priced on measured pairs only**: unmeasured pairs are priced once at the best and once at
-  the worst measured value, so the speedup is a range ``lo-hi`` (one number when no pair is
-  missing), and the ring's hops over unmeasured pairs are counted;
+* for ``order``: the pair-sum model cost (dissertation §5.2.1) of the median of 500 random
+  orders over plink's order, **priced on measured pairs only**: unmeasured pairs are priced
+  once at the best and once at the worst measured value, so the speedup is a range ``lo-hi``
+  (one number when no pair is missing), and the ring's hops over unmeasured pairs are counted;
+  in brackets, the speedup over random orders that plink's own report gives (its default
+  shared-link model, with the NICs and uplinks it assumes for a latency-only matrix);
 * for ``group``: the AMI of the groups against the set's labels, where the set has them,
   for the default ``k`` and for ``--groups`` = the true number of classes;
 * ARCHER (bandwidth, ``--kind bandwidth``): ring hops that cross nodes against the minimum (8).
@@ -191,7 +193,7 @@ def main() -> int:
                     perm = doc.get("order") or [probe.names.index(h if isinstance(h, str) else h["name"])
                                                 for h in doc["hosts"]]
                     lo, hi, hops = measured_only(probe, perm, cname.split()[1], size)
-                    out[cname].update(lo=lo, hi=hi, hops=hops)
+                    out[cname].update(lo=lo, hi=hi, hops=hops, report=doc.get("speedup_vs_random"))
                     if name.startswith("archer") and cname == "order ring":
                         node = np.array([int(x) for x in _labels(s["labels"], probe.n)])
                         cross = int(sum(node[perm[i]] != node[perm[(i + 1) % len(perm)]] for i in range(len(perm))))
@@ -241,7 +243,9 @@ def _speed(c) -> str:
     lo, hi = c.get("lo"), c.get("hi")
     rng = f"{lo:.2f}x" if math.isclose(lo, hi, rel_tol=5e-3) else f"{lo:.2f}-{hi:.2f}x"
     hops = c.get("hops")
-    return rng + (f" ({hops} hops unmeasured)" if hops else "")
+    rng += f" ({hops} hops unmeasured)" if hops else ""
+    # what plink's own report says (its cost model, with the assumptions it prints)
+    return rng + (f" [report {c['report']:.2f}x]" if c.get("report") else "")
 
 
 def table(rows: list[dict]) -> str:
