@@ -210,6 +210,58 @@ def order_hosts(
     Never returns an order costlier than the input order.
     """
     start = time.perf_counter()
+    _check_args(probe, algo, model=model, time_limit=time_limit, smt_time=smt_time, size=size, n_random=n_random,
+                jobs=jobs, max_iter=max_iter, nic_gbps=nic_gbps, labels=labels, base=base)
+    n = probe.n
+    groups = find_groups(probe, labels, seed, use_bandwidth)
+    n_missing = probe.n_missing_pairs()
+    cm, cm_low, kind, notes = _models(model, algo, probe, groups, n_missing, size, base, use_bandwidth, nic_gbps)
+    identity = np.arange(n)
+    contiguous = rack_contiguous(groups.labels)
+    rand = random_orders(n, n_random, seed)
+    res, lb_model = _search(model, cm, identity, notes, labels=labels, time_limit=time_limit, seed=seed, jobs=jobs,
+                            smt_time=smt_time, max_iter=max_iter)
+    best, best_cost = res.perm, float(res.cost)
+    cost_input = float(cm(identity))
+    if best_cost > cost_input:  # never hand back something worse than what the user has
+        best, best_cost = identity, cost_input
+    ranges = _ranges(cm, cm_low, identity, contiguous, best, rand)
+    proven, lb = _lower_bound(model, res, cm, cm_low, lb_model, best_cost, n_missing, n)
+    if res.proven_optimal and n_missing:
+        notes.append("optimal for the model with unmeasured pairs at their worst plausible value only")
+    n_used, unmeasured, steps_hit, steps_all = _unmeasured_use(probe, algo, best, base)
+    return OrderResult(
+        algo=algo,
+        size=size,
+        base=base,
+        hosts=[probe.hosts[i].name for i in best],
+        order=[int(i) for i in best],
+        cost_input=cost_input,
+        cost_random_median=float(np.median(_prices(cm, rand))),
+        cost_plink=best_cost,
+        n_random=n_random,
+        model=kind,
+        missing_pairs=n_missing,
+        proven_optimal=proven,
+        lower_bound=lb,
+        solver={"name": res.method, **res.info},
+        elapsed=time.perf_counter() - start,
+        cost_model=model,
+        unit="s" if model == "shared" else "us",
+        cost_contiguous=ranges["contiguous"][1],
+        ranges=ranges,
+        pairs_used=n_used,
+        pairs_used_unmeasured=unmeasured,
+        steps=steps_all,
+        steps_unmeasured=steps_hit,
+        groups={"k": groups.k, "source": groups.source, "confidence": groups.confidence},
+        notes=notes,
+    )
+
+
+def _check_args(probe: ProbeData, algo: str, *, model, time_limit, smt_time, size, n_random, jobs, max_iter,
+                nic_gbps, labels, base) -> None:
+    """Raise :class:`PlinkError` for the first argument of :func:`order_hosts` that cannot be searched with."""
     if model not in MODELS:
         raise PlinkError(f"unknown cost model {model!r} (choose from {', '.join(MODELS)})")
     known = SHARED_ALGORITHMS if model == "shared" else ALGORITHMS
@@ -243,31 +295,37 @@ def order_hosts(
     off = ~np.eye(n, dtype=bool)
     if n > 1 and not np.isfinite(probe.latency[off]).any():
         raise PlinkError("no pair of hosts was measured: nothing to order by")
-    groups = find_groups(probe, labels, seed, use_bandwidth)
-    n_missing = probe.n_missing_pairs()
+
+
+def _models(model: str, algo: str, probe: ProbeData, groups, n_missing: int, size: int, base: int,
+            use_bandwidth: bool, nic_gbps):
+    """``(cost model, best-case cost model, data kind, notes)``: missing pairs at their worst / best plausible value.
+
+    The best-case model is the worst-case one when every pair was measured.
+    """
     cm, kind, notes = _build(model, algo, probe, groups, "high", size, base, use_bandwidth, nic_gbps)
-    if model == "shared" and groups.k < 2 and n > 2:
+    if model == "shared" and groups.k < 2 and probe.n > 2:
         notes.append("no racks found in the data (one group): the model sees no shared uplinks; "
                      "give them with --groups if you know them")
     cm_low = _build(model, algo, probe, groups, "low", size, base, use_bandwidth, nic_gbps)[0] if n_missing else cm
-    identity = np.arange(n)
-    contiguous = rack_contiguous(groups.labels)
-    rand = random_orders(n, n_random, seed)
+    return cm, cm_low, kind, notes
 
+
+def _search(model: str, cm, identity: np.ndarray, notes: list[str], *, labels, time_limit, seed, jobs, smt_time,
+            max_iter):
+    """``(solver result, the pairsum solver's lower bound or None)``: the model's solver, started from ``identity``."""
     if model == "pairsum":
         res = minimise(cm, init=identity, labels=labels, time_limit=time_limit, seed=seed, jobs=jobs,
                        smt_time=smt_time, max_iter=max_iter)
-        lb_model = res.lower_bound if not res.proven_optimal else None
-    else:
-        if smt_time > 0:
-            notes.append("--smt-time applies to --model pairsum only: ignored")
-        res = minimise_shared(cm, init=identity, time_limit=time_limit, seed=seed, max_iter=max_iter)
-        lb_model = None
-    best, best_cost = res.perm, float(res.cost)
-    cost_input = float(cm(identity))
-    if best_cost > cost_input:  # never hand back something worse than what the user has
-        best, best_cost = identity, cost_input
+        return res, (res.lower_bound if not res.proven_optimal else None)
+    if smt_time > 0:
+        notes.append("--smt-time applies to --model pairsum only: ignored")
+    return minimise_shared(cm, init=identity, time_limit=time_limit, seed=seed, max_iter=max_iter), None
 
+
+def _ranges(cm, cm_low, identity: np.ndarray, contiguous: np.ndarray, best: np.ndarray,
+            rand: np.ndarray) -> dict[str, list[float]]:
+    """``{name: [best-case cost, worst-case cost]}`` of the input, random median, contiguous and plink orders."""
     def both(perms):
         hi = _prices(cm, perms)
         lo = _prices(cm_low, perms) if cm_low is not cm else hi
@@ -275,10 +333,14 @@ def order_hosts(
 
     lo, hi = both(np.stack([identity, contiguous, best]))
     rlo, rhi = both(rand)
-    ranges = {"input": [float(lo[0]), float(hi[0])], "random_median": [float(np.median(rlo)), float(np.median(rhi))],
-              "contiguous": [float(lo[1]), float(hi[1])], "plink": [float(lo[2]), float(hi[2])]}
+    return {"input": [float(lo[0]), float(hi[0])], "random_median": [float(np.median(rlo)), float(np.median(rhi))],
+            "contiguous": [float(lo[1]), float(hi[1])], "plink": [float(lo[2]), float(hi[2])]}
 
-    # a lower bound valid for any plausible missing values: on the best-case model
+
+def _lower_bound(model: str, res, cm, cm_low, lb_model, best_cost: float, n_missing: int,
+                 n: int) -> tuple[bool, float | None]:
+    """``(proven optimal, lower bound or None)``: a bound on the best-case model (so valid for any plausible
+    missing values), kept only when informative (``INFORMATIVE_GAP``)."""
     proven = bool(res.proven_optimal) and n_missing == 0
     lb = best_cost if proven else None
     if not proven and n > 2:
@@ -292,36 +354,14 @@ def order_hosts(
             lb = lower_bound(cm_low, upper=None, time_budget=0.2)
         if lb is not None and not (lb > 0 and best_cost / lb - 1 <= INFORMATIVE_GAP):
             lb = None
-    if res.proven_optimal and n_missing:
-        notes.append("optimal for the model with unmeasured pairs at their worst plausible value only")
+    return proven, lb
+
+
+def _unmeasured_use(probe: ProbeData, algo: str, best, base: int) -> tuple[int, int, int, int]:
+    """``(pairs used, of which unmeasured, steps over an unmeasured pair, all steps)`` of ``algo`` over ``best``."""
+    n = probe.n
     used = pairs_used(algo, best, base) if n > 1 else set()
     miss = probe.missing_mask()
     unmeasured = sum(1 for a, b in used if miss[a, b])
     steps_hit, steps_all = steps_touching(algo, best, miss, base) if n > 1 else (0, 0)
-    return OrderResult(
-        algo=algo,
-        size=size,
-        base=base,
-        hosts=[probe.hosts[i].name for i in best],
-        order=[int(i) for i in best],
-        cost_input=cost_input,
-        cost_random_median=float(np.median(_prices(cm, rand))),
-        cost_plink=best_cost,
-        n_random=n_random,
-        model=kind,
-        missing_pairs=n_missing,
-        proven_optimal=proven,
-        lower_bound=lb,
-        solver={"name": res.method, **res.info},
-        elapsed=time.perf_counter() - start,
-        cost_model=model,
-        unit="s" if model == "shared" else "us",
-        cost_contiguous=float(hi[1]),
-        ranges=ranges,
-        pairs_used=len(used),
-        pairs_used_unmeasured=unmeasured,
-        steps=steps_all,
-        steps_unmeasured=steps_hit,
-        groups={"k": groups.k, "source": groups.source, "confidence": groups.confidence},
-        notes=notes,
-    )
+    return len(used), unmeasured, steps_hit, steps_all

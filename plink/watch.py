@@ -600,16 +600,70 @@ def watch(
     ``"pairsum"`` (the dissertation's sum of pair costs, µs).  Cost: one
     probe plus one ``order_hosts`` search.
     """
-    from plink.launch.emitters import FORMATS, check_slots, emit as emit_text
     from plink.order import DEFAULT_SIZE, order_hosts
 
     solve = solve or order_hosts
     size = DEFAULT_SIZE if size is None else int(size)
-    if model not in ("shared", "pairsum"):
-        raise PlinkError(f"--model must be shared or pairsum, got {model!r}")
+    _check_args(model=model, window=window, min_gain=min_gain, slots=slots, emit=emit)
     search = dict(size=size, time_limit=time_limit, seed=seed, base=base, model=model)
     if max_iter is not None:  # a reproducible search (tests, benchmarks)
         search["max_iter"] = max_iter
+    state_dir = Path(state_dir)
+    _check_dir(state_dir)
+    started = now()
+    t0 = datetime.now(timezone.utc)
+    lock = StateLock(state_dir)
+    info = lock.acquire()
+    try:
+        notes: list[str] = []
+        stale = _take_over(state_dir, info, notes)
+        state = _load_state(state_dir, reset, started, notes)
+        probe = prober()
+        if not isinstance(probe, ProbeData):
+            raise PlinkError("the prober did not return probe data")
+        incomplete = _incompleteness(probe)
+        drift = _drift(state_dir, state, probe, top, notes)
+
+        # decide on the median of the last `window` probes (1: the new probe alone)
+        decide_on, used = smoothed(probe, state_dir / "history", window)
+        current, source = _current_order(state_dir, state, initial_order, probe)
+        d = decide(decide_on, current, solve, algo, search, min_gain, incomplete=incomplete,
+                   source=f"the current order ({source})", strict=state is None)
+        notes += d.notes
+        notes += _setting_changes(state, algo, model)
+
+        changed = d.status != "kept"
+        history = state_dir / "history"
+        run = _new_run_name(history, started)
+        res = WatchResult(
+            status=d.status, changed=changed, state_dir=str(state_dir), run=run, algo=algo, hosts=probe.n,
+            min_gain=min_gain, gain=None if d.gain is None else round(d.gain, 6),
+            cost_current=d.cost_current, cost_new=d.cost_new, model=model,
+            cost_unit=str(getattr(d.result, "unit", "s" if model == "shared" else "us")), order=d.order,
+            previous_order=current, drift=drift, stale_lock=stale, notes=notes, probes_used=used,
+            started=_iso(started),
+        )
+        order_doc = _order_doc(d.order, probe, algo, size, _report(d))
+
+        _write_history(history, run, probe, order_doc if changed else None, res, t0)
+        new_state = _new_state(state, d, run=run, started=started, algo=algo, size=size, base=base,
+                               min_gain=min_gain, model=model)
+        atomic_write_text(state_dir / "state.json", json.dumps(new_state, indent=1, allow_nan=False) + "\n")
+        _sync_derived(state_dir, d.order, order_doc, probe, changed, emit=emit, slots=slots, algo=algo, notes=notes)
+        # routine housekeeping: in the status (-v, --json), never a reason to speak up under cron
+        res.pruned = len(_prune(history, keep))
+        res.elapsed = round((datetime.now(timezone.utc) - t0).total_seconds(), 3)
+        return res
+    finally:
+        lock.release(finished=True)
+
+
+def _check_args(*, model: str, window: int, min_gain: float, slots: int, emit: Sequence[tuple[str, str]]) -> None:
+    """Raise :class:`PlinkError` for the first unusable argument of :func:`watch`, before anything is touched."""
+    from plink.launch.emitters import FORMATS, check_slots
+
+    if model not in ("shared", "pairsum"):
+        raise PlinkError(f"--model must be shared or pairsum, got {model!r}")
     if window < 1:
         raise PlinkError(f"--window must be >= 1 probes, got {window}")
     if not (0 <= min_gain < 1) or math.isnan(min_gain):
@@ -623,145 +677,149 @@ def watch(
     for fmt, path in emit:  # before anything is probed or written: an error changes nothing
         if not Path(path).absolute().parent.is_dir():
             raise PlinkError(f"cannot write --emit {fmt}:{path}: directory {Path(path).absolute().parent} does not exist")
-    state_dir = Path(state_dir)
-    _check_dir(state_dir)
-    started = now()
-    t0 = datetime.now(timezone.utc)
-    lock = StateLock(state_dir)
-    info = lock.acquire()
+
+
+def _take_over(state_dir: Path, info: LockInfo, notes: list[str]) -> dict | None:
+    """After a killed run (a stale lock): remove its leftovers, say so in ``notes``; the ``stale_lock`` record."""
+    if info.stale_pid is None:
+        return None
+    cleaned = _clean_leftovers(state_dir)
+    notes.append(
+        f"took over a stale lock: the run with pid {info.stale_pid} (started {info.stale_since}) was killed"
+        + (f"; removed its temporary files {', '.join(cleaned)}" if cleaned else "")
+    )
+    return {"pid": info.stale_pid, "started": info.stale_since, "removed": cleaned}
+
+
+def _load_state(state_dir: Path, reset: bool, started: datetime, notes: list[str]) -> dict | None:
+    """The state file (``None`` before the first run); with ``reset`` a corrupt one is moved aside."""
     try:
-        notes: list[str] = []
-        stale = None
-        if info.stale_pid is not None:
-            cleaned = _clean_leftovers(state_dir)
-            stale = {"pid": info.stale_pid, "started": info.stale_since, "removed": cleaned}
-            notes.append(
-                f"took over a stale lock: the run with pid {info.stale_pid} (started {info.stale_since}) was killed"
-                + (f"; removed its temporary files {', '.join(cleaned)}" if cleaned else "")
-            )
-        state_path = state_dir / "state.json"
-        try:
-            state = read_state(state_dir)
-        except StateCorrupt:
-            if not reset:
-                raise
-            aside = state_dir / f"state.json.corrupt-{started.strftime('%Y%m%dT%H%M%SZ')}"
-            os.replace(state_path, aside)
-            notes.append(f"--reset: moved the corrupt state file to {aside.name}")
-            state = None
-
-        probe = prober()
-        if not isinstance(probe, ProbeData):
-            raise PlinkError("the prober did not return probe data")
-        incomplete = ""
-        if probe.meta.get("complete") is False or probe.n_missing_pairs():
-            gone = _host_names(probe.meta.get("unreachable")) + _host_names(probe.meta.get("dead"))
-            incomplete = f"unreachable: {', '.join(gone)}" if gone else f"{probe.n_missing_pairs()} pairs missing"
-            if probe.n > 1 and probe.n_missing_pairs() >= probe.n * (probe.n - 1) // 2:
-                raise PlinkError(f"no pair of hosts was measured ({incomplete}): nothing changed")
-
-        # the last probe, for the drift report
-        drift = None
-        if state is not None and state.get("last_probe"):
-            try:
-                old = load_json(state_dir / state["last_probe"])
-                drift = drift_report(old, probe, top=top)
-            except ProbeFileError as exc:
-                notes.append(f"no drift report: the last probe cannot be read ({exc})")
-
-        # decide on the median of the last `window` probes (1: the new probe alone)
-        decide_on, used = smoothed(probe, state_dir / "history", window)
-        current = None if state is None else list(state["order"])
-        source = f"{state_path}"
-        if current is None and initial_order is not None:
-            current = list(initial_order)
-            check_same_hosts(current, probe, "the --initial-order file")
-            source = "the --initial-order file"
-
-        d = decide(decide_on, current, solve, algo, search, min_gain, incomplete=incomplete,
-                   source=f"the current order ({source})", strict=state is None)
-        status, new_order, cost_cur, cost_new, gain, result = d.status, d.order, d.cost_current, d.cost_new, d.gain, d.result
-        notes += d.notes
-        if state is not None and state.get("algo") not in (None, algo):
-            notes.append(f"algorithm changed from {state.get('algo')} to {algo}")
-        if state is not None and state.get("model", "pairsum") != model:
-            notes.append(f"cost model changed from {state.get('model', 'pairsum')} to {model}")
-
-        changed = status != "kept"
-        history = state_dir / "history"
-        run = _new_run_name(history, started)
-        res = WatchResult(
-            status=status, changed=changed, state_dir=str(state_dir), run=run, algo=algo, hosts=probe.n,
-            min_gain=min_gain, gain=None if gain is None else round(gain, 6),
-            cost_current=cost_cur, cost_new=cost_new, model=model,
-            cost_unit=str(getattr(result, "unit", "s" if model == "shared" else "us")), order=new_order,
-            previous_order=current, drift=drift, stale_lock=stale, notes=notes, probes_used=used,
-            started=_iso(started),
-        )
-        report = result.to_dict() if hasattr(result, "to_dict") else None
-        if report is not None and status == "kept":
-            report = None  # the report describes the rejected order
-        order_doc = _order_doc(new_order, probe, algo, size, report)
-
-        # 1. the run's history, built under a temporary name, renamed into place
-        tmp = history / f".{run}.tmp"
-        try:
-            tmp.mkdir()
-            probe.save(tmp / "probe.json")
-            if changed:
-                atomic_write_text(tmp / "order.json", json.dumps(order_doc, indent=1, allow_nan=False) + "\n")
-            res.elapsed = round((datetime.now(timezone.utc) - t0).total_seconds(), 3)
-            atomic_write_text(tmp / "status.json", json.dumps(res.to_dict(), indent=1, allow_nan=False) + "\n")
-            os.rename(tmp, history / run)
-        except OSError as exc:
-            shutil.rmtree(tmp, ignore_errors=True)
-            raise StateError(f"cannot write the history of this run in {history}: {exc.strerror or exc}") from None
-        except BaseException:
-            shutil.rmtree(tmp, ignore_errors=True)
+        return read_state(state_dir)
+    except StateCorrupt:
+        if not reset:
             raise
+        aside = state_dir / f"state.json.corrupt-{started.strftime('%Y%m%dT%H%M%SZ')}"
+        os.replace(state_dir / "state.json", aside)
+        notes.append(f"--reset: moved the corrupt state file to {aside.name}")
+        return None
 
-        # 2. the state file: the commit point
-        prev_changes = 0 if state is None else int(state.get("changes", 0))
-        new_state = {
-            "format": STATE_FORMAT,
-            "version": STATE_VERSION,
-            "algo": algo,
-            "size_bytes": size,
-            "base": base,
-            "min_gain": min_gain,
-            "order": new_order,
-            "order_since": _iso(started) if changed else (state or {}).get("order_since", _iso(started)),
-            "order_run": run if changed else (state or {}).get("order_run", run),
-            "last_run": run,
-            "last_probe": f"history/{run}/probe.json",
-            "runs": (0 if state is None else int(state.get("runs", 0))) + 1,
-            "changes": prev_changes + (1 if changed else 0),
-            "cost": cost_new if changed else cost_cur,
-            "model": model,
-        }
-        atomic_write_text(state_path, json.dumps(new_state, indent=1, allow_nan=False) + "\n")
 
-        # 3. derived files, re-synchronised on every run
-        if changed or not (state_dir / "order.json").exists():
-            atomic_write_text(state_dir / "order.json", json.dumps(order_doc, indent=1, allow_nan=False) + "\n")
-        else:
-            try:
-                have = json.loads((state_dir / "order.json").read_text(encoding="utf-8"))
-                have_names = [h["name"] for h in sorted(have["hosts"], key=lambda h: h["rank"])]
-            except (OSError, ValueError, KeyError, TypeError, RecursionError):
-                have_names = None
-            if have_names != new_order:
-                atomic_write_text(state_dir / "order.json", json.dumps(order_doc, indent=1, allow_nan=False) + "\n")
-                notes.append("order.json did not match the state (an interrupted run?): rewritten")
-        _sync(state_dir / "hosts.txt", "".join(f"{n}\n" for n in new_order))
-        ordered_hosts = [probe.hosts[probe.index(n)] for n in new_order]
-        for fmt, path in emit:
-            text = emit_text(fmt, ordered_hosts, slots=slots, algo=algo, order_file=str(state_dir / "order.json"))
-            if _sync(Path(path), text) and not changed:
-                notes.append(f"rewrote {path}: it did not match the current order")
-        # routine housekeeping: in the status (-v, --json), never a reason to speak up under cron
-        res.pruned = len(_prune(history, keep))
+def _incompleteness(probe: ProbeData) -> str:
+    """Why ``probe`` is incomplete (empty when it is complete); raises when no pair was measured."""
+    if not (probe.meta.get("complete") is False or probe.n_missing_pairs()):
+        return ""
+    gone = _host_names(probe.meta.get("unreachable")) + _host_names(probe.meta.get("dead"))
+    incomplete = f"unreachable: {', '.join(gone)}" if gone else f"{probe.n_missing_pairs()} pairs missing"
+    if probe.n > 1 and probe.n_missing_pairs() >= probe.n * (probe.n - 1) // 2:
+        raise PlinkError(f"no pair of hosts was measured ({incomplete}): nothing changed")
+    return incomplete
+
+
+def _drift(state_dir: Path, state: dict | None, probe: ProbeData, top: int, notes: list[str]) -> dict | None:
+    """The drift report of ``probe`` against the last run's probe (``None`` without a readable one)."""
+    if state is None or not state.get("last_probe"):
+        return None
+    try:
+        old = load_json(state_dir / state["last_probe"])
+        return drift_report(old, probe, top=top)
+    except ProbeFileError as exc:
+        notes.append(f"no drift report: the last probe cannot be read ({exc})")
+        return None
+
+
+def _current_order(state_dir: Path, state: dict | None, initial_order: Sequence[str] | None,
+                   probe: ProbeData) -> tuple[list[str] | None, str]:
+    """``(the order in force or None, where it comes from)``: the state's, else ``initial_order`` (checked)."""
+    current = None if state is None else list(state["order"])
+    source = f"{state_dir / 'state.json'}"
+    if current is None and initial_order is not None:
+        current = list(initial_order)
+        check_same_hosts(current, probe, "the --initial-order file")
+        source = "the --initial-order file"
+    return current, source
+
+
+def _setting_changes(state: dict | None, algo: str, model: str) -> list[str]:
+    """Notes on an algorithm or cost model other than the last run's."""
+    notes = []
+    if state is not None and state.get("algo") not in (None, algo):
+        notes.append(f"algorithm changed from {state.get('algo')} to {algo}")
+    if state is not None and state.get("model", "pairsum") != model:
+        notes.append(f"cost model changed from {state.get('model', 'pairsum')} to {model}")
+    return notes
+
+
+def _report(d: Decision) -> dict | None:
+    """The search's report for the order file: ``None`` when the order was kept (it describes the rejected one)."""
+    report = d.result.to_dict() if hasattr(d.result, "to_dict") else None
+    if report is not None and d.status == "kept":
+        report = None
+    return report
+
+
+def _write_history(history: Path, run: str, probe: ProbeData, order_doc: dict | None, res: WatchResult,
+                   t0: datetime) -> None:
+    """Write the run's history directory (probe, new order if any, status) under a temporary name, then rename it."""
+    tmp = history / f".{run}.tmp"
+    try:
+        tmp.mkdir()
+        probe.save(tmp / "probe.json")
+        if order_doc is not None:
+            atomic_write_text(tmp / "order.json", json.dumps(order_doc, indent=1, allow_nan=False) + "\n")
         res.elapsed = round((datetime.now(timezone.utc) - t0).total_seconds(), 3)
-        return res
-    finally:
-        lock.release(finished=True)
+        atomic_write_text(tmp / "status.json", json.dumps(res.to_dict(), indent=1, allow_nan=False) + "\n")
+        os.rename(tmp, history / run)
+    except OSError as exc:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise StateError(f"cannot write the history of this run in {history}: {exc.strerror or exc}") from None
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+
+
+def _new_state(state: dict | None, d: Decision, *, run: str, started: datetime, algo: str, size: int, base: int,
+               min_gain: float, model: str) -> dict:
+    """The state file's content after this run (the commit point)."""
+    changed = d.status != "kept"
+    prev_changes = 0 if state is None else int(state.get("changes", 0))
+    return {
+        "format": STATE_FORMAT,
+        "version": STATE_VERSION,
+        "algo": algo,
+        "size_bytes": size,
+        "base": base,
+        "min_gain": min_gain,
+        "order": d.order,
+        "order_since": _iso(started) if changed else (state or {}).get("order_since", _iso(started)),
+        "order_run": run if changed else (state or {}).get("order_run", run),
+        "last_run": run,
+        "last_probe": f"history/{run}/probe.json",
+        "runs": (0 if state is None else int(state.get("runs", 0))) + 1,
+        "changes": prev_changes + (1 if changed else 0),
+        "cost": d.cost_new if changed else d.cost_current,
+        "model": model,
+    }
+
+
+def _sync_derived(state_dir: Path, order: list[str], order_doc: dict, probe: ProbeData, changed: bool, *,
+                  emit: Sequence[tuple[str, str]], slots: int, algo: str, notes: list[str]) -> None:
+    """Re-synchronise order.json, hosts.txt and the ``emit`` files with ``order``; repairs go to ``notes``."""
+    from plink.launch.emitters import emit as emit_text
+
+    if changed or not (state_dir / "order.json").exists():
+        atomic_write_text(state_dir / "order.json", json.dumps(order_doc, indent=1, allow_nan=False) + "\n")
+    else:
+        try:
+            have = json.loads((state_dir / "order.json").read_text(encoding="utf-8"))
+            have_names = [h["name"] for h in sorted(have["hosts"], key=lambda h: h["rank"])]
+        except (OSError, ValueError, KeyError, TypeError, RecursionError):
+            have_names = None
+        if have_names != order:
+            atomic_write_text(state_dir / "order.json", json.dumps(order_doc, indent=1, allow_nan=False) + "\n")
+            notes.append("order.json did not match the state (an interrupted run?): rewritten")
+    _sync(state_dir / "hosts.txt", "".join(f"{n}\n" for n in order))
+    ordered_hosts = [probe.hosts[probe.index(n)] for n in order]
+    for fmt, path in emit:
+        text = emit_text(fmt, ordered_hosts, slots=slots, algo=algo, order_file=str(state_dir / "order.json"))
+        if _sync(Path(path), text) and not changed:
+            notes.append(f"rewrote {path}: it did not match the current order")

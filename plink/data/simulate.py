@@ -74,116 +74,23 @@ def simulate_datacenter(
     ``clusters`` per datacenter, ``dcs`` in total; ``hosts_per_rack`` hosts
     in each rack.  All latencies are RTTs in microseconds.
     """
-    hpr_range = None
-    if isinstance(hosts_per_rack, (tuple, list)):
-        if len(hosts_per_rack) != 2 or not all(isinstance(v, (int, np.integer)) for v in hosts_per_rack) \
-                or not 1 <= hosts_per_rack[0] <= hosts_per_rack[1]:
-            raise PlinkError(f"hosts-per-rack range must be two integers 1 <= lo <= hi, got {hosts_per_rack!r}")
-        hpr_range = (int(hosts_per_rack[0]), int(hosts_per_rack[1]))
-        hosts_per_rack = hpr_range[1]
-    counts = {"racks": racks, "hosts_per_rack": hosts_per_rack, "rows": rows, "clusters": clusters, "dcs": dcs}
-    for name, v in counts.items():
-        if not isinstance(v, (int, np.integer)) or v < 1:
-            raise PlinkError(f"{name.replace('_', '-')} must be a positive integer, got {v!r}")
-    for name, v in {"jitter": jitter, "outlier-scale": outlier_scale, "height-us": height_us,
-                    "tenant-us": tenant_us, "noisy-factor": noisy_factor}.items():
-        if not np.isfinite(v) or v < 0:
-            raise PlinkError(f"{name} must be >= 0, got {v}")
-    for name, v in {"outlier-frac": outlier_frac, "asymmetry": asymmetry, "missing-frac": missing_frac,
-                    "noisy-hosts": noisy_hosts}.items():
-        if not 0.0 <= v <= 1.0:
-            raise PlinkError(f"{name} must be between 0 and 1, got {v}")
-    if missing_frac >= 1.0:
-        raise PlinkError("missing-frac must be < 1 (some pairs must be measured)")
-    if noisy_hosts > 0 and tenant_us <= 0:
-        raise PlinkError("noisy-hosts needs tenant-us > 0 (the noise the noisy hosts have more of)")
+    hpr_range, hosts_per_rack = _hosts_per_rack(hosts_per_rack)
     lat_levels = [inter_dc_us, dc_us, cluster_us, row_us, rack_us]
-    if any((not np.isfinite(v)) or v <= 0 for v in lat_levels):
-        raise PlinkError("per-level latencies must be > 0")
-    if host_gbps <= 0 or oversubscription < 1:
-        raise PlinkError("host-gbps must be > 0 and oversubscription >= 1")
-    n_racks = dcs * clusters * rows * racks
-    n = n_racks * hosts_per_rack
-    if n > 20000:
-        raise PlinkError(f"{n} hosts is more than plink simulates (20000)")
+    _check_params(racks, hosts_per_rack, rows, clusters, dcs, lat_levels, height_us=height_us, jitter=jitter,
+                  outlier_frac=outlier_frac, outlier_scale=outlier_scale, asymmetry=asymmetry,
+                  missing_frac=missing_frac, host_gbps=host_gbps, oversubscription=oversubscription,
+                  tenant_us=tenant_us, noisy_hosts=noisy_hosts, noisy_factor=noisy_factor)
+    # one generator, drawn from in a fixed order by the steps below: the output is a function of the seed
     rng = np.random.default_rng(seed)
-    if hpr_range is None:
-        rack_sizes = np.full(n_racks, hosts_per_rack)
-    else:
-        rack_sizes = rng.integers(hpr_range[0], hpr_range[1] + 1, size=n_racks)
-        n = int(rack_sizes.sum())
-    if n < 2:
-        raise PlinkError("a datacenter needs at least 2 hosts")
-
-    # location tuple per host, in generation (sorted) order
-    rack_i = np.repeat(np.arange(n_racks), rack_sizes)
-    row_i = rack_i // racks
-    cluster_i = row_i // rows
-    dc_i = cluster_i // clusters
-    loc = np.stack([dc_i, cluster_i, row_i, rack_i], axis=1)
-
-    # level at which two hosts first differ: 0 = different dc .. 4 = same rack
-    same = loc[:, None, :] == loc[None, :, :]
-    common = same.cumprod(axis=2).sum(axis=2)  # length of common prefix, 0..4
-    base = np.asarray(lat_levels)[common]
-    heights = rng.uniform(0.0, height_us, size=n)
-    lat = base + heights[:, None] + heights[None, :]
-
-    def sym_noise(scale: float) -> np.ndarray:
-        z = rng.normal(0.0, scale, size=(n, n))
-        z = np.triu(z, 1)
-        return np.exp(z + z.T)
-
-    lat = lat * sym_noise(jitter)
-    if tenant_us > 0:
-        scale = tenant_us * np.exp(rng.normal(0.0, 1.0, size=n))
-        if noisy_hosts > 0:
-            scale = np.where(rng.random(n) < noisy_hosts, scale * noisy_factor, scale)
-        add = scale[:, None] * rng.pareto(1.5, size=(n, n)) + scale[None, :] * rng.pareto(1.5, size=(n, n))
-        add = np.triu(add, 1)
-        lat = lat + add + add.T
-    if outlier_frac > 0:
-        hit = np.triu(rng.random((n, n)) < outlier_frac, 1)
-        factor = 1.0 + outlier_scale * rng.pareto(1.5, size=(n, n))
-        factor = np.where(hit, factor, 1.0)
-        factor = np.triu(factor, 1)
-        factor = factor + factor.T
-        factor[factor == 0] = 1.0
-        lat = lat * factor
-    if asymmetry > 0:
-        hit = rng.random((n, n)) < asymmetry
-        hit = np.triu(hit, 1)
-        which = rng.random((n, n)) < 0.5
-        up = hit & which
-        lo = (hit & ~which).T
-        inflate = 1.0 + 0.5 * rng.random((n, n))
-        lat = np.where(up | lo, lat * inflate, lat)
-    np.fill_diagonal(lat, 0.0)
-
-    bw = None
-    if bandwidth:
-        crossed = 4 - common  # switch levels above the rack that the pair crosses
-        bw = host_gbps / (oversubscription ** crossed)
-        bw = bw / sym_noise(jitter)
-        np.fill_diagonal(bw, np.nan)
-
+    loc = _locations(rng, racks, rows, clusters, dcs, hosts_per_rack, hpr_range)
+    common = _common_prefix(loc)
+    lat = _latency(rng, common, lat_levels, height_us, jitter)
+    lat = _interference(rng, lat, tenant_us=tenant_us, noisy_hosts=noisy_hosts, noisy_factor=noisy_factor,
+                        outlier_frac=outlier_frac, outlier_scale=outlier_scale, asymmetry=asymmetry)
+    bw = _bandwidth(rng, common, host_gbps, oversubscription, jitter) if bandwidth else None
     if missing_frac > 0:
-        miss = np.triu(rng.random((n, n)) < missing_frac, 1)
-        miss = miss | miss.T
-        lat[miss] = np.nan
-        if bw is not None:
-            bw[miss] = np.nan
-
-    order = rng.permutation(n) if shuffle else np.arange(n)
-    ix = np.ix_(order, order)
-    lat = lat[ix]
-    if bw is not None:
-        bw = bw[ix]
-    width = max(3, len(str(n - 1)))
-    hosts = [Host(f"vm{k:0{width}d}") for k in range(n)]
-    labels = tuple(
-        (f"dc{loc[i, 0]}", f"cluster{loc[i, 1]}", f"row{loc[i, 2]}", f"rack{loc[i, 3]}") for i in order
-    )
+        _drop_pairs(rng, missing_frac, lat, bw)
+    hosts, lat, bw, labels = _shuffled(rng, shuffle, lat, bw, loc)
     meta = new_meta(
         "simulate",
         seed=seed,
@@ -212,3 +119,147 @@ def simulate_datacenter(
         },
     )
     return ProbeData(hosts=hosts, latency=lat, bandwidth=bw, meta=meta, truth=Truth(LEVELS, labels))
+
+
+def _hosts_per_rack(hosts_per_rack) -> tuple[tuple[int, int] | None, int]:
+    """``(the (lo, hi) range or None, the largest rack size)`` of a ``hosts_per_rack`` argument."""
+    if not isinstance(hosts_per_rack, (tuple, list)):
+        return None, hosts_per_rack
+    if len(hosts_per_rack) != 2 or not all(isinstance(v, (int, np.integer)) for v in hosts_per_rack) \
+            or not 1 <= hosts_per_rack[0] <= hosts_per_rack[1]:
+        raise PlinkError(f"hosts-per-rack range must be two integers 1 <= lo <= hi, got {hosts_per_rack!r}")
+    hpr_range = (int(hosts_per_rack[0]), int(hosts_per_rack[1]))
+    return hpr_range, hpr_range[1]
+
+
+def _check_params(racks, hosts_per_rack, rows, clusters, dcs, lat_levels, *, height_us, jitter, outlier_frac,
+                  outlier_scale, asymmetry, missing_frac, host_gbps, oversubscription, tenant_us, noisy_hosts,
+                  noisy_factor) -> None:
+    """Raise :class:`PlinkError` for the first parameter out of range (``hosts_per_rack``: the largest rack)."""
+    counts = {"racks": racks, "hosts_per_rack": hosts_per_rack, "rows": rows, "clusters": clusters, "dcs": dcs}
+    for name, v in counts.items():
+        if not isinstance(v, (int, np.integer)) or v < 1:
+            raise PlinkError(f"{name.replace('_', '-')} must be a positive integer, got {v!r}")
+    for name, v in {"jitter": jitter, "outlier-scale": outlier_scale, "height-us": height_us,
+                    "tenant-us": tenant_us, "noisy-factor": noisy_factor}.items():
+        if not np.isfinite(v) or v < 0:
+            raise PlinkError(f"{name} must be >= 0, got {v}")
+    for name, v in {"outlier-frac": outlier_frac, "asymmetry": asymmetry, "missing-frac": missing_frac,
+                    "noisy-hosts": noisy_hosts}.items():
+        if not 0.0 <= v <= 1.0:
+            raise PlinkError(f"{name} must be between 0 and 1, got {v}")
+    if missing_frac >= 1.0:
+        raise PlinkError("missing-frac must be < 1 (some pairs must be measured)")
+    if noisy_hosts > 0 and tenant_us <= 0:
+        raise PlinkError("noisy-hosts needs tenant-us > 0 (the noise the noisy hosts have more of)")
+    if any((not np.isfinite(v)) or v <= 0 for v in lat_levels):
+        raise PlinkError("per-level latencies must be > 0")
+    if host_gbps <= 0 or oversubscription < 1:
+        raise PlinkError("host-gbps must be > 0 and oversubscription >= 1")
+    n = dcs * clusters * rows * racks * hosts_per_rack
+    if n > 20000:
+        raise PlinkError(f"{n} hosts is more than plink simulates (20000)")
+
+
+def _locations(rng, racks, rows, clusters, dcs, hosts_per_rack, hpr_range) -> np.ndarray:
+    """``(n, 4)`` location (dc, cluster, row, rack) of each host in generation (sorted) order; draws the rack sizes."""
+    n_racks = dcs * clusters * rows * racks
+    if hpr_range is None:
+        rack_sizes = np.full(n_racks, hosts_per_rack)
+    else:
+        rack_sizes = rng.integers(hpr_range[0], hpr_range[1] + 1, size=n_racks)
+    if int(rack_sizes.sum()) < 2:
+        raise PlinkError("a datacenter needs at least 2 hosts")
+    rack_i = np.repeat(np.arange(n_racks), rack_sizes)
+    row_i = rack_i // racks
+    cluster_i = row_i // rows
+    dc_i = cluster_i // clusters
+    return np.stack([dc_i, cluster_i, row_i, rack_i], axis=1)
+
+
+def _common_prefix(loc: np.ndarray) -> np.ndarray:
+    """Level at which each pair of hosts first differs: 0 = different dc .. 4 = same rack."""
+    same = loc[:, None, :] == loc[None, :, :]
+    return same.cumprod(axis=2).sum(axis=2)  # length of common prefix, 0..4
+
+
+def _sym_noise(rng, n: int, scale: float) -> np.ndarray:
+    """Symmetric ``(n, n)`` log-normal factors ``exp(N(0, scale))`` (1 on the diagonal)."""
+    z = rng.normal(0.0, scale, size=(n, n))
+    z = np.triu(z, 1)
+    return np.exp(z + z.T)
+
+
+def _latency(rng, common: np.ndarray, lat_levels: list[float], height_us: float, jitter: float) -> np.ndarray:
+    """The RTTs before interference: the level's latency, plus both hosts' heights, times the jitter."""
+    n = len(common)
+    base = np.asarray(lat_levels)[common]
+    heights = rng.uniform(0.0, height_us, size=n)
+    lat = base + heights[:, None] + heights[None, :]
+    return lat * _sym_noise(rng, n, jitter)
+
+
+def _interference(rng, lat: np.ndarray, *, tenant_us, noisy_hosts, noisy_factor, outlier_frac, outlier_scale,
+                  asymmetry) -> np.ndarray:
+    """``lat`` with other tenants' noise, outlier pairs and asymmetric pairs added (zero diagonal)."""
+    n = len(lat)
+    if tenant_us > 0:
+        scale = tenant_us * np.exp(rng.normal(0.0, 1.0, size=n))
+        if noisy_hosts > 0:
+            scale = np.where(rng.random(n) < noisy_hosts, scale * noisy_factor, scale)
+        add = scale[:, None] * rng.pareto(1.5, size=(n, n)) + scale[None, :] * rng.pareto(1.5, size=(n, n))
+        add = np.triu(add, 1)
+        lat = lat + add + add.T
+    if outlier_frac > 0:
+        hit = np.triu(rng.random((n, n)) < outlier_frac, 1)
+        factor = 1.0 + outlier_scale * rng.pareto(1.5, size=(n, n))
+        factor = np.where(hit, factor, 1.0)
+        factor = np.triu(factor, 1)
+        factor = factor + factor.T
+        factor[factor == 0] = 1.0
+        lat = lat * factor
+    if asymmetry > 0:
+        hit = rng.random((n, n)) < asymmetry
+        hit = np.triu(hit, 1)
+        which = rng.random((n, n)) < 0.5
+        up = hit & which
+        lo = (hit & ~which).T
+        inflate = 1.0 + 0.5 * rng.random((n, n))
+        lat = np.where(up | lo, lat * inflate, lat)
+    np.fill_diagonal(lat, 0.0)
+    return lat
+
+
+def _bandwidth(rng, common: np.ndarray, host_gbps: float, oversubscription: float, jitter: float) -> np.ndarray:
+    """Bandwidth (Gbit/s) per pair: ``host_gbps`` over ``oversubscription`` per level crossed, with jitter."""
+    crossed = 4 - common  # switch levels above the rack that the pair crosses
+    bw = host_gbps / (oversubscription ** crossed)
+    bw = bw / _sym_noise(rng, len(common), jitter)
+    np.fill_diagonal(bw, np.nan)
+    return bw
+
+
+def _drop_pairs(rng, missing_frac: float, lat: np.ndarray, bw: np.ndarray | None) -> None:
+    """Mark a ``missing_frac`` fraction of the pairs unmeasured (NaN) in ``lat`` and ``bw``, in place."""
+    n = len(lat)
+    miss = np.triu(rng.random((n, n)) < missing_frac, 1)
+    miss = miss | miss.T
+    lat[miss] = np.nan
+    if bw is not None:
+        bw[miss] = np.nan
+
+
+def _shuffled(rng, shuffle: bool, lat: np.ndarray, bw: np.ndarray | None, loc: np.ndarray):
+    """``(hosts, lat, bw, labels)`` with the hosts in a random order (if ``shuffle``), named ``vm000 ..`` in it."""
+    n = len(lat)
+    order = rng.permutation(n) if shuffle else np.arange(n)
+    ix = np.ix_(order, order)
+    lat = lat[ix]
+    if bw is not None:
+        bw = bw[ix]
+    width = max(3, len(str(n - 1)))
+    hosts = [Host(f"vm{k:0{width}d}") for k in range(n)]
+    labels = tuple(
+        (f"dc{loc[i, 0]}", f"cluster{loc[i, 1]}", f"row{loc[i, 2]}", f"rack{loc[i, 3]}") for i in order
+    )
+    return hosts, lat, bw, labels

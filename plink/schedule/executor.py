@@ -44,7 +44,7 @@ import numpy as np
 
 from plink.errors import PlinkError
 
-_CACHE: dict[tuple[int, int, bool], "Program"] = {}
+_CACHE: dict[tuple[int, int, bool, int], "Program"] = {}  #: (id(dag), rank, fast, waves) -> program
 WRITES = ("fetch", "recv")
 
 
@@ -213,7 +213,6 @@ def all_reduce(tensor, schedule, group=None, stats: dict | None = None, fast: bo
     chunks never depend on each other, so the rounds of different waves
     overlap.
     """
-    import torch
     import torch.distributed as dist
 
     dag = schedule.dag if hasattr(schedule, "dag") and not hasattr(schedule, "node") else schedule
@@ -227,8 +226,24 @@ def all_reduce(tensor, schedule, group=None, stats: dict | None = None, fast: bo
     if waves < 1:
         raise PlinkError(f"waves must be >= 1, got {waves}")
     bounds = _element_bounds(np.asarray(dag.chunks), size, tensor)
-    nch = len(bounds)
-    waves = min(waves, nch)
+    prog = _program(dag, rank, fast, min(waves, len(bounds)))
+    call = _Call(dag, prog, group, tensor, bounds)
+    call.post_receives()
+    call.pipeline(timed=stats is not None)
+    call.finish()
+    if stats is not None:
+        names = list(getattr(schedule, "hosts", dag.hosts))
+        stats.setdefault("links", []).extend(
+            {"src": names[rank], "dst": names[p], "bytes": int(b), "seconds": s}
+            for p, (b, s) in sorted(call.links.items())
+        )
+    return tensor
+
+
+def _program(dag, rank: int, fast: bool, waves: int) -> Program:
+    """The compiled program of ``rank`` split into ``waves``, with its index tensors (cached per schedule)."""
+    import torch
+
     key = (id(dag), rank, fast, waves)
     prog = _CACHE.get(key)
     if prog is None or getattr(prog, "_dag", None) is not dag:
@@ -245,59 +260,83 @@ def all_reduce(tensor, schedule, group=None, stats: dict | None = None, fast: bo
         if len(_CACHE) >= 16:  # a few schedules at a time; forget the oldest
             _CACHE.pop(next(iter(_CACHE)))
         _CACHE[key] = prog
-    idx = prog._idx  # type: ignore[attr-defined]
-    wave_rounds: list[list[Round]] = prog._waves  # type: ignore[attr-defined]
-    nrounds = len(prog.rounds)
-    flat = tensor.view(-1)
-    width = max(b.stop - b.start for b in bounds)
-    regular = all(b.start == c * width for c, b in enumerate(bounds))
-    # merge and receive buffers are kept with the compiled program and reused by the next call
-    # (fresh large tensors cost page faults on every call)
-    bufs = prog.__dict__.setdefault("_bufs", {})
-    if bufs.get("dtype") != flat.dtype:
-        bufs.clear()
-        bufs["dtype"] = flat.dtype
-    nonroot = [c for c in range(nch) if c not in prog.root_fetch]
-    # equal chunks, every fetch first and every deliver a sink: the merge buffers *are* the
-    # tensor's rows (no copy in, no copy out)
-    alias = regular and not nonroot and prog.deliver_at_end and nch * width == flat.numel()
-    if alias:
-        buf = flat.view(nch, width)
-    else:
-        if "buf" not in bufs:
-            bufs["buf"] = torch.zeros(nch, width, dtype=flat.dtype)
-        buf = bufs["buf"]
-        if not regular or bounds[-1].stop - bounds[-1].start < width:
-            buf.zero_()
-        if regular:
-            buf.view(-1)[: flat.numel()].copy_(flat)
-            for c in nonroot:
-                buf[c] = 0
+    return prog
+
+
+class _Call:
+    """One rank's part of one :func:`all_reduce` call: its buffers, the messages in flight and link stats."""
+
+    def __init__(self, dag, prog: Program, group, tensor, bounds: list[slice]):
+        """Set up the ``(C, E)`` merge buffer (see :func:`all_reduce`), holding the chunks whose fetch comes first."""
+        import torch
+
+        self.dag, self.prog, self.group, self.bounds = dag, prog, group, bounds
+        self.idx = prog._idx  # type: ignore[attr-defined]
+        self.wave_rounds: list[list[Round]] = prog._waves  # type: ignore[attr-defined]
+        self.nrounds = len(prog.rounds)
+        flat = self.flat = tensor.view(-1)
+        nch = len(bounds)
+        width = self.width = max(b.stop - b.start for b in bounds)
+        self.regular = all(b.start == c * width for c, b in enumerate(bounds))
+        # merge and receive buffers are kept with the compiled program and reused by the next call
+        # (fresh large tensors cost page faults on every call)
+        bufs = self.bufs = prog.__dict__.setdefault("_bufs", {})
+        if bufs.get("dtype") != flat.dtype:
+            bufs.clear()
+            bufs["dtype"] = flat.dtype
+        nonroot = [c for c in range(nch) if c not in prog.root_fetch]
+        # equal chunks, every fetch first and every deliver a sink: the merge buffers *are* the
+        # tensor's rows (no copy in, no copy out)
+        self.alias = self.regular and not nonroot and prog.deliver_at_end and nch * width == flat.numel()
+        if self.alias:
+            buf = flat.view(nch, width)
         else:
-            for c in prog.root_fetch:
-                buf[c, : bounds[c].stop - bounds[c].start] = flat[bounds[c]]
-    rows = buf.view(-1)
-    orig = flat.clone() if nonroot else flat
-    pending: dict[tuple[int, int], "torch.Tensor"] = {}
+            if "buf" not in bufs:
+                bufs["buf"] = torch.zeros(nch, width, dtype=flat.dtype)
+            buf = bufs["buf"]
+            if not self.regular or bounds[-1].stop - bounds[-1].start < width:
+                buf.zero_()
+            if self.regular:
+                buf.view(-1)[: flat.numel()].copy_(flat)
+                for c in nonroot:
+                    buf[c] = 0
+            else:
+                for c in prog.root_fetch:
+                    buf[c, : bounds[c].stop - bounds[c].start] = flat[bounds[c]]
+        self.buf = buf
+        self.orig = flat.clone() if nonroot else flat
+        self.pending: dict[tuple[int, int], "torch.Tensor"] = {}  #: (peer, chunk) -> received, not yet used
+        self.posted: dict[tuple[int, int], list] = {}  #: (wave, round) -> [(peer, chunks, tensor, work)]
+        self.send_works: list = []
+        self.links: dict[int, list[float]] = {}  #: peer -> [bytes sent, seconds of the rounds that sent]
 
-    def peer_rank(p: int) -> int:
-        return p if group is None else dist.get_global_rank(group, p)
+    def peer_rank(self, p: int) -> int:
+        """The global rank of ``p``, a rank of the group."""
+        import torch.distributed as dist
 
-    def tag(w: int, d: int) -> int:
-        return w * (nrounds + 1) + d
+        return p if self.group is None else dist.get_global_rank(self.group, p)
 
-    def cached(name, n):
-        t = bufs.get(name)
+    def tag(self, w: int, d: int) -> int:
+        """The message tag of wave ``w``, round ``d``."""
+        return w * (self.nrounds + 1) + d
+
+    def scratch(self, name, n: int):
+        """An ``(n, width)`` buffer kept with the program under ``name``."""
+        import torch
+
+        t = self.bufs.get(name)
         if t is None:
-            t = bufs[name] = torch.empty(n, width, dtype=flat.dtype)
+            t = self.bufs[name] = torch.empty(n, self.width, dtype=self.flat.dtype)
         return t
 
-    def run(actions: list[int]) -> dict[int, "torch.Tensor"]:
+    def run(self, actions: list[int]) -> dict[int, "torch.Tensor"]:
+        """Run generic actions in order; returns the snapshots of the send actions among them."""
+        dag, buf, bounds, pending = self.dag, self.buf, self.bounds, self.pending
         snaps: dict[int, torch.Tensor] = {}
         for a in actions:
             op, c = dag.op[a], dag.chunk[a]
             if op == "fetch":
-                buf[c, : bounds[c].stop - bounds[c].start] += orig[bounds[c]]
+                buf[c, : bounds[c].stop - bounds[c].start] += self.orig[bounds[c]]
             elif op == "recv":
                 if dag.reduce[a] == "copy":
                     buf[c] = pending.pop((dag.peers[a][0], c))
@@ -307,69 +346,82 @@ def all_reduce(tensor, schedule, group=None, stats: dict | None = None, fast: bo
                         if got is not None:  # None: already added by the eager path
                             buf[c] += got
             elif op == "deliver":
-                flat[bounds[c]] = buf[c, : bounds[c].stop - bounds[c].start]
+                self.flat[bounds[c]] = buf[c, : bounds[c].stop - bounds[c].start]
             else:  # send: snapshot now; the merge buffer may change later in this level
                 snaps[a] = buf[c].clone()
         return snaps
 
-    # every receive is posted up front (tag = wave and round), so no sender ever waits for a
-    # receiver to get there; sends are waited for only at the end
-    posted: dict[tuple[int, int], list] = {}
-    for w, rounds in enumerate(wave_rounds):
-        for d, rnd in enumerate(rounds, start=1):
-            posted[(w, d)] = [
-                (p, chunks, t, dist.irecv(t, src=peer_rank(p), group=group, tag=tag(w, d)))
-                for p, chunks in rnd.recvs.items()
-                for t in [cached(("recv", w, d, p), len(chunks))]
-            ]
-    send_works = []
-    links: dict[int, list[float]] = {}
-    for step in range(1, nrounds + len(wave_rounds)):
-        active = [(w, step - w) for w in range(len(wave_rounds)) if 1 <= step - w <= nrounds]
-        t0 = time.perf_counter()
-        for w, d in active:
-            rnd = wave_rounds[w][d - 1]
-            snaps = run(rnd.actions)
-            for p, items in rnd.sends.items():
-                if p in rnd.fast_send:
-                    sel = idx[("s", w, d, p)]
-                    out = cached(("send", w, d, p), len(sel))
-                    torch.index_select(buf, 0, sel, out=out)
+    def post_receives(self) -> None:
+        """Post every receive of the call up front (tag = wave and round), so no sender waits for a receiver."""
+        import torch.distributed as dist
+
+        for w, rounds in enumerate(self.wave_rounds):
+            for d, rnd in enumerate(rounds, start=1):
+                self.posted[(w, d)] = [
+                    (p, chunks, t, dist.irecv(t, src=self.peer_rank(p), group=self.group, tag=self.tag(w, d)))
+                    for p, chunks in rnd.recvs.items()
+                    for t in [self.scratch(("recv", w, d, p), len(chunks))]
+                ]
+
+    def pipeline(self, timed: bool) -> None:
+        """Run the waves' rounds as a software pipeline; ``timed``: add each step's wall time to its links."""
+        nrounds, wave_rounds = self.nrounds, self.wave_rounds
+        for step in range(1, nrounds + len(wave_rounds)):
+            active = [(w, step - w) for w in range(len(wave_rounds)) if 1 <= step - w <= nrounds]
+            t0 = time.perf_counter()
+            for w, d in active:
+                self.start_round(w, d, timed)
+            for w, d in active:
+                self.end_round(w, d)
+            if timed:
+                dt = time.perf_counter() - t0
+                for p in {p for w, d in active for p in wave_rounds[w][d - 1].sends}:
+                    self.links[p][1] += dt
+
+    def start_round(self, w: int, d: int, timed: bool) -> None:
+        """Run round ``d`` of wave ``w``'s actions and post its sends (waited for in :meth:`finish`)."""
+        import torch
+        import torch.distributed as dist
+
+        rnd = self.wave_rounds[w][d - 1]
+        buf = self.buf
+        snaps = self.run(rnd.actions)
+        for p, items in rnd.sends.items():
+            if p in rnd.fast_send:
+                sel = self.idx[("s", w, d, p)]
+                out = self.scratch(("send", w, d, p), len(sel))
+                torch.index_select(buf, 0, sel, out=out)
+            else:
+                out = torch.stack([snaps[a] if a in snaps else buf[c].clone() for c, a in items])
+            self.send_works.append(dist.isend(out, dst=self.peer_rank(p), group=self.group, tag=self.tag(w, d)))
+            if timed:
+                self.links.setdefault(p, [0.0, 0.0])[0] += out.numel() * out.element_size()
+
+    def end_round(self, w: int, d: int) -> None:
+        """Wait for round ``d`` of wave ``w``'s receives: apply eager messages, keep the others pending."""
+        rnd = self.wave_rounds[w][d - 1]
+        for p, chunks, t, work in self.posted[(w, d)]:
+            work.wait()
+            if p in rnd.eager:
+                if self.prog.eager_reduce[(d, p)] == "sum":
+                    self.buf.index_add_(0, self.idx[("r", w, d, p)], t)
                 else:
-                    out = torch.stack([snaps[a] if a in snaps else buf[c].clone() for c, a in items])
-                send_works.append(dist.isend(out, dst=peer_rank(p), group=group, tag=tag(w, d)))
-                if stats is not None:
-                    links.setdefault(p, [0.0, 0.0])[0] += out.numel() * out.element_size()
-        for w, d in active:
-            rnd = wave_rounds[w][d - 1]
-            for p, chunks, t, work in posted[(w, d)]:
-                work.wait()
-                if p in rnd.eager:
-                    if prog.eager_reduce[(d, p)] == "sum":
-                        buf.index_add_(0, idx[("r", w, d, p)], t)
-                    else:
-                        buf.index_copy_(0, idx[("r", w, d, p)], t)
-                    continue
-                for i, c in enumerate(chunks):
-                    pending[(p, c)] = t[i]
-        if stats is not None:
-            dt = time.perf_counter() - t0
-            for p in {p for w, d in active for p in wave_rounds[w][d - 1].sends}:
-                links[p][1] += dt
-    run(prog.final)
-    for work in send_works:
-        work.wait()
-    if prog.deliver_at_end and not alias:
-        if regular:
-            flat.copy_(rows[: flat.numel()])
-        else:
-            for c in range(nch):
-                flat[bounds[c]] = buf[c, : bounds[c].stop - bounds[c].start]
-    if pending:
-        raise PlinkError(f"internal error: {len(pending)} received chunks were never used")
-    if stats is not None:
-        names = list(getattr(schedule, "hosts", dag.hosts))
-        stats.setdefault("links", []).extend(
-            {"src": names[rank], "dst": names[p], "bytes": int(b), "seconds": s} for p, (b, s) in sorted(links.items())
-        )
-    return tensor
+                    self.buf.index_copy_(0, self.idx[("r", w, d, p)], t)
+                continue
+            for i, c in enumerate(chunks):
+                self.pending[(p, c)] = t[i]
+
+    def finish(self) -> None:
+        """Run the actions after the last round, wait for the sends and copy the merge buffers out."""
+        prog, flat, buf = self.prog, self.flat, self.buf
+        self.run(prog.final)
+        for work in self.send_works:
+            work.wait()
+        if prog.deliver_at_end and not self.alias:
+            if self.regular:
+                flat.copy_(buf.view(-1)[: flat.numel()])
+            else:
+                for c in range(len(self.bounds)):
+                    flat[self.bounds[c]] = buf[c, : self.bounds[c].stop - self.bounds[c].start]
+        if self.pending:
+            raise PlinkError(f"internal error: {len(self.pending)} received chunks were never used")
