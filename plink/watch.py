@@ -284,6 +284,7 @@ class WatchResult:
     stale_lock: dict | None = None
     notes: list[str] = field(default_factory=list)
     probes_used: int = 1  #: probes in the median the decision was costed on (--window)
+    incomplete: str = ""  #: why the probe was incomplete (then the order is never replaced), else ""
     pruned: int = 0  #: old runs removed from the history (--keep)
     started: str = ""
     elapsed: float = 0.0
@@ -311,6 +312,10 @@ class WatchResult:
             "reordered": f"new order: predicted gain {g} >= {self.min_gain:.1%}",
             "kept": f"order kept: predicted gain {g} < {self.min_gain:.1%}",
         }[self.status]
+        if self.status == "kept" and self.incomplete:
+            head = f"order kept: the probe is incomplete ({self.incomplete}); predicted gain {g}"
+        elif self.status == "kept" and self.gain is not None and self.gain >= self.min_gain:
+            head = f"order kept: no order cheaper than the current one was found (predicted gain {g})"
         lines = [f"plink watch {self.state_dir}: {head}"]
         if self.cost_current is not None and self.cost_new is not None:
             on = "the new probe" if self.probes_used <= 1 else f"the median of the last {self.probes_used} probes"
@@ -641,7 +646,7 @@ def watch(
             cost_current=d.cost_current, cost_new=d.cost_new, model=model,
             cost_unit=str(getattr(d.result, "unit", "s" if model == "shared" else "us")), order=d.order,
             previous_order=current, drift=drift, stale_lock=stale, notes=notes, probes_used=used,
-            started=_iso(started),
+            incomplete=incomplete, started=_iso(started),
         )
         order_doc = _order_doc(d.order, probe, algo, size, _report(d))
 

@@ -163,6 +163,19 @@ def test_incomplete_probe_never_replaces_the_order(tmp_path):
     r = watch(tmp_path, lambda: partial, now=clock, **OPTS)
     assert r.status == "kept" and r.order == first.order and r.noteworthy
     assert any("incomplete (unreachable: vm004)" in n for n in r.notes)
+    assert r.incomplete == "unreachable: vm004"
+    head = r.summary()[0]
+    assert head.endswith(f"order kept: the probe is incomplete (unreachable: vm004); predicted gain {r.gain:.1%}")
+    assert r.gain >= r.min_gain  # the headline must not claim the gain was too small
+
+
+def test_kept_when_nothing_cheaper_says_so():
+    from plink.watch import WatchResult
+
+    r = WatchResult(status="kept", changed=False, state_dir="d", run="r", algo="ring", hosts=4, min_gain=0.0, gain=0.0)
+    assert r.summary()[0] == "plink watch d: order kept: no order cheaper than the current one was found (predicted gain 0.0%)"
+    r = WatchResult(status="kept", changed=False, state_dir="d", run="r", algo="ring", hosts=4, min_gain=0.05, gain=0.01)
+    assert r.summary()[0] == "plink watch d: order kept: predicted gain 1.0% < 5.0%"
 
 
 # -- drift --------------------------------------------------------------------
