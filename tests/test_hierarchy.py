@@ -196,3 +196,25 @@ def test_cli_simulate_bad_range(capsys):
     assert code == 2
     code, _, err = _run(["simulate", "--noisy-hosts", "0.1"], capsys)
     assert code == 1 and "needs tenant-us" in err
+
+
+def test_structure_reads_the_better_direction_of_asymmetric_input():
+    """One direction of every pair is congested by a random amount: the worse direction (what
+    costs use) is noise, the better one shows the two racks; a probe built from the asymmetric
+    matrix is grouped by the better one."""
+    from plink.data.probefile import Host, ProbeData
+
+    rng = np.random.default_rng(0)
+    rack = np.repeat([0, 1], 6)
+    base = np.where(rack[:, None] == rack[None, :], 10.0, 30.0)
+    lat = base.copy()
+    for i in range(12):
+        for j in range(i + 1, 12):
+            a, b = (i, j) if rng.random() < 0.5 else (j, i)
+            lat[a, b] += rng.uniform(0, 400)
+    np.fill_diagonal(lat, 0)
+    probe = ProbeData(hosts=[Host(f"h{i:02d}") for i in range(12)], latency=lat)
+    assert np.array_equal(probe.latency_best, base * (1 - np.eye(12)))
+    g = infer_groups(probe)
+    assert ami(rack, g.labels) == 1.0
+    assert ami(rack, HierarchicalGrouper().fit_predict(probe)) == 1.0

@@ -273,3 +273,19 @@ def test_an_implausible_median_rtt_is_warned_about_as_a_unit_mixup(tmp_path):
     as_seconds = load_input(path, unit="s")
     assert any("median RTT is 120 s" in w and "check --unit" in w for w in as_seconds.warnings)
     assert not any("check --unit" in w for w in load_input(path, unit="ms").warnings)
+
+
+def test_asymmetric_bandwidth_keeps_the_better_direction_for_structure(tmp_path):
+    bw = np.array([[0, 8000, 1000], [2000, 0, 4000], [1000, 4000, 0]], dtype=float)  # Mbit/s
+    path = tmp_path / "bw.csv"
+    np.savetxt(path, bw, delimiter=",", fmt="%.1f")
+    loaded = load_input(path, kind="bandwidth", unit="Mbit/s")
+    p = loaded.probe
+    assert p.bandwidth[0, 1] == 2.0  # Gbit/s: costs take the slower direction
+    assert p.latency[0, 1] == pytest.approx(8e-3 / 2.0)
+    assert p.latency_best[0, 1] == pytest.approx(8e-3 / 8.0)  # structure: the faster one
+    assert p.latency_best[1, 2] == pytest.approx(8e-3 / 4.0) and p.latency_best[0, 0] == 0
+    assert any("symmetrised 1 asymmetric pair(s)" in n for n in loaded.notes)
+    sym = tmp_path / "sym.csv"
+    np.savetxt(sym, np.fmin(bw, bw.T), delimiter=",", fmt="%.1f")
+    assert load_input(sym, kind="bandwidth", unit="Mbit/s").probe.latency_best is None

@@ -457,3 +457,22 @@ def test_probe_data_accepts_lists_nan_diagonals_and_one_host():
     nan_diag = ProbeData([Host("a"), Host("b")], [[np.nan, 1], [1, np.nan]])
     assert nan_diag.latency.tolist() == [[0, 1], [1, 0]]
     assert ProbeData([Host("a")], [[0]]).n == 1
+
+
+def test_the_better_direction_of_an_asymmetric_matrix_is_kept():
+    lat = np.array([[0, 10, 50], [40, 0, 5], [20, 7, 0]], dtype=float)
+    lat[0, 2] = np.nan  # one direction only: that one is used by both
+    p = ProbeData(hosts=[Host(f"h{i}") for i in range(3)], latency=lat)
+    assert p.latency.tolist() == [[0, 40, 20], [40, 0, 7], [20, 7, 0]]  # costs: the worse direction
+    assert p.latency_best.tolist() == [[0, 10, 20], [10, 0, 5], [20, 5, 0]]  # structure: the better one
+    assert lat[1, 0] == 40 and np.isnan(lat[0, 2])  # the caller's matrix is untouched
+    doc = p.to_dict()
+    assert doc["latency_best_us"] == [[0, 10, 20], [10, 0, 5], [20, 5, 0]]
+    back = from_dict(json.loads(json.dumps(doc)))
+    assert back.latency_best.tolist() == p.latency_best.tolist() and back.latency.tolist() == p.latency.tolist()
+    assert p.subset([2, 1]).latency_best.tolist() == [[0, 5], [5, 0]]
+    sym = ProbeData(hosts=[Host("a"), Host("b")], latency=np.array([[0, 3.0], [3.0, 0]]))
+    assert sym.latency_best is None and "latency_best_us" not in sym.to_dict()
+    with pytest.raises(ProbeFileError) as e:
+        ProbeData(hosts=[Host("a"), Host("b")], latency=np.zeros((2, 2)), latency_best=np.zeros((3, 3)))
+    assert str(e.value) == "latency_best matrix is 3x3 but there are 2 hosts"

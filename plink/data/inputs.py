@@ -372,7 +372,8 @@ def load_input(
         if bandwidth is not None:
             bw = _load_bandwidth(bandwidth, bandwidth_unit, probe.names, out.notes)
             probe = ProbeData(hosts=probe.hosts, latency=probe.latency, latency_median=probe.latency_median,
-                              latency_p90=probe.latency_p90, bandwidth=bw, meta=probe.meta, truth=probe.truth)
+                              latency_p90=probe.latency_p90, bandwidth=bw, meta=probe.meta, truth=probe.truth,
+                              latency_best=probe.latency_best, uplinks=probe.uplinks)
         out.probe = probe
         return out
     unit = _norm_unit(unit, kind)
@@ -408,10 +409,13 @@ def load_input(
         rule = "the larger latency" if kind == "latency" else "the smaller bandwidth"
         out.notes.append(f"{path}: symmetrised {asym} asymmetric pair(s) (kept {rule} of the two directions)")
     meta = {"method": "matrix", "source": p.name, "kind": kind, "unit": unit}
-    bw = None
+    bw = best = None
     if kind == "bandwidth":
         bw = m
         lat = bandwidth_to_distance_us(np.fmin(m, m.T))
+        if asym:  # the better direction, for structure inference (ProbeData keeps the min of the two)
+            best = bandwidth_to_distance_us(m)
+            np.fill_diagonal(best, 0.0)
         meta["distance"] = "inverse bandwidth: microseconds per byte (8e-3 / Gbit/s)"
         if bandwidth is not None:
             raise ProbeFileError("--bandwidth-matrix adds bandwidth to a latency matrix; the main matrix is bandwidth already")
@@ -421,7 +425,8 @@ def load_input(
             bw = _load_bandwidth(bandwidth, bandwidth_unit, names, out.notes)
     np.fill_diagonal(lat, 0.0)
     try:
-        out.probe = ProbeData(hosts=[Host(nm) for nm in names], latency=lat, bandwidth=bw, meta=meta)
+        out.probe = ProbeData(hosts=[Host(nm) for nm in names], latency=lat, bandwidth=bw, meta=meta,
+                              latency_best=best)
     except ProbeFileError as exc:
         raise ProbeFileError(f"{path}: {exc}") from None
     return out

@@ -10,6 +10,7 @@ A probe file is versioned JSON::
       "latency_median_us": [[...]],                    # optional
       "latency_p90_us": [[...]],                       # optional
       "bandwidth_gbps": [[...]],                       # optional
+      "latency_best_us": [[...]],                      # optional: see below
       "uplinks": [{"hosts": [0, 5, 9], "up_bps": 4.4e7, "down_bps": 4.3e7}, ...],  # optional
       "meta": {"method": "udp", "samples": 200, "created": "...", "tool_version": "..."},
       "truth": {"levels": ["dc", "rack"], "labels": [["dc0", "r3"], ...]}   # optional
@@ -29,7 +30,13 @@ in **bytes per second**, measured with both directions loaded at once;
 On load, asymmetric pairs are symmetrised as in the dissertation (§5.2.2):
 ``lat[i, j] = lat[j, i] = max(lat[i, j], lat[j, i])`` (the slower direction
 bounds a collective), and bandwidth with ``min`` for the same reason.  When
-only one direction was measured, that one is used.
+only one direction was measured, that one is used.  The *better* direction of
+each pair of an asymmetric matrix is kept too, as ``latency_best_us``
+(``ProbeData.latency_best``: ``min`` of the two latencies, or the inverse of
+the larger bandwidth), because structure inference reads it: load and
+congestion only ever add delay, so the better direction shows the topology
+(on ARCHER's MPI bandwidth the worse one hides the sockets of every node).
+Costs keep using ``latency_us``.
 
 Plain matrices are read too: CSV/TSV (an optional header row of host names,
 an optional first column of names; empty, ``nan``, ``NA`` or ``null`` cells
@@ -61,7 +68,7 @@ VERSION = 1
 #: Units accepted for plain matrices, as a factor to microseconds.
 LATENCY_UNITS = {"us": 1.0, "ms": 1e3, "s": 1e6, "ns": 1e-3}
 
-_MATRIX_KEYS = ("latency_us", "latency_median_us", "latency_p90_us", "bandwidth_gbps")
+_MATRIX_KEYS = ("latency_us", "latency_median_us", "latency_p90_us", "bandwidth_gbps", "latency_best_us")
 
 
 @dataclass(frozen=True)
@@ -143,7 +150,8 @@ class ProbeData:
 
     Matrices are ``(N, N)`` float arrays with ``NaN`` for missing pairs,
     already symmetrised.  ``latency`` is in microseconds, ``bandwidth`` in
-    Gbit/s.
+    Gbit/s.  ``latency_best``: given, or taken from ``latency`` when that is
+    asymmetric, then symmetrised with ``min`` (None for symmetric input).
     """
 
     hosts: list[Host]
@@ -155,14 +163,18 @@ class ProbeData:
     truth: Truth | None = None
     #: shared uplink capacity per group of hosts (bytes/s), see the module docstring
     uplinks: list[Uplink] | None = None
+    #: per pair the *better* direction of an asymmetric input matrix (min latency), see the module docstring
+    latency_best: np.ndarray | None = None
 
     def __post_init__(self) -> None:
         self.latency = np.asarray(self.latency, dtype=float)
-        for name in ("latency_median", "latency_p90", "bandwidth"):
+        for name in ("latency_median", "latency_p90", "bandwidth", "latency_best"):
             value = getattr(self, name)
             if value is not None:
                 setattr(self, name, np.asarray(value, dtype=float))
         validate(self)
+        if self.latency_best is None and _asymmetric(self.latency):
+            self.latency_best = self.latency.copy()
         self.latency = symmetrise(self.latency, np.fmax)
         if self.latency_median is not None:
             self.latency_median = symmetrise(self.latency_median, np.fmax)
@@ -172,6 +184,9 @@ class ProbeData:
             self.bandwidth = symmetrise(self.bandwidth, np.fmin)
             np.fill_diagonal(self.bandwidth, np.nan)
         np.fill_diagonal(self.latency, 0.0)
+        if self.latency_best is not None:
+            self.latency_best = symmetrise(self.latency_best, np.fmin)
+            np.fill_diagonal(self.latency_best, 0.0)
 
     # -- views -----------------------------------------------------------
     @property
@@ -231,6 +246,7 @@ class ProbeData:
             meta=dict(self.meta),
             truth=truth,
             uplinks=uplinks,
+            latency_best=pick(self.latency_best),
         )
 
     # -- serialisation ---------------------------------------------------
@@ -247,6 +263,8 @@ class ProbeData:
             doc["latency_p90_us"] = _matrix_to_list(self.latency_p90, 3)
         if self.bandwidth is not None:
             doc["bandwidth_gbps"] = _matrix_to_list(self.bandwidth, 4)
+        if self.latency_best is not None:
+            doc["latency_best_us"] = _matrix_to_list(self.latency_best, 3)
         if self.uplinks is not None:
             doc["uplinks"] = [u.to_dict() for u in self.uplinks]
         doc["meta"] = self.meta
@@ -301,6 +319,7 @@ def validate(data: ProbeData) -> None:
         ("latency_median", data.latency_median),
         ("latency_p90", data.latency_p90),
         ("bandwidth", data.bandwidth),
+        ("latency_best", data.latency_best),
     ):
         if m is None:
             continue
@@ -377,8 +396,14 @@ def dumps(doc: dict) -> str:
     return "{\n" + ",\n".join(parts) + "\n}\n"
 
 
+def _asymmetric(m: np.ndarray) -> bool:
+    """Whether some pair measured both ways has two different values."""
+    both = np.isfinite(m) & np.isfinite(m.T)
+    return bool(np.any(both & (m != m.T)))
+
+
 _MAX_VALUE = {"latency_us": 86400e6, "latency_median_us": 86400e6, "latency_p90_us": 86400e6,
-              "bandwidth_gbps": 1e6}
+              "bandwidth_gbps": 1e6, "latency_best_us": 86400e6}
 
 
 def _short(v: Any) -> str:
@@ -496,6 +521,7 @@ def from_dict(doc: Any, path: str = "<probe>", notes: list[str] | None = None) -
             latency_median=mats["latency_median_us"],
             latency_p90=mats["latency_p90_us"],
             bandwidth=mats["bandwidth_gbps"],
+            latency_best=mats["latency_best_us"],
             meta=meta,
             truth=truth,
             uplinks=uplinks,
