@@ -476,3 +476,13 @@ def test_the_better_direction_of_an_asymmetric_matrix_is_kept():
     with pytest.raises(ProbeFileError) as e:
         ProbeData(hosts=[Host("a"), Host("b")], latency=np.zeros((2, 2)), latency_best=np.zeros((3, 3)))
     assert str(e.value) == "latency_best matrix is 3x3 but there are 2 hosts"
+
+
+def test_the_better_direction_is_checked_like_the_others():
+    hosts = [Host("a"), Host("b")]
+    bw = np.array([[np.nan, 1.0], [1.0, np.nan]])
+    for best, msg in (([[0, -1.0], [-1.0, 0]], "latency_best value at row 0, column 1 (a -> b) is negative (-1)"),
+                      ([[5.0, 1], [1, 0]], "latency_best diagonal at host 0 (a) is 5: a host's distance to itself must be 0 or null")):
+        with pytest.raises(ProbeFileError) as e:
+            ProbeData(hosts=hosts, latency=np.zeros((2, 2)), bandwidth=bw, latency_best=np.array(best))
+        assert str(e.value) == msg
