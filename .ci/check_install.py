@@ -71,9 +71,15 @@ def fresh() -> None:
         fail(f"plink-locality installs more than plink at the top of site-packages: {top}")
     if not any(str(f).startswith("plink/solvers/") for f in files):
         fail("plink/solvers is not in the installed files (is this an editable install?)")
-    ok(f"installed top level: {top}")
+    # every package of the source tree is installed (pyproject lists them by hand)
+    subpackages = sorted(p.parent.name for p in (ROOT / "plink").glob("*/__init__.py"))
+    installed = {str(f) for f in files}
+    missing = [s for s in subpackages if f"plink/{s}/__init__.py" not in installed]
+    if missing:
+        fail(f"packages of the source tree not installed (add them to pyproject's packages): {missing}")
+    ok(f"installed top level: {top}; packages: plink.{', plink.'.join(subpackages)}")
 
-    code = ("import importlib.util, plink.solvers, plink.probes.netns\n"
+    code = ("import importlib.util, plink.solvers, plink.probes.netns, plink.distributed.probe\n"
             "from plink.solvers import ringsearch\n"
             "assert ringsearch.kernel() is not None, 'the compiled ring kernel did not load'\n"
             "t = ringsearch.warm_kernel()\n"

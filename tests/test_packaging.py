@@ -7,6 +7,7 @@ install gets no CUDA packages, an existing torch is kept -- are in
 
 import os
 import re
+import shutil
 import subprocess
 import sys
 import zipfile
@@ -31,8 +32,13 @@ def wheel(tmp_path_factory):
     if not _setuptools_ok():
         pytest.skip("building the wheel offline needs setuptools >= 70.1 (the 'test' extra has it)")
     out = tmp_path_factory.mktemp("wheel")
+    # from a copy without build leftovers: a stale *.egg-info/SOURCES.txt in the checkout adds the
+    # files it lists to the wheel, which once hid a package missing from pyproject's list
+    src = tmp_path_factory.mktemp("src") / "plink"
+    shutil.copytree(ROOT, src, symlinks=True, ignore=shutil.ignore_patterns(
+        "*.egg-info", "build", "dist", ".git", ".ci", "__pycache__", "*.pyc", "results", ".hypothesis"))
     r = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q",
-                        "-w", str(out), str(ROOT)], capture_output=True, text=True, timeout=300, cwd=out)
+                        "-w", str(out), str(src)], capture_output=True, text=True, timeout=300, cwd=out)
     assert r.returncode == 0, r.stderr[-2000:]
     (whl,) = out.glob("plink_locality-*.whl")
     return whl
@@ -44,6 +50,10 @@ def test_the_wheel_holds_only_plink(wheel):
     assert top == {"plink", f"{wheel.name.split('-py')[0]}.dist-info"}, top
     # the folders probes/ and solvers/ are inside plink, each file once
     assert "plink/probes/netns.py" in names and "plink/solvers/_ringkernel.py" in names
+    # every package of the source tree (pyproject lists them by hand; plink.distributed was once left out)
+    packages = sorted(p.parent.name for p in (ROOT / "plink").glob("*/__init__.py"))
+    assert "distributed" in packages
+    assert [p for p in packages if f"plink/{p}/__init__.py" not in names] == []
     assert "plink/data/fileio.py" in names and len(names) == len(set(names))
     assert not [n for n in names if n.startswith(("probes/", "solvers/", "tests/", "benchmarks/"))]
 
