@@ -14,6 +14,7 @@ priced with missing pairs at their best plausible value, and given as a range
 
 from __future__ import annotations
 
+import math
 import time
 from dataclasses import asdict, dataclass, field
 from typing import Any
@@ -268,10 +269,10 @@ def _check_args(probe: ProbeData, algo: str, *, model, time_limit, smt_time, siz
     if algo not in known:
         extra = " (bintree: --model shared only)" if algo in SHARED_ALGORITHMS else ""
         raise PlinkError(f"unknown algorithm {algo!r} for the {model} model (choose from {', '.join(known)}){extra}")
-    if not (time_limit > 0):
-        raise PlinkError(f"time limit must be > 0 seconds, got {time_limit}")
-    if not (smt_time >= 0):
-        raise PlinkError(f"--smt-time must be >= 0 seconds, got {smt_time}")
+    if not (0 < time_limit < math.inf):
+        raise PlinkError(f"time limit must be a finite number of seconds > 0, got {time_limit}")
+    if not (0 <= smt_time < math.inf):
+        raise PlinkError(f"--smt-time must be a finite number of seconds >= 0, got {smt_time}")
     if size < 0:
         raise PlinkError(f"size must be >= 0 bytes, got {size}")
     if n_random < 1:

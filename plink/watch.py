@@ -682,6 +682,8 @@ def _check_args(*, model: str, window: int, min_gain: float, slots: int, emit: S
     for fmt, path in emit:  # before anything is probed or written: an error changes nothing
         if not Path(path).absolute().parent.is_dir():
             raise PlinkError(f"cannot write --emit {fmt}:{path}: directory {Path(path).absolute().parent} does not exist")
+        if Path(path).is_dir():
+            raise PlinkError(f"cannot write --emit {fmt}:{path}: it is a directory (name a file in it)")
 
 
 def _take_over(state_dir: Path, info: LockInfo, notes: list[str]) -> dict | None:

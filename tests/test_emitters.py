@@ -566,6 +566,9 @@ def test_error_messages_exact():
     assert _error(em.openmpi_hostfile, ["a"], slots="2") == "slots must be a whole number, got '2'"
     assert _error(em.openmpi_hostfile, HOSTS, slots="121") == "slots must be a whole number, got '121'"
     assert _error(em.openmpi_hostfile, HOSTS, slots=True) == "slots must be a whole number, got True"
+    assert _error(em.openmpi_hostfile, HOSTS, slots=[1, 4097, 1]) == "slots must be <= 4096 (processes per host), got 4097"
+    assert _error(em.horovod_hosts, HOSTS, slots=10**20) == "slots must be <= 4096 (processes per host), got 100000000000000000000"
+    assert em.horovod_hosts(["a"], slots=4096) == "a:4096\n"
     assert _error(em.torchrun_map, HOSTS, slots=[2, 2, 1]) == (
         "torchrun runs the same --nproc-per-node on every node: give one slot count")
     assert _error(em.emit, "slurm-topology", HOSTS) == (

@@ -281,6 +281,12 @@ def test_bad_chunks():
     with pytest.raises(PlinkError, match="larger than the buffer"):
         chunk_buffer(100, 101)
     np.testing.assert_array_equal(chunk_buffer(10, 4), [[0, 4], [4, 4], [8, 2]])
+    assert len(chunk_buffer(2**20, 1)) == 2**20  # the most chunks a schedule takes
+    with pytest.raises(PlinkError) as e:
+        chunk_buffer(2**20 + 1, 1)
+    assert str(e.value) == "1048577 chunks of 1 B in a 1048577 B buffer: at most 1048576 (take a larger chunk)"
+    with pytest.raises(PlinkError, match="^2097152 chunks of 2 B in a 4194303 B buffer"):
+        chunk_buffer(2**22 - 1, 2)  # the last chunk counts though short
 
 
 # ---------------------------------------------------------------------------

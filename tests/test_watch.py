@@ -455,6 +455,11 @@ def test_emit_into_a_missing_directory_changes_nothing(tmp_path):
     with pytest.raises(PlinkError, match="does not exist"):
         watch(st, lambda: dc(1), emit=[("openmpi", str(tmp_path / "no" / "dir" / "h"))], **OPTS)
     assert not (st / "state.json").exists() and not (st / "history").exists()
+    (tmp_path / "adir").mkdir()
+    with pytest.raises(PlinkError) as e:  # a directory as the file: refused before anything is written
+        watch(st, lambda: dc(1), emit=[("openmpi", str(tmp_path / "adir"))], **OPTS)
+    assert str(e.value) == f"cannot write --emit openmpi:{tmp_path / 'adir'}: it is a directory (name a file in it)"
+    assert not (st / "state.json").exists() and not (st / "history").exists()
 
 
 def test_nothing_measured_names_the_unreachable_hosts(tmp_path):

@@ -86,8 +86,10 @@ def _render_order(result, probe, fmt, slots=1, labels=None, output=None) -> str:
 
 def _check_format_options(fmt: str, slots: int, groups_file: str | None) -> None:
     """Usage errors of --format/--slots/--groups, before any work."""
-    if slots < 1:
-        raise click.BadParameter(f"must be >= 1 (processes per host), got {slots}", param_hint="--slots")
+    from plink.launch.emitters import MAX_SLOTS
+
+    if not 1 <= slots <= MAX_SLOTS:
+        raise click.BadParameter(f"must be 1..{MAX_SLOTS} (processes per host), got {slots}", param_hint="--slots")
     if fmt in ("plain", "json") and slots != 1:
         raise click.BadParameter(f"the {fmt} order file has one entry per host; --slots applies to launcher formats",
                                  param_hint="--slots")

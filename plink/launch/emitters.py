@@ -77,8 +77,11 @@ def _hosts(hosts: Sequence) -> list:
     return out
 
 
+MAX_SLOTS = 4096  #: processes per host, far above any machine's cores, far below a file of gigabytes
+
+
 def check_slots(slots, n: int) -> list[int]:
-    """``slots`` as one positive integer per host (an int applies to all)."""
+    """``slots`` as one integer in ``1..MAX_SLOTS`` per host (an int applies to all)."""
     if not isinstance(slots, (int, float, str)) and hasattr(slots, "__len__"):
         per = [int(s) for s in slots]
         if len(per) != n:
@@ -90,6 +93,9 @@ def check_slots(slots, n: int) -> list[int]:
     bad = [s for s in per if s <= 0]
     if bad:
         raise PlinkError(f"slots must be >= 1 (processes per host), got {bad[0]}")
+    big = [s for s in per if s > MAX_SLOTS]
+    if big:
+        raise PlinkError(f"slots must be <= {MAX_SLOTS} (processes per host), got {big[0]}")
     return per
 
 

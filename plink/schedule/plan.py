@@ -141,6 +141,9 @@ def validate_plan(p: Plan) -> None:
 # inputs
 
 
+MAX_CHUNKS = 1 << 20  #: a schedule's chunks (its arrays grow with hosts x chunks)
+
+
 def chunk_buffer(size: int, chunk: int = DEFAULT_CHUNK) -> np.ndarray:
     """``(C, 2)`` array of ``(offset, length)`` tiling ``[0, size)``; the last chunk may be short."""
     if size <= 0:
@@ -149,6 +152,9 @@ def chunk_buffer(size: int, chunk: int = DEFAULT_CHUNK) -> np.ndarray:
         raise PlinkError(f"chunk size must be > 0 bytes, got {chunk}")
     if chunk > size:
         raise PlinkError(f"chunk size {chunk} B is larger than the buffer ({size} B)")
+    count = -(-size // chunk)
+    if count > MAX_CHUNKS:
+        raise PlinkError(f"{count} chunks of {chunk} B in a {size} B buffer: at most {MAX_CHUNKS} (take a larger chunk)")
     off = np.arange(0, size, chunk, dtype=np.int64)
     ln = np.minimum(chunk, size - off)
     return np.stack([off, ln], axis=1)
