@@ -273,6 +273,12 @@ def test_an_implausible_median_rtt_is_warned_about_as_a_unit_mixup(tmp_path):
     as_seconds = load_input(path, unit="s")
     assert any("median RTT is 120 s" in w and "check --unit" in w for w in as_seconds.warnings)
     assert not any("check --unit" in w for w in load_input(path, unit="ms").warnings)
+    as_us = load_input(path, unit="us")  # 120 us: plausible
+    assert not any("check --unit" in w for w in as_us.warnings)
+    np.savetxt(path, m / 1000, delimiter=",")  # seconds read as the default microseconds
+    fast = load_input(path)
+    assert [w for w in fast.warnings if "check --unit" in w] == [
+        f"{path}: the median RTT is 0.12 us with --unit us: no network is that fast; check --unit (ms, us or s?)"]
 
 
 def test_asymmetric_bandwidth_keeps_the_better_direction_for_structure(tmp_path):
@@ -289,3 +295,18 @@ def test_asymmetric_bandwidth_keeps_the_better_direction_for_structure(tmp_path)
     sym = tmp_path / "sym.csv"
     np.savetxt(sym, np.fmin(bw, bw.T), delimiter=",", fmt="%.1f")
     assert load_input(sym, kind="bandwidth", unit="Mbit/s").probe.latency_best is None
+
+
+def test_excel_csv_and_unit_spellings(tmp_path):
+    m = np.array([[0, 0.5, 0.25], [0.5, 0, 0.75], [0.25, 0.75, 0]])
+    path = tmp_path / "rtt.csv"
+    text = "\n".join(",".join(f"{x:g}" for x in row) for row in m) + "\n"
+    path.write_text("\ufeff" + text, encoding="utf-8")  # Excel's "CSV UTF-8" starts with a BOM
+    want = load_input(path, unit="ms").probe.latency
+    assert want[0, 1] == 500.0
+    for unit in ("\u00b5s", "\u03bcs", "US", "usec"):
+        assert load_input(path, unit=unit).probe.latency[0, 1] == 0.5
+    for unit in ("MS", "msec"):
+        assert np.array_equal(load_input(path, unit=unit).probe.latency, want)
+    with pytest.raises(Exception, match="'ms' is not a bandwidth unit .*pass --kind latency"):
+        load_input(path, unit="MS", kind="bandwidth")

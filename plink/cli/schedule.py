@@ -62,7 +62,8 @@ def render_schedule_summary(s: dict, console) -> None:
 @cli.command()
 @click.argument("probefile", type=click.Path(dir_okay=False))
 @click.option("--groups", "groups_file", type=click.Path(dir_okay=False),
-              help="Groups file from 'plink group' (default: cluster the latency matrix into sqrt(N) groups).")
+              help="Groups file from 'plink group' (default: the finest groups plink group finds; "
+                   "when it finds none, average linkage into sqrt(N) groups).")
 @click.option("--size", required=True, help="All-reduce buffer size (bytes, or KiB/MiB/GiB/KB/MB/GB).")
 @click.option("--chunk", default="64KiB", show_default=True, help="Chunk size.")
 @click.option("--capacity", type=click.Choice(["auto", "cardinality", "bandwidth"]), default="auto",

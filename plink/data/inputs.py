@@ -49,7 +49,10 @@ _BANDWIDTH_ALIASES = {
     "mbit/s": "Mbit/s", "kbps": "Kbit/s", "Kbps": "Kbit/s", "bps": "bit/s",
     "GBps": "GB/s", "MBps": "MB/s", "KBps": "KB/s", "Bps": "B/s", "GiB/s": "GB/s",
 }
-UNITS = tuple(LATENCY_UNITS) + tuple(BANDWIDTH_UNITS) + tuple(_BANDWIDTH_ALIASES)
+#: other spellings of the latency units (the micro sign and the Greek mu, upper case, "msec")
+_LATENCY_ALIASES = {"\u00b5s": "us", "\u03bcs": "us", "US": "us", "MS": "ms", "NS": "ns", "S": "s",
+                    "usec": "us", "msec": "ms", "nsec": "ns", "sec": "s"}
+UNITS = tuple(LATENCY_UNITS) + tuple(BANDWIDTH_UNITS) + tuple(_BANDWIDTH_ALIASES) + tuple(_LATENCY_ALIASES)
 KINDS = ("latency", "bandwidth")
 
 #: Largest matrix side read (a 20000 x 20000 float64 matrix is 3.2 GB).
@@ -58,6 +61,8 @@ MAX_HOSTS = 20000
 MAX_LATENCY_US = 86400e6
 #: a median RTT above this (10 s) is warned about as a likely unit mix-up (PlanetLab's slowest pairs are ~0.5 s)
 PLAUSIBLE_RTT_US = 10e6
+#: a median RTT below this (1 us) too: no network is that fast (RDMA within a rack takes ~2 us)
+FASTEST_RTT_US = 1.0
 MAX_BANDWIDTH_GBPS = 1e6
 #: Names in the host column of a CSV table, in order of preference.
 _NAME_COLUMNS = ("name", "host", "hostname", "node", "address", "region", "ip")
@@ -68,7 +73,7 @@ def _norm_unit(unit: str | None, kind: str) -> str:
         raise ProbeFileError(f"unknown matrix kind {kind!r} (use latency or bandwidth)")
     if unit is None:
         return "us" if kind == "latency" else "Gbit/s"
-    unit = _BANDWIDTH_ALIASES.get(unit, unit)
+    unit = _BANDWIDTH_ALIASES.get(unit, _LATENCY_ALIASES.get(unit, unit))
     if kind == "latency" and unit not in LATENCY_UNITS:
         hint = " (a bandwidth unit: pass --kind bandwidth)" if unit in BANDWIDTH_UNITS else ""
         raise ProbeFileError(f"{unit!r} is not a latency unit (use {', '.join(LATENCY_UNITS)}){hint}")
@@ -370,7 +375,7 @@ def load_input(
             raise ProbeFileError(f"{path}: --hosts names the hosts of a plain matrix; a probe file names its own")
         probe = load_json(p, notes=out.notes)
         if bandwidth is not None:
-            bw = _load_bandwidth(bandwidth, bandwidth_unit, probe.names, out.notes)
+            bw = _load_bandwidth(bandwidth, bandwidth_unit, probe.names, out)
             probe = ProbeData(hosts=probe.hosts, latency=probe.latency, latency_median=probe.latency_median,
                               latency_p90=probe.latency_p90, bandwidth=bw, meta=probe.meta, truth=probe.truth,
                               latency_best=probe.latency_best, uplinks=probe.uplinks)
@@ -404,6 +409,9 @@ def load_input(
         if off.size and np.median(off) > PLAUSIBLE_RTT_US:
             out.warnings.append(f"{path}: the median RTT is {np.median(off) / 1e6:.3g} s with --unit {unit}: "
                                 "no network takes that long; check --unit (ms, us or s?)")
+        elif off.size and 0 < np.median(off) < FASTEST_RTT_US:
+            out.warnings.append(f"{path}: the median RTT is {np.median(off):.3g} us with --unit {unit}: "
+                                "no network is that fast; check --unit (ms, us or s?)")
     asym = count_asymmetric(m)
     if asym:
         rule = "the larger latency" if kind == "latency" else "the smaller bandwidth"
@@ -422,7 +430,7 @@ def load_input(
     else:
         lat = m
         if bandwidth is not None:
-            bw = _load_bandwidth(bandwidth, bandwidth_unit, names, out.notes)
+            bw = _load_bandwidth(bandwidth, bandwidth_unit, names, out)
     np.fill_diagonal(lat, 0.0)
     try:
         out.probe = ProbeData(hosts=[Host(nm) for nm in names], latency=lat, bandwidth=bw, meta=meta,
@@ -432,7 +440,9 @@ def load_input(
     return out
 
 
-def _load_bandwidth(path, unit, names, notes) -> np.ndarray:
+def _load_bandwidth(path, unit, names, out: Loaded) -> np.ndarray:
+    """The ``--bandwidth-matrix`` beside a latency matrix (its notes and warnings go to ``out``)."""
+    notes = out.notes
     unit = _norm_unit(unit, "bandwidth")
     raw, file_names = _read_raw(Path(path))
     if raw.shape[0] != len(names):
@@ -441,7 +451,7 @@ def _load_bandwidth(path, unit, names, notes) -> np.ndarray:
         raise ProbeFileError(f"{path}: the bandwidth matrix names other hosts (or another order) than the latency matrix")
     warn = kind_warning(raw, "bandwidth", str(path))
     if warn:
-        notes.append("warning: " + warn)
+        out.warnings.append(warn)
     m = prepare_matrix(raw, names, kind="bandwidth", unit=unit, source=str(path), notes=notes)
     asym = count_asymmetric(m)
     if asym:

@@ -577,6 +577,7 @@ _MAX_ROWS = 20001
 def csv_rows(text: str, path, what: str) -> tuple[list[str], list[list[str]]]:
     """The non-blank, non-comment lines of a CSV/TSV ``text`` and their cells (tab-separated when
     the first line has a tab); ProbeFileError naming ``path`` and ``what`` when there is nothing."""
+    text = text.removeprefix("\ufeff")  # the byte-order mark of Excel's "CSV UTF-8"
     lines = [ln for ln in text.splitlines() if ln.strip() and not ln.lstrip().startswith("#")]
     if not lines:
         raise ProbeFileError(f"{path}: empty {what} file")
