@@ -39,6 +39,11 @@ def _save(fig, path: str | os.PathLike) -> None:
     write_bytes(path, buf.getvalue())
 
 
+def _what(probe) -> str:
+    """What the latency matrix holds: RTT, or the inverse of a bandwidth matrix read with --kind bandwidth."""
+    return "1 / bandwidth (µs per byte)" if probe.meta.get("kind") == "bandwidth" else "RTT (µs)"
+
+
 def plot_heatmap(probe, order: np.ndarray, path, *, labels: np.ndarray | None = None, title: str = "") -> None:
     """The latency matrix with rows and columns in ``order``; lines between groups when ``labels`` is given."""
     plt = _pyplot()
@@ -46,7 +51,7 @@ def plot_heatmap(probe, order: np.ndarray, path, *, labels: np.ndarray | None = 
     fig, ax = plt.subplots(figsize=(7, 6))
     masked = np.ma.masked_invalid(m)
     im = ax.imshow(masked, cmap="viridis", interpolation="nearest")
-    fig.colorbar(im, ax=ax, label="RTT (us)")
+    fig.colorbar(im, ax=ax, label=_what(probe))
     if labels is not None:
         ordered = labels[order]
         cuts = np.flatnonzero(ordered[1:] != ordered[:-1]) + 0.5
@@ -105,8 +110,8 @@ def plot_heatmaps_before_after(probe, order: Sequence[int], path, *, labels: Seq
         ax.set_title(name)
         ax.set_xlabel(axis)
         ax.set_ylabel(axis)
-    fig.colorbar(im, ax=axes, shrink=0.85, label="RTT (µs)")
-    fig.suptitle(title or f"{n} hosts: pairwise RTT before and after reordering")
+    fig.colorbar(im, ax=axes, shrink=0.85, label=_what(probe))
+    fig.suptitle(title or f"{n} hosts: pairwise {_what(probe).split(' (')[0]} before and after reordering")
     _save(fig, path)
     plt.close(fig)
 
@@ -148,7 +153,7 @@ def plot_hierarchy(probe, groups, path, *, title: str = "") -> None:
     hi = float(np.percentile(finite, 98)) if finite.size else None  # outliers would flatten the colour scale
     im = ax1.imshow(m, cmap="viridis", interpolation="nearest", vmax=hi)
     ax1.set_yticks([])
-    fig.colorbar(im, ax=ax1, label="RTT (us; top 2% clipped)", fraction=0.046)
+    fig.colorbar(im, ax=ax1, label=f"{_what(probe)[:-1]}; top 2% clipped)", fraction=0.046)
     for lev, colour, lw in ((0, "white", 0.5), (1, "red", 1.0)):
         if lev < len(levels):
             o = levels[lev][order]

@@ -1,5 +1,7 @@
 """BalancedGrouper, BalancedRandom, constrained assignment, group_hosts."""
 
+import json
+
 import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
@@ -289,6 +291,13 @@ def test_cli_group_bad_matrices(tmp_path, capsys):
     for method in ("balanced", "hierarchy"):
         code, _, err = _run(["group", str(_csv(tmp_path, sparse, "sparse.csv")), "--method", method], capsys)
         assert code == 1 and "mostly missing" in err and err.count("\n") == 1
+    # plink show still summarises it, with the reason there is no structure as a note
+    code, out, err = _run(["show", str(tmp_path / "sparse.csv"), "--json"], capsys)
+    assert code == 0, err
+    doc = json.loads(out)
+    assert doc["structure_note"].startswith("no structure inferred: the matrix is mostly missing (36% of pairs measured)")
+    code, out, err = _run(["show", str(tmp_path / "sparse.csv")], capsys)
+    assert code == 0 and "plink: note: no structure inferred: the matrix is mostly missing" in err
 
     n = 8
     lonely = np.ones((n, n)) * 10

@@ -32,3 +32,13 @@ def test_before_after_png_and_a_foreign_order(tmp_path):
     assert proc.returncode == 1 and "another host list" in proc.stderr and len(proc.stderr.splitlines()) == 1
     proc = run("show", str(p), "--order", str(order))  # --order without --plot
     assert proc.returncode == 2 and "--order" in proc.stderr
+
+
+def test_a_bandwidth_matrix_is_not_labelled_rtt(tmp_path):
+    from plink.data.inputs import load_input
+    from plink.plots import _what
+
+    path = tmp_path / "bw.csv"
+    np.savetxt(path, np.array([[0, 10, 1], [10, 0, 1], [1, 1, 0]]) * 1.0, delimiter=",")
+    assert _what(load_input(path, kind="bandwidth", unit="Gbit/s").probe) == "1 / bandwidth (µs per byte)"
+    assert _what(load_input(path, unit="us").probe) == "RTT (µs)"

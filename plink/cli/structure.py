@@ -216,11 +216,18 @@ def show(probefile, groups_file, plot, orderfile, as_json, no_structure, load_in
 
         groups = load_groups(groups_file)
         groups.aligned_to(probe.names)  # same hosts, or a one-line error
-    elif not no_structure and probe.n >= 2:
+    no_groups = None
+    if not groups_file and not no_structure and probe.n >= 2:
+        from plink.errors import PlinkError
         from plink.structure.hierarchy import infer_groups
 
-        groups = infer_groups(probe)
+        try:
+            groups = infer_groups(probe)
+        except PlinkError as exc:  # too sparse for structure: the summary still helps
+            no_groups = f"no structure inferred: {exc}"
     summary = summarize(probe, groups)
+    if no_groups:
+        summary["structure_note"] = no_groups
     if groups is not None and groups.levels is not None:
         summary["levels"] = [int(lv.max()) + 1 for lv in groups.levels]
     if groups is not None and groups.confidence is not None:
@@ -249,5 +256,7 @@ def show(probefile, groups_file, plot, orderfile, as_json, no_structure, load_in
     render_show(summary, _stdout_console())
     if groups is not None:
         render_structure(groups, _stdout_console())
+    if no_groups:
+        click.echo(f"plink: note: {no_groups}", err=True)
     if plot:
         click.echo(f"wrote {plot}", err=True)
