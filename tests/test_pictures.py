@@ -36,6 +36,8 @@ def test_before_after_png_and_a_foreign_order(tmp_path):
 
 def test_a_bandwidth_matrix_is_not_labelled_rtt(tmp_path):
     from plink.data.inputs import load_input
+    import numpy as np
+
     from plink.plots import _what
 
     path = tmp_path / "bw.csv"
