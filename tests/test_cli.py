@@ -94,7 +94,8 @@ def test_help_shows_examples():
         (["order", "{tmp}"], 2, "is a directory"),
         (["simulate", "--racks", "0"], 1, "racks must be a positive integer"),
         (["simulate", "--missing", "1.5"], 1, "missing-frac must be between 0 and 1"),
-        (["simulate", "-o", "{tmp}/no/such/dir.json"], 1, "does not exist"),
+        (["simulate", "-o", "{tmp}/no/such/dir.json"], 2, "no/such/dir.json: directory "),
+        (["order", "{dc}", "-o", "{tmp}/no/x.txt"], 2, "no/x.txt: directory "),
     ],
 )
 def test_bad_input_is_one_line(dc, tmp_path, args, code, fragment):

@@ -13,8 +13,16 @@ EXIT_USAGE = 2
 
 
 def stdout_if_dash(ctx, param, value):
-    """Click callback of ``-o``: ``-o -`` means stdout, as no ``-o`` does."""
-    return None if value == "-" else value
+    """Click callback of ``-o``: ``-o -`` means stdout, as no ``-o`` does.  A file in a directory
+    that does not exist is a usage error at once, not after the work (a search of minutes)."""
+    if value is None or value == "-":
+        return None
+    import os
+
+    directory = os.path.dirname(os.path.abspath(value))
+    if not os.path.isdir(directory):
+        raise click.BadParameter(f"cannot write {value}: directory {directory} does not exist")
+    return value
 
 
 def _load_probe(path: str, hosts: str | None = None, unit: str | None = None, kind: str = "latency",
