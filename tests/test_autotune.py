@@ -136,3 +136,15 @@ def test_retune_cli(tmp_path, setup, capsys):
         main(["retune", str(tmp_path / "s.json"), str(tmp_path / "bad.json"), "-o", str(tmp_path / "x.json")])
     _, err = capsys.readouterr()
     assert exc.value.code == 1 and "unknown host 'stranger'" in err and len(err.strip().splitlines()) == 1
+
+
+def test_finetune_refuses_weights_that_are_not_numbers(setup):
+    plan, stats = setup[0], setup[1]
+    for kw, msg in (({"beta": float("nan")}, "beta must be a finite weight >= 0, got nan"),
+                    ({"gamma": -1.0}, "gamma must be a finite weight >= 0, got -1.0"),
+                    ({"beta": float("inf")}, "beta must be a finite weight >= 0, got inf"),
+                    ({"epsilon": float("nan")}, "epsilon must be >= 1, got nan")):
+        with pytest.raises(PlinkError) as e:
+            finetune(plan, stats, **kw)
+        assert str(e.value) == msg
+    assert finetune(plan, stats, beta=0.0, gamma=0.0).ratio == 1.0  # zero weights: no blame, no move

@@ -210,8 +210,11 @@ class FinetuneResult:
 def finetune(plan: Plan, stats: LinkStats, state: dict | None = None, *, beta: float = 1.0,
              gamma: float = 1.0, epsilon: float = 1.1) -> FinetuneResult:
     """One Finetune step (module docstring); ``state`` is the previous step's ``result.state``."""
-    if epsilon < 1:
+    if not epsilon >= 1:
         raise PlinkError(f"epsilon must be >= 1, got {epsilon}")
+    for name, w in (("beta", beta), ("gamma", gamma)):
+        if not 0 <= w < np.inf:
+            raise PlinkError(f"{name} must be a finite weight >= 0, got {w}")
     if list(stats.hosts) != list(plan.hosts):
         raise PlinkError("stats and schedule have different hosts")
     b = blame(stats, beta, gamma)
