@@ -98,7 +98,7 @@ def render_structure(groups, console) -> None:
 @click.option("--seed", default=0, show_default=True, type=int)
 @click.option("--plot", type=click.Path(dir_okay=False), help="Write a picture of the groups (needs matplotlib).")
 @click.option("-o", "--output", type=click.Path(dir_okay=False, allow_dash=True), callback=stdout_if_dash, help="Groups file to write (default: stdout).")
-@click.option("--json", "as_json", is_flag=True, help="Print the metrics as JSON on stdout.")
+@click.option("--json", "as_json", is_flag=True, help="With -o: print the metrics as JSON on stdout (without -o, stdout is the groups file, metrics included).")
 @matrix_input_options()
 def group(probefile, n_groups, method, max_levels, elasticity, alpha, dims, no_heights, seed, plot, output,
           as_json, load_input) -> None:
