@@ -127,3 +127,10 @@ def test_debug_flag_after_the_subcommand_is_the_global_flag(tmp_path):
     assert r.returncode != 0
     assert "No such option" not in r.stderr and "NoSuchOption" not in r.stderr
     assert "missing.json" in r.stderr  # the real error, with its traceback (--debug)
+
+
+def test_bare_plink_prints_its_help_not_an_error_line():
+    p = run()
+    assert p.returncode == 2 and p.stdout == ""
+    assert p.stderr.startswith("Usage: plink [OPTIONS] COMMAND [ARGS]...\n") and "error:" not in p.stderr
+    assert "  order " in p.stderr and "  probe " in p.stderr  # the commands are listed

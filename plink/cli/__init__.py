@@ -46,6 +46,9 @@ def main(argv: list[str] | None = None) -> None:
     except click.UsageError as exc:
         if debug:
             raise
+        if type(exc).__name__ == "NoArgsIsHelpError" and exc.ctx is not None:  # a bare `plink`: its help
+            click.echo(exc.ctx.get_help(), err=True)
+            sys.exit(EXIT_USAGE)
         cmd = exc.ctx.command_path if exc.ctx is not None else "plink"
         msg = " ".join(exc.format_message().split())
         click.echo(f"{cmd}: error: {msg} (see '{cmd} --help')", err=True)
