@@ -19,7 +19,8 @@ Cases:
   hosts, outliers, asymmetric and missing pairs; their shapes and noise levels
   are drawn from ``--seed`` (true labels: racks);
 * ``ec2-p4d-{8,16,32,64}`` and ``ec2-p4d-7sep`` (RDMA read latency, directed;
-  labels: the two spines) and ``archer-192`` (latency = 1 / MPI bandwidth;
+  labels: the two spines) and ``archer-192`` (1 / MPI bandwidth, read as
+  ``plink group FILE --kind bandwidth --unit MB/s`` reads it;
   labels: the 8 nodes x 2 sockets of ``labels_192.csv``, its finest level; the
   nodes are scored as the next level up), read from ``/work/shared/data`` (``--data``) only when
   present (no licence: never copied into the repository).
@@ -101,6 +102,14 @@ def _read_labels(path: str, col: int = 1) -> np.ndarray:
     return np.unique([r[col] for r in rows], return_inverse=True)[1]
 
 
+def _as_loaded(path: str, **kw) -> np.ndarray:
+    """The matrix structure inference gets from ``plink group PATH`` with these input options."""
+    from plink.data.inputs import load_input
+
+    probe = load_input(path, **kw).probe
+    return probe.latency if probe.latency_best is None else probe.latency_best
+
+
 def real_cases(data: str) -> list[dict]:
     cases = []
     ec2 = os.path.join(data, "ec2_p4d_rdma_latency_groundtruth")
@@ -115,10 +124,9 @@ def real_cases(data: str) -> list[dict]:
                           truth=_read_labels(os.path.join(ec2, "labels_7_separate_run.csv"))))
     archer = os.path.join(data, "archer_mpi_bandwidth_192")
     if os.path.isdir(archer):
-        bw = _read_matrix(os.path.join(archer, "mpi_send_bandwidth_MBps_192.csv"))
-        with np.errstate(divide="ignore"):
-            lat = np.where(bw > 0, 1.0 / bw, np.nan)
-        np.fill_diagonal(lat, 0.0)
+        # read as a user types it (plink group FILE --kind bandwidth --unit MB/s): the loader's
+        # distance 1/bandwidth, the faster direction of each pair (what plink group reads)
+        lat = _as_loaded(os.path.join(archer, "mpi_send_bandwidth_MBps_192.csv"), kind="bandwidth", unit="MB/s")
         with open(os.path.join(archer, "labels_192.csv")) as f:
             rows = list(csv.reader(f))[1:]
         node = np.array([int(r[1]) for r in rows])
