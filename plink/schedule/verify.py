@@ -96,9 +96,31 @@ def verify(dag: Dag, max_errors: int = 20) -> VerifyReport:
         if len(errs) < max_errors:
             errs.append(msg)
 
+    recvs = _match_messages(dag, err)
+    run = _execute(dag, recvs, err)
+    if len(run.order) < m:
+        stuck = [a for a in range(m) if run.indeg[a] > 0]
+        desc = ", ".join(f"{a} ({dag.op[a]} at node {dag.node[a]}, chunk {dag.chunk[a]})" for a in stuck[:3])
+        err(f"deadlock: {len(stuck)} actions can never run, e.g. {desc}")
+    else:
+        for node in range(n):
+            for ch in range(nchunks):
+                got = run.delivered.get(node * nchunks + ch, 0)
+                if got != 1:
+                    err(f"node {node} delivers chunk {ch} {got} times (must be exactly once)")
+        _race_check(dag, run.order, err)
+
+    report = VerifyReport(not errs, errs, m, n_messages=len(run.msg_src), levels=run.level)
+    if run.msg_src:
+        _add_traffic(report, dag, run)
+    return report
+
+
+def _match_messages(dag: Dag, err) -> dict[tuple[int, int, int], int]:
+    """Every send has exactly one matching receive and back (keys ``(from, to, chunk)``); the receives."""
     sends: dict[tuple[int, int, int], int] = {}
     recvs: dict[tuple[int, int, int], int] = {}
-    for a in range(m):
+    for a in range(len(dag)):
         op = dag.op[a]
         if op == "send":
             for p in dag.peers[a]:
@@ -118,7 +140,30 @@ def verify(dag: Dag, max_errors: int = 20) -> VerifyReport:
     for key, a in recvs.items():
         if key not in sends:
             err(f"ReceiveFrom without a matching SendTo: node {key[1]} <- node {key[0]}, chunk {key[2]} (action {a})")
+    return recvs
 
+
+@dataclass
+class _Execution:
+    """What running a DAG symbolically left: the actions in the order they ran, each action's
+    round, the dependencies still unmet (a deadlock), deliveries per (node, chunk) key, and
+    every message (source, destination, bytes, round)."""
+
+    order: list[int]
+    level: list[int]
+    indeg: list[int]
+    delivered: dict[int, int]
+    msg_src: list[int] = field(default_factory=list)
+    msg_dst: list[int] = field(default_factory=list)
+    msg_len: list[int] = field(default_factory=list)
+    msg_round: list[int] = field(default_factory=list)
+
+
+def _execute(dag: Dag, recvs: dict[tuple[int, int, int], int], err) -> _Execution:
+    """Run ``dag`` on contribution bitmasks (bit ``i``: node ``i``'s value), in dependency order;
+    a receive waits for its dependencies and its peers' sends.  Reports double counting, fetches
+    twice and deliveries without every contribution through ``err``."""
+    n, nchunks, m = dag.n, len(dag.chunks), len(dag)
     indeg = [len(d) for d in dag.deps]
     children: list[list[int]] = [[] for _ in range(m)]
     for a, ds in enumerate(dag.deps):
@@ -129,22 +174,16 @@ def verify(dag: Dag, max_errors: int = 20) -> VerifyReport:
     full = (1 << n) - 1
     buf: dict[int, int] = {}
     fetched: set[int] = set()
-    delivered: dict[int, int] = {}
-    level = [0] * m
+    run = _Execution(order=[], level=[0] * m, indeg=indeg, delivered={})
     msg: dict[tuple[int, int, int], tuple[int, int]] = {}
-    msg_src: list[int] = []
-    msg_dst: list[int] = []
-    msg_len: list[int] = []
-    msg_round: list[int] = []
     lengths = [int(x) for x in np.asarray(dag.chunks)[:, 1]]
     ready = deque(a for a in range(m) if indeg[a] == 0)
-    order: list[int] = []
     while ready:
         a = ready.popleft()
-        order.append(a)
+        run.order.append(a)
         node, ch, op = dag.node[a], dag.chunk[a], dag.op[a]
         key = node * nchunks + ch
-        lvl = max((level[d] for d in dag.deps[a]), default=0)
+        lvl = max((run.level[d] for d in dag.deps[a]), default=0)
         cur = buf.get(key, 0)
         if op == "fetch":
             # A node's own bit for a chunk is set only here, so before its first fetch no message can
@@ -156,10 +195,10 @@ def verify(dag: Dag, max_errors: int = 20) -> VerifyReport:
         elif op == "send":
             for p in dag.peers[a]:
                 msg[(node, p, ch)] = (cur, lvl + 1)
-                msg_src.append(node)
-                msg_dst.append(p)
-                msg_len.append(lengths[ch])
-                msg_round.append(lvl + 1)
+                run.msg_src.append(node)
+                run.msg_dst.append(p)
+                run.msg_len.append(lengths[ch])
+                run.msg_round.append(lvl + 1)
                 r = recvs.get((node, p, ch))
                 if r is not None:
                     indeg[r] -= 1
@@ -180,40 +219,30 @@ def verify(dag: Dag, max_errors: int = 20) -> VerifyReport:
                     cur |= bits
             buf[key] = cur
         else:  # deliver
-            delivered[key] = delivered.get(key, 0) + 1
+            run.delivered[key] = run.delivered.get(key, 0) + 1
             if cur != full:
                 missing = [i for i in range(n) if not cur >> i & 1][:5]
                 err(f"node {node} delivers chunk {ch} without the contributions of nodes {missing}")
-        level[a] = lvl
+        run.level[a] = lvl
         for b in children[a]:
             indeg[b] -= 1
             if indeg[b] == 0:
                 ready.append(b)
-    if len(order) < m:
-        stuck = [a for a in range(m) if indeg[a] > 0]
-        desc = ", ".join(f"{a} ({dag.op[a]} at node {dag.node[a]}, chunk {dag.chunk[a]})" for a in stuck[:3])
-        err(f"deadlock: {len(stuck)} actions can never run, e.g. {desc}")
-    else:
-        for node in range(n):
-            for ch in range(nchunks):
-                got = delivered.get(node * nchunks + ch, 0)
-                if got != 1:
-                    err(f"node {node} delivers chunk {ch} {got} times (must be exactly once)")
-        _race_check(dag, order, err)
+    return run
 
-    report = VerifyReport(not errs, errs, m, n_messages=len(msg_src), levels=level)
-    if msg_src:
-        src = np.array(msg_src, dtype=np.int64)
-        dst = np.array(msg_dst, dtype=np.int64)
-        ln = np.array(msg_len, dtype=np.int64)
-        rnd = np.array(msg_round, dtype=np.int64)
-        labels = np.asarray(dag.labels)
-        report.rounds = int(rnd.max())
-        report.bytes_total = int(ln.sum())
-        report.bytes_cross = int(ln[labels[src] != labels[dst]].sum())
-        report.traffic = [Traffic(src[rnd == r], dst[rnd == r], ln[rnd == r].astype(float))
-                          for r in range(1, report.rounds + 1)]
-    return report
+
+def _add_traffic(report: VerifyReport, dag: Dag, run: _Execution) -> None:
+    """The report's rounds, bytes (all, and across groups) and per-round traffic, from the messages."""
+    src = np.array(run.msg_src, dtype=np.int64)
+    dst = np.array(run.msg_dst, dtype=np.int64)
+    ln = np.array(run.msg_len, dtype=np.int64)
+    rnd = np.array(run.msg_round, dtype=np.int64)
+    labels = np.asarray(dag.labels)
+    report.rounds = int(rnd.max())
+    report.bytes_total = int(ln.sum())
+    report.bytes_cross = int(ln[labels[src] != labels[dst]].sum())
+    report.traffic = [Traffic(src[rnd == r], dst[rnd == r], ln[rnd == r].astype(float))
+                      for r in range(1, report.rounds + 1)]
 
 
 def _race_check(dag: Dag, order: list[int], err) -> None:
