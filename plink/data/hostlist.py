@@ -314,7 +314,9 @@ def parse_hostlist(text: str, source: str = "<hosts>", fmt: str = "auto",
         except _LineError as exc:
             shown = raw.strip()
             shown = shown if len(shown) <= 80 else shown[:60] + f"... ({len(shown)} characters)"
-            raise PlinkError(f"{source}:{lineno}: {exc}: {shown!r}") from None
+            msg = f"{source}:{lineno}: {exc}"
+            # then the line, unless the message quotes all of it already
+            raise PlinkError(msg if repr(shown) in msg else f"{msg}: {shown!r}") from None
         if len(entries) + len(parsed) > cap:
             raise PlinkError(f"{source}:{lineno}: more than {cap} hosts (raise the cap with --max-hosts)")
         for e in parsed:
