@@ -93,7 +93,7 @@ def test_help_shows_examples():
         (["order", "{tmp}/m.csv"], 1, "not square"),
         (["order", "{tmp}"], 2, "is a directory"),
         (["simulate", "--racks", "0"], 1, "racks must be a positive integer"),
-        (["simulate", "--missing", "1.5"], 1, "missing-frac must be between 0 and 1"),
+        (["simulate", "--missing", "1.5"], 1, "--missing (missing_frac) must be between 0 and 1, got 1.5"),
         (["simulate", "-o", "{tmp}/no/such/dir.json"], 2, "no/such/dir.json: directory "),
         (["order", "{dc}", "-o", "{tmp}/no/x.txt"], 2, "no/x.txt: directory "),
     ],

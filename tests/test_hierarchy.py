@@ -218,3 +218,9 @@ def test_structure_reads_the_better_direction_of_asymmetric_input():
     g = infer_groups(probe)
     assert ami(rack, g.labels) == 1.0
     assert ami(rack, HierarchicalGrouper().fit_predict(probe)) == 1.0
+
+
+def test_levels_message_names_the_flag():
+    with pytest.raises(PlinkError) as e:
+        HierarchicalGrouper(max_levels=0).fit(np.ones((4, 4)) - np.eye(4))
+    assert str(e.value) == "--levels (max_levels) must be a positive integer, got 0"

@@ -144,12 +144,13 @@ def _check_params(racks, hosts_per_rack, rows, clusters, dcs, lat_levels, *, hei
                     "tenant-us": tenant_us, "noisy-factor": noisy_factor}.items():
         if not np.isfinite(v) or v < 0:
             raise PlinkError(f"{name} must be >= 0, got {v}")
-    for name, v in {"outlier-frac": outlier_frac, "asymmetry": asymmetry, "missing-frac": missing_frac,
+    # named as the CLI flag and, where it differs, the keyword
+    for name, v in {"--outliers (outlier_frac)": outlier_frac, "asymmetry": asymmetry, "--missing (missing_frac)": missing_frac,
                     "noisy-hosts": noisy_hosts}.items():
         if not 0.0 <= v <= 1.0:
             raise PlinkError(f"{name} must be between 0 and 1, got {v}")
     if missing_frac >= 1.0:
-        raise PlinkError("missing-frac must be < 1 (some pairs must be measured)")
+        raise PlinkError("--missing (missing_frac) must be < 1 (some pairs must be measured)")
     if noisy_hosts > 0 and tenant_us <= 0:
         raise PlinkError("noisy-hosts needs tenant-us > 0 (the noise the noisy hosts have more of)")
     if any((not np.isfinite(v)) or v <= 0 for v in lat_levels):

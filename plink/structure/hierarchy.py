@@ -641,7 +641,7 @@ def infer_hierarchy(latency: np.ndarray, *, max_levels: int = 3, random_state=No
     See the module docstring for the method.
     """
     if not isinstance(max_levels, (int, np.integer)) or isinstance(max_levels, bool) or max_levels < 1:
-        raise PlinkError(f"max_levels must be a positive integer, got {max_levels!r}")
+        raise PlinkError(f"--levels (max_levels) must be a positive integer, got {max_levels!r}")
     d = check_latency(latency)
     n = d.shape[0]
     if n < 4:
@@ -698,7 +698,7 @@ class HierarchicalGrouper:
             raise PlinkError(f"n_groups must be 'auto' or a positive integer, got {k!r}")
         if not isinstance(self.max_levels, (int, np.integer)) or isinstance(self.max_levels, bool) \
                 or self.max_levels < 1:
-            raise PlinkError(f"max_levels must be a positive integer, got {self.max_levels!r}")
+            raise PlinkError(f"--levels (max_levels) must be a positive integer, got {self.max_levels!r}")
         d = check_latency(_as_matrix(X))
         n = d.shape[0]
         if k != "auto" and k > n:
