@@ -310,3 +310,14 @@ def test_excel_csv_and_unit_spellings(tmp_path):
         assert np.array_equal(load_input(path, unit=unit).probe.latency, want)
     with pytest.raises(Exception, match="'ms' is not a bandwidth unit .*pass --kind latency"):
         load_input(path, unit="MS", kind="bandwidth")
+
+
+def test_semicolon_separated_csv(tmp_path):
+    path = tmp_path / "rtt.csv"
+    path.write_text(";a;b;c\na;0;0.5;0.25\nb;0.5;0;0.75\nc;0.25;0.75;0\n")  # a spreadsheet in a ';' locale
+    p = load_input(path, unit="ms").probe
+    assert p.names == ["a", "b", "c"] and p.latency[1, 2] == 750.0
+    tsv = tmp_path / "rtt.tsv"
+    tsv.write_text("0\t1;5\n1;5\t0\n")  # tabs first: a ';' inside a cell stays a cell's text
+    with pytest.raises(Exception, match="not a number"):
+        load_input(tsv)

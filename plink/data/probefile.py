@@ -576,14 +576,17 @@ _MAX_ROWS = 20001
 
 def csv_rows(text: str, path, what: str) -> tuple[list[str], list[list[str]]]:
     """The non-blank, non-comment lines of a CSV/TSV ``text`` and their cells (tab-separated when
-    the first line has a tab); ProbeFileError naming ``path`` and ``what`` when there is nothing."""
+    the first line has a tab, semicolon-separated when it has semicolons and no comma, as
+    spreadsheets write CSV in many locales); ProbeFileError naming ``path`` and ``what`` when
+    there is nothing."""
     text = text.removeprefix("\ufeff")  # the byte-order mark of Excel's "CSV UTF-8"
     lines = [ln for ln in text.splitlines() if ln.strip() and not ln.lstrip().startswith("#")]
     if not lines:
         raise ProbeFileError(f"{path}: empty {what} file")
-    dialect = "excel-tab" if "\t" in lines[0] else "excel"
+    first = lines[0]
+    sep = "\t" if "\t" in first else ";" if ";" in first and "," not in first else ","
     try:
-        rows = list(csv.reader(io.StringIO("\n".join(lines)), dialect=dialect))
+        rows = list(csv.reader(io.StringIO("\n".join(lines)), dialect="excel", delimiter=sep))
     except csv.Error as exc:
         raise ProbeFileError(f"{path}: not a readable CSV {what}: {exc}") from None
     return lines, rows
