@@ -486,3 +486,17 @@ def test_the_better_direction_is_checked_like_the_others():
         with pytest.raises(ProbeFileError) as e:
             ProbeData(hosts=hosts, latency=np.zeros((2, 2)), bandwidth=bw, latency_best=np.array(best))
         assert str(e.value) == msg
+
+
+def test_csv_rows_separators_and_byte_order_mark():
+    from plink.data.probefile import csv_rows
+
+    def cells(text):
+        return csv_rows(text, "f.csv", "matrix")[1]
+
+    assert cells("\ufeffa,b\n1,2\n") == [["a", "b"], ["1", "2"]]  # Excel's "CSV UTF-8"
+    assert cells("a;b\n1;2\n") == [["a", "b"], ["1", "2"]]  # a ';' locale
+    assert cells("a;b,c\n1;2,3\n") == [["a;b", "c"], ["1;2", "3"]]  # with a comma, commas separate
+    assert cells("a\tb;c\n") == [["a", "b;c"]]  # tabs first
+    assert cells("x\n1,2\n") == [["x"], ["1", "2"]]  # nothing on the first line to go by: commas
+    assert cells('"a;b",c\n') == [["a;b", "c"]]  # quoted as Excel quotes
