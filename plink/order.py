@@ -14,7 +14,6 @@ priced with missing pairs at their best plausible value, and given as a range
 
 from __future__ import annotations
 
-import math
 import time
 from dataclasses import asdict, dataclass, field
 from typing import Any
@@ -260,6 +259,9 @@ def order_hosts(
     )
 
 
+MAX_SECONDS = 7 * 86400.0  #: the longest search asked for: a week (a larger number is a typo, and inf never ends)
+
+
 def _check_args(probe: ProbeData, algo: str, *, model, time_limit, smt_time, size, n_random, jobs, max_iter,
                 nic_gbps, labels, base) -> None:
     """Raise :class:`PlinkError` for the first argument of :func:`order_hosts` that cannot be searched with."""
@@ -269,10 +271,10 @@ def _check_args(probe: ProbeData, algo: str, *, model, time_limit, smt_time, siz
     if algo not in known:
         extra = " (bintree: --model shared only)" if algo in SHARED_ALGORITHMS else ""
         raise PlinkError(f"unknown algorithm {algo!r} for the {model} model (choose from {', '.join(known)}){extra}")
-    if not (0 < time_limit < math.inf):
-        raise PlinkError(f"time limit must be a finite number of seconds > 0, got {time_limit}")
-    if not (0 <= smt_time < math.inf):
-        raise PlinkError(f"--smt-time must be a finite number of seconds >= 0, got {smt_time}")
+    if not (0 < time_limit <= MAX_SECONDS):
+        raise PlinkError(f"time limit must be > 0 and at most {MAX_SECONDS:g} seconds (a week), got {time_limit}")
+    if not (0 <= smt_time <= MAX_SECONDS):
+        raise PlinkError(f"--smt-time must be >= 0 and at most {MAX_SECONDS:g} seconds (a week), got {smt_time}")
     if size < 0:
         raise PlinkError(f"size must be >= 0 bytes, got {size}")
     if n_random < 1:

@@ -140,11 +140,14 @@ def test_retune_cli(tmp_path, setup, capsys):
 
 def test_finetune_refuses_weights_that_are_not_numbers(setup):
     plan, stats = setup[0], setup[1]
-    for kw, msg in (({"beta": float("nan")}, "beta must be a finite weight >= 0, got nan"),
-                    ({"gamma": -1.0}, "gamma must be a finite weight >= 0, got -1.0"),
-                    ({"beta": float("inf")}, "beta must be a finite weight >= 0, got inf"),
+    for kw, msg in (({"beta": float("nan")}, "beta must be a weight in [0, 1e+06], got nan"),
+                    ({"gamma": -1.0}, "gamma must be a weight in [0, 1e+06], got -1.0"),
+                    ({"beta": float("inf")}, "beta must be a weight in [0, 1e+06], got inf"),
+                    ({"beta": 1e308}, "beta must be a weight in [0, 1e+06], got 1e+308"),
+                    ({"gamma": 1e6 + 1}, "gamma must be a weight in [0, 1e+06], got 1000001.0"),
                     ({"epsilon": float("nan")}, "epsilon must be >= 1, got nan")):
         with pytest.raises(PlinkError) as e:
             finetune(plan, stats, **kw)
         assert str(e.value) == msg
     assert finetune(plan, stats, beta=0.0, gamma=0.0).ratio == 1.0  # zero weights: no blame, no move
+    assert finetune(plan, stats, beta=1e6, gamma=1e6).ratio == finetune(plan, stats).ratio  # relative weights

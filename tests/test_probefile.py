@@ -500,3 +500,15 @@ def test_csv_rows_separators_and_byte_order_mark():
     assert cells("a\tb;c\n") == [["a", "b;c"]]  # tabs first
     assert cells("x\n1,2\n") == [["x"], ["1", "2"]]  # nothing on the first line to go by: commas
     assert cells('"a;b",c\n') == [["a;b", "c"]]  # quoted as Excel quotes
+
+
+def test_the_better_direction_cannot_be_slower_than_the_pair():
+    hosts = [Host("a"), Host("b")]
+    lat = np.array([[0, 20.0], [10.0, 0]])
+    ok = ProbeData(hosts=hosts, latency=lat, latency_best=np.array([[0, 10.0004], [10.0, 0]]))  # 3 decimals kept
+    assert ok.latency_best[0, 1] == 10.0
+    with pytest.raises(ProbeFileError) as e:
+        ProbeData(hosts=hosts, latency=lat, latency_best=np.array([[0, 1e6], [10.0, 0]]))
+    assert str(e.value) == ("latency_best at row 0, column 1 (a -> b) is 1e+06: more than that pair's latency (20); "
+                            "it must be the faster direction")
+    assert ProbeData(hosts=hosts, latency=lat, latency_best=np.array([[0, 20.0], [np.nan, 0]])).latency_best[1, 0] == 20.0

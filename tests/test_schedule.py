@@ -287,6 +287,15 @@ def test_bad_chunks():
     assert str(e.value) == "1048577 chunks of 1 B in a 1048577 B buffer: at most 1048576 (take a larger chunk)"
     with pytest.raises(PlinkError, match="^2097152 chunks of 2 B in a 4194303 B buffer"):
         chunk_buffer(2**22 - 1, 2)  # the last chunk counts though short
+    from plink.data.simulate import simulate_datacenter
+    from plink.schedule.plan import plan_schedule
+
+    eight = simulate_datacenter(racks=2, hosts_per_rack=4, seed=0)
+    with pytest.raises(PlinkError) as e:  # within the chunk limit, beyond chunks x hosts
+        plan_schedule(eight, None, size=2**19 + 1, chunk=1)
+    assert str(e.value) == ("524289 chunks x 8 hosts is more than a schedule takes (4194304 chunk-hosts, "
+                            "about 0.8 GB to plan): take a larger chunk")
+    assert plan_schedule(eight, None, size=2**19, chunk=1).n_chunks == 2**19  # at the limit
 
 
 # ---------------------------------------------------------------------------

@@ -12,17 +12,22 @@ EXIT_FAILURE = 1
 EXIT_USAGE = 2
 
 
-def stdout_if_dash(ctx, param, value):
-    """Click callback of ``-o``: ``-o -`` means stdout, as no ``-o`` does.  A file in a directory
-    that does not exist is a usage error at once, not after the work (a search of minutes)."""
-    if value is None or value == "-":
-        return None
-    import os
+def existing_dir(ctx, param, value):
+    """Click callback of an output path: a file in a directory that does not exist is a usage
+    error at once, not after the work (a search of minutes); ``-`` passes."""
+    if value is not None and value != "-":
+        import os
 
-    directory = os.path.dirname(os.path.abspath(value))
-    if not os.path.isdir(directory):
-        raise click.BadParameter(f"cannot write {value}: directory {directory} does not exist")
+        directory = os.path.dirname(os.path.abspath(value))
+        if not os.path.isdir(directory):
+            raise click.BadParameter(f"cannot write {value}: directory {directory} does not exist")
     return value
+
+
+def stdout_if_dash(ctx, param, value):
+    """Click callback of ``-o``: ``-o -`` means stdout, as no ``-o`` does (see :func:`existing_dir`)."""
+    value = existing_dir(ctx, param, value)
+    return None if value == "-" else value
 
 
 def _load_probe(path: str, hosts: str | None = None, unit: str | None = None, kind: str = "latency",

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from plink.cli._app import _echo_json, _stderr_console, cli, matrix_input_options
+from plink.cli._app import _echo_json, _stderr_console, cli, existing_dir, matrix_input_options
 from plink.errors import PlinkError
 
 
@@ -71,7 +71,9 @@ def render_schedule_summary(s: dict, console) -> None:
               help="Master shares: group size / node (cardinality) or outbound bandwidth (Quicktune); "
                    "auto = bandwidth when the probe file has a bandwidth matrix.")
 @click.option("--compact", is_flag=True, help="Write the compact form (masters only; expanded on load).")
-@click.option("-o", "--output", type=click.Path(dir_okay=False, allow_dash=True), required=True, help="Schedule file to write.")
+@click.option("-o", "--output", type=click.Path(dir_okay=False, allow_dash=True), required=True,
+              callback=existing_dir,
+              help="Schedule file to write.")
 @click.option("--assume-bandwidth", default=10.0, show_default=True, type=float, metavar="GBIT/S",
               help="Bandwidth of every pair in the time model when there is no bandwidth matrix.")
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON on stdout.")
@@ -158,7 +160,8 @@ def verify(schedulefile, probefile, as_json, assume_bandwidth, load_input) -> No
 @cli.command()
 @click.argument("schedulefile", type=click.Path(dir_okay=False))
 @click.argument("statsfile", type=click.Path(dir_okay=False))
-@click.option("-o", "--output", type=click.Path(dir_okay=False, allow_dash=True), required=True, help="New schedule file.")
+@click.option("-o", "--output", type=click.Path(dir_okay=False, allow_dash=True), required=True, callback=existing_dir,
+              help="New schedule file.")
 @click.option("--quick", is_flag=True, help="Quicktune: re-assign all masters from the measured bandwidths.")
 @click.option("--beta", default=1.0, show_default=True, help="Finetune: weight of the load imbalance in the blame.")
 @click.option("--gamma", default=1.0, show_default=True, help="Finetune: weight of the transfer time in the blame.")
@@ -179,10 +182,11 @@ def retune(schedulefile, statsfile, output, quick, beta, gamma, epsilon, compact
       plink schedule dc.json --size 16MiB -o schedule.json
       plink retune schedule.json examples/stats16.json -o schedule2.json
     """
-    from plink.schedule.autotune import finetune, load_stats, quicktune
+    from plink.schedule.autotune import check_finetune, finetune, load_stats, quicktune
     from plink.schedule.dag import Schedule, ScheduleError, load_schedule
     from plink.schedule.plan import node_loads
 
+    check_finetune(beta, gamma, epsilon)  # with --quick too: a bad value is a mistake either way
     sched = load_schedule(schedulefile)
     if sched.plan is None:
         raise ScheduleError(f"{schedulefile}: schedule has no master assignment (lm/gm) to retune")
@@ -207,7 +211,8 @@ def retune(schedulefile, statsfile, output, quick, beta, gamma, epsilon, compact
         return
     if info["mode"] == "finetune":
         if info["moved_gm"] or info["moved_lm"]:
-            click.echo(f"finetune: blame max/min {info['blame_ratio']:.3f} > {epsilon}: moved {info['moved_gm']} GM "
+            ratio = "inf" if info["blame_ratio"] is None else f"{info['blame_ratio']:.3f}"  # no blame at the least
+            click.echo(f"finetune: blame max/min {ratio} > {epsilon}: moved {info['moved_gm']} GM "
                        f"and {info['moved_lm']} LM from {info['from']} to {info['to']}", err=True)
         else:
             ratio = info["blame_ratio"]

@@ -415,7 +415,8 @@ def load_input(
     asym = count_asymmetric(m)
     if asym:
         rule = "the larger latency" if kind == "latency" else "the smaller bandwidth"
-        out.notes.append(f"{path}: symmetrised {asym} asymmetric pair(s) (kept {rule} of the two directions)")
+        out.notes.append(f"{path}: symmetrised {asym} asymmetric pair(s) (kept {rule} of the two directions for "
+                         "costs; structure inference reads the faster one)")
     meta = {"method": "matrix", "source": p.name, "kind": kind, "unit": unit}
     bw = best = None
     if kind == "bandwidth":

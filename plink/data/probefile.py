@@ -351,6 +351,15 @@ def validate(data: ProbeData) -> None:
             raise ProbeFileError(
                 f"{label} diagonal at host {i} ({data.hosts[i].name}) is {diag[i]:g}: a host's distance to itself must be 0 or null"
             )
+    if data.latency_best is not None:  # (its shape was checked above)
+        lat = data.latency
+        worse = np.fmax(lat, lat.T)  # what the pair's latency becomes
+        with np.errstate(invalid="ignore"):
+            bad = data.latency_best > worse * (1 + 1e-9) + 1e-3  # (files keep 3 decimals)
+        if bad.any():
+            i, j = np.argwhere(bad)[0]
+            raise ProbeFileError(f"latency_best at row {i}, column {j} {_where(data, i, j)} is {data.latency_best[i, j]:g}: "
+                                 f"more than that pair's latency ({worse[i, j]:g}); it must be the faster direction")
     seen_groups: set[tuple[int, ...]] = set()
     for k, u in enumerate(data.uplinks or ()):
         if not u.hosts:

@@ -207,14 +207,22 @@ class FinetuneResult:
                 "moved_lm": self.moved_lm, "from": self.source, "to": self.target, "state": self.state}
 
 
-def finetune(plan: Plan, stats: LinkStats, state: dict | None = None, *, beta: float = 1.0,
-             gamma: float = 1.0, epsilon: float = 1.1) -> FinetuneResult:
-    """One Finetune step (module docstring); ``state`` is the previous step's ``result.state``."""
+MAX_WEIGHT = 1e6  #: blame weights are relative: far beyond any useful ratio, far below an overflow
+
+
+def check_finetune(beta: float, gamma: float, epsilon: float) -> None:
+    """Finetune's settings: weights in ``[0, MAX_WEIGHT]``, ``epsilon >= 1`` (a ratio)."""
     if not epsilon >= 1:
         raise PlinkError(f"epsilon must be >= 1, got {epsilon}")
     for name, w in (("beta", beta), ("gamma", gamma)):
-        if not 0 <= w < np.inf:
-            raise PlinkError(f"{name} must be a finite weight >= 0, got {w}")
+        if not 0 <= w <= MAX_WEIGHT:
+            raise PlinkError(f"{name} must be a weight in [0, {MAX_WEIGHT:g}], got {w}")
+
+
+def finetune(plan: Plan, stats: LinkStats, state: dict | None = None, *, beta: float = 1.0,
+             gamma: float = 1.0, epsilon: float = 1.1) -> FinetuneResult:
+    """One Finetune step (module docstring); ``state`` is the previous step's ``result.state``."""
+    check_finetune(beta, gamma, epsilon)
     if list(stats.hosts) != list(plan.hosts):
         raise PlinkError("stats and schedule have different hosts")
     b = blame(stats, beta, gamma)

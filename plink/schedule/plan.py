@@ -141,7 +141,9 @@ def validate_plan(p: Plan) -> None:
 # inputs
 
 
-MAX_CHUNKS = 1 << 20  #: a schedule's chunks (its arrays grow with hosts x chunks)
+MAX_CHUNKS = 1 << 20  #: a schedule's chunks
+#: hosts x chunks of a schedule: planning and checking it take ~190 bytes each (0.8 GB here)
+MAX_CHUNK_HOSTS = 1 << 22
 
 
 def chunk_buffer(size: int, chunk: int = DEFAULT_CHUNK) -> np.ndarray:
@@ -341,6 +343,9 @@ def plan_schedule(
     if probe.n < 2:
         raise PlinkError(f"an all-reduce schedule needs at least 2 hosts, the probe file has {probe.n}")
     chunks = chunk_buffer(size, chunk)
+    if probe.n * len(chunks) > MAX_CHUNK_HOSTS:
+        raise PlinkError(f"{len(chunks)} chunks x {probe.n} hosts is more than a schedule takes "
+                         f"({MAX_CHUNK_HOSTS} chunk-hosts, about 0.8 GB to plan): take a larger chunk")
     source = "groups file"
     if labels is None:
         labels, source = default_groups(probe)
