@@ -505,8 +505,12 @@ def test_csv_rows_separators_and_byte_order_mark():
 def test_the_better_direction_cannot_be_slower_than_the_pair():
     hosts = [Host("a"), Host("b")]
     lat = np.array([[0, 20.0], [10.0, 0]])
-    ok = ProbeData(hosts=hosts, latency=lat, latency_best=np.array([[0, 10.0004], [10.0, 0]]))  # 3 decimals kept
+    ok = ProbeData(hosts=hosts, latency=lat, latency_best=np.array([[0, 10.0004], [10.0, 0]]))
     assert ok.latency_best[0, 1] == 10.0
+    edge = ProbeData(hosts=hosts, latency=lat, latency_best=np.array([[0, 20.001], [10.0, 0]]))  # rounding: 3 decimals
+    assert edge.latency_best[0, 1] == 10.0
+    with pytest.raises(ProbeFileError, match="is 20.0011: more than that pair's latency"):
+        ProbeData(hosts=hosts, latency=lat, latency_best=np.array([[0, 20.0011], [10.0, 0]]))
     with pytest.raises(ProbeFileError) as e:
         ProbeData(hosts=hosts, latency=lat, latency_best=np.array([[0, 1e6], [10.0, 0]]))
     assert str(e.value) == ("latency_best at row 0, column 1 (a -> b) is 1e+06: more than that pair's latency (20); "
