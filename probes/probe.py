@@ -594,7 +594,7 @@ class _Run:
         t0 = time.monotonic()
         ix = np.ix_(keep, keep)
         state.finish()  # the latency matrix from the samples so far (it is otherwise built at the end)
-        groups, how = infer_groups(state.lat[ix], bandwidth=None if state.bw is None else state.bw[ix])
+        groups, how = infer_groups(state.lat[ix], bandwidth=state.bw[ix])  # NaN where not measured
         groups = [[keep[k] for k in g] for g in groups]
         if len(groups) < 2:
             self.meta["uplinks"] = {"groups": how, "n_groups": len(groups),

@@ -9,7 +9,7 @@ import click
 from plink.cli._app import cli, _echo_json, matrix_input_options, stdout_if_dash
 from plink.cli.order import _check_format_options
 from plink.errors import PlinkError
-from plink.launch.emitters import FORMATS
+from plink.launch.emitters import FORMATS, MAX_SLOTS
 
 
 @cli.command("emit")
@@ -193,7 +193,8 @@ def _prober(hosts_file, probe_file, hosts_format="auto", load_input=None, max_ho
               help="The order in use now (plain/JSON order file), compared against on the first run.")
 @click.option("--emit", "emit_items", multiple=True, metavar="FORMAT:PATH",
               help="Keep a launcher file in sync with the current order (repeatable), e.g. openmpi:/shared/hosts.ompi.")
-@click.option("--slots", default=1, show_default=True, type=click.IntRange(min=1), help="Processes per host for --emit files.")
+@click.option("--slots", default=1, show_default=True, type=click.IntRange(min=1, max=MAX_SLOTS),
+              help="Processes per host for --emit files.")
 @click.option("--keep", default=500, show_default=True, type=click.IntRange(min=0), help="Runs kept in the history (0: all).")
 @click.option("--window", default=1, show_default=True, type=click.IntRange(min=1),
               help="Decide on the median of the last K probes (1: the new probe alone); damps noise.")
