@@ -237,7 +237,7 @@ def order_hosts(
         hosts=[probe.hosts[i].name for i in best],
         order=[int(i) for i in best],
         cost_input=cost_input,
-        cost_random_median=float(np.median(_prices(cm, rand))),
+        cost_random_median=ranges["random_median"][1],  # (the worst-case model is the model)
         cost_plink=best_cost,
         n_random=n_random,
         model=kind,
