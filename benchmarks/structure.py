@@ -106,8 +106,7 @@ def _as_loaded(path: str, **kw) -> np.ndarray:
     """The matrix structure inference gets from ``plink group PATH`` with these input options."""
     from plink.data.inputs import load_input
 
-    probe = load_input(path, **kw).probe
-    return probe.latency if probe.latency_best is None else probe.latency_best
+    return load_input(path, **kw).probe.structure_latency
 
 
 def real_cases(data: str) -> list[dict]:

@@ -174,8 +174,7 @@ def _infer(probe: ProbeData, seed: int, use_bandwidth: bool) -> Groups:
         lab = _relabel(lab)
         return lab, separation(matrix, lab)
 
-    # the better direction of each pair where the input was asymmetric (load only adds delay)
-    labels, conf = run(probe.latency if probe.latency_best is None else probe.latency_best)
+    labels, conf = run(probe.structure_latency)
     source = "inferred from latency"
     if probe.bandwidth is not None and use_bandwidth:
         # the probe runs the pairs of a round at the same time, so cross-rack pairs share uplinks and

@@ -35,6 +35,7 @@ from pathlib import Path
 
 import numpy as np
 
+from plink.data.probefile import count_asymmetric
 from plink.errors import ProbeFileError
 
 #: Latency units, as a factor to microseconds.
@@ -289,14 +290,6 @@ def prepare_matrix(raw: np.ndarray, names: Sequence[str], *, kind: str, unit: st
     with np.errstate(over="ignore"):
         m = m * factor
     return m
-
-
-def count_asymmetric(m: np.ndarray, rtol: float = 1e-9) -> int:
-    """Unordered pairs measured both ways whose two directions differ (relative ``rtol``)."""
-    both = ~np.isnan(m) & ~np.isnan(m.T)
-    with np.errstate(invalid="ignore"):
-        differ = np.abs(m - m.T) > rtol * np.fmax(np.abs(m), np.abs(m.T))
-    return int(np.triu(both & differ, 1).sum())
 
 
 def triangle_violations(d: np.ndarray, samples: int = 20000, seed: int = 0) -> float:

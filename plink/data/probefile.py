@@ -173,7 +173,7 @@ class ProbeData:
             if value is not None:
                 setattr(self, name, np.asarray(value, dtype=float))
         validate(self)
-        if self.latency_best is None and _asymmetric(self.latency):
+        if self.latency_best is None and count_asymmetric(self.latency):
             self.latency_best = self.latency.copy()
         self.latency = symmetrise(self.latency, np.fmax)
         if self.latency_median is not None:
@@ -189,6 +189,12 @@ class ProbeData:
             np.fill_diagonal(self.latency_best, 0.0)
 
     # -- views -----------------------------------------------------------
+    @property
+    def structure_latency(self) -> np.ndarray:
+        """The matrix structure inference reads: ``latency_best`` where the input was asymmetric
+        (load only adds delay), else ``latency``."""
+        return self.latency if self.latency_best is None else self.latency_best
+
     @property
     def n(self) -> int:
         return len(self.hosts)
@@ -404,10 +410,12 @@ def dumps(doc: dict) -> str:
     return "{\n" + ",\n".join(parts) + "\n}\n"
 
 
-def _asymmetric(m: np.ndarray) -> bool:
-    """Whether some pair measured both ways has two different values."""
-    both = np.isfinite(m) & np.isfinite(m.T)
-    return bool(np.any(both & (m != m.T)))
+def count_asymmetric(m: np.ndarray, rtol: float = 1e-9) -> int:
+    """Unordered pairs measured both ways whose two directions differ (relative ``rtol``)."""
+    both = ~np.isnan(m) & ~np.isnan(m.T)
+    with np.errstate(invalid="ignore"):
+        differ = np.abs(m - m.T) > rtol * np.fmax(np.abs(m), np.abs(m.T))
+    return int(np.triu(both & differ, 1).sum())
 
 
 _MAX_VALUE = {"latency_us": 86400e6, "latency_median_us": 86400e6, "latency_p90_us": 86400e6,
@@ -498,8 +506,6 @@ def from_dict(doc: Any, path: str = "<probe>", notes: list[str] | None = None) -
             notes.append(f"{path}: ignored the diagonal of {k_diag} host(s) in {key} (a host's distance to itself)")
         np.fill_diagonal(m, 0.0)  # (ProbeData then makes the bandwidth diagonal NaN)
         if notes is not None and key in ("latency_us", "bandwidth_gbps"):
-            from plink.data.inputs import count_asymmetric
-
             asym = count_asymmetric(m)
             if asym:
                 rule = "the smaller bandwidth" if key == "bandwidth_gbps" else "the larger latency"

@@ -253,8 +253,7 @@ def default_groups(probe: ProbeData) -> tuple[np.ndarray, str]:
     except ImportError:
         infer_hierarchy = None
     if infer_hierarchy is not None and probe.n >= 4:
-        best = probe.latency if probe.latency_best is None else probe.latency_best  # see ProbeData
-        lab = np.asarray(infer_hierarchy(best).labels, dtype=np.int64)
+        lab = np.asarray(infer_hierarchy(probe.structure_latency).labels, dtype=np.int64)
         sizes = np.bincount(lab)
         if len(sizes) >= 2 and sizes.min() >= 2:
             return lab, f"structure inference (infer_hierarchy): {len(sizes)} groups"

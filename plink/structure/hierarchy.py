@@ -652,11 +652,8 @@ def infer_hierarchy(latency: np.ndarray, *, max_levels: int = 3, random_state=No
 
 
 def _as_matrix(X) -> np.ndarray:
-    """A matrix as given, or a probe's: the better direction of each pair when it was asymmetric."""
-    best = getattr(X, "latency_best", None)
-    if best is not None:
-        return best
-    lat = getattr(X, "latency", None)
+    """A matrix as given, or the one a probe gives structure inference (``ProbeData.structure_latency``)."""
+    lat = getattr(X, "structure_latency", None)
     return lat if lat is not None else X
 
 
