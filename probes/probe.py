@@ -535,15 +535,20 @@ class _Run:
             pending = [p for p in pending if self._live(p) and taken[p] + per_pass <= budget
                        and not all(is_stable(self.state.samples.get(d, []), o.tol) for d in (p, p[::-1]))]
 
+    def _live_rounds(self, todo, what: str):
+        """``(round, its pairs between live hosts)`` of the rounds holding ``todo``, each reported
+        as it starts (``what``: a word before "round" in the message); rounds with none are skipped."""
+        rounds = self._rounds_of(todo)
+        for k, (r, pairs) in enumerate(rounds):
+            pairs = [p for p in pairs if self._live(p)]
+            if pairs:
+                self.report("round", k, len(rounds), f"{what}round {r + 1}/{len(self.all_rounds)}")
+                yield r, pairs
+
     def _latency_rounds(self) -> None:
         """``fping`` / ``icmp`` latency, round by round from the controller."""
         o = self.opt
-        rounds = self._rounds_of(self.lat_todo)
-        for k, (r, pairs) in enumerate(rounds):
-            pairs = [p for p in pairs if self._live(p)]
-            if not pairs:
-                continue
-            self.report("round", k, len(rounds), f"round {r + 1}/{len(self.all_rounds)}")
+        for r, pairs in self._live_rounds(self.lat_todo, ""):
             t0 = time.monotonic()
             lat = run_latency(pairs, self.fleet, o.method, r, o.count, o.interval, o.timeout, o.reply_timeout,
                               stamps=o.kernel_stamps)
@@ -560,12 +565,7 @@ class _Run:
     def _bandwidth_rounds(self) -> None:
         """Bandwidth, round by round from the controller."""
         o = self.opt
-        rounds = self._rounds_of(self.bw_todo)
-        for k, (r, pairs) in enumerate(rounds):
-            pairs = [p for p in pairs if self._live(p)]
-            if not pairs:
-                continue
-            self.report("round", k, len(rounds), f"bandwidth round {r + 1}/{len(self.all_rounds)}")
+        for r, pairs in self._live_rounds(self.bw_todo, "bandwidth "):
             t0 = time.monotonic()
             bw, tools = run_bandwidth(pairs, self.fleet, o.bw_tool, o.bw_seconds, o.streams, o.reply_timeout)
             for (src, dst), v in bw.items():
