@@ -99,6 +99,11 @@ def test_help_shows_examples():
         (["simulate", "--missing", "1.5"], 1, "--missing (missing_frac) must be between 0 and 1, got 1.5"),
         (["simulate", "-o", "{tmp}/no/such/dir.json"], 2, "no/such/dir.json: directory "),
         (["order", "{dc}", "-o", "{tmp}/no/x.txt"], 2, "no/x.txt: directory "),
+        # both would write to stdout: one of them would be lost
+        (["order", "{dc}", "--json", "-o", "-"], 2, "--json prints the report (its 'hosts' are the order) on stdout, "
+                                                    "so -o - cannot write there too"),
+        (["simulate", "--json"], 2, "--json prints a summary on stdout, so the probe file needs -o"),
+        (["simulate", "--json", "-o", "-"], 2, "the probe file needs -o"),
     ],
 )
 def test_bad_input_is_one_line(dc, tmp_path, args, code, fragment):
@@ -137,3 +142,29 @@ def test_bare_plink_prints_its_help_not_an_error_line():
     assert p.returncode == 2 and p.stdout == ""
     assert p.stderr.startswith("Usage: plink [OPTIONS] COMMAND [ARGS]...\n") and "error:" not in p.stderr
     assert "  order " in p.stderr and "  probe " in p.stderr  # the commands are listed
+
+
+def test_order_json_without_output_is_the_report_with_the_order(dc):
+    proc = run("order", str(dc), "--time-limit", "0.2", "--json")
+    assert proc.returncode == 0, proc.stderr
+    report = json.loads(proc.stdout)  # stdout is one JSON document, the order in it
+    assert sorted(report["hosts"]) == sorted(h["name"] for h in json.loads(dc.read_text())["hosts"])
+
+
+def test_missing_dependency_is_a_one_line_error(dc, tmp_path):
+    """A dependency missing from the environment (here scipy, hidden by a
+    meta-path hook) is named in one line, not reported as a plink bug."""
+    hook = tmp_path / "sitecustomize.py"
+    hook.write_text(
+        "import sys\n"
+        "class _Hide:\n"
+        "    def find_spec(self, name, path=None, target=None):\n"
+        "        if name == 'scipy' or name.startswith('scipy.'):\n"
+        "            raise ModuleNotFoundError(\"No module named 'scipy'\", name='scipy')\n"
+        "sys.meta_path.insert(0, _Hide())\n"
+    )
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(tmp_path), ROOT]))
+    proc = subprocess.run([sys.executable, "-m", "plink", "group", str(dc)], capture_output=True, text=True,
+                          env=env, timeout=120)
+    assert_one_line_error(proc, 1, "the Python package 'scipy' is missing from this environment")
+    assert "internal error" not in proc.stderr

@@ -68,6 +68,12 @@ def main(argv: list[str] | None = None) -> None:
         sys.exit(130)
     except BrokenPipeError:
         sys.exit(EXIT_FAILURE)
+    except ModuleNotFoundError as exc:  # an installation without one of plink's dependencies
+        if debug:
+            raise
+        click.echo(f"plink: error: the Python package {exc.name!r} is missing from this environment "
+                   f"({sys.executable}); 'pip install plink' installs plink's dependencies", err=True)
+        sys.exit(EXIT_FAILURE)
     except Exception as exc:  # a bug: say so in one line, traceback with --debug
         if debug:
             raise

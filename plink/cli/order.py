@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from plink.cli._app import cli, _echo_json, matrix_input_options, _stderr_console, stdout_if_dash
+from plink.cli._app import cli, _echo_json, matrix_input_options, _stderr_console, refuse_json_with_dash, stdout_if_dash
 from plink.launch.emitters import FORMATS
 
 
@@ -118,7 +118,8 @@ def _check_format_options(fmt: str, slots: int, groups_file: str | None) -> None
 @click.option("--slots", default=1, show_default=True, type=int,
               help="Processes (GPUs) per host; the ranks of one host stay contiguous.")
 @click.option("-o", "--output", type=click.Path(dir_okay=False, allow_dash=True), callback=stdout_if_dash, help="Order file to write (default: stdout).")
-@click.option("--json", "as_json", is_flag=True, help="Print the report as JSON on stdout.")
+@click.option("--json", "as_json", is_flag=True,
+              help="Print the report as JSON on stdout (its 'hosts' are the order; the order file needs -o FILE).")
 @click.option("--no-bandwidth", is_flag=True, help="Ignore a bandwidth matrix; cost by latency only.")
 @click.option("--model", "cost_model", type=click.Choice(["shared", "pairsum"]), default="shared", show_default=True,
               help="shared: the collective's steps with NICs and rack uplinks shared (seconds); "
@@ -158,6 +159,7 @@ def order(probefile, algo, size, base, time_limit, jobs, smt_time, groups_file, 
     from plink.units import parse_size
 
     _check_format_options(fmt, slots, groups_file)
+    refuse_json_with_dash(as_json, "the report (its 'hosts' are the order)")
     probe = load_input(probefile)
     labels = group_labels(probe, groups_file) if groups_file else None
     nbytes = parse_size(size)

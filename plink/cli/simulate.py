@@ -50,7 +50,7 @@ def parse_hosts_per_rack(text: str) -> int | tuple[int, int]:
 @click.option("--no-shuffle", is_flag=True, help="Keep hosts in rack order (default: random order).")
 @click.option("--seed", default=0, show_default=True, type=int)
 @click.option("-o", "--output", type=click.Path(dir_okay=False, allow_dash=True), callback=stdout_if_dash, help="Probe file to write (default: stdout).")
-@click.option("--json", "as_json", is_flag=True, help="Print a JSON summary instead of text.")
+@click.option("--json", "as_json", is_flag=True, help="Print a JSON summary on stdout (needs -o).")
 def simulate(output, as_json, no_shuffle, hosts_per_rack, **kw) -> None:
     """Generate a synthetic datacenter probe file with ground truth.
 
@@ -61,6 +61,8 @@ def simulate(output, as_json, no_shuffle, hosts_per_rack, **kw) -> None:
       plink simulate --racks 5 --rows 3 --hosts-per-rack 5-9 --tenant-us 1 --noisy-hosts 0.05 \\
           --outliers 0.03 --missing 0.03 -o datacenter.json
     """
+    if as_json and output is None:
+        raise click.UsageError("--json prints a summary on stdout, so the probe file needs -o")
     from plink.data.simulate import simulate_datacenter
 
     probe = simulate_datacenter(shuffle=not no_shuffle, hosts_per_rack=parse_hosts_per_rack(hosts_per_rack), **kw)
