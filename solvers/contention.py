@@ -15,8 +15,9 @@ entering it).  A flow crosses the sender's NIC, the receiver's NIC and, when
 sender and receiver sit in different groups, the sender group's ``up`` and
 the receiver group's ``down``.  Then ::
 
-    step time = max_flows latency[a, b]  +  max_links (bytes on link / capacity)
-    total     = sum over steps
+    bandwidth = sum over steps of  max_links (bytes on link / capacity)
+    latency   = the longest chain of messages (critical_latency)
+    total     = latency + bandwidth
 
 (the binary tree's two pipelined phases take the links' norm instead of
 their max; see ``bintree`` below)
@@ -25,6 +26,17 @@ their max; see ``bintree`` below)
 term is the max-min fair completion time of the step's flows when one link
 is the bottleneck; with equal caps it is exactly ``S_step x (largest number
 of flows sharing a link) / cap``.
+
+The latency term follows each rank's clock, not the steps: a message sent
+when its sender's clock reads ``t`` arrives ``latency`` later, and the
+receiver moves on then (if it is not later itself).  The term is the last
+clock: the longest chain of messages through the algorithm (the LogP view,
+Culler et al. 1993; sends do not wait for the receiver, as in the eager
+protocols of small messages).  A ring's chain crosses at most ``2(N-1)``
+consecutive edges, so one slow edge costs it twice, not ``2(N-1)`` times as
+"every step waits for its slowest flow" would say; on wide-area matrices,
+where latency is most of the cost, that rule priced a ring by its slowest
+edge alone and orders by the bottleneck, not by the edges they cross.
 
 **Step structures** (``schedule``; S bytes, N ranks; each checked against the
 library source named):
@@ -56,8 +68,8 @@ library source named):
     an in-order binary tree over ranks and its mirror shifted by one rank),
     pipelined: each tree carries ``S/2`` up (reduce) and ``S/2`` down
     (broadcast) over every edge, all concurrent, so the bandwidth term is one
-    step with all these flows; the latency term is, per tree depth, the
-    slowest edge at that depth in either tree, counted twice (up and down).
+    step with all these flows; the latency term is the slower tree's chain,
+    up from the deepest level and back down (each tree keeps its clocks).
 
 ``bcube``  Gloo ``AllreduceBcube`` with base ``B`` (``N = B^x``): for digit
     ``i = 0..x-1`` every rank sends ``S / B^(i+1)`` to each of its ``B-1``
@@ -69,8 +81,8 @@ library source named):
     of ``coll_tuned``, over ``ompi_coll_base_topo_build_tree(2, comm, 0)``
     (children of the ``i``-th rank of level ``L``: ``2^(L+1) - 1 + i`` and
     that plus ``2^L``).  Both phases are segmented pipelines: each sends
-    ``S`` over every tree edge (up, then down); the latency term per tree
-    level is its slowest edge, counted twice.  The links of a phase are not
+    ``S`` over every tree edge (up, then down); the latency term is the
+    longest chain up to the root and back down.  The links of a phase are not
     all busy for the whole phase (segments reach the levels at different
     times, and a parent takes its children's segments in turn), so a phase's
     bandwidth term is the **Euclidean norm** of its links' times
@@ -88,11 +100,13 @@ library source named):
 Identical steps are merged (``repeat``), so a ring is one step repeated
 ``2(N-1)`` times and costs one evaluation.
 
-Complexity: one evaluation is O(sum of flows over distinct steps) numpy work:
-O(N) for ring, O(N log N) for hd/rd, O(N) for dbt, O(N B log_B N) for BCube;
+Complexity: one evaluation is O(sum of flows over distinct steps and of the
+messages of one pass through the algorithm) numpy work: O(N) for ring (its
+latency in closed form), O(N log N) for hd/rd, O(N) for dbt, O(N B log_B N) for BCube;
 ``batch`` evaluates M orders in one pass (O(M x that)).
 
-References: R. Thakur, R. Rabenseifner, W. Gropp, "Optimization of
+References: D. Culler, R. Karp, D. Patterson et al., "LogP: towards a
+realistic model of parallel computation", PPoPP 1993; R. Thakur, R. Rabenseifner, W. Gropp, "Optimization of
 collective communication operations in MPICH", IJHPCA 19(1), 2005;
 P. Sanders, J. Speck, J. L. Träff, "Two-tree algorithms for full bandwidth
 broadcast, reduction and scan", Parallel Computing 35(12), 2009 (double
@@ -126,7 +140,8 @@ class Network:
     of shared links, each ``(labels, up, down)`` over the same hosts (e.g.
     uplinks measured for sets of racks, or rows of racks); a flow uses a
     level's uplinks when its two hosts have different labels there.
-    ``notes``: the assumptions made to build it (reported to the user).
+    ``notes``: the assumptions made to build it (reported to the user);
+    ``assumed``: which capacities were assumed, not measured (``"nic"``, ``"uplinks"``).
     """
 
     latency: np.ndarray
@@ -137,6 +152,7 @@ class Network:
     down: np.ndarray
     notes: tuple[str, ...] = field(default=())
     outer: tuple = field(default=())
+    assumed: tuple[str, ...] = field(default=())
 
     def __post_init__(self) -> None:
         lat = np.asarray(self.latency, dtype=float)
@@ -422,6 +438,109 @@ def schedule(algo: str, n: int, size: float, base: int = 2) -> list[Step]:
 
 
 # ---------------------------------------------------------------------------
+# the latency term: the critical path of per-rank clocks
+
+
+@dataclass(frozen=True)
+class Hop:
+    """Messages ``src[f] -> dst[f]`` (clocks) sent at the same time; ``unique``: no clock receives twice."""
+
+    src: np.ndarray
+    dst: np.ndarray
+    unique: bool
+
+
+def _hop(src, dst) -> Hop:
+    src = np.asarray(src, dtype=np.int64)
+    dst = np.asarray(dst, dtype=np.int64)
+    return Hop(src, dst, len(np.unique(dst)) == len(dst))
+
+
+def _exchange_hops(real: np.ndarray, masks) -> list[Hop]:
+    """Virtual ranks ``v`` and ``v XOR mask`` (played by ``real``) swap, for each mask in turn."""
+    v = np.arange(len(real))
+    return [_hop(real[v], real[v ^ m]) for m in masks]
+
+
+def latency_hops(algo: str, n: int, base: int = 2) -> tuple[list[Hop], np.ndarray]:
+    """``(hops in time order, rank of each clock)`` of ``algo``'s messages, for its latency term.
+
+    A clock is a rank, except for ``dbt``, whose two trees run side by side
+    (clocks ``n..2n-1`` are tree two's positions, played by rank ``position - 1 mod n``).
+    The ring has no hops: its critical path has a closed form (see ``SharedCostModel``).
+    """
+    ranks = np.arange(n, dtype=np.int64)
+    if n < 2 or algo == "ring":
+        return [], ranks
+    if algo in ("hd", "rd"):
+        pof2 = 1 << (n.bit_length() - 1)
+        up = [1 << i for i in range(pof2.bit_length() - 1)]
+        if algo == "hd":
+            evens, real = _fold(n, 0)
+            pre = [_hop(np.concatenate([evens, evens + 1]), np.concatenate([evens + 1, evens])), _hop(evens + 1, evens)]
+            hops = pre + _exchange_hops(real, up) + _exchange_hops(real, up[::-1]) + [_hop(evens, evens + 1)]
+        else:
+            evens, real = _fold(n, 1)
+            hops = [_hop(evens, evens + 1)] + _exchange_hops(real, up) + [_hop(evens + 1, evens)]
+        return [h for h in hops if len(h.src)], ranks
+    if algo == "dbt":
+        levels = dbt_levels(n)  # tree one, deepest first, positions == ranks
+        hops = []
+        for shift in (0, n):  # tree two: clocks n + position
+            hops += [_hop(ch + shift, par + shift) for par, ch in levels]
+            hops += [_hop(par + shift, ch + shift) for par, ch in levels[::-1]]
+        return hops, np.concatenate([ranks, (ranks - 1) % n])
+    if algo == "bintree":
+        e = np.array(bintree_edges(n), dtype=np.int64)
+        depths = sorted(set(e[:, 2].tolist()))
+        hops = [_hop(e[e[:, 2] == d, 1], e[e[:, 2] == d, 0]) for d in depths[::-1]]
+        hops += [_hop(e[e[:, 2] == d, 0], e[e[:, 2] == d, 1]) for d in depths]
+        return hops, ranks
+    if algo == "bcube":
+        check_bcube(n, base)
+        digit_hops = []
+        stride = 1
+        while stride < n:
+            digit = (ranks // stride) % base
+            dst = np.concatenate([ranks + (((digit + k) % base) - digit) * stride for k in range(1, base)])
+            digit_hops.append(_hop(np.tile(ranks, base - 1), dst))
+            stride *= base
+        return digit_hops + digit_hops[::-1], ranks
+    raise ValueError(f"unknown algorithm {algo!r} (choose from {', '.join(SHARED_ALGORITHMS)})")
+
+
+def critical_latency(algo: str, latency: np.ndarray, perms: np.ndarray, hops: list[Hop],
+                     clock_rank: np.ndarray) -> np.ndarray:
+    """The latency term of ``algo`` for each row of ``perms``: the longest chain of messages.
+
+    Every rank keeps a clock; a message ``a -> b`` sent when ``a``'s clock reads ``t``
+    arrives at ``t + latency[a, b]``, and ``b``'s clock becomes the later of its own and
+    that (the LogP view: sends do not wait for the receiver, as in the eager protocols
+    of small messages).  The term is the last clock.  The ring in closed form: of its
+    ``2(N-1)`` steps a chain can cross at most ``2(N-1)`` consecutive edges, so the term
+    is twice the sum of the ring's edges less its cheapest two consecutive edges.
+    O(M x messages).
+    """
+    P = np.asarray(perms, dtype=np.int64)
+    M, n = P.shape
+    if n < 2:
+        return np.zeros(M)
+    if algo == "ring":
+        e = latency[P, np.roll(P, -1, axis=1)]
+        return 2.0 * e.sum(axis=1) - (e + np.roll(e, -1, axis=1)).min(axis=1)
+    R = P[:, clock_rank]
+    t = np.zeros((M, len(clock_rank)))
+    rows = np.arange(M)[:, None]
+    for h in hops:
+        arrive = t[:, h.src] + latency[R[:, h.src], R[:, h.dst]]
+        if h.unique:
+            t[:, h.dst] = np.maximum(t[:, h.dst], arrive)
+        else:
+            np.maximum.at(t, (rows, h.dst[None, :]), arrive)
+    return t.max(axis=1)
+
+
+# ---------------------------------------------------------------------------
 # evaluation
 
 
@@ -453,6 +572,7 @@ class SharedCostModel:
         self.base = base
         self.n = net.n
         self.steps = schedule(algo, net.n, self.size, base)
+        self.hops, self._clock_rank = latency_hops(algo, net.n, base)
         self._inv = net.inverse_capacities()
         self._L = len(self._inv)
 
@@ -473,15 +593,13 @@ class SharedCostModel:
         dummy = L - 1
         parts = 2 + 2 * len(net.levels())
         rows = (np.arange(M) * L)[:, None]
+        total += critical_latency(self.algo, net.latency, P, self.hops, self._clock_rank)
         for s in self.steps:
             hs = P[:, s.src]
             hd = P[:, s.dst]
             t = np.zeros(M)
-            if s.latency:
-                lat = net.latency[hs, hd]
-                t += lat.max(axis=1)
-                if smooth:
-                    soft += s.repeat * lat.mean(axis=1)
+            if s.latency and smooth:
+                soft += s.repeat * net.latency[hs, hd].mean(axis=1)
             if s.nbytes.any():
                 idx = net.link_index(hs, hd, dummy)
                 w = np.broadcast_to(np.tile(s.nbytes, parts), idx.shape)
@@ -520,24 +638,26 @@ class SharedCostModel:
 def shared_lower_bound(model: SharedCostModel) -> float:
     """A valid lower bound on ``model`` over every order.
 
-    Per step: latency >= the ``h``-th smallest per-host cheapest latency
-    (``h`` hosts take part, each in a flow); bandwidth >= the busiest rank's
-    sent (and received) bytes over the fastest NIC, and, for the ring with
-    two or more groups, ``S/N`` over the slowest uplink (every ring leaves
-    and enters every group at least once).  O(N^2 + flows).
+    Latency: the critical path with every pair at the smallest latency (the
+    term grows with every pair's latency), and for the ring also
+    ``2(N-1)/N`` x the sum over hosts of each host's cheapest outgoing
+    latency (the longest of the ring's windows is at least their mean, and
+    every host sends over one edge).  Per step, bandwidth >= the busiest
+    rank's sent (and received) bytes over the fastest NIC, and, for the ring
+    with two or more groups, ``S/N`` over the slowest uplink (every ring
+    leaves and enters every group at least once).  O(N^2 + flows).
     """
     net = model.net
     n = model.n
     if n < 2:
         return 0.0
     lat = net.latency + np.diag(np.full(n, np.inf))
-    host_min = np.sort(np.minimum(lat.min(axis=1), lat.min(axis=0)))
-    total = 0.0
+    floor = np.full((n, n), float(lat.min()))
+    total = float(critical_latency(model.algo, floor, np.arange(n)[None, :], model.hops, model._clock_rank)[0])
+    if model.algo == "ring":
+        total = max(total, 2.0 * (n - 1) / n * float(lat.min(axis=1).sum()))
     for s in model.steps:
         t = 0.0
-        if s.latency:
-            h = len(np.unique(np.concatenate([s.src, s.dst])))
-            t += float(host_min[h - 1])
         if s.nbytes.any():
             sent = np.bincount(s.src, weights=s.nbytes).max()
             recv = np.bincount(s.dst, weights=s.nbytes).max()

@@ -85,14 +85,15 @@ def _tree(i, j, depth, parent, edges):
 
 
 def ref_dbt(n, S):
+    """Two trees side by side (a flow's 4th field: which tree's clock it moves), each a reduce
+    from the deepest level up, then a broadcast down; then every edge's S/2 each way at once."""
     edges = []
     _tree(0, n - 1, 0, None, edges)
-    both = edges + [((p - 1) % n, (c - 1) % n, d) for p, c, d in edges]
-    steps = []
-    for d in sorted({d for _, _, d in both}):
-        lvl = [(c, p, 0.0) for p, c, dd in both if dd == d] + [(p, c, 0.0) for p, c, dd in both if dd == d]
-        steps += [(lvl, True), (lvl, True)]  # up (reduce) and down (broadcast)
-    steps.append(([(c, p, S / 2) for p, c, _ in both] + [(p, c, S / 2) for p, c, _ in both], False))
+    both = [(p, c, d, 0) for p, c, d in edges] + [((p - 1) % n, (c - 1) % n, d, 1) for p, c, d in edges]
+    depths = sorted({d for _, _, d, _ in both})
+    steps = [([(c, p, 0.0, t) for p, c, dd, t in both if dd == d], True) for d in reversed(depths)]
+    steps += [([(p, c, 0.0, t) for p, c, dd, t in both if dd == d], True) for d in depths]
+    steps.append(([(c, p, S / 2) for p, c, _, _ in both] + [(p, c, S / 2) for p, c, _, _ in both], False))
     return steps
 
 
@@ -112,14 +113,22 @@ def ref_bcube(n, S, B):
 
 
 def ref_price(steps, perm, lat, nic_s, nic_r, groups, up, down, outer=()):
+    """Bandwidth: per step, the busiest link (or the links' norm), summed.  Latency: every
+    rank keeps a clock (a tree of dbt's two keeps its own); a message a -> b sent at a's
+    clock arrives latency[a, b] later and moves b's clock on to it if later; the last clock."""
     levels = [(groups, up, down), *outer]
     total = 0.0
+    clock = {}
     for flows, pays_latency, *how in steps:
         load = {}
-        worst = 0.0
-        for a, b, nbytes in flows:
+        if pays_latency:
+            new = dict(clock)
+            for a, b, _, *tree in flows:
+                key_a, key_b = (tuple(tree), a), (tuple(tree), b)
+                new[key_b] = max(new.get(key_b, 0.0), clock.get(key_a, 0.0) + lat[perm[a]][perm[b]])
+            clock = new
+        for a, b, nbytes, *_ in flows:
             ha, hb = perm[a], perm[b]
-            worst = max(worst, lat[ha][hb])
             links = [("s", 0, ha), ("r", 0, hb)]
             for lv, (lab, _, _) in enumerate(levels):
                 if lab[ha] != lab[hb]:
@@ -132,8 +141,8 @@ def ref_price(steps, perm, lat, nic_s, nic_r, groups, up, down, outer=()):
             bw = sum(t * t for t in times) ** 0.5
         else:
             bw = max(times, default=0.0)
-        total += (worst if pays_latency else 0.0) + bw
-    return total
+        total += bw
+    return total + max(clock.values(), default=0.0)
 
 
 def ref_bintree(n, S):
@@ -151,10 +160,9 @@ def ref_bintree(n, S):
     def depth(r):
         return 0 if r == 0 else 1 + depth(parent[r])
 
-    steps = []
-    for d in sorted({depth(c) for c in parent}):
-        lvl = [(c, p, 0.0) for c, p in parent.items() if depth(c) == d]
-        steps += [(lvl, True), (lvl, True)]
+    depths = sorted({depth(c) for c in parent})
+    steps = [([(c, p, 0.0) for c, p in parent.items() if depth(c) == d], True) for d in reversed(depths)]  # reduce
+    steps += [([(p, c, 0.0) for c, p in parent.items() if depth(c) == d], True) for d in depths]  # broadcast
     steps.append(([(c, p, S) for c, p in parent.items()], False, "l2"))
     steps.append(([(p, c, S) for c, p in parent.items()], False, "l2"))
     return steps
@@ -370,9 +378,11 @@ def test_lower_bound_is_tight_on_a_uniform_single_group(algo, n):
 def test_lower_bound_of_a_ring_by_hand():
     from plink.solvers.contention import shared_lower_bound
 
-    # one-way latencies: host 0's cheapest 1 ms, host 1's 1 ms, host 2's 2 ms (from 1 to 2; out of 2
-    # it is 3 ms at best): a ring of 3 uses every host, so at least the third cheapest, 2 ms
+    # one-way latencies: out of host 0 1 ms at best, out of 1 1 ms, out of 2 3 ms: every ring sends
+    # once out of each host, so its edges sum to 5 ms or more, and its longest window of 2(N-1) = 4
+    # consecutive edges is at least their mean, 4/3 x that (the optimum here: 12 ms)
     lat = np.array([[0, 1, 4], [1, 0, 2], [5, 3, 0]]) * 1e-3
+    lat_lb = 4 / 3 * 5e-3
     S = 3e6
     nic = np.array([1e9, 2e9, 4e9])
     for up, down, link in (([1e8, 1e9], [1e9, 1e9], 1e8), ([1e9, 1e9], [1e9, 5e7], 5e7),
@@ -381,12 +391,12 @@ def test_lower_bound_of_a_ring_by_hand():
         m = SharedCostModel("ring", net, S)
         per_flow = S / 3
         bw = per_flow / nic.max() if link is None else per_flow / link  # NIC term, or the slowest uplink
-        assert shared_lower_bound(m) == pytest.approx(4 * (2e-3 + bw))
+        assert shared_lower_bound(m) == pytest.approx(lat_lb + 4 * bw)
     one = Network(lat, nic, nic, np.array([0, 0, 0]), np.array([1e6]), np.array([1e6]))
-    assert shared_lower_bound(SharedCostModel("ring", one, S)) == pytest.approx(4 * (2e-3 + S / 3 / 4e9))
+    assert shared_lower_bound(SharedCostModel("ring", one, S)) == pytest.approx(lat_lb + 4 * S / 3 / 4e9)
     for send, recv in ((1e9, 4e9), (4e9, 1e9)):  # the slower side of the NICs bounds the step
         nics = Network(lat, np.full(3, send), np.full(3, recv), np.array([0, 0, 0]), [1e12], [1e12])
-        assert shared_lower_bound(SharedCostModel("ring", nics, S)) == pytest.approx(4 * (2e-3 + S / 3 / 1e9))
+        assert shared_lower_bound(SharedCostModel("ring", nics, S)) == pytest.approx(lat_lb + 4 * S / 3 / 1e9)
     tiny = Network(np.zeros((1, 1)), [1e9], [1e9], np.array([0]), [1e9], [1e9])
     assert shared_lower_bound(SharedCostModel("ring", tiny, S)) == 0.0
     pair = _uniform_net(2, lat=1e-3)
@@ -517,9 +527,10 @@ def test_ring_price_and_smooth_companion_by_hand():
     f = S / 4  # bytes per flow
     # flows 0->1 (1 ms), 1->2 (4 ms, up0, down1), 2->3 (2 ms), 3->0 (4 ms, up1, down0)
     times = [f / nic] * 4 + [f / (2 * nic)] * 4 + [f / 1e8, f / 2e8, f / 4e8, f / 5e8]
-    step = 4e-3 + max(times)
+    # latency: the longest chain crosses 2(N-1) = 6 consecutive edges: twice the ring's 11 ms less its
+    # cheapest two consecutive edges (3->0, 0->1: 5 ms)
     cost, soft = m.batch(np.arange(4)[None, :], smooth=True)
-    assert cost.tolist() == pytest.approx([6 * step], rel=1e-12)
+    assert cost.tolist() == pytest.approx([17e-3 + 6 * max(times)], rel=1e-12)
     # the companion: mean latency + root mean square over every priced link slot (unused slots count as 0)
     mean_lat = (1 + 4 + 2 + 4) / 4 * 1e-3
     rms = np.sqrt(sum(t * t for t in times) / 12)
@@ -628,3 +639,42 @@ def test_smooth_companion_against_its_reference(algo, n):
     cost, soft = m.batch(perms, smooth=True)
     assert cost.tolist() == pytest.approx(m.batch(perms).tolist(), rel=1e-12)
     assert soft.tolist() == pytest.approx([_smooth_reference(m, p) for p in perms], rel=1e-9)
+
+
+def test_latency_is_the_longest_chain_of_messages_by_hand():
+    """One slow link (hosts 0-1, 10 ms; the rest 1 ms), no bytes: the latency term is the longest
+    chain of messages, each rank moving on when its own message arrives, not every step's slowest."""
+    lat = np.full((4, 4), 1e-3)
+    np.fill_diagonal(lat, 0.0)
+    lat[0, 1] = lat[1, 0] = 10e-3
+    net = Network(lat, np.full(4, 1e9), np.full(4, 1e9), np.zeros(4, dtype=int), np.array([1e9]), np.array([1e9]))
+    ring = SharedCostModel("ring", net, 0.0)
+    # edges 10, 1, 1, 1 ms; a chain crosses 2(N-1) = 6 consecutive ones: 2 x 13 ms less the cheapest
+    # two in a row (2 ms) = 24 ms, where "6 steps x the slowest edge" would say 60 ms
+    assert ring(np.arange(4)) == pytest.approx(24e-3, rel=1e-12)
+    assert ring(np.array([0, 2, 1, 3])) == pytest.approx(2 * 4e-3 - 2e-3, rel=1e-12)  # no slow edge: 6 ms
+    # recursive doubling over hosts 0..3: step 1 pairs ranks (0,1), (2,3): clocks 10, 10, 1, 1 ms;
+    # step 2 pairs (0,2), (1,3): ranks 2 and 3 get the 10 ms clocks' messages at 11 ms
+    rd = SharedCostModel("rd", net, 0.0)
+    assert rd(np.arange(4)) == pytest.approx(11e-3, rel=1e-12)
+    # Open MPI's binary tree (0 -> 1, 2; 1 -> 3): reduce 3 -> 1 at 1 ms, 1 -> 0 at 11 ms (2 -> 0 at 1 ms);
+    # broadcast 0 -> 1 at 21 ms, 1 -> 3 at 22 ms
+    assert SharedCostModel("bintree", net, 0.0)(np.arange(4)) == pytest.approx(22e-3, rel=1e-12)
+
+
+def test_the_two_trees_of_dbt_keep_their_own_clocks():
+    """dbt's trees run side by side: its latency term is the slower tree's chain, not their sum."""
+    from plink.solvers.contention import critical_latency, latency_hops
+
+    rng = np.random.default_rng(5)
+    n = 7
+    lat = rng.uniform(1e-4, 1e-2, (n, n))
+    np.fill_diagonal(lat, 0.0)
+    hops, clock_rank = latency_hops("dbt", n)
+    assert clock_rank.tolist() == list(range(n)) + [(a - 1) % n for a in range(n)]
+    P = np.array([rng.permutation(n) for _ in range(4)])
+    both = critical_latency("dbt", lat, P, hops, clock_rank)
+    one = critical_latency("dbt", lat, P, [h for h in hops if h.src.max() < n], clock_rank)
+    two = critical_latency("dbt", lat, P, [h for h in hops if h.src.min() >= n], clock_rank)
+    assert both.tolist() == pytest.approx(np.maximum(one, two).tolist(), rel=1e-12)
+    assert (both < one + two).all()
