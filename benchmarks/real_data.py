@@ -12,7 +12,8 @@ through ``plink.cli.main`` exactly as typed (the argv is printed), and the table
   once at the best and once at the worst measured value, so the speedup is a range ``lo-hi``
   (one number when no pair is missing), and the ring's hops over unmeasured pairs are counted;
   in brackets, the speedup over random orders that plink's own report gives (its default
-  shared-link model, with the NICs and uplinks it assumes for a latency-only matrix);
+  shared-link model, with the NICs and uplinks it assumes for a latency-only matrix) and
+  the report's "measured part only" figure (the latencies alone, when capacities were assumed);
 * for ``group``: the AMI of the groups against the set's labels, where the set has them,
   for the default ``k`` and for ``--groups`` = the true number of classes;
 * ARCHER (bandwidth, ``--kind bandwidth``): ring hops that cross nodes against the minimum (8).
@@ -193,7 +194,9 @@ def main() -> int:
                     perm = doc.get("order") or [probe.names.index(h if isinstance(h, str) else h["name"])
                                                 for h in doc["hosts"]]
                     lo, hi, hops = measured_only(probe, perm, cname.split()[1], size)
-                    out[cname].update(lo=lo, hi=hi, hops=hops, report=doc.get("speedup_vs_random"))
+                    part = (doc.get("measured_only") or {}).get("speedups") or {}
+                    out[cname].update(lo=lo, hi=hi, hops=hops, report=doc.get("speedup_vs_random"),
+                                      measured_part=part.get("random_median"))
                     if name.startswith("archer") and cname == "order ring":
                         node = np.array([int(x) for x in _labels(s["labels"], probe.n)])
                         cross = int(sum(node[perm[i]] != node[perm[(i + 1) % len(perm)]] for i in range(len(perm))))
@@ -245,7 +248,8 @@ def _speed(c) -> str:
     hops = c.get("hops")
     rng += f" ({hops} hops unmeasured)" if hops else ""
     # what plink's own report says (its cost model, with the assumptions it prints)
-    return rng + (f" [report {c['report']:.2f}x]" if c.get("report") else "")
+    part = f"; measured part {c['measured_part']:.2f}x" if c.get("measured_part") else ""
+    return rng + (f" [report {c['report']:.2f}x{part}]" if c.get("report") else "")
 
 
 def table(rows: list[dict]) -> str:

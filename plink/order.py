@@ -70,6 +70,9 @@ class OrderResult:
     steps_unmeasured: int = 0  #: ... with at least one flow over an unmeasured pair
     groups: dict[str, Any] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
+    #: when the model assumed capacities nobody measured (shared model): ``{"basis": what the
+    #: measured part is, "speedups": {name: plink's speedup over that order by it alone}}``
+    measured_only: dict[str, Any] = field(default_factory=dict)
 
     @property
     def speedup_vs_input(self) -> float:
@@ -226,6 +229,8 @@ def order_hosts(
     if best_cost > cost_input:  # never hand back something worse than what the user has
         best, best_cost = identity, cost_input
     ranges = _ranges(cm, cm_low, identity, contiguous, best, rand)
+    measured_only = _measured_only(model, cm, probe, groups, np.stack([identity, contiguous, best]), rand,
+                                   use_bandwidth=use_bandwidth, nic_gbps=nic_gbps)
     proven, lb = _lower_bound(model, res, cm, cm_low, lb_model, best_cost, n_missing, n)
     if res.proven_optimal and n_missing:
         notes.append("optimal for the model with unmeasured pairs at their worst plausible value only")
@@ -256,6 +261,7 @@ def order_hosts(
         steps_unmeasured=steps_hit,
         groups={"k": groups.k, "source": groups.source, "confidence": groups.confidence},
         notes=notes,
+        measured_only=measured_only,
     )
 
 
@@ -338,6 +344,32 @@ def _ranges(cm, cm_low, identity: np.ndarray, contiguous: np.ndarray, best: np.n
     rlo, rhi = both(rand)
     return {"input": [float(lo[0]), float(hi[0])], "random_median": [float(np.median(rlo)), float(np.median(rhi))],
             "contiguous": [float(lo[1]), float(hi[1])], "plink": [float(lo[2]), float(hi[2])]}
+
+
+def _measured_only(model: str, cm, probe: ProbeData, groups, orders: np.ndarray, rand: np.ndarray, *,
+                   use_bandwidth: bool, nic_gbps) -> dict[str, Any]:
+    """Plink's speedups by the part of the shared model that rests on measurements, when the
+    rest was assumed: the latencies alone when no bandwidth was measured (the NICs and uplinks
+    are assumed), else the measured NICs with every unmeasured uplink non-blocking.  ``{}``
+    when nothing was assumed, and for the pair sum (it assumes no capacities).
+
+    ``orders``: input, contiguous and plink's order, in that order.  The figures tell the user
+    what the order buys if the assumption is wrong (uplinks not oversubscribed)."""
+    if model != "shared" or not cm.net.assumed:
+        return {}
+    if "nic" in cm.net.assumed:
+        basis = "the measured latencies alone"
+        part = SharedCostModel(cm.algo, cm.net, 0.0, cm.base)
+    else:
+        basis = "the measured NICs, with every unmeasured uplink non-blocking"
+        net = network(probe, groups, fill="high", use_bandwidth=use_bandwidth, nic_gbps=nic_gbps,
+                      unmeasured_uplinks="nonblocking")
+        part = SharedCostModel(cm.algo, net, cm.size, cm.base)
+    c = _prices(part, orders)
+    median = float(np.median(_prices(part, rand)))
+    return {"basis": basis, "speedups": {"input": _ratio(float(c[0]), float(c[2])),
+                                         "random_median": _ratio(median, float(c[2])),
+                                         "contiguous": _ratio(float(c[1]), float(c[2]))}}
 
 
 def _lower_bound(model: str, res, cm, cm_low, lb_model, best_cost: float, n_missing: int,

@@ -189,9 +189,19 @@ def _infer(probe: ProbeData, seed: int, use_bandwidth: bool) -> Groups:
     return Groups(labels, source, conf)
 
 
+UPLINK_ASSUMPTIONS = ("oversubscribed", "nonblocking")
+
+
 def network(probe: ProbeData, groups: Groups, *, fill: str = "high", use_bandwidth: bool = True,
-            nic_gbps: float | None = None) -> Network:
-    """The shared-link network of ``probe`` (see module docstring); latency one-way = RTT / 2."""
+            nic_gbps: float | None = None, unmeasured_uplinks: str = "oversubscribed") -> Network:
+    """The shared-link network of ``probe`` (see module docstring); latency one-way = RTT / 2.
+
+    ``unmeasured_uplinks``: what a group uplink nobody measured carries: ``oversubscribed``
+    (what one host NIC does, the default and what the search uses) or ``nonblocking`` (all
+    of its hosts' NICs at once: the uplink never binds; how the report prices what the
+    measured part alone predicts).  The network's ``assumed`` says what was assumed."""
+    if unmeasured_uplinks not in UPLINK_ASSUMPTIONS:
+        raise ValueError(f"unmeasured_uplinks must be one of {UPLINK_ASSUMPTIONS}, got {unmeasured_uplinks!r}")
     n = probe.n
     lab = groups.labels
     lat_us = fill_missing(probe.latency, lab, fill, probe.missing_mask())
@@ -207,6 +217,7 @@ def network(probe: ProbeData, groups: Groups, *, fill: str = "high", use_bandwid
             nic = best * 1e9 / 8
             if nic_gbps is not None:
                 notes.append("--nic-gbps ignored: NIC capacities come from the measured bandwidth")
+    bw_assumed = nic is None
     if nic is None:
         gbps = DEFAULT_NIC_GBPS if nic_gbps is None else float(nic_gbps)
         if not gbps > 0:
@@ -215,7 +226,10 @@ def network(probe: ProbeData, groups: Groups, *, fill: str = "high", use_bandwid
         notes.append(f"no bandwidth measured: host NICs assumed {gbps:g} Gbit/s"
                      + (" (set --nic-gbps)" if nic_gbps is None else ""))
     k = int(lab.max()) + 1 if n else 0
-    up = conservative_uplinks(nic, lab)
+    if unmeasured_uplinks == "oversubscribed":
+        up = conservative_uplinks(nic, lab)
+    else:
+        up = np.array([float(nic[lab == g].sum()) for g in range(k)])
     down = up.copy()
     measured = np.zeros(k, dtype=bool)
     other = []  # measured uplinks whose host set is not one group: an outer level
@@ -241,7 +255,13 @@ def network(probe: ProbeData, groups: Groups, *, fill: str = "high", use_bandwid
         cap_down += [np.inf] * len(rest)
         outer = ((olab, np.array(cap_up), np.array(cap_down)),)
         notes.append(f"{len(other)} measured uplink(s) span several groups: priced as an outer level of links")
+    assumed = []
+    if bw_assumed:
+        assumed.append("nic")
     if k > 1 and not measured.all():
+        assumed.append("uplinks")
         what = "no group uplink" if not measured.any() else f"{int((~measured).sum())} of {k} group uplinks"
-        notes.append(f"{what} measured: assumed the oversubscribed case, an uplink carries what one host NIC does")
-    return Network(lat, nic, nic.copy(), lab, up, down, tuple(notes), outer)
+        notes.append(f"{what} measured: assumed the oversubscribed case, an uplink carries what one host NIC does"
+                     if unmeasured_uplinks == "oversubscribed" else
+                     f"{what} measured: assumed non-blocking, an uplink carries all of its hosts' NICs")
+    return Network(lat, nic, nic.copy(), lab, up, down, tuple(notes), outer, tuple(assumed))

@@ -41,6 +41,10 @@ def test_simulate_then_order(dc, tmp_path):
     hosts = out.read_text().split()
     assert sorted(hosts) == sorted(h["name"] for h in json.loads(dc.read_text())["hosts"])
     assert "plink order" in proc.stderr and "median of 500 random" in proc.stderr
+    # a latency-only probe: the speedups rest on assumed NICs and uplinks, and the report says what
+    # the measured latencies alone predict
+    assert "measured part only" in proc.stderr
+    assert "'plink speedup' rests on the capacities assumed above" in " ".join(proc.stderr.split())
 
 
 def test_order_json_report_and_json_file(dc, tmp_path):

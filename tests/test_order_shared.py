@@ -211,3 +211,63 @@ def test_tree_on_unequal_racks_finds_the_interleaved_class():
     assert res.groups["k"] == 4
     assert m(np.array(res.order)) <= m(np.array(interleaved)) * 1.001
     assert m(np.array(res.order)) < 0.75 * m(rack_contiguous(np.array(racks)))
+
+
+def _ratio_of(part, orders, rand):
+    c = part.batch(orders)
+    return {"input": c[0] / c[2], "random_median": float(np.median(part.batch(rand))) / c[2],
+            "contiguous": c[1] / c[2]}
+
+
+def test_speedups_on_assumed_capacities_come_with_the_measured_part_alone():
+    """A latency-only probe: the NICs and uplinks are assumed, so the report also gives plink's
+    speedups by the latencies alone (the model with no bytes), priced over the same orders."""
+    from plink.order import random_orders
+
+    pd = simulate_datacenter(racks=4, hosts_per_rack=4, seed=3)
+    assert pd.bandwidth is None
+    res = order_hosts(pd, "ring", time_limit=0.5, max_iter=600, seed=0)
+    net = network(pd, find_groups(pd))
+    assert net.assumed == ("nic", "uplinks")
+    assert res.measured_only["basis"] == "the measured latencies alone"
+    orders = np.array([np.arange(pd.n), rack_contiguous(find_groups(pd).labels), res.order])
+    want = _ratio_of(SharedCostModel("ring", net, 0.0), orders, random_orders(pd.n, 500, 0))
+    assert res.measured_only["speedups"] == pytest.approx(want, rel=1e-12)
+    # the assumed uplinks are what makes random orders expensive: the measured part says far less
+    assert res.speedup_vs_random > 2 * res.measured_only["speedups"]["random_median"]
+    assert json.loads(json.dumps(res.to_dict()))["measured_only"]["speedups"]["input"] == pytest.approx(want["input"])
+
+
+def test_measured_nics_and_assumed_uplinks_price_the_uplinks_non_blocking():
+    from plink.order import random_orders
+
+    pd = simulate_datacenter(racks=3, hosts_per_rack=4, seed=2, bandwidth=True)
+    res = order_hosts(pd, "hd", size=2**24, time_limit=0.5, max_iter=600, seed=1)
+    groups = find_groups(pd)
+    assert network(pd, groups).assumed == ("uplinks",)
+    free = network(pd, groups, unmeasured_uplinks="nonblocking")
+    nic = free.nic_send
+    assert free.up.tolist() == pytest.approx([nic[groups.labels == g].sum() for g in range(groups.k)])
+    assert any("non-blocking" in note for note in free.notes)
+    assert res.measured_only["basis"] == "the measured NICs, with every unmeasured uplink non-blocking"
+    orders = np.array([np.arange(pd.n), rack_contiguous(groups.labels), res.order])
+    want = _ratio_of(SharedCostModel("hd", free, 2**24), orders, random_orders(pd.n, 500, 1))
+    assert res.measured_only["speedups"] == pytest.approx(want, rel=1e-12)
+    with pytest.raises(ValueError, match="unmeasured_uplinks must be one of"):
+        network(pd, groups, unmeasured_uplinks="fat-tree")
+
+
+def test_nothing_assumed_nothing_added():
+    n = 8
+    lat = np.full((n, n), 10.0)
+    np.fill_diagonal(lat, 0)
+    pd = from_matrix(lat, [f"h{i}" for i in range(n)])
+    bw = np.full((n, n), 1.0)
+    np.fill_diagonal(bw, np.nan)
+    pd.bandwidth = bw
+    pd.uplinks = [SimpleNamespace(hosts=(0, 2, 4, 6), up_bps=1e8, down_bps=2e8),
+                  SimpleNamespace(hosts=(1, 3, 5, 7), up_bps=3e8, down_bps=4e8)]
+    assert network(pd, find_groups(pd)).assumed == ()
+    assert order_hosts(pd, "ring", time_limit=0.3).measured_only == {}
+    pd.uplinks = None
+    assert order_hosts(pd, "ring", time_limit=0.3, model="pairsum").measured_only == {}  # the pair sum assumes none

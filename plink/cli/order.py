@@ -42,12 +42,15 @@ def render_order_report(result, console) -> None:
     t.add_column("order")
     t.add_column("predicted", justify="right")
     t.add_column("plink speedup", justify="right")
-    t.add_row("input order", _fmt_range(result, "input"), _fmt_speedup(result, "input"))
-    t.add_row(f"median of {result.n_random} random", _fmt_range(result, "random_median"),
-              _fmt_speedup(result, "random_median"))
-    t.add_row("rack-contiguous (groups in index order)", _fmt_range(result, "contiguous"),
-              _fmt_speedup(result, "contiguous"))
-    t.add_row("plink order", _fmt_range(result, "plink"), "")
+    part = (result.measured_only or {}).get("speedups")
+    if part:
+        t.add_column("measured part only", justify="right")
+    rows = [("input order", "input"), (f"median of {result.n_random} random", "random_median"),
+            ("rack-contiguous (groups in index order)", "contiguous")]
+    for label, name in rows:
+        t.add_row(label, _fmt_range(result, name), _fmt_speedup(result, name),
+                  *([f"{part[name]:.2f}x"] if part else []))
+    t.add_row("plink order", _fmt_range(result, "plink"), "", *([""] if part else []))
     console.print(t)
     solver = result.solver.get("name", "?")
     extra = ""
@@ -69,6 +72,10 @@ def render_order_report(result, console) -> None:
         )
     for note in result.notes:
         console.print(f"note: {note}")
+    if part:
+        console.print(f"note: 'plink speedup' rests on the capacities assumed above; 'measured part only' prices "
+                      f"{result.measured_only['basis']}: what the order buys if the assumption is wrong. "
+                      f"'plink probe --bandwidth --uplinks' measures them")
 
 
 def _render_order(result, probe, fmt, slots=1, labels=None, output=None) -> str:
