@@ -21,8 +21,9 @@ For every case (A: 16 hosts = 4 racks of 4; B: unequal racks 5+3+4+4; C: case A 
    algorithm forced through coll_tuned: ring (4), recursive doubling (3), Rabenseifner (6)
    and reduce+bcast over binary trees (2 with reduce 4 / bcast 5, the tree form for dbt);
    the median of ``--repeats`` timed runs after a warm-up, the slowest rank's time (Gloo:
-   ``--gloo-passes`` passes over all orders, every other one in reverse, so load that comes
-   and goes on the machine is spread over the orders: median of repeats x passes runs);
+   ``--gloo-passes`` / ``--mpi-passes`` passes over all orders, every other one in reverse, so
+   load that comes and goes on the machine is spread over the orders: median of repeats x
+   passes runs);
 6. saves the raw data (probe files, true racks, orders, measured seconds) as JSON in
    ``--data-dir`` as soon as it exists, and prints measured vs predicted per order,
    Spearman(predicted, measured), plink's order / best measured and rack-contiguous / best,
@@ -290,7 +291,7 @@ def run_case(case: str, args, data_path: Path) -> dict:
                              "uplink_mbit": args.uplink_mbit, "extra_hops": args.extra_hops,
                              "busy": {}},
                  "size_bytes": args.size, "mpi_size_bytes": args.mpi_size, "repeats": args.repeats,
-                 "gloo_passes": args.gloo_passes,
+                 "gloo_passes": args.gloo_passes, "mpi_passes": args.mpi_passes,
                  "collectives": {k: {"library": v[0], "algo": {m: algo_for(k, m) for m in ("default", "pairsum")},
                                      "coll_tuned": v[2]} for k, v in COLLECTIVES.items()},
                  "models": list(args.models),
@@ -390,13 +391,17 @@ def run_case(case: str, args, data_path: Path) -> dict:
             log(f"Gloo all-reduce, {len(todo)} orders: {time.monotonic() - t:.0f} s")
             if exe is not None:
                 t = time.monotonic()
-                for n in todo:
-                    res = run_mpi(c, exe, files[n]["openmpi"], files[n]["hosts"], args.mpi_size, args.repeats)
-                    for coll, (_, _, sp) in COLLECTIVES.items():
-                        if sp:
-                            record(n, coll, res[sp])
-                    save()
-                log(f"Open MPI, {len(todo)} orders x {len(COLLECTIVES) - 1} algorithms: {time.monotonic() - t:.0f} s")
+                mpi_runs: dict[str, dict[str, list]] = {n: {} for n in todo}
+                for p in range(args.mpi_passes):  # like Gloo: every other pass in reverse
+                    for n in (todo if p % 2 == 0 else todo[::-1]):
+                        res = run_mpi(c, exe, files[n]["openmpi"], files[n]["hosts"], args.mpi_size, args.repeats)
+                        for coll, (_, _, sp) in COLLECTIVES.items():
+                            if sp:
+                                mpi_runs[n].setdefault(coll, []).extend(res[sp])
+                                record(n, coll, mpi_runs[n][coll])
+                        save()
+                log(f"Open MPI, {len(todo)} orders x {len(COLLECTIVES) - 1} algorithms x {args.mpi_passes} passes: "
+                    f"{time.monotonic() - t:.0f} s")
             doc["elapsed_seconds"] = round(time.monotonic() - t0, 1)
     save()
     return doc
@@ -418,7 +423,8 @@ def analyse(doc: dict) -> tuple[str, dict]:
     preds = [("latency", "default"), ("latency", "pairsum"), ("bandwidth", "default")]
     lines.append(f"case {doc['case']}: {doc['description']}; Gloo {doc['size_bytes'] / 2**20:g} MiB, "
                  f"Open MPI {doc['mpi_size_bytes'] / 2**20:g} MiB; median of {doc['repeats'] * doc.get('gloo_passes', 1)} runs "
-                 f"(Gloo: {doc.get('gloo_passes', 1)} passes over the orders), {doc['repeats']} (MPI); "
+                 f"(Gloo: {doc.get('gloo_passes', 1)} passes over the orders), "
+                 f"{doc['repeats'] * doc.get('mpi_passes', 1)} (MPI: {doc.get('mpi_passes', 1)} passes); "
                  f"{len(orders)} orders")
     for coll, meta in doc["collectives"].items():
         names = [n for n in orders if coll in orders[n]["measured"]]
@@ -552,6 +558,9 @@ def main(argv=None) -> int:
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--gloo-passes", type=int, default=2,
                     help="Gloo: passes over all orders, alternating direction (repeats runs per order each)")
+    ap.add_argument("--mpi-passes", type=int, default=2,
+                    help="Open MPI: passes over all orders, alternating direction (one mpirun of repeats "
+                         "runs per order each)")
     ap.add_argument("--random", type=int, default=5, help="random orders per case")
     ap.add_argument("--mbit", type=float, default=350, help="host link rate")
     ap.add_argument("--uplink-mbit", type=float, default=350, help="rack uplink rate (shared by the rack)")
