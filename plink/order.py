@@ -9,7 +9,10 @@ of what the order buys against the input order, the median of random orders
 (what a cloud hands out) and the rack-contiguous order (groups in index
 order: the best simple alternative).  Every figure of the report is also
 priced with missing pairs at their best plausible value, and given as a range
-(``plink.pricing``).
+(``plink.pricing``).  When the shared model assumed capacities nobody measured
+(NICs without a bandwidth probe, rack uplinks), the report also gives plink's
+speedups by the measured part alone (``OrderResult.measured_only``), so that an
+assumption never stands behind a speedup unannounced.
 """
 
 from __future__ import annotations

@@ -32,7 +32,10 @@ whose host set is not one group, e.g. measured for two racks together,
 becomes an outer level of links over those hosts); otherwise
 the conservative oversubscribed case, an uplink carries what one host NIC
 does (``contention.conservative_uplinks``) - isolated pairs never set an
-uplink, since one flow alone cannot see oversubscription.
+uplink, since one flow alone cannot see oversubscription.  The other end,
+``unmeasured_uplinks="nonblocking"`` (an uplink carries all of its hosts'
+NICs), prices what the measured part alone predicts; ``Network.assumed``
+lists what was assumed.
 
 Complexity: O(N^2) plus the hierarchy inference.
 """
