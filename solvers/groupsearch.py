@@ -1,7 +1,7 @@
 """Search rank orders under the shared-link model (``solvers.contention``): ``minimise_shared``.
 
-Under contention a ring is no longer a travelling-salesman tour: its time is
-set by the busiest link of a step (a rack uplink carrying two flows doubles
+Under contention a ring is no longer a travelling-salesman tour: its bandwidth
+time is set by the busiest link of a step (a rack uplink carrying two flows doubles
 it), not by a sum of hops.  What works:
 
 1. **Exact** for small N: every order (host 0 fixed at rank 0 where the
@@ -38,7 +38,8 @@ it), not by a sum of hops.  What works:
 
 Complexity: exact O(evals x flows); per annealing iteration O(batch x
 flows).  Deterministic for a seed with ``max_iter`` (candidate orders priced);
-otherwise time-limited.
+otherwise time-limited.  A ``KeyboardInterrupt`` (Ctrl-C) during the
+annealing ends it with the best order so far (``info["interrupted"]``).
 """
 
 from __future__ import annotations
@@ -208,11 +209,14 @@ def _propose(perm: np.ndarray, groups: np.ndarray, rng: np.random.Generator, k: 
 
 
 def anneal_shared(model: SharedCostModel, init, *, time_limit: float = 2.0, max_iter: int | None = None,
-                  seed: int = 0, batch: int = 24, deadline: float | None = None) -> tuple[np.ndarray, float, int]:
+                  seed: int = 0, batch: int = 24, deadline: float | None = None,
+                  stopped: dict | None = None) -> tuple[np.ndarray, float, int]:
     """Batched annealing from ``init`` (see module docstring). Returns ``(perm, cost, iterations)``.
 
     ``max_iter`` counts candidate orders priced (``batch`` per iteration), like the
     pair-sum annealer's single moves, so the same budget costs about the same.
+    A ``KeyboardInterrupt`` ends the search with the best order so far; ``stopped``
+    (a dict, if given) then gets ``interrupted = True``.
     """
     rng = np.random.default_rng(seed)
     cur = np.asarray(init, dtype=np.int64).copy()
@@ -229,27 +233,31 @@ def anneal_shared(model: SharedCostModel, init, *, time_limit: float = 2.0, max_
     stop = deadline if deadline is not None else start + time_limit
     it = 0
     iters = None if max_iter is None else -(-int(max_iter) // batch)
-    while True:
-        if iters is not None:
-            if it >= iters:
-                break
-            frac = it / max(1, iters)
-        else:
-            now = time.perf_counter()
-            if now >= stop:
-                break
-            frac = (now - start) / max(1e-9, stop - start)
-        temp = t0 * 1e-3 ** frac
-        cand = _propose(cur, groups, rng, batch)
-        c, soft = model.batch(cand, smooth=True)
-        obj = c + 0.01 * soft
-        k = int(np.argmin(obj))
-        d = obj[k] - cur_obj
-        if d <= 0 or rng.random() < math.exp(-d / temp):
-            cur, cur_c, cur_obj = cand[k].copy(), float(c[k]), float(obj[k])
-            if cur_c < best_c - 1e-15 or (cur_c <= best_c + 1e-15 and cur_obj < best_obj):
-                best, best_c, best_obj = cur.copy(), cur_c, cur_obj
-        it += 1
+    try:
+        while True:
+            if iters is not None:
+                if it >= iters:
+                    break
+                frac = it / max(1, iters)
+            else:
+                now = time.perf_counter()
+                if now >= stop:
+                    break
+                frac = (now - start) / max(1e-9, stop - start)
+            temp = t0 * 1e-3 ** frac
+            cand = _propose(cur, groups, rng, batch)
+            c, soft = model.batch(cand, smooth=True)
+            obj = c + 0.01 * soft
+            k = int(np.argmin(obj))
+            d = obj[k] - cur_obj
+            if d <= 0 or rng.random() < math.exp(-d / temp):
+                cur, cur_c, cur_obj = cand[k].copy(), float(c[k]), float(obj[k])
+                if cur_c < best_c - 1e-15 or (cur_c <= best_c + 1e-15 and cur_obj < best_obj):
+                    best, best_c, best_obj = cur.copy(), cur_c, cur_obj
+            it += 1
+    except KeyboardInterrupt:  # Ctrl-C: the best order so far (best is only ever replaced whole)
+        if stopped is not None:
+            stopped["interrupted"] = True
     return best, float(model(best)), it
 
 
@@ -279,10 +287,11 @@ def minimise_shared(model: SharedCostModel, *, init=None, starts=(), time_limit:
     costs = model.batch(np.array([p for _, p in cands]))
     k = int(np.argmin(costs))
     name, start_perm = cands[k]
+    stopped: dict = {}
     perm, cost, iters = anneal_shared(model, start_perm, time_limit=time_limit, max_iter=max_iter, seed=seed,
-                                      deadline=t_start + time_limit)
+                                      deadline=t_start + time_limit, stopped=stopped)
     if cost > costs[k]:
         perm, cost = start_perm, float(costs[k])
     info = {"start": name, "start_cost": float(costs[k]), "starts": len(cands), "iterations": iters,
-            "seconds": round(time.perf_counter() - t_start, 3)}
+            "seconds": round(time.perf_counter() - t_start, 3), **stopped}
     return SolveResult(perm, cost, False, None, "group-anneal", info)

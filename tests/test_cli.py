@@ -172,3 +172,28 @@ def test_missing_dependency_is_a_one_line_error(dc, tmp_path):
                           env=env, timeout=120)
     assert_one_line_error(proc, 1, "the Python package 'scipy' is missing from this environment")
     assert "internal error" not in proc.stderr
+
+
+def test_ctrl_c_during_the_search_keeps_the_best_order_so_far(tmp_path):
+    """Ctrl-C (SIGINT) during a long search: the order found so far is written, the report says
+    it was interrupted, exit 130."""
+    import signal
+    import time
+
+    dc = tmp_path / "dc.json"
+    assert run("simulate", "--racks", "6", "--hosts-per-rack", "8", "--seed", "2", "-o", str(dc)).returncode == 0
+    out = tmp_path / "hosts.txt"
+    env = dict(os.environ, PYTHONPATH=ROOT, COLUMNS="120")
+    for wait in (8, 20, 45):  # imports, groups, starts, then the annealing: on a loaded machine, later
+        proc = subprocess.Popen([sys.executable, "-m", "plink", "order", str(dc), "--time-limit", "600",
+                                 "-o", str(out)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+        time.sleep(wait)
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=120)
+        if err.strip() != "plink: interrupted":  # not interrupted before the search began
+            break
+    assert proc.returncode == 130, err
+    assert "interrupted after" in err and "the order is the best found so far" in err
+    assert "Traceback" not in err
+    hosts = out.read_text().split()
+    assert sorted(hosts) == sorted(h["name"] for h in json.loads(dc.read_text())["hosts"])

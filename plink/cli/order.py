@@ -182,11 +182,15 @@ def order(probefile, algo, size, base, time_limit, jobs, smt_time, groups_file, 
         from plink.data.fileio import atomic_write_text
 
         atomic_write_text(output, text)
+    interrupted = bool(result.solver.get("interrupted"))
     if as_json:
         _echo_json(result.to_dict())
-        return
-    if not output:
-        click.echo(text, nl=False)
-    render_order_report(result, console)
-    if output:
-        click.echo(f"wrote {output}", err=True)
+    else:
+        if not output:
+            click.echo(text, nl=False)
+        render_order_report(result, console)
+        if output:
+            click.echo(f"wrote {output}", err=True)
+    if interrupted:  # Ctrl-C during the search: the best order so far was written; say so, exit 130
+        click.echo(f"plink: interrupted after {result.elapsed:.1f} s: the order is the best found so far", err=True)
+        click.get_current_context().exit(130)
