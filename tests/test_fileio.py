@@ -126,6 +126,16 @@ def test_symlink_loop_is_a_clear_error(tmp_path):
         write_text(a, "x")
 
 
+@pytest.mark.skipif(not os.path.exists("/proc/version"), reason="needs Linux /proc")
+def test_a_directory_that_takes_no_new_files_is_named():
+    """/proc/version exists, but /proc takes no new file (the temporary file of the atomic write)."""
+    before = Path("/proc/version").read_text()
+    with pytest.raises(PlinkError) as e:
+        write_text("/proc/version", "x")
+    assert str(e.value).startswith("cannot write /proc/version: cannot create a file in /proc (")
+    assert Path("/proc/version").read_text() == before
+
+
 @pytest.mark.skipif(os.geteuid() == 0, reason="root may create files in any directory")
 def test_writable_file_in_a_read_only_directory_is_written_in_place(tmp_path):
     d = tmp_path / "ro"

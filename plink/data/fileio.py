@@ -110,7 +110,8 @@ def write_bytes(path: str | os.PathLike, data: bytes, mode: int | None = None) -
         if st is not None and exc.errno in (errno.EACCES, errno.EPERM, errno.EROFS) and os.access(target, os.W_OK):
             _write_in_place(name, target, data)  # a writable file in a directory we cannot create in
             return
-        raise PlinkError(f"cannot write {name}: {exc.strerror or exc}") from None
+        # e.g. /proc/version: the directory exists but takes no new files
+        raise PlinkError(f"cannot write {name}: cannot create a file in {directory} ({exc.strerror or exc})") from None
     try:
         with os.fdopen(fd, "wb") as fh:
             fh.write(data)
