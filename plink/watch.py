@@ -56,7 +56,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from plink.errors import PlinkError, ProbeFileError
-from plink.data.fileio import atomic_write_text
+from plink.data.fileio import atomic_write_text, missing_directory
 from plink.data.probefile import ProbeData, load_json
 
 STATE_FORMAT = "plink-watch"
@@ -680,8 +680,9 @@ def _check_args(*, model: str, window: int, min_gain: float, slots: int, emit: S
         if fmt not in FORMATS or fmt in ("json", "slurm-topology"):
             raise PlinkError(f"cannot keep a {fmt!r} file in sync (use one of: {', '.join(f for f in FORMATS if f not in ('json', 'slurm-topology'))})")
     for fmt, path in emit:  # before anything is probed or written: an error changes nothing
-        if not Path(path).absolute().parent.is_dir():
-            raise PlinkError(f"cannot write --emit {fmt}:{path}: directory {Path(path).absolute().parent} does not exist")
+        missing = missing_directory(path)
+        if missing is not None:
+            raise PlinkError(f"cannot write --emit {fmt}:{path}: directory {missing} does not exist")
         if Path(path).is_dir():
             raise PlinkError(f"cannot write --emit {fmt}:{path}: it is a directory (name a file in it)")
 

@@ -217,3 +217,22 @@ def test_plot_to_a_symlink_keeps_the_link(tmp_path):
     plot_groups(np.random.default_rng(0).normal(size=(8, 2)), np.array([0, 0, 0, 0, 1, 1, 1, 1]), link)
     assert link.is_symlink() and target.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert sorted(q.name for q in tmp_path.iterdir()) == ["groups.png", "real.png"]
+
+
+def test_missing_directory_is_one_check_for_every_output(tmp_path):
+    """The directory a write lands in, also through a dangling symlink: checked the same way by
+    -o (before the work), watch --emit and the write itself."""
+    from plink.data.fileio import missing_directory
+
+    assert missing_directory("-") is None
+    assert missing_directory(tmp_path / "x.txt") is None
+    assert missing_directory(tmp_path / "no" / "x.txt") == str(tmp_path / "no")
+    link = tmp_path / "link"
+    link.symlink_to(tmp_path / "gone" / "target.txt")
+    assert missing_directory(link) == str(tmp_path / "gone")
+    r = plink("order", str(ROOT / "examples" / "dc64.json"), "--time-limit", "600", "-o", str(link))
+    assert r.returncode == 2, r.stderr  # a usage error at once, not after a 10-minute search
+    assert f"directory {tmp_path / 'gone'} does not exist" in r.stderr
+    with pytest.raises(PlinkError, match=f"cannot write {link}: directory {tmp_path / 'gone'} does not exist"):
+        write_text(link, "x")
+    assert link.is_symlink() and not (tmp_path / "gone").exists()

@@ -15,12 +15,16 @@ EXIT_USAGE = 2
 def existing_dir(ctx, param, value):
     """Click callback of an output path: a file in a directory that does not exist is a usage
     error at once, not after the work (a search of minutes); ``-`` passes."""
-    if value is not None and value != "-":
-        import os
+    if value is not None:
+        from plink.data.fileio import missing_directory
+        from plink.errors import PlinkError
 
-        directory = os.path.dirname(os.path.abspath(value))
-        if not os.path.isdir(directory):
-            raise click.BadParameter(f"cannot write {value}: directory {directory} does not exist")
+        try:
+            missing = missing_directory(value)
+        except PlinkError as exc:  # a symlink loop: said by the write, with its message
+            raise click.BadParameter(str(exc)) from None
+        if missing is not None:
+            raise click.BadParameter(f"cannot write {value}: directory {missing} does not exist")
     return value
 
 

@@ -38,7 +38,7 @@ from typing import Any
 
 from plink.errors import PlinkError
 
-__all__ = ["write_text", "write_bytes", "write_json", "replaces_atomically", "atomic_write_text",
+__all__ = ["write_text", "write_bytes", "write_json", "replaces_atomically", "missing_directory", "atomic_write_text",
            "check_envelope", "read_text", "read_json"]
 
 
@@ -52,6 +52,17 @@ def _resolve(path: str) -> str:
         if exc.errno == errno.ELOOP:
             raise PlinkError(f"cannot write {path}: too many levels of symbolic links") from None
     return os.path.realpath(path)
+
+
+def missing_directory(path: str | os.PathLike) -> str | None:
+    """The directory a write of ``path`` would create its file in, when that directory does not
+    exist (else None; ``-`` is stdout).  The one check of every output path: ``-o`` before any
+    work, ``watch --emit`` before anything is probed, and :func:`write_bytes` itself."""
+    name = os.fspath(path)
+    if name == "-":
+        return None
+    directory = os.path.dirname(os.path.abspath(_resolve(name)))
+    return None if os.path.isdir(directory) else directory
 
 
 def replaces_atomically(path: str | os.PathLike) -> bool:
@@ -102,8 +113,9 @@ def write_bytes(path: str | os.PathLike, data: bytes, mode: int | None = None) -
         _write_in_place(name, target, data)  # keep the hard links together
         return
     directory = os.path.dirname(target) or "."
-    if not os.path.isdir(directory):
-        raise PlinkError(f"cannot write {name}: directory {directory} does not exist")
+    missing = missing_directory(name)
+    if missing is not None:
+        raise PlinkError(f"cannot write {name}: directory {missing} does not exist")
     try:
         fd, tmp = tempfile.mkstemp(prefix=f".{os.path.basename(target)}.", suffix=".tmp", dir=directory)
     except OSError as exc:
