@@ -106,3 +106,22 @@ def test_schedule_json_and_stdout_schedule_are_refused(tmp_path):
     r = subprocess.run([sys.executable, "-m", "plink", "schedule", str(path), "--size", "1MiB", "-o", "-", "--json"],
                        capture_output=True, text=True, timeout=120)
     assert r.returncode == 2 and "both write to stdout" in r.stderr and r.stdout == ""
+
+
+def test_a_host_without_measured_pairs_is_named_as_group_names_it(tmp_path, capsys):
+    """schedule and group give the same message for a host that was never measured: its name."""
+    n = 6
+    rows = [["" if (i == 4 or j == 4) and i != j else ("0" if i == j else "10") for j in range(n)] for i in range(n)]
+    csv = tmp_path / "m.csv"
+    csv.write_text("".join(",".join(r) + "\n" for r in rows))
+    hosts = tmp_path / "hosts.txt"
+    hosts.write_text("".join(f"h{i:02d}\n" for i in range(n)))
+    errs = []
+    for argv in (["schedule", str(csv), "--hosts", str(hosts), "--unit", "us", "--size", "1MiB",
+                  "-o", str(tmp_path / "s.json")],
+                 ["group", str(csv), "--hosts", str(hosts), "--unit", "us"]):
+        code, _, err = run(argv, capsys)
+        lines = [ln for ln in err.strip().splitlines() if not ln.startswith("plink: note")]
+        assert code == 1 and len(lines) == 1, err
+        errs.append(lines[0])
+    assert errs[0] == errs[1] == "plink: error: host h04 has 0 measured pairs: probe it again or leave it out"

@@ -143,6 +143,18 @@ def check_latency(latency) -> np.ndarray:
     return d
 
 
+def check_every_host_measured(probe) -> np.ndarray:
+    """Raise :class:`PlinkError` naming the first host of ``probe`` without a measured pair
+    (structure inference cannot place it); else return the measured-pair mask (diagonal False)."""
+    lat = probe.latency
+    measured = np.isfinite(lat) | np.isfinite(lat.T)
+    np.fill_diagonal(measured, False)
+    lonely = np.flatnonzero(~measured.any(axis=1))
+    if lonely.size:
+        raise PlinkError(f"host {probe.names[lonely[0]]} has 0 measured pairs: probe it again or leave it out")
+    return measured
+
+
 def symmetrise_min(d: np.ndarray) -> np.ndarray:
     """``min(d_ij, d_ji)``, using the measured direction where only one is (NaN if neither). O(N^2)."""
     s = np.fmin(d, d.T)
@@ -746,12 +758,7 @@ def infer_groups(probe, *, n_groups: int | None = None, max_levels: int = 3, see
     if n_groups is not None and (not isinstance(n_groups, (int, np.integer)) or isinstance(n_groups, bool)
                                  or n_groups < 1):
         raise PlinkError(f"number of groups must be a positive integer, got {n_groups!r}")
-    lat = probe.latency
-    measured = np.isfinite(lat) | np.isfinite(lat.T)
-    np.fill_diagonal(measured, False)
-    lonely = np.flatnonzero(~measured.any(axis=1))
-    if lonely.size:
-        raise PlinkError(f"host {probe.names[lonely[0]]} has 0 measured pairs: probe it again or leave it out")
+    measured = check_every_host_measured(probe)
     n = probe.n
     if n >= 2 and measured.sum() < 0.5 * n * (n - 1):
         raise PlinkError(f"the matrix is mostly missing ({measured.sum() / (n * (n - 1)):.0%} of pairs measured); "
