@@ -84,7 +84,19 @@ def test_show_bandwidth_matrix_reports_bandwidth_not_inverse_as_latency(capsys):
         assert doc["median_bandwidth_within_groups_gbps"] > doc["median_bandwidth_between_groups_gbps"]
     code, out, err = run(["show", str(DATA / "skyplane16_throughput_gbps.csv"), "--kind", "bandwidth",
                           "--hosts", str(DATA / "skyplane16_throughput_hosts.csv")], capsys)
-    assert code == 0 and "latency (us)" not in out and "RTT" not in out
+    assert code == 0 and "latency (RTT)" not in out and "RTT" not in out
+
+
+def test_show_prints_latencies_in_a_readable_unit(capsys):
+    """A matrix in ms reads as ms (the JSON keeps µs)."""
+    code, out, err = run(["show", str(DATA / "planetlab24_rtt_ms.csv"), "--unit", "ms"], capsys)
+    assert code == 0, err
+    row = next(ln for ln in out.splitlines() if "latency (RTT)" in ln)
+    assert " ms" in row and "p50" in row
+    between = next(ln for ln in out.splitlines() if "median RTT between groups" in ln)
+    assert between.rstrip().endswith(" ms")
+    code, out, err = run(["show", str(DATA / "planetlab24_rtt_ms.csv"), "--unit", "ms", "--json"], capsys)
+    assert json.loads(out)["latency_us"]["p50"] > 1000  # µs in the JSON
 
 
 def test_planetlab_slice_orders(tmp_path, capsys):

@@ -161,22 +161,27 @@ def render_show(summary, console) -> None:
     t.add_column("")
     t.add_column("value", justify="right")
     t.add_row("measured pairs", f"{summary['measured_pairs']} of {summary['pairs']} ({summary['coverage']:.1%})")
-    for key, unit in (("latency_us", "us"), ("bandwidth_gbps", "Gbit/s")):
-        pct = summary.get(key)
-        if pct:
-            t.add_row(f"{key.split('_')[0]} ({unit})", "  ".join(f"{k} {v:g}" for k, v in pct.items()))
+    from plink.units import format_us
+
+    pct = summary.get("latency_us")
+    if pct:  # each figure in its own readable unit (a matrix in ms or s reads as ms or s)
+        t.add_row("latency (RTT)", "  ".join(f"{k} {format_us(v)}" for k, v in pct.items()))
+    pct = summary.get("bandwidth_gbps")
+    if pct:
+        t.add_row("bandwidth (Gbit/s)", "  ".join(f"{k} {v:g}" for k, v in pct.items()))
     if summary.get("truth_counts"):
         t.add_row("ground truth", ", ".join(f"{v} {k}" for k, v in summary["truth_counts"].items()))
     if "groups" in summary:
         sizes = summary["group_sizes"]
         t.add_row("groups", f"{summary['groups']} (sizes {min(sizes)}..{max(sizes)})")
-        for key, label, unit in (("median_latency_within_groups_us", "median RTT within groups", "us"),
-                                 ("median_latency_between_groups_us", "median RTT between groups", "us"),
-                                 ("median_bandwidth_within_groups_gbps", "median bandwidth within groups", "Gbit/s"),
-                                 ("median_bandwidth_between_groups_gbps", "median bandwidth between groups",
-                                  "Gbit/s")):
+        for key, label in (("median_latency_within_groups_us", "median RTT within groups"),
+                           ("median_latency_between_groups_us", "median RTT between groups")):
             if key in summary:
-                t.add_row(label, f"{summary[key]:g} {unit}")
+                t.add_row(label, format_us(summary[key]))
+        for key, label in (("median_bandwidth_within_groups_gbps", "median bandwidth within groups"),
+                           ("median_bandwidth_between_groups_gbps", "median bandwidth between groups")):
+            if key in summary:
+                t.add_row(label, f"{summary[key]:g} Gbit/s")
     console.print(t)
 
 

@@ -59,7 +59,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from plink import __version__
-from plink.errors import ProbeFileError
+from plink.errors import PlinkError, ProbeFileError
 from plink.data.fileio import atomic_write_text, read_json, read_text
 
 FORMAT = "plink-probe"
@@ -710,3 +710,13 @@ def new_meta(method: str, **extra: Any) -> dict:
     return meta
 
 
+def check_every_host_measured(probe) -> np.ndarray:
+    """Raise :class:`PlinkError` naming the first host of ``probe`` without a measured pair
+    (structure inference cannot place it); else return the measured-pair mask (diagonal False)."""
+    lat = probe.latency
+    measured = np.isfinite(lat) | np.isfinite(lat.T)
+    np.fill_diagonal(measured, False)
+    lonely = np.flatnonzero(~measured.any(axis=1))
+    if lonely.size:
+        raise PlinkError(f"host {probe.names[lonely[0]]} has 0 measured pairs: probe it again or leave it out")
+    return measured

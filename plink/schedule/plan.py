@@ -56,7 +56,7 @@ from typing import Any
 import numpy as np
 
 from plink.errors import PlinkError
-from plink.data.probefile import ProbeData
+from plink.data.probefile import ProbeData, check_every_host_measured
 
 DEFAULT_CHUNK = 64 * 1024  #: bytes; AggEngine's chunk size (§4.2.2)
 CAPACITY_MODES = ("cardinality", "bandwidth")
@@ -249,11 +249,11 @@ def default_groups(probe: ProbeData) -> tuple[np.ndarray, str]:
     (no such module, no structure found, or a singleton group) :func:`fallback_groups`.
     """
     try:
-        from plink.structure.hierarchy import check_every_host_measured, infer_hierarchy
+        from plink.structure.hierarchy import infer_hierarchy
     except ImportError:
         infer_hierarchy = None
     if infer_hierarchy is not None and probe.n >= 4:
-        check_every_host_measured(probe)  # names the host, as plink group does
+        check_every_host_measured(probe)  # names the host, as plink group does (and hierarchy by index could not)
         lab = np.asarray(infer_hierarchy(probe.structure_latency).labels, dtype=np.int64)
         sizes = np.bincount(lab)
         if len(sizes) >= 2 and sizes.min() >= 2:

@@ -65,6 +65,7 @@ from typing import Any
 
 import numpy as np
 
+from plink.data.probefile import check_every_host_measured
 from plink.errors import PlinkError
 
 #: a split is significant when its mean silhouette on the profile distances is at least this
@@ -141,18 +142,6 @@ def check_latency(latency) -> np.ndarray:
         if none.size:
             raise PlinkError(f"host {none[0]} has no measured pair ({none.size} host(s) without any)")
     return d
-
-
-def check_every_host_measured(probe) -> np.ndarray:
-    """Raise :class:`PlinkError` naming the first host of ``probe`` without a measured pair
-    (structure inference cannot place it); else return the measured-pair mask (diagonal False)."""
-    lat = probe.latency
-    measured = np.isfinite(lat) | np.isfinite(lat.T)
-    np.fill_diagonal(measured, False)
-    lonely = np.flatnonzero(~measured.any(axis=1))
-    if lonely.size:
-        raise PlinkError(f"host {probe.names[lonely[0]]} has 0 measured pairs: probe it again or leave it out")
-    return measured
 
 
 def symmetrise_min(d: np.ndarray) -> np.ndarray:
