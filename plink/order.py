@@ -190,6 +190,7 @@ def order_hosts(
     labels=None,
     model: str = "shared",
     nic_gbps: float | None = None,
+    keep_on_interrupt: bool = False,
 ) -> OrderResult:
     """Search for a rank order of ``probe``'s hosts minimising ``algo``'s cost.
 
@@ -213,7 +214,9 @@ def order_hosts(
     local search or annealing in ``jobs`` processes, optional Z3 for
     ``smt_time`` seconds).
 
-    Never returns an order costlier than the input order.
+    Never returns an order costlier than the input order.  ``keep_on_interrupt`` (shared
+    model): Ctrl-C during the annealing returns the best order so far, with
+    ``solver["interrupted"]`` set (what ``plink order`` does); otherwise it propagates.
     """
     start = time.perf_counter()
     _check_args(probe, algo, model=model, time_limit=time_limit, smt_time=smt_time, size=size, n_random=n_random,
@@ -226,7 +229,7 @@ def order_hosts(
     contiguous = rack_contiguous(groups.labels)
     rand = random_orders(n, n_random, seed)
     res, lb_model = _search(model, cm, identity, notes, labels=labels, time_limit=time_limit, seed=seed, jobs=jobs,
-                            smt_time=smt_time, max_iter=max_iter)
+                            smt_time=smt_time, max_iter=max_iter, keep_on_interrupt=keep_on_interrupt)
     best, best_cost = res.perm, float(res.cost)
     cost_input = float(cm(identity))
     if best_cost > cost_input:  # never hand back something worse than what the user has
@@ -324,7 +327,7 @@ def _models(model: str, algo: str, probe: ProbeData, groups, n_missing: int, siz
 
 
 def _search(model: str, cm, identity: np.ndarray, notes: list[str], *, labels, time_limit, seed, jobs, smt_time,
-            max_iter):
+            max_iter, keep_on_interrupt: bool = False):
     """``(solver result, the pairsum solver's lower bound or None)``: the model's solver, started from ``identity``."""
     if model == "pairsum":
         res = minimise(cm, init=identity, labels=labels, time_limit=time_limit, seed=seed, jobs=jobs,
@@ -332,7 +335,8 @@ def _search(model: str, cm, identity: np.ndarray, notes: list[str], *, labels, t
         return res, (res.lower_bound if not res.proven_optimal else None)
     if smt_time > 0:
         notes.append("--smt-time applies to --model pairsum only: ignored")
-    return minimise_shared(cm, init=identity, time_limit=time_limit, seed=seed, max_iter=max_iter), None
+    return minimise_shared(cm, init=identity, time_limit=time_limit, seed=seed, max_iter=max_iter,
+                           keep_on_interrupt=keep_on_interrupt), None
 
 
 def _ranges(cm, cm_low, identity: np.ndarray, contiguous: np.ndarray, best: np.ndarray,

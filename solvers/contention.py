@@ -102,7 +102,7 @@ Identical steps are merged (``repeat``), so a ring is one step repeated
 
 Complexity: one evaluation is O(sum of flows over distinct steps and of the
 messages of one pass through the algorithm) numpy work: O(N) for ring (its
-latency in closed form), O(N log N) for hd/rd, O(N) for dbt, O(N B log_B N) for BCube;
+latency in closed form), O(N log N) for hd/rd, O(N) for dbt and bintree, O(N B log_B N) for BCube;
 ``batch`` evaluates M orders in one pass (O(M x that)).
 
 References: D. Culler, R. Karp, D. Patterson et al., "LogP: towards a
@@ -467,7 +467,7 @@ def latency_hops(algo: str, n: int, base: int = 2) -> tuple[list[Hop], np.ndarra
 
     A clock is a rank, except for ``dbt``, whose two trees run side by side
     (clocks ``n..2n-1`` are tree two's positions, played by rank ``position - 1 mod n``).
-    The ring has no hops: its critical path has a closed form (see ``SharedCostModel``).
+    The ring has no hops: its critical path has a closed form (see :func:`critical_latency`).
     """
     ranks = np.arange(n, dtype=np.int64)
     if n < 2 or algo == "ring":

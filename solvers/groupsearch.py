@@ -38,8 +38,9 @@ it), not by a sum of hops.  What works:
 
 Complexity: exact O(evals x flows); per annealing iteration O(batch x
 flows).  Deterministic for a seed with ``max_iter`` (candidate orders priced);
-otherwise time-limited.  A ``KeyboardInterrupt`` (Ctrl-C) during the
-annealing ends it with the best order so far (``info["interrupted"]``).
+otherwise time-limited.  With ``keep_on_interrupt``, a ``KeyboardInterrupt``
+(Ctrl-C) during the annealing ends it with the best order so far
+(``info["interrupted"]``); otherwise it propagates as usual.
 """
 
 from __future__ import annotations
@@ -215,8 +216,8 @@ def anneal_shared(model: SharedCostModel, init, *, time_limit: float = 2.0, max_
 
     ``max_iter`` counts candidate orders priced (``batch`` per iteration), like the
     pair-sum annealer's single moves, so the same budget costs about the same.
-    A ``KeyboardInterrupt`` ends the search with the best order so far; ``stopped``
-    (a dict, if given) then gets ``interrupted = True``.
+    With ``stopped`` (a dict) given, a ``KeyboardInterrupt`` ends the search with the best
+    order so far and sets ``stopped["interrupted"] = True``; without it, it propagates.
     """
     rng = np.random.default_rng(seed)
     cur = np.asarray(init, dtype=np.int64).copy()
@@ -255,15 +256,16 @@ def anneal_shared(model: SharedCostModel, init, *, time_limit: float = 2.0, max_
                 if cur_c < best_c - 1e-15 or (cur_c <= best_c + 1e-15 and cur_obj < best_obj):
                     best, best_c, best_obj = cur.copy(), cur_c, cur_obj
             it += 1
-    except KeyboardInterrupt:  # Ctrl-C: the best order so far (best is only ever replaced whole)
-        if stopped is not None:
-            stopped["interrupted"] = True
+    except KeyboardInterrupt:  # Ctrl-C: the best order so far (its cost is recomputed below)
+        if stopped is None:
+            raise
+        stopped["interrupted"] = True
     return best, float(model(best)), it
 
 
 def minimise_shared(model: SharedCostModel, *, init=None, starts=(), time_limit: float = 5.0, seed: int = 0,
                     max_iter: int | None = None, exact: bool = True,
-                    max_evals: int = EXHAUSTIVE_MAX_EVALS) -> SolveResult:
+                    max_evals: int = EXHAUSTIVE_MAX_EVALS, keep_on_interrupt: bool = False) -> SolveResult:
     """Minimise the shared-link model over rank orders (see module docstring)."""
     if not (time_limit > 0):
         raise ValueError(f"time limit must be > 0 seconds, got {time_limit}")
@@ -289,7 +291,7 @@ def minimise_shared(model: SharedCostModel, *, init=None, starts=(), time_limit:
     name, start_perm = cands[k]
     stopped: dict = {}
     perm, cost, iters = anneal_shared(model, start_perm, time_limit=time_limit, max_iter=max_iter, seed=seed,
-                                      deadline=t_start + time_limit, stopped=stopped)
+                                      deadline=t_start + time_limit, stopped=stopped if keep_on_interrupt else None)
     if cost > costs[k]:
         perm, cost = start_perm, float(costs[k])
     info = {"start": name, "start_cost": float(costs[k]), "starts": len(cands), "iterations": iters,

@@ -260,17 +260,24 @@ def test_conservative_uplinks_are_one_nic():
     assert conservative_uplinks(nic, np.array([0, 0, 0, 1, 1])).tolist() == [2.0, 10.0]
 
 
-@pytest.mark.parametrize("algo,n", [("ring", 6), ("ring", 7), ("hd", 6), ("hd", 8), ("rd", 7), ("dbt", 6),
-                                    ("bcube", 8), ("bintree", 7)])
-def test_lower_bound_never_above_exhaustive_optimum(algo, n):
+@pytest.mark.parametrize("algo,n,base", [("ring", 2, 2), ("ring", 3, 2), ("ring", 6, 2), ("ring", 7, 2),
+                                         ("hd", 3, 2), ("hd", 5, 2), ("hd", 6, 2), ("hd", 8, 2), ("rd", 3, 2),
+                                         ("rd", 5, 2), ("rd", 7, 2), ("dbt", 5, 2), ("dbt", 6, 2), ("dbt", 7, 2),
+                                         ("bcube", 8, 2), ("bcube", 3, 3), ("bintree", 5, 2), ("bintree", 7, 2)])
+def test_lower_bound_never_above_exhaustive_optimum(algo, n, base):
+    """Every order priced: the bound is below the optimum, and the exhaustive search with its
+    symmetry breaking (host 0 at rank 0 where the algorithm allows it) finds that optimum."""
+    from plink.solvers.groupsearch import exhaustive_shared
+
     rng = np.random.default_rng(n)
-    for _ in range(3):
+    for size in (0.0, 4e6):
         net = random_net(rng, n, 3)
-        m = SharedCostModel(algo, net, 4e6)
+        m = SharedCostModel(algo, net, size, base=base)
         perms = np.array(list(itertools.permutations(range(n))))
         best = m.batch(perms).min()
         lb = shared_lower_bound(m)
         assert 0 < lb <= best * (1 + 1e-12)
+        assert exhaustive_shared(m)[1] == pytest.approx(best, rel=1e-12)
 
 
 def test_bad_network_inputs():

@@ -271,3 +271,32 @@ def test_nothing_assumed_nothing_added():
     assert order_hosts(pd, "ring", time_limit=0.3).measured_only == {}
     pd.uplinks = None
     assert order_hosts(pd, "ring", time_limit=0.3, model="pairsum").measured_only == {}  # the pair sum assumes none
+
+
+class _InterruptedAt(SharedCostModel):
+    """A model whose ``calls``-th batch pricing raises KeyboardInterrupt (Ctrl-C mid-search)."""
+
+    def __init__(self, *a, calls, **kw):
+        super().__init__(*a, **kw)
+        self.calls = calls
+
+    def batch(self, perms, smooth=False):
+        self.calls -= 1
+        if self.calls == 0:
+            raise KeyboardInterrupt
+        return super().batch(perms, smooth)
+
+
+def test_ctrl_c_in_the_annealing_keeps_the_best_order_only_when_asked():
+    pd = simulate_datacenter(racks=4, hosts_per_rack=4, seed=1)
+    net = network(pd, find_groups(pd))
+    kw = dict(time_limit=60.0, exact=False)
+    full = minimise_shared(SharedCostModel("ring", net, 2**24), max_iter=2400, exact=False)
+    res = minimise_shared(_InterruptedAt("ring", net, 2**24, calls=40), keep_on_interrupt=True, **kw)
+    assert res.info["interrupted"] is True and sorted(res.perm.tolist()) == list(range(pd.n))
+    assert res.info["iterations"] < 40  # stopped at the interrupt, not at the 60 s limit
+    model = SharedCostModel("ring", net, 2**24)
+    assert res.cost == pytest.approx(model(res.perm)) and res.cost <= res.info["start_cost"]
+    assert "interrupted" not in full.info
+    with pytest.raises(KeyboardInterrupt):  # a library caller who did not ask gets the interrupt
+        minimise_shared(_InterruptedAt("ring", net, 2**24, calls=40), **kw)

@@ -71,8 +71,14 @@ def main(argv: list[str] | None = None) -> None:
     except ModuleNotFoundError as exc:  # an installation without one of plink's dependencies
         if debug:
             raise
-        click.echo(f"plink: error: the Python package {exc.name!r} is missing from this environment "
-                   f"({sys.executable}); 'pip install plink' installs plink's dependencies", err=True)
+        top = (exc.name or "").partition(".")[0]
+        if top in ("", "plink", "solvers", "probes"):  # a part of plink itself: a broken install, a bug
+            click.echo(f"plink: internal error: ModuleNotFoundError: {exc} (rerun with --debug for a traceback)",
+                       err=True)
+        else:
+            click.echo(f"plink: error: the Python package {top!r} is missing from this environment "
+                       f"({sys.executable}): reinstall plink with its dependencies ('pip install .' in the "
+                       f"checkout, see the README's Set up)", err=True)
         sys.exit(EXIT_FAILURE)
     except Exception as exc:  # a bug: say so in one line, traceback with --debug
         if debug:

@@ -73,9 +73,10 @@ def render_order_report(result, console) -> None:
     for note in result.notes:
         console.print(f"note: {note}")
     if part:
+        how = ("'plink probe --bandwidth --uplinks' measures them" if result.model == "latency"
+               else "'plink probe --bandwidth --uplinks' measures the uplinks")
         console.print(f"note: 'plink speedup' rests on the capacities assumed above; 'measured part only' prices "
-                      f"{result.measured_only['basis']}: what the order buys if the assumption is wrong. "
-                      f"'plink probe --bandwidth --uplinks' measures them")
+                      f"{result.measured_only['basis']}: what the order buys if the assumption is wrong. {how}")
 
 
 def _render_order(result, probe, fmt, slots=1, labels=None, output=None) -> str:
@@ -175,7 +176,7 @@ def order(probefile, algo, size, base, time_limit, jobs, smt_time, groups_file, 
         result = order_hosts(
             probe, algo, size=nbytes, time_limit=time_limit, seed=seed, base=base,
             use_bandwidth=not no_bandwidth, jobs=jobs, smt_time=smt_time, labels=labels, model=cost_model,
-            nic_gbps=nic_gbps,
+            nic_gbps=nic_gbps, keep_on_interrupt=True,
         )
     text = _render_order(result, probe, fmt, slots, labels, output)
     if output:
