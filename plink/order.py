@@ -10,9 +10,9 @@ of what the order buys against the input order, the median of random orders
 order: the best simple alternative).  Every figure of the report is also
 priced with missing pairs at their best plausible value, and given as a range
 (``plink.pricing``).  When the shared model assumed capacities nobody measured
-(NICs without a bandwidth probe, rack uplinks), the report also gives plink's
-speedups by the measured part alone (``OrderResult.measured_only``), so that an
-assumption never stands behind a speedup unannounced.
+(no bandwidth probe: NICs and rack uplinks), the report also gives plink's
+speedups by the measured latencies alone (``OrderResult.measured_only``), so that
+an assumption never stands behind a speedup unannounced.
 """
 
 from __future__ import annotations
@@ -73,8 +73,8 @@ class OrderResult:
     steps_unmeasured: int = 0  #: ... with at least one flow over an unmeasured pair
     groups: dict[str, Any] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
-    #: when the model assumed capacities nobody measured (shared model): ``{"basis": what the
-    #: measured part is, "speedups": {name: plink's speedup over that order by it alone}}``
+    #: when the shared model assumed the capacities (no bandwidth measured): ``{"basis": "the
+    #: measured latencies alone", "speedups": {name: plink's speedup over that order by them}}``
     measured_only: dict[str, Any] = field(default_factory=dict)
 
     @property
@@ -235,8 +235,7 @@ def order_hosts(
     if best_cost > cost_input:  # never hand back something worse than what the user has
         best, best_cost = identity, cost_input
     ranges = _ranges(cm, cm_low, identity, contiguous, best, rand)
-    measured_only = _measured_only(model, cm, probe, groups, np.stack([identity, contiguous, best]), rand,
-                                   use_bandwidth=use_bandwidth, nic_gbps=nic_gbps)
+    measured_only = _measured_only(model, cm, np.stack([identity, contiguous, best]), rand)
     proven, lb = _lower_bound(model, res, cm, cm_low, lb_model, best_cost, n_missing, n)
     if res.proven_optimal and n_missing:
         notes.append("optimal for the model with unmeasured pairs at their worst plausible value only")
@@ -353,30 +352,22 @@ def _ranges(cm, cm_low, identity: np.ndarray, contiguous: np.ndarray, best: np.n
             "contiguous": [float(lo[1]), float(hi[1])], "plink": [float(lo[2]), float(hi[2])]}
 
 
-def _measured_only(model: str, cm, probe: ProbeData, groups, orders: np.ndarray, rand: np.ndarray, *,
-                   use_bandwidth: bool, nic_gbps) -> dict[str, Any]:
-    """Plink's speedups by the part of the shared model that rests on measurements, when the
-    rest was assumed: the latencies alone when no bandwidth was measured (the NICs and uplinks
-    are assumed), else the measured NICs with every unmeasured uplink non-blocking.  ``{}``
-    when nothing was assumed, and for the pair sum (it assumes no capacities).
+def _measured_only(model: str, cm, orders: np.ndarray, rand: np.ndarray) -> dict[str, Any]:
+    """Plink's speedups by the measured latencies alone, when no bandwidth was measured and the
+    shared model's NICs and uplinks were therefore assumed; ``{}`` otherwise (and for the pair
+    sum, which assumes no capacities).  ``orders``: input, contiguous and plink's order.
 
-    ``orders``: input, contiguous and plink's order, in that order.  The figures tell the user
-    what the order buys if the assumption is wrong (uplinks not oversubscribed)."""
-    if model != "shared" or not cm.net.assumed:
+    What the order buys if the assumed capacities are wrong (a network that is not the
+    bottleneck).  Not given when bandwidth was measured: the shared model does not use the
+    pair bandwidths as limits of their flows, so its measured part would leave them out."""
+    if model != "shared" or "nic" not in cm.net.assumed:
         return {}
-    if "nic" in cm.net.assumed:
-        basis = "the measured latencies alone"
-        part = SharedCostModel(cm.algo, cm.net, 0.0, cm.base)
-    else:
-        basis = "the measured NICs, with every unmeasured uplink non-blocking"
-        net = network(probe, groups, fill="high", use_bandwidth=use_bandwidth, nic_gbps=nic_gbps,
-                      unmeasured_uplinks="nonblocking")
-        part = SharedCostModel(cm.algo, net, cm.size, cm.base)
+    part = SharedCostModel(cm.algo, cm.net, 0.0, cm.base)
     c = _prices(part, orders)
     median = float(np.median(_prices(part, rand)))
-    return {"basis": basis, "speedups": {"input": _ratio(float(c[0]), float(c[2])),
-                                         "random_median": _ratio(median, float(c[2])),
-                                         "contiguous": _ratio(float(c[1]), float(c[2]))}}
+    return {"basis": "the measured latencies alone",
+            "speedups": {"input": _ratio(float(c[0]), float(c[2])), "random_median": _ratio(median, float(c[2])),
+                         "contiguous": _ratio(float(c[1]), float(c[2]))}}
 
 
 def _lower_bound(model: str, res, cm, cm_low, lb_model, best_cost: float, n_missing: int,

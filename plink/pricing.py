@@ -32,10 +32,8 @@ whose host set is not one group, e.g. measured for two racks together,
 becomes an outer level of links over those hosts); otherwise
 the conservative oversubscribed case, an uplink carries what one host NIC
 does (``contention.conservative_uplinks``) - isolated pairs never set an
-uplink, since one flow alone cannot see oversubscription.  The other end,
-``unmeasured_uplinks="nonblocking"`` (an uplink carries all of its hosts'
-NICs), prices what the measured part alone predicts; ``Network.assumed``
-lists what was assumed.
+uplink, since one flow alone cannot see oversubscription.  ``Network.assumed`` lists
+what was assumed (``nic``, ``uplinks``).
 
 Complexity: O(N^2) plus the hierarchy inference.
 """
@@ -192,19 +190,10 @@ def _infer(probe: ProbeData, seed: int, use_bandwidth: bool) -> Groups:
     return Groups(labels, source, conf)
 
 
-UPLINK_ASSUMPTIONS = ("oversubscribed", "nonblocking")
-
-
 def network(probe: ProbeData, groups: Groups, *, fill: str = "high", use_bandwidth: bool = True,
-            nic_gbps: float | None = None, unmeasured_uplinks: str = "oversubscribed") -> Network:
+            nic_gbps: float | None = None) -> Network:
     """The shared-link network of ``probe`` (see module docstring); latency one-way = RTT / 2.
-
-    ``unmeasured_uplinks``: what a group uplink nobody measured carries: ``oversubscribed``
-    (what one host NIC does, the default and what the search uses) or ``nonblocking`` (all
-    of its hosts' NICs at once: the uplink never binds; how the report prices what the
-    measured part alone predicts).  The network's ``assumed`` says what was assumed."""
-    if unmeasured_uplinks not in UPLINK_ASSUMPTIONS:
-        raise ValueError(f"unmeasured_uplinks must be one of {UPLINK_ASSUMPTIONS}, got {unmeasured_uplinks!r}")
+    Its ``assumed`` says which capacities were assumed, not measured."""
     n = probe.n
     lab = groups.labels
     lat_us = fill_missing(probe.latency, lab, fill, probe.missing_mask())
@@ -229,10 +218,7 @@ def network(probe: ProbeData, groups: Groups, *, fill: str = "high", use_bandwid
         notes.append(f"no bandwidth measured: host NICs assumed {gbps:g} Gbit/s"
                      + (" (set --nic-gbps)" if nic_gbps is None else ""))
     k = int(lab.max()) + 1 if n else 0
-    if unmeasured_uplinks == "oversubscribed":
-        up = conservative_uplinks(nic, lab)
-    else:
-        up = np.array([float(nic[lab == g].sum()) for g in range(k)])
+    up = conservative_uplinks(nic, lab)
     down = up.copy()
     measured = np.zeros(k, dtype=bool)
     other = []  # measured uplinks whose host set is not one group: an outer level
@@ -264,7 +250,5 @@ def network(probe: ProbeData, groups: Groups, *, fill: str = "high", use_bandwid
     if k > 1 and not measured.all():
         assumed.append("uplinks")
         what = "no group uplink" if not measured.any() else f"{int((~measured).sum())} of {k} group uplinks"
-        notes.append(f"{what} measured: assumed the oversubscribed case, an uplink carries what one host NIC does"
-                     if unmeasured_uplinks == "oversubscribed" else
-                     f"{what} measured: assumed non-blocking, an uplink carries all of its hosts' NICs")
+        notes.append(f"{what} measured: assumed the oversubscribed case, an uplink carries what one host NIC does")
     return Network(lat, nic, nic.copy(), lab, up, down, tuple(notes), outer, tuple(assumed))

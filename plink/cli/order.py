@@ -73,10 +73,9 @@ def render_order_report(result, console) -> None:
     for note in result.notes:
         console.print(f"note: {note}")
     if part:
-        how = ("'plink probe --bandwidth --uplinks' measures them" if result.model == "latency"
-               else "'plink probe --bandwidth --uplinks' measures the uplinks")
         console.print(f"note: 'plink speedup' rests on the capacities assumed above; 'measured part only' prices "
-                      f"{result.measured_only['basis']}: what the order buys if the assumption is wrong. {how}")
+                      f"{result.measured_only['basis']}: what the order buys if the network is not the bottleneck. "
+                      f"'plink probe --bandwidth --uplinks' measures the capacities")
 
 
 def _render_order(result, probe, fmt, slots=1, labels=None, output=None) -> str:
