@@ -685,3 +685,26 @@ def test_the_two_trees_of_dbt_keep_their_own_clocks():
     two = critical_latency("dbt", lat, P, [h for h in hops if h.src.min() >= n], clock_rank)
     assert both.tolist() == pytest.approx(np.maximum(one, two).tolist(), rel=1e-12)
     assert (both < one + two).all()
+
+
+def test_latency_hops_defaults_and_refusals():
+    from plink.solvers.contention import latency_hops
+
+    hops, _ = latency_hops("bcube", 8)  # base 2 by default: 3 digits up, then down
+    assert len(hops) == 6 and all(len(h.src) == 8 for h in hops)
+    with pytest.raises(ValueError) as e:
+        latency_hops("star", 4)
+    assert str(e.value) == "unknown algorithm 'star' (choose from ring, hd, rd, dbt, bcube, bintree)"
+
+
+@pytest.mark.parametrize("n", [2, 5, 6, 7, 16])
+def test_tree_steps_count_each_level_up_and_down(n):
+    """The steps the report counts ('in k of its M steps'): each level of a tree once up and once
+    down, plus the pipelined bandwidth step(s)."""
+    from plink.solvers.contention import bintree_edges, bintree_steps, dbt_steps
+    from plink.solvers.costmodels import dbt_levels
+
+    assert sum(s.repeat for s in dbt_steps(n, 1.0)) == 2 * len(dbt_levels(n)) + 1
+    depth = max(level for _, _, level in bintree_edges(n))
+    assert sum(s.repeat for s in bintree_steps(n, 1.0)) == 2 * depth + 2
+    assert [s.latency for s in dbt_steps(n, 1.0)][-1] is False  # the bandwidth step waits on no latency
