@@ -307,36 +307,46 @@ def _fold(n: int, survivor: int) -> tuple[np.ndarray, np.ndarray]:
     return np.arange(rem) * 2, np.where(v < rem, v * 2 + survivor, v + rem)
 
 
-def _butterfly(real: np.ndarray, nbytes, repeat: int = 1) -> list[Step]:
+def _butterfly(real: np.ndarray, nbytes, descending: bool = False) -> list[Step]:
     """The exchanges of ``len(real)`` (a power of two) virtual ranks, played by the
-    ranks ``real``: for ``mask = 1, 2, 4, ...`` virtual ranks ``v`` and ``v XOR mask``
-    swap ``nbytes(mask)`` bytes each way."""
+    ranks ``real``: for ``mask = 1, 2, 4, ...`` (the reverse with ``descending``) virtual
+    ranks ``v`` and ``v XOR mask`` swap ``nbytes(mask)`` bytes each way."""
     v = np.arange(len(real))
+    masks = [1 << i for i in range(len(real).bit_length() - 1)]
     steps = []
-    mask = 1
-    while mask < len(real):
+    for mask in masks[::-1] if descending else masks:
         keep = v < (v ^ mask)
-        steps.append(_both(real[v[keep]], real[(v ^ mask)[keep]], nbytes(mask), repeat))
-        mask <<= 1
+        steps.append(_both(real[v[keep]], real[(v ^ mask)[keep]], nbytes(mask)))
     return steps
+
+
+def _hd_rounds(n: int, size: float) -> list[Step]:
+    """Rabenseifner's messages in time order (n >= 2): the fold, the reduce-scatter's
+    exchanges, the all-gather's in reverse, the unfold (empty fold steps for a power of two)."""
+    evens, real = _fold(n, 0)  # the even ranks survive
+
+    def halves(mask):
+        return size / (2 * mask)
+
+    pre = [_both(evens, evens + 1, size / 2), _step(evens + 1, evens, size / 2)]
+    post = [_step(evens, evens + 1, size)]
+    return pre + _butterfly(real, halves) + _butterfly(real, halves, descending=True) + post
+
+
+def _rd_rounds(n: int, size: float) -> list[Step]:
+    """Recursive doubling's messages in time order (n >= 2)."""
+    evens, real = _fold(n, 1)  # the odd ranks survive
+    return [_step(evens, evens + 1, size)] + _butterfly(real, lambda mask: size) + [_step(evens + 1, evens, size)]
 
 
 def hd_steps(n: int, size: float) -> list[Step]:
     """Rabenseifner as in Open MPI (see module docstring); the fold's pairs are empty steps when n is a power of two."""
-    if n < 2:
-        return []
-    evens, real = _fold(n, 0)  # the even ranks survive
-    pre = [_both(evens, evens + 1, size / 2), _step(evens + 1, evens, size / 2)]
-    post = [_step(evens, evens + 1, size)]
-    return _merge(pre + _butterfly(real, lambda mask: size / (2 * mask), repeat=2) + post)
+    return _merge(_hd_rounds(n, size)) if n >= 2 else []
 
 
 def rd_steps(n: int, size: float) -> list[Step]:
     """Recursive doubling as in Open MPI (see module docstring)."""
-    if n < 2:
-        return []
-    evens, real = _fold(n, 1)  # the odd ranks survive
-    return _merge([_step(evens, evens + 1, size)] + _butterfly(real, lambda mask: size) + [_step(evens + 1, evens, size)])
+    return _merge(_rd_rounds(n, size)) if n >= 2 else []
 
 
 def dbt_steps(n: int, size: float) -> list[Step]:
@@ -400,11 +410,8 @@ def bintree_steps(n: int, size: float) -> list[Step]:
     return _merge(steps)
 
 
-def bcube_steps(n: int, size: float, base: int = 2) -> list[Step]:
-    """Gloo's BCube (see module docstring); ``N = base^x`` only."""
-    check_bcube(n, base)
-    if n < 2:
-        return []
+def _bcube_rounds(n: int, size: float, base: int) -> list[Step]:
+    """BCube's messages in time order: the reduce-scatter digit by digit, the all-gather back."""
     j = np.arange(n)
     steps: list[Step] = []
     stride, i = 1, 0
@@ -414,10 +421,16 @@ def bcube_steps(n: int, size: float, base: int = 2) -> list[Step]:
         for k in range(1, base):
             src.append(j)
             dst.append(j + (((digit + k) % base) - digit) * stride)
-        steps.append(_step(np.concatenate(src), np.concatenate(dst), size / base ** (i + 1), repeat=2))
+        steps.append(_step(np.concatenate(src), np.concatenate(dst), size / base ** (i + 1)))
         stride *= base
         i += 1
-    return _merge(steps)
+    return steps + steps[::-1]
+
+
+def bcube_steps(n: int, size: float, base: int = 2) -> list[Step]:
+    """Gloo's BCube (see module docstring); ``N = base^x`` only."""
+    check_bcube(n, base)
+    return _merge(_bcube_rounds(n, size, base)) if n >= 2 else []
 
 
 def schedule(algo: str, n: int, size: float, base: int = 2) -> list[Step]:
@@ -456,12 +469,6 @@ def _hop(src, dst) -> Hop:
     return Hop(src, dst, len(np.unique(dst)) == len(dst))
 
 
-def _exchange_hops(real: np.ndarray, masks) -> list[Hop]:
-    """Virtual ranks ``v`` and ``v XOR mask`` (played by ``real``) swap, for each mask in turn."""
-    v = np.arange(len(real))
-    return [_hop(real[v], real[v ^ m]) for m in masks]
-
-
 def latency_hops(algo: str, n: int, base: int = 2) -> tuple[list[Hop], np.ndarray]:
     """``(hops in time order, rank of each clock)`` of ``algo``'s messages, for its latency term.
 
@@ -472,17 +479,11 @@ def latency_hops(algo: str, n: int, base: int = 2) -> tuple[list[Hop], np.ndarra
     ranks = np.arange(n, dtype=np.int64)
     if n < 2 or algo == "ring":
         return [], ranks
-    if algo in ("hd", "rd"):
-        pof2 = 1 << (n.bit_length() - 1)
-        up = [1 << i for i in range(pof2.bit_length() - 1)]
-        if algo == "hd":
-            evens, real = _fold(n, 0)
-            pre = [_hop(np.concatenate([evens, evens + 1]), np.concatenate([evens + 1, evens])), _hop(evens + 1, evens)]
-            hops = pre + _exchange_hops(real, up) + _exchange_hops(real, up[::-1]) + [_hop(evens, evens + 1)]
-        else:
-            evens, real = _fold(n, 1)
-            hops = [_hop(evens, evens + 1)] + _exchange_hops(real, up) + [_hop(evens + 1, evens)]
-        return [h for h in hops if len(h.src)], ranks
+    if algo == "bcube":
+        check_bcube(n, base)
+    if algo in ("hd", "rd", "bcube"):  # the messages of the bandwidth steps, in time order
+        rounds = {"hd": _hd_rounds, "rd": _rd_rounds}[algo](n, 0.0) if algo != "bcube" else _bcube_rounds(n, 0.0, base)
+        return [_hop(s.src, s.dst) for s in rounds if len(s.src)], ranks
     if algo == "dbt":
         levels = dbt_levels(n)  # tree one, deepest first, positions == ranks
         hops = []
@@ -496,16 +497,6 @@ def latency_hops(algo: str, n: int, base: int = 2) -> tuple[list[Hop], np.ndarra
         hops = [_hop(e[e[:, 2] == d, 1], e[e[:, 2] == d, 0]) for d in depths[::-1]]
         hops += [_hop(e[e[:, 2] == d, 0], e[e[:, 2] == d, 1]) for d in depths]
         return hops, ranks
-    if algo == "bcube":
-        check_bcube(n, base)
-        digit_hops = []
-        stride = 1
-        while stride < n:
-            digit = (ranks // stride) % base
-            dst = np.concatenate([ranks + (((digit + k) % base) - digit) * stride for k in range(1, base)])
-            digit_hops.append(_hop(np.tile(ranks, base - 1), dst))
-            stride *= base
-        return digit_hops + digit_hops[::-1], ranks
     raise ValueError(f"unknown algorithm {algo!r} (choose from {', '.join(SHARED_ALGORITHMS)})")
 
 
@@ -587,28 +578,28 @@ class SharedCostModel:
         if P.ndim == 1:
             P = P[None, :]
         M = P.shape[0]
-        total = np.zeros(M)
-        soft = np.zeros(M)
         net, L = self.net, self._L
+        total = critical_latency(self.algo, net.latency, P, self.hops, self._clock_rank)
+        soft = np.zeros(M)
         dummy = L - 1
         parts = 2 + 2 * len(net.levels())
         rows = (np.arange(M) * L)[:, None]
-        total += critical_latency(self.algo, net.latency, P, self.hops, self._clock_rank)
         for s in self.steps:
+            carries = s.nbytes.any()
+            if not carries and not (smooth and s.latency):
+                continue  # a step without bytes is in the chain above; only the companion reads it
             hs = P[:, s.src]
             hd = P[:, s.dst]
-            t = np.zeros(M)
             if s.latency and smooth:
                 soft += s.repeat * net.latency[hs, hd].mean(axis=1)
-            if s.nbytes.any():
+            if carries:
                 idx = net.link_index(hs, hd, dummy)
                 w = np.broadcast_to(np.tile(s.nbytes, parts), idx.shape)
                 loads = np.bincount((idx + rows).ravel(), weights=w.ravel(), minlength=M * L).reshape(M, L)
                 times = loads * self._inv
-                t += _combine(times, s.combine)
+                total += s.repeat * _combine(times, s.combine)
                 if smooth:
                     soft += s.repeat * np.sqrt((times[:, :-1] ** 2).mean(axis=1))
-            total += s.repeat * t
         return (total, soft) if smooth else total
 
     def __call__(self, perm) -> float:
@@ -639,10 +630,10 @@ def shared_lower_bound(model: SharedCostModel) -> float:
     """A valid lower bound on ``model`` over every order.
 
     Latency: the critical path with every pair at the smallest latency (the
-    term grows with every pair's latency), and for the ring also
-    ``2(N-1)/N`` x the sum over hosts of each host's cheapest outgoing
-    latency (the longest of the ring's windows is at least their mean, and
-    every host sends over one edge).  Per step, bandwidth >= the busiest
+    term grows with every pair's latency); for the ring ``2(N-1)/N`` x the
+    sum over hosts of each host's cheapest outgoing latency (the longest of
+    the ring's windows is at least their mean, and every host sends over one
+    edge), which is never below the former.  Per step, bandwidth >= the busiest
     rank's sent (and received) bytes over the fastest NIC, and, for the ring
     with two or more groups, ``S/N`` over the slowest uplink (every ring
     leaves and enters every group at least once).  O(N^2 + flows).
@@ -652,19 +643,19 @@ def shared_lower_bound(model: SharedCostModel) -> float:
     if n < 2:
         return 0.0
     lat = net.latency + np.diag(np.full(n, np.inf))
-    floor = np.full((n, n), float(lat.min()))
-    total = float(critical_latency(model.algo, floor, np.arange(n)[None, :], model.hops, model._clock_rank)[0])
-    if model.algo == "ring":
-        total = max(total, 2.0 * (n - 1) / n * float(lat.min(axis=1).sum()))
+    if model.algo == "ring":  # (never below the chain with every pair at the minimum, 2(N-1) x min)
+        total = 2.0 * (n - 1) / n * float(lat.min(axis=1).sum())
+    else:
+        floor = np.full((n, n), float(lat.min()))
+        total = float(critical_latency(model.algo, floor, np.arange(n)[None, :], model.hops, model._clock_rank)[0])
+    used = np.unique(net.groups)
     for s in model.steps:
-        t = 0.0
-        if s.nbytes.any():
-            sent = np.bincount(s.src, weights=s.nbytes).max()
-            recv = np.bincount(s.dst, weights=s.nbytes).max()
-            bw = max(sent / net.nic_send.max(), recv / net.nic_recv.max())
-            used = np.unique(net.groups)
-            if model.algo == "ring" and len(used) >= 2:
-                bw = max(bw, float(s.nbytes[0]) / net.up[used].min(), float(s.nbytes[0]) / net.down[used].min())
-            t += bw
-        total += s.repeat * t
+        if not s.nbytes.any():
+            continue
+        sent = np.bincount(s.src, weights=s.nbytes).max()
+        recv = np.bincount(s.dst, weights=s.nbytes).max()
+        bw = max(sent / net.nic_send.max(), recv / net.nic_recv.max())
+        if model.algo == "ring" and len(used) >= 2:
+            bw = max(bw, float(s.nbytes[0]) / net.up[used].min(), float(s.nbytes[0]) / net.down[used].min())
+        total += s.repeat * bw
     return float(total)
