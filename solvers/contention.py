@@ -269,9 +269,9 @@ def _step(src, dst, nbytes, repeat=1, latency=True, combine="max") -> Step:
     return Step(src, dst, nb, repeat, latency, combine)
 
 
-def _both(a, b, nbytes, repeat=1) -> Step:
+def _both(a, b, nbytes) -> Step:
     """An exchange: ``a <-> b`` (rank arrays) with ``nbytes`` each way."""
-    return _step(np.concatenate([a, b]), np.concatenate([b, a]), nbytes, repeat)
+    return _step(np.concatenate([a, b]), np.concatenate([b, a]), nbytes)
 
 
 def _merge(steps: list[Step]) -> list[Step]:

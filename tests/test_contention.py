@@ -708,3 +708,19 @@ def test_tree_steps_count_each_level_up_and_down(n):
     depth = max(level for _, _, level in bintree_edges(n))
     assert sum(s.repeat for s in bintree_steps(n, 1.0)) == 2 * depth + 2
     assert [s.latency for s in dbt_steps(n, 1.0)][-1] is False  # the bandwidth step waits on no latency
+
+
+@pytest.mark.parametrize("algo", ["ring", "hd", "rd", "dbt", "bcube", "bintree"])
+def test_no_steps_and_no_hops_below_two_ranks(algo):
+    from plink.solvers.contention import latency_hops, schedule
+
+    for n in (1,) if algo == "bcube" else (0, 1):  # (BCube refuses N = 0: not a power of its base)
+        assert schedule(algo, n, 1e6) == []
+        assert latency_hops(algo, n)[0] == []
+
+
+def test_latency_hops_check_bcube_sizes():
+    from plink.solvers.contention import latency_hops
+
+    with pytest.raises(ValueError, match="power of 2"):
+        latency_hops("bcube", 6)
