@@ -429,8 +429,8 @@ def _bcube_rounds(n: int, size: float, base: int) -> list[Step]:
 
 def bcube_steps(n: int, size: float, base: int = 2) -> list[Step]:
     """Gloo's BCube (see module docstring); ``N = base^x`` only."""
-    check_bcube(n, base)
-    return _merge(_bcube_rounds(n, size, base)) if n >= 2 else []
+    check_bcube(n, base)  # (N = 0 is refused; N = 1 has no rounds)
+    return _merge(_bcube_rounds(n, size, base))
 
 
 def schedule(algo: str, n: int, size: float, base: int = 2) -> list[Step]:
