@@ -84,7 +84,11 @@ def _as_entries(hosts) -> list[HostEntry]:
             raise PlinkError(f"not a host: {h!r}")
     names = [e.name for e in out]
     if len(set(names)) != len(names):
-        raise PlinkError("duplicate host names in the host list")
+        dup = next(n for i, n in enumerate(names) if n in names[:i])
+        same = [e.ssh_target for e in out if e.name == dup]
+        raise PlinkError(f"duplicate host name {dup!r} in the host list ({', '.join(same[:3])}); hosts that "
+                         "differ only by SSH port share one address, which probes cannot tell apart: give "
+                         "each a name of its own (a Host alias in an SSH config, --ssh-config)")
     return out
 
 

@@ -303,3 +303,14 @@ def test_per_line_budget_duplicates_with_ports_and_the_80_character_cut():
             parse_hostlist(line, source="h.txt")
         want = line if shown is None else line[:60] + shown
         assert str(info.value) == f"h.txt:1: slots 'x' is not a number: {want!r}"
+
+
+def test_probe_refuses_hosts_that_differ_only_by_port_and_says_why():
+    from plink.probes.probe import _as_entries
+
+    with pytest.raises(PlinkError) as info:
+        _as_entries(["127.0.0.1:2222", "127.0.0.1:2223"])
+    msg = str(info.value)
+    assert "duplicate host name '127.0.0.1'" in msg and "127.0.0.1:2222, 127.0.0.1:2223" in msg
+    assert "Host alias" in msg and "\n" not in msg
+    assert [e.port for e in _as_entries(["a:2222", "b:2222"])] == [2222, 2222]
