@@ -1,0 +1,101 @@
+"""The proof benchmark's statistics (benchmarks/collectives_netns.py): held-out ratios and the
+measurement's split-half reliability, on synthetic runs whose truth is known."""
+
+import numpy as np
+import pytest
+
+from benchmarks.collectives_netns import _splits, held_out, partly_sorted, rack_contiguous, reliability
+
+
+def _orders(runs: dict[str, list[float]]) -> dict:
+    return {n: {"runs": {"c": r}} for n, r in runs.items()}
+
+
+def test_splits_are_balanced_and_each_once():
+    s = list(_splits(6))
+    assert len(s) == 10  # C(6, 3) / 2
+    assert all(sorted(a + b) == list(range(6)) and len(a) == 3 for a, b in s)
+    assert len({tuple(a) for a, _ in s} | {tuple(b) for _, b in s}) == 20
+    assert len(list(_splits(5))) == 10  # odd: C(5, 2), halves of 2 and 3
+
+
+def test_held_out_removes_the_winners_curse():
+    # 15 orders with the same true time and 5% noise: the in-sample minimum is biased low, so an
+    # order's in-sample ratio to it is biased high; held out, the ratio is about 1.
+    rng = np.random.default_rng(3)
+    runs = {f"o{i}": (1.0 + 0.05 * rng.standard_normal(6)).tolist() for i in range(15)}
+    orders, names = _orders(runs), list(runs)
+    best = min(np.median(r) for r in runs.values())
+    in_sample = np.mean([np.median(runs[n]) / best for n in names])
+    held = np.mean([held_out(orders, names, "c", n) for n in names])
+    assert in_sample > 1.03
+    assert abs(held - 1.0) < 0.015
+    # the chosen best re-measures above the held-out half's minimum: the size of the bias
+    assert held_out(orders, names, "c", None) > 1.02
+
+
+def test_held_out_keeps_a_real_difference():
+    rng = np.random.default_rng(4)
+    runs = {"fast": (1.0 + 0.01 * rng.standard_normal(6)).tolist(),
+            "slow": (1.2 + 0.01 * rng.standard_normal(6)).tolist()}
+    orders = _orders(runs)
+    assert held_out(orders, ["fast", "slow"], "c", "slow") == pytest.approx(1.2, rel=0.03)
+    assert held_out(orders, ["fast", "slow"], "c", "fast") == pytest.approx(1.0, rel=0.01)
+    assert held_out(orders, ["fast", "slow"], "c", None) == pytest.approx(1.0, rel=0.01)
+    assert held_out(_orders({"a": [1.0, 2.0], "b": [1.0, 2.0]}), ["a", "b"], "c", "a") is None  # < 4 runs
+
+
+def test_reliability_separates_signal_from_noise():
+    rng = np.random.default_rng(5)
+    truth = np.linspace(1.0, 2.0, 12)
+    clean = {f"o{i}": (t + 0.001 * rng.standard_normal(6)).tolist() for i, t in enumerate(truth)}
+    noise = {f"o{i}": (1.0 + 0.05 * rng.standard_normal(6)).tolist() for i in range(12)}
+    assert reliability(_orders(clean), list(clean), "c") > 0.99
+    assert abs(reliability(_orders(noise), list(noise), "c")) < 0.5
+    assert reliability(_orders({"a": [1.0], "b": [2.0]}), ["a", "b"], "c") is None
+
+
+def test_partly_sorted_swaps_hosts_across_racks():
+    racks = [0, 1, 0, 1, 2, 2, 0, 1]
+    base = rack_contiguous(racks)
+    rng = np.random.default_rng(0)
+    for k in (1, 2, 4):
+        o = partly_sorted(racks, k, rng)
+        assert sorted(o) == list(range(len(racks)))
+        moved = [i for i in range(len(o)) if o[i] != base[i]]
+        assert 2 <= len(moved) <= 2 * k
+        assert any(racks[o[i]] != racks[base[i]] for i in moved)
+
+
+def test_halves_are_whole_passes():
+    # 2 passes of 3 runs: one split, pass against pass
+    assert list(_splits(6, passes=2)) == [([0, 1, 2], [3, 4, 5])]
+    assert all(sorted(a + b) == list(range(8)) and len(a) == 4 for a, b in _splits(8, passes=4))
+    assert len(list(_splits(8, passes=4))) == 3
+    # load that shifts one pass's runs together is not counted as the orders' own difference:
+    # pass 1 has a per-order offset (the load of the moment), pass 2 none; no order is slower
+    within, across = [], []
+    for seed in range(6, 12):
+        rng = np.random.default_rng(seed)
+        shift = {f"o{i}": rng.normal(0, 0.05) for i in range(60)}
+        runs = {n: [1.0 + s + 0.002 * rng.standard_normal() for _ in range(3)]
+                + [1.0 + 0.002 * rng.standard_normal() for _ in range(3)] for n, s in shift.items()}
+        within.append(reliability(_orders(runs), list(runs), "c"))
+        across.append(reliability(_orders(runs), list(runs), "c", passes=2))
+    assert np.mean(within) > 0.4  # splitting inside the passes: the load looks like the orders'
+    assert abs(np.mean(across)) < 0.25
+
+
+def test_tied_classes_and_within_ties():
+    from benchmarks.collectives_netns import tied_classes, within_ties
+
+    pred = np.array([1.0, 3.0, 1.01, 1.015, 3.05, 3.02, 2.0])
+    assert tied_classes(pred) == [[0, 2, 3], [6], [1, 5, 4]]
+    rng = np.random.default_rng(7)
+    truth = np.array([1.0, 1.1, 1.2, 1.3, 1.4, 1.5])
+    # the model ties all six; the measurement ranks them the same in both passes -> 1.0
+    runs = {f"o{i}": [t + 0.001 * rng.standard_normal() for _ in range(6)] for i, t in enumerate(truth)}
+    rho, n = within_ties(_orders(runs), list(runs), "c", np.ones(6), passes=2)
+    assert n == 6 and rho == pytest.approx(1.0)
+    assert within_ties(_orders(runs), list(runs), "c", truth, passes=2) is None  # no tied class
+    assert within_ties(_orders(runs), list(runs), "c", np.ones(6), passes=1) is None
