@@ -214,9 +214,10 @@ def order_hosts(
     local search or annealing in ``jobs`` processes, optional Z3 for
     ``smt_time`` seconds).
 
-    Never returns an order costlier than the input order.  ``keep_on_interrupt`` (shared
-    model): Ctrl-C during the annealing returns the best order so far, with
-    ``solver["interrupted"]`` set (what ``plink order`` does); otherwise it propagates.
+    Never returns an order costlier than the input order.  ``keep_on_interrupt``: Ctrl-C during
+    the search returns the best order so far (shared model), or the best of the search's warm
+    starts (pairsum: its progress is lost), with ``solver["interrupted"]`` set (what ``plink
+    order`` does); otherwise it propagates.
     """
     start = time.perf_counter()
     _check_args(probe, algo, model=model, time_limit=time_limit, smt_time=smt_time, size=size, n_random=n_random,
@@ -330,7 +331,7 @@ def _search(model: str, cm, identity: np.ndarray, notes: list[str], *, labels, t
     """``(solver result, the pairsum solver's lower bound or None)``: the model's solver, started from ``identity``."""
     if model == "pairsum":
         res = minimise(cm, init=identity, labels=labels, time_limit=time_limit, seed=seed, jobs=jobs,
-                       smt_time=smt_time, max_iter=max_iter)
+                       smt_time=smt_time, max_iter=max_iter, keep_on_interrupt=keep_on_interrupt)
         return res, (res.lower_bound if not res.proven_optimal else None)
     if smt_time > 0:
         notes.append("--smt-time applies to --model pairsum only: ignored")

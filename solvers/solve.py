@@ -100,8 +100,14 @@ def minimise(
     smt_time: float = 0.0,
     max_iter: int | None = None,
     exact: bool = True,
+    keep_on_interrupt: bool = False,
 ) -> SolveResult:
-    """Minimise ``model`` over rank orders (see module docstring)."""
+    """Minimise ``model`` over rank orders (see module docstring).
+
+    ``keep_on_interrupt``: a ``KeyboardInterrupt`` (Ctrl-C) during the stochastic search returns
+    the best of its warm starts (rack-contiguous and the other heuristics; the search's own
+    progress is lost), with ``info["interrupted"]`` set and ``method`` ``"warm start"``;
+    otherwise, and during the exact search, it propagates."""
     if not (time_limit > 0):
         raise ValueError(f"time limit must be > 0 seconds, got {time_limit}")
     if smt_time < 0:
@@ -144,12 +150,20 @@ def minimise(
         _JOB["neighbours"] = neighbour_lists(model.ring_matrix, 12 if kernel() is not None else 8)
     if jobs > 1 and "fork" not in mp.get_all_start_methods():
         jobs = 1  # the jobs read their inputs from this process's memory (fork only)
-    if jobs == 1:
-        results = [_search_job(0)]
-    else:
-        ctx = mp.get_context("fork")
-        with ProcessPoolExecutor(max_workers=jobs, mp_context=ctx) as ex:
-            results = list(ex.map(_search_job, range(jobs)))
+    try:
+        if jobs == 1:
+            results = [_search_job(0)]
+        else:
+            ctx = mp.get_context("fork")
+            with ProcessPoolExecutor(max_workers=jobs, mp_context=ctx) as ex:
+                results = list(ex.map(_search_job, range(jobs)))
+    except KeyboardInterrupt:
+        if not keep_on_interrupt:
+            raise
+        _JOB.clear()
+        info = {"start": start_name, "start_cost": costs[k], "jobs": jobs, "interrupted": True,
+                "seconds": round(time.perf_counter() - start, 3)}
+        return SolveResult(np.array(start_perm, dtype=int), costs[k], False, None, "warm start", info)
     _JOB.clear()
     best_job = min(range(len(results)), key=lambda j: (results[j][0], j))
     cost, perm, stats = results[best_job]

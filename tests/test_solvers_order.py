@@ -142,3 +142,33 @@ def test_cli_order_report_and_options(tmp_path):
     assert "proven optimal: no" in r.output and "lower bound" not in r.output
     r = runner.invoke(cli, ["order", str(path), "--time-limit", "0"])
     assert r.exit_code != 0
+
+
+class _InterruptedAt(CostModel):
+    """Ctrl-C at the ``calls``-th price."""
+
+    def __init__(self, *a, calls, **kw):
+        super().__init__(*a, **kw)
+        self.calls = calls
+
+    def __call__(self, perm):
+        self.calls -= 1
+        if self.calls == 0:
+            raise KeyboardInterrupt
+        return super().__call__(perm)
+
+
+def test_ctrl_c_in_the_pairsum_search_keeps_the_best_start_only_when_asked():
+    probe = simulate_datacenter(racks=4, hosts_per_rack=4, seed=1)
+    pc = PairCost.from_matrices(probe.latency)
+    kw = dict(time_limit=60.0, exact=False, labels=np.repeat(np.arange(4), 4))
+    res = minimise(_InterruptedAt("hd", pc, 0, calls=300), keep_on_interrupt=True, **kw)
+    assert res.info["interrupted"] is True and res.method == "warm start" and res.lower_bound is None
+    assert sorted(res.perm.tolist()) == list(range(16)) and res.info["seconds"] < 30  # not the 60 s limit
+    model = CostModel("hd", pc, 0)
+    assert res.cost == pytest.approx(model(res.perm)) == pytest.approx(res.info["start_cost"])
+    assert res.cost <= model(np.arange(16))
+    full = minimise(model, max_iter=500, **kw)
+    assert "interrupted" not in full.info and full.cost <= res.cost
+    with pytest.raises(KeyboardInterrupt):  # a library caller who did not ask gets the interrupt
+        minimise(_InterruptedAt("hd", pc, 0, calls=300), **kw)

@@ -192,5 +192,7 @@ def order(probefile, algo, size, base, time_limit, jobs, smt_time, groups_file, 
         if output:
             click.echo(f"wrote {output}", err=True)
     if interrupted:  # Ctrl-C during the search: the best order so far was written; say so, exit 130
-        click.echo(f"plink: interrupted after {result.elapsed:.1f} s: the order is the best found so far", err=True)
+        what = ("the best of the search's starting orders (with --model pairsum the search's progress is lost)"
+                if result.solver.get("name") == "warm start" else "the best found so far")
+        click.echo(f"plink: interrupted after {result.elapsed:.1f} s: the order is {what}", err=True)
         click.get_current_context().exit(130)
