@@ -1,0 +1,74 @@
+"""Re-measure some orders of a saved proof case with Open MPI, on a fresh cluster of the same shape.
+
+When the proof run (``collectives_netns.py``) shows a difference between orders that the model
+prices alike, this asks whether it repeats: the named orders of ``benchmarks/results/CASE.json``
+(their hosts by name) are measured again, ``--rounds`` times each, alternating direction, on a
+new ``NetnsCluster`` of the case's shape (same prefix and subnet as the proof, holding
+``/tmp/plink-netns.lock``). Prints the median seconds per order and coll_tuned algorithm::
+
+    sudo "$(command -v python)" benchmarks/proof_recheck.py A plink-ring-bw plink-rd-lat rack-contiguous
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+import benchmarks.collectives_netns as proof  # noqa: E402
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("case", choices=sorted(proof.CASES))
+    ap.add_argument("orders", nargs="+", help="order names in the case's JSON file")
+    ap.add_argument("--rounds", type=int, default=4, help="passes over the orders (3 runs each)")
+    ap.add_argument("--data-dir", default=str(ROOT / "benchmarks" / "results"))
+    args = ap.parse_args(argv)
+    from plink.data.probefile import Host
+    from plink.probes.netns import NetnsCluster, unavailable_reason
+
+    doc = json.loads((Path(args.data_dir) / f"{args.case}.json").read_text())
+    unknown = [n for n in args.orders if n not in doc["orders"]]
+    if unknown:
+        ap.error(f"no such order in {args.case}.json: {', '.join(unknown)}")
+    reason = unavailable_reason(sshd=True)
+    if reason:
+        print(f"cannot build the emulated cluster: {reason}", file=sys.stderr)
+        return 1
+    spec, c0 = proof.CASES[args.case], doc["cluster"]
+    runs: dict[str, dict[str, list]] = {n: {} for n in args.orders}
+    with proof.netns_lock(), tempfile.TemporaryDirectory(prefix="plink-recheck-") as tmp:
+        tmp = Path(tmp)
+        exe = proof.compile_timer(tmp)
+        with NetnsCluster(hosts_per_rack=c0["hosts_per_rack"], prefix=proof.PREFIX, subnet=proof.SUBNET,
+                          host_mbit=c0["host_mbit"], uplink_mbit=c0["uplink_mbit"], extra_hops=c0["extra_hops"],
+                          sshd=True, clean_shell=True, busy=spec["busy"], busy_cpu=[0, 1]) as c:
+            files = {}
+            for n in args.orders:
+                hosts = [Host(h, c.host(h).address, None) for h in doc["orders"][n]["hosts"]]
+                files[n] = proof.write_files(tmp, n, hosts)
+                files[n]["hosts"] = [h.name for h in hosts]
+            for r in range(args.rounds):
+                for n in (args.orders if r % 2 == 0 else args.orders[::-1]):
+                    got = proof.run_mpi(c, exe, files[n]["openmpi"], files[n]["hosts"], doc["mpi_size_bytes"], 3)
+                    for spec_name, secs in got.items():
+                        runs[n].setdefault(spec_name, []).extend(secs)
+                proof.log(f"round {r + 1} of {args.rounds} done")
+    names = {v[2]: k for k, v in proof.COLLECTIVES.items() if v[2]}
+    width = max(len(n) for n in args.orders)
+    print(f"{'order':<{width}} " + " ".join(f"{names[s]:>24}" for s in names))
+    for n in args.orders:
+        print(f"{n:<{width}} " + " ".join(f"{statistics.median(runs[n][s]):>24.4f}" for s in names))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
