@@ -57,7 +57,8 @@ def _resolve(path: str) -> str:
 def missing_directory(path: str | os.PathLike) -> str | None:
     """The directory a write of ``path`` would create its file in, when that directory does not
     exist (else None; ``-`` is stdout).  The one check of every output path: ``-o`` before any
-    work, ``watch --emit`` before anything is probed, and :func:`write_bytes` itself."""
+    work and ``watch --emit`` before anything is probed (:func:`write_bytes` checks the directory of
+    the target it resolved once itself)."""
     name = os.fspath(path)
     if name == "-":
         return None
@@ -113,9 +114,8 @@ def write_bytes(path: str | os.PathLike, data: bytes, mode: int | None = None) -
         _write_in_place(name, target, data)  # keep the hard links together
         return
     directory = os.path.dirname(target) or "."
-    missing = missing_directory(name)
-    if missing is not None:
-        raise PlinkError(f"cannot write {name}: directory {missing} does not exist")
+    if not os.path.isdir(directory):  # of the target resolved once, above
+        raise PlinkError(f"cannot write {name}: directory {os.path.dirname(os.path.abspath(target))} does not exist")
     try:
         fd, tmp = tempfile.mkstemp(prefix=f".{os.path.basename(target)}.", suffix=".tmp", dir=directory)
     except OSError as exc:
