@@ -141,11 +141,11 @@ def measured(args) -> bool:
                 probe.uplinks = [SimpleNamespace(hosts=tuple(u["hosts"]), up_bps=float(u["up_bps"]),
                                                  down_bps=float(u["down_bps"])) for u in pdoc["uplinks"]]
             for coll, algo in COLLECTIVES.items():
-                # an order that two names share was measured once and counts once
-                distinct = {tuple(v["order"]): k for k, v in reversed(list(doc["orders"].items()))
-                            if coll in v.get("measured", {})}
-                rows = [(k, np.array(doc["orders"][k]["order"]), doc["orders"][k]["measured"][coll])
-                        for k in doc["orders"] if k in distinct.values()]
+                rows, seen = [], set()  # an order that two names share was measured once and counts once
+                for k, v in doc["orders"].items():
+                    if coll in v.get("measured", {}) and tuple(v["order"]) not in seen:
+                        seen.add(tuple(v["order"]))
+                        rows.append((k, np.array(v["order"]), v["measured"][coll]))
                 if len(rows) < 4:
                     continue
                 size = doc["size_bytes"] if coll.startswith("gloo") else doc.get("mpi_size_bytes", doc["size_bytes"])

@@ -32,8 +32,8 @@ def main(argv=None) -> int:
     ap.add_argument("--rounds", type=int, default=4, help="passes over the orders (3 runs each)")
     ap.add_argument("--data-dir", default=str(ROOT / "benchmarks" / "results"))
     args = ap.parse_args(argv)
-    from plink.data.probefile import Host
-    from plink.probes.netns import NetnsCluster, unavailable_reason
+    from plink.data.probefile import from_dict
+    from plink.probes.netns import unavailable_reason
 
     doc = json.loads((Path(args.data_dir) / f"{args.case}.json").read_text())
     unknown = [n for n in args.orders if n not in doc["orders"]]
@@ -43,19 +43,14 @@ def main(argv=None) -> int:
     if reason:
         print(f"cannot build the emulated cluster: {reason}", file=sys.stderr)
         return 1
-    spec, c0 = proof.CASES[args.case], doc["cluster"]
+    probe_hosts = from_dict(doc["probes"]["latency"]).hosts
     runs: dict[str, dict[str, list]] = {n: {} for n in args.orders}
     with proof.netns_lock(), tempfile.TemporaryDirectory(prefix="plink-recheck-") as tmp:
         tmp = Path(tmp)
         exe = proof.compile_timer(tmp)
-        with NetnsCluster(hosts_per_rack=c0["hosts_per_rack"], prefix=proof.PREFIX, subnet=proof.SUBNET,
-                          host_mbit=c0["host_mbit"], uplink_mbit=c0["uplink_mbit"], extra_hops=c0["extra_hops"],
-                          sshd=True, clean_shell=True, busy=spec["busy"], busy_cpu=[0, 1]) as c:
-            files = {}
-            for n in args.orders:
-                hosts = [Host(h, c.host(h).address, None) for h in doc["orders"][n]["hosts"]]
-                files[n] = proof.write_files(tmp, n, hosts)
-                files[n]["hosts"] = [h.name for h in hosts]
+        with proof.make_cluster(doc["cluster"], proof.CASES[args.case]["busy"]) as c:
+            files = {n: proof.order_files(c, tmp, n, [probe_hosts[i] for i in doc["orders"][n]["order"]])
+                     for n in args.orders}
             for r in range(args.rounds):
                 for n in (args.orders if r % 2 == 0 else args.orders[::-1]):
                     got = proof.run_mpi(c, exe, files[n]["openmpi"], files[n]["hosts"], doc["mpi_size_bytes"], 3)

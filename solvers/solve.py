@@ -160,11 +160,11 @@ def minimise(
     except KeyboardInterrupt:
         if not keep_on_interrupt:
             raise
-        _JOB.clear()
         info = {"start": start_name, "start_cost": costs[k], "jobs": jobs, "interrupted": True,
                 "seconds": round(time.perf_counter() - start, 3)}
         return SolveResult(np.array(start_perm, dtype=int), costs[k], False, None, "warm start", info)
-    _JOB.clear()
+    finally:
+        _JOB.clear()
     best_job = min(range(len(results)), key=lambda j: (results[j][0], j))
     cost, perm, stats = results[best_job]
     perm = np.array(perm, dtype=int)
