@@ -35,7 +35,11 @@ def main(argv=None) -> int:
     from plink.data.probefile import from_dict
     from plink.probes.netns import unavailable_reason
 
-    doc = json.loads((Path(args.data_dir) / f"{args.case}.json").read_text())
+    path = Path(args.data_dir) / f"{args.case}.json"
+    try:
+        doc = json.loads(path.read_text())
+    except (OSError, ValueError) as exc:
+        ap.error(f"cannot read {path}: {exc}")
     unknown = [n for n in args.orders if n not in doc["orders"]]
     if unknown:
         ap.error(f"no such order in {args.case}.json: {', '.join(unknown)}")
