@@ -26,6 +26,7 @@ import numpy as np
 from plink.solvers.contention import SHARED_ALGORITHMS, SharedCostModel, schedule, shared_lower_bound
 from plink.solvers.costmodels import ALGORITHMS, CostModel, check_algorithm
 from plink.solvers.groupsearch import minimise_shared, rack_contiguous
+from plink.solvers.resolution import RESOLUTION
 from plink.solvers.solve import minimise
 
 from plink.errors import PlinkError
@@ -99,12 +100,22 @@ class OrderResult:
         lo_p, hi_p = self.ranges["plink"]
         return _ratio(lo_o, hi_p), _ratio(hi_o, lo_p)
 
+    def resolved(self, name: str) -> bool:
+        """Whether the model tells plink's order and order ``name`` apart: their predicted costs
+        differ by more than its resolution (``plink.solvers.resolution``) for every plausible
+        value of the missing pairs. When not, the speedup is no prediction: orders priced that
+        close measured in the predicted order about half the time."""
+        lo, hi = self.speedup_range(name)
+        return lo > 1 + RESOLUTION or hi < 1 / (1 + RESOLUTION)
+
     def to_dict(self) -> dict:
         d = asdict(self)
         d["speedup_vs_input"] = self.speedup_vs_input
         d["speedup_vs_random"] = self.speedup_vs_random
         d["speedup_vs_contiguous"] = self.speedup_vs_contiguous
         d["speedup_ranges"] = {k: list(self.speedup_range(k)) for k in self.ranges if k != "plink"}
+        d["resolution"] = RESOLUTION
+        d["speedup_resolved"] = {k: self.resolved(k) for k in self.ranges if k != "plink"}
         return d
 
 

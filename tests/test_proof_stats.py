@@ -86,11 +86,8 @@ def test_halves_are_whole_passes():
     assert abs(np.mean(across)) < 0.25
 
 
-def test_tied_classes_and_within_ties():
-    from benchmarks.collectives_netns import tied_classes, within_ties
-
-    pred = np.array([1.0, 3.0, 1.01, 1.015, 3.05, 3.02, 2.0])
-    assert tied_classes(pred) == [[0, 2, 3], [6], [1, 5, 4]]
+def test_within_ties():
+    from benchmarks.collectives_netns import within_ties
     rng = np.random.default_rng(7)
     truth = np.array([1.0, 1.1, 1.2, 1.3, 1.4, 1.5])
     # the model ties all six; the measurement ranks them the same in both passes -> 1.0
@@ -99,3 +96,19 @@ def test_tied_classes_and_within_ties():
     assert n == 6 and rho == pytest.approx(1.0)
     assert within_ties(_orders(runs), list(runs), "c", truth, passes=2) is None  # no tied class
     assert within_ties(_orders(runs), list(runs), "c", np.ones(6), passes=1) is None
+
+
+def test_gap_agreement_and_its_table():
+    from benchmarks.collectives_netns import agreement_table, gap_agreement
+
+    pred = np.array([1.0, 1.001, 2.0, 4.0])
+    meas = np.array([1.0, 0.9, 2.5, 3.0])
+    gap, agree = gap_agreement(pred, meas)
+    # pairs (0,1) (0,2) (0,3) (1,2) (1,3) (2,3)
+    np.testing.assert_allclose(gap, [0.001, 1.0, 3.0, 0.998, 2.996, 1.0], rtol=1e-3)
+    assert agree.tolist() == [False, True, True, True, True, True]
+    text = agreement_table([(gap, agree)])
+    rows = {ln.split("  ")[1].strip(): ln.split()[-3:] for ln in text.splitlines()[1:]}
+    assert rows["0.0% - 0.5%"] == ["1", "pairs", "0.00"]
+    assert rows["2.0% - 5.0%"] == ["0", "pairs", "-"]
+    assert rows[">= 10.0%"] == ["5", "pairs", "1.00"]

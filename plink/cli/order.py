@@ -23,7 +23,8 @@ def _fmt_range(result, name: str) -> str:
 
 def _fmt_speedup(result, name: str) -> str:
     lo, hi = (f"{v:.2f}" for v in result.speedup_range(name))
-    return f"{lo}x" if lo == hi else f"{lo}-{hi}x"
+    text = f"{lo}x" if lo == hi else f"{lo}-{hi}x"
+    return text if result.resolved(name) else f"~{text}"
 
 
 def render_order_report(result, console) -> None:
@@ -63,6 +64,13 @@ def render_order_report(result, console) -> None:
     if smt and not result.proven_optimal:
         extra += f"; Z3: {smt['status']} after {smt['seconds']:.1f} s"
     console.print(f"proven optimal: {proof} (solver: {solver}{extra}); {result.elapsed:.1f} s")
+    ties = [label for label, name in rows if not result.resolved(name)]
+    if ties:
+        from plink.solvers.resolution import RESOLUTION
+
+        console.print(f"note: '~': plink's order and the {' and the '.join(ties)} are priced within "
+                      f"{RESOLUTION:.0%}, which the model does not resolve (orders priced that close measured in "
+                      f"the predicted order about half the time): expect no measurable difference")
     if result.missing_pairs:
         console.print(
             f"note: {result.missing_pairs} host pairs were not measured; ranges price them at the lowest and the "
