@@ -58,6 +58,7 @@ import numpy as np
 from plink.errors import PlinkError, ProbeFileError
 from plink.data.fileio import atomic_write_text, missing_directory
 from plink.data.probefile import ProbeData, load_json
+from plink.solvers.resolution import RESOLUTION
 
 STATE_FORMAT = "plink-watch"
 STATE_VERSION = 1
@@ -316,6 +317,9 @@ class WatchResult:
             head = f"order kept: the probe is incomplete ({self.incomplete}); predicted gain {g}"
         elif self.status == "kept" and self.gain is not None and self.gain >= self.min_gain:
             head = f"order kept: no order cheaper than the current one was found (predicted gain {g})"
+        elif self.status == "reordered" and self.gain is not None and self.gain < RESOLUTION:
+            head += (f" (below the model's {RESOLUTION:.0%} resolution: orders priced that close measured in the "
+                     f"predicted order about half the time; a --min-gain of {RESOLUTION:.0%} or more avoids this)")
         lines = [f"plink watch {self.state_dir}: {head}"]
         if self.cost_current is not None and self.cost_new is not None:
             on = "the new probe" if self.probes_used <= 1 else f"the median of the last {self.probes_used} probes"

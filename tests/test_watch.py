@@ -178,6 +178,20 @@ def test_kept_when_nothing_cheaper_says_so():
     assert r.summary()[0] == "plink watch d: order kept: predicted gain 1.0% < 5.0%"
 
 
+def test_a_reorder_below_the_model_resolution_says_so():
+    """--min-gain under the model's resolution lets a gain the model cannot resolve re-order the
+    job: the summary says so (and a gain above it does not get the remark)."""
+    from plink.solvers.resolution import RESOLUTION
+    from plink.watch import WatchResult
+
+    small = WatchResult(status="reordered", changed=True, state_dir="d", run="r", algo="ring", hosts=4,
+                        min_gain=0.005, gain=RESOLUTION / 2)
+    assert small.summary()[0].startswith("plink watch d: new order: predicted gain 1.0% >= 0.5% (below the model's 2% resolution")
+    large = WatchResult(status="reordered", changed=True, state_dir="d", run="r", algo="ring", hosts=4,
+                        min_gain=0.005, gain=2 * RESOLUTION)
+    assert large.summary()[0] == "plink watch d: new order: predicted gain 4.0% >= 0.5%"
+
+
 # -- drift --------------------------------------------------------------------
 
 
