@@ -65,7 +65,7 @@ from scipy.stats import spearmanr  # noqa: E402
 
 from plink.data.fileio import atomic_write_text  # noqa: E402
 from plink.data.probefile import ProbeData, from_dict  # noqa: E402
-from plink.solvers.resolution import RESOLUTION, ranks, tie_classes  # noqa: E402
+from plink.solvers.resolution import RESOLUTION, ranks, resolution_for, tie_classes  # noqa: E402
 
 PREFIX, SUBNET = "pf", "10.201"
 LOCK = "/tmp/plink-netns.lock"
@@ -490,8 +490,9 @@ def analyse(doc: dict) -> tuple[str, dict]:
         for (k, m), p in pred.items():
             f[f"spearman_{k}_{m}"] = float(spearmanr(p[uniq], meas[uniq])[0])
             # the same, with the orders the model does not tell apart (plink.solvers.resolution) tied
-            f[f"spearman_{k}_{m}_resolved"] = float(spearmanr(ranks(p[uniq]), meas[uniq])[0])
-        f["pairs"] = gap_agreement(pred[("latency", "default")][uniq], meas[uniq])
+            res = resolution_for("pairsum" if m == "pairsum" else "shared")
+            f[f"spearman_{k}_{m}_resolved"] = float(spearmanr(ranks(p[uniq], res), meas[uniq])[0])
+        f["pairs"] = {m: gap_agreement(pred[("latency", m)][uniq], meas[uniq]) for m in ("default", "pairsum")}
         wt = within_ties(orders, distinct, coll, pred[("latency", "default")][uniq], passes)
         f["within_ties"] = None if wt is None else wt[0]
         for m in models:
@@ -520,7 +521,8 @@ def analyse(doc: dict) -> tuple[str, dict]:
                          + " ".join(f"{pred[km][i]:>12.4g}" for km in preds))
         lines.append(f"  Spearman(predicted, measured) over the {len(uniq)} distinct orders: " + ", ".join(
             f"{k} probe/{m} {f[f'spearman_{k}_{m}']:.2f}" for k, m in preds))
-        lines.append(f"  ... with orders priced within the model's {RESOLUTION:.0%} resolution tied: " + ", ".join(
+        lines.append(f"  ... with orders priced within the model's resolution tied ({RESOLUTION:.0%}; pairsum "
+                     f"{resolution_for('pairsum'):.0%}): " + ", ".join(
             f"{k} probe/{m} {f[f'spearman_{k}_{m}_resolved']:.2f}" for k, m in preds))
         if rel is not None:
             lines.append(f"  the measurement against a repeat of itself ({halves} against the other, "
@@ -605,7 +607,7 @@ def held_out(orders: dict, names: list[str], coll: str, key: str | None, passes:
 
 def gap_agreement(pred: np.ndarray, meas: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """For every pair of orders: the relative gap between their predicted costs (over the smaller)
-    and whether the measured times order them the same way (a measured tie counts as not)."""
+    and whether the measured times order them the same way (a tie in either counts as not)."""
     i, j = np.triu_indices(len(pred), 1)
     lo = np.minimum(pred[i], pred[j])
     gap = np.abs(pred[i] - pred[j]) / np.where(lo > 0, lo, 1.0)
@@ -616,12 +618,13 @@ def gap_agreement(pred: np.ndarray, meas: np.ndarray) -> tuple[np.ndarray, np.nd
 GAP_EDGES = (0.0, 0.005, 0.02, 0.05, 0.1, np.inf)
 
 
-def agreement_table(pairs: list[tuple[np.ndarray, np.ndarray]], edges=GAP_EDGES) -> str:
+def agreement_table(pairs: list[tuple[np.ndarray, np.ndarray]], edges=GAP_EDGES,
+                    model: str = "default model") -> str:
     """How often the measured order of two orders is the predicted one, by how far apart the
     model priced them (pooled over ``pairs``, from ``gap_agreement``)."""
     gap = np.concatenate([g for g, _ in pairs]) if pairs else np.zeros(0)
     agree = np.concatenate([a for _, a in pairs]) if pairs else np.zeros(0, dtype=bool)
-    lines = ["pairs of orders by their gap in predicted cost (default model, latency probe): how often the "
+    lines = [f"pairs of orders by their gap in predicted cost ({model}, latency probe): how often the "
              "measured times order them as predicted"]
     for lo, hi in zip(edges[:-1], edges[1:]):
         sel = (gap >= lo) & (gap < hi)
@@ -764,7 +767,9 @@ def main(argv=None) -> int:
         all_figs[case] = figs
         missed += targets(case, figs)
     print(summary_table(all_figs) + "\n")
-    print(agreement_table([f["pairs"] for figs in all_figs.values() for f in figs.values()]) + "\n")
+    for m, label in (("default", "default model"), ("pairsum", "pairsum model")):
+        print(agreement_table([f["pairs"][m] for figs in all_figs.values() for f in figs.values()],
+                              model=label) + "\n")
     if missed:
         print("targets missed:\n  " + "\n  ".join(missed))
         return 1

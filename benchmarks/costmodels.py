@@ -50,7 +50,7 @@ from plink.pricing import find_groups, network, pair_cost  # noqa: E402
 from plink.solvers.contention import Network, SharedCostModel  # noqa: E402
 from plink.solvers.costmodels import CostModel  # noqa: E402
 from plink.solvers.groupsearch import rack_contiguous  # noqa: E402
-from plink.solvers.resolution import RESOLUTION, ranks  # noqa: E402
+from plink.solvers.resolution import RESOLUTION, ranks, resolution_for  # noqa: E402
 
 #: (name, simulate_datacenter arguments, true uplink capacity in host NICs)
 CASES = [
@@ -131,7 +131,8 @@ def measured(args) -> bool:
     print("# pick = measured time of the model's predicted-fastest order / best measured order")
     print(f"{'case':6s} {'probe':9s} {'collective':24s} {'orders':>6s} {'groups':9s} {'model':8s} "
           f"{'spearman':>8s} {'tied':>6s} {'pearson':>8s} {'pick':>6s}  pick order")
-    print(f"# tied = Spearman with the orders priced within {RESOLUTION:.0%} of one another tied (the model's resolution)")
+    print(f"# tied = Spearman with the orders priced within the model's resolution of one another tied "
+          f"({RESOLUTION:.0%}; pairsum {resolution_for('pairsum'):.0%})")
     for path in files:
         with open(path) as fh:
             doc = json.load(fh)
@@ -164,7 +165,7 @@ def measured(args) -> bool:
                             continue  # the pair-sum model does not use groups
                         pred = np.array([m(r[1]) for r in rows])
                         rho = _spearman(pred, meas)
-                        tied = _spearman(ranks(pred), meas)
+                        tied = _spearman(ranks(pred, resolution_for("pairsum" if mname == "pairsum" else "shared")), meas)
                         r = float(np.corrcoef(pred, meas)[0, 1])
                         k = int(np.argmin(pred))
                         met = not (mname == "shared" and gname == "plink") or tied >= 0.9

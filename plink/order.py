@@ -26,7 +26,7 @@ import numpy as np
 from plink.solvers.contention import SHARED_ALGORITHMS, SharedCostModel, schedule, shared_lower_bound
 from plink.solvers.costmodels import ALGORITHMS, CostModel, check_algorithm
 from plink.solvers.groupsearch import minimise_shared, rack_contiguous
-from plink.solvers.resolution import RESOLUTION
+from plink.solvers.resolution import resolution_for, resolved
 from plink.solvers.solve import minimise
 
 from plink.errors import PlinkError
@@ -103,10 +103,16 @@ class OrderResult:
     def resolved(self, name: str) -> bool:
         """Whether the model tells plink's order and order ``name`` apart: their predicted costs
         differ by more than its resolution (``plink.solvers.resolution``) for every plausible
-        value of the missing pairs. When not, the speedup is no prediction: orders priced that
-        close measured in the predicted order about half the time."""
+        value of the missing pairs. When not, the speedup is no prediction: on real collectives,
+        orders priced that close measured in the predicted order little more often than by chance."""
         lo, hi = self.speedup_range(name)
-        return lo > 1 + RESOLUTION or hi < 1 / (1 + RESOLUTION)
+        r = self.resolution
+        return (lo > 1 and resolved(lo, 1.0, r)) or (hi < 1 and resolved(hi, 1.0, r))
+
+    @property
+    def resolution(self) -> float:
+        """The resolution of the cost model used (``plink.solvers.resolution.RESOLUTIONS``)."""
+        return resolution_for(self.cost_model)
 
     def to_dict(self) -> dict:
         d = asdict(self)
@@ -114,7 +120,7 @@ class OrderResult:
         d["speedup_vs_random"] = self.speedup_vs_random
         d["speedup_vs_contiguous"] = self.speedup_vs_contiguous
         d["speedup_ranges"] = {k: list(self.speedup_range(k)) for k in self.ranges if k != "plink"}
-        d["resolution"] = RESOLUTION
+        d["resolution"] = self.resolution
         d["speedup_resolved"] = {k: self.resolved(k) for k in self.ranges if k != "plink"}
         return d
 

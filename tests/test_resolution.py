@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 from scipy.stats import spearmanr
 
-from plink.solvers.resolution import RESOLUTION, ranks, resolved, tie_classes
+from plink.solvers.resolution import RESOLUTION, RESOLUTIONS, ranks, resolution_for, resolved, tie_classes
 
 
 def test_tie_classes_are_no_wider_than_the_resolution():
@@ -44,6 +44,9 @@ def test_resolved_and_bad_input():
         tie_classes([1.0], 1.5)
     with pytest.raises(ValueError, match="finite"):
         tie_classes([1.0, np.nan])
+    assert resolution_for("shared") == RESOLUTION < resolution_for("pairsum") == RESOLUTIONS["pairsum"]
+    with pytest.raises(ValueError, match="unknown cost model"):
+        resolution_for("lp")
 
 
 def test_order_report_marks_speedups_below_the_resolution():
@@ -61,3 +64,18 @@ def test_order_report_marks_speedups_below_the_resolution():
     assert d["resolution"] == RESOLUTION
     assert d["speedup_resolved"]["random_median"] is True
     assert d["speedup_resolved"]["contiguous"] == res.resolved("contiguous")
+
+
+def test_pairsum_orders_are_judged_at_the_pair_sums_resolution():
+    """--model pairsum: its measured resolution is 10%, so a 5% speedup is marked, not claimed."""
+    from plink.order import OrderResult
+
+    res = OrderResult.__new__(OrderResult)
+    res.cost_model = "pairsum"
+    res.ranges = {"plink": [100.0, 100.0], "contiguous": [105.0, 105.0], "input": [150.0, 150.0],
+                  "straddle": [80.0, 130.0]}
+    assert res.resolution == RESOLUTIONS["pairsum"]
+    assert not res.resolved("contiguous") and res.resolved("input")
+    assert not res.resolved("straddle")  # a range on both sides of 1 is never a prediction
+    res.cost_model = "shared"
+    assert res.resolved("contiguous")

@@ -186,10 +186,23 @@ def test_a_reorder_below_the_model_resolution_says_so():
 
     small = WatchResult(status="reordered", changed=True, state_dir="d", run="r", algo="ring", hosts=4,
                         min_gain=0.005, gain=RESOLUTION / 2)
-    assert small.summary()[0].startswith("plink watch d: new order: predicted gain 1.0% >= 0.5% (below the model's 2% resolution")
+    assert small.summary()[0].startswith("plink watch d: new order: predicted gain 1.0% >= 0.5% (1.00% is within "
+                                         "the shared model's 2% resolution")
+    assert small.to_dict()["gain_resolved"] is False
     large = WatchResult(status="reordered", changed=True, state_dir="d", run="r", algo="ring", hosts=4,
                         min_gain=0.005, gain=2 * RESOLUTION)
     assert large.summary()[0] == "plink watch d: new order: predicted gain 4.0% >= 0.5%"
+    assert large.to_dict()["gain_resolved"] is True
+    # the pair sum resolves less (10%): the same 4% gain is within it
+    ps = WatchResult(status="reordered", changed=True, state_dir="d", run="r", algo="ring", hosts=4,
+                     min_gain=0.005, gain=2 * RESOLUTION, model="pairsum")
+    assert "within the pairsum model's 10% resolution" in ps.summary()[0] and ps.gain_resolved is False
+    # the same rule as plink order's '~': the gain's speedup 1 / (1 - gain) against 1 + resolution
+    edge = 1 - 1 / (1 + RESOLUTION)
+    assert WatchResult(status="kept", changed=False, state_dir="d", run="r", algo="ring", hosts=4, min_gain=0.05,
+                       gain=edge * 1.001).gain_resolved is True
+    assert WatchResult(status="kept", changed=False, state_dir="d", run="r", algo="ring", hosts=4, min_gain=0.05,
+                       gain=edge * 0.999).gain_resolved is False
 
 
 # -- drift --------------------------------------------------------------------
