@@ -79,3 +79,16 @@ def test_pairsum_orders_are_judged_at_the_pair_sums_resolution():
     assert not res.resolved("straddle")  # a range on both sides of 1 is never a prediction
     res.cost_model = "shared"
     assert res.resolved("contiguous")
+
+
+def test_speedups_at_the_edge_of_the_resolution_print_three_decimals():
+    """1.0199x is within 2% and 1.0201x is not: both would print as 1.02x, once with '~'."""
+    from plink.cli.order import _fmt_speedup
+    from plink.order import OrderResult
+
+    res = OrderResult.__new__(OrderResult)
+    res.cost_model = "shared"
+    res.ranges = {"plink": [1.0, 1.0], "in": [1.0199, 1.0199], "out": [1.0201, 1.0201], "far": [1.5, 1.5],
+                  "near": [1.001, 1.001]}
+    assert _fmt_speedup(res, "in") == "~1.020x" and _fmt_speedup(res, "out") == "1.020x"
+    assert _fmt_speedup(res, "far") == "1.50x" and _fmt_speedup(res, "near") == "~1.00x"

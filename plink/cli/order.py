@@ -22,7 +22,10 @@ def _fmt_range(result, name: str) -> str:
 
 
 def _fmt_speedup(result, name: str) -> str:
-    lo, hi = (f"{v:.2f}" for v in result.speedup_range(name))
+    r = result.resolution
+    # two decimals, three near the resolution's edges, so that "1.02x" and "~1.02x" never both occur
+    lo, hi = (f"{v:.3f}" if min(abs(v - (1 + r)), abs(v - 1 / (1 + r))) < 0.005 else f"{v:.2f}"
+              for v in result.speedup_range(name))
     text = f"{lo}x" if lo == hi else f"{lo}-{hi}x"
     return text if result.resolved(name) else f"~{text}"
 
