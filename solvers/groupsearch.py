@@ -263,6 +263,15 @@ def anneal_shared(model: SharedCostModel, init, *, time_limit: float = 2.0, max_
     return best, float(model(best)), it
 
 
+def _starting_orders(model, init, starts) -> tuple[list, np.ndarray]:
+    """The search's starting orders ``[(name, perm)]`` (the input, ``starts``, the group
+    heuristics, two tours) and their costs."""
+    sym = np.maximum(model.net.latency, model.net.latency.T)
+    tours = [("greedy-edge", greedy_edge_tour(sym)), ("nearest-neighbour", nearest_neighbour_tour(sym, 0))]
+    cands = [("input", init)] + list(starts) + group_starts(model) + tours
+    return cands, model.batch(np.array([p for _, p in cands]))
+
+
 def minimise_shared(model: SharedCostModel, *, init=None, starts=(), time_limit: float = 5.0, seed: int = 0,
                     max_iter: int | None = None, exact: bool = True,
                     max_evals: int = EXHAUSTIVE_MAX_EVALS, keep_on_interrupt: bool = False) -> SolveResult:
@@ -278,15 +287,21 @@ def minimise_shared(model: SharedCostModel, *, init=None, starts=(), time_limit:
     if n <= 2:
         return SolveResult(init, cost_init, True, cost_init, "trivial", {"note": "every order costs the same for N <= 2"})
     if exact and exact_count(model) <= max_evals:
-        perm, cost = exhaustive_shared(model)
+        try:
+            perm, cost = exhaustive_shared(model)
+        except KeyboardInterrupt:
+            if not keep_on_interrupt:
+                raise
+            cands, costs = _starting_orders(model, init, starts)
+            k = int(np.argmin(costs))
+            return SolveResult(np.asarray(cands[k][1], dtype=np.int64), float(costs[k]), False, None, "warm start",
+                               {"start": cands[k][0], "start_cost": float(costs[k]), "search": "exhaustive",
+                                "interrupted": True, "seconds": round(time.perf_counter() - t_start, 3)})
         if cost > cost_init:
             perm, cost = init, cost_init
         return SolveResult(perm, cost, True, cost, "exhaustive",
                            {"seconds": round(time.perf_counter() - t_start, 3), "orders": exact_count(model)})
-    sym = np.maximum(model.net.latency, model.net.latency.T)
-    tours = [("greedy-edge", greedy_edge_tour(sym)), ("nearest-neighbour", nearest_neighbour_tour(sym, 0))]
-    cands = [("input", init)] + list(starts) + group_starts(model) + tours
-    costs = model.batch(np.array([p for _, p in cands]))
+    cands, costs = _starting_orders(model, init, starts)
     k = int(np.argmin(costs))
     name, start_perm = cands[k]
     stopped: dict = {}

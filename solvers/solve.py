@@ -89,6 +89,14 @@ def resolve_jobs(jobs: int) -> int:
     return int(jobs)
 
 
+def _interrupted(starts, costs, start: float, extra: dict) -> SolveResult:
+    """The best warm start, as the result of a search that Ctrl-C stopped."""
+    k = int(np.argmin(costs))
+    info = {"start": starts[k][0], "start_cost": costs[k], **extra, "interrupted": True,
+            "seconds": round(time.perf_counter() - start, 3)}
+    return SolveResult(np.array(starts[k][1], dtype=int), costs[k], False, None, "warm start", info)
+
+
 def minimise(
     model: CostModel,
     *,
@@ -104,10 +112,10 @@ def minimise(
 ) -> SolveResult:
     """Minimise ``model`` over rank orders (see module docstring).
 
-    ``keep_on_interrupt``: a ``KeyboardInterrupt`` (Ctrl-C) during the stochastic search returns
-    the best of its warm starts (rack-contiguous and the other heuristics; the search's own
-    progress is lost), with ``info["interrupted"]`` set and ``method`` ``"warm start"``;
-    otherwise, and during the exact search, it propagates."""
+    ``keep_on_interrupt``: a ``KeyboardInterrupt`` (Ctrl-C) during the search (stochastic or
+    exact) returns the best of the warm starts (rack-contiguous and the other heuristics; the
+    search's own progress is lost), with ``info["interrupted"]`` set and ``method``
+    ``"warm start"``; otherwise it propagates."""
     if not (time_limit > 0):
         raise ValueError(f"time limit must be > 0 seconds, got {time_limit}")
     if smt_time < 0:
@@ -122,7 +130,14 @@ def minimise(
         note = "every order costs the same for N <= 2" if n <= 2 else "every ring over 3 hosts visits the same hops"
         return SolveResult(init, cost_init, True, cost_init, "trivial", {"note": note})
     if exact and exact_feasible(model):
-        perm, cost, how = solve_exact(model)
+        try:
+            perm, cost, how = solve_exact(model)
+        except KeyboardInterrupt:
+            if not keep_on_interrupt:
+                raise
+            starts = warm_starts(model, labels=labels, init=init)
+            costs = [float(model(p)) for _, p in starts]
+            return _interrupted(starts, costs, start, {"search": "exact"})
         if cost > cost_init * (1 + 1e-9) + 1e-12:
             raise RuntimeError(f"exact search ({how}) returned a costlier order than the input "
                                f"({cost!r} > {cost_init!r}): a bug, please report it")
@@ -160,9 +175,7 @@ def minimise(
     except KeyboardInterrupt:
         if not keep_on_interrupt:
             raise
-        info = {"start": start_name, "start_cost": costs[k], "jobs": jobs, "interrupted": True,
-                "seconds": round(time.perf_counter() - start, 3)}
-        return SolveResult(np.array(start_perm, dtype=int), costs[k], False, None, "warm start", info)
+        return _interrupted(starts, costs, start, {"jobs": jobs})
     finally:
         _JOB.clear()
     best_job = min(range(len(results)), key=lambda j: (results[j][0], j))

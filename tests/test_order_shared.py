@@ -291,3 +291,24 @@ def test_ctrl_c_in_the_annealing_keeps_the_best_order_only_when_asked():
     assert "interrupted" not in full.info
     with pytest.raises(KeyboardInterrupt):  # a library caller who did not ask gets the interrupt
         minimise_shared(_InterruptedAt("ring", net, 2**24, calls=40), **kw)
+
+
+def test_ctrl_c_in_the_exhaustive_search_keeps_the_best_start_only_when_asked(monkeypatch):
+    """Small N goes to the exhaustive search; Ctrl-C there, when asked, gives the best starting
+    order (before, it wrote nothing)."""
+    import plink.solvers.groupsearch as gs
+
+    pd = simulate_datacenter(racks=2, hosts_per_rack=3, seed=1)
+    model = SharedCostModel("ring", network(pd, find_groups(pd)), 2**24)
+
+    def interrupted(_model, *a, **kw):
+        raise KeyboardInterrupt
+
+    assert gs.exact_count(model) <= gs.EXHAUSTIVE_MAX_EVALS
+    monkeypatch.setattr(gs, "exhaustive_shared", interrupted)
+    res = minimise_shared(model, keep_on_interrupt=True)
+    assert res.method == "warm start" and res.info["interrupted"] is True and res.info["search"] == "exhaustive"
+    assert sorted(res.perm.tolist()) == list(range(pd.n)) and not res.proven_optimal and res.lower_bound is None
+    assert res.cost == pytest.approx(model(res.perm)) and res.cost <= model(np.arange(pd.n))
+    with pytest.raises(KeyboardInterrupt):
+        minimise_shared(model)

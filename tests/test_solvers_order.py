@@ -172,3 +172,24 @@ def test_ctrl_c_in_the_pairsum_search_keeps_the_best_start_only_when_asked():
     assert "interrupted" not in full.info and full.cost <= res.cost
     with pytest.raises(KeyboardInterrupt):  # a library caller who did not ask gets the interrupt
         minimise(_InterruptedAt("hd", pc, 0, calls=300), **kw)
+
+
+def test_ctrl_c_in_the_exact_search_keeps_the_best_start_only_when_asked(monkeypatch):
+    """Small N goes to the exact search; Ctrl-C there, when asked, gives the best warm start
+    too (before, it wrote nothing)."""
+    import plink.solvers.solve as solve
+
+    probe = simulate_datacenter(racks=2, hosts_per_rack=4, seed=1)
+    model = CostModel("ring", PairCost.from_matrices(probe.latency), 0)
+
+    def interrupted(_model, *a, **kw):
+        raise KeyboardInterrupt
+
+    assert solve.exact_feasible(model)
+    monkeypatch.setattr(solve, "solve_exact", interrupted)
+    res = minimise(model, labels=np.repeat(np.arange(2), 4), keep_on_interrupt=True)
+    assert res.info["interrupted"] is True and res.info["search"] == "exact" and res.method == "warm start"
+    assert sorted(res.perm.tolist()) == list(range(8)) and res.lower_bound is None and not res.proven_optimal
+    assert res.cost == pytest.approx(model(res.perm)) and res.cost <= model(np.arange(8))
+    with pytest.raises(KeyboardInterrupt):
+        minimise(model)

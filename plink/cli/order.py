@@ -202,7 +202,7 @@ def order(probefile, algo, size, base, time_limit, jobs, smt_time, groups_file, 
         if output:
             click.echo(f"wrote {output}", err=True)
     if interrupted:  # Ctrl-C during the search: the best order so far was written; say so, exit 130
-        what = ("the best of the search's starting orders (with --model pairsum the search's progress is lost)"
+        what = ("the best of the search's starting orders (the search's own progress is lost)"
                 if result.solver.get("name") == "warm start" else "the best found so far")
         click.echo(f"plink: interrupted after {result.elapsed:.1f} s: the order is {what}", err=True)
         click.get_current_context().exit(130)
