@@ -165,7 +165,7 @@ def measured(args) -> bool:
                             continue  # the pair-sum model does not use groups
                         pred = np.array([m(r[1]) for r in rows])
                         rho = _spearman(pred, meas)
-                        tied = _spearman(ranks(pred, resolution_for("pairsum" if mname == "pairsum" else "shared")), meas)
+                        tied = _spearman(ranks(pred, resolution_for(mname)), meas)
                         r = float(np.corrcoef(pred, meas)[0, 1])
                         k = int(np.argmin(pred))
                         met = not (mname == "shared" and gname == "plink") or tied >= 0.9

@@ -103,8 +103,7 @@ class OrderResult:
     def resolved(self, name: str) -> bool:
         """Whether the model tells plink's order and order ``name`` apart: their predicted costs
         differ by more than its resolution (``plink.solvers.resolution``) for every plausible
-        value of the missing pairs. When not, the speedup is no prediction: on real collectives,
-        orders priced that close measured in the predicted order little more often than by chance."""
+        value of the missing pairs. When not, the speedup is no prediction (``resolution.UNRESOLVED``)."""
         lo, hi = self.speedup_range(name)
         r = self.resolution
         return (lo > 1 and resolved(lo, 1.0, r)) or (hi < 1 and resolved(hi, 1.0, r))

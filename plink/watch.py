@@ -58,7 +58,7 @@ import numpy as np
 from plink.errors import PlinkError, ProbeFileError
 from plink.data.fileio import atomic_write_text, missing_directory
 from plink.data.probefile import ProbeData, load_json
-from plink.solvers.resolution import resolution_for, resolved
+from plink.solvers.resolution import UNRESOLVED, resolution_for, resolved
 
 STATE_FORMAT = "plink-watch"
 STATE_VERSION = 1
@@ -302,8 +302,10 @@ class WatchResult:
     @property
     def gain_resolved(self) -> bool | None:
         """Whether the model resolves the predicted gain (``plink.solvers.resolution``); None without one."""
-        if self.gain is None or self.gain >= 1:
-            return None if self.gain is None else True
+        if self.gain is None:
+            return None
+        if self.gain >= 1:  # the new order is predicted to cost nothing
+            return True
         return resolved(1.0, 1.0 - self.gain, resolution_for(self.model))
 
     def to_dict(self) -> dict:
@@ -327,9 +329,8 @@ class WatchResult:
             head = f"order kept: no order cheaper than the current one was found (predicted gain {g})"
         elif self.status == "reordered" and self.gain_resolved is False:
             r = resolution_for(self.model)
-            head += (f" ({self.gain:.2%} is within the {self.model} model's {r:.0%} resolution: orders priced that "
-                     f"close measured in the predicted order little more often than by chance; a --min-gain of "
-                     f"{r:.0%} or more avoids this)")
+            head += (f" ({self.gain:.2%} is within the {self.model} model's {r:.0%} resolution: {UNRESOLVED}; "
+                     f"a --min-gain of {r:.0%} or more avoids this)")
         lines = [f"plink watch {self.state_dir}: {head}"]
         if self.cost_current is not None and self.cost_new is not None:
             on = "the new probe" if self.probes_used <= 1 else f"the median of the last {self.probes_used} probes"

@@ -54,7 +54,7 @@ import numpy as np
 from .contention import SharedCostModel
 from .exact import EXHAUSTIVE_MAX_EVALS
 from .ringsearch import greedy_edge_tour, nearest_neighbour_tour
-from .solve import SolveResult
+from .solve import SolveResult, interrupted_result
 
 
 def _transitive(model: SharedCostModel) -> bool:
@@ -292,11 +292,7 @@ def minimise_shared(model: SharedCostModel, *, init=None, starts=(), time_limit:
         except KeyboardInterrupt:
             if not keep_on_interrupt:
                 raise
-            cands, costs = _starting_orders(model, init, starts)
-            k = int(np.argmin(costs))
-            return SolveResult(np.asarray(cands[k][1], dtype=np.int64), float(costs[k]), False, None, "warm start",
-                               {"start": cands[k][0], "start_cost": float(costs[k]), "search": "exhaustive",
-                                "interrupted": True, "seconds": round(time.perf_counter() - t_start, 3)})
+            return interrupted_result(*_starting_orders(model, init, starts), t_start, {"search": "exhaustive"})
         if cost > cost_init:
             perm, cost = init, cost_init
         return SolveResult(perm, cost, True, cost, "exhaustive",

@@ -31,6 +31,8 @@ import numpy as np
 
 RESOLUTION = 0.02  #: the shared model's: relative gap in predicted cost below which two orders are not told apart
 RESOLUTIONS = {"shared": RESOLUTION, "pairsum": 0.10}  #: per cost model (see the module docstring)
+#: why a gap under the resolution is no prediction, for messages to users
+UNRESOLVED = "orders priced that close measured in the predicted order little more often than by chance"
 
 
 def resolution_for(model: str) -> float:

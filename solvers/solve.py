@@ -89,12 +89,13 @@ def resolve_jobs(jobs: int) -> int:
     return int(jobs)
 
 
-def _interrupted(starts, costs, start: float, extra: dict) -> SolveResult:
-    """The best warm start, as the result of a search that Ctrl-C stopped."""
+def interrupted_result(starts, costs, start: float, extra: dict) -> SolveResult:
+    """The best of the starting orders ``[(name, perm)]`` (priced ``costs``), as the result of a
+    search that Ctrl-C stopped (``start``: its ``time.perf_counter()`` at the beginning)."""
     k = int(np.argmin(costs))
-    info = {"start": starts[k][0], "start_cost": costs[k], **extra, "interrupted": True,
+    info = {"start": starts[k][0], "start_cost": float(costs[k]), **extra, "interrupted": True,
             "seconds": round(time.perf_counter() - start, 3)}
-    return SolveResult(np.array(starts[k][1], dtype=int), costs[k], False, None, "warm start", info)
+    return SolveResult(np.array(starts[k][1], dtype=int), float(costs[k]), False, None, "warm start", info)
 
 
 def minimise(
@@ -137,7 +138,7 @@ def minimise(
                 raise
             starts = warm_starts(model, labels=labels, init=init)
             costs = [float(model(p)) for _, p in starts]
-            return _interrupted(starts, costs, start, {"search": "exact"})
+            return interrupted_result(starts, costs, start, {"search": "exact"})
         if cost > cost_init * (1 + 1e-9) + 1e-12:
             raise RuntimeError(f"exact search ({how}) returned a costlier order than the input "
                                f"({cost!r} > {cost_init!r}): a bug, please report it")
@@ -175,7 +176,7 @@ def minimise(
     except KeyboardInterrupt:
         if not keep_on_interrupt:
             raise
-        return _interrupted(starts, costs, start, {"jobs": jobs})
+        return interrupted_result(starts, costs, start, {"jobs": jobs})
     finally:
         _JOB.clear()
     best_job = min(range(len(results)), key=lambda j: (results[j][0], j))

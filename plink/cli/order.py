@@ -69,10 +69,11 @@ def render_order_report(result, console) -> None:
     console.print(f"proven optimal: {proof} (solver: {solver}{extra}); {result.elapsed:.1f} s")
     ties = [label for label, name in rows if not result.resolved(name)]
     if ties:
+        from plink.solvers.resolution import UNRESOLVED
+
         console.print(f"note: '~': the {result.cost_model} model prices plink's order within "
                       f"{result.resolution:.0%} of: {'; '.join(ties)}. It does not resolve gaps that small (on real "
-                      f"collectives, orders priced that close measured in the predicted order little more often "
-                      f"than by chance: README, 'How far to trust a prediction')")
+                      f"collectives, {UNRESOLVED}: README, 'How far to trust a prediction')")
     if result.missing_pairs:
         console.print(
             f"note: {result.missing_pairs} host pairs were not measured; ranges price them at the lowest and the "
