@@ -1,0 +1,139 @@
+/* Rabenseifner's all-reduce (Open MPI coll_tuned allreduce algorithm 6) taken apart into its steps.
+ *
+ * Usage: hd_steps SIZE_BYTES WARMUP REPEATS   (a power-of-two number of ranks; run with
+ * --mca coll_tuned_use_dynamic_rules 1, as benchmarks/hd_steps_netns.py does)
+ *
+ * 1. the real MPI_Allreduce of SIZE bytes of floats, algorithm 6 forced through MPI_T on a
+ *    communicator duplicated from MPI_COMM_WORLD (as allreduce_timer.c does);
+ * 2. its 2 log2(n) exchanges emulated, one MPI_Sendrecv of SIZE / (2 mask) bytes with rank ^ mask
+ *    per step, steps separated by barriers: the reduce-scatter's masks 1, 2, .., n/2 (distance
+ *    doubling, vector halving), then the allgather's n/2, .., 1; the slowest rank's time per step;
+ * 3. the same exchanges back to back with the reduce-scatter's local sums (the real one's shape).
+ * Prints on rank 0, JSON lines (seconds: the slowest rank's, per repeat after WARMUP):
+ *   {"what": "allreduce", "read_back": 6, "correct": true, "seconds": [...]}
+ *   {"what": "steps", "seconds": [[step 0, .., step 2L-1], ...]}
+ *   {"what": "free", "seconds": [...]}
+ *   {"hosts": [host of rank 0, 1, ...]}
+ */
+#include <mpi.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+static double slowest(double dt) {
+    double mx = 0;
+    MPI_Reduce(&dt, &mx, 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
+    return mx;
+}
+
+static void print_list(const double *x, int k) {
+    printf("[");
+    for (int i = 0; i < k; i++) printf("%s%.6f", i ? ", " : "", x[i]);
+    printf("]");
+}
+
+int main(int argc, char **argv) {
+    int provided, rank, n;
+    MPI_Init_thread(&argc, &argv, MPI_THREAD_SINGLE, &provided);
+    MPI_T_init_thread(MPI_THREAD_SINGLE, &provided);
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &n);
+    int L = 0;
+    while ((1 << L) < n) L++;
+    if (argc != 4 || (1 << L) != n) {
+        if (rank == 0) fprintf(stderr, "usage: %s SIZE_BYTES WARMUP REPEATS (power-of-two ranks)\n", argv[0]);
+        MPI_Abort(MPI_COMM_WORLD, 2);
+    }
+    long size = atol(argv[1]);
+    int warmup = atoi(argv[2]), reps = atoi(argv[3]), nsteps = 2 * L;
+    int count = (int)(size / sizeof(float));
+    float *a = malloc(size), *b = malloc(size), *o = malloc(size);
+    double *t = calloc((size_t)reps * (nsteps + 2), sizeof(double)), t0;
+    for (int k = 0; k < count; k++) a[k] = 1.0f;
+
+    /* 1. the real all-reduce, algorithm 6 */
+    int idx, cnt, alg = 6, got = -1;
+    MPI_T_cvar_handle h;
+    if (MPI_T_cvar_get_index("coll_tuned_allreduce_algorithm", &idx) != MPI_SUCCESS ||
+        MPI_T_cvar_handle_alloc(idx, NULL, &h, &cnt) != MPI_SUCCESS || MPI_T_cvar_write(h, &alg) != MPI_SUCCESS) {
+        if (rank == 0) fprintf(stderr, "cannot set coll_tuned_allreduce_algorithm through MPI_T\n");
+        MPI_Abort(MPI_COMM_WORLD, 3);
+    }
+    MPI_T_cvar_read(h, &got);
+    MPI_T_cvar_handle_free(&h);
+    MPI_Comm comm;
+    MPI_Comm_dup(MPI_COMM_WORLD, &comm);
+    for (int r = 0; r < warmup + reps; r++) {
+        MPI_Barrier(comm);
+        t0 = MPI_Wtime();
+        MPI_Allreduce(a, o, count, MPI_FLOAT, MPI_SUM, comm);
+        double mx = slowest(MPI_Wtime() - t0);
+        if (r >= warmup) t[r - warmup] = mx;
+    }
+    int ok = 1, all_ok = 0;
+    for (int k = 0; k < count; k++) if (o[k] != (float)n) { ok = 0; break; }
+    MPI_Reduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN, 0, MPI_COMM_WORLD);
+    MPI_Comm_free(&comm);
+    if (rank == 0) {
+        printf("{\"what\": \"allreduce\", \"read_back\": %d, \"correct\": %s, \"seconds\": ", got,
+               all_ok ? "true" : "false");
+        print_list(t, reps);
+        printf("}\n");
+        fflush(stdout);
+    }
+
+    /* 2. the steps, separated by barriers */
+    for (int r = 0; r < warmup + reps; r++) {
+        for (int s = 0; s < nsteps; s++) {
+            int mask = s < L ? 1 << s : 1 << (nsteps - 1 - s), c = count / (2 * mask), peer = rank ^ mask;
+            MPI_Barrier(MPI_COMM_WORLD);
+            t0 = MPI_Wtime();
+            MPI_Sendrecv(a, c, MPI_FLOAT, peer, s, b, c, MPI_FLOAT, peer, s, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+            double mx = slowest(MPI_Wtime() - t0);
+            if (r >= warmup) t[reps + (r - warmup) * nsteps + s] = mx;
+        }
+    }
+    if (rank == 0) {
+        printf("{\"what\": \"steps\", \"seconds\": [");
+        for (int r = 0; r < reps; r++) {
+            printf("%s", r ? ", " : "");
+            print_list(t + reps + r * nsteps, nsteps);
+        }
+        printf("]}\n");
+        fflush(stdout);
+    }
+
+    /* 3. the steps back to back, with the local sums */
+    double *free_t = t + reps + reps * nsteps;
+    for (int r = 0; r < warmup + reps; r++) {
+        MPI_Barrier(MPI_COMM_WORLD);
+        t0 = MPI_Wtime();
+        for (int s = 0; s < nsteps; s++) {
+            int mask = s < L ? 1 << s : 1 << (nsteps - 1 - s), c = count / (2 * mask), peer = rank ^ mask;
+            MPI_Sendrecv(a, c, MPI_FLOAT, peer, s, b, c, MPI_FLOAT, peer, s, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+            if (s < L) for (int k = 0; k < c; k++) o[k] = a[k] + b[k];
+        }
+        double mx = slowest(MPI_Wtime() - t0);
+        if (r >= warmup) free_t[r - warmup] = mx;
+    }
+    if (rank == 0) {
+        printf("{\"what\": \"free\", \"seconds\": ");
+        print_list(free_t, reps);
+        printf("}\n");
+        fflush(stdout);
+    }
+
+    char name[MPI_MAX_PROCESSOR_NAME] = {0};
+    int len;
+    MPI_Get_processor_name(name, &len);
+    char *all = rank == 0 ? malloc((size_t)n * MPI_MAX_PROCESSOR_NAME) : NULL;
+    MPI_Gather(name, MPI_MAX_PROCESSOR_NAME, MPI_CHAR, all, MPI_MAX_PROCESSOR_NAME, MPI_CHAR, 0, MPI_COMM_WORLD);
+    if (rank == 0) {
+        printf("{\"hosts\": [");
+        for (int i = 0; i < n; i++) printf("%s\"%s\"", i ? ", " : "", all + (size_t)i * MPI_MAX_PROCESSOR_NAME);
+        printf("]}\n");
+        fflush(stdout);
+    }
+    MPI_T_finalize();
+    MPI_Finalize();
+    return 0;
+}
