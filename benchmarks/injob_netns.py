@@ -132,7 +132,7 @@ def _json_line(texts) -> dict:
 
 def experiment(racks: int, hosts_per_rack: int, samples: int, interval: float, size: int, repeats: int,
                mbit: float, log=print, keep: str | None = None, steps: tuple = ("ssh", "torchrun", "mpirun", "allreduce"),
-               probe_args: tuple = (), compare: tuple = (), passes: int = 1) -> dict:
+               probe_args: tuple = (), compare: tuple = (), passes: int = 1, verify: bool = False) -> dict:
     from plink import load
     from plink.probes.netns import NetnsCluster
     from plink.probes.probe import probe_hosts
@@ -196,7 +196,8 @@ def experiment(racks: int, hosts_per_rack: int, samples: int, interval: float, s
 
         outs, wall = run_torchrun(c, hosts, [str(WORKER), "--racks", str(tmp / "racks.json"), "--size", str(size),
                                              "--repeats", str(repeats), "--samples", str(samples),
-                                             "--interval", str(interval), "--passes", str(passes)], 29530)
+                                             "--interval", str(interval), "--passes", str(passes),
+                                             *(["--verify"] if verify else [])], 29530)
         res = _json_line(outs)
         res["wall_s"] = wall
         res["plink_ring_crossings"] = _crossings([rack_of[h] for h in res["orders"]["plink"]])
@@ -205,6 +206,8 @@ def experiment(racks: int, hosts_per_rack: int, samples: int, interval: float, s
         s = res["seconds"]
         log(f"all-reduce {size / 2**20:g} MiB: default {s['default']:.3f} s, plink {s['plink']:.3f} s, "
             f"contiguous {s['contiguous']:.3f} s; plink order {' '.join(res['orders']['plink'])}")
+        if res.get("verify"):
+            log(f"locality_group(verify=True): {res['verify']}")
     return out
 
 
@@ -271,6 +274,10 @@ def render(out: dict) -> str:
     lines.append(f"default / plink = {s['default'] / s['plink']:.2f}x (target >= 1.8), "
                  f"plink / contiguous = {s['plink'] / s['contiguous']:.3f} (target <= 1.05); "
                  f"locality_group took {a['locality_group_s']:.1f} s")
+    if a.get("verify"):
+        v = a["verify"]
+        lines.append(f"locality_group(verify=True): {'kept plink' if v['kept_plink'] else 'fell back to the default'}"
+                     f"'s group; {'; '.join(v['log'])}")
     return "\n".join(lines)
 
 
@@ -290,6 +297,8 @@ def main(argv=None) -> int:
                     choices=["ssh", "torchrun", "mpirun", "allreduce"], help="what to run (targets need all)")
     ap.add_argument("--probe-args", default="", help="extra options for 'python -m plink.distributed probe'")
     ap.add_argument("--compare", nargs="*", default=[], help="options of more probe variants to run under mpirun")
+    ap.add_argument("--verify", action="store_true",
+                    help="the job calls locality_group(verify=True): plink's group only if it measures faster")
     args = ap.parse_args(argv)
     from plink.probes.netns import unavailable_reason
 
@@ -300,7 +309,7 @@ def main(argv=None) -> int:
     out = experiment(args.racks, args.hosts_per_rack, args.samples, args.interval, args.size, args.repeats,
                      args.mbit, log=lambda m: print(m, file=sys.stderr, flush=True), keep=args.keep,
                      steps=tuple(args.steps), probe_args=tuple(shlex.split(args.probe_args)),
-                     compare=tuple(args.compare), passes=args.passes)
+                     compare=tuple(args.compare), passes=args.passes, verify=args.verify)
     if len(args.steps) < 4:
         print(json.dumps(out, indent=1))
         return 0

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 import socket
 import statistics
 import sys
@@ -37,6 +38,8 @@ def main() -> int:
     ap.add_argument("--interval", type=float, default=0.01)
     ap.add_argument("--passes", type=int, default=1)
     ap.add_argument("--time-limit", type=float, default=2.0)
+    ap.add_argument("--verify", action="store_true",
+                    help="locality_group(verify=True): keep plink's group only if the all-reduce measures faster")
     args = ap.parse_args()
 
     import torch
@@ -49,9 +52,14 @@ def main() -> int:
     env = pd.init_from_env("gloo")
     t_init = time.monotonic() - t0
     t = time.monotonic()
+    said = []  # locality_group's log line (rank 0) with verify
+    handler = logging.Handler()
+    handler.emit = lambda rec: said.append(rec.getMessage())
+    logging.getLogger("plink.distributed").addHandler(handler)
     group, order = pd.locality_group(algo="ring", time_limit=args.time_limit,
                                      probe_options={"samples": args.samples, "interval": args.interval,
-                                                                    "passes": args.passes})
+                                                    "passes": args.passes},
+                                     verify=args.verify, size=args.size, verify_repeats=args.repeats)
     t_locality = time.monotonic() - t
     racks = json.loads(Path(args.racks).read_text())
     hosts = [None] * dist.get_world_size()
@@ -61,7 +69,9 @@ def main() -> int:
               "contiguous": (dist.new_group(contiguous, sort_ranks=False), contiguous)}
     x = torch.ones(args.size // 4, dtype=torch.float32)
     out = {"world": len(hosts), "launcher": env.launcher, "init_s": t_init, "locality_group_s": t_locality,
-           "hosts_by_rank": hosts, "orders": {}, "seconds": {}, "correct": {}}
+           "hosts_by_rank": hosts, "orders": {}, "seconds": {}, "correct": {},
+           "verify": {"kept_plink": group is not dist.group.WORLD, "log": [m for m in said if "measured" in m]}
+           if args.verify else None}
     for name, (g, o) in groups.items():
         dist.all_reduce(x, group=g)  # warm-up
         times = []

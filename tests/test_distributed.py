@@ -310,3 +310,115 @@ def test_cli_without_launcher_is_a_one_line_error(monkeypatch, capsys):
 def test_probe_group_needs_a_process_group():
     with pytest.raises(PlinkError, match="not initialised"):
         pd.probe_group()
+
+
+# ---------------------------------------------------------------------------
+# measuring what an order buys: compare_groups, locality_group(verify=True), `compare`
+
+
+def test_comparison_medians_speedup_and_summary():
+    from plink.distributed.compare import Comparison
+
+    c = Comparison(4 << 20, (2.0, 3.0, 2.5), (1.0, 0.9, 5.0))
+    assert c.baseline_seconds == 2.5 and c.candidate_seconds == 1.0
+    assert c.speedup == 2.5 and c.candidate_faster
+    assert c.summary() == ("all_reduce of 4 MiB, median of 3 (slowest rank): default order 2.5 s, "
+                           "plink's order 1 s (2.50x faster)")
+    slow = Comparison(4096, (1.0,), (1.25,))
+    assert not slow.candidate_faster and slow.summary().endswith("(1.25x slower)")
+    assert not Comparison(4096, (1.0,), (1.0,)).candidate_faster  # a tie keeps the launcher's order
+    assert c.to_dict()["speedup"] == 2.5 and c.to_dict()["baseline_seconds"] == [2.0, 3.0, 2.5]
+
+
+def _compare(rank, kwargs):
+    import torch.distributed as dist
+
+    group = dist.new_group(ranks=list(range(dist.get_world_size()))[::-1], sort_ranks=False)
+    return pd.compare_groups(group, **kwargs).to_dict()
+
+
+def test_compare_groups_every_rank_gets_the_same_measurement():
+    res = run_ranks(4, _compare, {"size": 4096, "repeats": 3})
+    assert all(s == "ok" for s, _ in res.values()), res
+    docs = [res[r][1] for r in range(4)]
+    assert all(d == docs[0] for d in docs)  # the slowest rank's times, shared: one decision everywhere
+    assert len(docs[0]["baseline_seconds"]) == 3 and len(docs[0]["candidate_seconds"]) == 3
+    assert all(0 < t < 30 for t in docs[0]["baseline_seconds"] + docs[0]["candidate_seconds"])
+    assert docs[0]["size_bytes"] == 4096
+
+
+def test_compare_groups_bad_parameters():
+    res = run_ranks(2, _compare, {"size": 4096, "repeats": 0})
+    assert all(s == "error" and "repeats must be >= 1" in v for s, v in res.values()), res
+
+
+def _verified(rank, hosts, path, candidate_seconds):
+    socket.gethostname = lambda: hosts[rank]
+    import plink.distributed.compare as cmp_mod
+    from plink.distributed.compare import Comparison
+
+    calls = []
+
+    def fake(group, **kw):  # the measurement itself is tested above; here, the decision
+        calls.append(kw)
+        return Comparison(kw["size"], (1.0, 1.0, 1.0), (candidate_seconds,) * 3)
+
+    cmp_mod.compare_groups = fake
+    import torch.distributed as dist
+
+    group, order = pd.locality_group(probe_file=path, time_limit=0.3, verify=True, size=8192, verify_repeats=3)
+    x = torch.ones(2)
+    dist.all_reduce(x, group=group)
+    return order, group is dist.group.WORLD, calls, float(x[0])
+
+
+@pytest.mark.parametrize("candidate_seconds, keeps", [(0.5, True), (1.0, False), (1.5, False)])
+def test_locality_group_verify_keeps_the_new_group_only_if_it_measures_faster(tmp_path, candidate_seconds, keeps):
+    hosts = ["n0", "n1", "n2", "n3"]
+    path = tmp_path / "probe.json"
+    _two_rack_probe(hosts).save(path)  # racks {n0, n2} and {n1, n3}: the rank order crosses them 4 times
+    res = run_ranks(4, _verified, hosts, str(path), candidate_seconds)
+    assert all(s == "ok" for s, _ in res.values()), res
+    orders = {tuple(res[r][1][0]) for r in range(4)}
+    assert len(orders) == 1  # one decision on every rank
+    order = list(orders.pop())
+    if keeps:
+        assert order != [0, 1, 2, 3] and sorted(order) == [0, 1, 2, 3]
+        assert not any(res[r][1][1] for r in range(4))
+    else:
+        assert order == [0, 1, 2, 3] and all(res[r][1][1] for r in range(4))
+    assert all(res[r][1][2] == [{"size": 8192, "repeats": 3}] and res[r][1][3] == 4.0 for r in range(4))
+
+
+def _cli_named(rank, argv, hosts):
+    import contextlib
+    import io
+
+    socket.gethostname = lambda: hosts[rank]
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        code = _cli(rank, argv)
+    return code, out.getvalue()
+
+
+def test_cli_compare_times_both_orders(tmp_path):
+    path = tmp_path / "order.txt"
+    path.write_text("n3\nn1\nn0\nn2\n")
+    hosts = ["n0", "n1", "n2", "n3"]
+    res = run_ranks(4, _cli_named, ["compare", str(path), "--size", "16KiB", "--repeats", "2", "--json"], hosts,
+                    barrier=False)
+    assert all(s == "ok" and v[0] == 0 for s, v in res.values()), res
+    doc = json.loads(res[0][1][1])
+    assert doc["order"] == [3, 1, 0, 2] and doc["size_bytes"] == 16384
+    assert len(doc["baseline_seconds"]) == 2 and doc["speedup"] > 0
+    assert all(res[r][1][1] == "" for r in (1, 2, 3))  # rank 0 prints
+
+
+def test_cli_compare_bad_size_is_a_usage_error(tmp_path, capsys):
+    path = tmp_path / "order.txt"
+    path.write_text("n0\n")
+    with pytest.raises(SystemExit) as exc:
+        pd_main.main(["compare", str(path), "--size", "2"])
+    assert exc.value.code == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "one float32" in err[0]

@@ -19,6 +19,9 @@ As a command under any launcher (torchrun, srun, mpirun, a PyTorchJob)::
 * :func:`locality_group` - the reordered process group
   (:mod:`plink.distributed.group`);
 * :func:`order_from_file` - map an order made before launch onto the ranks;
+* :func:`compare_groups` - the job's all-reduce timed on two groups (what an
+  order buys, measured; ``locality_group(verify=True)`` keeps the new group only
+  if it measures faster) (:mod:`plink.distributed.compare`);
 * :func:`launcher_env` / :func:`init_from_env` - rank, world size and
   rendezvous from torchrun, Slurm, Open MPI or MPICH variables
   (:mod:`plink.distributed.launcher`).
@@ -28,12 +31,13 @@ from __future__ import annotations
 
 from datetime import timedelta
 
+from plink.distributed.compare import Comparison, compare_groups
 from plink.distributed.group import locality_group, match_hosts, order_from_file, ranks_in_order
 from plink.distributed.launcher import LaunchEnv, launcher_env
 from plink.distributed.probe import make_plan, probe_group
 from plink.errors import PlinkError
 
-__all__ = ["probe_group", "locality_group", "order_from_file", "launcher_env", "LaunchEnv", "init_from_env",
+__all__ = ["probe_group", "locality_group", "order_from_file", "compare_groups", "Comparison", "launcher_env", "LaunchEnv", "init_from_env",
            "make_plan", "match_hosts", "ranks_in_order"]
 
 

@@ -4,6 +4,10 @@ Every process of the job runs the same line (torchrun, srun, mpirun, a
 PyTorchJob); rank 0 writes the probe file ``plink order`` reads.  Exit codes:
 0 every pair measured, 3 some pairs missing (the file is written, the failed
 nodes are named on stderr), 1 error, 2 usage.
+
+``python -m plink.distributed compare order.json``: the job's all-reduce timed
+in the launcher's order and in the order file's (what ``plink order`` predicted,
+measured); rank 0 prints both.  Exit codes: 0, 1 error, 2 usage.
 """
 
 from __future__ import annotations
@@ -76,6 +80,51 @@ def probe(output, samples, interval, passes, per_rank, bandwidth, bw_seconds, bw
                    f"{meta['rendezvous_s']:.1f} s, {data.n_missing_pairs()} pairs missing"
                    + (f", written to {output}" if output else ""), err=True)
     return EXIT_INCOMPLETE if data.n_missing_pairs() else 0
+
+
+@cli.command()
+@click.argument("order_file", type=click.Path(exists=True, dir_okay=False))
+@click.option("--size", default="25MiB", show_default=True, help="All-reduce size (float32), e.g. 25MiB.")
+@click.option("--repeats", default=5, show_default=True, type=click.IntRange(min=1),
+              help="Timed runs per order (after one warm-up), the orders alternating.")
+@click.option("--per-rank", is_flag=True, help="The file names ranks, not nodes (as from probe --per-rank).")
+@click.option("--timeout", default=60.0, show_default=True, type=click.FloatRange(min=0, min_open=True),
+              help="Seconds any wait may take.")
+@click.option("--backend", type=click.Choice(["auto", "gloo", "nccl"]), default="auto", show_default=True,
+              help="Process group backend (auto: NCCL if this rank has a GPU, else Gloo).")
+@click.option("--json", "as_json", is_flag=True, help="Rank 0 prints the times as JSON on stdout.")
+def compare(order_file, size, repeats, per_rank, timeout, backend, as_json):
+    """Time the all-reduce in the launcher's rank order and in ORDER_FILE's; rank 0 prints both.
+
+    ORDER_FILE is `plink order`'s output (a host list, --format json or a
+    torchrun map), matched to the job's nodes by name, then address. The
+    medians of REPEATS alternating runs (the slowest rank's time) show what
+    the order buys with this job's library, backend and load, the whole
+    collective, where `plink order` predicts the network's part.
+
+    \b
+    plink order probe.json --algo ring --format json -o order.json
+    torchrun --nnodes 16 --nproc-per-node 8 ... -m plink.distributed compare order.json --size 25MiB
+    """
+    from plink.distributed import init_from_env, order_from_file
+    from plink.distributed.compare import compare_groups
+    from plink.distributed.group import _dist, _new_group
+    from plink.units import parse_size
+
+    nbytes = parse_size(size)
+    if nbytes < 4:
+        raise click.BadParameter(f"{size!r} is less than one float32 (4 bytes)", param_hint="--size")
+    env = init_from_env(backend, timeout=max(timeout, 60.0))
+    order = order_from_file(order_file, per_rank=per_rank, timeout=timeout)
+    group = _new_group(_dist(), order, timeout, None)
+    cmp = compare_groups(group, size=nbytes, repeats=repeats)
+    if env.rank != 0:
+        return 0
+    if as_json:
+        click.echo(json.dumps({**cmp.to_dict(), "order_file": order_file, "order": order}))
+    else:
+        click.echo(f"plink.distributed: {cmp.summary('launcher order', order_file + ' order')}")
+    return 0
 
 
 def main(argv=None) -> None:

@@ -134,7 +134,8 @@ def order_from_file(path, *, per_rank: bool = False, timeout: float = 60.0) -> l
 
 def locality_group(algo: str = "ring", *, probe_file=None, order_file=None, time_limit: float = 2.0,
                    size: int = 25 * 2**20, seed: int = 0, per_rank: bool = False, timeout: float = 60.0,
-                   backend: str | None = None, probe_options: dict | None = None):
+                   backend: str | None = None, probe_options: dict | None = None, verify: bool = False,
+                   verify_repeats: int = 5):
     """``(group, order)``: a process group whose rank order follows the network, and that order.
 
     Collective: every rank of the default group calls it and gets the same
@@ -149,8 +150,18 @@ def locality_group(algo: str = "ring", *, probe_file=None, order_file=None, time
     every ring is the same up to rotation and direction; < 2 otherwise)
     nothing is probed and the default group is returned with
     ``order = list(range(world))``, logged at INFO level.
+    With ``verify``, the new group is kept only if the job's own all-reduce
+    (``size`` bytes) *measures* faster on it than on the default group:
+    :func:`~plink.distributed.compare.compare_groups`, median of
+    ``verify_repeats`` alternating runs each, the slowest rank's time.  Else the
+    default group is returned with ``order = list(range(world))``.  Either way
+    the measurement is logged (WARNING, rank 0), and every rank takes the same
+    decision.  A model predicts the network's part of the time; this measures
+    the whole (copies, reductions, the library, the load), so what the job
+    runs on is never slower than what the launcher gave, as measured.
     Time: the probe's (see :mod:`plink.distributed.probe`) plus ``time_limit``
-    plus one ``new_group``.
+    plus one ``new_group``, plus ``2 (verify_repeats + 1)`` all-reduces with
+    ``verify``.
     """
     from plink.distributed.probe import _store, identify, probe_group
 
@@ -161,7 +172,7 @@ def locality_group(algo: str = "ring", *, probe_file=None, order_file=None, time
         if probe_file is not None:
             raise PlinkError("give probe_file or order_file, not both")
         order = order_from_file(order_file, per_rank=per_rank, timeout=timeout)
-        return _new_group(dist, order, timeout, backend), order
+        return _checked(dist, _new_group(dist, order, timeout, backend), order, verify, size, verify_repeats)
     _calls += 1
     store = _store(dist, _calls, "locality")
     plan, _ = identify(store, per_rank, timeout)
@@ -193,7 +204,23 @@ def locality_group(algo: str = "ring", *, probe_file=None, order_file=None, time
         return order
 
     order = _share(store, "order", make, timeout + time_limit + 30.0, "the order from rank 0")
-    return _new_group(dist, order, timeout, backend), order
+    return _checked(dist, _new_group(dist, order, timeout, backend), order, verify, size, verify_repeats)
+
+
+def _checked(dist, group, order: list[int], verify: bool, size: int, repeats: int):
+    """``(group, order)``, or the default group when ``verify`` and the all-reduce is not faster on ``group``."""
+    if not verify:
+        return group, order
+    from plink.distributed.compare import compare_groups
+
+    cmp = compare_groups(group, size=size, repeats=repeats)
+    keep = cmp.candidate_faster
+    if dist.get_rank() == 0:
+        log.warning("plink.distributed: measured %s: %s", cmp.summary(),
+                    "using plink's order" if keep else "keeping the default group")
+    if keep:
+        return group, order
+    return dist.group.WORLD, list(range(dist.get_world_size()))
 
 
 def _new_group(dist, order: list[int], timeout: float, backend: str | None):
