@@ -132,7 +132,8 @@ def _json_line(texts) -> dict:
 
 def experiment(racks: int, hosts_per_rack: int, samples: int, interval: float, size: int, repeats: int,
                mbit: float, log=print, keep: str | None = None, steps: tuple = ("ssh", "torchrun", "mpirun", "allreduce"),
-               probe_args: tuple = (), compare: tuple = (), passes: int = 1, verify: bool = False) -> dict:
+               probe_args: tuple = (), compare: tuple = (), passes: int = 1, verify: bool = False,
+               bandwidth: bool = False, bw_seconds: float = 1.0) -> dict:
     from plink import load
     from plink.probes.netns import NetnsCluster
     from plink.probes.probe import probe_hosts
@@ -197,7 +198,9 @@ def experiment(racks: int, hosts_per_rack: int, samples: int, interval: float, s
         outs, wall = run_torchrun(c, hosts, [str(WORKER), "--racks", str(tmp / "racks.json"), "--size", str(size),
                                              "--repeats", str(repeats), "--samples", str(samples),
                                              "--interval", str(interval), "--passes", str(passes),
-                                             *(["--verify"] if verify else [])], 29530)
+                                             *(["--verify"] if verify else []),
+                                             *(["--bandwidth", "--bw-seconds", str(bw_seconds)] if bandwidth else [])],
+                                 29530)
         res = _json_line(outs)
         res["wall_s"] = wall
         res["plink_ring_crossings"] = _crossings([rack_of[h] for h in res["orders"]["plink"]])
@@ -299,6 +302,9 @@ def main(argv=None) -> int:
     ap.add_argument("--compare", nargs="*", default=[], help="options of more probe variants to run under mpirun")
     ap.add_argument("--verify", action="store_true",
                     help="the job calls locality_group(verify=True): plink's group only if it measures faster")
+    ap.add_argument("--bandwidth", action="store_true",
+                    help="the job's locality_group probes bandwidth too (probe_options bandwidth=True)")
+    ap.add_argument("--bw-seconds", type=float, default=1.0, help="with --bandwidth: seconds per direction and pair")
     args = ap.parse_args(argv)
     from plink.probes.netns import unavailable_reason
 
@@ -309,7 +315,8 @@ def main(argv=None) -> int:
     out = experiment(args.racks, args.hosts_per_rack, args.samples, args.interval, args.size, args.repeats,
                      args.mbit, log=lambda m: print(m, file=sys.stderr, flush=True), keep=args.keep,
                      steps=tuple(args.steps), probe_args=tuple(shlex.split(args.probe_args)),
-                     compare=tuple(args.compare), passes=args.passes, verify=args.verify)
+                     compare=tuple(args.compare), passes=args.passes, verify=args.verify,
+                     bandwidth=args.bandwidth, bw_seconds=args.bw_seconds)
     if len(args.steps) < 4:
         print(json.dumps(out, indent=1))
         return 0

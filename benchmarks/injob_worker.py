@@ -38,6 +38,8 @@ def main() -> int:
     ap.add_argument("--interval", type=float, default=0.01)
     ap.add_argument("--passes", type=int, default=1)
     ap.add_argument("--time-limit", type=float, default=2.0)
+    ap.add_argument("--bandwidth", action="store_true", help="locality_group's probe measures bandwidth too")
+    ap.add_argument("--bw-seconds", type=float, default=1.0)
     ap.add_argument("--verify", action="store_true",
                     help="locality_group(verify=True): keep plink's group only if the all-reduce measures faster")
     args = ap.parse_args()
@@ -58,7 +60,8 @@ def main() -> int:
     logging.getLogger("plink.distributed").addHandler(handler)
     group, order = pd.locality_group(algo="ring", time_limit=args.time_limit,
                                      probe_options={"samples": args.samples, "interval": args.interval,
-                                                    "passes": args.passes},
+                                                    "passes": args.passes, "bandwidth": args.bandwidth,
+                                                    "bw_seconds": args.bw_seconds},
                                      verify=args.verify, size=args.size, verify_repeats=args.repeats)
     t_locality = time.monotonic() - t
     racks = json.loads(Path(args.racks).read_text())
