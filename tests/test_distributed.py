@@ -422,3 +422,14 @@ def test_cli_compare_bad_size_is_a_usage_error(tmp_path, capsys):
     assert exc.value.code == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "one float32" in err[0]
+
+
+def test_no_racks_hint_only_when_latency_alone_found_one_group():
+    from plink.distributed.group import no_racks_hint
+
+    hint = no_racks_hint({"k": 1, "source": "inferred from latency"}, 16, False)
+    assert "16 nodes show no racks" in hint and "probe_options={'bandwidth': True}" in hint
+    assert no_racks_hint({"k": 4}, 16, False) is None  # racks found
+    assert no_racks_hint({"k": 1}, 16, True) is None  # bandwidth probed already
+    assert no_racks_hint({"k": 1}, 7, False) is None  # too few nodes for racks to matter
+    assert no_racks_hint({}, 16, False) is None

@@ -201,6 +201,9 @@ def locality_group(algo: str = "ring", *, probe_file=None, order_file=None, time
         log.warning("plink.distributed: %s order over %d %s in %.1f s, model %.2fx faster than the rank order: %s",
                  algo, sub.n, "ranks" if per_rank else "nodes", time.perf_counter() - t0, res.speedup_vs_input,
                  " ".join(res.hosts[:16]) + (" ..." if sub.n > 16 else ""))
+        hint = no_racks_hint(res.groups, sub.n, sub.bandwidth is not None, "ranks" if per_rank else "nodes")
+        if hint:
+            log.warning("plink.distributed: %s", hint)
         return order
 
     order = _share(store, "order", make, timeout + time_limit + 30.0, "the order from rank 0")
@@ -221,6 +224,24 @@ def _checked(dist, group, order: list[int], verify: bool, size: int, repeats: in
     if keep:
         return group, order
     return dist.group.WORLD, list(range(dist.get_world_size()))
+
+
+#: from this many entries on, finding no groups in the latencies alone earns a hint to probe bandwidth
+HINT_MIN_ENTRIES = 8
+
+
+def no_racks_hint(groups: dict, n: int, has_bandwidth: bool, what: str = "nodes") -> str | None:
+    """The advice logged when the latencies of ``n`` entries showed one group and no bandwidth was probed.
+
+    In-job ping-pongs pay the processes' wake-ups on every pair, which can hide
+    racks that a bandwidth probe (pairs of a round sharing the uplinks) shows:
+    on the netns cluster 3 of 8 latency-only runs gave a rack-contiguous ring,
+    3 of 3 with bandwidth (README, "Inside the job").  O(1).
+    """
+    if has_bandwidth or n < HINT_MIN_ENTRIES or int(groups.get("k", 0)) != 1:
+        return None
+    return (f"the latencies of the {n} {what} show no racks; if they are racks apart, probe bandwidth too: "
+            "locality_group(..., probe_options={'bandwidth': True})")
 
 
 def _new_group(dist, order: list[int], timeout: float, backend: str | None):
