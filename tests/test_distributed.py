@@ -321,13 +321,16 @@ def test_comparison_medians_speedup_and_summary():
 
     c = Comparison(4 << 20, (2.0, 3.0, 2.5), (1.0, 0.9, 5.0))
     assert c.baseline_seconds == 2.5 and c.candidate_seconds == 1.0
-    assert c.speedup == 2.5 and c.candidate_faster
+    assert c.speedup == 2.5 and c.candidate_faster and c.wins == 2
     assert c.summary() == ("all_reduce of 4 MiB, median of 3 (slowest rank): default order 2.5 s, "
-                           "plink's order 1 s (2.50x faster)")
+                           "plink's order 1 s (2.50x faster; faster in 2 of 3 rounds)")
     slow = Comparison(4096, (1.0,), (1.25,))
-    assert not slow.candidate_faster and slow.summary().endswith("(1.25x slower)")
-    assert not Comparison(4096, (1.0,), (1.0,)).candidate_faster  # a tie keeps the launcher's order
-    assert c.to_dict()["speedup"] == 2.5 and c.to_dict()["baseline_seconds"] == [2.0, 3.0, 2.5]
+    assert not slow.candidate_faster and slow.summary().endswith("(1.25x slower; faster in 0 of 1 rounds)")
+    tie = Comparison(4096, (1.0,), (1.0,))
+    assert not tie.candidate_faster and "(a tie;" in tie.summary()  # a tie keeps the launcher's order
+    assert "slower" in Comparison(4, (0.0,), (1.0,)).summary() and "faster" in Comparison(4, (1.0,), (0.0,)).summary()
+    d = c.to_dict()
+    assert d["speedup"] == 2.5 and d["baseline_seconds"] == [2.0, 3.0, 2.5] and d["candidate_wins"] == 2
 
 
 def _compare(rank, kwargs):
@@ -409,19 +412,34 @@ def test_cli_compare_times_both_orders(tmp_path):
                     barrier=False)
     assert all(s == "ok" and v[0] == 0 for s, v in res.values()), res
     doc = json.loads(res[0][1][1])
-    assert doc["order"] == [3, 1, 0, 2] and doc["size_bytes"] == 16384
+    assert doc["order"] == [3, 1, 0, 2] and doc["size_bytes"] == 16384 and doc["same_as_launcher"] is False
+    assert 0 <= doc["candidate_wins"] <= 2
     assert len(doc["baseline_seconds"]) == 2 and doc["speedup"] > 0
     assert all(res[r][1][1] == "" for r in (1, 2, 3))  # rank 0 prints
 
 
-def test_cli_compare_bad_size_is_a_usage_error(tmp_path, capsys):
-    path = tmp_path / "order.txt"
-    path.write_text("n0\n")
+@pytest.mark.parametrize("argv, msg", [(["compare", "order.txt", "--size", "2"], "one float32"),
+                                       (["compare", "order.txt", "--size", "banana"], "invalid size"),
+                                       (["probe", "--bw-size", "banana"], "invalid size")])
+def test_cli_bad_size_is_a_usage_error(tmp_path, capsys, monkeypatch, argv, msg):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "order.txt").write_text("n0\n")
     with pytest.raises(SystemExit) as exc:
-        pd_main.main(["compare", str(path), "--size", "2"])
+        pd_main.main(argv)
     assert exc.value.code == 2
     err = capsys.readouterr().err.strip().splitlines()
-    assert len(err) == 1 and "one float32" in err[0]
+    assert len(err) == 1 and msg in err[0]
+
+
+def _bad_verify(rank, path):
+    return pd.locality_group(probe_file=path, verify=True, verify_repeats=0)
+
+
+def test_locality_group_bad_verify_repeats_fails_before_probing(tmp_path):
+    path = tmp_path / "probe.json"
+    _two_rack_probe(["n0", "n1", "n2", "n3"]).save(path)
+    res = run_ranks(2, _bad_verify, str(path))
+    assert all(s == "error" and "verify_repeats must be >= 1, got 0" in v for s, v in res.values()), res
 
 
 def test_no_racks_hint_only_when_latency_alone_found_one_group():

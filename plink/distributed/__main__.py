@@ -54,9 +54,8 @@ def probe(output, samples, interval, passes, per_rank, bandwidth, bw_seconds, bw
     mpirun -x MASTER_ADDR=node01 python -m plink.distributed probe -o probe.json
     """
     from plink.distributed import init_from_env, probe_group
-    from plink.units import parse_size
 
-    size = parse_size(bw_size)
+    size = _size_option(bw_size, "--bw-size")
     env = init_from_env(backend, timeout=max(timeout, 60.0))
     data = probe_group(samples=samples, interval=interval, passes=passes, per_rank=per_rank, bandwidth=bandwidth,
                        bw_seconds=bw_seconds, bw_size=size, timeout=timeout, transport=transport)
@@ -83,21 +82,22 @@ def probe(output, samples, interval, passes, per_rank, bandwidth, bw_seconds, bw
 
 
 @cli.command()
-@click.argument("order_file", type=click.Path(exists=True, dir_okay=False))
+@click.argument("order_file", type=click.Path(dir_okay=False))
 @click.option("--size", default="25MiB", show_default=True, help="All-reduce size (float32), e.g. 25MiB.")
 @click.option("--repeats", default=5, show_default=True, type=click.IntRange(min=1),
               help="Timed runs per order (after one warm-up), the orders alternating.")
 @click.option("--per-rank", is_flag=True, help="The file names ranks, not nodes (as from probe --per-rank).")
 @click.option("--timeout", default=60.0, show_default=True, type=click.FloatRange(min=0, min_open=True),
-              help="Seconds any wait may take.")
+              help="Seconds any wait for another rank may take (joining the job: at least 60).")
 @click.option("--backend", type=click.Choice(["auto", "gloo", "nccl"]), default="auto", show_default=True,
               help="Process group backend (auto: NCCL if this rank has a GPU, else Gloo).")
 @click.option("--json", "as_json", is_flag=True, help="Rank 0 prints the times as JSON on stdout.")
 def compare(order_file, size, repeats, per_rank, timeout, backend, as_json):
-    """Time the all-reduce in the launcher's rank order and in ORDER_FILE's; rank 0 prints both.
+    """Time the all-reduce in the launcher's order and in ORDER_FILE's.
 
-    ORDER_FILE is `plink order`'s output (a host list, --format json or a
-    torchrun map), matched to the job's nodes by name, then address. The
+    Rank 0 prints both. ORDER_FILE is `plink order`'s output (a host list,
+    --format json or a torchrun map), read on rank 0 and matched to the job's
+    nodes by name, then address. The
     medians of REPEATS alternating runs (the slowest rank's time) show what
     the order buys with this job's library, backend and load, the whole
     collective, where `plink order` predicts the network's part.
@@ -109,9 +109,8 @@ def compare(order_file, size, repeats, per_rank, timeout, backend, as_json):
     from plink.distributed import init_from_env, order_from_file
     from plink.distributed.compare import compare_groups
     from plink.distributed.group import _dist, _new_group
-    from plink.units import parse_size
 
-    nbytes = parse_size(size)
+    nbytes = _size_option(size, "--size")
     if nbytes < 4:
         raise click.BadParameter(f"{size!r} is less than one float32 (4 bytes)", param_hint="--size")
     env = init_from_env(backend, timeout=max(timeout, 60.0))
@@ -120,11 +119,25 @@ def compare(order_file, size, repeats, per_rank, timeout, backend, as_json):
     cmp = compare_groups(group, size=nbytes, repeats=repeats)
     if env.rank != 0:
         return 0
+    same = order == list(range(len(order)))
     if as_json:
-        click.echo(json.dumps({**cmp.to_dict(), "order_file": order_file, "order": order}))
+        click.echo(json.dumps({**cmp.to_dict(), "order_file": order_file, "order": order,
+                               "same_as_launcher": same}))
     else:
         click.echo(f"plink.distributed: {cmp.summary('launcher order', order_file + ' order')}")
+        if same:
+            click.echo(f"plink.distributed: {order_file}'s order is the launcher's: the difference is noise", err=True)
     return 0
+
+
+def _size_option(text: str, hint: str) -> int:
+    """Bytes from a size option; a bad one is a usage error (exit 2)."""
+    from plink.units import parse_size
+
+    try:
+        return parse_size(text)
+    except PlinkError as exc:
+        raise click.BadParameter(str(exc), param_hint=hint) from None
 
 
 def main(argv=None) -> None:

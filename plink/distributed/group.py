@@ -159,15 +159,19 @@ def locality_group(algo: str = "ring", *, probe_file=None, order_file=None, time
     decision.  A model predicts the network's part of the time; this measures
     the whole (copies, reductions, the library, the load), so what the job
     runs on is never slower than what the launcher gave, as measured.
+    A median of a few runs is noisy: where the two orders are about as fast,
+    either may be kept (the logged line says in how many rounds plink's won).
     Time: the probe's (see :mod:`plink.distributed.probe`) plus ``time_limit``
-    plus one ``new_group``, plus ``2 (verify_repeats + 1)`` all-reduces with
-    ``verify``.
+    plus one ``new_group``, plus ``2 (verify_repeats + 1)`` all-reduces of
+    ``size`` with ``verify`` (:func:`~plink.distributed.compare.compare_groups`).
     """
     from plink.distributed.probe import _store, identify, probe_group
 
     global _calls
     dist = _dist()
     world = dist.get_world_size()
+    if verify and int(verify_repeats) < 1:
+        raise PlinkError(f"verify_repeats must be >= 1, got {verify_repeats}")
     if order_file is not None:
         if probe_file is not None:
             raise PlinkError("give probe_file or order_file, not both")
@@ -223,6 +227,10 @@ def _checked(dist, group, order: list[int], verify: bool, size: int, repeats: in
                     "using plink's order" if keep else "keeping the default group")
     if keep:
         return group, order
+    try:  # every rank falls back together: free the unused group's communicator
+        dist.destroy_process_group(group)
+    except Exception as exc:  # noqa: BLE001 - a group left alive costs memory, not correctness
+        log.debug("plink.distributed: could not destroy the unused group: %s", exc)
     return dist.group.WORLD, list(range(dist.get_world_size()))
 
 
