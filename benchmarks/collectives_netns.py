@@ -281,10 +281,11 @@ def run_gloo(c, names: list[str], files: dict, size: int, repeats: int, passes: 
     return res
 
 
-def compile_timer(workdir: Path) -> Path:
-    exe = workdir / "allreduce_timer"
+def compile_timer(workdir: Path, src: Path = TIMER_SRC) -> Path:
+    """``src`` (an MPI C program) compiled with Open MPI's mpicc into ``workdir``."""
+    exe = workdir / src.stem
     cc = shutil.which("mpicc.openmpi") or "mpicc"
-    p = subprocess.run([cc, "-O2", "-o", str(exe), str(TIMER_SRC)], capture_output=True, text=True)
+    p = subprocess.run([cc, "-O2", "-o", str(exe), str(src)], capture_output=True, text=True)
     if p.returncode != 0:
         raise RuntimeError(f"{cc} failed (needs libopenmpi-dev): {p.stderr.strip()[-400:]}")
     return exe

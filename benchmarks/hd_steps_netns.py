@@ -50,7 +50,7 @@ import numpy as np  # noqa: E402
 from scipy.stats import pearsonr, spearmanr  # noqa: E402
 
 from benchmarks.collectives_netns import (  # noqa: E402
-    SUBNET, env, log, make_cluster, netns_lock, rack_contiguous, rack_interleaved, write_files)
+    SUBNET, compile_timer, env, log, make_cluster, netns_lock, rack_contiguous, rack_interleaved, write_files)
 
 SRC = ROOT / "benchmarks" / "mpi" / "hd_steps.c"
 HOSTS_PER_RACK = [4, 4, 4, 4]
@@ -166,15 +166,6 @@ def run_iperf(c, pairs, seconds: float = IPERF_SECONDS) -> list[float]:
                 p.wait()
 
 
-def compile_steps(workdir: Path) -> Path:
-    exe = workdir / "hd_steps"
-    cc = shutil.which("mpicc.openmpi") or "mpicc"
-    p = subprocess.run([cc, "-O2", "-o", str(exe), str(SRC)], capture_output=True, text=True)
-    if p.returncode != 0:
-        raise RuntimeError(f"{cc} failed (needs libopenmpi-dev): {p.stderr.strip()[-400:]}")
-    return exe
-
-
 def run_steps(c, exe: Path, hostfile: Path, want: list[str], size: int, repeats: int) -> dict:
     """One ``mpirun.openmpi --map-by seq`` of hd_steps (the MCA settings of collectives_netns.run_mpi)."""
     net = f"{SUBNET}.0.0/16"
@@ -217,7 +208,7 @@ def measure(args, save) -> dict:
            "size_bytes": args.size, "repeats": args.repeats, "passes": args.passes, "seed": args.seed}
     with netns_lock(), tempfile.TemporaryDirectory(prefix="plink-hd-steps-") as tmp:
         tmp = Path(tmp)
-        exe = compile_steps(tmp)
+        exe = compile_timer(tmp, SRC)
         with make_cluster(doc["cluster"], {}) as c:
             racks = [h.rack for h in c.hosts]
             doc.update(hosts=[h.name for h in c.hosts], racks=racks)
