@@ -76,7 +76,7 @@ NULL_MARGIN = 0.15
 MIN_GROUP = 3
 #: ... and the pairs it separates are at least this many times farther (median) than the pairs it keeps together.
 #: A ratio, so a latency common to every pair dilutes it: the in-job probe's Gloo ping-pongs pay ~330 us of
-#: user-space wake-ups on every pair, and 4 racks that its RTTs separate (AUC 0.93-0.99) measured 1.19-1.23
+#: user-space wake-ups on every pair, and 4 racks that its RTTs separate (AUC 0.90-0.99) measured 1.19-1.23
 #: (benchmarks/injob_netns.py --steps torchrun --keep DIR, 3 runs on 2026-11-25; one is
 #: tests/data/injob_netns_4x4_probe.json). 1.25 (until then) found no racks there; 1.15 finds them in 2 of
 #: the 3 runs (the third, AUC 0.90, is no better than its permutation null either), with the same AMI on
