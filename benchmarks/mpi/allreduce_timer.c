@@ -18,16 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-static int set_cvar(const char *name, int value, int *read_back) {
-    int idx, count, err;
-    MPI_T_cvar_handle h;
-    if ((err = MPI_T_cvar_get_index(name, &idx)) != MPI_SUCCESS) return err;
-    if ((err = MPI_T_cvar_handle_alloc(idx, NULL, &h, &count)) != MPI_SUCCESS) return err;
-    if ((err = MPI_T_cvar_write(h, &value)) != MPI_SUCCESS) { MPI_T_cvar_handle_free(&h); return err; }
-    MPI_T_cvar_read(h, read_back);
-    MPI_T_cvar_handle_free(&h);
-    return MPI_SUCCESS;
-}
+#include "mpi_common.h"
 
 int main(int argc, char **argv) {
     int provided, rank, world;
@@ -76,17 +67,7 @@ int main(int argc, char **argv) {
         }
         MPI_Comm_free(&comm);
     }
-    char name[MPI_MAX_PROCESSOR_NAME] = {0};
-    int len;
-    MPI_Get_processor_name(name, &len);
-    char *all = rank == 0 ? malloc((size_t)world * MPI_MAX_PROCESSOR_NAME) : NULL;
-    MPI_Gather(name, MPI_MAX_PROCESSOR_NAME, MPI_CHAR, all, MPI_MAX_PROCESSOR_NAME, MPI_CHAR, 0, MPI_COMM_WORLD);
-    if (rank == 0) {
-        printf("{\"hosts\": [");
-        for (int i = 0; i < world; i++) printf("%s\"%s\"", i ? ", " : "", all + (size_t)i * MPI_MAX_PROCESSOR_NAME);
-        printf("]}\n");
-        fflush(stdout);
-    }
+    print_hosts(rank, world);
     MPI_T_finalize();
     MPI_Finalize();
     return 0;

@@ -19,6 +19,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "mpi_common.h"
+
 static double slowest(double dt) {
     double mx = 0;
     MPI_Reduce(&dt, &mx, 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
@@ -51,15 +53,11 @@ int main(int argc, char **argv) {
     for (int k = 0; k < count; k++) a[k] = 1.0f;
 
     /* 1. the real all-reduce, algorithm 6 */
-    int idx, cnt, alg = 6, got = -1;
-    MPI_T_cvar_handle h;
-    if (MPI_T_cvar_get_index("coll_tuned_allreduce_algorithm", &idx) != MPI_SUCCESS ||
-        MPI_T_cvar_handle_alloc(idx, NULL, &h, &cnt) != MPI_SUCCESS || MPI_T_cvar_write(h, &alg) != MPI_SUCCESS) {
+    int got = -1;
+    if (set_cvar("coll_tuned_allreduce_algorithm", 6, &got) != MPI_SUCCESS) {
         if (rank == 0) fprintf(stderr, "cannot set coll_tuned_allreduce_algorithm through MPI_T\n");
         MPI_Abort(MPI_COMM_WORLD, 3);
     }
-    MPI_T_cvar_read(h, &got);
-    MPI_T_cvar_handle_free(&h);
     MPI_Comm comm;
     MPI_Comm_dup(MPI_COMM_WORLD, &comm);
     for (int r = 0; r < warmup + reps; r++) {
@@ -122,17 +120,7 @@ int main(int argc, char **argv) {
         fflush(stdout);
     }
 
-    char name[MPI_MAX_PROCESSOR_NAME] = {0};
-    int len;
-    MPI_Get_processor_name(name, &len);
-    char *all = rank == 0 ? malloc((size_t)n * MPI_MAX_PROCESSOR_NAME) : NULL;
-    MPI_Gather(name, MPI_MAX_PROCESSOR_NAME, MPI_CHAR, all, MPI_MAX_PROCESSOR_NAME, MPI_CHAR, 0, MPI_COMM_WORLD);
-    if (rank == 0) {
-        printf("{\"hosts\": [");
-        for (int i = 0; i < n; i++) printf("%s\"%s\"", i ? ", " : "", all + (size_t)i * MPI_MAX_PROCESSOR_NAME);
-        printf("]}\n");
-        fflush(stdout);
-    }
+    print_hosts(rank, n);
     MPI_T_finalize();
     MPI_Finalize();
     return 0;
