@@ -157,9 +157,9 @@ def locality_group(algo: str = "ring", *, probe_file=None, order_file=None, time
     default group is returned with ``order = list(range(world))``.  Either way
     the measurement is logged (WARNING, rank 0), and every rank takes the same
     decision.  A model predicts the network's part of the time; this measures
-    the whole (copies, reductions, the library, the load), so what the job
-    runs on is never slower than what the launcher gave, as measured.
-    A median of a few runs is noisy: where the two orders are about as fast,
+    the whole (copies, reductions, the library, the load), so a reordered
+    group that measures slower than the launcher's order is not used.  A
+    median of a few runs is noisy: where the two orders are about as fast,
     either may be kept (the logged line says in how many rounds plink's won).
     Time: the probe's (see :mod:`plink.distributed.probe`) plus ``time_limit``
     plus one ``new_group``, plus ``2 (verify_repeats + 1)`` all-reduces of
