@@ -48,6 +48,7 @@ import itertools
 import json
 import os
 import shutil
+import signal
 import statistics
 import subprocess
 import sys
@@ -291,23 +292,43 @@ def compile_timer(workdir: Path, src: Path = TIMER_SRC) -> Path:
     return exe
 
 
-def run_mpi(c, exe: Path, hostfile: Path, want: list[str], size: int, repeats: int,
-            timeout: float = 900) -> dict[str, list]:
-    """``mpirun.openmpi --map-by seq`` from the hostfile; every coll_tuned spec in one launch."""
+def mpirun(c, hostfile: Path, n: int, program: list[str], mca: tuple = (), timeout: float = 900) -> list[dict]:
+    """``mpirun.openmpi --map-by seq`` of ``program`` on ``n`` ranks from ``hostfile`` in cluster ``c``
+    (TCP over the cluster's subnet, coll_tuned's dynamic rules on, ``mca`` pairs added); the JSON
+    lines it printed.  mpirun runs in its own process group: on Ctrl-C, a kill or the timeout,
+    mpirun and the ssh clients it started go together (a SIGKILLed mpirun alone leaves its ssh
+    clients running in the root namespace)."""
     net = f"{SUBNET}.0.0/16"
-    specs = [spec for _, _, spec in COLLECTIVES.values() if spec]
     argv = ["mpirun.openmpi", "--allow-run-as-root", "--hostfile", str(hostfile), "--map-by", "seq",
-            "-np", str(len(want)), "--mca", "plm_rsh_args", f"-F {c.ssh_config}",
+            "-np", str(n), "--mca", "plm_rsh_args", f"-F {c.ssh_config}",
             "--mca", "oob_tcp_if_include", net, "--mca", "btl_tcp_if_include", net,
             "--mca", "btl", "self,tcp", "--mca", "pml", "ob1",
             # 16 ranks share 2 cores: a rank waiting for data must not spin (it would starve the others)
-            "--mca", "mpi_yield_when_idle", "1",
-            "--mca", "coll_tuned_use_dynamic_rules", "1", "--mca", "coll_tuned_allreduce_algorithm", specs[0],
-            str(exe), str(size), "1", str(repeats), *specs]
-    p = subprocess.run(argv, capture_output=True, text=True, timeout=timeout, env=env())
+            "--mca", "mpi_yield_when_idle", "1", "--mca", "coll_tuned_use_dynamic_rules", "1"]
+    for k, v in mca:
+        argv += ["--mca", k, v]
+    p = subprocess.Popen(argv + list(program), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True, env=env(), start_new_session=True)
+    try:
+        out, err = p.communicate(timeout=timeout)
+    except BaseException:
+        for sig in (signal.SIGTERM, signal.SIGKILL):
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(p.pid, sig)
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                p.wait(timeout=5)
+        raise
     if p.returncode != 0:
-        raise RuntimeError(f"mpirun failed ({p.returncode}): {p.stderr.strip()[-600:]}")
-    rows = [json.loads(ln) for ln in p.stdout.splitlines() if ln.startswith("{")]
+        raise RuntimeError(f"mpirun failed ({p.returncode}): {err.strip()[-600:]}")
+    return [json.loads(ln) for ln in out.splitlines() if ln.startswith("{")]
+
+
+def run_mpi(c, exe: Path, hostfile: Path, want: list[str], size: int, repeats: int,
+            timeout: float = 900) -> dict[str, list]:
+    """``mpirun.openmpi --map-by seq`` from the hostfile; every coll_tuned spec in one launch."""
+    specs = [spec for _, _, spec in COLLECTIVES.values() if spec]
+    rows = mpirun(c, hostfile, len(want), [str(exe), str(size), "1", str(repeats), *specs],
+                  mca=(("coll_tuned_allreduce_algorithm", specs[0]),), timeout=timeout)
     hosts = next(r["hosts"] for r in rows if "hosts" in r)
     if hosts != want:
         raise RuntimeError(f"mpirun placed ranks on {hosts}, the hostfile says {want}")

@@ -31,9 +31,7 @@ the raw data; ``--analyse-only FILE`` re-prints it (no root needed).
 from __future__ import annotations
 
 import argparse
-import contextlib
 import json
-import os
 import shutil
 import signal
 import subprocess
@@ -50,7 +48,7 @@ import numpy as np  # noqa: E402
 from scipy.stats import pearsonr, spearmanr  # noqa: E402
 
 from benchmarks.collectives_netns import (  # noqa: E402
-    SUBNET, compile_timer, env, log, make_cluster, netns_lock, rack_contiguous, rack_interleaved, write_files)
+    compile_timer, log, make_cluster, mpirun, netns_lock, rack_contiguous, rack_interleaved, write_files)
 
 SRC = ROOT / "benchmarks" / "mpi" / "hd_steps.c"
 HOSTS_PER_RACK = [4, 4, 4, 4]
@@ -167,29 +165,8 @@ def run_iperf(c, pairs, seconds: float = IPERF_SECONDS) -> list[float]:
 
 
 def run_steps(c, exe: Path, hostfile: Path, want: list[str], size: int, repeats: int) -> dict:
-    """One ``mpirun.openmpi --map-by seq`` of hd_steps (the MCA settings of collectives_netns.run_mpi)."""
-    net = f"{SUBNET}.0.0/16"
-    argv = ["mpirun.openmpi", "--allow-run-as-root", "--hostfile", str(hostfile), "--map-by", "seq",
-            "-np", str(len(want)), "--mca", "plm_rsh_args", f"-F {c.ssh_config}",
-            "--mca", "oob_tcp_if_include", net, "--mca", "btl_tcp_if_include", net,
-            "--mca", "btl", "self,tcp", "--mca", "pml", "ob1", "--mca", "mpi_yield_when_idle", "1",
-            "--mca", "coll_tuned_use_dynamic_rules", "1", str(exe), str(size), "1", str(repeats)]
-    # its own process group: on Ctrl-C, kill or timeout, mpirun and the ssh clients it started go
-    # together (a SIGKILLed mpirun alone leaves its ssh clients running in the root namespace)
-    p = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                         env=env(), start_new_session=True)
-    try:
-        out, err = p.communicate(timeout=900)
-    except BaseException:
-        for sig in (signal.SIGTERM, signal.SIGKILL):
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(p.pid, sig)
-            with contextlib.suppress(subprocess.TimeoutExpired):
-                p.wait(timeout=5)
-        raise
-    if p.returncode != 0:
-        raise RuntimeError(f"mpirun failed ({p.returncode}): {err.strip()[-600:]}")
-    rows = [json.loads(ln) for ln in out.splitlines() if ln.startswith("{")]
+    """One ``mpirun.openmpi --map-by seq`` of hd_steps (``collectives_netns.mpirun``)."""
+    rows = mpirun(c, hostfile, len(want), [str(exe), str(size), "1", str(repeats)])
     got = {r.get("what", "hosts"): r for r in rows}
     if got["hosts"]["hosts"] != want:
         raise RuntimeError(f"mpirun placed ranks on {got['hosts']['hosts']}, the hostfile says {want}")
