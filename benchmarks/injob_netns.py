@@ -133,7 +133,7 @@ def _json_line(texts) -> dict:
 def experiment(racks: int, hosts_per_rack: int, samples: int, interval: float, size: int, repeats: int,
                mbit: float, log=print, keep: str | None = None, steps: tuple = ("ssh", "torchrun", "mpirun", "allreduce"),
                probe_args: tuple = (), compare: tuple = (), passes: int = 1, verify: bool = False,
-               bandwidth: bool = False, bw_seconds: float = 1.0) -> dict:
+               bandwidth: bool = False, bw_seconds: float = 1.0, method: str = "udp") -> dict:
     from plink import load
     from plink.probes.netns import NetnsCluster
     from plink.probes.probe import probe_hosts
@@ -141,7 +141,8 @@ def experiment(racks: int, hosts_per_rack: int, samples: int, interval: float, s
 
     out: dict = {"racks": racks, "hosts_per_rack": hosts_per_rack, "samples": samples, "interval_s": interval,
                  "passes": passes,
-                 "mbit": mbit, "size_bytes": size, "repeats": repeats}
+                 "mbit": mbit, "size_bytes": size, "repeats": repeats, "method": method,
+                 "probe_args": list(probe_args)}
     with NetnsCluster(racks=racks, hosts_per_rack=hosts_per_rack, prefix=PREFIX, subnet=SUBNET, host_mbit=mbit,
                       uplink_mbit=mbit, extra_hops=4, sshd=True, clean_shell=True) as c, \
             tempfile.TemporaryDirectory(prefix="plink-injob-") as tmp:
@@ -154,13 +155,13 @@ def experiment(racks: int, hosts_per_rack: int, samples: int, interval: float, s
 
         t = time.monotonic()
         if "ssh" in steps:
-            for method in ("udp", "fping"):  # plink probe's default, and the method that separates racks best
+            for ssh_method in ("udp", "fping"):  # plink probe's default, and the method that separates racks best
                 t = time.monotonic()
-                ssh = probe_hosts([h.name for h in hosts], method=method, count=samples, interval=interval,
+                ssh = probe_hosts([h.name for h in hosts], method=ssh_method, count=samples, interval=interval,
                                   ssh=SSHOptions(ssh_config=c.ssh_config, known_hosts=c.known_hosts))
-                out[f"ssh_{method}"] = {"wall_s": time.monotonic() - t, **separation(ssh, rack_of)}
-                log(f"plink probe --method {method} (SSH): {out[f'ssh_{method}']}")
-                _keep(keep, ssh, f"ssh-{method}-probe.json")
+                out[f"ssh_{ssh_method}"] = {"wall_s": time.monotonic() - t, **separation(ssh, rack_of)}
+                log(f"plink probe --method {ssh_method} (SSH): {out[f'ssh_{ssh_method}']}")
+                _keep(keep, ssh, f"ssh-{ssh_method}-probe.json")
 
         args = ["--samples", str(samples), "--interval", str(interval), "--passes", str(passes), "--json", *probe_args]
         if "torchrun" in steps:
@@ -198,7 +199,7 @@ def experiment(racks: int, hosts_per_rack: int, samples: int, interval: float, s
         outs, wall = run_torchrun(c, hosts, [str(WORKER), "--racks", str(tmp / "racks.json"), "--size", str(size),
                                              "--repeats", str(repeats), "--samples", str(samples),
                                              "--interval", str(interval), "--passes", str(passes),
-                                             *(["--verify"] if verify else []),
+                                             "--method", method, *(["--verify"] if verify else []),
                                              *(["--bandwidth", "--bw-seconds", str(bw_seconds)] if bandwidth else [])],
                                  29530)
         res = _json_line(outs)
@@ -305,6 +306,8 @@ def main(argv=None) -> int:
     ap.add_argument("--bandwidth", action="store_true",
                     help="the job's locality_group probes bandwidth too (probe_options bandwidth=True)")
     ap.add_argument("--bw-seconds", type=float, default=1.0, help="with --bandwidth: seconds per direction and pair")
+    ap.add_argument("--method", default="udp", choices=["udp", "tensor"],
+                    help="latency method of the job's locality_group probe (the probe steps: --probe-args)")
     args = ap.parse_args(argv)
     from plink.probes.netns import unavailable_reason
 
@@ -316,7 +319,7 @@ def main(argv=None) -> int:
                      args.mbit, log=lambda m: print(m, file=sys.stderr, flush=True), keep=args.keep,
                      steps=tuple(args.steps), probe_args=tuple(shlex.split(args.probe_args)),
                      compare=tuple(args.compare), passes=args.passes, verify=args.verify,
-                     bandwidth=args.bandwidth, bw_seconds=args.bw_seconds)
+                     bandwidth=args.bandwidth, bw_seconds=args.bw_seconds, method=args.method)
     if len(args.steps) < 4:
         print(json.dumps(out, indent=1))
         return 0

@@ -3,15 +3,16 @@
     nice -n 19 python benchmarks/injob_probe.py                  # 8 16 32 64 ranks
     python benchmarks/injob_probe.py --ranks 8 16 --samples 10
 
-Every size runs ``plink.distributed.probe_group(per_rank=True)`` in that many
-local processes (forked by ``plink.distributed.local.run_ranks``; Gloo on
-127.0.0.1), so the rounds of disjoint pairs, the per-pair sub-groups and the
-gather through the store run at that scale.  The bound is ``rounds x samples
+Every size runs ``plink.distributed.probe_group(per_rank=True, method=...)`` in that
+many local processes (forked by ``plink.distributed.local.run_ranks``; Gloo on
+127.0.0.1; with ``udp`` each also starts its echo agent), so the rounds of
+disjoint pairs, the per-pair sub-groups (``tensor``) and the gather through the
+store run at that scale.  The bound is ``rounds x samples
 x interval`` (N-1 rounds).  Printed per size: the processes' set-up
 (fork + init_process_group), the probe's rendezvous and rounds, the rounds'
 ratio to the bound, and whether every pair was measured.  On one machine
 all ranks share its cores, so at large N the ratio measures CPU contention
-(32 concurrent ping-pong pairs on 2 cores), not the network.
+(32 concurrent pairs on 2 cores), not the network.
 
 Exit 1 unless every size completes with every pair measured on every rank
 (no deadlock, nothing missing); ``--max-ratio`` adds a target on rounds/bound.
@@ -41,13 +42,14 @@ def _probe(rank, kwargs):
     return out
 
 
-def run(world: int, samples: int, interval: float, timeout: float, transport: str = "pair", passes: int = 1) -> dict:
+def run(world: int, samples: int, interval: float, timeout: float, transport: str = "pair", passes: int = 1,
+        method: str = "udp") -> dict:
     import plink.distributed  # noqa: F401 - before forking
     from plink.distributed.local import run_ranks
 
     t0 = time.monotonic()
     res = run_ranks(world, _probe, {"samples": samples, "interval": interval, "per_rank": True, "timeout": timeout,
-                                       "transport": transport, "passes": passes},
+                                       "transport": transport, "passes": passes, "method": method},
                     timeout=timeout * 4 + world * 2)
     wall = time.monotonic() - t0
     ok = [r for r, (s, v) in res.items() if s == "ok"]
@@ -71,17 +73,19 @@ def main(argv=None) -> int:
     ap.add_argument("--samples", type=int, default=20)
     ap.add_argument("--interval", type=float, default=0.005)
     ap.add_argument("--timeout", type=float, default=60.0)
+    ap.add_argument("--method", choices=["udp", "tensor"], default="udp", help="the probe's latency method")
     ap.add_argument("--transport", choices=["pair", "world"], default="pair")
     ap.add_argument("--passes", type=int, default=1, help="passes over the rounds (1: each round once)")
     ap.add_argument("--max-ratio", type=float, default=None, help="also fail when rounds/bound exceeds this")
     ap.add_argument("--json", help="write the rows here")
     args = ap.parse_args(argv)
     rows, bad = [], []
-    print(f"in-job probe, per rank, Gloo on 127.0.0.1, transport {args.transport}, {args.passes} pass(es), {args.samples} samples "
+    print(f"in-job probe, per rank, Gloo on 127.0.0.1, method {args.method}, transport {args.transport}, "
+          f"{args.passes} pass(es), {args.samples} samples "
           f"{args.interval * 1e3:g} ms apart")
     print(f"{'ranks':>5} {'rounds':>6} {'bound':>7} {'rounds':>8} {'ratio':>6} {'rdzv':>6} {'setup':>6} {'wall':>6}  complete")
     for n in args.ranks:
-        r = run(n, args.samples, args.interval, args.timeout, args.transport, args.passes)
+        r = run(n, args.samples, args.interval, args.timeout, args.transport, args.passes, args.method)
         rows.append(r)
         if "rounds" in r:
             print(f"{n:>5} {r['rounds']:>6} {r['bound_s']:>6.2f}s {r['rounds_s']:>7.2f}s {r['ratio']:>6.2f} "

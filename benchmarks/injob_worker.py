@@ -37,6 +37,7 @@ def main() -> int:
     ap.add_argument("--samples", type=int, default=50)
     ap.add_argument("--interval", type=float, default=0.01)
     ap.add_argument("--passes", type=int, default=1)
+    ap.add_argument("--method", default="udp", choices=["udp", "tensor"], help="the in-job probe's latency method")
     ap.add_argument("--time-limit", type=float, default=2.0)
     ap.add_argument("--bandwidth", action="store_true", help="locality_group's probe measures bandwidth too")
     ap.add_argument("--bw-seconds", type=float, default=1.0)
@@ -61,6 +62,7 @@ def main() -> int:
     group, order = pd.locality_group(algo="ring", time_limit=args.time_limit,
                                      probe_options={"samples": args.samples, "interval": args.interval,
                                                     "passes": args.passes, "bandwidth": args.bandwidth,
+                                                    "method": args.method,
                                                     "bw_seconds": args.bw_seconds},
                                      verify=args.verify, size=args.size, verify_repeats=args.repeats)
     t_locality = time.monotonic() - t

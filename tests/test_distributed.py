@@ -129,11 +129,21 @@ def _probe(rank, kwargs, hosts=None):
         socket.gethostname = lambda: hosts[rank]
     t = time.monotonic()
     data = pd.probe_group(**kwargs)
-    return data.to_dict(), time.monotonic() - t
+    return data.to_dict(), time.monotonic() - t, _children()
 
 
-def test_probe_group_per_rank_four_processes():
-    res = run_ranks(4, _probe, {"samples": 5, "interval": 0.001, "per_rank": True, "timeout": 20})
+def _children() -> list[int]:
+    """This process's child processes (the udp method's agents must be gone)."""
+    pids = []
+    for task in os.listdir(f"/proc/{os.getpid()}/task"):
+        with open(f"/proc/{os.getpid()}/task/{task}/children") as f:
+            pids += [int(x) for x in f.read().split()]
+    return pids
+
+
+@pytest.mark.parametrize("method", ["udp", "tensor"])
+def test_probe_group_per_rank_four_processes(method):
+    res = run_ranks(4, _probe, {"samples": 5, "interval": 0.001, "per_rank": True, "timeout": 20, "method": method})
     assert sorted(res) == [0, 1, 2, 3] and all(s == "ok" for s, _ in res.values()), res
     docs = [res[r][1][0] for r in range(4)]
     assert all(d["latency_us"] == docs[0]["latency_us"] for d in docs)  # every rank got the same data
@@ -143,7 +153,11 @@ def test_probe_group_per_rank_four_processes():
     meta = docs[0]["meta"]
     assert meta["ranks"] == [[0], [1], [2], [3]] and meta["rounds"] == 3 and meta["failed"] == {}
     assert meta["method"] == "torch.distributed" and meta["launcher"] == "torchrun"
+    assert meta["latency_method"] == method
+    assert all(res[r][1][2] == [] for r in range(4))  # no agent left running
     assert [h["address"] for h in docs[0]["hosts"]] == ["127.0.0.1"] * 4
+    if method == "udp":  # each direction timed by its sender, both cells measured
+        assert not np.isnan(lat).any() and meta["rtt_note"].startswith("latency_us[i][j]")
     assert meta["rounds_bound_s"] == pytest.approx(3 * 5 * 0.001)
 
 
@@ -168,23 +182,45 @@ def test_probe_group_passes_world_transport():
     assert not np.isnan(np.array(doc["latency_us"], dtype=float)).any()
 
 
-def test_probe_group_passes_odd_world_pair_transport():
-    # 3 ranks: a bye every round; more passes would need the same number of sub-groups on every rank,
-    # so an odd count falls back to 1 pass (logged) and still measures every pair
-    res = run_ranks(3, _probe, {"samples": 4, "interval": 0.0, "passes": 2, "per_rank": True, "timeout": 20})
+@pytest.mark.parametrize("method, passes", [("tensor", 1), ("udp", 2)])
+def test_probe_group_passes_odd_world_pair_transport(method, passes):
+    # 3 ranks: a bye every round; with tensors more passes would need the same number of sub-groups on every
+    # rank, so an odd count falls back to 1 pass (logged); the UDP echo needs no sub-groups and keeps them.
+    # Either way every pair is measured
+    res = run_ranks(3, _probe, {"samples": 4, "interval": 0.0, "passes": 2, "per_rank": True, "timeout": 20,
+                                "method": method})
     assert all(s == "ok" for s, _ in res.values()), res
     assert not np.isnan(np.array(res[0][1][0]["latency_us"], dtype=float)).any()
-    assert res[0][1][0]["meta"]["passes"] == 1
+    assert res[0][1][0]["meta"]["passes"] == passes
 
 
 def test_probe_group_bad_parameters():
     res = run_ranks(2, _probe, {"samples": 2, "passes": 3})
     assert all(s == "error" and "passes must be 1..samples" in v for s, v in res.values()), res
+    res = run_ranks(2, _probe, {"method": "icmp"})
+    assert all(s == "error" and "unknown method 'icmp'" in v for s, v in res.values()), res
 
 
-def _probe_dies(rank, mode):
+def test_udp_schedule_slots_are_pass_major_and_meet_every_partner():
+    from plink.distributed.echo import udp_schedule
+    from plink.probes.rounds import round_robin
+
+    rounds = round_robin(5)  # odd: a bye each round
+    for mine in range(5):
+        sched = udp_schedule(rounds, mine, 2, [3, 2])
+        slots = [k for k, _, _ in sched]
+        assert slots == sorted(slots) and len(set(slots)) == len(slots)
+        assert sorted(p for k, p, _ in sched if k < len(rounds)) == [p for p in range(5) if p != mine]
+        assert [c for k, _, c in sched] == [3] * 4 + [2] * 4
+        for k, p, _ in sched:  # the partner has the same slot with us
+            assert (k, mine) in {(k2, p2) for k2, p2, _ in udp_schedule(rounds, p, 2, [3, 2])}
+    assert udp_schedule(rounds, 0, 2, [4, 0]) == udp_schedule(rounds, 0, 1, [4])
+
+
+def _probe_dies(rank, mode, method):
     if rank == 3:
-        real = pd_probe.ping_pong
+        owner, name = (pd_probe, "ping_pong") if method == "tensor" else (pd_probe.echo, "udp_latency")
+        real = getattr(owner, name)
 
         def dying(*a, **k):
             if mode == "exit":
@@ -192,16 +228,17 @@ def _probe_dies(rank, mode):
             time.sleep(600)  # a stalled node
             return real(*a, **k)
 
-        pd_probe.ping_pong = dying
+        setattr(owner, name, dying)
     t = time.monotonic()
-    data = pd.probe_group(samples=3, interval=0.001, per_rank=True, timeout=4)
+    data = pd.probe_group(samples=3, interval=0.001, per_rank=True, timeout=4, method=method)
     return data.to_dict(), time.monotonic() - t
 
 
+@pytest.mark.parametrize("method", ["udp", "tensor"])
 @pytest.mark.parametrize("mode", ["exit", "stall"])
-def test_failed_rank_is_reported_not_hung_on(mode):
+def test_failed_rank_is_reported_not_hung_on(mode, method):
     t = time.monotonic()
-    res = run_ranks(4, _probe_dies, mode, timeout=60, barrier=False, expect={0, 1, 2})
+    res = run_ranks(4, _probe_dies, mode, method, timeout=60, barrier=False, expect={0, 1, 2})
     assert time.monotonic() - t < 45
     assert 3 not in res or res[3][0] == "error"
     for r in (0, 1, 2):

@@ -29,8 +29,11 @@ def cli() -> None:
 
 @cli.command()
 @click.option("-o", "--output", type=click.Path(dir_okay=False), help="Probe file to write (rank 0).")
-@click.option("--samples", default=50, show_default=True, type=click.IntRange(min=1), help="Ping-pongs per pair.")
-@click.option("--interval", default=0.01, show_default=True, type=click.FloatRange(min=0), help="Seconds between ping-pongs.")
+@click.option("--method", type=click.Choice(["udp", "tensor"]), default="udp", show_default=True,
+              help="Latency by udp: plink's agent as a local process per node, an authenticated UDP echo timed "
+                   "by kernel stamps; tensor: ping-pongs of a tensor over the job's backend.")
+@click.option("--samples", default=50, show_default=True, type=click.IntRange(min=1), help="Pings per pair.")
+@click.option("--interval", default=0.01, show_default=True, type=click.FloatRange(min=0), help="Seconds between pings.")
 @click.option("--passes", default=1, show_default=True, type=click.IntRange(min=1),
               help="Go through the rounds this many times, samples split between passes (spreads each pair over time).")
 @click.option("--per-rank", is_flag=True, help="One entry per rank (default: one per node, local rank 0 measures).")
@@ -41,11 +44,12 @@ def cli() -> None:
 @click.option("--timeout", default=60.0, show_default=True, type=click.FloatRange(min=0, min_open=True),
               help="Seconds any wait may take before the peer is reported failed.")
 @click.option("--transport", type=click.Choice(["pair", "world"]), default="pair", show_default=True,
-              help="pair: a 2-rank sub-group per pair (a failure stays in the pair); world: send/recv on the default group.")
+              help="Tensors (--method tensor, --bandwidth) go over: pair: a 2-rank sub-group per pair (a failure "
+                   "stays in the pair); world: send/recv on the default group.")
 @click.option("--backend", type=click.Choice(["auto", "gloo", "nccl"]), default="auto", show_default=True,
               help="Process group backend (auto: NCCL if this rank has a GPU, else Gloo).")
 @click.option("--json", "as_json", is_flag=True, help="Rank 0 prints a summary as JSON on stdout.")
-def probe(output, samples, interval, passes, per_rank, bandwidth, bw_seconds, bw_size, timeout, transport, backend, as_json):
+def probe(output, method, samples, interval, passes, per_rank, bandwidth, bw_seconds, bw_size, timeout, transport, backend, as_json):
     """Measure RTT (and bandwidth) between the job's nodes; rank 0 writes the probe file.
 
     \b
@@ -58,7 +62,7 @@ def probe(output, samples, interval, passes, per_rank, bandwidth, bw_seconds, bw
     size = _size_option(bw_size, "--bw-size")
     env = init_from_env(backend, timeout=max(timeout, 60.0))
     data = probe_group(samples=samples, interval=interval, passes=passes, per_rank=per_rank, bandwidth=bandwidth,
-                       bw_seconds=bw_seconds, bw_size=size, timeout=timeout, transport=transport)
+                       bw_seconds=bw_seconds, bw_size=size, timeout=timeout, transport=transport, method=method)
     if env.rank != 0:
         return 0
     if output:

@@ -15,25 +15,34 @@ Steps (``store`` is the job's rendezvous store, with a key prefix per call):
 2. **Rounds.**  The entries meet in the 1-factorisation of
    :func:`plink.probes.rounds.round_robin` (N-1 rounds of disjoint pairs for
    even N, N rounds with a bye for odd N, the same schedule as ``plink
-   probe``): all pairs of a round measure at once.  A pair times
-   ``samples`` ping-pongs of a 1-element tensor, one every ``interval``
-   seconds (after 3 untimed ones), and keeps the p10 / median / p90 RTT.
+   probe``): all pairs of a round measure at once, ``samples`` pings per
+   pair, one every ``interval`` seconds, keeping the p10 / median / p90 RTT.
+   ``method="udp"`` (default): every measuring rank runs plink's probe agent
+   as a local process, an authenticated UDP echo whose RTTs are timed by
+   the kernel's receive stamps minus the reflector's turnaround, each
+   direction by its sender (:mod:`plink.distributed.echo`).
+   ``method="tensor"``: ping-pongs of a 1-element tensor over the job's
+   backend (after 3 untimed ones), timed by the lower entry; this includes
+   two wake-ups of each process and the library's work per sample (about
+   330 us per pair on a 2-core machine, measured in
+   ``benchmarks/injob_netns.py``), which can hide the racks on busy hosts.
    With ``bandwidth=True`` each direction then streams ``bw_size``-byte
    tensors for ``bw_seconds`` (concurrent pairs of a round share rack
    uplinks, as with ``plink probe``).
 3. **Gather.**  Every measuring rank puts its row in the store; rank 0
    builds the probe file document and publishes it; every rank reads it.
 
-Transport (``transport``): ``"pair"`` (default) creates a 2-rank Gloo
-sub-group per pair and round (``new_group(..., use_local_synchronization=True)``,
-~10-30 ms each on this machine) so a timeout or a dead peer breaks only that
-pair's sub-group; ``"world"`` uses ``send``/``recv`` on the default group
+Transport of the tensors (``transport``; ``method="tensor"`` and bandwidth):
+``"pair"`` (default) creates a 2-rank Gloo sub-group per pair and round
+(``new_group(..., use_local_synchronization=True)``, ~10-30 ms each on this
+machine) so a timeout or a dead peer breaks only that pair's sub-group; ``"world"`` uses ``send``/``recv`` on the default group
 (no set-up cost, but Gloo closes the whole group after an op times out, so
 one hung node ends the probe for everyone).
 
 **Failures are reported, not hung on.**  Every wait has a deadline
 (``timeout`` seconds): a pair whose peer dies or stalls is recorded with the
-reason, the peer is marked dead in the store so later partners skip it, its
+reason, the peer is marked dead in the store so later partners skip it (with
+``udp``, one wait of ``timeout`` for every node's echo port covers all), its
 pairs stay ``null`` in the probe file, and ``meta["failed"]`` names it.  If
 rank 0 dies, every other rank raises :class:`~plink.errors.PlinkError` within
 ``timeout``.
@@ -59,12 +68,14 @@ from datetime import timedelta
 import numpy as np
 
 from plink.data.probefile import Host, ProbeData, from_dict, new_meta
+from plink.distributed import echo
 from plink.errors import PlinkError
 from plink.probes.rounds import round_robin
 
 log = logging.getLogger("plink.distributed")
 
 TRANSPORTS = ("pair", "world")
+METHODS = ("udp", "tensor")
 WARMUP = 3
 _calls = 0  # probe_group calls in this process: every rank calls in the same sequence
 
@@ -307,7 +318,7 @@ def _poll(store, keys: dict[str, object], deadline: float, dead_of=None) -> dict
 
 def probe_group(*, samples: int = 50, interval: float = 0.01, per_rank: bool = False, bandwidth: bool = False,
                 bw_seconds: float = 1.0, bw_size: int = 4 * 2**20, timeout: float = 60.0, transport: str = "pair",
-                backend: str = "auto", passes: int = 1) -> ProbeData:
+                backend: str = "auto", passes: int = 1, method: str = "udp") -> ProbeData:
     """Probe the job's nodes (or ranks) and return the probe data on every rank.
 
     Every rank of the default process group must call it (collectively).
@@ -329,6 +340,8 @@ def probe_group(*, samples: int = 50, interval: float = 0.01, per_rank: bool = F
         raise PlinkError(f"timeout must be > 0 s, got {timeout}")
     if bandwidth and not (bw_seconds > 0 and bw_size >= 4):
         raise PlinkError("bandwidth needs bw_seconds > 0 and bw_size >= 4 bytes")
+    if method not in METHODS:
+        raise PlinkError(f"unknown method {method!r} (choose from {', '.join(METHODS)})")
     if transport not in TRANSPORTS:
         raise PlinkError(f"unknown transport {transport!r} (choose from {', '.join(TRANSPORTS)})")
     if not dist.is_available() or not dist.is_initialized():
@@ -338,6 +351,8 @@ def probe_group(*, samples: int = 50, interval: float = 0.01, per_rank: bool = F
     t_start = time.monotonic()
     store = _store(dist, _calls)
     rank, world = dist.get_rank(), dist.get_world_size()
+    if method == "udp" and rank == 0:
+        echo.publish_key(store)
     default_backend = dist.get_backend()
     if backend == "auto":
         backend = "nccl" if default_backend == "nccl" else "gloo"
@@ -346,7 +361,7 @@ def probe_group(*, samples: int = 50, interval: float = 0.01, per_rank: bool = F
     t_plan = time.monotonic()
     n = len(plan.entries)
     rounds = round_robin(n)
-    if passes > 1 and transport == "pair" and n % 2:
+    if passes > 1 and transport == "pair" and n % 2 and method == "tensor":
         # sub-groups are kept across passes; with byes (odd n) the processes would hold different numbers of
         # groups, and torch names a local-sync group after that number, so peers would not meet
         if rank == 0:
@@ -358,9 +373,22 @@ def probe_group(*, samples: int = 50, interval: float = 0.01, per_rank: bool = F
     # 2. the rounds (leaders only), ``passes`` times over the schedule
     row: dict[str, dict] = {}
     if mine is not None:
-        row = _measure(dist, store, plan, rounds, mine, rank, samples=samples, interval=interval, passes=passes,
-                       bandwidth=bandwidth, bw_seconds=bw_seconds, bw_size=bw_size, transport=transport,
-                       backend=backend, timeout=timeout, device=device)
+        if method == "udp":
+            row = echo.udp_latency(store, plan, rounds, mine, samples=samples, interval=interval, passes=passes,
+                                   timeout=timeout, wait=_wait, poll=_poll)
+        if method == "tensor" or bandwidth:
+            streams = _measure(dist, store, plan, rounds, mine, rank, samples=samples, interval=interval,
+                               passes=passes if method == "tensor" else 1, bandwidth=bandwidth,
+                               bw_seconds=bw_seconds, bw_size=bw_size, transport=transport, backend=backend,
+                               timeout=timeout, device=device, latency=method == "tensor")
+            if method == "tensor":
+                row = streams
+            else:
+                for peer, res in streams.items():
+                    if "error" in res:
+                        row.setdefault(peer, {}).setdefault("bw_error", res["error"])
+                    else:
+                        row.setdefault(peer, {}).update({k: v for k, v in res.items() if k.startswith("bw_")})
         store.set(f"row/{mine}", json.dumps({"row": row, "rounds_s": time.monotonic() - t_plan}))
 
     # 3. gather at rank 0, publish to everyone
@@ -371,7 +399,7 @@ def probe_group(*, samples: int = 50, interval: float = 0.01, per_rank: bool = F
         doc = _document(plan, {i: json.loads(v) for i, v in rows_raw.items()}, store, samples=samples,
                         interval=interval, bandwidth=bandwidth, bw_seconds=bw_seconds, bw_size=bw_size,
                         transport=transport, backend=backend, per_rank=per_rank, env=env, n_rounds=len(rounds),
-                        passes=passes,
+                        passes=passes, method=method,
                         rendezvous_s=t_plan - t_start, rounds_s=t_rounds - t_plan)
         text = json.dumps(doc, allow_nan=False)
         store.set("result", text)
@@ -392,8 +420,9 @@ def probe_group(*, samples: int = 50, interval: float = 0.01, per_rank: bool = F
 
 
 def _measure(dist, store, plan: Plan, rounds, mine: int, rank: int, *, samples, interval, passes, bandwidth,
-             bw_seconds, bw_size, transport, backend, timeout, device) -> dict[str, dict]:
-    """This leader's pairs: ``{str(other entry): result or {"error": reason}}``."""
+             bw_seconds, bw_size, transport, backend, timeout, device, latency: bool = True) -> dict[str, dict]:
+    """This leader's pairs: ``{str(other entry): result or {"error": reason}}``; tensor ping-pongs
+    (``latency``) and/or the bandwidth streams."""
     row: dict[str, dict] = {}
     links: dict[int, _PairLink] = {}
     rtts: dict[int, list[float]] = {}
@@ -419,7 +448,7 @@ def _measure(dist, store, plan: Plan, rounds, mine: int, rank: int, *, samples, 
                     if link is None:
                         link = links[other] = _PairLink(dist, rank, plan.entries[other][0], transport, backend, timeout)
                     res = row.setdefault(str(other), {"round": r})
-                    got = ping_pong(link, mine == a, per_pass[ps], interval, device)
+                    got = ping_pong(link, mine == a, per_pass[ps], interval, device) if latency else None
                     if got is not None:
                         rtts.setdefault(other, []).extend(got)
                     if bandwidth and ps == 0:
@@ -451,7 +480,7 @@ def _measure(dist, store, plan: Plan, rounds, mine: int, rank: int, *, samples, 
 
 
 def _document(plan: Plan, rows: dict[int, dict], store, *, samples, interval, bandwidth, bw_seconds, bw_size,
-              transport, backend, per_rank, env, n_rounds, rendezvous_s, rounds_s, passes=1) -> dict:
+              transport, backend, per_rank, env, n_rounds, rendezvous_s, rounds_s, passes=1, method="udp") -> dict:
     """The probe file document from the measuring ranks' rows (rank 0)."""
     n = len(plan.entries)
     nan = np.full((n, n), np.nan)
@@ -467,9 +496,11 @@ def _document(plan: Plan, rows: dict[int, dict], store, *, samples, interval, ba
             j = int(j_str)
             if "error" in res:
                 continue
-            if "p10" in res:  # the initiator's RTT is the pair's RTT: both cells
+            if "p10" in res:
                 for m, key in ((lat, "p10"), (med, "median"), (p90, "p90")):
-                    m[i, j] = m[j, i] = res[key]
+                    m[i, j] = res[key]  # udp: each direction by its sender
+                    if method == "tensor":  # the initiator's RTT is the pair's RTT: both cells
+                        m[j, i] = res[key]
             if bw is not None:
                 if res.get("bw_out"):
                     bw[i, j] = res["bw_out"]
@@ -488,7 +519,10 @@ def _document(plan: Plan, rows: dict[int, dict], store, *, samples, interval, ba
         per_rank=per_rank, launcher=env.launcher if env is not None else None,
         ranks=plan.entries, rounds=n_rounds, rounds_bound_s=round(rounds_bound, 3),
         rendezvous_s=round(rendezvous_s, 3), rounds_s=round(rounds_s, 3),
-        failed=failed, rtt_note="latency_us is the p10 RTT of the pair's ping-pong, timed by the lower entry",
+        failed=failed, latency_method=method,
+        rtt_note=("latency_us[i][j] is the p10 RTT of i's UDP echo to j: kernel arrival stamps, the reflector's "
+                  "turnaround subtracted" if method == "udp" else
+                  "latency_us is the p10 RTT of the pair's tensor ping-pong, timed by the lower entry"),
     )
     if bandwidth:
         meta.update(bw_seconds=bw_seconds, bw_size=bw_size)
