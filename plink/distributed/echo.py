@@ -2,7 +2,7 @@
 
 The tensor ping-pong of :mod:`plink.distributed.probe` times a round trip of
 Gloo ``send``/``recv``: two process wake-ups and the library's own work on
-every sample (~330 us per pair on the 2-core test machine, against ~25 us
+every sample (330-390 us on the 2-core test machine, against ~25 us
 for the network difference between a rack and the next one), so on busy
 hosts the racks hardly show.  This method runs plink's probe agent
 (:mod:`plink.probes.agent`, the one ``plink probe`` streams over SSH) as a

@@ -24,7 +24,7 @@ Steps (``store`` is the job's rendezvous store, with a key prefix per call):
    ``method="tensor"``: ping-pongs of a 1-element tensor over the job's
    backend (after 3 untimed ones), timed by the lower entry; this includes
    two wake-ups of each process and the library's work per sample (about
-   330 us per pair on a 2-core machine, measured in
+   330-390 us per sample on a 2-core machine, measured in
    ``benchmarks/injob_netns.py``), which can hide the racks on busy hosts.
    With ``bandwidth=True`` each direction then streams ``bw_size``-byte
    tensors for ``bw_seconds`` (concurrent pairs of a round share rack
