@@ -324,11 +324,12 @@ def mpirun(c, hostfile: Path, n: int, program: list[str], mca: tuple = (), timeo
 
 
 def run_mpi(c, exe: Path, hostfile: Path, want: list[str], size: int, repeats: int,
-            timeout: float = 900) -> dict[str, list]:
-    """``mpirun.openmpi --map-by seq`` from the hostfile; every coll_tuned spec in one launch."""
+            timeout: float = 900, mca: tuple = ()) -> dict[str, list]:
+    """``mpirun.openmpi --map-by seq`` from the hostfile; every coll_tuned spec in one launch
+    (``mca``: more ``(name, value)`` settings)."""
     specs = [spec for _, _, spec in COLLECTIVES.values() if spec]
     rows = mpirun(c, hostfile, len(want), [str(exe), str(size), "1", str(repeats), *specs],
-                  mca=(("coll_tuned_allreduce_algorithm", specs[0]),), timeout=timeout)
+                  mca=(("coll_tuned_allreduce_algorithm", specs[0]), *mca), timeout=timeout)
     hosts = next(r["hosts"] for r in rows if "hosts" in r)
     if hosts != want:
         raise RuntimeError(f"mpirun placed ranks on {hosts}, the hostfile says {want}")
@@ -355,6 +356,7 @@ def run_case(case: str, args, data_path: Path) -> dict:
                              "busy": {}},
                  "size_bytes": args.size, "mpi_size_bytes": args.mpi_size, "repeats": args.repeats,
                  "gloo_passes": args.gloo_passes, "mpi_passes": args.mpi_passes,
+                 "mpi_mca": [list(kv) for kv in args.mpi_mca],
                  "collectives": {k: {"library": v[0], "algo": {m: algo_for(k, m) for m in ("default", "pairsum")},
                                      "coll_tuned": v[2]} for k, v in COLLECTIVES.items()},
                  "models": list(args.models),
@@ -448,7 +450,8 @@ def run_case(case: str, args, data_path: Path) -> dict:
                 mpi_runs: dict[str, dict[str, list]] = {n: {} for n in todo}
                 for p in range(args.mpi_passes):  # like Gloo: every other pass in reverse
                     for n in (todo if p % 2 == 0 else todo[::-1]):
-                        res = run_mpi(c, exe, files[n]["openmpi"], files[n]["hosts"], args.mpi_size, args.repeats)
+                        res = run_mpi(c, exe, files[n]["openmpi"], files[n]["hosts"], args.mpi_size, args.repeats,
+                                      mca=tuple(args.mpi_mca))
                         for coll, (_, _, sp) in COLLECTIVES.items():
                             if sp:
                                 mpi_runs[n].setdefault(coll, []).extend(res[sp])
@@ -479,7 +482,8 @@ def analyse(doc: dict) -> tuple[str, dict]:
                  f"Open MPI {doc['mpi_size_bytes'] / 2**20:g} MiB; median of {doc['repeats'] * doc.get('gloo_passes', 1)} runs "
                  f"(Gloo: {doc.get('gloo_passes', 1)} passes over the orders), "
                  f"{doc['repeats'] * doc.get('mpi_passes', 1)} (MPI: {doc.get('mpi_passes', 1)} passes); "
-                 f"{len(orders)} orders")
+                 f"{len(orders)} orders"
+                 + "".join(f"; mpirun --mca {k} {v}" for k, v in doc.get("mpi_mca", [])))
     for coll, meta in doc["collectives"].items():
         names = [n for n in orders if coll in orders[n]["measured"]]
         if len(names) < 3:
@@ -762,11 +766,16 @@ def main(argv=None) -> int:
     ap.add_argument("--bw-seconds", type=float, default=1.0)
     ap.add_argument("--uplinks", action="store_true", help="probe shared uplinks too (plink probe --uplinks)")
     ap.add_argument("--no-mpi", action="store_true")
+    ap.add_argument("--mpi-mca", nargs="+", default=[], metavar="NAME=VALUE",
+                    help="more Open MPI settings for the timed runs, e.g. btl_tcp_flags=send,inplace,need-ack,need-csum")
     ap.add_argument("--models", nargs="+", default=["default"], choices=["default", "pairsum"],
                     help="plink order's cost models whose orders are measured (default: plink order's default)")
     ap.add_argument("--seed", type=int, default=0)
     args = ap.parse_args(argv)
     args.size, args.mpi_size = parse_size(args.size), parse_size(args.mpi_size)
+    if any("=" not in kv or not kv.split("=", 1)[0] for kv in args.mpi_mca):
+        ap.error("--mpi-mca takes NAME=VALUE pairs")
+    args.mpi_mca = [tuple(kv.split("=", 1)) for kv in args.mpi_mca]
     if args.mbit * max(sum(CASES[k]["hosts_per_rack"]) for k in args.cases) > 6500:
         ap.error("keep hosts x link rate <= ~6 Gbit/s on this machine")
     data_dir = Path(args.data_dir)

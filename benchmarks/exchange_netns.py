@@ -24,7 +24,8 @@ slowest end of each run, the median printed):
   direction; 2 B / rate;
 
 by ``MPI_Sendrecv`` (``benchmarks/mpi/exchange.c``, ``mpirun --map-by seq``, the proof's MCA
-settings), by a TCP exchange (``benchmarks/exchange_peer.py``: runs start together on the shared
+settings; once as they are and once with ``btl_tcp_flags`` without ``put``, so that long messages
+go as send/receive fragments, not the TCP BTL's emulated-RDMA pipeline), by a TCP exchange (``benchmarks/exchange_peer.py``: runs start together on the shared
 clock) and by one-way TCP (the lower host of each pair sends).  ``--json`` keeps the raw data.
 """
 
@@ -58,6 +59,9 @@ CASES = {
     "two pairs across racks": ([(0, 2), (1, 3)], 2, 4, 2, 4),
 }
 PORT = 5310
+# Open MPI 4.1's default btl_tcp_flags without put (and hetero-rdma): long messages go as send/receive
+# fragments instead of the emulated-RDMA pipeline
+NO_PUT = "send,inplace,need-ack,need-csum"
 
 
 def utc() -> str:
@@ -85,10 +89,11 @@ def tcp_runs(c, pairs, size: int, repeats: int, mbit: float, mode: str) -> list[
     return [max(col) for col in zip(*outs)][1:]
 
 
-def mpi_runs(c, exe: Path, tmp: Path, ranks: int, stride: int, active: int, size: int, repeats: int) -> list[float]:
+def mpi_runs(c, exe: Path, tmp: Path, ranks: int, stride: int, active: int, size: int, repeats: int,
+             mca: tuple = ()) -> list[float]:
     hostfile = tmp / f"hosts-{ranks}"
     hostfile.write_text("".join(f"{h.name} slots=1\n" for h in c.hosts[:ranks]))
-    rows = mpirun(c, hostfile, ranks, [str(exe), str(size), str(repeats), str(stride), str(active)])
+    rows = mpirun(c, hostfile, ranks, [str(exe), str(size), str(repeats), str(stride), str(active)], mca=mca)
     hosts = next(r["hosts"] for r in rows if "hosts" in r)
     if hosts != [h.name for h in c.hosts[:ranks]]:
         raise RuntimeError(f"mpirun placed ranks on {hosts}")
@@ -108,11 +113,13 @@ def measure(args, save) -> dict:
                 for size in args.sizes:
                     row = {"case": name, "size": size, "model_s": size * 8 * flows / (args.mbit * 1e6)}
                     row["mpi"] = mpi_runs(c, exe, tmp, ranks, stride, active, size, args.repeats)
+                    row["mpi_noput"] = mpi_runs(c, exe, tmp, ranks, stride, active, size, args.repeats,
+                                                mca=(("btl_tcp_flags", NO_PUT),))
                     row["tcp_exchange"] = tcp_runs(c, pairs, size, args.repeats, args.mbit, "exchange")
                     row["tcp_oneway"] = tcp_runs(c, pairs, size, args.repeats, args.mbit, "oneway")
                     doc["runs"][f"{name} {size}"] = row
                     log(f"{name}, {size / 2**20:g} MiB: model {row['model_s']:.4f} s, MPI "
-                        f"{np.median(row['mpi']):.4f}, TCP exchange {np.median(row['tcp_exchange']):.4f}, "
+                        f"{np.median(row['mpi']):.4f} (without put {np.median(row['mpi_noput']):.4f}), TCP exchange {np.median(row['tcp_exchange']):.4f}, "
                         f"one-way {np.median(row['tcp_oneway']):.4f}")
                     save(doc)
     doc["finished"] = utc()
@@ -124,14 +131,17 @@ def analyse(doc: dict) -> str:
     lines = [f"pairwise exchanges, 2 racks of 2 hosts, host/uplink {cl['host_mbit']:g}/{cl['uplink_mbit']:g} Mbit/s; "
              f"median of {doc['repeats']} runs (slowest end); {doc['started']} - {doc.get('finished', 'unfinished')}",
              "measured / model (model: bytes x flows on the busiest link / rate)", "",
-             f"{'case':<26} {'MiB':>4} {'model s':>8} {'MPI_Sendrecv':>13} {'TCP exchange':>13} {'TCP one-way':>12}"
-             f"  runs over 1.75x: MPI, TCP exchange"]
+             f"{'case':<26} {'MiB':>4} {'model s':>8} {'MPI_Sendrecv':>13} {'without put':>12} {'TCP exchange':>13} "
+             f"{'TCP one-way':>12}  runs over 1.75x: MPI, without put, TCP exchange"]
     for row in doc["runs"].values():
         m = row["model_s"]
-        slow = [f"{sum(x / m > 1.75 for x in row[k])}/{len(row[k])}" for k in ("mpi", "tcp_exchange")]
+        cols = [k for k in ("mpi", "mpi_noput", "tcp_exchange", "tcp_oneway") if k in row]  # older files: no mpi_noput
+        slow = [f"{sum(x / m > 1.75 for x in row[k])}/{len(row[k])}" if k in row else "-"
+                for k in ("mpi", "mpi_noput", "tcp_exchange")]
         lines.append(f"{row['case']:<26} {row['size'] / 2**20:>4g} {m:>8.4f} "
-                     + " ".join(f"{np.median(row[k]) / m:>12.2f}x" for k in ("mpi", "tcp_exchange", "tcp_oneway"))
-                     + f"  {slow[0]:>5}, {slow[1]}")
+                     + " ".join(f"{np.median(row[k]) / m:>12.2f}x" if k in cols else f"{'-':>13}"
+                                for k in ("mpi", "mpi_noput", "tcp_exchange", "tcp_oneway"))
+                     + f"  {slow[0]:>5}, {slow[1]}, {slow[2]}")
     return "\n".join(lines)
 
 
