@@ -156,8 +156,12 @@ def test_probe_group_per_rank_four_processes(method):
     assert meta["latency_method"] == method
     assert all(res[r][1][2] == [] for r in range(4))  # no agent left running
     assert [h["address"] for h in docs[0]["hosts"]] == ["127.0.0.1"] * 4
-    if method == "udp":  # each direction timed by its sender, both cells measured
-        assert not np.isnan(lat).any() and meta["rtt_note"].startswith("latency_us[i][j]")
+    if method == "udp":  # each direction timed by its sender: the slower one in latency_us, the faster in _best
+        assert meta["rtt_note"].startswith("latency_us is the p10 RTT of the pair's UDP echo")
+        best = docs[0].get("latency_best_us")
+        if best is not None:
+            assert np.all(np.array(best, dtype=float)[off] <= lat[off])
+        assert meta["pair_errors"] == {}
     assert meta["rounds_bound_s"] == pytest.approx(3 * 5 * 0.001)
 
 
@@ -218,7 +222,12 @@ def test_udp_schedule_slots_are_pass_major_and_meet_every_partner():
 
 
 def _probe_dies(rank, mode, method):
-    if rank == 3:
+    if rank == 3 and mode == "exit-mid-schedule":  # udp: after the agent started and its port was published
+        def dying_wait(self, *a, **k):
+            os._exit(1)
+
+        pd_probe.echo.Fleet.wait = dying_wait
+    elif rank == 3:
         owner, name = (pd_probe, "ping_pong") if method == "tensor" else (pd_probe.echo, "udp_latency")
         real = getattr(owner, name)
 
@@ -234,8 +243,8 @@ def _probe_dies(rank, mode, method):
     return data.to_dict(), time.monotonic() - t
 
 
-@pytest.mark.parametrize("method", ["udp", "tensor"])
-@pytest.mark.parametrize("mode", ["exit", "stall"])
+@pytest.mark.parametrize("method, mode", [("udp", "exit"), ("udp", "stall"), ("udp", "exit-mid-schedule"),
+                                          ("tensor", "exit"), ("tensor", "stall")])
 def test_failed_rank_is_reported_not_hung_on(mode, method):
     t = time.monotonic()
     res = run_ranks(4, _probe_dies, mode, method, timeout=60, barrier=False, expect={0, 1, 2})
@@ -249,6 +258,47 @@ def test_failed_rank_is_reported_not_hung_on(mode, method):
     assert list(failed) == [doc["hosts"][3]["name"]], failed
     lat = np.array(doc["latency_us"], dtype=float)
     assert np.isnan(lat[3, :3]).all() and not np.isnan(lat[:3, :3]).any()
+
+
+def _probe_udp_trouble(rank, trouble):
+    """Rank 3's echo is unreachable (it publishes a port nobody listens on), or its agent cannot start."""
+    if rank == 3 and trouble == "no-echo":
+        real = pd_probe.echo.AgentSession.hello
+
+        def hello(self, *a, **k):
+            info = real(self, *a, **k)
+            with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:  # a port that was free a moment ago
+                s.bind(("127.0.0.1", 0))
+                return {**info, "udp_port": s.getsockname()[1]}
+
+        pd_probe.echo.AgentSession.hello = hello
+    elif rank == 3:
+        def no_agent(*a, **k):
+            raise OSError("cannot fork")
+
+        pd_probe.echo.local_pipe = no_agent
+    t = time.monotonic()
+    data = pd.probe_group(samples=4, interval=0.001, per_rank=True, timeout=5)
+    return data.to_dict(), time.monotonic() - t, _children()
+
+
+@pytest.mark.parametrize("trouble, reason", [("no-echo", "no UDP echo from"),
+                                             ("no-agent", "cannot start the UDP echo agent on")])
+def test_udp_trouble_is_a_pair_error_with_the_reason_not_a_hang(trouble, reason):
+    res = run_ranks(4, _probe_udp_trouble, trouble, timeout=60)
+    assert all(s == "ok" for s, _ in res.values()), res  # nobody raises, nobody hangs
+    doc, took, children = res[0][1]
+    assert took < 3 * 5 and all(res[r][1][2] == [] for r in range(4))
+    errors = doc["meta"]["pair_errors"]
+    name3 = doc["hosts"][3]["name"]
+    assert errors and all(name3 in pair and reason in why for pair, why in errors.items()), errors
+    assert doc["meta"]["failed"] == {}
+    lat = np.array(doc["latency_us"], dtype=float)
+    assert not np.isnan(lat[:3, :3]).any()
+    if trouble == "no-echo":  # rank 3 still timed its own direction of every pair
+        assert not np.isnan(lat).any()
+    else:
+        assert np.isnan(lat[3, :3]).all()
 
 
 def _locality(rank, kwargs, hosts):

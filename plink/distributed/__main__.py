@@ -30,9 +30,11 @@ def cli() -> None:
 @cli.command()
 @click.option("-o", "--output", type=click.Path(dir_okay=False), help="Probe file to write (rank 0).")
 @click.option("--method", type=click.Choice(["udp", "tensor"]), default="udp", show_default=True,
-              help="Latency by udp: plink's agent as a local process per node, an authenticated UDP echo timed "
-                   "by kernel stamps; tensor: ping-pongs of a tensor over the job's backend.")
-@click.option("--samples", default=50, show_default=True, type=click.IntRange(min=1), help="Pings per pair.")
+              help="Latency by udp: plink's agent as a local process of each measuring rank, an authenticated "
+                   "UDP echo timed by kernel stamps (UDP on ephemeral ports must pass between the nodes); "
+                   "tensor: ping-pongs of a tensor over the job's backend.")
+@click.option("--samples", default=50, show_default=True, type=click.IntRange(min=1),
+              help="Pings per pair (udp: per direction).")
 @click.option("--interval", default=0.01, show_default=True, type=click.FloatRange(min=0), help="Seconds between pings.")
 @click.option("--passes", default=1, show_default=True, type=click.IntRange(min=1),
               help="Go through the rounds this many times, samples split between passes (spreads each pair over time).")
@@ -42,7 +44,8 @@ def cli() -> None:
               help="Seconds of streaming per direction and pair.")
 @click.option("--bw-size", default="4MiB", show_default=True, help="Tensor size for the bandwidth test.")
 @click.option("--timeout", default=60.0, show_default=True, type=click.FloatRange(min=0, min_open=True),
-              help="Seconds any wait may take before the peer is reported failed.")
+              help="Seconds any wait for another rank may take before it is reported failed (udp: a pong "
+                   "counts as lost after 1 s; a pair without any is reported with the reason).")
 @click.option("--transport", type=click.Choice(["pair", "world"]), default="pair", show_default=True,
               help="Tensors (--method tensor, --bandwidth) go over: pair: a 2-rank sub-group per pair (a failure "
                    "stays in the pair); world: send/recv on the default group.")
@@ -71,9 +74,17 @@ def probe(output, method, samples, interval, passes, per_rank, bandwidth, bw_sec
     failed = meta.get("failed") or {}
     for name, reason in failed.items():
         click.echo(f"plink.distributed: {name} failed: {reason}", err=True)
+    pair_errors = meta.get("pair_errors") or {}
+    for k, (pair, reason) in enumerate(pair_errors.items()):
+        if k == 5:
+            click.echo(f"plink.distributed: ... and {len(pair_errors) - 5} more pairs (meta.pair_errors in the file)",
+                       err=True)
+            break
+        click.echo(f"plink.distributed: pair {pair}: {reason}", err=True)
     summary = {"entries": data.n, "ranks": sum(len(e) for e in meta["ranks"]), "missing_pairs": data.n_missing_pairs(),
                "rounds": meta["rounds"], "rounds_bound_s": meta["rounds_bound_s"], "rounds_s": meta["rounds_s"],
                "rendezvous_s": meta["rendezvous_s"], "total_s": meta.get("total_s"), "failed": failed,
+               "pair_errors": pair_errors,
                "launcher": meta.get("launcher"), "output": output}
     if as_json:
         click.echo(json.dumps(summary))

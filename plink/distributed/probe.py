@@ -23,8 +23,8 @@ Steps (``store`` is the job's rendezvous store, with a key prefix per call):
    direction by its sender (:mod:`plink.distributed.echo`).
    ``method="tensor"``: ping-pongs of a 1-element tensor over the job's
    backend (after 3 untimed ones), timed by the lower entry; this includes
-   two wake-ups of each process and the library's work per sample (about
-   330-390 us per sample on a 2-core machine, measured in
+   two wake-ups of each process and the library's work per sample (~400 us
+   on a 2-core machine, measured in
    ``benchmarks/injob_netns.py``), which can hide the racks on busy hosts.
    With ``bandwidth=True`` each direction then streams ``bw_size``-byte
    tensors for ``bw_seconds`` (concurrent pairs of a round share rack
@@ -487,6 +487,7 @@ def _document(plan: Plan, rows: dict[int, dict], store, *, samples, interval, ba
     lat, med, p90 = nan.copy(), nan.copy(), nan.copy()
     bw = nan.copy() if bandwidth else None
     failed: dict[str, str] = {}
+    pair_errors: dict[str, str] = {}  # "a - b": why that pair (or one direction of it) has no value
     for i in range(n):
         if i not in rows:
             reason = store.get(f"dead/{i}").decode() if store.check([f"dead/{i}"]) else "sent no results in time"
@@ -494,8 +495,9 @@ def _document(plan: Plan, rows: dict[int, dict], store, *, samples, interval, ba
             continue
         for j_str, res in rows[i]["row"].items():
             j = int(j_str)
-            if "error" in res:
-                continue
+            for what in ("error", "bw_error"):
+                if what in res:
+                    pair_errors.setdefault(f"{plan.names[i]} - {plan.names[j]}", res[what])
             if "p10" in res:
                 for m, key in ((lat, "p10"), (med, "median"), (p90, "p90")):
                     m[i, j] = res[key]  # udp: each direction by its sender
@@ -519,9 +521,10 @@ def _document(plan: Plan, rows: dict[int, dict], store, *, samples, interval, ba
         per_rank=per_rank, launcher=env.launcher if env is not None else None,
         ranks=plan.entries, rounds=n_rounds, rounds_bound_s=round(rounds_bound, 3),
         rendezvous_s=round(rendezvous_s, 3), rounds_s=round(rounds_s, 3),
-        failed=failed, latency_method=method,
-        rtt_note=("latency_us[i][j] is the p10 RTT of i's UDP echo to j: kernel arrival stamps, the reflector's "
-                  "turnaround subtracted" if method == "udp" else
+        failed=failed, pair_errors=pair_errors, latency_method=method,
+        rtt_note=("latency_us is the p10 RTT of the pair's UDP echo (kernel arrival stamps, the reflector's "
+                  "turnaround subtracted), each direction timed by its sender: the slower direction here, "
+                  "the faster in latency_best_us" if method == "udp" else
                   "latency_us is the p10 RTT of the pair's tensor ping-pong, timed by the lower entry"),
     )
     if bandwidth:
