@@ -16,6 +16,7 @@ As a command under any launcher (torchrun, srun, mpirun, a PyTorchJob)::
 * :func:`probe_group` - pairwise RTT (and bandwidth) between the job's nodes
   in O(N) rounds of disjoint pairs, gathered to every rank as
   :class:`~plink.data.probefile.ProbeData` (:mod:`plink.distributed.probe`);
+  by default timed with plink's UDP echo agent (:mod:`plink.distributed.echo`);
 * :func:`locality_group` - the reordered process group
   (:mod:`plink.distributed.group`);
 * :func:`order_from_file` - map an order made before launch onto the ranks;
