@@ -123,11 +123,13 @@ def udp_latency(store, plan, rounds, mine: int, *, samples: int, interval: float
             err = res.get((mine, rid))
             if isinstance(err, (AgentLost, AgentError)):
                 failed = f"the UDP echo agent on {plan.names[mine]} failed: " + " ".join(str(err).split())[:160]
-        # keep answering until every live node is done: a node that started late still gets its echoes
-        store.add("udp/done", 1)
-        end = time.monotonic() + timeout
-        while store.add("udp/done", 0) < len(live) and time.monotonic() < end:
-            time.sleep(0.02)
+        # keep answering until every listed node is done: one that started late still gets its echoes
+        # (only listed nodes count, so one whose agent never started cannot end the wait early)
+        if mine in live:
+            store.add("udp/done", 1)
+            end = time.monotonic() + timeout
+            while store.add("udp/done", 0) < len(live) and time.monotonic() < end:
+                time.sleep(0.02)
     finally:
         if fleet is not None:
             fleet.close()
