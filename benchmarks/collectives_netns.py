@@ -131,6 +131,29 @@ def netns_lock(path: str = LOCK):
             fcntl.flock(f, fcntl.LOCK_UN)
 
 
+def measure_and_report(args, measure, render, tools: tuple = ()) -> int:
+    """The end of a netns benchmark's ``main``: check the machine (and ``tools`` on the PATH),
+    unwind on SIGTERM (the cluster torn down, the lock freed), run ``measure(args, save)``, where
+    ``save(doc)`` writes ``args.json`` atomically when given, and print ``render(doc)``."""
+    from plink.probes.netns import unavailable_reason
+
+    reason = unavailable_reason(sshd=True) or next(
+        (f"{t} is not installed" for t in tools if not shutil.which(t)), None)
+    if reason:
+        print(f"cannot build the emulated cluster: {reason}", file=sys.stderr)
+        return 1
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+
+    def save(doc):
+        if args.json:
+            atomic_write_text(Path(args.json), json.dumps(doc, indent=1) + "\n")
+
+    doc = measure(args, save)
+    save(doc)
+    print(render(doc))
+    return 0
+
+
 def env() -> dict:
     e = dict(os.environ, PYTHONPATH=str(ROOT), GLOO_SOCKET_IFNAME="eth0", OMP_NUM_THREADS="1")
     e.pop("MASTER_ADDR", None)

@@ -33,7 +33,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import signal
 import subprocess
 import sys
 import tempfile
@@ -46,7 +45,8 @@ if str(ROOT) not in sys.path:
 
 import numpy as np  # noqa: E402
 
-from benchmarks.collectives_netns import compile_timer, log, make_cluster, mpirun, netns_lock  # noqa: E402
+from benchmarks.collectives_netns import (  # noqa: E402
+    compile_timer, log, make_cluster, measure_and_report, mpirun, netns_lock)
 
 SRC = ROOT / "benchmarks" / "mpi" / "exchange.c"
 PEER = ROOT / "benchmarks" / "exchange_peer.py"
@@ -146,7 +146,6 @@ def analyse(doc: dict) -> str:
 
 
 def main(argv=None) -> int:
-    from plink.data.fileio import atomic_write_text
     from plink.units import parse_size
 
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
@@ -162,22 +161,7 @@ def main(argv=None) -> int:
     args.sizes = [parse_size(s) for s in args.sizes]
     if args.repeats < 1 or not 0 < args.mbit <= 1500:
         ap.error("--repeats must be >= 1 and --mbit in (0, 1500]")
-    from plink.probes.netns import unavailable_reason
-
-    reason = unavailable_reason(sshd=True)
-    if reason:
-        print(f"cannot build the emulated cluster: {reason}", file=sys.stderr)
-        return 1
-    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # unwind: tear the cluster down, free the lock
-
-    def save(doc):
-        if args.json:
-            atomic_write_text(Path(args.json), json.dumps(doc, indent=1) + "\n")
-
-    doc = measure(args, save)
-    save(doc)
-    print(analyse(doc))
-    return 0
+    return measure_and_report(args, measure, analyse)
 
 
 if __name__ == "__main__":

@@ -32,8 +32,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import shutil
-import signal
 import subprocess
 import sys
 import tempfile
@@ -48,7 +46,8 @@ import numpy as np  # noqa: E402
 from scipy.stats import pearsonr, spearmanr  # noqa: E402
 
 from benchmarks.collectives_netns import (  # noqa: E402
-    compile_timer, log, make_cluster, mpirun, netns_lock, rack_contiguous, rack_interleaved, write_files)
+    compile_timer, log, make_cluster, measure_and_report, mpirun, netns_lock, rack_contiguous, rack_interleaved,
+    write_files)
 
 SRC = ROOT / "benchmarks" / "mpi" / "hd_steps.c"
 HOSTS_PER_RACK = [4, 4, 4, 4]
@@ -277,7 +276,6 @@ def analyse(doc: dict) -> tuple[str, dict]:
 
 
 def main(argv=None) -> int:
-    from plink.data.fileio import atomic_write_text
     from plink.units import parse_size
 
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
@@ -295,23 +293,7 @@ def main(argv=None) -> int:
     args.size = parse_size(args.size)
     if args.mbit * sum(HOSTS_PER_RACK) > 6500:
         ap.error("keep hosts x link rate <= ~6 Gbit/s on this machine")
-    from plink.probes.netns import unavailable_reason
-
-    reason = unavailable_reason(sshd=True) or (None if shutil.which("iperf3") else "iperf3 is not installed")
-    if reason:
-        print(f"cannot build the emulated cluster: {reason}", file=sys.stderr)
-        return 1
-
-    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # unwind: tear the cluster down, free the lock
-
-    def save(doc):
-        if args.json:
-            atomic_write_text(Path(args.json), json.dumps(doc, indent=1) + "\n")
-
-    doc = measure(args, save)
-    save(doc)
-    print(analyse(doc)[0])
-    return 0
+    return measure_and_report(args, measure, lambda doc: analyse(doc)[0], tools=("iperf3",))
 
 
 if __name__ == "__main__":
