@@ -114,6 +114,11 @@ def order_name(algo: str, tag: str, model: str) -> str:
     return f"plink-{algo}-{tag}" + ("" if model == "default" else f"-{model}")
 
 
+def utc() -> str:
+    """Now, as the raw data files record it (``2026-11-25T02:27:53Z``)."""
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+
+
 def log(msg: str) -> None:
     print(f"[{time.strftime('%H:%M:%S')}] {msg}", file=sys.stderr, flush=True)
 
@@ -315,15 +320,17 @@ def compile_timer(workdir: Path, src: Path = TIMER_SRC) -> Path:
     return exe
 
 
-def mpirun(c, hostfile: Path, n: int, program: list[str], mca: tuple = (), timeout: float = 900) -> list[dict]:
-    """``mpirun.openmpi --map-by seq`` of ``program`` on ``n`` ranks from ``hostfile`` in cluster ``c``
-    (TCP over the cluster's subnet, coll_tuned's dynamic rules on, ``mca`` pairs added); the JSON
-    lines it printed.  mpirun runs in its own process group: on Ctrl-C, a kill or the timeout,
+def mpirun(c, hostfile: Path, want: list[str], program: list[str], mca: tuple = (),
+           timeout: float = 900) -> list[dict]:
+    """``mpirun.openmpi --map-by seq`` of ``program`` on ``len(want)`` ranks from ``hostfile`` in
+    cluster ``c`` (TCP over the cluster's subnet, coll_tuned's dynamic rules on, ``mca`` pairs
+    added); the JSON lines it printed.  ``program`` prints ``{"hosts": [...]}``
+    (``benchmarks/mpi/mpi_common.h``), which must be ``want``, the hosts of ranks 0, 1, ...  mpirun runs in its own process group: on Ctrl-C, a kill or the timeout,
     mpirun and the ssh clients it started go together (a SIGKILLed mpirun alone leaves its ssh
     clients running in the root namespace)."""
     net = f"{SUBNET}.0.0/16"
     argv = ["mpirun.openmpi", "--allow-run-as-root", "--hostfile", str(hostfile), "--map-by", "seq",
-            "-np", str(n), "--mca", "plm_rsh_args", f"-F {c.ssh_config}",
+            "-np", str(len(want)), "--mca", "plm_rsh_args", f"-F {c.ssh_config}",
             "--mca", "oob_tcp_if_include", net, "--mca", "btl_tcp_if_include", net,
             "--mca", "btl", "self,tcp", "--mca", "pml", "ob1",
             # 16 ranks share 2 cores: a rank waiting for data must not spin (it would starve the others)
@@ -343,7 +350,11 @@ def mpirun(c, hostfile: Path, n: int, program: list[str], mca: tuple = (), timeo
         raise
     if p.returncode != 0:
         raise RuntimeError(f"mpirun failed ({p.returncode}): {err.strip()[-600:]}")
-    return [json.loads(ln) for ln in out.splitlines() if ln.startswith("{")]
+    rows = [json.loads(ln) for ln in out.splitlines() if ln.startswith("{")]
+    hosts = next((r["hosts"] for r in rows if "hosts" in r), None)
+    if hosts != list(want):
+        raise RuntimeError(f"mpirun placed ranks on {hosts}, the hostfile says {list(want)}")
+    return rows
 
 
 def run_mpi(c, exe: Path, hostfile: Path, want: list[str], size: int, repeats: int,
@@ -351,11 +362,8 @@ def run_mpi(c, exe: Path, hostfile: Path, want: list[str], size: int, repeats: i
     """``mpirun.openmpi --map-by seq`` from the hostfile; every coll_tuned spec in one launch
     (``mca``: more ``(name, value)`` settings)."""
     specs = [spec for _, _, spec in COLLECTIVES.values() if spec]
-    rows = mpirun(c, hostfile, len(want), [str(exe), str(size), "1", str(repeats), *specs],
+    rows = mpirun(c, hostfile, want, [str(exe), str(size), "1", str(repeats), *specs],
                   mca=(("coll_tuned_allreduce_algorithm", specs[0]), *mca), timeout=timeout)
-    hosts = next(r["hosts"] for r in rows if "hosts" in r)
-    if hosts != want:
-        raise RuntimeError(f"mpirun placed ranks on {hosts}, the hostfile says {want}")
     out = {}
     for r in rows:
         if "spec" in r:
@@ -383,7 +391,7 @@ def run_case(case: str, args, data_path: Path) -> dict:
                  "collectives": {k: {"library": v[0], "algo": {m: algo_for(k, m) for m in ("default", "pairsum")},
                                      "coll_tuned": v[2]} for k, v in COLLECTIVES.items()},
                  "models": list(args.models),
-                 "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
+                 "started": utc()}
 
     def save():
         atomic_write_text(data_path, json.dumps(doc, indent=1) + "\n")

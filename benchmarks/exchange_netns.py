@@ -46,7 +46,7 @@ if str(ROOT) not in sys.path:
 import numpy as np  # noqa: E402
 
 from benchmarks.collectives_netns import (  # noqa: E402
-    compile_timer, log, make_cluster, measure_and_report, mpirun, netns_lock)
+    compile_timer, log, make_cluster, measure_and_report, mpirun, netns_lock, utc)
 
 SRC = ROOT / "benchmarks" / "mpi" / "exchange.c"
 PEER = ROOT / "benchmarks" / "exchange_peer.py"
@@ -62,10 +62,6 @@ PORT = 5310
 # Open MPI 4.1's default btl_tcp_flags without put (and hetero-rdma): long messages go as send/receive
 # fragments instead of the emulated-RDMA pipeline
 NO_PUT = "send,inplace,need-ack,need-csum"
-
-
-def utc() -> str:
-    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
 
 
 def tcp_runs(c, pairs, size: int, repeats: int, mbit: float, mode: str) -> list[float]:
@@ -91,12 +87,10 @@ def tcp_runs(c, pairs, size: int, repeats: int, mbit: float, mode: str) -> list[
 
 def mpi_runs(c, exe: Path, tmp: Path, ranks: int, stride: int, active: int, size: int, repeats: int,
              mca: tuple = ()) -> list[float]:
+    want = [h.name for h in c.hosts[:ranks]]
     hostfile = tmp / f"hosts-{ranks}"
-    hostfile.write_text("".join(f"{h.name} slots=1\n" for h in c.hosts[:ranks]))
-    rows = mpirun(c, hostfile, ranks, [str(exe), str(size), str(repeats), str(stride), str(active)], mca=mca)
-    hosts = next(r["hosts"] for r in rows if "hosts" in r)
-    if hosts != [h.name for h in c.hosts[:ranks]]:
-        raise RuntimeError(f"mpirun placed ranks on {hosts}")
+    hostfile.write_text("".join(f"{h} slots=1\n" for h in want))
+    rows = mpirun(c, hostfile, want, [str(exe), str(size), str(repeats), str(stride), str(active)], mca=mca)
     return next(r["seconds"] for r in rows if "seconds" in r)
 
 

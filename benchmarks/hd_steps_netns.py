@@ -47,7 +47,7 @@ from scipy.stats import pearsonr, spearmanr  # noqa: E402
 
 from benchmarks.collectives_netns import (  # noqa: E402
     compile_timer, log, make_cluster, measure_and_report, mpirun, netns_lock, rack_contiguous, rack_interleaved,
-    write_files)
+    utc, write_files)
 
 SRC = ROOT / "benchmarks" / "mpi" / "hd_steps.c"
 HOSTS_PER_RACK = [4, 4, 4, 4]
@@ -55,10 +55,6 @@ EXTRA_HOPS = 4
 IPERF_SECONDS = 5
 IPERF_PORT = 5300
 ALONE, EVERY = "rack 0's uplink alone (4 up, 4 down)", "every rack uplink at once, r -> r+1 (16)"
-
-
-def utc() -> str:
-    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
 
 
 # ---------------------------------------------------------------------------
@@ -165,10 +161,7 @@ def run_iperf(c, pairs, seconds: float = IPERF_SECONDS) -> list[float]:
 
 def run_steps(c, exe: Path, hostfile: Path, want: list[str], size: int, repeats: int) -> dict:
     """One ``mpirun.openmpi --map-by seq`` of hd_steps (``collectives_netns.mpirun``)."""
-    rows = mpirun(c, hostfile, len(want), [str(exe), str(size), "1", str(repeats)])
-    got = {r.get("what", "hosts"): r for r in rows}
-    if got["hosts"]["hosts"] != want:
-        raise RuntimeError(f"mpirun placed ranks on {got['hosts']['hosts']}, the hostfile says {want}")
+    got = {r.get("what", "hosts"): r for r in mpirun(c, hostfile, want, [str(exe), str(size), "1", str(repeats)])}
     if got["allreduce"]["read_back"] != 6 or not got["allreduce"]["correct"]:
         raise RuntimeError(f"MPI_Allreduce: algorithm read back {got['allreduce']['read_back']}, "
                            f"correct={got['allreduce']['correct']}")
