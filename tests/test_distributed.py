@@ -211,14 +211,14 @@ def test_udp_schedule_slots_are_pass_major_and_meet_every_partner():
 
     rounds = round_robin(5)  # odd: a bye each round
     for mine in range(5):
-        sched = udp_schedule(rounds, mine, 2, [3, 2])
+        sched = udp_schedule(rounds, mine, [3, 2])
         slots = [k for k, _, _ in sched]
         assert slots == sorted(slots) and len(set(slots)) == len(slots)
         assert sorted(p for k, p, _ in sched if k < len(rounds)) == [p for p in range(5) if p != mine]
         assert [c for k, _, c in sched] == [3] * 4 + [2] * 4
         for k, p, _ in sched:  # the partner has the same slot with us
-            assert (k, mine) in {(k2, p2) for k2, p2, _ in udp_schedule(rounds, p, 2, [3, 2])}
-    assert udp_schedule(rounds, 0, 2, [4, 0]) == udp_schedule(rounds, 0, 1, [4])
+            assert (k, mine) in {(k2, p2) for k2, p2, _ in udp_schedule(rounds, p, [3, 2])}
+    assert udp_schedule(rounds, 0, [4, 0]) == udp_schedule(rounds, 0, [4])
 
 
 def _probe_dies(rank, mode, method):

@@ -54,33 +54,33 @@ def publish_key(store) -> None:
     store.set("udp/key", secrets.token_hex(32))
 
 
-def udp_schedule(rounds, mine: int, passes: int, per_pass: list[int]) -> list[tuple[int, int, int]]:
+def udp_schedule(rounds, mine: int, per_pass: list[int]) -> list[tuple[int, int, int]]:
     """``[(slot, peer entry, count), ...]`` of entry ``mine``: in slot ``ps x R + r`` it pings its
     partner of ``rounds[r]`` ``per_pass[ps]`` times (pure; O(passes x N))."""
     out = []
-    for ps in range(passes):
-        if per_pass[ps] <= 0:
+    for ps, count in enumerate(per_pass):
+        if count <= 0:
             continue
         for r, pairs in enumerate(rounds):
             for a, b in pairs:
                 if mine in (a, b):
-                    out.append((ps * len(rounds) + r, b if mine == a else a, per_pass[ps]))
+                    out.append((ps * len(rounds) + r, b if mine == a else a, count))
     return out
 
 
-def udp_latency(store, plan, rounds, mine: int, *, samples: int, interval: float, passes: int, timeout: float,
+def udp_latency(store, plan, rounds, mine: int, *, per_pass: list[int], interval: float, timeout: float,
                 wait, poll) -> dict[str, dict]:
     """This entry's RTTs to every partner: ``{str(peer): {"round", "p10", "median", "p90", "samples",
-    "loss"}}``, or ``{"round", "error"}`` for a pair without echoes.  ``wait(store, key, timeout,
+    "loss"}}``, or ``{"round", "error"}`` for a pair without echoes; ``per_pass[ps]`` pings per pair
+    and direction in pass ``ps`` over the rounds.  ``wait(store, key, timeout,
     what)`` and ``poll(store, keys, deadline)`` are the probe's store helpers.  Called by every
     measuring rank at once; never raises for a failure of this node's agent or a peer's (the pairs
     carry the reason), only when rank 0's word never comes (the
     probe's ``wait`` raises :class:`~plink.errors.PlinkError`)."""
     n = len(plan.entries)
-    per_pass = [samples // passes + (1 if k < samples % passes else 0) for k in range(passes)]
-    sched = udp_schedule(rounds, mine, passes, per_pass)
+    sched = udp_schedule(rounds, mine, per_pass)
     slot = slot_seconds(max(per_pass), interval)
-    n_slots = passes * len(rounds)
+    n_slots = len(per_pass) * len(rounds)
     lead = plan.entries[mine][0] == 0  # rank 0 leads entry 0 and coordinates
     key = wait(store, "udp/key", timeout, "the probe key from rank 0").decode()
     session = fleet = None

@@ -241,10 +241,11 @@ HINT_MIN_ENTRIES = 8
 def no_racks_hint(groups: dict, n: int, has_bandwidth: bool, what: str = "nodes") -> str | None:
     """The advice logged when the latencies of ``n`` entries showed one group and no bandwidth was probed.
 
-    In-job ping-pongs pay the processes' wake-ups on every pair, which can hide
-    racks that a bandwidth probe (pairs of a round sharing the uplinks) shows:
-    on the netns cluster 3 of 8 latency-only runs gave a rack-contiguous ring,
-    3 of 3 with bandwidth (README, "Inside the job").  O(1).
+    Latencies can hide racks that a bandwidth probe (pairs of a round sharing
+    the uplinks) shows, above all the tensor ping-pongs (``method="tensor"``),
+    which pay the processes' wake-ups on every pair: on the netns cluster 3 of
+    8 latency-only runs with them gave a rack-contiguous ring, 3 of 3 with
+    bandwidth (README, "Inside the job").  O(1).
     """
     if has_bandwidth or n < HINT_MIN_ENTRIES or int(groups.get("k", 0)) != 1:
         return None

@@ -374,8 +374,8 @@ def probe_group(*, samples: int = 50, interval: float = 0.01, per_rank: bool = F
     row: dict[str, dict] = {}
     if mine is not None:
         if method == "udp":
-            row = echo.udp_latency(store, plan, rounds, mine, samples=samples, interval=interval, passes=passes,
-                                   timeout=timeout, wait=_wait, poll=_poll)
+            row = echo.udp_latency(store, plan, rounds, mine, per_pass=samples_per_pass(samples, passes),
+                                   interval=interval, timeout=timeout, wait=_wait, poll=_poll)
         if method == "tensor" or bandwidth:
             streams = _measure(dist, store, plan, rounds, mine, rank, samples=samples, interval=interval,
                                passes=passes if method == "tensor" else 1, bandwidth=bandwidth,
@@ -419,6 +419,11 @@ def probe_group(*, samples: int = 50, interval: float = 0.01, per_rank: bool = F
     return data
 
 
+def samples_per_pass(samples: int, passes: int) -> list[int]:
+    """``samples`` split over ``passes`` passes, the first ones taking the remainder (pure, O(passes))."""
+    return [samples // passes + (1 if k < samples % passes else 0) for k in range(passes)]
+
+
 def _measure(dist, store, plan: Plan, rounds, mine: int, rank: int, *, samples, interval, passes, bandwidth,
              bw_seconds, bw_size, transport, backend, timeout, device, latency: bool = True) -> dict[str, dict]:
     """This leader's pairs: ``{str(other entry): result or {"error": reason}}``; tensor ping-pongs
@@ -426,7 +431,7 @@ def _measure(dist, store, plan: Plan, rounds, mine: int, rank: int, *, samples, 
     row: dict[str, dict] = {}
     links: dict[int, _PairLink] = {}
     rtts: dict[int, list[float]] = {}
-    per_pass = [samples // passes + (1 if k < samples % passes else 0) for k in range(passes)]
+    per_pass = samples_per_pass(samples, passes)
     dead_key = lambda i: f"dead/{i}"  # noqa: E731
     try:
         for ps in range(passes):
