@@ -136,6 +136,25 @@ def netns_lock(path: str = LOCK):
             fcntl.flock(f, fcntl.LOCK_UN)
 
 
+def size_arg(ap, text: str) -> int:
+    """Bytes from a size option (``4MiB``); a bad one is ``ap.error`` (one line, exit 2)."""
+    from plink.errors import PlinkError
+    from plink.units import parse_size
+
+    try:
+        return parse_size(text)
+    except PlinkError as exc:
+        ap.error(str(exc))
+
+
+def load_saved(ap, path) -> dict:
+    """A saved raw-data file for ``--analyse-only``; a missing or broken one is ``ap.error``."""
+    try:
+        return json.loads(Path(path).read_text())
+    except (OSError, ValueError) as exc:
+        ap.error(f"cannot read {path}: {exc}")
+
+
 def measure_and_report(args, measure, render, tools: tuple = ()) -> int:
     """The end of a netns benchmark's ``main``: check the machine (and ``tools`` on the PATH),
     unwind on SIGTERM (the cluster torn down, the lock freed), run ``measure(args, save)``, where
@@ -769,8 +788,6 @@ def summary_table(all_figs: dict[str, dict]) -> str:
 def main(argv=None) -> int:
     import signal
 
-    from plink.units import parse_size
-
     # kill/TERM: unwind, so the cluster is torn down and the lock released
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
 
@@ -803,19 +820,20 @@ def main(argv=None) -> int:
                     help="plink order's cost models whose orders are measured (default: plink order's default)")
     ap.add_argument("--seed", type=int, default=0)
     args = ap.parse_args(argv)
-    args.size, args.mpi_size = parse_size(args.size), parse_size(args.mpi_size)
+    args.size, args.mpi_size = size_arg(ap, args.size), size_arg(ap, args.mpi_size)
     if any("=" not in kv or not kv.split("=", 1)[0] for kv in args.mpi_mca):
         ap.error("--mpi-mca takes NAME=VALUE pairs")
     args.mpi_mca = [tuple(kv.split("=", 1)) for kv in args.mpi_mca]
     if args.mbit * max(sum(CASES[k]["hosts_per_rack"]) for k in args.cases) > 6500:
         ap.error("keep hosts x link rate <= ~6 Gbit/s on this machine")
     data_dir = Path(args.data_dir)
-    data_dir.mkdir(parents=True, exist_ok=True)
+    if not args.analyse_only:
+        data_dir.mkdir(parents=True, exist_ok=True)
     missed, all_figs = [], {}
     for case in args.cases:
         path = data_dir / f"{case}.json"
         if args.analyse_only:
-            doc = json.loads(path.read_text())
+            doc = load_saved(ap, path)
         else:
             from plink.probes.netns import unavailable_reason
 

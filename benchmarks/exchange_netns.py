@@ -46,7 +46,7 @@ if str(ROOT) not in sys.path:
 import numpy as np  # noqa: E402
 
 from benchmarks.collectives_netns import (  # noqa: E402
-    compile_timer, log, make_cluster, measure_and_report, mpirun, netns_lock, utc)
+    compile_timer, load_saved, log, make_cluster, measure_and_report, mpirun, netns_lock, size_arg, utc)
 
 SRC = ROOT / "benchmarks" / "mpi" / "exchange.c"
 PEER = ROOT / "benchmarks" / "exchange_peer.py"
@@ -140,8 +140,6 @@ def analyse(doc: dict) -> str:
 
 
 def main(argv=None) -> int:
-    from plink.units import parse_size
-
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--mbit", type=float, default=350, help="host link and rack uplink rate")
     ap.add_argument("--sizes", nargs="+", default=["2MiB", "8MiB"], help="bytes each end sends")
@@ -150,9 +148,9 @@ def main(argv=None) -> int:
     ap.add_argument("--analyse-only", metavar="FILE", help="re-print the table of a saved --json file")
     args = ap.parse_args(argv)
     if args.analyse_only:
-        print(analyse(json.loads(Path(args.analyse_only).read_text())))
+        print(analyse(load_saved(ap, args.analyse_only)))
         return 0
-    args.sizes = [parse_size(s) for s in args.sizes]
+    args.sizes = [size_arg(ap, s) for s in args.sizes]
     if args.repeats < 1 or not 0 < args.mbit <= 1500:
         ap.error("--repeats must be >= 1 and --mbit in (0, 1500]")
     return measure_and_report(args, measure, analyse)

@@ -46,8 +46,8 @@ import numpy as np  # noqa: E402
 from scipy.stats import pearsonr, spearmanr  # noqa: E402
 
 from benchmarks.collectives_netns import (  # noqa: E402
-    compile_timer, log, make_cluster, measure_and_report, mpirun, netns_lock, rack_contiguous, rack_interleaved,
-    utc, write_files)
+    compile_timer, load_saved, log, make_cluster, measure_and_report, mpirun, netns_lock, rack_contiguous,
+    rack_interleaved, size_arg, utc, write_files)
 
 SRC = ROOT / "benchmarks" / "mpi" / "hd_steps.c"
 HOSTS_PER_RACK = [4, 4, 4, 4]
@@ -269,8 +269,6 @@ def analyse(doc: dict) -> tuple[str, dict]:
 
 
 def main(argv=None) -> int:
-    from plink.units import parse_size
-
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--mbit", type=float, default=350, help="host link and rack uplink rate")
     ap.add_argument("--size", default="4MiB", help="all-reduce size")
@@ -281,9 +279,9 @@ def main(argv=None) -> int:
     ap.add_argument("--analyse-only", metavar="FILE", help="re-print the tables of a saved --json file")
     args = ap.parse_args(argv)
     if args.analyse_only:
-        print(analyse(json.loads(Path(args.analyse_only).read_text()))[0])
+        print(analyse(load_saved(ap, args.analyse_only))[0])
         return 0
-    args.size = parse_size(args.size)
+    args.size = size_arg(ap, args.size)
     if args.mbit * sum(HOSTS_PER_RACK) > 6500:
         ap.error("keep hosts x link rate <= ~6 Gbit/s on this machine")
     return measure_and_report(args, measure, lambda doc: analyse(doc)[0], tools=("iperf3",))
