@@ -104,6 +104,32 @@ def test_plan_groups_ranks_by_node_leader_is_local_rank_0():
     assert per.entries == [[0], [1], [2], [3]] and per.names == ["b/1", "a/0", "b/0", "a/1"]
 
 
+def test_local_address_routes_never_the_hosts_file_loopback(monkeypatch):
+    """The address peers reach this rank at: the route to MASTER_ADDR; without one the default
+    route's source, then a non-loopback address of the machine; never 127.0.1.1 (Debian's
+    /etc/hosts entry for the host's own name, unreachable from other hosts)."""
+    routes = {"10.9.0.1": "10.9.0.7", "192.0.2.1": "172.16.0.5"}
+    monkeypatch.setattr(pd_probe, "_route_source", lambda addr, port: routes.get(addr))
+    monkeypatch.setattr(socket, "gethostbyname", lambda name: "127.0.1.1")
+    import plink.launch.noderank as nr
+
+    monkeypatch.setattr(nr, "local_addresses", lambda: ["192.168.5.5"])
+    assert pd_probe.local_address("10.9.0.1") == "10.9.0.7"
+    assert pd_probe.local_address(None) == "172.16.0.5"
+    assert pd_probe.local_address("10.99.0.1") == "172.16.0.5"  # no route to it: the default route's
+    del routes["192.0.2.1"]  # no default route: the machine's own address
+    assert pd_probe.local_address(None) == "192.168.5.5"
+    monkeypatch.setattr(nr, "local_addresses", lambda: [])
+    assert pd_probe.local_address(None) == "127.0.0.1"
+    routes["127.0.0.1"] = "127.0.0.1"  # a one-host job rendezvousing on loopback stays there
+    assert pd_probe.local_address("127.0.0.1") == "127.0.0.1"
+
+
+def test_local_address_real_route():
+    assert pd_probe.local_address("127.0.0.1") == "127.0.0.1"
+    assert pd_probe.local_address(None) != "127.0.1.1"
+
+
 def test_plan_names_clash_use_address():
     idents = {0: _ident("vm", "10.0.0.1", 0), 1: _ident("vm", "10.0.0.2", 0)}
     assert pd.make_plan(idents).names == ["vm@10.0.0.1", "vm@10.0.0.2"]

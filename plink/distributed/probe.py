@@ -58,6 +58,7 @@ this was written on has no GPU; everything measured here used Gloo over TCP.
 
 from __future__ import annotations
 
+import ipaddress
 import json
 import logging
 import socket
@@ -84,23 +85,43 @@ _calls = 0  # probe_group calls in this process: every rank calls in the same se
 # identities and the plan
 
 
-def local_address(master_addr: str | None, port: int = 29500) -> str:
-    """This host's address on the route to ``master_addr`` (no packet is sent).
+def _route_source(addr: str, port: int) -> str | None:
+    """The local address the kernel would send from to ``addr`` (a connected UDP socket: no
+    packet is sent), or None without a route."""
+    try:
+        fam = socket.AF_INET6 if ":" in addr else socket.AF_INET
+        with socket.socket(fam, socket.SOCK_DGRAM) as s:
+            s.connect((addr, port))
+            return s.getsockname()[0]
+    except OSError:
+        return None
 
-    Falls back to the host name's address, then ``127.0.0.1``.
+
+def _is_loopback(addr: str) -> bool:
+    try:
+        return ipaddress.ip_address(addr.split("%", 1)[0]).is_loopback
+    except ValueError:
+        return False
+
+
+def local_address(master_addr: str | None, port: int = 29500) -> str:
+    """The address other hosts reach this one at: the source address on the route to
+    ``master_addr`` (no packet is sent). Without ``master_addr`` or a route to it: the source of
+    the default route, else this machine's first non-loopback address, else ``127.0.0.1``. Not
+    the host name's address: Debian's ``/etc/hosts`` maps it to ``127.0.1.1``, which no other
+    host can reach. (A loopback ``master_addr`` gives a loopback address: a one-host job.)
     """
     if master_addr:
-        try:
-            fam = socket.AF_INET6 if ":" in master_addr else socket.AF_INET
-            with socket.socket(fam, socket.SOCK_DGRAM) as s:
-                s.connect((master_addr, port))
-                return s.getsockname()[0]
-        except OSError:
-            pass
-    try:
-        return socket.gethostbyname(socket.gethostname())
-    except OSError:
-        return "127.0.0.1"
+        got = _route_source(master_addr, port)
+        if got:
+            return got
+    got = _route_source("192.0.2.1", port)  # TEST-NET-1 (RFC 5737): only the default route leads there
+    if got and not _is_loopback(got):
+        return got
+    from plink.launch.noderank import local_addresses
+
+    addrs = local_addresses()
+    return addrs[0] if addrs else "127.0.0.1"
 
 
 @dataclass
