@@ -397,7 +397,10 @@ def op_hello(req):
     if len(key) < 16:
         raise ValueError("key must be at least 16 bytes")
     _state["key"] = key
-    _state["hid"] = int(req.get("hid", 0)) & 0xFFFF
+    hid = int(req.get("hid", 0))
+    if not 0 <= hid <= 0xFFFF:  # the packet header's sender id is 16 bits: no two hosts may share one
+        raise ValueError(f"host id {hid} out of range: a probe takes at most 65536 hosts")
+    _state["hid"] = hid
     _state["deadline"] = time.time() + float(req.get("deadline", 600))
     _state["hb_timeout"] = float(req.get("hb_timeout", 30.0))
     addr = req.get("bind") or own_address()

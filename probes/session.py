@@ -300,6 +300,8 @@ class AgentSession:
                       hb_timeout: float = 20.0) -> int:
         """Send the hello (per-run key, host id, deadline, heartbeat timeout)
         without waiting: its request id, for :meth:`hello_reply`."""
+        if not 0 <= hid <= 0xFFFF:  # the probe packets carry it in 16 bits
+            raise ValueError(f"host id {hid} out of range: a probe takes at most 65536 hosts")
         kw = {"key": key, "deadline": deadline, "hid": hid, "hb_timeout": hb_timeout}
         if bind:
             kw["bind"] = bind

@@ -167,6 +167,19 @@ def test_hello_required_first():
     s.close()
 
 
+def test_host_id_beyond_16_bits_is_refused_not_wrapped():
+    """The probe packets carry the sender's host id in 16 bits: id 65536 would answer as host 0."""
+    s = AgentSession(local_pipe(), "x")
+    try:
+        with pytest.raises(ValueError, match="at most 65536 hosts"):
+            s.hello(secrets.token_hex(32), 60, bind="127.0.0.4", hid=65536)
+        with pytest.raises(AgentError, match="at most 65536 hosts"):  # the agent checks too
+            s.call("hello", key=secrets.token_hex(32), deadline=60, hid=65536, bind="127.0.0.4")
+        assert s.hello(secrets.token_hex(32), 60, bind="127.0.0.4", hid=65535)["addr"] == "127.0.0.4"
+    finally:
+        s.close()
+
+
 def _udp_bound(port: int) -> bool:
     want = f":{port:04X}"
     with open("/proc/net/udp") as fh:
