@@ -52,6 +52,7 @@ if str(ROOT) not in sys.path:
 
 import numpy as np  # noqa: E402
 
+from plink.distributed.probe import METHODS  # noqa: E402
 from plink.probes.netns import wait_all  # noqa: E402
 from plink.structure.metrics import rack_auc  # noqa: E402
 
@@ -306,7 +307,7 @@ def main(argv=None) -> int:
     ap.add_argument("--bandwidth", action="store_true",
                     help="the job's locality_group probes bandwidth too (probe_options bandwidth=True)")
     ap.add_argument("--bw-seconds", type=float, default=1.0, help="with --bandwidth: seconds per direction and pair")
-    ap.add_argument("--method", default="udp", choices=["udp", "tensor"],
+    ap.add_argument("--method", default="udp", choices=METHODS,
                     help="latency method of the job's locality_group probe (the probe steps: --probe-args)")
     args = ap.parse_args(argv)
     from plink.probes.netns import unavailable_reason

@@ -30,6 +30,8 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
+from plink.distributed.probe import METHODS  # noqa: E402
+
 
 def _probe(rank, kwargs):
     import plink.distributed as pd
@@ -73,7 +75,7 @@ def main(argv=None) -> int:
     ap.add_argument("--samples", type=int, default=20)
     ap.add_argument("--interval", type=float, default=0.005)
     ap.add_argument("--timeout", type=float, default=60.0)
-    ap.add_argument("--method", choices=["udp", "tensor"], default="udp", help="the probe's latency method")
+    ap.add_argument("--method", choices=METHODS, default="udp", help="the probe's latency method")
     ap.add_argument("--transport", choices=["pair", "world"], default="pair")
     ap.add_argument("--passes", type=int, default=1, help="passes over the rounds (1: each round once)")
     ap.add_argument("--max-ratio", type=float, default=None, help="also fail when rounds/bound exceeds this")

@@ -28,6 +28,8 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
+from plink.distributed.probe import METHODS  # noqa: E402
+
 
 def main() -> int:
     ap = argparse.ArgumentParser()
@@ -37,7 +39,7 @@ def main() -> int:
     ap.add_argument("--samples", type=int, default=50)
     ap.add_argument("--interval", type=float, default=0.01)
     ap.add_argument("--passes", type=int, default=1)
-    ap.add_argument("--method", default="udp", choices=["udp", "tensor"], help="the in-job probe's latency method")
+    ap.add_argument("--method", default="udp", choices=METHODS, help="the in-job probe's latency method")
     ap.add_argument("--time-limit", type=float, default=2.0)
     ap.add_argument("--bandwidth", action="store_true", help="locality_group's probe measures bandwidth too")
     ap.add_argument("--bw-seconds", type=float, default=1.0)

@@ -17,6 +17,7 @@ import sys
 
 import click
 
+from plink.distributed.probe import METHODS
 from plink.errors import PlinkError
 
 EXIT_INCOMPLETE = 3
@@ -29,7 +30,7 @@ def cli() -> None:
 
 @cli.command()
 @click.option("-o", "--output", type=click.Path(dir_okay=False), help="Probe file to write (rank 0).")
-@click.option("--method", type=click.Choice(["udp", "tensor"]), default="udp", show_default=True,
+@click.option("--method", type=click.Choice(METHODS), default="udp", show_default=True,
               help="Latency by udp: plink's agent as a local process of each measuring rank, an authenticated "
                    "UDP echo timed by kernel stamps (UDP on ephemeral ports must pass between the nodes); "
                    "tensor: ping-pongs of a tensor over the job's backend.")
