@@ -2,7 +2,7 @@
 
 Run as root (network namespaces, sshd, Open MPI with its headers, torch)::
 
-    sudo "$(command -v python)" benchmarks/collectives_netns.py --random 2   # cases A, B, C (~1 h)
+    sudo "$(command -v python)" benchmarks/collectives_netns.py --random 2   # cases A, B, C (~2 h)
     python benchmarks/collectives_netns.py --analyse-only                   # re-print benchmarks/results/
 
 For every case (A: 16 hosts = 4 racks of 4; B: unequal racks 5+3+4+4; C: case A with
@@ -34,7 +34,13 @@ For every case (A: 16 hosts = 4 racks of 4; B: unequal racks 5+3+4+4; C: case A 
    (pooled over the cases: what sets that resolution), plink's order / best measured (in
    sample, and held out: the best chosen by half the passes over the orders and timed by the
    other half, which removes the bias of the minimum of many noisy medians), rack-contiguous /
-   best, and the measurement's reliability (half its passes against the other half).
+   best, and the measurement's reliability (half its passes against the other half);
+7. times the **contenders** again (``--runoff PASSES``, default 4: plink's orders and every
+   order within ``--runoff-within`` x the best, 1.15): the first passes only found them, and
+   orders a few percent apart need more runs than every order can get. plink's order against
+   the best is then judged held out over all passes (first and runoff together), with the 10th
+   and 90th percentile over the splits beside it. ``--runoff-only`` runs just this step on saved
+   ``CASE.json`` files, in a cluster rebuilt to their shape, and adds its passes to the file's.
 
 Exits 1 when a done-when target of issue 10 is not met (see ``targets``).
 """
@@ -377,12 +383,12 @@ def mpirun(c, hostfile: Path, want: list[str], program: list[str], mca: tuple = 
 
 
 def run_mpi(c, exe: Path, hostfile: Path, want: list[str], size: int, repeats: int,
-            timeout: float = 900, mca: tuple = ()) -> dict[str, list]:
-    """``mpirun.openmpi --map-by seq`` from the hostfile; every coll_tuned spec in one launch
-    (``mca``: more ``(name, value)`` settings)."""
-    specs = [spec for _, _, spec in COLLECTIVES.values() if spec]
+            timeout: float = 900, mca: tuple = (), specs: list[str] | None = None) -> dict[str, list]:
+    """``mpirun.openmpi --map-by seq`` from the hostfile; every coll_tuned spec (or ``specs``) in
+    one launch (``mca``: more ``(name, value)`` settings)."""
+    specs = specs or [spec for _, _, spec in COLLECTIVES.values() if spec]
     rows = mpirun(c, hostfile, want, [str(exe), str(size), "1", str(repeats), *specs],
-                  mca=(("coll_tuned_allreduce_algorithm", specs[0]), *mca), timeout=timeout)
+                  mca=(("coll_tuned_allreduce_algorithm", specs[0].split(":")[0]), *mca), timeout=timeout)
     out = {}
     for r in rows:
         if "spec" in r:
@@ -509,8 +515,104 @@ def run_case(case: str, args, data_path: Path) -> dict:
                         save()
                 log(f"Open MPI, {len(todo)} orders x {len(COLLECTIVES) - 1} algorithms x {args.mpi_passes} passes: "
                     f"{time.monotonic() - t:.0f} s")
+            if args.runoff:
+                run_runoff(c, doc, tmp, exe, args.runoff, args.runoff_within, save)
             doc["elapsed_seconds"] = round(time.monotonic() - t0, 1)
     save()
+    return doc
+
+
+def contenders(doc: dict, coll: str, within: float) -> list[str]:
+    """The orders worth timing again for ``coll``: plink's (every model measured, both probes) and
+    every order whose median was within ``within`` x the best, one name per distinct order,
+    fastest first."""
+    orders = doc["orders"]
+    names = [n for n in orders if coll in orders[n]["measured"]]
+    if not names:
+        return []
+    best = min(orders[n]["measured"][coll] for n in names)
+    plinks = {order_name(algo_for(coll, m), tag, m) for m in doc.get("models", ["default"]) for tag in ("lat", "bw")}
+    seen, out = set(), []
+    for n in sorted(names, key=lambda n: orders[n]["measured"][coll]):
+        key = tuple(orders[n]["order"])
+        if key not in seen and (n in plinks or orders[n]["measured"][coll] <= within * best):
+            seen.add(key)
+            out.append(n)
+    return out
+
+
+def run_runoff(c, doc: dict, tmp: Path, exe: Path | None, passes: int, within: float, save,
+               cluster: str = "the first passes'") -> None:
+    """Time the ``contenders`` of every collective ``passes`` more times over (every other pass in
+    reverse, as the first passes), in cluster ``c``; the runs go to each order's ``runoff`` (every
+    name of an order gets them) and ``doc["runoff"]`` says what was done. The first passes found
+    the contenders; these passes time them again, so a ratio between two contenders is not
+    chosen and judged by the same noisy runs, and ties get runs enough to be told apart (or not)."""
+    orders, names = doc["orders"], doc["hosts"]
+    colls = [k for k in doc["collectives"] if any(k in o["measured"] for o in orders.values())]
+    if exe is None:
+        colls = [k for k in colls if not COLLECTIVES[k][2]]
+    cont = {k: contenders(doc, k, within) for k in colls}
+    gloo = cont.get("gloo_ring", [])
+    mpi = list(dict.fromkeys(n for k in colls if COLLECTIVES[k][2] for n in cont[k]))
+    probe_hosts = {h.name: h for h in from_dict(doc["probes"]["latency"]).hosts}
+    files = {n: order_files(c, tmp, f"runoff-{n}", [probe_hosts[names[i]] for i in orders[n]["order"]])
+             for n in dict.fromkeys(gloo + mpi)}
+    # a second runoff (--runoff-only again) adds its passes to the first's
+    rr = doc.setdefault("runoff", {"passes": 0, "within": within, "contenders": cont, "sessions": []})
+    if rr["within"] != within or rr["contenders"] != cont:
+        raise RuntimeError("this file's runoff had other contenders: run it with the same --runoff-within")
+    session = {"passes": passes, "started": utc(), "cluster": cluster}
+    rr["sessions"].append(session)
+    before = {n: {k: list(v) for k, v in o.get("runoff", {}).items()} for n, o in orders.items()}
+    t0 = time.monotonic()
+
+    def record(name: str, coll: str, runs: list[float]):
+        for n, o in orders.items():
+            if o["order"] == orders[name]["order"]:
+                o.setdefault("runoff", {})[coll] = before[n].get(coll, []) + list(runs)
+
+    if gloo:
+        t = time.monotonic()
+        for n, runs in run_gloo(c, gloo, files, doc["size_bytes"], doc["repeats"], passes).items():
+            record(n, "gloo_ring", runs)
+        save()
+        log(f"runoff, Gloo: {len(gloo)} orders x {passes} passes: {time.monotonic() - t:.0f} s")
+    if mpi:
+        t = time.monotonic()
+        got: dict[str, dict[str, list]] = {n: {} for n in mpi}
+        for p in range(passes):
+            for n in (mpi if p % 2 == 0 else mpi[::-1]):
+                mine = [k for k in colls if COLLECTIVES[k][2] and n in cont[k]]  # only where it contends
+                res = run_mpi(c, exe, files[n]["openmpi"], files[n]["hosts"], doc["mpi_size_bytes"], doc["repeats"],
+                              mca=tuple(tuple(kv) for kv in (doc.get("mpi_mca") or [])),
+                              specs=[COLLECTIVES[k][2] for k in mine])
+                for coll in mine:
+                    got[n].setdefault(coll, []).extend(res[COLLECTIVES[coll][2]])
+                    record(n, coll, got[n][coll])
+                save()
+        log(f"runoff, Open MPI: {len(mpi)} orders x {passes} passes: {time.monotonic() - t:.0f} s")
+    rr["passes"] += passes
+    session["elapsed_seconds"] = round(time.monotonic() - t0, 1)
+    save()
+
+
+def runoff_only(case: str, doc: dict, data_path: Path, args) -> dict:
+    """``--runoff-only``: the runoff of a saved case, in a new cluster of the saved shape (same host
+    names and addresses, same busy hosts), saved into the same file."""
+    def save():
+        atomic_write_text(data_path, json.dumps(doc, indent=1) + "\n")
+
+    with netns_lock(), tempfile.TemporaryDirectory(prefix="plink-proof-") as tmp:
+        tmp = Path(tmp)
+        has_mpi = any(COLLECTIVES[k][2] and any(k in o["measured"] for o in doc["orders"].values())
+                      for k in doc["collectives"])
+        exe = compile_timer(tmp) if has_mpi else None
+        with make_cluster(doc["cluster"], CASES[case]["busy"]) as c:
+            if sorted(h.name for h in c.hosts) != sorted(doc["hosts"]) or c.busy_hosts() != doc["cluster"]["busy"]:
+                raise RuntimeError(f"case {case}: the rebuilt cluster is not the saved one")
+            log(f"case {case}: runoff in a rebuilt cluster ({len(c.hosts)} hosts)")
+            run_runoff(c, doc, tmp, exe, args.runoff, args.runoff_within, save, cluster=f"rebuilt, {utc()}")
     return doc
 
 
@@ -533,7 +635,7 @@ def analyse(doc: dict) -> tuple[str, dict]:
                  f"(Gloo: {doc.get('gloo_passes', 1)} passes over the orders), "
                  f"{doc['repeats'] * doc.get('mpi_passes', 1)} (MPI: {doc.get('mpi_passes', 1)} passes); "
                  f"{len(orders)} orders"
-                 + "".join(f"; mpirun --mca {k} {v}" for k, v in doc.get("mpi_mca", [])))
+                 + "".join(f"; mpirun --mca {k} {v}" for k, v in (doc.get("mpi_mca") or [])))
     for coll, meta in doc["collectives"].items():
         names = [n for n in orders if coll in orders[n]["measured"]]
         if len(names) < 3:
@@ -578,6 +680,10 @@ def analyse(doc: dict) -> tuple[str, dict]:
                     f[f"plink_{tag}_{m}_over_best"] = float(orders[key]["measured"][coll] / best)
                     f[f"plink_{tag}_{m}_held_out"] = held_out(orders, distinct, coll,
                                                               names[first[tuple(orders[key]["order"])]], passes)
+        ro = runoff_figures(doc, coll, distinct, {f"plink_{tag}_{m}": order_name(algos[m], tag, m)
+                                                  for m in models for tag in ("lat", "bw")}, passes)
+        if ro:
+            f.update(ro)
         # the speedup plink's report promises over the order the hosts came in (its "vs input"), against
         # the one measured: hand-out / plink, predicted by the default model from that probe, and measured
         for tag, kind in (("lat", "latency"), ("bw", "bandwidth")):
@@ -614,6 +720,23 @@ def analyse(doc: dict) -> tuple[str, dict]:
             lines.append(f"  held out: the best order chosen by {halves}, then timed by the other, "
                          f"against plink's order on that half (mean over the splits); the chosen best itself "
                          f"re-measures at {f['best_held_out']:.2f} x that half's best")
+        if ro:
+            rr = doc["runoff"]
+            where = "; ".join(f"{x['passes']} in cluster {x['cluster']}" for x in rr["sessions"])
+            lines.append(f"  runoff: {ro['runoff_orders']} contenders (plink's orders and every order within "
+                         f"{rr['within']:g}x the best above) timed {rr['passes']} more passes over ({where}); "
+                         f"held out over all {passes + rr['passes']} passes (the best chosen by half of them, "
+                         f"timed by the other half, every balanced split):")
+            for m in models:
+                for tag in ("lat", "bw"):
+                    if f"plink_{tag}_{m}_runoff" in f:
+                        lo, hi = f[f"plink_{tag}_{m}_runoff_spread"]
+                        lines.append(f"    plink's order, {m} model, {'latency' if tag == 'lat' else '--bandwidth'} "
+                                     f"probe: {f[f'plink_{tag}_{m}_runoff']:.3f} x best (splits 10-90%: "
+                                     f"{lo:.3f}-{hi:.3f}); median of its runoff runs {f[f'plink_{tag}_{m}_runoff_s']:.3f} s")
+            if f["best_runoff"] is not None:
+                lines.append(f"    the chosen best re-measures at {f['best_runoff']:.3f} x the other half's best")
+            lines.append(f"    fastest in the runoff: {f['runoff_fastest']} {f['runoff_fastest_s']:.3f} s")
         sp = [f"{'latency' if tag == 'lat' else '--bandwidth'} probe: predicted {f[f'speedup_{tag}_predicted']:.2f}x, "
               f"measured {f[f'speedup_{tag}_measured']:.2f}x" for tag in ("lat", "bw") if f"speedup_{tag}_predicted" in f]
         if sp:
@@ -622,6 +745,44 @@ def analyse(doc: dict) -> tuple[str, dict]:
         lines.append(f"  rack-contiguous / best {'-' if rcb is None else f'{rcb:.2f}'}; best: {f['best_order']} "
                      f"{best:.3f} s")
     return "\n".join(lines), figs
+
+
+def runoff_figures(doc: dict, coll: str, distinct: list[str], plinks: dict[str, str], passes: int) -> dict:
+    """plink's orders against the best, held out over the first passes and the runoff's together,
+    among the orders timed in the runoff (``run_runoff``): ``{key}_runoff`` (mean over the
+    balanced splits), ``{key}_runoff_spread`` (10th and 90th percentile over them) and
+    ``{key}_runoff_s`` (median of the order's runoff runs) for ``key, name`` in ``plinks``; the
+    chosen best's own held-out ratio; the fastest order in the runoff. Empty without a runoff."""
+    rr = doc.get("runoff")
+    if not rr:
+        return {}
+    orders = doc["orders"]
+    want = rr["passes"] * doc["repeats"]
+    names = [n for n in distinct if len(orders[n].get("runoff", {}).get(coll, [])) == want
+             and len(orders[n]["runs"].get(coll, [])) >= passes * doc["repeats"]]
+    if len(names) < 2:
+        return {}
+    k = passes * doc["repeats"]
+    pooled = {n: {"runs": {coll: orders[n]["runs"][coll][:k] + orders[n]["runoff"][coll]}} for n in names}
+    total = passes + rr["passes"]
+    out = {"runoff_orders": len(names)}
+    rmed = {n: float(statistics.median(orders[n]["runoff"][coll])) for n in names}
+    out["runoff_fastest"] = min(rmed, key=rmed.get)
+    out["runoff_fastest_s"] = rmed[out["runoff_fastest"]]
+    out["best_runoff"] = held_out(pooled, names, coll, None, total)
+    for key, name in plinks.items():
+        if name not in orders:
+            continue
+        same = next((n for n in names if orders[n]["order"] == orders[name]["order"]), None)
+        if same is None:
+            continue
+        vals = held_out(pooled, names, coll, same, total, values=True)
+        if vals is None:
+            continue
+        out[f"{key}_runoff"] = float(np.mean(vals))
+        out[f"{key}_runoff_spread"] = [float(np.percentile(vals, 10)), float(np.percentile(vals, 90))]
+        out[f"{key}_runoff_s"] = rmed[same]
+    return out
 
 
 def _splits(k: int, passes: int = 1):
@@ -662,13 +823,15 @@ def reliability(orders: dict, names: list[str], coll: str, passes: int = 1) -> f
     return 2 * half / (1 + half) if half > -1 else -1.0
 
 
-def held_out(orders: dict, names: list[str], coll: str, key: str | None, passes: int = 1) -> float | None:
+def held_out(orders: dict, names: list[str], coll: str, key: str | None, passes: int = 1,
+             values: bool = False) -> float | list[float] | None:
     """``key``'s time over the best order's, without the winner's curse: the best is chosen by the
     medians of half the runs and both are timed by the other half (halves of whole passes, see
     ``_splits``; mean over the balanced splits, both ways). The minimum of many noisy medians is
     biased low, so the in-sample ratio is biased high, even for the best order itself. With
     ``key`` None: the chosen best order's held-out time over the held-out half's own minimum
-    (the size of that bias). None with fewer than 4 runs."""
+    (the size of that bias). None with fewer than 4 runs. ``values``: the ratio of every split
+    (both ways) instead of their mean."""
     r = _runs(orders, names, coll)
     if r is None or r.shape[1] < 4:
         return None
@@ -678,7 +841,7 @@ def held_out(orders: dict, names: list[str], coll: str, key: str | None, passes:
             ma, mb = np.median(r[:, x], axis=1), np.median(r[:, y], axis=1)
             chosen = mb[int(ma.argmin())]
             vals.append(mb[names.index(key)] / chosen if key else chosen / mb.min())
-    return float(np.mean(vals))
+    return vals if values else float(np.mean(vals))
 
 
 def gap_agreement(pred: np.ndarray, meas: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -739,7 +902,10 @@ def targets(case: str, figs: dict) -> list[str]:
     missed = []
     limit = 1.1 if case == "C" else 1.05
 
-    def judged(f, tag):  # (ratio, how): held out when there were runs enough, else in sample
+    def judged(f, tag):  # (ratio, how): with the runoff's runs when there was one, held out when there were
+        ro = f.get(f"plink_{tag}_default_runoff")  # runs enough, else in sample
+        if ro is not None:
+            return ro, "runoff, held out"
         ho = f.get(f"plink_{tag}_default_held_out")
         return (ho, "held out") if ho is not None else (f.get(f"plink_{tag}_default_over_best"), "in sample")
 
@@ -770,8 +936,8 @@ def summary_table(all_figs: dict[str, dict]) -> str:
         return "-" if v is None else f"{v:.2f}"
 
     def ratio(f, key):
-        ins, ho = f.get(f"{key}_over_best"), f.get(f"{key}_held_out")
-        return fmt(ins) if ho is None else f"{fmt(ins)} ({fmt(ho)})"
+        ins, ho, ro = f.get(f"{key}_over_best"), f.get(f"{key}_held_out"), f.get(f"{key}_runoff")
+        return (fmt(ins) if ho is None else f"{fmt(ins)} ({fmt(ho)})") + ("" if ro is None else f" [{fmt(ro)}]")
 
     for case, figs in all_figs.items():
         for coll, f in figs.items():
@@ -818,8 +984,18 @@ def main(argv=None) -> int:
                     help="more Open MPI settings for the timed runs, e.g. btl_tcp_flags=send,inplace,need-ack,need-csum")
     ap.add_argument("--models", nargs="+", default=["default"], choices=["default", "pairsum"],
                     help="plink order's cost models whose orders are measured (default: plink order's default)")
+    ap.add_argument("--runoff", type=int, default=4, metavar="PASSES",
+                    help="after the passes over all orders, time the contenders (plink's orders and those within "
+                         "--runoff-within x the best) this many passes more; the targets are judged on them (0: none)")
+    ap.add_argument("--runoff-within", type=float, default=1.15, metavar="X")
+    ap.add_argument("--runoff-only", action="store_true",
+                    help="only the runoff of saved CASE.json files, in a rebuilt cluster; saved into the same files")
     ap.add_argument("--seed", type=int, default=0)
     args = ap.parse_args(argv)
+    if args.runoff < 0 or (args.runoff_only and args.runoff < 1) or args.runoff_within < 1:
+        ap.error("--runoff takes a count >= 0 (>= 1 with --runoff-only), --runoff-within a factor >= 1")
+    if args.runoff_only and args.analyse_only:
+        ap.error("--runoff-only and --analyse-only exclude each other")
     args.size, args.mpi_size = size_arg(ap, args.size), size_arg(ap, args.mpi_size)
     if any("=" not in kv or not kv.split("=", 1)[0] for kv in args.mpi_mca):
         ap.error("--mpi-mca takes NAME=VALUE pairs")
@@ -827,7 +1003,7 @@ def main(argv=None) -> int:
     if args.mbit * max(sum(CASES[k]["hosts_per_rack"]) for k in args.cases) > 6500:
         ap.error("keep hosts x link rate <= ~6 Gbit/s on this machine")
     data_dir = Path(args.data_dir)
-    if not args.analyse_only:
+    if not (args.analyse_only or args.runoff_only):
         data_dir.mkdir(parents=True, exist_ok=True)
     missed, all_figs = [], {}
     for case in args.cases:
@@ -837,11 +1013,15 @@ def main(argv=None) -> int:
         else:
             from plink.probes.netns import unavailable_reason
 
+            saved = load_saved(ap, path) if args.runoff_only else None
+            if saved and saved.get("runoff", {}).get("within", args.runoff_within) != args.runoff_within:
+                ap.error(f"{path}: its runoff took --runoff-within {saved['runoff']['within']:g}; "
+                         "more passes must take the same")
             reason = unavailable_reason(sshd=True)
             if reason:
                 print(f"cannot build the emulated cluster: {reason}", file=sys.stderr)
                 return 1
-            doc = run_case(case, args, path)
+            doc = runoff_only(case, saved, path, args) if saved else run_case(case, args, path)
         table, figs = analyse(doc)
         print(table + "\n", flush=True)
         all_figs[case] = figs

@@ -4,7 +4,8 @@ measurement's split-half reliability, on synthetic runs whose truth is known."""
 import numpy as np
 import pytest
 
-from benchmarks.collectives_netns import _splits, held_out, partly_sorted, rack_contiguous, reliability
+from benchmarks.collectives_netns import (_splits, contenders, held_out, partly_sorted, rack_contiguous, reliability,
+                                          runoff_figures)
 
 
 def _orders(runs: dict[str, list[float]]) -> dict:
@@ -112,3 +113,53 @@ def test_gap_agreement_and_its_table():
     assert rows["0.0% - 0.5%"] == ["1", "pairs", "0.00"]
     assert rows["2.0% - 5.0%"] == ["0", "pairs", "-"]
     assert rows[">= 10.0%"] == ["5", "pairs", "1.00"]
+
+
+def _doc(truth: dict[str, float], noise: float, passes: int, runoff: int, seed: int, repeats: int = 3) -> dict:
+    """A saved case of collective ``mpi_ring`` whose orders' true times are ``truth`` (orders with
+    the same name prefix before ``=`` are one order measured under two names), ``passes`` first
+    passes and ``runoff`` runoff passes of ``repeats`` runs, lognormal noise."""
+    rng = np.random.default_rng(seed)
+    doc = {"repeats": repeats, "models": ["default"], "orders": {}, "collectives": {"mpi_ring": {}}}
+    for i, (n, t) in enumerate(truth.items()):
+        same = [m for m in doc["orders"] if m.split("=")[0] == n.split("=")[0]]
+        if same:
+            doc["orders"][n] = doc["orders"][same[0]]
+            continue
+        runs = (t * np.exp(noise * rng.standard_normal(passes * repeats))).tolist()
+        doc["orders"][n] = {"order": [i], "runs": {"mpi_ring": runs}, "measured": {"mpi_ring": float(np.median(runs))}}
+    cont = contenders(doc, "mpi_ring", 1.15)
+    for n in cont:
+        doc["orders"][n]["runoff"] = {"mpi_ring": (truth[n] * np.exp(noise * rng.standard_normal(runoff * repeats))).tolist()}
+    doc["runoff"] = {"passes": runoff, "within": 1.15, "contenders": {"mpi_ring": cont},
+                     "sessions": [{"passes": runoff, "cluster": "test"}]}
+    return doc
+
+
+def test_contenders_are_plinks_orders_and_the_near_best_once_each():
+    doc = _doc({"a": 1.0, "plink-ring-lat": 1.6, "b": 1.1, "b=copy": 1.1, "slow": 2.0, "plink-ring-bw": 1.05},
+               noise=0.001, passes=2, runoff=0, seed=1)
+    got = contenders(doc, "mpi_ring", 1.15)
+    assert set(got) == {"a", "b", "plink-ring-bw", "plink-ring-lat"} or set(got) == {"a", "b=copy", "plink-ring-bw",
+                                                                                     "plink-ring-lat"}
+    assert got[0] == "a" and "slow" not in got  # fastest first; an order far from the best is left out
+
+
+def test_runoff_tells_a_real_gap_from_ties():
+    # 6 orders tied, plink's among them, and plink's --bandwidth order 12% slower; 10% noise per run:
+    # two passes cannot tell; with 6 more passes the runoff finds the tie and the gap
+    truth = {f"tie{i}": 1.0 for i in range(5)} | {"plink-ring-lat": 1.0, "plink-ring-bw": 1.12, "far": 2.0}
+    lat, bw = [], []
+    for seed in range(8):
+        f = runoff_figures(_doc(truth, 0.10, 2, 6, seed), "mpi_ring", list(truth),
+                           {"plink_lat_default": "plink-ring-lat", "plink_bw_default": "plink-ring-bw"}, 2)
+        doc_cont = _doc(truth, 0.10, 2, 6, seed)["runoff"]["contenders"]["mpi_ring"]
+        assert "far" not in doc_cont and {"plink-ring-lat", "plink-ring-bw"} <= set(doc_cont)
+        assert f["runoff_orders"] == len(doc_cont) >= 4
+        lo, hi = f["plink_lat_default_runoff_spread"]
+        assert lo <= f["plink_lat_default_runoff"] <= hi
+        lat.append(f["plink_lat_default_runoff"])
+        bw.append(f["plink_bw_default_runoff"])
+    assert abs(np.mean(lat) - 1.0) < 0.03
+    assert abs(np.mean(bw) - 1.12) < 0.04
+    assert runoff_figures({**_doc(truth, 0.1, 2, 6, 0), "runoff": None}, "mpi_ring", list(truth), {}, 2) == {}
