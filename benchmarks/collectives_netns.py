@@ -562,15 +562,14 @@ def run_runoff(c, doc: dict, tmp: Path, exe: Path | None, passes: int, within: f
     rr = doc.setdefault("runoff", {"passes": 0, "within": within, "contenders": cont, "sessions": []})
     if rr["within"] != within or rr["contenders"] != cont:
         raise RuntimeError("this file's runoff had other contenders: run it with the same --runoff-within")
-    session = {"passes": passes, "started": utc(), "cluster": cluster}
+    # this session's runs are saved as they come (session["runs"]) and join the orders' only when
+    # every pass is done: an interrupted runoff keeps what it measured without counting it
+    session = {"passes": passes, "started": utc(), "cluster": cluster, "complete": False, "runs": {}}
     rr["sessions"].append(session)
-    before = {n: {k: list(v) for k, v in o.get("runoff", {}).items()} for n, o in orders.items()}
     t0 = time.monotonic()
 
     def record(name: str, coll: str, runs: list[float]):
-        for n, o in orders.items():
-            if o["order"] == orders[name]["order"]:
-                o.setdefault("runoff", {})[coll] = before[n].get(coll, []) + list(runs)
+        session["runs"].setdefault(name, {})[coll] = list(runs)
 
     if gloo:
         t = time.monotonic()
@@ -592,21 +591,27 @@ def run_runoff(c, doc: dict, tmp: Path, exe: Path | None, passes: int, within: f
                     record(n, coll, got[n][coll])
                 save()
         log(f"runoff, Open MPI: {len(mpi)} orders x {passes} passes: {time.monotonic() - t:.0f} s")
+    for name, per in session.pop("runs").items():  # one name per distinct order: every name of it gets them
+        for o in {id(o): o for o in orders.values()}.values():  # (each entry once, even if two names hold it)
+            if o["order"] == orders[name]["order"]:
+                for coll, runs in per.items():
+                    o.setdefault("runoff", {})[coll] = o.get("runoff", {}).get(coll, []) + runs
     rr["passes"] += passes
+    session["complete"] = True
     session["elapsed_seconds"] = round(time.monotonic() - t0, 1)
     save()
 
 
 def runoff_only(case: str, doc: dict, data_path: Path, args) -> dict:
     """``--runoff-only``: the runoff of a saved case, in a new cluster of the saved shape (same host
-    names and addresses, same busy hosts), saved into the same file."""
+    names and busy hosts, checked), saved into the same file."""
     def save():
         atomic_write_text(data_path, json.dumps(doc, indent=1) + "\n")
 
     with netns_lock(), tempfile.TemporaryDirectory(prefix="plink-proof-") as tmp:
         tmp = Path(tmp)
-        has_mpi = any(COLLECTIVES[k][2] and any(k in o["measured"] for o in doc["orders"].values())
-                      for k in doc["collectives"])
+        has_mpi = not args.no_mpi and any(COLLECTIVES[k][2] and any(k in o["measured"] for o in doc["orders"].values())
+                                          for k in doc["collectives"])
         exe = compile_timer(tmp) if has_mpi else None
         with make_cluster(doc["cluster"], CASES[case]["busy"]) as c:
             if sorted(h.name for h in c.hosts) != sorted(doc["hosts"]) or c.busy_hosts() != doc["cluster"]["busy"]:
@@ -754,7 +759,7 @@ def runoff_figures(doc: dict, coll: str, distinct: list[str], plinks: dict[str, 
     ``{key}_runoff_s`` (median of the order's runoff runs) for ``key, name`` in ``plinks``; the
     chosen best's own held-out ratio; the fastest order in the runoff. Empty without a runoff."""
     rr = doc.get("runoff")
-    if not rr:
+    if not rr or not rr.get("passes"):
         return {}
     orders = doc["orders"]
     want = rr["passes"] * doc["repeats"]
@@ -1005,6 +1010,19 @@ def main(argv=None) -> int:
     data_dir = Path(args.data_dir)
     if not (args.analyse_only or args.runoff_only):
         data_dir.mkdir(parents=True, exist_ok=True)
+    saved = {}
+    if args.runoff_only:  # every file checked before the first (long) runoff starts
+        for case in args.cases:
+            path = data_dir / f"{case}.json"
+            doc = saved[case] = load_saved(ap, path)
+            if not isinstance(doc, dict) or doc.get("format") != "plink-proof" or not doc.get("orders") \
+                    or "latency" not in doc.get("probes", {}):
+                ap.error(f"{path}: not a finished case of this benchmark (no orders or probes)")
+            if doc.get("case", case) != case:
+                ap.error(f"{path}: holds case {doc.get('case')}, not {case}")
+            if (doc.get("runoff") or {}).get("within", args.runoff_within) != args.runoff_within:
+                ap.error(f"{path}: its runoff took --runoff-within {doc['runoff']['within']:g}; "
+                         "more passes must take the same")
     missed, all_figs = [], {}
     for case in args.cases:
         path = data_dir / f"{case}.json"
@@ -1013,15 +1031,11 @@ def main(argv=None) -> int:
         else:
             from plink.probes.netns import unavailable_reason
 
-            saved = load_saved(ap, path) if args.runoff_only else None
-            if saved and saved.get("runoff", {}).get("within", args.runoff_within) != args.runoff_within:
-                ap.error(f"{path}: its runoff took --runoff-within {saved['runoff']['within']:g}; "
-                         "more passes must take the same")
             reason = unavailable_reason(sshd=True)
             if reason:
                 print(f"cannot build the emulated cluster: {reason}", file=sys.stderr)
                 return 1
-            doc = runoff_only(case, saved, path, args) if saved else run_case(case, args, path)
+            doc = runoff_only(case, saved[case], path, args) if args.runoff_only else run_case(case, args, path)
         table, figs = analyse(doc)
         print(table + "\n", flush=True)
         all_figs[case] = figs
