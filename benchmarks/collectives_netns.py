@@ -399,6 +399,30 @@ def run_mpi(c, exe: Path, hostfile: Path, want: list[str], size: int, repeats: i
     return out
 
 
+def mpi_passes(c, exe: Path, files: dict, names: list[str], passes: int, size: int, repeats: int, mca: tuple,
+               record, save, colls_of=None) -> None:
+    """Open MPI over the orders ``names`` (launcher files ``files``), ``passes`` times, every other
+    pass in reverse (so load that comes and goes is spread over the orders): one ``run_mpi`` per
+    order and pass with the coll_tuned specs of ``colls_of(name)`` (default: every MPI
+    collective); ``record(name, collective, its runs so far)`` after each launch, then ``save()``."""
+    every = [k for k, v in COLLECTIVES.items() if v[2]]
+    got: dict[str, dict[str, list]] = {n: {} for n in names}
+    for p in range(passes):
+        for n in (names if p % 2 == 0 else names[::-1]):
+            colls = colls_of(n) if colls_of else every
+            res = run_mpi(c, exe, files[n]["openmpi"], files[n]["hosts"], size, repeats, mca=mca,
+                          specs=[COLLECTIVES[k][2] for k in colls])
+            for coll in colls:
+                got[n].setdefault(coll, []).extend(res[COLLECTIVES[coll][2]])
+                record(n, coll, got[n][coll])
+            save()
+
+
+def saver(doc: dict, path: Path):
+    """``save()``: ``doc`` written to ``path`` atomically, as the raw data file."""
+    return lambda: atomic_write_text(path, json.dumps(doc, indent=1) + "\n")
+
+
 # ---------------------------------------------------------------------------
 # the case
 
@@ -418,9 +442,7 @@ def run_case(case: str, args, data_path: Path) -> dict:
                  "models": list(args.models),
                  "started": utc()}
 
-    def save():
-        atomic_write_text(data_path, json.dumps(doc, indent=1) + "\n")
-
+    save = saver(doc, data_path)
     with netns_lock(), tempfile.TemporaryDirectory(prefix="plink-proof-") as tmp:
         tmp = Path(tmp)
         exe = compile_timer(tmp) if not args.no_mpi else None
@@ -503,16 +525,8 @@ def run_case(case: str, args, data_path: Path) -> dict:
             log(f"Gloo all-reduce, {len(todo)} orders: {time.monotonic() - t:.0f} s")
             if exe is not None:
                 t = time.monotonic()
-                mpi_runs: dict[str, dict[str, list]] = {n: {} for n in todo}
-                for p in range(args.mpi_passes):  # like Gloo: every other pass in reverse
-                    for n in (todo if p % 2 == 0 else todo[::-1]):
-                        res = run_mpi(c, exe, files[n]["openmpi"], files[n]["hosts"], args.mpi_size, args.repeats,
-                                      mca=tuple(args.mpi_mca))
-                        for coll, (_, _, sp) in COLLECTIVES.items():
-                            if sp:
-                                mpi_runs[n].setdefault(coll, []).extend(res[sp])
-                                record(n, coll, mpi_runs[n][coll])
-                        save()
+                mpi_passes(c, exe, files, todo, args.mpi_passes, args.mpi_size, args.repeats, tuple(args.mpi_mca),
+                           record, save)
                 log(f"Open MPI, {len(todo)} orders x {len(COLLECTIVES) - 1} algorithms x {args.mpi_passes} passes: "
                     f"{time.monotonic() - t:.0f} s")
             if args.runoff:
@@ -520,6 +534,18 @@ def run_case(case: str, args, data_path: Path) -> dict:
             doc["elapsed_seconds"] = round(time.monotonic() - t0, 1)
     save()
     return doc
+
+
+def run_algos(doc: dict, coll: str) -> dict[str, str]:
+    """The algorithm plink priced ``coll`` with in this run, per cost model: the one it uses now
+    (``algo_for``), or the run's own saved one when the run's orders do not carry that name."""
+    algos = {m: algo_for(coll, m) for m in ("default", "pairsum")}
+    meta = doc["collectives"][coll].get("algo") or algos
+    saved = meta if isinstance(meta, dict) else {"default": meta, "pairsum": meta}
+    for m in algos:
+        if not any(n.startswith(f"plink-{algos[m]}-") for n in doc["orders"]):
+            algos[m] = saved[m]
+    return algos
 
 
 def contenders(doc: dict, coll: str, within: float) -> list[str]:
@@ -531,7 +557,8 @@ def contenders(doc: dict, coll: str, within: float) -> list[str]:
     if not names:
         return []
     best = min(orders[n]["measured"][coll] for n in names)
-    plinks = {order_name(algo_for(coll, m), tag, m) for m in doc.get("models", ["default"]) for tag in ("lat", "bw")}
+    algos = run_algos(doc, coll)
+    plinks = {order_name(algos[m], tag, m) for m in doc.get("models", ["default"]) for tag in ("lat", "bw")}
     seen, out = set(), []
     for n in sorted(names, key=lambda n: orders[n]["measured"][coll]):
         key = tuple(orders[n]["order"])
@@ -579,17 +606,9 @@ def run_runoff(c, doc: dict, tmp: Path, exe: Path | None, passes: int, within: f
         log(f"runoff, Gloo: {len(gloo)} orders x {passes} passes: {time.monotonic() - t:.0f} s")
     if mpi:
         t = time.monotonic()
-        got: dict[str, dict[str, list]] = {n: {} for n in mpi}
-        for p in range(passes):
-            for n in (mpi if p % 2 == 0 else mpi[::-1]):
-                mine = [k for k in colls if COLLECTIVES[k][2] and n in cont[k]]  # only where it contends
-                res = run_mpi(c, exe, files[n]["openmpi"], files[n]["hosts"], doc["mpi_size_bytes"], doc["repeats"],
-                              mca=tuple(tuple(kv) for kv in (doc.get("mpi_mca") or [])),
-                              specs=[COLLECTIVES[k][2] for k in mine])
-                for coll in mine:
-                    got[n].setdefault(coll, []).extend(res[COLLECTIVES[coll][2]])
-                    record(n, coll, got[n][coll])
-                save()
+        mpi_passes(c, exe, files, mpi, passes, doc["mpi_size_bytes"], doc["repeats"],
+                   tuple(tuple(kv) for kv in (doc.get("mpi_mca") or [])), record, save,
+                   colls_of=lambda n: [k for k in colls if COLLECTIVES[k][2] and n in cont[k]])  # where it contends
         log(f"runoff, Open MPI: {len(mpi)} orders x {passes} passes: {time.monotonic() - t:.0f} s")
     for name, per in session.pop("runs").items():  # one name per distinct order: every name of it gets them
         for o in {id(o): o for o in orders.values()}.values():  # (each entry once, even if two names hold it)
@@ -605,9 +624,7 @@ def run_runoff(c, doc: dict, tmp: Path, exe: Path | None, passes: int, within: f
 def runoff_only(case: str, doc: dict, data_path: Path, args) -> dict:
     """``--runoff-only``: the runoff of a saved case, in a new cluster of the saved shape (same host
     names and busy hosts, checked), saved into the same file."""
-    def save():
-        atomic_write_text(data_path, json.dumps(doc, indent=1) + "\n")
-
+    save = saver(doc, data_path)
     with netns_lock(), tempfile.TemporaryDirectory(prefix="plink-proof-") as tmp:
         tmp = Path(tmp)
         has_mpi = not args.no_mpi and any(COLLECTIVES[k][2] and any(k in o["measured"] for o in doc["orders"].values())
@@ -645,12 +662,7 @@ def analyse(doc: dict) -> tuple[str, dict]:
         names = [n for n in orders if coll in orders[n]["measured"]]
         if len(names) < 3:
             continue
-        # the algorithms plink prices this collective with now (the run's own when its orders have those names)
-        algos = {m: algo_for(coll, m) for m in ("default", "pairsum")}
-        saved = meta["algo"] if isinstance(meta["algo"], dict) else {"default": meta["algo"], "pairsum": meta["algo"]}
-        for m in algos:
-            if not any(n.startswith(f"plink-{algos[m]}-") for n in orders):
-                algos[m] = saved[m]
+        algos = run_algos(doc, coll)
         size = doc["size_bytes"] if coll.startswith("gloo") else doc["mpi_size_bytes"]
         meas = np.array([orders[n]["measured"][coll] for n in names])
         best = float(meas.min())
