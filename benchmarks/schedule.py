@@ -30,10 +30,8 @@ from __future__ import annotations
 import argparse
 import math
 import os
-import socket
 import statistics
 import sys
-import tempfile
 import time
 
 import numpy as np
@@ -99,13 +97,7 @@ def print_predicted(rows, size):
 # measured, local processes
 
 
-def _free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def _worker(rank, world, port, nbytes_list, labels, iters, outdir):
+def _worker(rank, world, nbytes_list, labels, iters):
     import torch
     import torch.distributed as dist
 
@@ -114,7 +106,6 @@ def _worker(rank, world, port, nbytes_list, labels, iters, outdir):
     from plink.data.probefile import from_matrix
 
     torch.set_num_threads(1)
-    dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=world)
     lines = []
     # p2p latency and bandwidth between ranks 0 and 1 (for the uniform time model)
     small, big = torch.zeros(1), torch.zeros(4 * 1024 * 1024 // 4)
@@ -170,23 +161,20 @@ def _worker(rank, world, port, nbytes_list, labels, iters, outdir):
         if rank == 0:
             lines.append(f"{nbytes} {statistics.median(t_exec)} {statistics.median(t_exec1)} "
                          f"{statistics.median(t_gloo)} {int(ok)} {lat} {bw}")
-    if rank == 0:
-        with open(os.path.join(outdir, "result"), "w") as fh:
-            fh.write("\n".join(lines))
-    dist.destroy_process_group()
+    return lines
 
 
 def measured(world, labels, sizes, iters):
-    import torch.multiprocessing as mp
+    from plink.distributed.local import run_ranks
 
     from plink.data.probefile import from_matrix
     from plink.schedule.timemodel import predict_time, plan_traffic, ring_traffic
     from plink.solvers.costmodels import PairCost
 
-    with tempfile.TemporaryDirectory() as d:
-        mp.start_processes(_worker, args=(world, _free_port(), sizes, labels, iters, d), nprocs=world,
-                           join=True, start_method="fork")
-        rows = [line.split() for line in open(os.path.join(d, "result")).read().splitlines()]
+    res = run_ranks(world, _worker, world, sizes, labels, iters, timeout=3600)
+    if res.get(0, ("missing",))[0] != "ok":
+        raise SystemExit(f"the measured run failed: {res}")
+    rows = [line.split() for line in res[0][1]]
     out = []
     for nbytes, te, te1, tg, ok, lat, bw in rows:
         nbytes, te, te1, tg, lat, bw = int(nbytes), float(te), float(te1), float(tg), float(lat), float(bw)

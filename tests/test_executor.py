@@ -1,7 +1,6 @@
 """The schedule executor equals torch.distributed.all_reduce (Gloo, local processes)."""
 
 import os
-import socket
 import sys
 
 import numpy as np
@@ -11,18 +10,13 @@ from hypothesis import strategies as st
 
 torch = pytest.importorskip("torch")
 import torch.distributed as dist  # noqa: E402
-import torch.multiprocessing as mp  # noqa: E402
+
+from plink.distributed.local import run_ranks  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 WORLD = 4
 SHAPES = [[0, 0, 1, 1], [0, 0, 0, 1], [0, 1, 2, 3], [0, 0, 0, 0]]
-
-
-def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def make_schedule(labels, size, chunk):
@@ -37,53 +31,46 @@ def make_schedule(labels, size, chunk):
     return Schedule.from_plan(plan_schedule(probe, np.array(labels), size=size, chunk=chunk))
 
 
-def worker(rank, port, outdir):
-    sys.path.insert(0, ROOT)
+def worker(rank):
     from plink.errors import PlinkError
     from plink.schedule.executor import all_reduce
 
-    dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=WORLD)
+    results = []
+    for t, labels in enumerate(SHAPES):
+        gen = torch.Generator().manual_seed(1000 * t + rank)
+        rows = 250 if t % 2 == 0 else 256  # 3000 B: a short last chunk; 3072 B: equal chunks (aliased rows)
+        x = torch.randint(-1000, 1000, (rows, 3), generator=gen).to(torch.float32)
+        ref = x.clone()
+        dist.all_reduce(ref)
+        sched = make_schedule(labels, x.numel() * 4, 256)  # 12 chunks
+        slow = x.clone()
+        all_reduce(slow, sched, fast=False, waves=1)  # every action one by one: the reference
+        one = x.clone()
+        all_reduce(one, sched, waves=1)  # fast paths, no pipelining
+        stats = {}
+        out = all_reduce(x, sched, stats=stats)
+        assert out is x
+        results.append(bool(torch.equal(x, ref)) and bool(torch.equal(slow, ref)) and bool(torch.equal(one, ref)))
+        results.append(all(row["src"] == f"r{rank}" and row["bytes"] > 0 for row in stats["links"]))
+    # int64 and a second call (cached program)
+    y = torch.arange(10, dtype=torch.int64) * (rank + 1)
+    all_reduce(y, make_schedule(SHAPES[0], 80, 16))
+    all_reduce(y, make_schedule(SHAPES[0], 80, 16))
+    results.append(bool(torch.equal(y, torch.arange(10) * 40)))
+    # a tensor that does not fit the schedule is a clear error
     try:
-        results = []
-        for t, labels in enumerate(SHAPES):
-            gen = torch.Generator().manual_seed(1000 * t + rank)
-            rows = 250 if t % 2 == 0 else 256  # 3000 B: a short last chunk; 3072 B: equal chunks (aliased rows)
-            x = torch.randint(-1000, 1000, (rows, 3), generator=gen).to(torch.float32)
-            ref = x.clone()
-            dist.all_reduce(ref)
-            sched = make_schedule(labels, x.numel() * 4, 256)  # 12 chunks
-            slow = x.clone()
-            all_reduce(slow, sched, fast=False, waves=1)  # every action one by one: the reference
-            one = x.clone()
-            all_reduce(one, sched, waves=1)  # fast paths, no pipelining
-            stats = {}
-            out = all_reduce(x, sched, stats=stats)
-            assert out is x
-            results.append(bool(torch.equal(x, ref)) and bool(torch.equal(slow, ref)) and bool(torch.equal(one, ref)))
-            results.append(all(row["src"] == f"r{rank}" and row["bytes"] > 0 for row in stats["links"]))
-        # int64 and a second call (cached program)
-        y = torch.arange(10, dtype=torch.int64) * (rank + 1)
-        all_reduce(y, make_schedule(SHAPES[0], 80, 16))
-        all_reduce(y, make_schedule(SHAPES[0], 80, 16))
-        results.append(bool(torch.equal(y, torch.arange(10) * 40)))
-        # a tensor that does not fit the schedule is a clear error
-        try:
-            all_reduce(torch.zeros(3), make_schedule(SHAPES[0], 16, 4))
-            results.append(False)
-        except PlinkError as exc:
-            results.append("bytes" in str(exc))
-        with open(os.path.join(outdir, f"rank{rank}"), "w") as fh:
-            fh.write(" ".join(str(int(r)) for r in results))
-    finally:
-        dist.destroy_process_group()
+        all_reduce(torch.zeros(3), make_schedule(SHAPES[0], 16, 4))
+        results.append(False)
+    except PlinkError as exc:
+        results.append("bytes" in str(exc))
+    return [int(r) for r in results]
 
 
-def test_executor_equals_gloo_all_reduce(tmp_path):
-    # fork, not spawn: children inherit the imported torch (seconds saved per process on a busy machine)
-    mp.start_processes(worker, args=(free_port(), str(tmp_path)), nprocs=WORLD, join=True, start_method="fork")
+def test_executor_equals_gloo_all_reduce():
+    res = run_ranks(WORLD, worker, timeout=300)  # forked: the children inherit the imported torch
+    assert sorted(res) == list(range(WORLD)) and all(s == "ok" for s, _ in res.values()), res
     for r in range(WORLD):
-        flags = (tmp_path / f"rank{r}").read_text().split()
-        assert flags == ["1"] * (2 * len(SHAPES) + 2), (r, flags)
+        assert res[r][1] == [1] * (2 * len(SHAPES) + 2), (r, res[r][1])
 
 
 @settings(max_examples=25, deadline=None, derandomize=True)

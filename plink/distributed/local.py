@@ -22,14 +22,21 @@ import time
 import traceback
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+def store_socket() -> socket.socket:
+    """A listening socket on a free port of 127.0.0.1, for rank 0's store.
+
+    Held open from before the fork until every rank is done, so nothing else can take the port
+    between choosing it and rank 0 listening on it (a closed "free port" can be, and was: EADDRINUSE).
+    """
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    s.listen(128)
+    return s
 
 
-def _child(fn, rank, world, port, env, q, args, barrier):
+def _child(fn, rank, world, listener, env, q, args, barrier):
     try:
+        port = listener.getsockname()[1]
         os.environ.update({"RANK": str(rank), "WORLD_SIZE": str(world), "LOCAL_RANK": str(rank),
                            "LOCAL_WORLD_SIZE": str(world), "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(port)})
         os.environ.update(env)
@@ -37,8 +44,13 @@ def _child(fn, rank, world, port, env, q, args, barrier):
 
         import torch.distributed as dist
 
-        dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=world,
-                                timeout=timedelta(seconds=60))
+        timeout = timedelta(seconds=60)
+        if rank == 0:  # the store listens on the socket the parent opened
+            store = dist.TCPStore("127.0.0.1", port, world, True, timeout, master_listen_fd=listener.fileno())
+        else:
+            listener.close()
+            store = dist.TCPStore("127.0.0.1", port, world, False, timeout)
+        dist.init_process_group("gloo", store=store, rank=rank, world_size=world, timeout=timeout)
         out = fn(rank, *args)
         q.put((rank, "ok", out))
         # keep the store (rank 0) up until the others are done with it
@@ -67,11 +79,18 @@ def run_ranks(world: int, fn, *args, timeout: float = 60.0, env: dict | None = N
 
     ctx = mp.get_context("fork")
     q = ctx.Queue()
-    port = free_port()
-    procs = [ctx.Process(target=_child, args=(fn, r, world, port, env or {}, q, args, barrier), daemon=True)
+    listener = store_socket()
+    procs = [ctx.Process(target=_child, args=(fn, r, world, listener, env or {}, q, args, barrier), daemon=True)
              for r in range(world)]
-    for p in procs:
-        p.start()
+    try:
+        for p in procs:
+            p.start()
+        return _collect(procs, q, expect, timeout)
+    finally:
+        listener.close()
+
+
+def _collect(procs, q, expect, timeout) -> dict[int, tuple[str, object]]:
     results: dict[int, tuple[str, object]] = {}
     end = time.monotonic() + timeout
     while not expect <= set(results) and time.monotonic() < end:
