@@ -865,17 +865,38 @@ def op_tcp_result(req):
 # iperf3
 
 
-def listening_tcp(port):
+def _socket_inodes(pid):
+    """Inodes of the sockets process ``pid`` holds open."""
+    out = set()
+    base = "/proc/%d/fd" % pid
+    try:
+        names = os.listdir(base)
+    except OSError:
+        return out
+    for fd in names:
+        try:
+            link = os.readlink(os.path.join(base, fd))
+        except OSError:
+            continue
+        if link.startswith("socket:["):
+            out.add(link[8:-1])
+    return out
+
+
+def listening_tcp(port, pid=None):
+    """Whether a TCP socket listens on ``port`` (held by process ``pid``, when given: another
+    program listening on a port iperf3 failed to bind must not count as iperf3's)."""
     want = "%04X" % port
+    mine = _socket_inodes(pid) if pid is not None else None
     for name in ("/proc/net/tcp", "/proc/net/tcp6"):
         try:
             with open(name) as fh:
                 next(fh)
                 for line in fh:
                     f = line.split()
-                    if f[1].rsplit(":", 1)[1] == want and f[3] == "0A":
+                    if f[1].rsplit(":", 1)[1] == want and f[3] == "0A" and (mine is None or f[9] in mine):
                         return True
-        except (OSError, StopIteration):
+        except (OSError, StopIteration, IndexError):
             pass
     return False
 
@@ -895,21 +916,25 @@ def op_iperf3_server(req):
     exe = which("iperf3")
     if not exe:
         raise RuntimeError("iperf3 is not installed on this host")
-    op_iperf3_stop({})
-    port = free_port()
-    argv = [exe, "-s", "-1", "-B", _state["addr"], "-p", str(port)]
-    proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL)
-    _state["children"].append(proc)
-    _state["iperf3"] = proc
-    end = now() + 5.0
-    while now() < end:
-        if listening_tcp(port):
-            return {"port": port}
-        if proc.poll() is not None:
+    err = ""
+    for _attempt in range(3):  # a port free a moment ago can be taken before iperf3 binds it
+        op_iperf3_stop({})
+        port = free_port()
+        argv = [exe, "-s", "-1", "-B", _state["addr"], "-p", str(port)]
+        proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL)
+        _state["children"].append(proc)
+        _state["iperf3"] = proc
+        end = now() + 5.0
+        while now() < end:
+            if listening_tcp(port, proc.pid):
+                return {"port": port}
+            if proc.poll() is not None:
+                break
+            time.sleep(0.01)
+        err = proc.stderr.read().decode("utf-8", "replace") if proc.poll() is not None else ""
+        op_iperf3_stop({})
+        if "in use" not in err:
             break
-        time.sleep(0.01)
-    err = proc.stderr.read().decode("utf-8", "replace") if proc.poll() is not None else ""
-    op_iperf3_stop({})
     raise RuntimeError("iperf3 server did not start: %s" % err.strip()[:200])
 
 

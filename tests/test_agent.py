@@ -127,6 +127,27 @@ def test_iperf3_pair(pair):
     b.call("iperf3_stop")
 
 
+@pytest.mark.skipif(shutil.which("iperf3") is None, reason="iperf3 not installed")
+def test_iperf3_server_takes_another_port_when_its_free_port_was_taken(monkeypatch):
+    """The agent picks a free port, then starts iperf3 on it: something else may bind it between."""
+    taken = socket.socket()
+    taken.bind(("127.0.0.1", 0))
+    taken.listen()
+    picks = [taken.getsockname()[1]]
+    real = agent_mod.free_port
+    monkeypatch.setattr(agent_mod, "free_port", lambda: picks.pop() if picks else real())
+    monkeypatch.setitem(agent_mod._state, "addr", "127.0.0.1")
+    monkeypatch.setitem(agent_mod._state, "children", [])
+    try:
+        port = agent_mod.op_iperf3_server({})["port"]
+        assert port != taken.getsockname()[1] and agent_mod.listening_tcp(port, agent_mod._state["iperf3"].pid)
+        assert not agent_mod.listening_tcp(taken.getsockname()[1], agent_mod._state["iperf3"].pid)
+    finally:
+        agent_mod.op_iperf3_stop({})
+        taken.close()
+    assert agent_mod._state["children"] == []  # the failed iperf3 and the served one are both gone
+
+
 @pytest.mark.skipif(shutil.which("fping") is None, reason="fping not installed")
 def test_fping_op(pair):
     a, _, _ = pair
