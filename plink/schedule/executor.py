@@ -39,12 +39,16 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from plink.errors import PlinkError
 
-_CACHE: dict[tuple[int, int, bool, int], "Program"] = {}  #: (id(dag), rank, fast, waves) -> program
+if TYPE_CHECKING:
+    import torch
+
+_CACHE: dict[tuple[int, int, bool, int], "_Compiled"] = {}  #: (id(dag), rank, fast, waves) -> compiled program
 WRITES = ("fetch", "recv")
 
 
@@ -226,8 +230,7 @@ def all_reduce(tensor, schedule, group=None, stats: dict | None = None, fast: bo
     if waves < 1:
         raise PlinkError(f"waves must be >= 1, got {waves}")
     bounds = _element_bounds(np.asarray(dag.chunks), size, tensor)
-    prog = _program(dag, rank, fast, min(waves, len(bounds)))
-    call = _Call(dag, prog, group, tensor, bounds)
+    call = _Call(dag, _program(dag, rank, fast, min(waves, len(bounds))), group, tensor, bounds)
     call.post_receives()
     call.pipeline(timed=stats is not None)
     call.finish()
@@ -240,39 +243,50 @@ def all_reduce(tensor, schedule, group=None, stats: dict | None = None, fast: bo
     return tensor
 
 
-def _program(dag, rank: int, fast: bool, waves: int) -> Program:
+@dataclass
+class _Compiled:
+    """A rank's program for one schedule, ready to run: its rounds split into waves, the index
+    tensors of its gathered sends and eager receives, and the buffers its calls reuse."""
+
+    dag: object  #: the schedule's DAG (the cache key holds its id; this keeps the id from being reused)
+    program: Program
+    waves: list[list[Round]]
+    idx: dict = field(default_factory=dict)  #: ("s" | "r", wave, round, peer) -> chunk indices
+    bufs: dict = field(default_factory=dict)  #: merge and receive buffers, reused by the next call
+
+
+def _program(dag, rank: int, fast: bool, waves: int) -> _Compiled:
     """The compiled program of ``rank`` split into ``waves``, with its index tensors (cached per schedule)."""
     import torch
 
     key = (id(dag), rank, fast, waves)
-    prog = _CACHE.get(key)
-    if prog is None or getattr(prog, "_dag", None) is not dag:
+    comp = _CACHE.get(key)
+    if comp is None or comp.dag is not dag:
         prog = compile_program(dag, rank, fast=fast)
-        prog._dag = dag  # type: ignore[attr-defined]
-        prog._waves = _split_waves(prog, dag, waves)  # type: ignore[attr-defined]
-        prog._idx = {}  # type: ignore[attr-defined]
-        for w, rounds in enumerate(prog._waves):  # type: ignore[attr-defined]
+        comp = _Compiled(dag, prog, _split_waves(prog, dag, waves))
+        for w, rounds in enumerate(comp.waves):
             for d, r in enumerate(rounds, start=1):
                 for p in r.fast_send:
-                    prog._idx[("s", w, d, p)] = torch.tensor([c for c, _ in r.sends[p]], dtype=torch.long)  # type: ignore
+                    comp.idx[("s", w, d, p)] = torch.tensor([c for c, _ in r.sends[p]], dtype=torch.long)
                 for p in r.eager:
-                    prog._idx[("r", w, d, p)] = torch.tensor(r.recvs[p], dtype=torch.long)  # type: ignore
+                    comp.idx[("r", w, d, p)] = torch.tensor(r.recvs[p], dtype=torch.long)
         if len(_CACHE) >= 16:  # a few schedules at a time; forget the oldest
             _CACHE.pop(next(iter(_CACHE)))
-        _CACHE[key] = prog
-    return prog
+        _CACHE[key] = comp
+    return comp
 
 
 class _Call:
     """One rank's part of one :func:`all_reduce` call: its buffers, the messages in flight and link stats."""
 
-    def __init__(self, dag, prog: Program, group, tensor, bounds: list[slice]):
+    def __init__(self, dag, comp: _Compiled, group, tensor, bounds: list[slice]):
         """Set up the ``(C, E)`` merge buffer (see :func:`all_reduce`), holding the chunks whose fetch comes first."""
         import torch
 
+        prog = comp.program
         self.dag, self.prog, self.group, self.bounds = dag, prog, group, bounds
-        self.idx = prog._idx  # type: ignore[attr-defined]
-        self.wave_rounds: list[list[Round]] = prog._waves  # type: ignore[attr-defined]
+        self.idx = comp.idx
+        self.wave_rounds: list[list[Round]] = comp.waves
         self.nrounds = len(prog.rounds)
         flat = self.flat = tensor.view(-1)
         nch = len(bounds)
@@ -280,7 +294,7 @@ class _Call:
         self.regular = all(b.start == c * width for c, b in enumerate(bounds))
         # merge and receive buffers are kept with the compiled program and reused by the next call
         # (fresh large tensors cost page faults on every call)
-        bufs = self.bufs = prog.__dict__.setdefault("_bufs", {})
+        bufs = self.bufs = comp.bufs
         if bufs.get("dtype") != flat.dtype:
             bufs.clear()
             bufs["dtype"] = flat.dtype
@@ -329,7 +343,7 @@ class _Call:
             t = self.bufs[name] = torch.empty(n, self.width, dtype=self.flat.dtype)
         return t
 
-    def run(self, actions: list[int]) -> dict[int, "torch.Tensor"]:
+    def run(self, actions: list[int]) -> dict[int, torch.Tensor]:
         """Run generic actions in order; returns the snapshots of the send actions among them."""
         dag, buf, bounds, pending = self.dag, self.buf, self.bounds, self.pending
         snaps: dict[int, torch.Tensor] = {}
