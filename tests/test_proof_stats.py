@@ -204,3 +204,24 @@ def test_an_interrupted_runoff_keeps_its_runs_apart(monkeypatch):
     assert "runs" not in doc["runoff"]["sessions"][1]
     assert doc["orders"]["a"]["runoff"]["mpi_ring"] == [1.0] * 6 == doc["orders"]["a=copy"]["runoff"]["mpi_ring"]
     assert "runoff" not in doc["orders"]["far"]
+
+
+def test_tie_ceiling_is_the_best_spearman_tied_classes_allow():
+    from scipy.stats import spearmanr
+
+    from benchmarks.collectives_netns import tie_ceiling
+    from plink.solvers.resolution import ranks
+
+    rng = np.random.default_rng(3)
+    # classes of 8, 2 and 9 orders about 4x apart, each within 0.5% (the README's Gloo ring classes)
+    pred = np.concatenate([0.75 * (1 + 0.005 * rng.random(8)), 2.25 * (1 + 0.005 * rng.random(2)),
+                           3.0 * (1 + 0.005 * rng.random(9))])
+    top = tie_ceiling(pred, 0.02)
+    assert round(top, 3) == 0.906
+    for _ in range(200):  # no measurement scores above it; one with every class in its block reaches it
+        meas = rng.permutation(len(pred)).astype(float)
+        assert spearmanr(ranks(pred, 0.02), meas)[0] <= top + 1e-12
+    blocks = np.concatenate([rng.permutation(8), 8 + rng.permutation(2), 10 + rng.permutation(9)]).astype(float)
+    assert spearmanr(ranks(pred, 0.02), blocks)[0] == pytest.approx(top)
+    assert tie_ceiling(np.array([1.0, 2.0, 3.0, 4.0]), 0.02) == pytest.approx(1.0)
+    assert round(tie_ceiling(pred[2:], 0.02), 3) == 0.899  # 6, 2 and 9: case C's rings without put
