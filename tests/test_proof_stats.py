@@ -225,3 +225,17 @@ def test_tie_ceiling_is_the_best_spearman_tied_classes_allow():
     assert spearmanr(ranks(pred, 0.02), blocks)[0] == pytest.approx(top)
     assert tie_ceiling(np.array([1.0, 2.0, 3.0, 4.0]), 0.02) == pytest.approx(1.0)
     assert round(tie_ceiling(pred[2:], 0.02), 3) == 0.899  # 6, 2 and 9: case C's rings without put
+
+
+def test_pass_ratios_pair_the_orders_pass_by_pass_with_the_runoff():
+    from benchmarks.collectives_netns import pass_ratios
+
+    doc = {"repeats": 2, "runoff": {"passes": 1}, "orders": {
+        "a": {"runs": {"c": [2.0, 2.2, 3.0, 3.0]}, "runoff": {"c": [1.1, 1.1]}},
+        "b": {"runs": {"c": [1.0, 1.2, 2.0, 4.0]}, "runoff": {"c": [1.0, 1.2]}},
+        "short": {"runs": {"c": [1.0, 1.0, 1.0]}},
+    }}
+    assert pass_ratios(doc, "c", "a", "b", 2) == pytest.approx([2.1 / 1.1, 1.0, 1.0])
+    doc["orders"]["b"].pop("runoff")  # b not in the runoff: the first passes only
+    assert pass_ratios(doc, "c", "a", "b", 2) == pytest.approx([2.1 / 1.1, 1.0])
+    assert pass_ratios(doc, "c", "a", "short", 2) == []  # runs that do not split into the passes
