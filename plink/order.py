@@ -121,7 +121,19 @@ class OrderResult:
         d["speedup_ranges"] = {k: list(self.speedup_range(k)) for k in self.ranges if k != "plink"}
         d["resolution"] = self.resolution
         d["speedup_resolved"] = {k: self.resolved(k) for k in self.ranges if k != "plink"}
-        return d
+        return _finite(d)
+
+
+def _finite(x):
+    """``x`` with every infinite or NaN float made None (JSON has neither; an order priced 0, e.g. with
+    ``--size 0`` and no latency on its pairs, has an infinite speedup)."""
+    if isinstance(x, float):
+        return x if np.isfinite(x) else None
+    if isinstance(x, dict):
+        return {k: _finite(v) for k, v in x.items()}
+    if isinstance(x, (list, tuple)):
+        return [_finite(v) for v in x]
+    return x
 
 
 def _ratio(a: float, b: float) -> float:
@@ -186,7 +198,7 @@ def _build(cost_model: str, algo: str, probe: ProbeData, groups, fill: str, size
         pc, _ = pair_cost(probe, use_bandwidth, groups.labels, fill)
         return CostModel(algo, pc, size, base), ("latency+bandwidth" if np.any(pc.inv_bw) else "latency"), []
     net = network(probe, groups, fill=fill, use_bandwidth=use_bandwidth, nic_gbps=nic_gbps)
-    kind = "latency+bandwidth" if (use_bandwidth and probe.bandwidth is not None) else "latency"
+    kind = "latency" if "nic" in net.assumed else "latency+bandwidth"
     return SharedCostModel(algo, net, size, base), kind, list(net.notes)
 
 

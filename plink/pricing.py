@@ -40,6 +40,7 @@ Complexity: O(N^2) plus the hierarchy inference.
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -202,7 +203,8 @@ def network(probe: ProbeData, groups: Groups, *, fill: str = "high", use_bandwid
     bw = probe.bandwidth if use_bandwidth else None
     nic = None
     if bw is not None:
-        with np.errstate(all="ignore"):
+        with np.errstate(all="ignore"), warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)  # a host with no measured bandwidth: NaN, filled below
             best = np.nanmax(np.where(np.eye(n, dtype=bool), np.nan, bw), axis=1) if n > 1 else np.full(n, np.nan)
         if np.isfinite(best).any():
             best = np.where(np.isfinite(best), best, np.nanmedian(best))
@@ -222,7 +224,7 @@ def network(probe: ProbeData, groups: Groups, *, fill: str = "high", use_bandwid
     down = up.copy()
     measured = np.zeros(k, dtype=bool)
     other = []  # measured uplinks whose host set is not one group: an outer level
-    for u in (getattr(probe, "uplinks", None) or []) if uplink_labels(probe) is not None else []:
+    for u in getattr(probe, "uplinks", None) or []:
         hosts = sorted(int(h) for h in u.hosts)
         match = [g for g in range(k) if sorted(np.flatnonzero(lab == g).tolist()) == hosts]
         if match:
@@ -230,6 +232,16 @@ def network(probe: ProbeData, groups: Groups, *, fill: str = "high", use_bandwid
             measured[match[0]] = True
         else:
             other.append(u)
+    seen: set[int] = set()
+    overlapping = []
+    for u in other:  # an outer level is one link per host set: sets that share hosts cannot all be one
+        hs = {int(h) for h in u.hosts}
+        (overlapping if hs & seen else []).append(u)
+        seen |= hs
+    if overlapping:
+        other = [u for u in other if u not in overlapping]
+        notes.append(f"{len(overlapping)} measured uplink(s) share hosts with another measured uplink that is not "
+                     "one group: not priced (price them with --groups that make each one a group)")
     outer = ()
     if other:
         olab = np.full(n, -1, dtype=np.int64)

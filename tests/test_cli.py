@@ -105,7 +105,7 @@ def test_help_shows_examples():
         (["order", "{dc}", "-o", "{tmp}/no/x.txt"], 2, "no/x.txt: directory "),
         # both would write to stdout: one of them would be lost
         (["order", "{dc}", "--json", "-o", "-"], 2, "--json prints the report (its 'hosts' are the order) on stdout, "
-                                                    "so -o - cannot write there too"),
+                                                    "so -o cannot write there too"),
         (["simulate", "--json"], 2, "--json prints a summary on stdout, so the probe file needs -o"),
         (["simulate", "--json", "-o", "-"], 2, "the probe file needs -o"),
     ],

@@ -236,3 +236,25 @@ def test_missing_directory_is_one_check_for_every_output(tmp_path):
     with pytest.raises(PlinkError, match=f"cannot write {link}: directory {tmp_path / 'gone'} does not exist"):
         write_text(link, "x")
     assert link.is_symlink() and not (tmp_path / "gone").exists()
+
+
+def test_dev_stdout_is_written_through_stdout_not_resolved(tmp_path):
+    """-o /dev/stdout: into a pipe (not resolved to /proc/PID/fd/pipe:[...]), appended to a file the
+    shell opened with >> (the file is not replaced, what was there stays), refused with --json."""
+    probe = str(ROOT / "examples" / "dc64.json")
+    order = ["order", probe, "--algo", "ring", "--time-limit", "0.2", "--jobs", "1"]
+    r = plink(*order, "-o", "/dev/stdout")  # stdout is a pipe here
+    assert r.returncode == 0, r.stderr
+    assert len(r.stdout.split()) == 64
+    kept = tmp_path / "log.txt"
+    kept.write_text("keep\n")
+    with open(kept, "a") as out:
+        r = subprocess.run([sys.executable, "-m", "plink", *order, "-o", "/dev/stdout"], stdout=out,
+                           stderr=subprocess.PIPE, text=True, timeout=120, cwd=ROOT)
+    assert r.returncode == 0, r.stderr
+    lines = kept.read_text().split()
+    assert lines[0] == "keep" and len(lines) == 65
+    with open(kept, "a") as out:  # the same file by its own name is stdout too
+        r = subprocess.run([sys.executable, "-m", "plink", *order, "--json", "-o", str(kept)], stdout=out,
+                           stderr=subprocess.PIPE, text=True, timeout=120, cwd=ROOT)
+    assert r.returncode == 2 and "cannot write there too" in r.stderr and len(kept.read_text().split()) == 65

@@ -293,6 +293,37 @@ def test_an_implausible_median_rtt_is_warned_about_as_a_unit_mixup(tmp_path):
         f"{path}: the median RTT is 0.12 us with --unit us: no network is that fast; check --unit (ms, us or s?)"]
 
 
+def test_an_implausible_median_bandwidth_is_warned_about_as_a_unit_mixup(tmp_path):
+    bw = np.array([[0, 10000, 25000], [10000, 0, 10000], [25000, 10000, 0]], dtype=float)  # Mbit/s
+    path = tmp_path / "bw.csv"
+    np.savetxt(path, bw, delimiter=",")
+    as_gbit = load_input(path, kind="bandwidth")  # read as the default Gbit/s: 10 Tbit/s
+    assert [w for w in as_gbit.warnings if "check the unit" in w] == [
+        f"{path}: the median bandwidth is 1e+04 Gbit/s with --unit Gbit/s: no NIC is that fast; "
+        "check the unit (Mbit/s read as Gbit/s?)"]
+    assert not any("check the unit" in w for w in load_input(path, kind="bandwidth", unit="Mbit/s").warnings)
+    lat = tmp_path / "lat.csv"
+    np.savetxt(lat, np.array([[0, 50, 60], [50, 0, 70], [60, 70, 0]], dtype=float), delimiter=",")
+    beside = load_input(lat, bandwidth=str(path))  # --bandwidth-matrix: its own flag is named
+    assert any("with --bandwidth-unit Gbit/s: no NIC is that fast" in w for w in beside.warnings)
+    np.savetxt(path, bw / 1e6, delimiter=",")  # Gbit/s read as Mbit/s: 10 kbit/s
+    slow = load_input(path, kind="bandwidth", unit="Mbit/s")
+    assert any("10 kbit/s with --unit Mbit/s: check the unit" in w for w in slow.warnings)
+
+
+def test_zero_latency_in_a_probe_file_is_an_unmeasured_pair(tmp_path):
+    doc = {"format": "plink-probe", "version": 1, "hosts": ["a", "b", "c"],
+           "latency_us": [[0, 0, 20], [0, 0, 30], [20, 30, 0]]}
+    from plink.data.probefile import FORMAT
+
+    doc["format"] = FORMAT
+    path = tmp_path / "p.json"
+    path.write_text(json.dumps(doc))
+    loaded = load_input(path)
+    assert math.isnan(loaded.probe.latency[0, 1]) and loaded.probe.latency[0, 2] == 20
+    assert any("read 1 pair(s) of 0 in latency_us as not measured" in n for n in loaded.notes)
+
+
 def test_asymmetric_bandwidth_keeps_the_better_direction_for_structure(tmp_path):
     bw = np.array([[0, 8000, 1000], [2000, 0, 4000], [1000, 4000, 0]], dtype=float)  # Mbit/s
     path = tmp_path / "bw.csv"

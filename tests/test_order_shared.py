@@ -312,3 +312,36 @@ def test_ctrl_c_in_the_exhaustive_search_keeps_the_best_start_only_when_asked(mo
     assert res.cost == pytest.approx(model(res.perm)) and res.cost <= model(np.arange(pd.n))
     with pytest.raises(KeyboardInterrupt):
         minimise_shared(model)
+
+
+def test_an_uplink_over_several_groups_next_to_the_groups_own_is_an_outer_level():
+    """Racks {0,1} and {2,3} with their measured uplinks, plus one measured over all four (a row): the
+    row's uplink is an outer level, not a reason to drop every measured uplink."""
+    lat = np.full((4, 4), 10.0)
+    np.fill_diagonal(lat, 0)
+    pd = from_matrix(lat, [f"h{i}" for i in range(4)])
+    pd.uplinks = [SimpleNamespace(hosts=(0, 1), up_bps=1e8, down_bps=1e8),
+                  SimpleNamespace(hosts=(2, 3), up_bps=1e8, down_bps=1e8),
+                  SimpleNamespace(hosts=(0, 1, 2, 3), up_bps=5e7, down_bps=5e7)]
+    net = network(pd, find_groups(pd, labels=np.array([0, 0, 1, 1])))
+    assert net.up.tolist() == [1e8, 1e8] and "uplinks" not in net.assumed
+    assert len(net.outer) == 1 and net.outer[0][1].tolist() == [5e7]
+    # two uplinks that share a host and are not groups cannot both be one level: said, not silently dropped
+    pd.uplinks = [SimpleNamespace(hosts=(0, 1, 2), up_bps=1e8, down_bps=1e8),
+                  SimpleNamespace(hosts=(2, 3), up_bps=1e8, down_bps=1e8)]
+    net = network(pd, find_groups(pd, labels=np.array([0, 1, 2, 3])))
+    assert len(net.outer) == 1 and any("share hosts" in note for note in net.notes)
+
+
+def test_zero_cost_order_gives_json_null_speedups_and_no_bandwidth_is_labelled_latency():
+    lat = np.zeros((4, 4))  # built in code (a file's 0 is read as unmeasured): only pair 0-1 costs
+    lat[0, 1] = lat[1, 0] = 10.0
+    pd = ProbeData([Host(h) for h in "abcd"], lat)
+    res = order_hosts(pd, "rd", model="pairsum", time_limit=0.3)
+    assert res.cost_plink == 0 and res.speedup_vs_random == float("inf")
+    doc = json.loads(json.dumps(res.to_dict(), allow_nan=False))
+    assert doc["speedup_vs_random"] is None and doc["cost_plink"] == 0
+    bw = np.full((3, 3), np.nan)  # a bandwidth matrix with nothing in it: NICs assumed, labelled so
+    res = order_hosts(ProbeData([Host("a"), Host("b"), Host("c")], np.full((3, 3), 10.0) - 10 * np.eye(3),
+                                bandwidth=bw), "ring", time_limit=0.3)
+    assert res.model == "latency"

@@ -29,18 +29,23 @@ def existing_dir(ctx, param, value):
 
 
 def stdout_if_dash(ctx, param, value):
-    """Click callback of ``-o``: ``-o -`` means stdout, as no ``-o`` does (see :func:`existing_dir`)."""
+    """Click callback of ``-o``: ``-o -`` (or ``/dev/stdout``, or the file stdout goes to) means stdout,
+    as no ``-o`` does (see :func:`existing_dir`)."""
     value = existing_dir(ctx, param, value)
-    if value == "-":
-        ctx.meta["plink.output_dash"] = True
-        return None
+    if value is not None:
+        from plink.data.fileio import is_stdout
+
+        if is_stdout(value):  # -o /dev/stdout, or the file stdout is redirected to: the same as -o -
+            ctx.meta["plink.output_dash"] = True
+            return None
     return value
 
 
 def refuse_json_with_dash(as_json: bool, what: str) -> None:
-    """``--json`` with an explicit ``-o -``: both would write to stdout, so one would be lost."""
+    """``--json`` with an explicit ``-o -`` (or ``-o /dev/stdout``): both would write to stdout, so one
+    would be lost."""
     if as_json and click.get_current_context().meta.get("plink.output_dash"):
-        raise click.UsageError(f"--json prints {what} on stdout, so -o - cannot write there too: give -o a file")
+        raise click.UsageError(f"--json prints {what} on stdout, so -o cannot write there too: give -o a file")
 
 
 def _load_probe(path: str, hosts: str | None = None, unit: str | None = None, kind: str = "latency",

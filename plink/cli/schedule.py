@@ -99,7 +99,9 @@ def schedule(probefile, groups_file, size, chunk, capacity, compact, output, as_
     from plink.schedule.verify import VERIFY_LIMIT, summarize
     from plink.units import parse_size
 
-    if as_json and output == "-":
+    from plink.data.fileio import is_stdout
+
+    if as_json and output is not None and is_stdout(output):
         raise click.UsageError("-o - and --json would both write to stdout: write the schedule to a file")
     probe = load_input(probefile)
     labels = load_groups(groups_file).aligned_to(probe.names) if groups_file else None

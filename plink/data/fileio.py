@@ -2,7 +2,8 @@
 
 :func:`write_text` / :func:`write_bytes` decide by what the output path *is*:
 
-* ``-``: written to stdout;
+* ``-``, ``/dev/stdout`` (and ``/dev/fd/1``) or a path to the file stdout is: written to
+  stdout (:func:`is_stdout`);
 * a new file, or an existing regular file: written atomically -- the data
   goes to a temporary file in the same directory, is flushed and fsynced,
   then renamed over the target (``os.replace``, atomic on POSIX within one
@@ -39,7 +40,26 @@ from typing import Any
 from plink.errors import PlinkError
 
 __all__ = ["write_text", "write_bytes", "write_json", "replaces_atomically", "missing_directory", "atomic_write_text",
-           "check_envelope", "read_text", "read_json"]
+           "check_envelope", "read_text", "read_json", "is_stdout"]
+
+
+_STDOUT_NAMES = ("/dev/stdout", "/dev/fd/1", "/proc/self/fd/1")
+
+
+def is_stdout(path: str | os.PathLike) -> bool:
+    """Whether a write of ``path`` lands on this process's stdout: ``-``, ``/dev/stdout`` and its
+    aliases, or any path to the very file stdout is (same device and inode).  Such a path is written
+    through stdout, like ``-``: resolving ``/dev/stdout`` to the file the shell redirected it to and
+    replacing that file would drop what ``>>`` appended to, and a pipe cannot be resolved at all."""
+    name = os.fspath(path)
+    if name == "-" or name in _STDOUT_NAMES:
+        return True
+    try:
+        out = os.fstat(1)
+        st = os.stat(name)
+    except (OSError, ValueError):
+        return False
+    return (st.st_dev, st.st_ino) == (out.st_dev, out.st_ino)
 
 
 def _resolve(path: str) -> str:
@@ -60,7 +80,7 @@ def missing_directory(path: str | os.PathLike) -> str | None:
     work and ``watch --emit`` before anything is probed (:func:`write_bytes` checks the directory of
     the target it resolved once itself)."""
     name = os.fspath(path)
-    if name == "-":
+    if is_stdout(name):
         return None
     directory = os.path.dirname(os.path.abspath(_resolve(name)))
     return None if os.path.isdir(directory) else directory
@@ -71,7 +91,7 @@ def replaces_atomically(path: str | os.PathLike) -> bool:
     regular file with one link, also through symlinks): rewriting it often is
     safe; False for ``-``, devices, FIFOs, hard-linked files and directories."""
     name = os.fspath(path)
-    if name == "-":
+    if is_stdout(name):
         return False
     try:
         st = os.stat(_resolve(name))
@@ -89,7 +109,7 @@ def write_bytes(path: str | os.PathLike, data: bytes, mode: int | None = None) -
     an existing file keeps its own).
     """
     name = os.fspath(path)
-    if name == "-":
+    if is_stdout(name):
         out = sys.stdout.buffer if hasattr(sys.stdout, "buffer") else None
         if out is None:
             sys.stdout.write(data.decode("utf-8"))

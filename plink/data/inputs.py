@@ -65,6 +65,9 @@ PLAUSIBLE_RTT_US = 10e6
 #: a median RTT below this (1 us) too: no network is that fast (RDMA within a rack takes ~2 us)
 FASTEST_RTT_US = 1.0
 MAX_BANDWIDTH_GBPS = 1e6
+#: a median bandwidth above this (1.6 Tbit/s, twice the fastest NICs of 2026) or below the next
+#: (1 Mbit/s) is warned about as a likely unit mix-up (Mbit/s read as Gbit/s, or the other way)
+PLAUSIBLE_BANDWIDTH_GBPS = (1e-3, 1600.0)
 #: Names in the host column of a CSV table, in order of preference.
 _NAME_COLUMNS = ("name", "host", "hostname", "node", "address", "region", "ip")
 
@@ -396,6 +399,8 @@ def load_input(
     if warn:
         out.warnings.append(warn)
     m = prepare_matrix(raw, names, kind=kind, unit=unit, source=str(path), notes=out.notes)
+    if kind == "bandwidth":
+        _warn_bandwidth_units(m, str(path), unit, out)
     if kind == "latency":
         off = m[~np.eye(n, dtype=bool)]
         off = off[np.isfinite(off)]
@@ -447,7 +452,24 @@ def _load_bandwidth(path, unit, names, out: Loaded) -> np.ndarray:
     if warn:
         out.warnings.append(warn)
     m = prepare_matrix(raw, names, kind="bandwidth", unit=unit, source=str(path), notes=notes)
+    _warn_bandwidth_units(m, str(path), unit, out, "--bandwidth-unit")
     asym = count_asymmetric(m)
     if asym:
         notes.append(f"{path}: symmetrised {asym} asymmetric pair(s) (kept the smaller bandwidth of the two directions)")
     return m
+
+
+def _warn_bandwidth_units(m: np.ndarray, path: str, unit: str, out: Loaded, flag: str = "--unit") -> None:
+    """A warning in ``out`` when the median bandwidth of ``m`` (Gbit/s) is implausible for ``unit``."""
+    off = m[~np.eye(len(m), dtype=bool)]
+    off = off[np.isfinite(off) & (off > 0)]
+    if not off.size:
+        return
+    med = float(np.median(off))
+    lo, hi = PLAUSIBLE_BANDWIDTH_GBPS
+    if med > hi:
+        out.warnings.append(f"{path}: the median bandwidth is {med:.3g} Gbit/s with {flag} {unit}: no NIC is that "
+                            "fast; check the unit (Mbit/s read as Gbit/s?)")
+    elif med < lo:
+        out.warnings.append(f"{path}: the median bandwidth is {med * 1e6:.3g} kbit/s with {flag} {unit}: check the "
+                            "unit (Gbit/s read as Mbit/s?)")

@@ -505,6 +505,13 @@ def from_dict(doc: Any, path: str = "<probe>", notes: list[str] | None = None) -
         if k_diag and notes is not None:
             notes.append(f"{path}: ignored the diagonal of {k_diag} host(s) in {key} (a host's distance to itself)")
         np.fill_diagonal(m, 0.0)  # (ProbeData then makes the bandwidth diagonal NaN)
+        if key != "bandwidth_gbps":  # no two hosts are 0 us apart: a 0 is an unmeasured pair (as in a CSV)
+            zero = (m == 0) & ~np.eye(n, dtype=bool)
+            if zero.any():
+                m[zero] = np.nan
+                if notes is not None:
+                    notes.append(f"{path}: read {int(np.triu(zero | zero.T, 1).sum())} pair(s) of 0 in {key} "
+                                 "as not measured")
         if notes is not None and key in ("latency_us", "bandwidth_gbps"):
             asym = count_asymmetric(m)
             if asym:
