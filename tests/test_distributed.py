@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import socket
+import threading
 import time
 
 import numpy as np
@@ -247,6 +248,95 @@ def test_udp_schedule_slots_are_pass_major_and_meet_every_partner():
     assert udp_schedule(rounds, 0, [4, 0]) == udp_schedule(rounds, 0, [4])
 
 
+class _DictStore:
+    """The part of a torch store the probe uses, in one process (threads)."""
+
+    def __init__(self):
+        self.data, self.cv = {}, threading.Condition()
+
+    def set(self, key, value):
+        with self.cv:
+            self.data[key] = value.encode() if isinstance(value, str) else bytes(value)
+            self.cv.notify_all()
+
+    def check(self, keys):
+        with self.cv:
+            return all(k in self.data for k in keys)
+
+    def get(self, key):
+        with self.cv:
+            return self.data[key]
+
+    def wait(self, keys, timeout):
+        with self.cv:
+            if not self.cv.wait_for(lambda: all(k in self.data for k in keys), timeout.total_seconds()):
+                raise RuntimeError("timeout")
+
+
+def _agree(store, n, timeout=10.0, skip=()):
+    from plink.distributed.echo import agree_key
+
+    out = {}
+
+    def one(i):
+        try:
+            out[i] = agree_key(store, i, n, i == 0, timeout, pd_probe._wait, pd_probe._poll)
+        except PlinkError as exc:
+            out[i] = exc
+
+    threads = [threading.Thread(target=one, args=(i,)) for i in range(n) if i not in skip]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    return out
+
+
+def test_udp_key_is_agreed_and_never_in_the_store():
+    store = _DictStore()
+    keys = _agree(store, 5)
+    assert len(set(keys.values())) == 1 and len(keys[0]) == 64  # 32 bytes, hex
+    key = keys[0]
+    assert sorted(k for k in store.data if k.startswith("udp/key/")) == [f"udp/key/{i}" for i in range(1, 5)]
+    for value in store.data.values():  # what a reader of the store sees: public values and masked keys
+        assert key not in value.decode() and bytes.fromhex(key) not in value
+    assert _agree(_DictStore(), 5)[0] != key  # a new key every probe
+
+
+def test_udp_key_exchange_with_a_bad_value_fails_that_node_only(monkeypatch):
+    import plink.distributed.echo as echo
+
+    store = _DictStore()
+    real = echo.dh_keypair
+
+    def bad_for_entry_2():  # entry 2 (the thread named "bad") publishes 1, a value outside the group
+        x, pub = real()
+        return (x, "1") if threading.current_thread().name == "bad" else (x, pub)
+
+    monkeypatch.setattr(echo, "dh_keypair", bad_for_entry_2)
+    out = {}
+
+    def one(i):
+        try:
+            out[i] = echo.agree_key(store, i, 4, i == 0, 10.0, pd_probe._wait, pd_probe._poll)
+        except PlinkError as exc:
+            out[i] = exc
+
+    threads = [threading.Thread(target=one, args=(i,), name="bad" if i == 2 else f"t{i}") for i in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert out[0] == out[1] == out[3] and isinstance(out[0], str)
+    # rank 0 refused "1" and said so at once (not after the node's own wait of 10 s)
+    assert isinstance(out[2], echo.KeyRefused) and "refused its key exchange value" in str(out[2])
+    store.set("udp/key/1", "zz")  # a malformed masked key: a clear error, not a traceback
+    with pytest.raises(echo.KeyRefused, match="key exchange"):
+        echo.agree_key(store, 1, 4, False, 10.0, pd_probe._wait, pd_probe._poll)
+    late = _agree(_DictStore(), 3, timeout=0.5, skip={2})  # entry 2 never comes: rank 0 goes on without it
+    assert isinstance(late[0], str) and late[0] == late[1]
+
+
 def _probe_dies(rank, mode, method):
     if rank == 3 and mode == "exit-mid-schedule":  # udp: after the agent started and its port was published
         def dying_wait(self, *a, **k):
@@ -287,7 +377,8 @@ def test_failed_rank_is_reported_not_hung_on(mode, method):
 
 
 def _probe_udp_trouble(rank, trouble):
-    """Rank 3's echo is unreachable (it publishes a port nobody listens on), or its agent cannot start."""
+    """Rank 3's echo is unreachable (it publishes a port nobody listens on), its agent cannot start, or
+    rank 0 refuses its key exchange value."""
     if rank == 3 and trouble == "no-echo":
         real = pd_probe.echo.AgentSession.hello
 
@@ -298,6 +389,9 @@ def _probe_udp_trouble(rank, trouble):
                 return {**info, "udp_port": s.getsockname()[1]}
 
         pd_probe.echo.AgentSession.hello = hello
+    elif rank == 3 and trouble == "no-key":
+        real_pair = pd_probe.echo.dh_keypair
+        pd_probe.echo.dh_keypair = lambda: (real_pair()[0], "1")  # a value outside the group: refused
     elif rank == 3:
         def no_agent(*a, **k):
             raise OSError("cannot fork")
@@ -309,7 +403,8 @@ def _probe_udp_trouble(rank, trouble):
 
 
 @pytest.mark.parametrize("trouble, reason", [("no-echo", "no UDP echo from"),
-                                             ("no-agent", "cannot start the UDP echo agent on")])
+                                             ("no-agent", "cannot start the UDP echo agent on"),
+                                             ("no-key", "no probe key on")])
 def test_udp_trouble_is_a_pair_error_with_the_reason_not_a_hang(trouble, reason):
     res = run_ranks(4, _probe_udp_trouble, trouble, timeout=60)
     assert all(s == "ok" for s, _ in res.values()), res  # nobody raises, nobody hangs

@@ -14,8 +14,15 @@ delay enters it.
 
 Protocol over the job's store (keys under the probe's prefix):
 
-1. rank 0 publishes a random 32-byte key (``udp/key``); the store is the
-   job's own rendezvous, the trust boundary of everything else in the job;
+1. the packets' HMAC key: every measuring node publishes a Diffie-Hellman
+   public value (``udp/pub/{entry}``, RFC 3526 group 14); rank 0 draws a
+   random 32-byte key and publishes it for each node masked with the secret
+   it shares with that node (``udp/key/{entry}``; or ``error:`` and why,
+   e.g. for a node whose value did not come within ``timeout``), so one who
+   only reads or sniffs the store learns no key.  The store has no access
+   control: whoever can read it can also write it, and one who puts in
+   values of their own during the probe can still learn the key (as they
+   can disturb the rest of the job's rendezvous);
 2. every measuring rank starts its agent bound to its own address (the one
    Gloo uses) and publishes ``udp/info/{entry}`` = address and UDP port;
 3. once all are in (or ``timeout`` passed), rank 0 publishes who is there
@@ -37,21 +44,92 @@ store round trips; O(N) rounds, O(N) store keys per rank.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import secrets
 import time
 
 import numpy as np
 
+from plink.errors import PlinkError
 from plink.probes.methods import slot_seconds, summarize
 from plink.probes.session import AgentError, AgentLost, AgentSession, Fleet, local_pipe
 
 START_AHEAD_S = 0.3  # every node starts its schedule this long after it saw rank 0's go
 
 
-def publish_key(store) -> None:
-    """Rank 0: the per-probe key of the packets' HMAC."""
-    store.set("udp/key", secrets.token_hex(32))
+#: RFC 3526 group 14: the 2048-bit MODP prime (a safe prime) and its generator 2
+DH_P = int(
+    "FFFFFFFFFFFFFFFFC90FDAA22168C234C4C6628B80DC1CD129024E088A67CC74020BBEA63B139B22514A08798E3404DD"
+    "EF9519B3CD3A431B302B0A6DF25F14374FE1356D6D51C245E485B576625E7EC6F44C42E9A637ED6B0BFF5CB6F406B7ED"
+    "EE386BFB5A899FA5AE9F24117C4B1FE649286651ECE45B3DC2007CB8A163BF0598DA48361C55D39A69163FA8FD24CF5F"
+    "83655D23DCA3AD961C62F356208552BB9ED529077096966D670C354E4ABC9804F1746C08CA18217C32905E462E36CE3B"
+    "E39E772C180E86039B2783A2EC07A28FB5C55DF06F4C52C9DE2BCBF6955817183995497CEA956AE515D2261898FA0510"
+    "15728E5A8AACAA68FFFFFFFFFFFFFFFF", 16)
+DH_G = 2
+_KEY_BYTES = 32
+
+
+def dh_keypair() -> tuple[int, str]:
+    """A secret exponent (256 random bits, twice the group's ~112-bit strength) and its public
+    value ``g^x mod p`` as hex.  O(log p) multiplications."""
+    x = secrets.randbits(256) | (1 << 255)
+    return x, format(pow(DH_G, x, DH_P), "x")
+
+
+def _pad(secret: int, public_hex: str, entry: int) -> bytes:
+    """The 32-byte mask entry ``entry`` and rank 0 share: SHA-256 of their DH secret."""
+    try:
+        y = int(public_hex, 16)
+    except ValueError:
+        raise ValueError("a DH public value that is not hex") from None
+    if not 2 <= y <= DH_P - 2:
+        raise ValueError("a DH public value outside the group")
+    shared = pow(y, secret, DH_P)
+    return hashlib.sha256(b"plink udp key|%d|" % entry + shared.to_bytes(256, "big")).digest()
+
+
+class KeyRefused(PlinkError):
+    """Rank 0 refused this node's key-exchange value, or the masked key in the store is malformed."""
+
+
+def agree_key(store, mine: int, n: int, lead: bool, timeout: float, wait, poll) -> str:
+    """The probe's packet key (hex) of entry ``mine`` out of ``n``, agreed through the store (step 1
+    of the module docstring); ``lead`` is rank 0's entry (0).  ``wait``/``poll`` as in
+    :func:`udp_latency`.  Rank 0 waits ``timeout`` for the nodes' public values, then answers every
+    node: its masked key, or why there is none (``error:`` and the reason), so no node waits longer.
+    Raises :class:`~plink.errors.PlinkError` when rank 0's word never comes, :class:`KeyRefused`
+    when rank 0 refused this node's value or the key in the store is malformed.  Rank 0: O(n)
+    exponentiations (~1-2 ms each)."""
+    x, pub = dh_keypair()
+    store.set(f"udp/pub/{mine}", pub)
+    if lead:
+        key = secrets.token_bytes(_KEY_BYTES)
+        others = [i for i in range(n) if i != mine]
+        got = poll(store, {f"udp/pub/{i}": i for i in others}, time.monotonic() + timeout)
+        for i in others:
+            if i not in got:
+                store.set(f"udp/key/{i}", f"error:no key exchange value from it within {timeout:g} s")
+                continue
+            try:
+                masked = bytes(a ^ b for a, b in zip(key, _pad(x, got[i].decode("ascii", "replace"), i)))
+            except ValueError as exc:
+                store.set(f"udp/key/{i}", f"error:rank 0 refused its key exchange value ({exc})")
+                continue
+            store.set(f"udp/key/{i}", masked.hex())
+        return key.hex()
+    lead_pub = wait(store, "udp/pub/0", timeout, "rank 0's key exchange value").decode("ascii", "replace")
+    # rank 0 answers every node at most ``timeout`` after publishing its own value
+    answer = wait(store, f"udp/key/{mine}", timeout + 5, "the probe key from rank 0").decode("ascii", "replace")
+    if answer.startswith("error:"):
+        raise KeyRefused(answer[6:])
+    try:
+        masked = bytes.fromhex(answer)
+        if len(masked) != _KEY_BYTES:
+            raise ValueError("a probe key of the wrong length")
+        return bytes(a ^ b for a, b in zip(masked, _pad(x, lead_pub, mine))).hex()
+    except ValueError as exc:
+        raise KeyRefused(f"the key exchange through the job's store failed: {exc}") from None
 
 
 def udp_schedule(rounds, mine: int, per_pass: list[int]) -> list[tuple[int, int, int]]:
@@ -82,18 +160,23 @@ def udp_latency(store, plan, rounds, mine: int, *, per_pass: list[int], interval
     slot = slot_seconds(max(per_pass), interval)
     n_slots = len(per_pass) * len(rounds)
     lead = plan.entries[mine][0] == 0  # rank 0 leads entry 0 and coordinates
-    key = wait(store, "udp/key", timeout, "the probe key from rank 0").decode()
     session = fleet = None
     rtts: dict[int, list[float]] = {}
     sent: dict[int, int] = {}
     failed = None  # why this node measured nothing
     try:
+        key = agree_key(store, mine, n, lead, timeout, wait, poll)
+    except KeyRefused as exc:  # this node only; rank 0's silence (PlinkError) ends the probe here
+        key, failed = None, f"no probe key on {plan.names[mine]}: {exc}"
+    mine_info = {"error": failed}
+    try:
         try:
-            session = AgentSession(local_pipe(), plan.names[mine])
-            life = 3 * timeout + n_slots * slot + 30  # the agent exits on its own after this (s)
-            info = session.hello(key, life, bind=plan.addresses[mine], timeout=timeout, hid=mine)
-            fleet = Fleet({mine: session})
-            mine_info = {"addr": info["addr"], "port": int(info["udp_port"])}
+            if key is not None:
+                session = AgentSession(local_pipe(), plan.names[mine])
+                life = 3 * timeout + n_slots * slot + 30  # the agent exits on its own after this (s)
+                info = session.hello(key, life, bind=plan.addresses[mine], timeout=timeout, hid=mine)
+                fleet = Fleet({mine: session})
+                mine_info = {"addr": info["addr"], "port": int(info["udp_port"])}
         except (AgentLost, AgentError, OSError, KeyError, ValueError) as exc:
             failed = f"cannot start the UDP echo agent on {plan.names[mine]} ({plan.addresses[mine]}): " + \
                      " ".join(str(exc).split())[:160]

@@ -372,8 +372,6 @@ def probe_group(*, samples: int = 50, interval: float = 0.01, per_rank: bool = F
     t_start = time.monotonic()
     store = _store(dist, _calls)
     rank, world = dist.get_rank(), dist.get_world_size()
-    if method == "udp" and rank == 0:
-        echo.publish_key(store)
     default_backend = dist.get_backend()
     if backend == "auto":
         backend = "nccl" if default_backend == "nccl" else "gloo"
@@ -429,9 +427,10 @@ def probe_group(*, samples: int = 50, interval: float = 0.01, per_rank: bool = F
         while store.add("done", 0) < alive - 1 and time.monotonic() < deadline:
             time.sleep(0.01)
     else:
-        # rank 0 may legitimately take the rounds, a timeout per peer that fails on it, and the gather's timeout
+        # rank 0 may legitimately take the rounds, a timeout per peer that fails on it, and the gather's
+        # timeout (udp: one more, the key exchange's wait for a node that never sends its value)
         bound = len(rounds) * (samples * interval + 2 * bw_seconds * bandwidth)
-        text = _wait(store, "result", 2 * bound + 3 * timeout + 0.5 * len(rounds) * passes,
+        text = _wait(store, "result", 2 * bound + (4 if method == "udp" else 3) * timeout + 0.5 * len(rounds) * passes,
                      "the probe result from rank 0")
         store.add("done", 1)
     data = from_dict(json.loads(text), "<in-job probe>")
