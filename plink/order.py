@@ -23,6 +23,7 @@ from typing import Any
 
 import numpy as np
 
+from plink.data.fileio import finite_json
 from plink.solvers.contention import SHARED_ALGORITHMS, SharedCostModel, schedule, shared_lower_bound
 from plink.solvers.costmodels import ALGORITHMS, CostModel, check_algorithm
 from plink.solvers.groupsearch import minimise_shared, rack_contiguous
@@ -121,19 +122,7 @@ class OrderResult:
         d["speedup_ranges"] = {k: list(self.speedup_range(k)) for k in self.ranges if k != "plink"}
         d["resolution"] = self.resolution
         d["speedup_resolved"] = {k: self.resolved(k) for k in self.ranges if k != "plink"}
-        return _finite(d)
-
-
-def _finite(x):
-    """``x`` with every infinite or NaN float made None (JSON has neither; an order priced 0, e.g. with
-    ``--size 0`` and no latency on its pairs, has an infinite speedup)."""
-    if isinstance(x, float):
-        return x if np.isfinite(x) else None
-    if isinstance(x, dict):
-        return {k: _finite(v) for k, v in x.items()}
-    if isinstance(x, (list, tuple)):
-        return [_finite(v) for v in x]
-    return x
+        return finite_json(d)  # an order priced 0 (nothing on its pairs) has an infinite speedup
 
 
 def _ratio(a: float, b: float) -> float:

@@ -31,16 +31,19 @@ from __future__ import annotations
 
 import errno
 import json
+import math
 import os
 import stat
 import sys
 import tempfile
 from typing import Any
 
+import numpy as np
+
 from plink.errors import PlinkError
 
 __all__ = ["write_text", "write_bytes", "write_json", "replaces_atomically", "missing_directory", "atomic_write_text",
-           "check_envelope", "read_text", "read_json", "is_stdout"]
+           "check_envelope", "read_text", "read_json", "is_stdout", "finite_json"]
 
 
 _STDOUT_NAMES = ("/dev/stdout", "/dev/fd/1", "/proc/self/fd/1")
@@ -205,6 +208,20 @@ def _write_in_place(name: str, target: str, data: bytes) -> None:
 def write_text(path: str | os.PathLike, text: str, mode: int | None = None) -> None:
     """Write ``text`` (UTF-8) to ``path`` without damaging what is there (module docstring)."""
     write_bytes(path, text.encode("utf-8"), mode)
+
+
+def finite_json(obj: Any) -> Any:
+    """``obj`` with every non-finite float replaced by ``None`` (JSON has no inf/NaN); numpy
+    scalars become Python numbers.  O(size of ``obj``)."""
+    if isinstance(obj, float):
+        return obj if math.isfinite(obj) else None
+    if isinstance(obj, dict):
+        return {k: finite_json(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [finite_json(v) for v in obj]
+    if isinstance(obj, np.generic):
+        return finite_json(obj.item())
+    return obj
 
 
 def write_json(path: str | os.PathLike, obj: Any) -> None:

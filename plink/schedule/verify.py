@@ -25,13 +25,13 @@ The time model (rounds priced with alpha-beta and NIC sharing) is :mod:`plink.sc
 
 from __future__ import annotations
 
-import math
 from collections import deque
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
+from plink.data.fileio import finite_json
 from plink.schedule.dag import Dag, ScheduleError
 from plink.schedule.timemodel import ASSUMED_GBPS, Traffic, pair_cost, plan_traffic, predict_all, table41
 
@@ -284,19 +284,6 @@ def check(dag: Dag) -> VerifyReport:
 
 #: above this many actions ``summarize`` prices the plan's traffic without building the DAG
 VERIFY_LIMIT = 2_000_000
-
-
-def finite_json(obj):
-    """``obj`` with every non-finite float replaced by ``None`` (JSON has no inf/NaN)."""
-    if isinstance(obj, float):
-        return obj if math.isfinite(obj) else None
-    if isinstance(obj, dict):
-        return {k: finite_json(v) for k, v in obj.items()}
-    if isinstance(obj, (list, tuple)):
-        return [finite_json(v) for v in obj]
-    if isinstance(obj, np.generic):
-        return finite_json(obj.item())
-    return obj
 
 
 def summarize(sched, probe=None, verify_limit: int = VERIFY_LIMIT,
