@@ -232,14 +232,16 @@ def network(probe: ProbeData, groups: Groups, *, fill: str = "high", use_bandwid
             measured[match[0]] = True
         else:
             other.append(u)
-    seen: set[int] = set()
-    overlapping = []
+    kept, overlapping, seen = [], [], set()
     for u in other:  # an outer level is one link per host set: sets that share hosts cannot all be one
         hs = {int(h) for h in u.hosts}
-        (overlapping if hs & seen else []).append(u)
+        if hs & seen:
+            overlapping.append(u)
+        else:
+            kept.append(u)
         seen |= hs
+    other = kept
     if overlapping:
-        other = [u for u in other if u not in overlapping]
         notes.append(f"{len(overlapping)} measured uplink(s) share hosts with another measured uplink that is not "
                      "one group: not priced (price them with --groups that make each one a group)")
     outer = ()

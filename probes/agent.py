@@ -883,18 +883,18 @@ def _socket_inodes(pid):
     return out
 
 
-def listening_tcp(port, pid=None):
-    """Whether a TCP socket listens on ``port`` (held by process ``pid``, when given: another
-    program listening on a port iperf3 failed to bind must not count as iperf3's)."""
+def listening_tcp(port, pid):
+    """Whether process ``pid`` holds a TCP socket listening on ``port`` (another program listening
+    on a port iperf3 failed to bind must not count as iperf3's)."""
     want = "%04X" % port
-    mine = _socket_inodes(pid) if pid is not None else None
+    mine = _socket_inodes(pid)
     for name in ("/proc/net/tcp", "/proc/net/tcp6"):
         try:
             with open(name) as fh:
                 next(fh)
                 for line in fh:
                     f = line.split()
-                    if f[1].rsplit(":", 1)[1] == want and f[3] == "0A" and (mine is None or f[9] in mine):
+                    if f[1].rsplit(":", 1)[1] == want and f[3] == "0A" and f[9] in mine:
                         return True
         except (OSError, StopIteration, IndexError):
             pass
