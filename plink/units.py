@@ -22,16 +22,23 @@ _SIZE_UNITS = {
 
 
 def parse_size(text: str | int | float) -> int:
-    """Bytes from ``'64MiB'``, ``'25MB'``, ``'1G'``, ``'4096'`` (SI and IEC units)."""
+    """Bytes from ``'64MiB'``, ``'25MB'``, ``'1G'``, ``'4096'`` (SI and IEC units).
+
+    A size with a unit is rounded to the nearest byte (``1.1MiB`` is 1153434); a plain
+    number of bytes must be whole (``1.5`` is refused, not read as 2)."""
+    unit = ""
     if isinstance(text, (int, float)):
         value = float(text)
     else:
         m = re.fullmatch(r"\s*([0-9]*\.?[0-9]+(?:[eE][+-]?[0-9]+)?)\s*([A-Za-z]*)\s*", str(text))
         if not m or m.group(2).lower() not in _SIZE_UNITS:
             raise PlinkError(f"invalid size {text!r}: use bytes or a unit such as 64KiB, 25MB, 1GiB")
-        value = float(m.group(1)) * _SIZE_UNITS[m.group(2).lower()]
+        unit = m.group(2).lower()
+        value = float(m.group(1)) * _SIZE_UNITS[unit]
     if value < 0 or value != value or value == float("inf"):
         raise PlinkError(f"invalid size {text!r}: must be a finite number >= 0")
+    if unit in ("", "b") and value != int(value):
+        raise PlinkError(f"invalid size {text!r}: a number of bytes must be whole (or give a unit, e.g. 1.5KiB)")
     return int(round(value))
 
 

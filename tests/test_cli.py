@@ -93,6 +93,8 @@ def test_help_shows_examples():
         (["order", "{dc}", "--slots", "5000", "--format", "openmpi"], 2, "must be 1..4096 (processes per host), got 5000"),
         (["watch", "{tmp}/st", "--probe-file", "{dc}", "--slots", "5000"], 2, "5000 is not in the range 1<=x<=4096"),
         (["order", "{dc}", "--size", "12 parsecs"], 1, "invalid size"),
+        # a plain number of bytes is whole: 1.5 was read as 2 bytes
+        (["order", "{dc}", "--size", "1.5"], 1, "invalid size '1.5': a number of bytes must be whole"),
         (["order", "{dc}", "--algo", "bcube", "--base", "3"], 1, "power of 3"),
         (["order", "{tmp}/absent.json"], 1, "no such file"),
         (["order", "{tmp}/garbage.json"], 1, "invalid JSON"),
@@ -197,3 +199,20 @@ def test_ctrl_c_during_the_search_keeps_the_best_order_so_far(tmp_path):
     assert "Traceback" not in err
     hosts = out.read_text().split()
     assert sorted(hosts) == sorted(h["name"] for h in json.loads(dc.read_text())["hosts"])
+
+
+@pytest.mark.parametrize("text, nbytes", [("4096", 4096), ("0", 0), ("1e3", 1000), ("1.5KiB", 1536),
+                                          ("1.1MiB", 1153434), ("25MB", 25_000_000), (" 2 GiB ", 2 * 1024**3)])
+def test_parse_size_units_round_and_plain_bytes_are_whole(text, nbytes):
+    from plink.units import parse_size
+
+    assert parse_size(text) == nbytes
+
+
+@pytest.mark.parametrize("text", ["1.5", "0.4", "2.5b", "-1", "nan", "inf", "1e400"])
+def test_parse_size_refuses(text):
+    from plink.errors import PlinkError
+    from plink.units import parse_size
+
+    with pytest.raises(PlinkError, match="invalid size"):
+        parse_size(text)
