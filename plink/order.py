@@ -132,15 +132,16 @@ def _ratio(a: float, b: float) -> float:
 
 
 def group_labels(probe: ProbeData, path: str) -> np.ndarray:
-    """Group label per host of ``probe`` from a groups file (matched by host name)."""
+    """Group label per host of ``probe`` from a groups file (matched by host name; the file may
+    name more hosts, e.g. a rack map of the whole site: see ``Groups.aligned_to``)."""
     from plink.data.groupfile import load_groups
 
     groups = load_groups(path)
-    index = {h: i for i, h in enumerate(groups.hosts)}
+    index = set(groups.hosts)
     missing = [h for h in probe.names if h not in index]
     if missing:
         raise PlinkError(f"groups file {path} lacks {len(missing)} host(s) of the probe file, e.g. {missing[0]!r}")
-    return np.array([int(groups.labels[index[h]]) for h in probe.names], dtype=int)
+    return groups.aligned_to(probe.names, extra_ok=True)
 
 
 def random_orders(n: int, n_random: int, seed: int) -> np.ndarray:

@@ -362,6 +362,14 @@ def test_cli_emit_from_order_file(dc, tmp_path):
     Groups(hosts=probe.names[:-1] + ["stranger"], labels=np.zeros(probe.n, dtype=int)).save(other)
     proc = run("emit", str(js), "--format", "slurm-topology", "--groups", str(other))
     assert proc.returncode == 1 and "different host lists" in proc.stderr and len(proc.stderr.splitlines()) == 1
+    # a rack map naming more hosts than the job (two strangers in racks of their own) is fine
+    site = tmp_path / "site.json"
+    Groups(hosts=["stranger1"] + probe.names + ["stranger2"],
+           labels=np.array([0] + [1 + sorted(set(racks)).index(r) for r in racks] + [1 + len(set(racks))])).save(site)
+    proc = run("emit", str(js), "--format", "slurm-topology", "--groups", str(site))
+    assert proc.returncode == 0, proc.stderr
+    want = run("emit", str(js), "--format", "slurm-topology", "--groups", str(good)).stdout
+    assert proc.stdout.replace(str(site), str(good)) == want and "stranger" not in proc.stdout
     proc = run("emit", str(js), "--format", "openmpi", "--slots", "-1")
     assert proc.returncode == 2 and "--slots" in proc.stderr
 

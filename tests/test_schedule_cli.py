@@ -87,6 +87,25 @@ def test_groups_file_is_used(tmp_path, dc, capsys):
     assert code == 0 and json.loads(stdout)["groups"] == 2
 
 
+def test_groups_file_may_name_more_hosts(tmp_path, dc, capsys):
+    """A rack map of the whole site: hosts the probe lacks (and a group of only those) are
+    dropped; the schedule is the one of the same groups without them."""
+    from plink.data.groupfile import Groups
+    from plink.data.probefile import load
+
+    names = load(dc).names
+    Groups(names, [i % 2 for i in range(len(names))]).save(tmp_path / "g.json")
+    Groups(["elsewhere"] + names + ["far"], [1] + [2 * (i % 2) for i in range(len(names))] + [1]).save(tmp_path / "site.json")
+    got = {}
+    for g in ("g", "site"):
+        code, stdout, err = run(["schedule", str(dc), "--groups", str(tmp_path / f"{g}.json"), "--size", "1MiB",
+                                 "-o", str(tmp_path / f"s-{g}.json"), "--json"], capsys)
+        assert code == 0, err
+        got[g] = json.loads(stdout)
+    assert got["site"]["groups"] == 2 and got["site"]["predicted"] == got["g"]["predicted"]
+    assert json.loads((tmp_path / "s-site.json").read_text()) == json.loads((tmp_path / "s-g.json").read_text())
+
+
 def test_large_schedules_are_written_compact(tmp_path, dc, capsys, monkeypatch):
     import plink.schedule.verify
 

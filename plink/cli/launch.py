@@ -19,7 +19,7 @@ from plink.launch.emitters import FORMATS, MAX_SLOTS
 @click.option("--slots", default=1, show_default=True, type=int,
               help="Processes (GPUs) per host; the ranks of one host stay contiguous.")
 @click.option("--groups", "groups_file", type=click.Path(dir_okay=False),
-              help="Groups file (plink group) for --format slurm-topology.")
+              help="Groups file (plink group) for --format slurm-topology; it may name more hosts than the order.")
 @click.option("--algo", type=click.Choice(["ring", "hd", "rd", "dbt", "bcube", "bintree"]),
               help="Algorithm for --format env (default: the JSON order file's, else ring).")
 @click.option("-o", "--output", type=click.Path(dir_okay=False, allow_dash=True), callback=stdout_if_dash, help="File to write (default: stdout).")
@@ -63,7 +63,7 @@ def emit_cmd(orderfile, fmt, slots, groups_file, algo, output) -> None:
         from plink.errors import ProbeFileError
 
         try:
-            labels = load_groups(groups_file).aligned_to([h.name for h in hosts]).tolist()
+            labels = load_groups(groups_file).aligned_to([h.name for h in hosts], extra_ok=True).tolist()
         except ProbeFileError as exc:
             raise ProbeFileError(f"{groups_file} and {orderfile} are from different host lists: {exc}") from None
     text = emit(fmt, hosts, slots=slots, algo=algo, labels=labels, order_file=output or orderfile)

@@ -63,7 +63,8 @@ def render_schedule_summary(s: dict, console) -> None:
 @click.argument("probefile", type=click.Path(dir_okay=False))
 @click.option("--groups", "groups_file", type=click.Path(dir_okay=False),
               help="Groups file from 'plink group' (default: the finest groups plink group finds; "
-                   "when it finds none, average linkage into sqrt(N) groups).")
+                   "when it finds none, average linkage into sqrt(N) groups). It may name more hosts than "
+                   "the probe (a rack map of the whole site).")
 @click.option("--size", required=True, help="All-reduce buffer size (bytes, or KiB/MiB/GiB/KB/MB/GB).")
 @click.option("--chunk", default="64KiB", show_default=True, help="Chunk size.")
 @click.option("--capacity", type=click.Choice(["auto", "cardinality", "bandwidth"]), default="auto",
@@ -104,7 +105,7 @@ def schedule(probefile, groups_file, size, chunk, capacity, compact, output, as_
     if as_json and output is not None and is_stdout(output):
         raise click.UsageError("-o - and --json would both write to stdout: write the schedule to a file")
     probe = load_input(probefile)
-    labels = load_groups(groups_file).aligned_to(probe.names) if groups_file else None
+    labels = load_groups(groups_file).aligned_to(probe.names, extra_ok=True) if groups_file else None
     plan = plan_schedule(probe, labels, size=parse_size(size), chunk=parse_size(chunk),
                          capacity=None if capacity == "auto" else capacity)
     sched = Schedule.from_plan(plan, parse_size(chunk))

@@ -81,15 +81,20 @@ class Groups:
     def sizes(self) -> list[int]:
         return np.bincount(self.labels, minlength=self.k).tolist()
 
-    def aligned_to(self, names: Sequence[str]) -> np.ndarray:
-        """Labels in the order of ``names`` (must be the same set of hosts)."""
+    def aligned_to(self, names: Sequence[str], extra_ok: bool = False) -> np.ndarray:
+        """Labels in the order of ``names`` (must be the same set of hosts).
+
+        With ``extra_ok`` the groups may name more hosts (a rack map of the whole site for a
+        probe of some of it): those are dropped and the labels renumbered ``0..k-1`` in their
+        order, so a group with no host in ``names`` leaves no gap."""
         pos = {h: i for i, h in enumerate(self.hosts)}
         missing = [n for n in names if n not in pos]
-        extra = set(self.hosts) - set(names)
+        extra = set() if extra_ok else set(self.hosts) - set(names)
         if missing or extra:
             what = f"missing {missing[:3]}" if missing else f"unknown {sorted(extra)[:3]}"
             raise ProbeFileError(f"groups do not cover the same hosts as the probe file ({what})")
-        return np.array([self.labels[pos[n]] for n in names], dtype=int)
+        labels = np.array([self.labels[pos[n]] for n in names], dtype=int)
+        return np.unique(labels, return_inverse=True)[1].reshape(-1).astype(int) if extra_ok else labels
 
     def to_dict(self) -> dict:
         doc: dict[str, Any] = {
