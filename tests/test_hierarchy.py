@@ -38,6 +38,20 @@ def test_unequal_racks_rows_noisy_hosts_outliers_missing():
     assert len(h.levels) == 2 and ami(racks_of(p, -2), h.levels[1]) >= 0.95  # rows above racks
 
 
+@pytest.mark.parametrize("racks, per", [(4, 8), (2, 4)])
+def test_racks_inside_datacentres_far_apart(racks, per):
+    """Two datacentres ~2 ms apart, racks ~20 us / ~65 us inside: the overhead floor sat at 5% of
+    the median distance (between the datacentres), flattened every distance inside one and
+    no rack was found (AMI 0.48; 0.32 with the true K)."""
+    p = simulate_datacenter(racks=racks, hosts_per_rack=per, dcs=2, seed=0)
+    h = infer_hierarchy(p.latency)
+    assert h.n_groups == 2 * racks and ami(racks_of(p), h.labels) == pytest.approx(1.0)
+    if racks >= 3:  # (rows above 4 groups are not looked for: fewer than 2 x 3 groups)
+        assert ami(racks_of(p, 0), h.levels[-1]) == pytest.approx(1.0)  # the datacentres above
+    fixed = HierarchicalGrouper(2 * racks).fit_predict(p.latency)
+    assert ami(racks_of(p), fixed) == pytest.approx(1.0)
+
+
 def test_structureless_input_gives_one_group():
     rng = np.random.default_rng(0)
     for n in (5, 12, 40):

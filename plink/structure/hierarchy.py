@@ -180,15 +180,22 @@ def remove_host_overheads(s: np.ndarray, m: int | None = None) -> tuple[np.ndarr
     ``m`` smallest entries: in ``s_ij = h_i + h_j + t_ij`` a host's nearest
     neighbours are at the smallest true distance, so its ``near`` differs from
     the others' by its own overhead (plus the mean of its neighbours', which
-    averages out).  The result is floored at 5% of its median (a distance stays
-    positive).  Returns ``(x, h)``.  O(N^2).
+    averages out).  The result is floored at 5% of the median nearest-neighbour
+    distance (a distance stays positive; the floor sits below the finest level,
+    so two datacentres 100x apart keep their racks' distances: a floor at 5% of
+    the median distance, the median then being between the datacentres, made
+    every distance inside one datacentre equal).  Returns ``(x, h)``.  O(N^2).
     """
     n = s.shape[0]
     near = _near(s, n_near(n) if m is None else m)
     h = near - np.median(near) if n > 2 else np.zeros(n)
     x = s - h[:, None] - h[None, :]
-    med = np.nanmedian(x) if np.isfinite(x).any() else 1.0
-    floor = 0.05 * med if med > 0 else 1e-12
+    pos = np.where(np.isfinite(x) & (x > 0), x, np.nan)
+    if np.isfinite(pos).any():
+        scale = float(np.nanmedian(_near(pos, n_near(n) if m is None else m)))
+    else:
+        scale = 1.0
+    floor = 0.05 * scale if scale > 0 else 1e-12
     x = np.where(np.isfinite(x), np.maximum(x, floor), np.nan)
     return x, h
 
