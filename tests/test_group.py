@@ -230,6 +230,19 @@ def test_cli_group_writes_groups_and_show_reads_them(dc_file, tmp_path, capsys):
     assert code == 0 and "measured pairs" in out and "16 hosts" in out
 
 
+def test_cli_group_balanced_on_one_rack_writes_null_paia(tmp_path, capsys):
+    """One rack: no triplet is comparable, PAIA is undefined; it was NaN and the write an internal error."""
+    import json
+
+    path = tmp_path / "one.json"
+    simulate_datacenter(racks=1, hosts_per_rack=5, seed=0).save(path)
+    out_file = tmp_path / "g.json"
+    code, out, err = _run(["group", str(path), "--method", "balanced", "-o", str(out_file)], capsys)
+    assert code == 0, err
+    m = json.loads(out_file.read_text())["metrics"]
+    assert m["paia_raw"] is None and m["paia_embedded"] is None and "PAIA" not in out + err
+
+
 def test_cli_plots(dc_file, tmp_path, capsys):
     pytest.importorskip("matplotlib")
     heat, pic, grp = tmp_path / "heat.png", tmp_path / "groups.png", tmp_path / "g.json"

@@ -23,7 +23,7 @@ def render_groups_report(groups, console) -> None:
     t.add_row("group sizes", f"{min(sizes)}..{max(sizes)} (allowed {m.get('min_size')}..{m.get('max_size')})")
     t.add_row("embedding median rel. error", f"{m['median_rel_error']:.1%}")
     t.add_row("embedding stress", f"{m['stress']:.3f}")
-    if "paia_raw" in m:
+    if m.get("paia_raw") is not None and m.get("paia_embedded") is not None:
         t.add_row("PAIA raw -> embedded", f"{m['paia_raw']:.1%} -> {m['paia_embedded']:.1%}")
         t.add_row(f"AMI vs true {m.get('truth_level') or 'locations'}", f"{m['ami']:.3f}")
     t.add_row("time (embed + group)", f"{m['embed_seconds']:.1f} s + {m['group_seconds']:.1f} s")
@@ -95,7 +95,7 @@ def render_structure(groups, console) -> None:
 @click.option("--alpha", default=1.0, show_default=True, type=float, help="balanced: ProbeEmbed exponent in [1, 2].")
 @click.option("--dims", default=10, show_default=True, type=int, help="balanced: embedding dimensions.")
 @click.option("--no-heights", is_flag=True, help="balanced: do not fit per-host startup costs.")
-@click.option("--seed", default=0, show_default=True, type=int)
+@click.option("--seed", default=0, show_default=True, type=click.IntRange(0, 2**32 - 1))
 @click.option("--plot", type=click.Path(dir_okay=False), help="Write a picture of the groups (needs matplotlib).")
 @click.option("-o", "--output", type=click.Path(dir_okay=False, allow_dash=True), callback=stdout_if_dash, help="Groups file to write (default: stdout).")
 @click.option("--json", "as_json", is_flag=True, help="With -o: print the metrics as JSON on stdout (without -o, stdout is the groups file, metrics included).")

@@ -367,8 +367,9 @@ def group_hosts(
         labels = probe.truth.labels
         embedded = emb.distances_.copy()
         embedded[np.isnan(probe.latency)] = np.nan  # same triplets as the raw matrix
-        metrics["paia_raw"] = round(paia(probe.latency, labels), 6)
-        metrics["paia_embedded"] = round(paia(embedded, labels), 6)
+        for key, m in (("paia_raw", probe.latency), ("paia_embedded", embedded)):
+            v = paia(m, labels)  # NaN when no triplet is comparable (one rack): null in the file
+            metrics[key] = round(v, 6) if np.isfinite(v) else None
         metrics["ami"] = round(ami(labels, grp.labels_), 6)
         metrics["truth_level"] = probe.truth.levels[-1] if probe.truth.levels else None
     params = {
