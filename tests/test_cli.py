@@ -103,6 +103,12 @@ def test_help_shows_examples():
         (["order", "{tmp}"], 2, "is a directory"),
         (["simulate", "--racks", "0"], 1, "racks must be a positive integer"),
         (["simulate", "--missing", "1.5"], 1, "--missing (missing_frac) must be between 0 and 1, got 1.5"),
+        # NaN capacities were written and failed as 'internal error' (not JSON compliant)
+        (["simulate", "--oversubscription", "nan", "--bandwidth"], 1, "oversubscription must be a finite number >= 1, got nan"),
+        (["simulate", "--host-gbps", "nan", "--bandwidth"], 1, "host-gbps must be a finite number > 0, got nan"),
+        (["simulate", "--height-us", "1e300", "-o", "{tmp}/h.json"], 1, "above what plink reads (one day)"),
+        (["simulate", "--seed", "-1"], 2, "-1 is not in the range 0<=x<=4294967295"),
+        (["group", "{dc}", "--seed", "-1"], 2, "-1 is not in the range 0<=x<=4294967295"),
         (["simulate", "-o", "{tmp}/no/such/dir.json"], 2, "no/such/dir.json: directory "),
         (["order", "{dc}", "-o", "{tmp}/no/x.txt"], 2, "no/x.txt: directory "),
         # both would write to stdout: one of them would be lost
@@ -216,3 +222,19 @@ def test_parse_size_refuses(text):
 
     with pytest.raises(PlinkError, match="invalid size"):
         parse_size(text)
+
+
+def test_a_full_stdout_is_a_one_line_error(tmp_path):
+    """stdout on a full device (/dev/full): one line, exit 1, not 'internal error' (nor a second
+    message from the interpreter's last flush)."""
+    import os
+    import subprocess
+    import sys
+
+    if not os.path.exists("/dev/full"):
+        pytest.skip("no /dev/full here")
+    with open("/dev/full", "w") as full:
+        p = subprocess.run([sys.executable, "-m", "plink", "simulate", "--racks", "2", "--hosts-per-rack", "3",
+                            "-o", "-"], stdout=full, stderr=subprocess.PIPE, text=True, timeout=120)
+    assert p.returncode == 1
+    assert p.stderr.strip().splitlines() == ["plink: error: cannot write the output: No space left on device"]

@@ -8,6 +8,8 @@ stderr; ``--debug`` shows the traceback.
 
 from __future__ import annotations
 
+import errno
+import os
 import sys
 
 import click
@@ -17,6 +19,20 @@ from plink.cli._app import EXIT_FAILURE, EXIT_OK, EXIT_USAGE, cli
 from plink.errors import PlinkError
 
 __all__ = ["cli", "main"]
+
+
+_WRITE_ERRNOS = {errno.ENOSPC, errno.EDQUOT, errno.EIO, errno.EFBIG}
+
+
+def _quiet_stdout() -> None:
+    """Point stdout at /dev/null, so that the interpreter's last flush of what could not be written
+    does not print a second error at exit."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError, AttributeError):  # stdout closed or not a file: nothing to flush
+        pass
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -67,6 +83,14 @@ def main(argv: list[str] | None = None) -> None:
         click.echo("plink: interrupted", err=True)
         sys.exit(130)
     except BrokenPipeError:
+        _quiet_stdout()
+        sys.exit(EXIT_FAILURE)
+    except OSError as exc:
+        if debug or exc.errno not in _WRITE_ERRNOS:
+            raise
+        # a full disk or a device that failed while writing (stdout to /dev/full, a full disk): not a bug
+        _quiet_stdout()
+        click.echo(f"plink: error: cannot write the output: {exc.strerror or exc}", err=True)
         sys.exit(EXIT_FAILURE)
     except ModuleNotFoundError as exc:  # an installation without one of plink's dependencies
         if debug:

@@ -131,7 +131,7 @@ def _check_format_options(fmt: str, slots: int, groups_file: str | None) -> None
 @click.option("--groups", "groups_file", type=click.Path(dir_okay=False),
               help="Groups file (plink group): also start from the grouping; the switches of --format slurm-topology. "
                    "It may name more hosts than the probe (a rack map of the whole site).")
-@click.option("--seed", default=0, show_default=True, type=int)
+@click.option("--seed", default=0, show_default=True, type=click.IntRange(0, 2**32 - 1))
 @click.option("--format", "fmt", type=click.Choice(FORMATS), default="plain", show_default=True,
               help="Order file (plain, json) or launcher file (see 'plink emit --help') written with -o or to stdout.")
 @click.option("--slots", default=1, show_default=True, type=int,

@@ -36,6 +36,7 @@ from __future__ import annotations
 import numpy as np
 
 from plink.errors import PlinkError
+from plink.data.inputs import MAX_LATENCY_US
 from plink.data.probefile import Host, ProbeData, Truth, new_meta
 
 LEVELS = ("dc", "cluster", "row", "rack")
@@ -87,6 +88,10 @@ def simulate_datacenter(
     lat = _latency(rng, common, lat_levels, height_us, jitter)
     lat = _interference(rng, lat, tenant_us=tenant_us, noisy_hosts=noisy_hosts, noisy_factor=noisy_factor,
                         outlier_frac=outlier_frac, outlier_scale=outlier_scale, asymmetry=asymmetry)
+    big = np.nanmax(np.where(np.isfinite(lat), lat, 0.0)) if lat.size else 0.0
+    if not np.isfinite(lat[~np.isnan(lat)]).all() or big > MAX_LATENCY_US:  # the file must read back
+        raise PlinkError(f"these latencies reach {big:.3g} us, above what plink reads (one day): "
+                         "lower --height-us, --tenant-us or the per-level latencies")
     bw = _bandwidth(rng, common, host_gbps, oversubscription, jitter) if bandwidth else None
     if missing_frac > 0:
         _drop_pairs(rng, missing_frac, lat, bw)
@@ -155,8 +160,10 @@ def _check_params(racks, hosts_per_rack, rows, clusters, dcs, lat_levels, *, hei
         raise PlinkError("noisy-hosts needs tenant-us > 0 (the noise the noisy hosts have more of)")
     if any((not np.isfinite(v)) or v <= 0 for v in lat_levels):
         raise PlinkError("per-level latencies must be > 0")
-    if host_gbps <= 0 or oversubscription < 1:
-        raise PlinkError("host-gbps must be > 0 and oversubscription >= 1")
+    if not (np.isfinite(host_gbps) and host_gbps > 0):
+        raise PlinkError(f"host-gbps must be a finite number > 0, got {host_gbps}")
+    if not (np.isfinite(oversubscription) and oversubscription >= 1):
+        raise PlinkError(f"oversubscription must be a finite number >= 1, got {oversubscription}")
     n = dcs * clusters * rows * racks * hosts_per_rack
     if n > 20000:
         raise PlinkError(f"{n} hosts is more than plink simulates (20000)")
