@@ -625,6 +625,7 @@ def watch(
     solve = solve or order_hosts
     size = DEFAULT_SIZE if size is None else int(size)
     _check_args(model=model, window=window, min_gain=min_gain, slots=slots, emit=emit)
+    _check_emit_outside_state(Path(state_dir), emit)
     search = dict(size=size, time_limit=time_limit, seed=seed, base=base, model=model)
     if max_iter is not None:  # a reproducible search (tests, benchmarks)
         search["max_iter"] = max_iter
@@ -700,6 +701,20 @@ def _check_args(*, model: str, window: int, min_gain: float, slots: int, emit: S
             raise PlinkError(f"cannot write --emit {fmt}:{path}: directory {missing} does not exist")
         if Path(path).is_dir():
             raise PlinkError(f"cannot write --emit {fmt}:{path}: it is a directory (name a file in it)")
+
+
+def _check_emit_outside_state(state_dir: Path, emit: Sequence[tuple[str, str]]) -> None:
+    """An ``--emit`` file is never one of STATE_DIR's own files (state.json, order.json, hosts.txt,
+    the lock, history/): a launcher file written over state.json made the next run fail."""
+    own = os.path.realpath(state_dir)
+    reserved = {"state.json", "order.json", "hosts.txt", "lock"}
+    for fmt, path in emit:
+        target = os.path.realpath(path)
+        parent, name = os.path.split(target)
+        inside = os.path.commonpath([own, target]) == own
+        if inside and (parent != own or name in reserved or name.startswith("state.json")):
+            raise PlinkError(f"cannot write --emit {fmt}:{path}: it is one of {state_dir}'s own files "
+                             f"(state.json, order.json, hosts.txt, lock, history/); write it elsewhere or under another name")
 
 
 def _take_over(state_dir: Path, info: LockInfo, notes: list[str]) -> dict | None:

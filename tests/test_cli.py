@@ -238,3 +238,50 @@ def test_a_full_stdout_is_a_one_line_error(tmp_path):
                             "-o", "-"], stdout=full, stderr=subprocess.PIPE, text=True, timeout=120)
     assert p.returncode == 1
     assert p.stderr.strip().splitlines() == ["plink: error: cannot write the output: No space left on device"]
+
+
+def test_an_input_file_is_never_the_output(tmp_path, capsys):
+    """-o (or --plot) naming a file the command reads, also through a symlink: a usage error before
+    any work, the input untouched (plink group dc.json -o dc.json replaced the probe file)."""
+    import os
+
+    from plink.cli import main
+    from plink.data.simulate import simulate_datacenter
+
+    dc = tmp_path / "dc.json"
+    simulate_datacenter(racks=2, hosts_per_rack=3, seed=1).save(dc)
+    before = dc.read_bytes()
+    os.symlink(dc, tmp_path / "link.json")
+    order = tmp_path / "order.json"
+    with pytest.raises(SystemExit):
+        main(["order", str(dc), "--format", "json", "-o", str(order), "--time-limit", "0.2"])
+    capsys.readouterr()
+    hosts = tmp_path / "hosts.txt"
+    hosts.write_text("a\nb\n")
+    for argv, flag, what in [(["group", str(dc), "-o", str(dc)], "-o", "PROBEFILE"),
+                             (["group", str(dc), "--plot", str(tmp_path / "link.json")], "--plot", "PROBEFILE"),
+                             (["order", str(dc), "-o", str(tmp_path / "link.json")], "-o", "PROBEFILE"),
+                             (["schedule", str(dc), "--size", "1MiB", "-o", str(dc)], "-o", "PROBEFILE"),
+                             (["show", str(dc), "--plot", str(dc)], "--plot", "PROBEFILE"),
+                             (["emit", str(order), "--format", "openmpi", "-o", str(order)], "-o", "ORDERFILE"),
+                             (["probe", str(hosts), "-o", str(hosts)], "-o", "HOSTS")]:
+        with pytest.raises(SystemExit) as exc:
+            main(argv)
+        err = capsys.readouterr().err
+        assert exc.value.code == 2, (argv, err)
+        assert f"is the file {what} reads" in err and flag in err and len(err.strip().splitlines()) == 1, err
+    assert dc.read_bytes() == before and hosts.read_text() == "a\nb\n"
+
+
+@pytest.mark.parametrize("cmd", ["group", "show"])
+def test_a_picture_on_stdout_is_refused(tmp_path, capsys, cmd):
+    from plink.cli import main
+    from plink.data.simulate import simulate_datacenter
+
+    dc = tmp_path / "dc.json"
+    simulate_datacenter(racks=2, hosts_per_rack=3, seed=1).save(dc)
+    for target in ("-", "/dev/stdout"):
+        with pytest.raises(SystemExit) as exc:
+            main([cmd, str(dc), "--plot", target])
+        out, err = capsys.readouterr()
+        assert exc.value.code == 2 and "the picture needs a file" in err and out == ""

@@ -489,6 +489,27 @@ def test_emit_into_a_missing_directory_changes_nothing(tmp_path):
     assert not (st / "state.json").exists() and not (st / "history").exists()
 
 
+@pytest.mark.parametrize("name", ["state.json", "order.json", "hosts.txt", "lock", "history/x.txt", "state.json.bak"])
+def test_emit_over_the_state_dirs_own_files_is_refused(tmp_path, name):
+    """--emit openmpi:STATE/state.json was written over the state, and the next run failed."""
+    st = tmp_path / "st"
+    watch(st, lambda: dc(1), **OPTS)
+    state = (st / "state.json").read_bytes()
+    with pytest.raises(PlinkError, match="one of .* own files"):
+        watch(st, lambda: dc(1), emit=[("openmpi", str(st / name))], **OPTS)
+    assert (st / "state.json").read_bytes() == state
+    watch(st, lambda: dc(1), emit=[("openmpi", str(st / "hosts.ompi"))], **OPTS)  # a name of its own is fine
+    assert (st / "hosts.ompi").exists() and watch(st, lambda: dc(1), **OPTS).exit_code == 0
+
+
+def test_cli_emit_over_the_probe_file_is_refused(tmp_path):
+    p = tmp_path / "p.json"
+    dc(1).save(p)
+    before = p.read_bytes()
+    r = run("watch", str(tmp_path / "st"), "--probe-file", str(p), "--emit", f"openmpi:{p}")
+    assert r.returncode == 2 and "is the file --probe-file reads" in r.stderr and p.read_bytes() == before
+
+
 def test_nothing_measured_names_the_unreachable_hosts(tmp_path):
     probe = dc(1)
     probe.latency[:] = np.nan

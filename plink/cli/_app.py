@@ -41,6 +41,39 @@ def stdout_if_dash(ctx, param, value):
     return value
 
 
+def refuse_input_as_output(outputs: dict, inputs: dict) -> None:
+    """A usage error, before any work, when an output path is one of the command's input files
+    (the same file, also through a symlink or a hard link): writing it would replace what the
+    command reads, e.g. ``plink group dc.json -o dc.json`` turned the probe file into a groups file.
+    ``outputs`` / ``inputs``: ``{option: path or None}``."""
+    import os
+
+    for oflag, out in outputs.items():
+        if out is None or out == "-":
+            continue
+        for iflag, inp in inputs.items():
+            if inp is None or inp == "-":
+                continue
+            try:
+                same = os.path.samefile(out, inp)
+            except (OSError, ValueError):  # the output does not exist yet (or the input is not a file)
+                same = False
+            if same:
+                raise click.UsageError(f"{oflag} {out} is the file {iflag} reads: writing it would replace "
+                                       "that input; write somewhere else")
+
+
+def plot_file(ctx, param, value):
+    """Click callback of ``--plot``: a file (a picture on stdout would mix with the text there)."""
+    value = existing_dir(ctx, param, value)
+    if value is not None:
+        from plink.data.fileio import is_stdout
+
+        if is_stdout(value):
+            raise click.BadParameter("the picture needs a file (on stdout it would mix with the text)")
+    return value
+
+
 def refuse_json_with_dash(as_json: bool, what: str) -> None:
     """``--json`` with an explicit ``-o -`` (or ``-o /dev/stdout``): both would write to stdout, so one
     would be lost."""

@@ -6,7 +6,7 @@ import json
 
 import click
 
-from plink.cli._app import cli, _echo_json, matrix_input_options, stdout_if_dash
+from plink.cli._app import cli, _echo_json, matrix_input_options, refuse_input_as_output, stdout_if_dash
 from plink.cli.order import _check_format_options
 from plink.errors import PlinkError
 from plink.launch.emitters import FORMATS, MAX_SLOTS
@@ -54,6 +54,7 @@ def emit_cmd(orderfile, fmt, slots, groups_file, algo, output) -> None:
     from plink.launch.emitters import emit
 
     _check_format_options(fmt, slots, groups_file)
+    refuse_input_as_output({"-o": output}, {"ORDERFILE": orderfile, "--groups": groups_file})
     hosts = read_order_hosts(orderfile)
     if algo is None:
         algo = _order_file_algo(orderfile) or "ring"
@@ -229,6 +230,8 @@ def watch_cmd(state_dir, hosts_file, probe_file, method, count, timeout, retries
 
     if not hosts_file and not probe_file:
         raise click.UsageError("give --hosts HOSTS (probe them) or --probe-file PROBE")
+    refuse_input_as_output({f"--emit {fmt}:": path for fmt, path in _parse_emit(emit_items)},
+                           {"--probe-file": probe_file, "--hosts": hosts_file, "--initial-order": initial_order})
     prober = _prober(hosts_file, probe_file, hosts_format, load_input=load_input, max_hosts=max_hosts, method=method, count=count, ssh_config=ssh_config,
                      known_hosts=known_hosts, timeout=timeout, retries=retries)
     try:

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import click
 
-from plink.cli._app import cli, _echo_json, matrix_input_options, _stderr_console, refuse_json_with_dash, stdout_if_dash
+from plink.cli._app import (cli, _echo_json, matrix_input_options, _stderr_console, refuse_input_as_output,
+                            refuse_json_with_dash, stdout_if_dash)
 from plink.launch.emitters import FORMATS
 
 
@@ -178,6 +179,7 @@ def order(probefile, algo, size, base, time_limit, jobs, smt_time, groups_file, 
     from plink.units import parse_size
 
     _check_format_options(fmt, slots, groups_file)
+    refuse_input_as_output({"-o": output}, {"PROBEFILE": probefile, "--groups": groups_file})
     refuse_json_with_dash(as_json, "the report (its 'hosts' are the order)")
     probe = load_input(probefile)
     labels = group_labels(probe, groups_file) if groups_file else None

@@ -6,7 +6,7 @@ import sys
 
 import click
 
-from plink.cli._app import EXIT_OK, _echo_json, _stderr_console, cli, stdout_if_dash
+from plink.cli._app import EXIT_OK, _echo_json, _stderr_console, cli, refuse_input_as_output, stdout_if_dash
 from plink.errors import PlinkError
 
 EXIT_INCOMPLETE = 3
@@ -179,6 +179,7 @@ def probe(hosts, output, method, count, interval, passes, max_count, tol, bandwi
         raise click.UsageError("--json prints a summary on stdout, so the probe file needs -o")
     if resume and not output:
         raise click.UsageError("--resume continues the probe file given with -o")
+    refuse_input_as_output({"-o": output}, {"HOSTS": hosts, "--ssh-config": ssh_config, "--known-hosts": known_hosts})
     from plink.data.fileio import replaces_atomically
 
     # a device or FIFO given as -o is written once at the end, never rewritten per round

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from plink.cli._app import _echo_json, _stderr_console, cli, existing_dir, matrix_input_options
+from plink.cli._app import _echo_json, _stderr_console, cli, existing_dir, matrix_input_options, refuse_input_as_output
 from plink.errors import PlinkError
 
 
@@ -104,6 +104,7 @@ def schedule(probefile, groups_file, size, chunk, capacity, compact, output, as_
 
     if as_json and output is not None and is_stdout(output):
         raise click.UsageError("-o - and --json would both write to stdout: write the schedule to a file")
+    refuse_input_as_output({"-o": output}, {"PROBEFILE": probefile, "--groups": groups_file})
     probe = load_input(probefile)
     labels = load_groups(groups_file).aligned_to(probe.names, extra_ok=True) if groups_file else None
     plan = plan_schedule(probe, labels, size=parse_size(size), chunk=parse_size(chunk),
@@ -190,6 +191,7 @@ def retune(schedulefile, statsfile, output, quick, beta, gamma, epsilon, compact
     from plink.schedule.plan import node_loads
 
     check_finetune(beta, gamma, epsilon)  # with --quick too: a bad value is a mistake either way
+    refuse_input_as_output({"-o": output}, {"SCHEDULEFILE": schedulefile, "STATSFILE": statsfile})
     sched = load_schedule(schedulefile)
     if sched.plan is None:
         raise ScheduleError(f"{schedulefile}: schedule has no master assignment (lm/gm) to retune")

@@ -7,7 +7,8 @@ import json
 import click
 import numpy as np
 
-from plink.cli._app import cli, _echo_json, matrix_input_options, _stderr_console, _stdout_console, stdout_if_dash
+from plink.cli._app import (cli, _echo_json, matrix_input_options, _stderr_console, _stdout_console, plot_file,
+                            refuse_input_as_output, stdout_if_dash)
 
 
 def render_groups_report(groups, console) -> None:
@@ -96,7 +97,8 @@ def render_structure(groups, console) -> None:
 @click.option("--dims", default=10, show_default=True, type=int, help="balanced: embedding dimensions.")
 @click.option("--no-heights", is_flag=True, help="balanced: do not fit per-host startup costs.")
 @click.option("--seed", default=0, show_default=True, type=click.IntRange(0, 2**32 - 1))
-@click.option("--plot", type=click.Path(dir_okay=False), help="Write a picture of the groups (needs matplotlib).")
+@click.option("--plot", type=click.Path(dir_okay=False), callback=plot_file,
+              help="Write a picture of the groups (needs matplotlib).")
 @click.option("-o", "--output", type=click.Path(dir_okay=False, allow_dash=True), callback=stdout_if_dash, help="Groups file to write (default: stdout).")
 @click.option("--json", "as_json", is_flag=True, help="With -o: print the metrics as JSON on stdout (without -o, stdout is the groups file, metrics included).")
 @matrix_input_options()
@@ -118,6 +120,7 @@ def group(probefile, n_groups, method, max_levels, elasticity, alpha, dims, no_h
       plink group dc.json -o groups.json
       plink show dc.json --groups groups.json --plot heatmap.png
     """
+    refuse_input_as_output({"-o": output, "--plot": plot}, {"PROBEFILE": probefile})
     probe = load_input(probefile)
     if method == "balanced":
         from plink.structure.group import group_hosts
@@ -188,7 +191,7 @@ def render_show(summary, console) -> None:
 @cli.command()
 @click.argument("probefile", type=click.Path(dir_okay=False))
 @click.option("--groups", "groups_file", type=click.Path(dir_okay=False), help="A groups file from 'plink group'.")
-@click.option("--plot", type=click.Path(dir_okay=False),
+@click.option("--plot", type=click.Path(dir_okay=False), callback=plot_file,
               help="Write a heatmap of the matrix in group order (needs matplotlib).")
 @click.option("--order", "orderfile", type=click.Path(dir_okay=False),
               help="With --plot: two heatmaps, as probed and in this order file's rank order.")
@@ -213,6 +216,7 @@ def show(probefile, groups_file, plot, orderfile, as_json, no_structure, load_in
 
     if orderfile and not plot:
         raise click.BadParameter("--order draws the before/after heatmaps of --plot PNG", param_hint="--order")
+    refuse_input_as_output({"--plot": plot}, {"PROBEFILE": probefile, "--groups": groups_file, "--order": orderfile})
 
     probe = load_input(probefile)
     groups = None
