@@ -642,6 +642,10 @@ def watch(
         probe = prober()
         if not isinstance(probe, ProbeData):
             raise PlinkError("the prober did not return probe data")
+        if emit:  # names no launcher file can hold: an error before anything is written
+            from plink.launch.emitters import check_launcher_names
+
+            check_launcher_names(probe.names, "an --emit file", "give the hosts their names or addresses")
         incomplete = _incompleteness(probe)
         drift = _drift(state_dir, state, probe, top, notes)
 
@@ -855,7 +859,16 @@ def _sync_derived(state_dir: Path, order: list[str], order_doc: dict, probe: Pro
         if have_names != order:
             atomic_write_text(state_dir / "order.json", json.dumps(order_doc, indent=1, allow_nan=False) + "\n")
             notes.append("order.json did not match the state (an interrupted run?): rewritten")
-    _sync(state_dir / "hosts.txt", "".join(f"{n}\n" for n in order))
+    from plink.launch.emitters import check_launcher_names
+
+    try:
+        check_launcher_names(order, "hosts.txt", "order.json has the order")
+    except PlinkError as exc:  # e.g. region names of a wide-area matrix
+        if (state_dir / "hosts.txt").exists():
+            (state_dir / "hosts.txt").unlink()
+        notes.append(f"hosts.txt not written: {exc}")
+    else:
+        _sync(state_dir / "hosts.txt", "".join(f"{n}\n" for n in order))
     ordered_hosts = [probe.hosts[probe.index(n)] for n in order]
     for fmt, path in emit:
         text = emit_text(fmt, ordered_hosts, slots=slots, algo=algo, order_file=str(state_dir / "order.json"))

@@ -285,3 +285,27 @@ def test_a_picture_on_stdout_is_refused(tmp_path, capsys, cmd):
             main([cmd, str(dc), "--plot", target])
         out, err = capsys.readouterr()
         assert exc.value.code == 2 and "the picture needs a file" in err and out == ""
+
+
+def test_order_refuses_names_its_file_cannot_hold_before_searching(tmp_path, capsys):
+    import json
+    import time
+
+    from plink.cli import main
+    from plink.data.simulate import simulate_datacenter
+
+    p = simulate_datacenter(racks=2, hosts_per_rack=3, seed=2)
+    doc = p.to_dict()
+    doc["hosts"][0]["name"] = "node[1-3]"
+    f = tmp_path / "m.json"
+    f.write_text(json.dumps(doc))
+    t = time.monotonic()
+    with pytest.raises(SystemExit) as exc:
+        main(["order", str(f), "-o", str(tmp_path / "o.txt"), "--time-limit", "30"])
+    err = capsys.readouterr().err
+    assert exc.value.code == 1 and time.monotonic() - t < 10  # before the 30 s search
+    assert "host name 'node[1-3]' cannot be written to a plain order file" in err
+    assert not (tmp_path / "o.txt").exists()
+    with pytest.raises(SystemExit) as exc:
+        main(["order", str(f), "--format", "json", "-o", str(tmp_path / "o.json"), "--time-limit", "0.2"])
+    assert exc.value.code == 0 and "node[1-3]" in (tmp_path / "o.json").read_text()

@@ -565,9 +565,17 @@ def _error(fn, *args, **kw):
 def test_error_messages_exact():
     assert _error(em.openmpi_hostfile, []) == "no hosts to write"
     assert _error(em.mpich_machinefile, ["a", "b", "c", "b"]) == "host 'b' appears twice in the order"
-    for bad in ("", "a b", "a\tb", "a#1", "a,1"):
+    # names that are not host names or addresses: they would read back as other hosts (a port or
+    # slot count, a Slurm range) or not at all (the outside-in review's node[1-3], c:2 and a;b)
+    for bad in ("", "a b", "a\tb", "a#1", "a,1", "node[1-3]", "c:2", "a;b", "aws:sa-east-1", "-a", "a..b", "nœud"):
         assert _error(em.emit, "openmpi", ["ok", bad]) == (
-            f"host name {bad!r} cannot be written to a launcher file (whitespace, '#' or ',')")
+            f"host name {bad!r} cannot be written to a launcher file: it is not a host name or an IP address, "
+            "and would read back as other hosts or not at all (--format json keeps any name; or give the hosts "
+            "their names or addresses with --hosts)")
+    assert _error(em.emit, "mpich", ["vm000", "VM000"]) == (
+        "host 'VM000' appears twice in the order (as 'vm000': names differing only in case are one host)")
+    for good in ("node-01", "n_1.example.org", "10.0.0.1", "fe80::1", "2001:db8::5%eth0"):
+        em.emit("openmpi", ["ok", good])
     assert _error(em.openmpi_hostfile, HOSTS, slots=[1, 2]) == "2 slot counts for 3 hosts"
     assert _error(em.openmpi_hostfile, HOSTS, slots=[1, 2, -3]) == "slots must be >= 1 (processes per host), got -3"
     # a string is not a list of counts, even when it has one digit per host

@@ -502,6 +502,21 @@ def test_emit_over_the_state_dirs_own_files_is_refused(tmp_path, name):
     assert (st / "hosts.ompi").exists() and watch(st, lambda: dc(1), **OPTS).exit_code == 0
 
 
+def test_names_no_launcher_file_can_hold(tmp_path):
+    """Region names (a wide-area matrix): order.json keeps them, hosts.txt is not written (it would
+    read back as other hosts), and an --emit file is refused before anything is written."""
+    probe = dc(1)
+    probe.hosts[0] = probe.hosts[0].__class__("aws:sa-east-1")
+    st = tmp_path / "st"
+    with pytest.raises(PlinkError, match="'aws:sa-east-1' cannot be written to an --emit file"):
+        watch(st, lambda: probe, emit=[("openmpi", str(tmp_path / "h.ompi"))], **OPTS)
+    assert not (st / "state.json").exists() and not (tmp_path / "h.ompi").exists()
+    res = watch(st, lambda: probe, **OPTS)
+    assert res.exit_code == 4 and not (st / "hosts.txt").exists()
+    assert any(n.startswith("hosts.txt not written: host name 'aws:sa-east-1'") for n in res.notes)
+    assert "aws:sa-east-1" in (st / "order.json").read_text()
+
+
 def test_cli_emit_over_the_probe_file_is_refused(tmp_path):
     p = tmp_path / "p.json"
     dc(1).save(p)

@@ -182,6 +182,11 @@ def order(probefile, algo, size, base, time_limit, jobs, smt_time, groups_file, 
     refuse_input_as_output({"-o": output}, {"PROBEFILE": probefile, "--groups": groups_file})
     refuse_json_with_dash(as_json, "the report (its 'hosts' are the order)")
     probe = load_input(probefile)
+    writes = output is not None or not as_json  # (--json alone prints the report, no order file)
+    if writes and fmt != "json":  # names a launcher or plain file cannot hold: say so before the search
+        from plink.launch.emitters import check_launcher_names
+
+        check_launcher_names(probe.names, "a plain order file" if fmt == "plain" else "a launcher file")
     labels = group_labels(probe, groups_file) if groups_file else None
     nbytes = parse_size(size)
     console = _stderr_console()
@@ -191,7 +196,7 @@ def order(probefile, algo, size, base, time_limit, jobs, smt_time, groups_file, 
             use_bandwidth=not no_bandwidth, jobs=jobs, smt_time=smt_time, labels=labels, model=cost_model,
             nic_gbps=nic_gbps, keep_on_interrupt=True,
         )
-    text = _render_order(result, probe, fmt, slots, labels, output)
+    text = _render_order(result, probe, fmt, slots, labels, output) if writes else ""
     if output:
         from plink.data.fileio import atomic_write_text
 

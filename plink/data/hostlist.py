@@ -122,6 +122,26 @@ def _check_name(name: str) -> str:
     return name
 
 
+def host_name_problem(name: str) -> str | None:
+    """Why ``name`` is not a host name or an IP address this reader (and a launcher) takes, or None.
+
+    What a host list, hostfile or ``plink order`` plain file can hold: a name such as
+    ``aws:sa-east-1`` or ``node[1-3]`` would read back as other hosts (a port, a Slurm range)."""
+    name = str(name)
+    try:
+        _check_name(name)
+    except _LineError as exc:
+        return str(exc)
+    if ":" in name:  # (the pattern takes any hex digits and colons: c:2 is no address)
+        import ipaddress
+
+        try:
+            ipaddress.IPv6Address(name.partition("%")[0])
+        except ValueError:
+            return f"invalid IPv6 address {name!r}"
+    return None
+
+
 def _int(text: str, what: str, lo: int, hi: int) -> int:
     if not (text.isascii() and text.isdigit()) or len(text) > 9:
         raise _LineError(f"{what} {text[:20]!r} is not a number")

@@ -49,6 +49,9 @@ def order_document(result: OrderResult, probe: ProbeData) -> dict:
 
 
 def render_plain(result: OrderResult) -> str:
+    from plink.launch.emitters import check_launcher_names
+
+    check_launcher_names(result.hosts, "a plain order file")
     return "".join(f"{name}\n" for name in result.hosts)
 
 

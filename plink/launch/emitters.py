@@ -68,13 +68,28 @@ def _hosts(hosts: Sequence) -> list:
     if not out:
         raise PlinkError("no hosts to write")
     names = [h.name for h in out]
-    if len(set(names)) != len(names):
-        dup = next(n for n in names if names.count(n) > 1)
-        raise PlinkError(f"host {dup!r} appears twice in the order")
-    for n in names:
-        if not n or any(c.isspace() for c in n) or "#" in n or "," in n:
-            raise PlinkError(f"host name {n!r} cannot be written to a launcher file (whitespace, '#' or ',')")
+    check_launcher_names(names)
     return out
+
+
+def check_launcher_names(names: Sequence[str], what: str = "a launcher file",
+                         hint: str = "--format json keeps any name; or give the hosts their names or "
+                                     "addresses with --hosts") -> None:
+    """Raise :class:`PlinkError` unless every name is a host name or an IP address, once (names
+    differing in case only are one host to a resolver and to plink's host-list reader): what
+    every launcher file and plain order file can hold and read back in the same order."""
+    from plink.data.hostlist import host_name_problem
+
+    seen: dict[str, str] = {}
+    for n in names:
+        problem = host_name_problem(n)
+        if problem is not None:
+            raise PlinkError(f"host name {n!r} cannot be written to {what}: it is not a host name or an IP "
+                             f"address, and would read back as other hosts or not at all ({hint})")
+        if n.lower() in seen:
+            raise PlinkError(f"host {n!r} appears twice in the order" + (
+                f" (as {seen[n.lower()]!r}: names differing only in case are one host)" if seen[n.lower()] != n else ""))
+        seen[n.lower()] = n
 
 
 MAX_SLOTS = 4096  #: processes per host, far above any machine's cores, far below a file of gigabytes
