@@ -195,6 +195,19 @@ def test_read_order_hosts_keeps_addresses(tmp_path):
     assert read_order_hosts(t) == HOSTS  # with the addresses noted in its comments
 
 
+@pytest.mark.parametrize("ranks, msg", [([0, 0, 2], "rank 0 appears twice"), ([0, 1, 7], "rank 2 is missing"),
+                                        ([1, 2, 3], "rank 0 is missing"), ([0, 1, 1.0], "a whole number"),
+                                        ([0, 1, True], "a whole number"), ([0, 1, "2"], "a whole number")])
+def test_read_order_hosts_refuses_broken_ranks(tmp_path, ranks, msg):
+    """Two hosts at one rank, or a gap, were renumbered without a word."""
+    doc = {"format": "plink-order", "version": 1,
+           "hosts": [{"rank": r, "name": n} for r, n in zip(ranks, ["a", "b", "c"])]}
+    p = tmp_path / "o.json"
+    p.write_text(json.dumps(doc))
+    with pytest.raises(PlinkError, match=msg):
+        read_order_hosts(p)
+
+
 # -- CLI ------------------------------------------------------------------------
 
 

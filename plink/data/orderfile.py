@@ -97,6 +97,14 @@ def read_order_hosts(path: str | os.PathLike) -> list[Host]:
         if not isinstance(doc.get("version"), int) or doc["version"] > VERSION:
             raise ProbeFileError(f"{path}: unsupported order file version {doc.get('version')!r}")
         try:
+            ranks = [h["rank"] for h in doc["hosts"]]
+            if not all(type(r) is int for r in ranks):
+                raise TypeError
+            if sorted(ranks) != list(range(len(ranks))):
+                twice = sorted({r for r in ranks if ranks.count(r) > 1})
+                raise ProbeFileError(f"{path}: the ranks must be 0..{len(ranks) - 1}, each once "
+                                     + (f"(rank {twice[0]} appears twice)" if twice else
+                                        f"(rank {min(set(range(len(ranks))) - set(ranks))} is missing)"))
             entries = sorted(doc["hosts"], key=lambda h: h["rank"])
             for h in entries:
                 addr, ssh = h.get("address"), h.get("ssh")
@@ -104,7 +112,7 @@ def read_order_hosts(path: str | os.PathLike) -> list[Host]:
                     raise TypeError
                 hosts.append(Host(h["name"], None if addr is None else str(addr), None if ssh is None else str(ssh)))
         except (KeyError, TypeError, AttributeError):
-            raise ProbeFileError(f"{path}: every host needs a 'rank' and a 'name'") from None
+            raise ProbeFileError(f"{path}: every host needs a 'rank' (a whole number) and a 'name'") from None
     else:
         for lineno, raw in enumerate(text.splitlines(), 1):
             line, _, comment = raw.partition("#")
