@@ -383,6 +383,7 @@ def test_cli_emit_from_order_file(dc, tmp_path):
     assert proc.returncode == 0, proc.stderr
     want = run("emit", str(js), "--format", "slurm-topology", "--groups", str(good)).stdout
     assert proc.stdout.replace(str(site), str(good)) == want and "stranger" not in proc.stdout
+    assert "names 2 host(s) not in the order ('stranger1', 'stranger2'): left out" in proc.stderr
     proc = run("emit", str(js), "--format", "openmpi", "--slots", "-1")
     assert proc.returncode == 2 and "--slots" in proc.stderr
 

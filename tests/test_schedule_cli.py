@@ -101,6 +101,7 @@ def test_groups_file_may_name_more_hosts(tmp_path, dc, capsys):
         code, stdout, err = run(["schedule", str(dc), "--groups", str(tmp_path / f"{g}.json"), "--size", "1MiB",
                                  "-o", str(tmp_path / f"s-{g}.json"), "--json"], capsys)
         assert code == 0, err
+        assert ("names 2 host(s) not in the probe ('elsewhere', 'far'): left out of the groups" in err) == (g == "site")
         got[g] = json.loads(stdout)
     assert got["site"]["groups"] == 2 and got["site"]["predicted"] == got["g"]["predicted"]
     assert json.loads((tmp_path / "s-site.json").read_text()) == json.loads((tmp_path / "s-g.json").read_text())

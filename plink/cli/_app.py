@@ -74,6 +74,18 @@ def plot_file(ctx, param, value):
     return value
 
 
+def note_groups_beyond(groups_file: str, names, where: str = "the probe") -> None:
+    """A note on stderr when a groups file names hosts that ``names`` (the probe's, the order's) lack:
+    they are left out (a rack map of the whole site is fine; a typo shows here)."""
+    from plink.data.groupfile import load_groups
+
+    extra = sorted(set(load_groups(groups_file).hosts) - set(names))
+    if extra:
+        more = f", {extra[1]!r}" if len(extra) == 2 else (f" and {len(extra) - 1} more" if len(extra) > 2 else "")
+        click.echo(f"plink: note: {groups_file} names {len(extra)} host(s) not in {where} ({extra[0]!r}{more}): "
+                   "left out of the groups", err=True)
+
+
 def refuse_json_with_dash(as_json: bool, what: str) -> None:
     """``--json`` with an explicit ``-o -`` (or ``-o /dev/stdout``): both would write to stdout, so one
     would be lost."""

@@ -6,7 +6,7 @@ import json
 
 import click
 
-from plink.cli._app import cli, _echo_json, matrix_input_options, refuse_input_as_output, stdout_if_dash
+from plink.cli._app import cli, _echo_json, matrix_input_options, note_groups_beyond, refuse_input_as_output, stdout_if_dash
 from plink.cli.order import _check_format_options
 from plink.errors import PlinkError
 from plink.launch.emitters import FORMATS, MAX_SLOTS
@@ -65,6 +65,7 @@ def emit_cmd(orderfile, fmt, slots, groups_file, algo, output) -> None:
 
         try:
             labels = load_groups(groups_file).aligned_to([h.name for h in hosts], extra_ok=True).tolist()
+            note_groups_beyond(groups_file, [h.name for h in hosts], "the order")
         except ProbeFileError as exc:
             raise ProbeFileError(f"{groups_file} and {orderfile} are from different host lists: {exc}") from None
     text = emit(fmt, hosts, slots=slots, algo=algo, labels=labels, order_file=output or orderfile)

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import click
 
-from plink.cli._app import (cli, _echo_json, matrix_input_options, _stderr_console, refuse_input_as_output,
+from plink.cli._app import (cli, _echo_json, matrix_input_options, note_groups_beyond, _stderr_console,
+                            refuse_input_as_output,
                             refuse_json_with_dash, stdout_if_dash)
 from plink.launch.emitters import FORMATS
 
@@ -188,6 +189,8 @@ def order(probefile, algo, size, base, time_limit, jobs, smt_time, groups_file, 
 
         check_launcher_names(probe.names, "a plain order file" if fmt == "plain" else "a launcher file")
     labels = group_labels(probe, groups_file) if groups_file else None
+    if groups_file:
+        note_groups_beyond(groups_file, probe.names)
     nbytes = parse_size(size)
     console = _stderr_console()
     with console.status(f"searching {algo} orders of {probe.n} hosts for {time_limit:g} s", spinner="dots"):

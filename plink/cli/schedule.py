@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import click
 
-from plink.cli._app import _echo_json, _stderr_console, cli, existing_dir, matrix_input_options, refuse_input_as_output
+from plink.cli._app import (_echo_json, _stderr_console, cli, existing_dir, matrix_input_options,
+                            note_groups_beyond, refuse_input_as_output)
 from plink.errors import PlinkError
 
 
@@ -107,6 +108,8 @@ def schedule(probefile, groups_file, size, chunk, capacity, compact, output, as_
     refuse_input_as_output({"-o": output}, {"PROBEFILE": probefile, "--groups": groups_file})
     probe = load_input(probefile)
     labels = load_groups(groups_file).aligned_to(probe.names, extra_ok=True) if groups_file else None
+    if groups_file:
+        note_groups_beyond(groups_file, probe.names)
     plan = plan_schedule(probe, labels, size=parse_size(size), chunk=parse_size(chunk),
                          capacity=None if capacity == "auto" else capacity)
     sched = Schedule.from_plan(plan, parse_size(chunk))
