@@ -29,7 +29,7 @@ The pipeline (each step a pure function over numpy arrays):
 4. Average linkage (UPGMA, scipy) on each; candidate cuts (K = 2..10 and the
    cuts after the largest relative gaps in merge height), groups under
    :data:`MIN_GROUP` hosts folded into their nearest group (at the top level
-   of 6 to :data:`SMALL_GROUP` - 1 hosts the cut with groups of 2 is tried too, and wins
+   of 6 to :data:`PAIRS_MAX` - 1 hosts the cut with groups of 2 is tried too, and wins
    when it is significant, has the better silhouette and each pair is
    :data:`PAIR_TIGHT` times closer than to any other host: a 2-host rack), hosts moved to
    the group they are closest to on average; the cut with the best mean
@@ -87,7 +87,9 @@ EFFECT_MIN = 1.15
 #: look that far apart (selection bias; measured on simulated racks of 5-9 hosts)
 EFFECT_MIN_SMALL = 1.6
 SMALL_GROUP = 16
-#: in fewer than SMALL_GROUP hosts, groups of 2 are tried too; each is kept only when its pair is this many
+#: at the top level of fewer hosts than this, the cut with groups of 2 is tried too
+PAIRS_MAX = 64
+#: where groups of 2 are tried (PAIRS_MAX), each is kept only when its pair is this many
 #: times closer than either host is to any host outside it (a 2-host rack; noise rarely makes so tight a pair)
 PAIR_TIGHT = 1.6
 #: among the significant cuts the coarsest whose silhouette is within this of the best wins (finer levels come
@@ -484,11 +486,11 @@ def _split_one(x: np.ndarray, p: np.ndarray, metric: str, rng: np.random.Generat
     copies of ``x`` with its pairs shuffled (same values, no structure), and the
     pairs it separates are :data:`EFFECT_MIN` times farther than those it keeps
     together (:func:`effect_size`).  With ``pairs`` (the top-level split of
-    6-15 hosts) the cut allowing groups of 2 is tried too (see the module docstring).
+    6-63 hosts) the cut allowing groups of 2 is tried too (see the module docstring).
     """
     n = x.shape[0]
     lab, scores = _significant_cut(x, p, metric, rng, n_null, MIN_GROUP)
-    if pairs and 2 * MIN_GROUP <= n < SMALL_GROUP:
+    if pairs and 2 * MIN_GROUP <= n < PAIRS_MAX:
         lab2, scores2 = _significant_cut(x, p, metric, rng, n_null, 2)
         sizes = np.bincount(lab2)
         if lab2.max() > 0 and (sizes == 2).any() and _pairs_tight(x, lab2) and (
