@@ -507,10 +507,10 @@ def check_same_hosts(order: Sequence[str], probe: ProbeData, source: str) -> Non
     if extra or missing:
         parts = []
         if extra:
-            parts.append(f"{len(extra)} host(s) not in the probe ({', '.join(extra[:3])}{', ...' if len(extra) > 3 else ''})")
+            parts.append(f"lists {len(extra)} host(s) not in the probe ({', '.join(extra[:3])}{', ...' if len(extra) > 3 else ''})")
         if missing:
-            parts.append(f"misses {len(missing)} probed host(s) ({', '.join(missing[:3])}{', ...' if len(missing) > 3 else ''})")
-        raise PlinkError(f"{source} is from another host list: it lists {' and '.join(parts)}")
+            parts.append(f"lacks {len(missing)} probed host(s) ({', '.join(missing[:3])}{', ...' if len(missing) > 3 else ''})")
+        raise PlinkError(f"{source} is from another host list: it {' and '.join(parts)}")
 
 
 def _host_names(field) -> list[str]:

@@ -109,6 +109,9 @@ def test_help_shows_examples():
         (["simulate", "--height-us", "1e300", "-o", "{tmp}/h.json"], 1, "above what plink reads (one day)"),
         (["simulate", "--seed", "-1"], 2, "-1 is not in the range 0<=x<=4294967295"),
         (["group", "{dc}", "--seed", "-1"], 2, "-1 is not in the range 0<=x<=4294967295"),
+        # an option of the other method was ignored without a word
+        (["group", "{dc}", "--elasticity", "1.5"], 2, "--elasticity applies to --method balanced (this is --method hierarchy)"),
+        (["group", "{dc}", "--method", "balanced", "--levels", "2"], 2, "--levels applies to --method hierarchy"),
         (["simulate", "-o", "{tmp}/no/such/dir.json"], 2, "no/such/dir.json: directory "),
         (["order", "{dc}", "-o", "{tmp}/no/x.txt"], 2, "no/x.txt: directory "),
         # both would write to stdout: one of them would be lost

@@ -384,6 +384,10 @@ def test_cli_emit_from_order_file(dc, tmp_path):
     want = run("emit", str(js), "--format", "slurm-topology", "--groups", str(good)).stdout
     assert proc.stdout.replace(str(site), str(good)) == want and "stranger" not in proc.stdout
     assert "names 2 host(s) not in the order ('stranger1', 'stranger2'): left out" in proc.stderr
+    proc = run("emit", str(js), "--format", "openmpi", "--groups", str(good))  # ignored before
+    assert proc.returncode == 2 and "--groups is for --format slurm-topology" in proc.stderr
+    proc = run("emit", str(js), "--format", "openmpi", "--algo", "hd")
+    assert proc.returncode == 2 and "--algo is for --format env" in proc.stderr
     proc = run("emit", str(js), "--format", "openmpi", "--slots", "-1")
     assert proc.returncode == 2 and "--slots" in proc.stderr
 

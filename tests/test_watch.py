@@ -143,7 +143,7 @@ def test_host_list_changed_reorders_and_keeps_history(tmp_path):
     bigger = simulate_datacenter(racks=5, hosts_per_rack=4, seed=1)
     r = watch(tmp_path, lambda: bigger, now=clock, **OPTS)
     assert r.status == "hosts-changed" and r.changed
-    assert "misses 4 probed host(s)" in "\n".join(r.notes)
+    assert "lacks 4 probed host(s)" in "\n".join(r.notes)
     assert sorted(r.order) == sorted(bigger.names)
     assert r.drift["hosts_added"] == [n for n in bigger.names if n not in dc(1).names]
     first = runs(tmp_path)[0]

@@ -128,4 +128,4 @@ def test_hosts_changed_strict_raises():
 def test_hosts_changed_default_source_in_the_note():
     d = decide(probe(), ["a", "b", "x", "d"], Solver(), "ring", {}, 0.05)
     assert d.notes == ["the current order is from another host list: it lists 1 host(s) not in the probe (x) "
-                       "and misses 1 probed host(s) (c)"]
+                       "and lacks 1 probed host(s) (c)"]

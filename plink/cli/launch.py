@@ -54,6 +54,10 @@ def emit_cmd(orderfile, fmt, slots, groups_file, algo, output) -> None:
     from plink.launch.emitters import emit
 
     _check_format_options(fmt, slots, groups_file)
+    if groups_file and fmt != "slurm-topology":
+        raise click.UsageError(f"--groups is for --format slurm-topology (the {fmt} format has no groups)")
+    if algo is not None and fmt != "env":
+        raise click.UsageError(f"--algo is for --format env (the {fmt} format does not depend on the algorithm)")
     refuse_input_as_output({"-o": output}, {"ORDERFILE": orderfile, "--groups": groups_file})
     hosts = read_order_hosts(orderfile)
     if algo is None:
@@ -63,8 +67,9 @@ def emit_cmd(orderfile, fmt, slots, groups_file, algo, output) -> None:
         from plink.data.groupfile import load_groups
         from plink.errors import ProbeFileError
 
+        groups = load_groups(groups_file)  # (its own errors say what is wrong with the file)
         try:
-            labels = load_groups(groups_file).aligned_to([h.name for h in hosts], extra_ok=True).tolist()
+            labels = groups.aligned_to([h.name for h in hosts], extra_ok=True).tolist()
             note_groups_beyond(groups_file, [h.name for h in hosts], "the order")
         except ProbeFileError as exc:
             raise ProbeFileError(f"{groups_file} and {orderfile} are from different host lists: {exc}") from None

@@ -121,6 +121,13 @@ def group(probefile, n_groups, method, max_levels, elasticity, alpha, dims, no_h
       plink show dc.json --groups groups.json --plot heatmap.png
     """
     refuse_input_as_output({"-o": output, "--plot": plot}, {"PROBEFILE": probefile})
+    ctx = click.get_current_context()
+    own = {"balanced": ("elasticity", "alpha", "dims", "no_heights"), "hierarchy": ("max_levels",)}
+    for m, names in own.items():
+        for name in names:
+            if m != method and ctx.get_parameter_source(name) is not click.core.ParameterSource.DEFAULT:
+                flag = {"no_heights": "--no-heights", "max_levels": "--levels"}.get(name, f"--{name}")
+                raise click.UsageError(f"{flag} applies to --method {m} (this is --method {method})")
     probe = load_input(probefile)
     if method == "balanced":
         from plink.structure.group import group_hosts
@@ -173,7 +180,7 @@ def render_show(summary, console) -> None:
     if pct:
         t.add_row("bandwidth (Gbit/s)", "  ".join(f"{k} {v:g}" for k, v in pct.items()))
     if summary.get("truth_counts"):
-        t.add_row("ground truth", ", ".join(f"{v} {k}" for k, v in summary["truth_counts"].items()))
+        t.add_row("ground truth", ", ".join(f"{v} {k}{'' if v == 1 else 's'}" for k, v in summary["truth_counts"].items()))
     if "groups" in summary:
         sizes = summary["group_sizes"]
         t.add_row("groups", f"{summary['groups']} (sizes {min(sizes)}..{max(sizes)})")

@@ -129,8 +129,19 @@ def load_groups(path: str | os.PathLike) -> Groups:
     hosts, labels = doc.get("hosts"), doc.get("labels")
     if not isinstance(hosts, list) or not all(isinstance(h, str) for h in hosts):
         raise ProbeFileError(f"{path}: 'hosts' must be a list of names")
-    if not isinstance(labels, list) or not all(isinstance(x, int) and not isinstance(x, bool) for x in labels):
-        raise ProbeFileError(f"{path}: 'labels' must be a list of integers")
+    if not isinstance(labels, list) or not all(isinstance(x, int) and not isinstance(x, bool) and 0 <= x < len(hosts) + 1
+                                               for x in labels):
+        raise ProbeFileError(f"{path}: 'labels' must be a list of group numbers 0..k-1")
+    levels = doc.get("levels")
+    if levels is not None and not (isinstance(levels, list) and levels and all(
+            isinstance(lv, list) and len(lv) == len(hosts)
+            and all(isinstance(x, int) and not isinstance(x, bool) and 0 <= x <= len(hosts) for x in lv) for lv in levels)):
+        raise ProbeFileError(f"{path}: 'levels' must be lists of group numbers, one per host (the first equal to 'labels')")
+    for key in ("confidence", "heights"):
+        v = doc.get(key)
+        if v is not None and not (isinstance(v, list) and all(isinstance(x, (int, float)) and not isinstance(x, bool)
+                                                               for x in v)):
+            raise ProbeFileError(f"{path}: '{key}' must be a list of numbers, one per host")
     for key in ("metrics", "params"):
         if doc.get(key) is not None and not isinstance(doc[key], dict):
             raise ProbeFileError(f"{path}: '{key}' must be an object")
