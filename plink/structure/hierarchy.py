@@ -60,6 +60,7 @@ Measured against the classical baselines given the true K in
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -166,7 +167,9 @@ def _near(x: np.ndarray, m: int) -> np.ndarray:
     m = max(1, min(m, x.shape[1] - 1))
     part = np.partition(filled, m - 1, axis=1)[:, :m]
     part = np.where(np.isfinite(part), part, np.nan)
-    out = np.nanmean(part, axis=1) if np.isfinite(part).any() else np.zeros(x.shape[0])
+    with warnings.catch_warnings():  # a row without a finite value: NaN, replaced below
+        warnings.simplefilter("ignore", RuntimeWarning)
+        out = np.nanmean(part, axis=1) if np.isfinite(part).any() else np.zeros(x.shape[0])
     return np.where(np.isfinite(out), out, np.nanmedian(out) if np.isfinite(out).any() else 0.0)
 
 
