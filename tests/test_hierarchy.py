@@ -52,6 +52,16 @@ def test_racks_inside_datacentres_far_apart(racks, per):
     assert ami(racks_of(p), fixed) == pytest.approx(1.0)
 
 
+def test_rows_between_racks_and_datacentres():
+    """Racks, the rows of each datacentre and the datacentres: a level between a group and the
+    parts it splits into is looked for too (the rows were lost: racks, then datacentres)."""
+    p = simulate_datacenter(racks=4, rows=2, dcs=2, hosts_per_rack=5, jitter=0.05, seed=3)
+    h = infer_hierarchy(p.latency)
+    assert len(h.levels) == 3
+    for level, truth_level in zip(h.levels, (-1, -2, 0)):
+        assert ami(racks_of(p, truth_level), level) == pytest.approx(1.0)
+
+
 def test_structureless_input_gives_one_group():
     rng = np.random.default_rng(0)
     for n in (5, 12, 40):

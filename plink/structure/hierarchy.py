@@ -608,11 +608,18 @@ def hierarchy_from_matrix(x: np.ndarray, *, max_levels: int = 3, n_groups: int |
         if lab.max() == 0:
             continue
         conf[idx] = np.clip(_silhouette(sub_p, lab), 0.0, 1.0)
+        mid = np.zeros(len(idx), dtype=int)  # a level between this group and its parts (rows of a datacentre)
+        if path and lab.max() + 1 >= 2 * MIN_GROUP and len(path) + 2 <= max_levels:
+            found = [lv for lv in _coarser(_distances(x[np.ix_(idx, idx)], metric="log"), lab, 1)
+                     if 2 * (lv.max() + 1) <= lab.max() + 1]
+            if found:
+                mid = found[0]
         for g in range(lab.max() + 1):
             sub = idx[lab == g]
+            here = path + ((int(mid[lab == g][0]), g) if mid.max() > 0 else (g,))
             for i in sub:
-                paths[i] = path + (g,)
-            stack.append((sub, path + (g,), None))
+                paths[i] = here
+            stack.append((sub, here, None))
     levels = _levels_from_tree(paths)
     if len(levels) < max_levels and levels[-1].max() + 1 >= 2 * MIN_GROUP:
         # the first split was already the finest: look for rows above it among the groups' mean distances
