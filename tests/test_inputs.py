@@ -364,3 +364,28 @@ def test_semicolon_separated_csv(tmp_path):
     tsv.write_text("0\t1;5\n1;5\t0\n")  # tabs first: a ';' inside a cell stays a cell's text
     with pytest.raises(Exception, match="not a number"):
         load_input(tsv)
+
+
+@pytest.mark.parametrize("name, args, said", [
+    ("bandwidth_MBps_4.csv", dict(kind="bandwidth"), "the file name says MBps, but it was read with the default unit, "
+                                                     "Gbit/s; pass --unit MB/s"),
+    ("bandwidth_MBps_4.csv", dict(kind="bandwidth", unit="Gbit/s"), "read with --unit Gbit/s; pass --unit MB/s"),
+    ("rtt_ms_frame.csv", dict(), "the file name says ms, but it was read with the default unit, us; pass --unit ms"),
+    ("tput_Gbps.csv", dict(), "the file name says Gbps, a bandwidth unit, but it was read as a latency matrix; "
+                              "pass --kind bandwidth --unit Gbit/s"),
+])
+def test_a_unit_in_the_file_name_that_disagrees_is_warned_about(tmp_path, name, args, said):
+    """The ARCHER matrix (MB/s) read as Gbit/s has plausible values; only its name can tell."""
+    f = tmp_path / name
+    f.write_text("0,300,400,500\n300,0,450,350\n400,450,0,380\n500,350,380,0\n")
+    loaded = load_input(f, **args)
+    assert any(said in w for w in loaded.warnings), loaded.warnings
+
+
+@pytest.mark.parametrize("name, args", [("bandwidth_MBps_4.csv", dict(kind="bandwidth", unit="MBps")),
+                                        ("rtt_ms.csv", dict(unit="ms")), ("us_east_rtt_ms.csv", dict()),
+                                        ("plain.csv", dict()), ("status.csv", dict())])
+def test_no_unit_warning_when_the_name_agrees_or_says_nothing_clear(tmp_path, name, args):
+    f = tmp_path / name
+    f.write_text("0,300,400,500\n300,0,450,350\n400,450,0,380\n500,350,380,0\n")
+    assert not [w for w in load_input(f, **args).warnings if "file name" in w]

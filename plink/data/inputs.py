@@ -28,6 +28,7 @@ fixed sample of 20,000 triples for the kind check.
 from __future__ import annotations
 
 import os
+import re
 import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -377,7 +378,9 @@ def load_input(
                               latency_best=probe.latency_best, uplinks=probe.uplinks)
         out.probe = probe
         return out
+    given = unit is not None
     unit = _norm_unit(unit, kind)
+    _warn_name_unit(str(path), kind, unit, given, out)
     raw, names = _read_raw(p)
     n = raw.shape[0]
     if hosts is not None:
@@ -442,7 +445,9 @@ def load_input(
 def _load_bandwidth(path, unit, names, out: Loaded) -> np.ndarray:
     """The ``--bandwidth-matrix`` beside a latency matrix (its notes and warnings go to ``out``)."""
     notes = out.notes
+    given = unit is not None
     unit = _norm_unit(unit, "bandwidth")
+    _warn_name_unit(str(path), "bandwidth", unit, given, out, "--bandwidth-unit")
     raw, file_names = _read_raw(Path(path))
     if raw.shape[0] != len(names):
         raise ProbeFileError(f"{path}: a {raw.shape[0]} x {raw.shape[0]} bandwidth matrix for {len(names)} hosts")
@@ -457,6 +462,35 @@ def _load_bandwidth(path, unit, names, out: Loaded) -> np.ndarray:
     if asym:
         notes.append(f"{path}: symmetrised {asym} asymmetric pair(s) (kept the smaller bandwidth of the two directions)")
     return m
+
+
+def _name_unit(path: str) -> tuple[str, str, str] | None:
+    """``(kind, unit, token)`` when the file's name holds exactly one unit as a word of its own
+    (``rtt_ms_median18.csv``, ``mpi_send_bandwidth_MBps_192.csv``, ``rtt_s_frame001.csv``), else None."""
+    found = set()
+    for tok in re.split(r"[^A-Za-z\u00b5\u03bc]+", Path(path).stem):
+        if tok in LATENCY_UNITS or tok in _LATENCY_ALIASES:
+            found.add(("latency", _LATENCY_ALIASES.get(tok, tok), tok))
+        elif tok in _BANDWIDTH_ALIASES and tok not in ("bps",):
+            found.add(("bandwidth", _BANDWIDTH_ALIASES[tok], tok))
+    units = {(k, u) for k, u, _ in found}
+    return next(iter(found)) if len(units) == 1 else None
+
+
+def _warn_name_unit(path: str, kind: str, unit: str, given: bool, out: Loaded, flag: str = "--unit") -> None:
+    """A warning in ``out`` when the file's name says another unit (or kind) than it was read with:
+    the ARCHER matrix ``..._MBps_192.csv`` read with the default Gbit/s is plausible by its values
+    (a few hundred "Gbit/s"), so only its name can tell."""
+    said = _name_unit(path)
+    if said is None or (said[0], said[1]) == (kind, unit):
+        return
+    how = f"{flag} {unit}" if given else f"the default unit, {unit}"
+    if said[0] != kind:
+        out.warnings.append(f"{path}: the file name says {said[2]}, a {said[0]} unit, but it was read as a {kind} "
+                            f"matrix; pass --kind {said[0]} {flag} {said[1]} if that is what it holds")
+    else:
+        out.warnings.append(f"{path}: the file name says {said[2]}, but it was read with {how}; "
+                            f"pass {flag} {said[1]} if that is what it holds")
 
 
 def _warn_bandwidth_units(m: np.ndarray, path: str, unit: str, out: Loaded, flag: str = "--unit") -> None:
