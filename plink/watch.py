@@ -707,16 +707,22 @@ def _check_args(*, model: str, window: int, min_gain: float, slots: int, emit: S
             raise PlinkError(f"cannot write --emit {fmt}:{path}: it is a directory (name a file in it)")
 
 
-def _check_emit_outside_state(state_dir: Path, emit: Sequence[tuple[str, str]]) -> None:
-    """An ``--emit`` file is never one of STATE_DIR's own files (state.json, order.json, hosts.txt,
-    the lock, history/): a launcher file written over state.json made the next run fail."""
+def is_state_file(state_dir, path) -> bool:
+    """Whether ``path`` is (or would be) one of STATE_DIR's own files: state.json (and what is put
+    aside from it), order.json, hosts.txt, the lock, anything under history/."""
     own = os.path.realpath(state_dir)
-    reserved = {"state.json", "order.json", "hosts.txt", "lock"}
+    target = os.path.realpath(path)
+    parent, name = os.path.split(target)
+    if os.path.commonpath([own, target]) != own:
+        return False
+    return parent != own or name in {"state.json", "order.json", "hosts.txt", "lock"} or name.startswith("state.json")
+
+
+def _check_emit_outside_state(state_dir: Path, emit: Sequence[tuple[str, str]]) -> None:
+    """An ``--emit`` file is never one of STATE_DIR's own files: a launcher file written over
+    state.json made the next run fail."""
     for fmt, path in emit:
-        target = os.path.realpath(path)
-        parent, name = os.path.split(target)
-        inside = os.path.commonpath([own, target]) == own
-        if inside and (parent != own or name in reserved or name.startswith("state.json")):
+        if is_state_file(state_dir, path):
             raise PlinkError(f"cannot write --emit {fmt}:{path}: it is one of {state_dir}'s own files "
                              f"(state.json, order.json, hosts.txt, lock, history/); write it elsewhere or under another name")
 

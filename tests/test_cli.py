@@ -218,7 +218,7 @@ def test_parse_size_units_round_and_plain_bytes_are_whole(text, nbytes):
     assert parse_size(text) == nbytes
 
 
-@pytest.mark.parametrize("text", ["1.5", "0.4", "2.5b", "-1", "nan", "inf", "1e400"])
+@pytest.mark.parametrize("text", ["1.5", "0.4", "2.5b", "-1", "nan", "inf", "1e400", "99999999999999999999GiB", "2PiB"])
 def test_parse_size_refuses(text):
     from plink.errors import PlinkError
     from plink.units import parse_size
@@ -312,3 +312,44 @@ def test_order_refuses_names_its_file_cannot_hold_before_searching(tmp_path, cap
     with pytest.raises(SystemExit) as exc:
         main(["order", str(f), "--format", "json", "-o", str(tmp_path / "o.json"), "--time-limit", "0.2"])
     assert exc.value.code == 0 and "node[1-3]" in (tmp_path / "o.json").read_text()
+
+
+def test_hosts_and_bandwidth_matrix_files_are_inputs_too(tmp_path, capsys):
+    """The second outside-in check: -o over --hosts or --bandwidth-matrix, -o and --plot on one
+    file, a probe's journal over its host list, and watch --hosts inside STATE_DIR."""
+    import json
+
+    import numpy as np
+
+    from plink.cli import main
+    from plink.data.simulate import simulate_datacenter
+
+    p = simulate_datacenter(racks=2, hosts_per_rack=3, seed=1)
+    p.save(tmp_path / "p.json")
+    m, n = tmp_path / "m.csv", tmp_path / "n.txt"
+    np.savetxt(m, p.latency, delimiter=",")
+    n.write_text("".join(f"{h}\n" for h in p.names))
+    keep = {f: f.read_bytes() for f in (m, n)}
+    journal = tmp_path / "o.json.journal"
+    journal.write_text("a.invalid\nb.invalid\n")
+    (tmp_path / "st").mkdir()
+    (tmp_path / "st" / "hosts.txt").write_text(n.read_text())
+    cases = [(["order", str(m), "--hosts", str(n), "-o", str(n)], "-o {n} is the file --hosts reads"),
+             (["group", str(m), "--hosts", f"{n}", "-o", str(n)], "is the file --hosts reads"),
+             (["order", str(tmp_path / "p.json"), "--bandwidth-matrix", str(m), "-o", str(m)],
+              "is the file --bandwidth-matrix reads"),
+             (["group", str(tmp_path / "p.json"), "-o", str(tmp_path / "x.png"), "--plot", str(tmp_path / "x.png")],
+              "-o and --plot name the same file"),
+             (["probe", str(journal), "-o", str(tmp_path / "o.json")], "-o's journal"),
+             (["watch", str(tmp_path / "st"), "--probe-file", str(m), "--hosts", str(tmp_path / "st" / "hosts.txt")],
+              "is one of"),
+             (["watch", str(tmp_path / "w"), "--probe-file", str(tmp_path / "p.json"), "--emit",
+               f"plain:{tmp_path / 'a.txt'}", "--emit", f"openmpi:{tmp_path / 'a.txt'}"], "name the same file")]
+    for argv, msg in cases:
+        with pytest.raises(SystemExit) as exc:
+            main(argv)
+        err = capsys.readouterr().err
+        assert exc.value.code == 2 and msg.format(n=n) in err, (argv, err)
+    assert {f: f.read_bytes() for f in (m, n)} == keep and journal.exists()
+    assert not (tmp_path / "w").exists() or not (tmp_path / "w" / "state.json").exists()
+    json.loads((tmp_path / "p.json").read_text())

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import os
 
 import click
 
@@ -41,25 +42,35 @@ def stdout_if_dash(ctx, param, value):
     return value
 
 
+def _same_file(a, b) -> bool:
+    """Whether paths ``a`` and ``b`` are one existing file (also through links)."""
+    try:
+        return os.path.samefile(a, b)
+    except (OSError, ValueError):  # one does not exist (yet)
+        return False
+
+
 def refuse_input_as_output(outputs: dict, inputs: dict) -> None:
     """A usage error, before any work, when an output path is one of the command's input files
     (the same file, also through a symlink or a hard link): writing it would replace what the
     command reads, e.g. ``plink group dc.json -o dc.json`` turned the probe file into a groups file.
     ``outputs`` / ``inputs``: ``{option: path or None}``."""
-    import os
-
+    ctx = click.get_current_context(silent=True)
+    pairs = list(inputs.items()) + list(({} if ctx is None else ctx.meta.get("plink.inputs", {})).items())
+    outs = [(f, o) for f, o in outputs.items() if o is not None and o != "-"]
+    for i, (fa, a) in enumerate(outs):  # two outputs on one file: the last would replace the first
+        for fb, b in outs[i + 1:]:
+            if _same_file(a, b) or os.path.abspath(a) == os.path.abspath(b):
+                raise click.UsageError(f"{fa} and {fb} name the same file ({b}): one would replace the other")
     for oflag, out in outputs.items():
         if out is None or out == "-":
             continue
-        for iflag, inp in inputs.items():
+        for iflag, inp in pairs:
             if inp is None or inp == "-":
                 continue
-            try:
-                same = os.path.samefile(out, inp)
-            except (OSError, ValueError):  # the output does not exist yet (or the input is not a file)
-                same = False
-            if same:
-                raise click.UsageError(f"{oflag} {out} is the file {iflag} reads: writing it would replace "
+            if _same_file(out, inp):
+                what = oflag if oflag.endswith(str(out)) else f"{oflag} {out}"
+                raise click.UsageError(f"{what} is the file {iflag} reads: writing it would replace "
                                        "that input; write somewhere else")
 
 
@@ -123,6 +134,12 @@ def matrix_input_options(hosts_flag: str = "--hosts"):
         @functools.wraps(f)
         def wrapper(*args, matrix_hosts=None, unit=None, kind="latency", bandwidth_matrix=None,
                     bandwidth_unit=None, **kwargs):
+            # the files they name are inputs too: refuse_input_as_output checks them
+            click.get_current_context().meta["plink.inputs"] = {
+                "--hosts": None if matrix_hosts is None else str(matrix_hosts).rsplit(":", 1)[0]
+                if not os.path.exists(str(matrix_hosts)) else str(matrix_hosts),
+                "--bandwidth-matrix": bandwidth_matrix}
+
             def load(path, quiet=False, hosts=None):
                 if hosts is not None:
                     return _load_probe(path, hosts, unit, kind, bandwidth_matrix, bandwidth_unit, quiet=quiet)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 
 import click
 
@@ -236,8 +237,15 @@ def watch_cmd(state_dir, hosts_file, probe_file, method, count, timeout, retries
 
     if not hosts_file and not probe_file:
         raise click.UsageError("give --hosts HOSTS (probe them) or --probe-file PROBE")
-    refuse_input_as_output({f"--emit {fmt}:": path for fmt, path in _parse_emit(emit_items)},
+    refuse_input_as_output({f"--emit {fmt}:{path}": path for fmt, path in _parse_emit(emit_items)},
                            {"--probe-file": probe_file, "--hosts": hosts_file, "--initial-order": initial_order})
+    from plink.watch import is_state_file
+
+    for flag, path in (("--hosts", hosts_file), ("--probe-file", probe_file)):
+        if path is not None and is_state_file(state_dir, str(path).rsplit(":", 1)[0] if flag == "--hosts"
+                                              and not os.path.exists(str(path)) else path):
+            raise click.UsageError(f"{flag} {path} is one of {state_dir}'s own files, which plink watch rewrites: "
+                                   "keep the input elsewhere")
     prober = _prober(hosts_file, probe_file, hosts_format, load_input=load_input, max_hosts=max_hosts, method=method, count=count, ssh_config=ssh_config,
                      known_hosts=known_hosts, timeout=timeout, retries=retries)
     try:

@@ -179,7 +179,9 @@ def probe(hosts, output, method, count, interval, passes, max_count, tol, bandwi
         raise click.UsageError("--json prints a summary on stdout, so the probe file needs -o")
     if resume and not output:
         raise click.UsageError("--resume continues the probe file given with -o")
-    refuse_input_as_output({"-o": output}, {"HOSTS": hosts, "--ssh-config": ssh_config, "--known-hosts": known_hosts})
+    # (a probe keeps its journal beside -o, and a new probe removes an old one)
+    refuse_input_as_output({"-o": output, "-o's journal": None if output is None else f"{output}.journal"},
+                           {"HOSTS": hosts, "--ssh-config": ssh_config, "--known-hosts": known_hosts})
     from plink.data.fileio import replaces_atomically
 
     # a device or FIFO given as -o is written once at the end, never rewritten per round
