@@ -621,3 +621,12 @@ def test_compress_hostlist_leaves_bracketed_names_alone():
     # folding 'x[1', 'x[2' would write 'x[[1-2]'
     assert em.compress_hostlist(["x[2", "x[1"]) == "x[2,x[1"
     assert em.compress_hostlist(["n007", "n8", "n009", "n010"]) == "n[007,009-010],n8"
+
+
+@pytest.mark.parametrize("fmt", ["mpich", "horovod"])
+def test_host_slots_formats_refuse_ipv6(fmt):
+    """fe80::1:4 read back as the address fe80::1:4 without slots (the second outside-in check)."""
+    with pytest.raises(PlinkError, match=f"the {fmt} format writes host:slots, which the IPv6 address 'fe80::1'"):
+        em.emit(fmt, ["fe80::1", "10.0.0.1"], slots=4)
+    assert em.emit(fmt, ["n1", "10.0.0.1"], slots=4)  # IPv4 and names are fine
+    assert "fe80::1" in em.emit("openmpi", ["fe80::1", "10.0.0.1"], slots=4)

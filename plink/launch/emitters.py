@@ -72,6 +72,16 @@ def _hosts(hosts: Sequence) -> list:
     return out
 
 
+def _no_ipv6(hosts: list, fmt: str) -> list:
+    """``hosts``, unless one is an IPv6 address: ``host:slots`` formats cannot hold one (``fe80::1:4``
+    reads back as another address) and their launchers take no brackets."""
+    for h in hosts:
+        if ":" in h.name:
+            raise PlinkError(f"the {fmt} format writes host:slots, which the IPv6 address {h.name!r} makes "
+                             "ambiguous: give the host a name (or use --format openmpi or slurm)")
+    return hosts
+
+
 def check_launcher_names(names: Sequence[str], what: str = "a launcher file",
                          hint: str = "--format json keeps any name; or give the hosts their names or "
                                      "addresses with --hosts") -> None:
@@ -160,7 +170,7 @@ def openmpi_rankfile(hosts: Sequence, slots=1) -> str:
 
 def mpich_machinefile(hosts: Sequence, slots=1) -> str:
     """MPICH / Intel MPI (Hydra) machinefile: ``host:slots`` lines, filled in order."""
-    hs = _hosts(hosts)
+    hs = _no_ipv6(_hosts(hosts), "mpich")
     per = check_slots(slots, len(hs))
     n = _total(per)
     out = _header([
@@ -325,7 +335,7 @@ def deepspeed_hostfile(hosts: Sequence, slots=1) -> str:
 
 def horovod_hosts(hosts: Sequence, slots=1) -> str:
     """The ``-H`` argument of ``horovodrun``: ``host:slots,...`` in rank order."""
-    hs = _hosts(hosts)
+    hs = _no_ipv6(_hosts(hosts), "horovod")
     per = check_slots(slots, len(hs))
     return ",".join(f"{h.name}:{s}" for h, s in zip(hs, per)) + "\n"
 
