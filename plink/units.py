@@ -21,6 +21,10 @@ _SIZE_UNITS = {
 }
 
 
+#: the largest size accepted (1 PiB): beyond it a size is a typo, and costs would be nonsense
+MAX_SIZE = 2**50
+
+
 def parse_size(text: str | int | float) -> int:
     """Bytes from ``'64MiB'``, ``'25MB'``, ``'1G'``, ``'4096'`` (SI and IEC units).
 
@@ -37,6 +41,8 @@ def parse_size(text: str | int | float) -> int:
         value = float(m.group(1)) * _SIZE_UNITS[unit]
     if value < 0 or value != value or value == float("inf"):
         raise PlinkError(f"invalid size {text!r}: must be a finite number >= 0")
+    if value > MAX_SIZE:
+        raise PlinkError(f"invalid size {text!r}: more than 1 PiB, far beyond any collective's buffer")
     if unit in ("", "b") and value != int(value):
         raise PlinkError(f"invalid size {text!r}: a number of bytes must be whole (or give a unit, e.g. 1.5KiB)")
     return int(round(value))

@@ -659,3 +659,16 @@ def test_no_racks_hint_only_when_latency_alone_found_one_group():
     assert no_racks_hint({"k": 1}, 16, True) is None  # bandwidth probed already
     assert no_racks_hint({"k": 1}, 7, False) is None  # too few nodes for racks to matter
     assert no_racks_hint({}, 16, False) is None
+
+
+def test_cli_probe_output_directory_is_checked_before_the_job(tmp_path, capsys, monkeypatch):
+    """-o into a missing directory failed only after the whole probe (the second outside-in check)."""
+    monkeypatch.setenv("RANK", "0")
+    monkeypatch.setenv("WORLD_SIZE", "2")  # a rendezvous that would wait for a rank that never comes
+    monkeypatch.setenv("LOCAL_RANK", "0")
+    monkeypatch.setenv("MASTER_ADDR", "127.0.0.1")
+    monkeypatch.setenv("MASTER_PORT", "1")
+    with pytest.raises(SystemExit) as exc:
+        pd_main.main(["probe", "-o", str(tmp_path / "no" / "p.json"), "--timeout", "5"])
+    assert exc.value.code == 2
+    assert "directory " + str(tmp_path / "no") + " does not exist" in capsys.readouterr().err

@@ -64,6 +64,17 @@ def probe(output, method, samples, interval, passes, per_rank, bandwidth, bw_sec
     from plink.distributed import init_from_env, probe_group
 
     size = _size_option(bw_size, "--bw-size")
+    if output:  # rank 0 (from the launcher's variables) checks -o before the job starts, not after the probe
+        from plink.data.fileio import missing_directory
+        from plink.distributed.launcher import launcher_env
+
+        try:
+            first = launcher_env().rank == 0
+        except PlinkError:  # no launcher: init_from_env below says so
+            first = False
+        missing = missing_directory(output) if first else None
+        if missing is not None:
+            raise click.BadParameter(f"cannot write {output}: directory {missing} does not exist", param_hint="-o")
     env = init_from_env(backend, timeout=max(timeout, 60.0))
     data = probe_group(samples=samples, interval=interval, passes=passes, per_rank=per_rank, bandwidth=bandwidth,
                        bw_seconds=bw_seconds, bw_size=size, timeout=timeout, transport=transport, method=method)
@@ -93,7 +104,7 @@ def probe(output, method, samples, interval, passes, per_rank, bandwidth, bw_sec
         click.echo(f"plink.distributed: {data.n} {'ranks' if per_rank else 'nodes'}, {meta['rounds']} rounds in "
                    f"{meta['rounds_s']:.1f} s (bound {meta['rounds_bound_s']:.1f} s), rendezvous "
                    f"{meta['rendezvous_s']:.1f} s, {data.n_missing_pairs()} pairs missing"
-                   + (f", written to {output}" if output else ""), err=True)
+                   + (f", written to {output}" if output else "; not kept (no -o)"), err=True)
     return EXIT_INCOMPLETE if data.n_missing_pairs() else 0
 
 
