@@ -52,10 +52,12 @@ def test_racks_inside_datacentres_far_apart(racks, per):
     assert ami(racks_of(p), fixed) == pytest.approx(1.0)
 
 
-def test_rows_between_racks_and_datacentres():
+@pytest.mark.parametrize("racks, dcs, seed", [(4, 2, 3), (3, 2, 1), (3, 3, 2)])
+def test_rows_between_racks_and_datacentres(racks, dcs, seed):
     """Racks, the rows of each datacentre and the datacentres: a level between a group and the
-    parts it splits into is looked for too (the rows were lost: racks, then datacentres)."""
-    p = simulate_datacenter(racks=4, rows=2, dcs=2, hosts_per_rack=5, jitter=0.05, seed=3)
+    parts it splits into is looked for too, also when the first split already gave the racks and
+    the coarsest grouping of them is the datacentres (the rows were lost: racks, then datacentres)."""
+    p = simulate_datacenter(racks=racks, rows=2, dcs=dcs, hosts_per_rack=5, jitter=0.05, seed=seed)
     h = infer_hierarchy(p.latency)
     assert len(h.levels) == 3
     for level, truth_level in zip(h.levels, (-1, -2, 0)):

@@ -633,7 +633,8 @@ def hierarchy_from_matrix(x: np.ndarray, *, max_levels: int = 3, n_groups: int |
 
 
 def _coarser(p: np.ndarray, labels: np.ndarray, max_levels: int) -> list[np.ndarray]:
-    """Significant groupings of fixed groups ``labels`` (coarser levels), by splitting their mean distances."""
+    """Significant groupings of fixed groups ``labels`` (coarser levels), by splitting their mean
+    distances ``p``."""
     out = []
     cur = labels
     for _ in range(max_levels):
@@ -648,9 +649,21 @@ def _coarser(p: np.ndarray, labels: np.ndarray, max_levels: int) -> list[np.ndar
         glab, _ = best_split(g, min_group=2)
         if glab.max() == 0:
             break
+        # the coarsest good cut comes first (datacentres); a level between it and the groups
+        # (the rows of each datacentre) is looked for inside each of its parts
+        mid = glab.copy()
+        if len(out) + 2 <= max_levels:
+            nxt = 0
+            for c in range(glab.max() + 1):
+                sub = np.flatnonzero(glab == c)
+                sl = best_split(g[np.ix_(sub, sub)], min_group=2)[0] if len(sub) >= 4 else np.zeros(len(sub), int)
+                mid[sub] = nxt + sl
+                nxt += sl.max() + 1
+            if glab.max() + 1 < nxt and 2 * nxt <= k:
+                out.append(_relabel(mid[cur]))
         cur = _relabel(glab[cur])
         out.append(cur)
-    return out
+    return out[:max_levels]
 
 
 def infer_hierarchy(latency: np.ndarray, *, max_levels: int = 3, random_state=None) -> Hierarchy:
