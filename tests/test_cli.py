@@ -104,7 +104,8 @@ def test_help_shows_examples():
         (["simulate", "--racks", "0"], 1, "racks must be a positive integer"),
         (["simulate", "--missing", "1.5"], 1, "--missing (missing_frac) must be between 0 and 1, got 1.5"),
         # NaN capacities were written and failed as 'internal error' (not JSON compliant)
-        (["simulate", "--oversubscription", "nan", "--bandwidth"], 1, "oversubscription must be a finite number >= 1, got nan"),
+        (["simulate", "--oversubscription", "nan", "--bandwidth"], 1, "oversubscription must be between 1 and 1000, got nan"),
+        (["simulate", "--oversubscription", "1e308", "--bandwidth"], 1, "oversubscription must be between 1 and 1000"),
         (["simulate", "--host-gbps", "nan", "--bandwidth"], 1, "host-gbps must be a finite number > 0, got nan"),
         (["simulate", "--height-us", "1e300", "-o", "{tmp}/h.json"], 1, "above what plink reads (one day)"),
         (["simulate", "--seed", "-1"], 2, "-1 is not in the range 0<=x<=4294967295"),

@@ -162,8 +162,10 @@ def _check_params(racks, hosts_per_rack, rows, clusters, dcs, lat_levels, *, hei
         raise PlinkError("per-level latencies must be > 0")
     if not (np.isfinite(host_gbps) and host_gbps > 0):
         raise PlinkError(f"host-gbps must be a finite number > 0, got {host_gbps}")
-    if not (np.isfinite(oversubscription) and oversubscription >= 1):
-        raise PlinkError(f"oversubscription must be a finite number >= 1, got {oversubscription}")
+    if not (np.isfinite(oversubscription) and 1 <= oversubscription <= 1000):
+        raise PlinkError(f"oversubscription must be between 1 and 1000, got {oversubscription}")
+    if not host_gbps <= 1e5:
+        raise PlinkError(f"host-gbps must be at most 100000 (100 Tbit/s), got {host_gbps}")
     n = dcs * clusters * rows * racks * hosts_per_rack
     if n > 20000:
         raise PlinkError(f"{n} hosts is more than plink simulates (20000)")
