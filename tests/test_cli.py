@@ -92,9 +92,9 @@ def test_help_shows_examples():
         (["order", "{dc}", "--smt-time", "604801"], 1, "--smt-time must be >= 0 and at most 604800 seconds (a week), got 604801.0"),
         (["order", "{dc}", "--slots", "5000", "--format", "openmpi"], 2, "must be 1..4096 (processes per host), got 5000"),
         (["watch", "{tmp}/st", "--probe-file", "{dc}", "--slots", "5000"], 2, "5000 is not in the range 1<=x<=4096"),
-        (["order", "{dc}", "--size", "12 parsecs"], 1, "invalid size"),
+        (["order", "{dc}", "--size", "12 parsecs"], 2, "invalid size"),
         # a plain number of bytes is whole: 1.5 was read as 2 bytes
-        (["order", "{dc}", "--size", "1.5"], 1, "invalid size '1.5': a number of bytes must be whole"),
+        (["order", "{dc}", "--size", "1.5"], 2, "invalid size '1.5': a number of bytes must be whole"),
         (["order", "{dc}", "--algo", "bcube", "--base", "3"], 1, "power of 3"),
         (["order", "{tmp}/absent.json"], 1, "no such file"),
         (["order", "{tmp}/garbage.json"], 1, "invalid JSON"),

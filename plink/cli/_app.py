@@ -74,6 +74,19 @@ def refuse_input_as_output(outputs: dict, inputs: dict) -> None:
                                        "that input; write somewhere else")
 
 
+def size_value(ctx, param, value):
+    """Click callback of a size option: bytes (an int), or a usage error (exit 2) naming the option."""
+    if value is None:
+        return None
+    from plink.errors import PlinkError
+    from plink.units import parse_size
+
+    try:
+        return parse_size(value)
+    except PlinkError as exc:
+        raise click.BadParameter(str(exc)) from None
+
+
 def plot_file(ctx, param, value):
     """Click callback of ``--plot``: a file (a picture on stdout would mix with the text there)."""
     value = existing_dir(ctx, param, value)

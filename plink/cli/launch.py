@@ -7,7 +7,8 @@ import os
 
 import click
 
-from plink.cli._app import cli, _echo_json, matrix_input_options, note_groups_beyond, refuse_input_as_output, stdout_if_dash
+from plink.cli._app import (cli, _echo_json, matrix_input_options, note_groups_beyond, refuse_input_as_output,
+                            size_value, stdout_if_dash)
 from plink.cli.order import _check_format_options
 from plink.errors import PlinkError
 from plink.launch.emitters import FORMATS, MAX_SLOTS
@@ -187,7 +188,7 @@ def _prober(hosts_file, probe_file, hosts_format="auto", load_input=None, max_ho
 @click.option("--hosts-format", type=click.Choice(["auto", "plain", "openmpi", "mpich", "slurm"]), default="auto",
               show_default=True, help="Host list format (as plink probe).")
 @click.option("--algo", type=click.Choice(["ring", "hd", "rd", "dbt", "bcube", "bintree"]), default="ring", show_default=True)
-@click.option("--size", default="25MiB", show_default=True, help="All-reduce size.")
+@click.option("--size", default="25MiB", show_default=True, callback=size_value, help="All-reduce size.")
 @click.option("--base", default=2, show_default=True, type=int, help="BCube base (--algo bcube).")
 @click.option("--model", "cost_model", type=click.Choice(["shared", "pairsum"]), default="shared", show_default=True,
               help="Cost model, as plink order: shared NICs and rack uplinks (seconds), or the pair sum.")

@@ -6,7 +6,7 @@ import click
 
 from plink.cli._app import (cli, _echo_json, matrix_input_options, note_groups_beyond, _stderr_console,
                             refuse_input_as_output,
-                            refuse_json_with_dash, stdout_if_dash)
+                            refuse_json_with_dash, size_value, stdout_if_dash)
 from plink.launch.emitters import FORMATS
 
 
@@ -122,7 +122,8 @@ def _check_format_options(fmt: str, slots: int, groups_file: str | None) -> None
 @click.argument("probefile", type=click.Path(dir_okay=False))
 @click.option("--algo", type=click.Choice(["ring", "hd", "rd", "dbt", "bcube", "bintree"]), default="ring", show_default=True,
               help="Collective algorithm to optimise for.")
-@click.option("--size", default="25MiB", show_default=True, help="All-reduce size (bytes, or KiB/MiB/GiB/KB/MB/GB).")
+@click.option("--size", default="25MiB", show_default=True, callback=size_value,
+              help="All-reduce size (bytes, or KiB/MiB/GiB/KB/MB/GB).")
 @click.option("--base", default=2, show_default=True, type=int, help="BCube base (--algo bcube).")
 @click.option("--time-limit", default=5.0, show_default=True, type=float,
               help="Seconds of order search (reading the matrix and inferring its groups come on top: "

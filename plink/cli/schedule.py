@@ -5,7 +5,7 @@ from __future__ import annotations
 import click
 
 from plink.cli._app import (_echo_json, _stderr_console, cli, existing_dir, matrix_input_options,
-                            note_groups_beyond, refuse_input_as_output)
+                            note_groups_beyond, refuse_input_as_output, size_value)
 from plink.errors import PlinkError
 
 
@@ -66,8 +66,8 @@ def render_schedule_summary(s: dict, console) -> None:
               help="Groups file from 'plink group' (default: the finest groups plink group finds; "
                    "when it finds none, average linkage into sqrt(N) groups). It may name more hosts than "
                    "the probe (a rack map of the whole site).")
-@click.option("--size", required=True, help="All-reduce buffer size (bytes, or KiB/MiB/GiB/KB/MB/GB).")
-@click.option("--chunk", default="64KiB", show_default=True, help="Chunk size.")
+@click.option("--size", required=True, callback=size_value, help="All-reduce buffer size (bytes, or KiB/MiB/GiB/KB/MB/GB).")
+@click.option("--chunk", default="64KiB", show_default=True, callback=size_value, help="Chunk size.")
 @click.option("--capacity", type=click.Choice(["auto", "cardinality", "bandwidth"]), default="auto",
               show_default=True,
               help="Master shares: group size / node (cardinality) or outbound bandwidth (Quicktune); "
