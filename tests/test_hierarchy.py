@@ -64,6 +64,15 @@ def test_rows_between_racks_and_datacentres(racks, dcs, seed):
         assert ami(racks_of(p, truth_level), level) == pytest.approx(1.0)
 
 
+@pytest.mark.parametrize("per, seed", [((3, 6), 1), ((2, 3), 1), ((3, 6), 3)])
+def test_one_flat_row_of_unequal_racks_has_one_level(per, seed):
+    """A level above the racks counts only if the latencies bear it out: the racks of one size
+    made a 'row' (profile distances grow with rack size; the second outside-in check)."""
+    p = simulate_datacenter(racks=8, hosts_per_rack=per, seed=seed, jitter=0.0, height_us=0.0)
+    h = infer_hierarchy(p.latency)
+    assert h.n_groups == 8 and ami(racks_of(p), h.labels) == pytest.approx(1.0) and len(h.levels) == 1
+
+
 def test_structureless_input_gives_one_group():
     rng = np.random.default_rng(0)
     for n in (5, 12, 40):

@@ -591,7 +591,7 @@ def hierarchy_from_matrix(x: np.ndarray, *, max_levels: int = 3, n_groups: int |
         conf = np.clip(_silhouette(p, lab), 0.0, 1.0) if lab.max() > 0 else np.ones(n)
         levels = [lab]
         if lab.max() > 1 and max_levels > 1:  # coarser levels above the fixed K: split the group means
-            levels += _coarser(p, lab, max_levels - 1)
+            levels += _coarser(p, lab, max_levels - 1, lat=x)
         return Hierarchy(lab, levels, conf, {"k": int(lab.max() + 1), "fixed": True, "levels": len(levels)})
     rng = np.random.default_rng(random_state if random_state is not None else 0)
     paths: list[tuple[int, ...]] = [() for _ in range(n)]
@@ -610,7 +610,8 @@ def hierarchy_from_matrix(x: np.ndarray, *, max_levels: int = 3, n_groups: int |
         conf[idx] = np.clip(_silhouette(sub_p, lab), 0.0, 1.0)
         mid = np.zeros(len(idx), dtype=int)  # a level between this group and its parts (rows of a datacentre)
         if path and lab.max() + 1 >= 2 * MIN_GROUP and len(path) + 2 <= max_levels:
-            found = [lv for lv in _coarser(_distances(x[np.ix_(idx, idx)], metric="log"), lab, 1)
+            found = [lv for lv in _coarser(_distances(x[np.ix_(idx, idx)], metric="log"), lab, 1,
+                                           lat=x[np.ix_(idx, idx)])
                      if 2 * (lv.max() + 1) <= lab.max() + 1]
             if found:
                 mid = found[0]
@@ -623,7 +624,7 @@ def hierarchy_from_matrix(x: np.ndarray, *, max_levels: int = 3, n_groups: int |
     levels = _levels_from_tree(paths)
     if len(levels) < max_levels and levels[-1].max() + 1 >= 2 * MIN_GROUP:
         # the first split was already the finest: look for rows above it among the groups' mean distances
-        levels += [lv for lv in _coarser(_distances(x, metric="log"), levels[-1], max_levels - len(levels))
+        levels += [lv for lv in _coarser(_distances(x, metric="log"), levels[-1], max_levels - len(levels), lat=x)
                    if 2 * (lv.max() + 1) <= levels[-1].max() + 1]
     labels = levels[0]
     if labels.max() == 0:
@@ -632,9 +633,36 @@ def hierarchy_from_matrix(x: np.ndarray, *, max_levels: int = 3, n_groups: int |
     return Hierarchy(labels, levels, conf, scores)
 
 
-def _coarser(p: np.ndarray, labels: np.ndarray, max_levels: int) -> list[np.ndarray]:
+def _block_medians(lat: np.ndarray, labels: np.ndarray) -> np.ndarray:
+    """``(k, k)`` median of the finite ``lat`` between the hosts of every two groups (NaN if none)."""
+    k = labels.max() + 1
+    members = [np.flatnonzero(labels == a) for a in range(k)]
+    g = np.full((k, k), np.nan)
+    for a in range(k):
+        for b in range(a + 1, k):
+            v = lat[np.ix_(members[a], members[b])]
+            v = v[np.isfinite(v)]
+            if v.size:
+                g[a, b] = g[b, a] = np.median(v)
+    return g
+
+
+def _separates(gl: np.ndarray, glab: np.ndarray) -> bool:
+    """Whether grouping ``glab`` of groups with block-median latencies ``gl`` puts the groups of one
+    part :data:`EFFECT_MIN` times closer to each other than to the other parts' (median over pairs)."""
+    same = glab[:, None] == glab[None, :]
+    off = ~np.eye(len(glab), dtype=bool) & np.isfinite(gl)
+    inside, across = gl[same & off], gl[~same & off]
+    if not inside.size or not across.size:
+        return across.size > 0
+    return bool(np.median(across) >= EFFECT_MIN * np.median(inside))
+
+
+def _coarser(p: np.ndarray, labels: np.ndarray, max_levels: int, lat: np.ndarray | None = None) -> list[np.ndarray]:
     """Significant groupings of fixed groups ``labels`` (coarser levels), by splitting their mean
-    distances ``p``."""
+    distances ``p``; with ``lat`` (the prepared latencies) a grouping counts only if the latencies
+    bear it out (:func:`_separates`): profile distances grow with the groups' sizes, so on one flat
+    row the racks of one size looked like a row."""
     out = []
     cur = labels
     for _ in range(max_levels):
@@ -647,7 +675,8 @@ def _coarser(p: np.ndarray, labels: np.ndarray, max_levels: int) -> list[np.ndar
         g = onehot.T @ p @ onehot / np.outer(cnt, cnt)
         np.fill_diagonal(g, 0.0)
         glab, _ = best_split(g, min_group=2)
-        if glab.max() == 0:
+        gl = None if lat is None else _block_medians(lat, cur)
+        if glab.max() == 0 or (gl is not None and not _separates(gl, glab)):
             break
         # the coarsest good cut comes first (datacentres); a level between it and the groups
         # (the rows of each datacentre) is looked for inside each of its parts
@@ -657,6 +686,8 @@ def _coarser(p: np.ndarray, labels: np.ndarray, max_levels: int) -> list[np.ndar
             for c in range(glab.max() + 1):
                 sub = np.flatnonzero(glab == c)
                 sl = best_split(g[np.ix_(sub, sub)], min_group=2)[0] if len(sub) >= 4 else np.zeros(len(sub), int)
+                if gl is not None and sl.max() > 0 and not _separates(gl[np.ix_(sub, sub)], sl):
+                    sl = np.zeros(len(sub), int)
                 mid[sub] = nxt + sl
                 nxt += sl.max() + 1
             if glab.max() + 1 < nxt and 2 * nxt <= k:
