@@ -158,7 +158,7 @@ def verify(schedulefile, probefile, as_json, assume_bandwidth, load_input) -> No
     _check_assumed(assume_bandwidth)
     summary = summarize(sched, probe, verify_limit=10**12, assumed_gbps=assume_bandwidth)
     if summary["verified"] or as_json:
-        _render_or_json(summary, as_json)
+        _render_or_json(summary, as_json, stdout=True)
     if not summary["verified"]:
         raise PlinkError(f"{schedulefile}: invalid schedule: {summary['errors'][0]}")
 
@@ -239,8 +239,12 @@ def _check_assumed(gbps: float) -> None:
                                  param_hint="--assume-bandwidth")
 
 
-def _render_or_json(summary: dict, as_json: bool) -> None:
+def _render_or_json(summary: dict, as_json: bool, stdout: bool = False) -> None:
+    """The report: JSON on stdout, else rendered on stderr (``schedule``: stdout is for data) or,
+    with ``stdout``, on stdout (``verify``: the report is its output)."""
     if as_json:
         _echo_json(summary)
     else:
-        render_schedule_summary(summary, _stderr_console())
+        from plink.cli._app import _stdout_console
+
+        render_schedule_summary(summary, _stdout_console() if stdout else _stderr_console())
