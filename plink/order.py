@@ -131,12 +131,14 @@ def _ratio(a: float, b: float) -> float:
     return a / b
 
 
-def group_labels(probe: ProbeData, path: str) -> np.ndarray:
+def group_labels(probe: ProbeData, path: str, groups=None) -> np.ndarray:
     """Group label per host of ``probe`` from a groups file (matched by host name; the file may
-    name more hosts, e.g. a rack map of the whole site: see ``Groups.aligned_to``)."""
+    name more hosts, e.g. a rack map of the whole site: see ``Groups.aligned_to``); ``groups``:
+    the file already read, else it is read from ``path``."""
     from plink.data.groupfile import load_groups
 
-    groups = load_groups(path)
+    if groups is None:
+        groups = load_groups(path)
     index = set(groups.hosts)
     missing = [h for h in probe.names if h not in index]
     if missing:

@@ -98,12 +98,10 @@ def plot_file(ctx, param, value):
     return value
 
 
-def note_groups_beyond(groups_file: str, names, where: str = "the probe") -> None:
-    """A note on stderr when a groups file names hosts that ``names`` (the probe's, the order's) lack:
-    they are left out (a rack map of the whole site is fine; a typo shows here)."""
-    from plink.data.groupfile import load_groups
-
-    extra = sorted(set(load_groups(groups_file).hosts) - set(names))
+def note_groups_beyond(groups_file: str, groups, names, where: str = "the probe") -> None:
+    """A note on stderr when ``groups`` (read from ``groups_file``) names hosts that ``names`` (the
+    probe's, the order's) lack: they are left out (a rack map of the whole site is fine; a typo shows here)."""
+    extra = sorted(set(groups.hosts) - set(names))
     if extra:
         more = f", {extra[1]!r}" if len(extra) == 2 else (f" and {len(extra) - 1} more" if len(extra) > 2 else "")
         click.echo(f"plink: note: {groups_file} names {len(extra)} host(s) not in {where} ({extra[0]!r}{more}): "
@@ -148,9 +146,10 @@ def matrix_input_options(hosts_flag: str = "--hosts"):
         def wrapper(*args, matrix_hosts=None, unit=None, kind="latency", bandwidth_matrix=None,
                     bandwidth_unit=None, **kwargs):
             # the files they name are inputs too: refuse_input_as_output checks them
+            from plink.data.inputs import host_names_file
+
             click.get_current_context().meta["plink.inputs"] = {
-                "--hosts": None if matrix_hosts is None else str(matrix_hosts).rsplit(":", 1)[0]
-                if not os.path.exists(str(matrix_hosts)) else str(matrix_hosts),
+                "--hosts": None if matrix_hosts is None else host_names_file(matrix_hosts),
                 "--bandwidth-matrix": bandwidth_matrix}
 
             def load(path, quiet=False, hosts=None):

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 
 import click
 
@@ -72,7 +71,7 @@ def emit_cmd(orderfile, fmt, slots, groups_file, algo, output) -> None:
         groups = load_groups(groups_file)  # (its own errors say what is wrong with the file)
         try:
             labels = groups.aligned_to([h.name for h in hosts], extra_ok=True).tolist()
-            note_groups_beyond(groups_file, [h.name for h in hosts], "the order")
+            note_groups_beyond(groups_file, groups, [h.name for h in hosts], "the order")
         except ProbeFileError as exc:
             raise ProbeFileError(f"{groups_file} and {orderfile} are from different host lists: {exc}") from None
     text = emit(fmt, hosts, slots=slots, algo=algo, labels=labels, order_file=output or orderfile)
@@ -242,9 +241,10 @@ def watch_cmd(state_dir, hosts_file, probe_file, method, count, timeout, retries
                            {"--probe-file": probe_file, "--hosts": hosts_file, "--initial-order": initial_order})
     from plink.watch import is_state_file
 
+    from plink.data.inputs import host_names_file
+
     for flag, path in (("--hosts", hosts_file), ("--probe-file", probe_file)):
-        if path is not None and is_state_file(state_dir, str(path).rsplit(":", 1)[0] if flag == "--hosts"
-                                              and not os.path.exists(str(path)) else path):
+        if path is not None and is_state_file(state_dir, host_names_file(path) if flag == "--hosts" else path):
             raise click.UsageError(f"{flag} {path} is one of {state_dir}'s own files, which plink watch rewrites: "
                                    "keep the input elsewhere")
     prober = _prober(hosts_file, probe_file, hosts_format, load_input=load_input, max_hosts=max_hosts, method=method, count=count, ssh_config=ssh_config,

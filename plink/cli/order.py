@@ -189,9 +189,13 @@ def order(probefile, algo, size, base, time_limit, jobs, smt_time, groups_file, 
         from plink.launch.emitters import check_launcher_names
 
         check_launcher_names(probe.names, "a plain order file" if fmt == "plain" else "a launcher file")
-    labels = group_labels(probe, groups_file) if groups_file else None
+    labels = None
     if groups_file:
-        note_groups_beyond(groups_file, probe.names)
+        from plink.data.groupfile import load_groups
+
+        groups = load_groups(groups_file)
+        labels = group_labels(probe, groups_file, groups)
+        note_groups_beyond(groups_file, groups, probe.names)
     nbytes = parse_size(size)
     console = _stderr_console()
     with console.status(f"searching {algo} orders of {probe.n} hosts for {time_limit:g} s", spinner="dots"):

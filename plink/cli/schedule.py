@@ -107,9 +107,11 @@ def schedule(probefile, groups_file, size, chunk, capacity, compact, output, as_
         raise click.UsageError("-o - and --json would both write to stdout: write the schedule to a file")
     refuse_input_as_output({"-o": output}, {"PROBEFILE": probefile, "--groups": groups_file})
     probe = load_input(probefile)
-    labels = load_groups(groups_file).aligned_to(probe.names, extra_ok=True) if groups_file else None
+    labels = None
     if groups_file:
-        note_groups_beyond(groups_file, probe.names)
+        groups = load_groups(groups_file)
+        labels = groups.aligned_to(probe.names, extra_ok=True)
+        note_groups_beyond(groups_file, groups, probe.names)
     plan = plan_schedule(probe, labels, size=parse_size(size), chunk=parse_size(chunk),
                          capacity=None if capacity == "auto" else capacity)
     sched = Schedule.from_plan(plan, parse_size(chunk))

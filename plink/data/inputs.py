@@ -118,6 +118,20 @@ def check_host_name(name: str, what: str = "host name") -> str:
     return name
 
 
+def _split_spec(spec: str | os.PathLike) -> tuple[str, str | None]:
+    """``(path, column)`` of a ``--hosts`` spec: a path, or ``path:COLUMN`` (a path that exists wins)."""
+    spec = str(spec)
+    if not os.path.exists(spec) and ":" in spec:
+        path, _, column = spec.rpartition(":")
+        return path, column
+    return spec, None
+
+
+def host_names_file(spec: str | os.PathLike) -> str:
+    """The file a ``--hosts`` spec (``path`` or ``path:COLUMN``) reads."""
+    return _split_spec(spec)[0]
+
+
 def read_host_names(spec: str | os.PathLike, max_hosts: int | None = None) -> list[str]:
     """Host names from a host list (any :mod:`~plink.data.hostlist` format) or a CSV column.
 
@@ -128,10 +142,7 @@ def read_host_names(spec: str | os.PathLike, max_hosts: int | None = None) -> li
     """
     from plink.data.fileio import read_text
 
-    spec = str(spec)
-    path, column = spec, None
-    if not os.path.exists(spec) and ":" in spec:
-        path, _, column = spec.rpartition(":")
+    path, column = _split_spec(spec)
     suffix = Path(path).suffix.lower()
     if column is not None or suffix in (".csv", ".tsv"):
         text = read_text(path, ProbeFileError)
