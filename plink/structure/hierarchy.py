@@ -610,8 +610,9 @@ def hierarchy_from_matrix(x: np.ndarray, *, max_levels: int = 3, n_groups: int |
         conf[idx] = np.clip(_silhouette(sub_p, lab), 0.0, 1.0)
         mid = np.zeros(len(idx), dtype=int)  # a level between this group and its parts (rows of a datacentre)
         if path and lab.max() + 1 >= 2 * MIN_GROUP and len(path) + 2 <= max_levels:
-            found = [lv for lv in _coarser(_distances(x[np.ix_(idx, idx)], metric="log"), lab, 1,
-                                           lat=x[np.ix_(idx, idx)])
+            xs = x[np.ix_(idx, idx)]  # (the split's own distances when it chose the "log" metric)
+            logp = sub_p if sc.get("metric") == "log" else _distances(xs, metric="log")
+            found = [lv for lv in _coarser(logp, lab, 1, lat=xs)
                      if 2 * (lv.max() + 1) <= lab.max() + 1]
             if found:
                 mid = found[0]
@@ -647,22 +648,12 @@ def _block_medians(lat: np.ndarray, labels: np.ndarray) -> np.ndarray:
     return g
 
 
-def _separates(gl: np.ndarray, glab: np.ndarray) -> bool:
-    """Whether grouping ``glab`` of groups with block-median latencies ``gl`` puts the groups of one
-    part :data:`EFFECT_MIN` times closer to each other than to the other parts' (median over pairs)."""
-    same = glab[:, None] == glab[None, :]
-    off = ~np.eye(len(glab), dtype=bool) & np.isfinite(gl)
-    inside, across = gl[same & off], gl[~same & off]
-    if not inside.size or not across.size:
-        return across.size > 0
-    return bool(np.median(across) >= EFFECT_MIN * np.median(inside))
-
-
 def _coarser(p: np.ndarray, labels: np.ndarray, max_levels: int, lat: np.ndarray | None = None) -> list[np.ndarray]:
     """Significant groupings of fixed groups ``labels`` (coarser levels), by splitting their mean
     distances ``p``; with ``lat`` (the prepared latencies) a grouping counts only if the latencies
-    bear it out (:func:`_separates`): profile distances grow with the groups' sizes, so on one flat
-    row the racks of one size looked like a row."""
+    bear it out (:func:`effect_size` of the groups' block medians at least :data:`EFFECT_MIN`):
+    profile distances grow with the groups' sizes, so on one flat row the racks of one size
+    looked like a row."""
     out = []
     cur = labels
     for _ in range(max_levels):
@@ -676,7 +667,7 @@ def _coarser(p: np.ndarray, labels: np.ndarray, max_levels: int, lat: np.ndarray
         np.fill_diagonal(g, 0.0)
         glab, _ = best_split(g, min_group=2)
         gl = None if lat is None else _block_medians(lat, cur)
-        if glab.max() == 0 or (gl is not None and not _separates(gl, glab)):
+        if glab.max() == 0 or (gl is not None and not effect_size(gl, glab) >= EFFECT_MIN):
             break
         # the coarsest good cut comes first (datacentres); a level between it and the groups
         # (the rows of each datacentre) is looked for inside each of its parts
@@ -686,7 +677,7 @@ def _coarser(p: np.ndarray, labels: np.ndarray, max_levels: int, lat: np.ndarray
             for c in range(glab.max() + 1):
                 sub = np.flatnonzero(glab == c)
                 sl = best_split(g[np.ix_(sub, sub)], min_group=2)[0] if len(sub) >= 4 else np.zeros(len(sub), int)
-                if gl is not None and sl.max() > 0 and not _separates(gl[np.ix_(sub, sub)], sl):
+                if gl is not None and sl.max() > 0 and not effect_size(gl[np.ix_(sub, sub)], sl) >= EFFECT_MIN:
                     sl = np.zeros(len(sub), int)
                 mid[sub] = nxt + sl
                 nxt += sl.max() + 1
