@@ -598,6 +598,7 @@ def hierarchy_from_matrix(x: np.ndarray, *, max_levels: int = 3, n_groups: int |
     conf = np.ones(n)
     splits = []
     stack = [(np.arange(n), (), None)]
+    mids = []  # (hosts, path, their split's labels, a level between) of splits of a group into 6+
     while stack:
         idx, path, sub_p = stack.pop()
         if len(path) >= max_levels or len(idx) < 4:
@@ -608,20 +609,24 @@ def hierarchy_from_matrix(x: np.ndarray, *, max_levels: int = 3, n_groups: int |
         if lab.max() == 0:
             continue
         conf[idx] = np.clip(_silhouette(sub_p, lab), 0.0, 1.0)
-        mid = np.zeros(len(idx), dtype=int)  # a level between this group and its parts (rows of a datacentre)
+        # a level between this group and its parts (the rows of a datacentre), kept below only if the
+        # parts are not split again: it must not take the depth their own split would use
         if path and lab.max() + 1 >= 2 * MIN_GROUP and len(path) + 2 <= max_levels:
             xs = x[np.ix_(idx, idx)]  # (the split's own distances when it chose the "log" metric)
             logp = sub_p if sc.get("metric") == "log" else _distances(xs, metric="log")
             found = [lv for lv in _coarser(logp, lab, 1, lat=xs)
                      if 2 * (lv.max() + 1) <= lab.max() + 1]
             if found:
-                mid = found[0]
+                mids.append((idx, path, lab, found[0]))
         for g in range(lab.max() + 1):
             sub = idx[lab == g]
-            here = path + ((int(mid[lab == g][0]), g) if mid.max() > 0 else (g,))
             for i in sub:
-                paths[i] = here
-            stack.append((sub, here, None))
+                paths[i] = path + (g,)
+            stack.append((sub, path + (g,), None))
+    for idx, path, lab, mid in mids:
+        if all(len(paths[i]) == len(path) + 1 for i in idx):  # its parts were not split again
+            for i, m, g in zip(idx, mid, lab):  # (mid: one label per host, like lab)
+                paths[i] = path + (int(m), int(g))
     levels = _levels_from_tree(paths)
     if len(levels) < max_levels and levels[-1].max() + 1 >= 2 * MIN_GROUP:
         # the first split was already the finest: look for rows above it among the groups' mean distances
