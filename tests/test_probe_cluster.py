@@ -84,9 +84,12 @@ def test_full_probe_latency_and_bandwidth(cluster, tmp_path):
     assert p.meta["rounds"] == 7 and lat["rounds"] == 7 and lat["pairs"] == 28 and len(bw) == 7
     assert all(len(r["bandwidth_pairs"]) == 4 for r in bw)
     check_schedule(p.meta, n, itertools.combinations(range(n), 2))
-    # the pairs of a round ran at the same time: the latency pass lasts about
-    # 7 slots of one pair's probe time (10 x 5 ms), a bandwidth round about 2 x 0.5 s
-    assert lat["seconds"] < 8 * 10 * 0.005 + 1.0
+    # the pairs of a round ran at the same time: the agents' schedule has 7 slots of one pair's
+    # probe time (10 x 5 ms + a guard), not 28; the pass's wall time adds start-up and the
+    # results' streaming (1.43 s once on a loaded 2-core machine, so it is only checked for a
+    # timeout's worth of waiting), a bandwidth round about 2 x 0.5 s
+    assert lat["slot_s"] < 10 * 0.005 * 1.1
+    assert lat["seconds"] < lat["rounds"] * lat["slot_s"] + 3.0
     assert max(r["seconds"] for r in bw) < 2 * (2 * 0.5)
     # hosts reported by the agents: their own addresses
     assert [h.address for h in p.hosts] == [h.address for h in cluster.hosts]
