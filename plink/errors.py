@@ -2,7 +2,8 @@
 
 Every failure that is the user's input (a malformed file, an option out of
 range, an unreachable host) raises :class:`PlinkError` with a one-line
-message.  The CLI prints it as ``plink: error: <message>`` and exits 1;
+message.  The CLI prints it as ``plink: error: <message>`` and exits 1 (2 for
+an :class:`OptionError`, a parameter out of range, like click's usage errors);
 anything else is a bug and is shown as a traceback only with ``--debug``.
 """
 
@@ -11,6 +12,13 @@ class PlinkError(Exception):
     """A user-facing error with a one-line, actionable message."""
 
     exit_code = 1
+
+
+class OptionError(PlinkError):
+    """A parameter outside its range (``--jobs -3``, ``--time-limit nan``): a usage error, exit 2,
+    as click gives for the ranges it checks itself."""
+
+    exit_code = 2
 
 
 class ProbeFileError(PlinkError):

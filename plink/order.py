@@ -30,7 +30,7 @@ from plink.solvers.groupsearch import minimise_shared, rack_contiguous
 from plink.solvers.resolution import resolution_for, resolved
 from plink.solvers.solve import minimise
 
-from plink.errors import PlinkError
+from plink.errors import OptionError, PlinkError
 from plink.data.probefile import ProbeData
 from plink.pricing import find_groups, network, pair_cost  # noqa: F401  (pair_cost: public since 0.1)
 
@@ -304,19 +304,19 @@ def _check_args(probe: ProbeData, algo: str, *, model, time_limit, smt_time, siz
         extra = " (bintree: --model shared only)" if algo in SHARED_ALGORITHMS else ""
         raise PlinkError(f"unknown algorithm {algo!r} for the {model} model (choose from {', '.join(known)}){extra}")
     if not (0 < time_limit <= MAX_SECONDS):
-        raise PlinkError(f"time limit must be > 0 and at most {MAX_SECONDS:g} seconds (a week), got {time_limit}")
+        raise OptionError(f"time limit must be > 0 and at most {MAX_SECONDS:g} seconds (a week), got {time_limit}")
     if not (0 <= smt_time <= MAX_SECONDS):
-        raise PlinkError(f"--smt-time must be >= 0 and at most {MAX_SECONDS:g} seconds (a week), got {smt_time}")
+        raise OptionError(f"--smt-time must be >= 0 and at most {MAX_SECONDS:g} seconds (a week), got {smt_time}")
     if size < 0:
-        raise PlinkError(f"size must be >= 0 bytes, got {size}")
+        raise OptionError(f"size must be >= 0 bytes, got {size}")
     if n_random < 1:
-        raise PlinkError("n_random must be >= 1")
+        raise OptionError("n_random must be >= 1")
     if jobs < 0:
-        raise PlinkError(f"--jobs must be >= 0 (0: all cores), got {jobs}")
+        raise OptionError(f"--jobs must be >= 0 (0: all cores), got {jobs}")
     if max_iter is not None and max_iter < 0:
-        raise PlinkError(f"max_iter must be >= 0, got {max_iter}")
+        raise OptionError(f"max_iter must be >= 0, got {max_iter}")
     if nic_gbps is not None and not (nic_gbps > 0):
-        raise PlinkError(f"--nic-gbps must be > 0, got {nic_gbps}")
+        raise OptionError(f"--nic-gbps must be > 0, got {nic_gbps}")
     n = probe.n
     if n < 1:
         raise PlinkError("the probe file has no hosts")

@@ -46,7 +46,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from plink.data.probefile import ProbeData
-from plink.errors import PlinkError
+from plink.errors import OptionError, PlinkError
 from plink.solvers.contention import Network, conservative_uplinks
 from plink.solvers.costmodels import PairCost
 from plink.structure.metrics import separation
@@ -215,7 +215,7 @@ def network(probe: ProbeData, groups: Groups, *, fill: str = "high", use_bandwid
     if nic is None:
         gbps = DEFAULT_NIC_GBPS if nic_gbps is None else float(nic_gbps)
         if not gbps > 0:
-            raise PlinkError(f"--nic-gbps must be > 0, got {nic_gbps}")
+            raise OptionError(f"--nic-gbps must be > 0, got {nic_gbps}")
         nic = np.full(n, gbps * 1e9 / 8)
         notes.append(f"no bandwidth measured: host NICs assumed {gbps:g} Gbit/s"
                      + (" (set --nic-gbps)" if nic_gbps is None else ""))

@@ -55,7 +55,7 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from plink.errors import PlinkError, ProbeFileError
+from plink.errors import OptionError, PlinkError, ProbeFileError
 from plink.data.fileio import atomic_write_text, missing_directory
 from plink.data.probefile import ProbeData, load_json
 from plink.solvers.resolution import UNRESOLVED, resolution_for, resolved
@@ -688,15 +688,15 @@ def _check_args(*, model: str, window: int, min_gain: float, slots: int, emit: S
     from plink.launch.emitters import FORMATS, check_slots
 
     if model not in ("shared", "pairsum"):
-        raise PlinkError(f"--model must be shared or pairsum, got {model!r}")
+        raise OptionError(f"--model must be shared or pairsum, got {model!r}")
     if window < 1:
-        raise PlinkError(f"--window must be >= 1 probes, got {window}")
+        raise OptionError(f"--window must be >= 1 probes, got {window}")
     if not (0 <= min_gain < 1) or math.isnan(min_gain):
-        raise PlinkError(f"--min-gain must be in [0, 1) (a fraction, e.g. 0.05 for 5%), got {min_gain}")
+        raise OptionError(f"--min-gain must be in [0, 1) (a fraction, e.g. 0.05 for 5%), got {min_gain}")
     check_slots(slots, 1)
     for fmt, _ in emit:
         if fmt == "plain" and slots != 1:
-            raise PlinkError("--emit plain:PATH writes one line per host: --slots applies to launcher formats")
+            raise OptionError("--emit plain:PATH writes one line per host: --slots applies to launcher formats")
         if fmt not in FORMATS or fmt in ("json", "slurm-topology"):
             raise PlinkError(f"cannot keep a {fmt!r} file in sync (use one of: {', '.join(f for f in FORMATS if f not in ('json', 'slurm-topology'))})")
     for fmt, path in emit:  # before anything is probed or written: an error changes nothing

@@ -43,7 +43,7 @@ from typing import Callable
 
 import numpy as np
 
-from plink.errors import PlinkError, ProbeFileError
+from plink.errors import OptionError, PlinkError, ProbeFileError
 from plink.data.hostlist import HostEntry, parse_hostlist, read_hostlist
 from plink.data.probefile import Host, ProbeData, new_meta
 
@@ -237,17 +237,17 @@ class _Options:
         if self.bw_tool not in BW_TOOLS:
             raise PlinkError(f"unknown bandwidth tool {self.bw_tool!r} (use {', '.join(BW_TOOLS)})")
         if self.count < 1 or self.count > 100000:
-            raise PlinkError("--count must be 1..100000")
+            raise OptionError("--count must be 1..100000")
         if self.max_count is not None and not self.count <= self.max_count <= 100000:
-            raise PlinkError("--max-count must be >= --count and <= 100000")
+            raise OptionError("--max-count must be >= --count and <= 100000")
         if not 1 <= self.passes <= self.count:
-            raise PlinkError("--passes must be 1..--count")
+            raise OptionError("--passes must be 1..--count")
         if not 0 < self.interval <= 10 or not 0 < self.timeout <= 60:
-            raise PlinkError("--interval must be in (0, 10] s and the reply timeout in (0, 60] s")
+            raise OptionError("--interval must be in (0, 10] s and the reply timeout in (0, 60] s")
         if not 0 < self.reply_timeout <= 600:
-            raise PlinkError("--timeout must be in (0, 600] s")
+            raise OptionError("--timeout must be in (0, 600] s")
         if (self.bandwidth or self.uplinks) and (not 0 < self.bw_seconds <= 600 or not 1 <= self.streams <= 64):
-            raise PlinkError("--bw-seconds must be in (0, 600] and --streams 1..64")
+            raise OptionError("--bw-seconds must be in (0, 600] and --streams 1..64")
 
 
 def probe_hosts(

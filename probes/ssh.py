@@ -33,7 +33,7 @@ from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from plink.errors import PlinkError
+from plink.errors import OptionError, PlinkError
 from plink.data.hostlist import HostEntry
 
 from .session import AgentError, AgentLost, AgentSession, agent_command
@@ -66,7 +66,7 @@ class SSHOptions:
 
     def __post_init__(self):
         if not 1 <= self.concurrency <= MAX_CONCURRENCY:
-            raise PlinkError(f"--concurrency must be 1..{MAX_CONCURRENCY}, got {self.concurrency}")
+            raise OptionError(f"--concurrency must be 1..{MAX_CONCURRENCY}, got {self.concurrency}")
         if self.connect_timeout <= 0 or self.command_timeout <= 0:
             raise PlinkError("timeouts must be positive")
         if self.ssh_config and not Path(self.ssh_config).expanduser().is_file():

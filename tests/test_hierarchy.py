@@ -254,11 +254,11 @@ def test_cli_show_plot_draws_hierarchy(tmp_path, capsys):
 
 def test_cli_simulate_bad_range(capsys):
     code, _, err = _run(["simulate", "--hosts-per-rack", "9-5"], capsys)
-    assert code == 1 and "hosts-per-rack range" in err
+    assert code == 2 and "hosts-per-rack range" in err
     code, _, err = _run(["simulate", "--hosts-per-rack", "x"], capsys)
     assert code == 2
     code, _, err = _run(["simulate", "--noisy-hosts", "0.1"], capsys)
-    assert code == 1 and "needs tenant-us" in err
+    assert code == 2 and "needs tenant-us" in err
 
 
 def test_structure_reads_the_better_direction_of_asymmetric_input():

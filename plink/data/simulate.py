@@ -35,7 +35,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from plink.errors import PlinkError
+from plink.errors import OptionError, PlinkError
 from plink.data.inputs import MAX_LATENCY_US
 from plink.data.probefile import Host, ProbeData, Truth, new_meta
 
@@ -132,7 +132,7 @@ def _hosts_per_rack(hosts_per_rack) -> tuple[tuple[int, int] | None, int]:
         return None, hosts_per_rack
     if len(hosts_per_rack) != 2 or not all(isinstance(v, (int, np.integer)) for v in hosts_per_rack) \
             or not 1 <= hosts_per_rack[0] <= hosts_per_rack[1]:
-        raise PlinkError(f"hosts-per-rack range must be two integers 1 <= lo <= hi, got {hosts_per_rack!r}")
+        raise OptionError(f"hosts-per-rack range must be two integers 1 <= lo <= hi, got {hosts_per_rack!r}")
     hpr_range = (int(hosts_per_rack[0]), int(hosts_per_rack[1]))
     return hpr_range, hpr_range[1]
 
@@ -140,35 +140,35 @@ def _hosts_per_rack(hosts_per_rack) -> tuple[tuple[int, int] | None, int]:
 def _check_params(racks, hosts_per_rack, rows, clusters, dcs, lat_levels, *, height_us, jitter, outlier_frac,
                   outlier_scale, asymmetry, missing_frac, host_gbps, oversubscription, tenant_us, noisy_hosts,
                   noisy_factor) -> None:
-    """Raise :class:`PlinkError` for the first parameter out of range (``hosts_per_rack``: the largest rack)."""
+    """Raise :class:`OptionError` for the first parameter out of range (``hosts_per_rack``: the largest rack)."""
     counts = {"racks": racks, "hosts_per_rack": hosts_per_rack, "rows": rows, "clusters": clusters, "dcs": dcs}
     for name, v in counts.items():
         if not isinstance(v, (int, np.integer)) or v < 1:
-            raise PlinkError(f"{name.replace('_', '-')} must be a positive integer, got {v!r}")
+            raise OptionError(f"{name.replace('_', '-')} must be a positive integer, got {v!r}")
     for name, v in {"jitter": jitter, "outlier-scale": outlier_scale, "height-us": height_us,
                     "tenant-us": tenant_us, "noisy-factor": noisy_factor}.items():
         if not np.isfinite(v) or v < 0:
-            raise PlinkError(f"{name} must be >= 0, got {v}")
+            raise OptionError(f"{name} must be >= 0, got {v}")
     # named as the CLI flag and, where it differs, the keyword
     for name, v in {"--outliers (outlier_frac)": outlier_frac, "asymmetry": asymmetry, "--missing (missing_frac)": missing_frac,
                     "noisy-hosts": noisy_hosts}.items():
         if not 0.0 <= v <= 1.0:
-            raise PlinkError(f"{name} must be between 0 and 1, got {v}")
+            raise OptionError(f"{name} must be between 0 and 1, got {v}")
     if missing_frac >= 1.0:
-        raise PlinkError("--missing (missing_frac) must be < 1 (some pairs must be measured)")
+        raise OptionError("--missing (missing_frac) must be < 1 (some pairs must be measured)")
     if noisy_hosts > 0 and tenant_us <= 0:
-        raise PlinkError("noisy-hosts needs tenant-us > 0 (the noise the noisy hosts have more of)")
+        raise OptionError("noisy-hosts needs tenant-us > 0 (the noise the noisy hosts have more of)")
     if any((not np.isfinite(v)) or v <= 0 for v in lat_levels):
-        raise PlinkError("per-level latencies must be > 0")
+        raise OptionError("per-level latencies must be > 0")
     if not (np.isfinite(host_gbps) and host_gbps > 0):
-        raise PlinkError(f"host-gbps must be a finite number > 0, got {host_gbps}")
+        raise OptionError(f"host-gbps must be a finite number > 0, got {host_gbps}")
     if not (np.isfinite(oversubscription) and 1 <= oversubscription <= 1000):
-        raise PlinkError(f"oversubscription must be between 1 and 1000, got {oversubscription}")
+        raise OptionError(f"oversubscription must be between 1 and 1000, got {oversubscription}")
     if not host_gbps <= 1e5:
-        raise PlinkError(f"host-gbps must be at most 100000 (100 Tbit/s), got {host_gbps}")
+        raise OptionError(f"host-gbps must be at most 100000 (100 Tbit/s), got {host_gbps}")
     n = dcs * clusters * rows * racks * hosts_per_rack
     if n > 20000:
-        raise PlinkError(f"{n} hosts is more than plink simulates (20000)")
+        raise OptionError(f"{n} hosts is more than plink simulates (20000)")
 
 
 def _locations(rng, racks, rows, clusters, dcs, hosts_per_rack, hpr_range) -> np.ndarray:

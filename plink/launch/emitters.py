@@ -44,7 +44,7 @@ import re
 import shlex
 from typing import Callable, Sequence
 
-from plink.errors import PlinkError
+from plink.errors import OptionError, PlinkError
 
 #: every format ``plink order --format`` accepts, in --help order
 FORMATS = (
@@ -113,14 +113,14 @@ def check_slots(slots, n: int) -> list[int]:
             raise PlinkError(f"{len(per)} slot counts for {n} hosts")
     else:
         if isinstance(slots, (bool, str)) or int(slots) != slots:
-            raise PlinkError(f"slots must be a whole number, got {slots!r}")
+            raise OptionError(f"slots must be a whole number, got {slots!r}")
         per = [int(slots)] * n
     bad = [s for s in per if s <= 0]
     if bad:
-        raise PlinkError(f"slots must be >= 1 (processes per host), got {bad[0]}")
+        raise OptionError(f"slots must be >= 1 (processes per host), got {bad[0]}")
     big = [s for s in per if s > MAX_SLOTS]
     if big:
-        raise PlinkError(f"slots must be <= {MAX_SLOTS} (processes per host), got {big[0]}")
+        raise OptionError(f"slots must be <= {MAX_SLOTS} (processes per host), got {big[0]}")
     return per
 
 

@@ -67,7 +67,7 @@ from typing import Any
 import numpy as np
 
 from plink.data.probefile import check_every_host_measured
-from plink.errors import PlinkError
+from plink.errors import OptionError, PlinkError
 
 #: a split is significant when its mean silhouette on the profile distances is at least this
 SILHOUETTE_MIN = 0.25
@@ -708,7 +708,7 @@ def infer_hierarchy(latency: np.ndarray, *, max_levels: int = 3, random_state=No
     See the module docstring for the method.
     """
     if not isinstance(max_levels, (int, np.integer)) or isinstance(max_levels, bool) or max_levels < 1:
-        raise PlinkError(f"--levels (max_levels) must be a positive integer, got {max_levels!r}")
+        raise OptionError(f"--levels (max_levels) must be a positive integer, got {max_levels!r}")
     d = check_latency(latency)
     n = d.shape[0]
     if n < 4:
@@ -762,7 +762,7 @@ class HierarchicalGrouper:
             raise PlinkError(f"n_groups must be 'auto' or a positive integer, got {k!r}")
         if not isinstance(self.max_levels, (int, np.integer)) or isinstance(self.max_levels, bool) \
                 or self.max_levels < 1:
-            raise PlinkError(f"--levels (max_levels) must be a positive integer, got {self.max_levels!r}")
+            raise OptionError(f"--levels (max_levels) must be a positive integer, got {self.max_levels!r}")
         d = check_latency(_as_matrix(X))
         n = d.shape[0]
         if k != "auto" and k > n:
