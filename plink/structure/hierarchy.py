@@ -28,10 +28,12 @@ The pipeline (each step a pure function over numpy arrays):
    hosts otherwise look far from everyone).
 4. Average linkage (UPGMA, scipy) on each; candidate cuts (K = 2..10 and the
    cuts after the largest relative gaps in merge height), groups under
-   :data:`MIN_GROUP` hosts folded into their nearest group (at the top level
-   of 6 to :data:`PAIRS_MAX` - 1 hosts the cut with groups of 2 is tried too, and wins
-   when it is significant, has the better silhouette and each pair is
-   :data:`PAIR_TIGHT` times closer than to any other host: a 2-host rack), hosts moved to
+   :data:`MIN_GROUP` hosts folded into their nearest group (in a split of 6 to
+   :data:`PAIRS_MAX` - 1 hosts at the top level or inside a group of :data:`SMALL_GROUP`
+   or more, the cut with groups of 2 is tried too, and wins when it is significant and
+   has the better silhouette; its pairs are significant when more hosts sit in tight
+   pairs, :data:`PAIR_TIGHT` times closer to each other than to anyone else, than in
+   every one of :data:`PAIR_NULLS` shuffled copies, see :func:`_split_one`), hosts moved to
    the group they are closest to on average; the cut with the best mean
    silhouette [Rousseeuw 1987] (the coarsest within :data:`PARSIMONY` of it)
    is *significant* when its silhouette is at least :data:`SILHOUETTE_MIN`,
@@ -88,11 +90,14 @@ EFFECT_MIN = 1.15
 #: look that far apart (selection bias; measured on simulated racks of 5-9 hosts)
 EFFECT_MIN_SMALL = 1.6
 SMALL_GROUP = 16
-#: at the top level of fewer hosts than this, the cut with groups of 2 is tried too
+#: in a split of fewer hosts than this (at the top, or inside a group of SMALL_GROUP or more), the cut
+#: with groups of 2 is tried too
 PAIRS_MAX = 64
-#: where groups of 2 are tried (PAIRS_MAX), each is kept only when its pair is this many
-#: times closer than either host is to any host outside it (a 2-host rack; noise rarely makes so tight a pair)
+#: a *tight pair*: two hosts this many times closer to each other than either is to any other host
+#: (a 2-host rack; noise rarely makes so tight a pair)
 PAIR_TIGHT = 1.6
+#: shuffled copies the count of hosts in tight pairs is compared with (:func:`tight_pair_hosts`)
+PAIR_NULLS = 50
 #: among the significant cuts the coarsest whose silhouette is within this of the best wins (finer levels come
 #: from splitting each group again)
 PARSIMONY = 0.0
@@ -456,13 +461,14 @@ def permuted(x: np.ndarray, rng: np.random.Generator) -> np.ndarray:
     return out
 
 
-def split_group(x: np.ndarray, rng: np.random.Generator, n_null: int | None = None, pairs: bool = False
+def split_group(x: np.ndarray, rng: np.random.Generator, n_null: int | None = None, pairs: str | bool = False
                 ) -> tuple[np.ndarray, dict, np.ndarray]:
     """Split the hosts of prepared matrix ``x`` into groups if a significant split exists.
 
     Tries both profile distances (:data:`METRICS`); of the significant splits
     (:func:`_split_one`) the one whose silhouette beats its permutation null by
-    the most wins.
+    the most wins.  ``pairs``: whether groups of 2 are tried too, ``"top"`` (or True)
+    for the top level, ``"inner"`` inside a group found already (see :func:`_split_one`).
     Returns ``(labels, scores, p)`` with ``p`` the distances of the chosen metric.
     O(n_null * n^3).
     """
@@ -481,44 +487,73 @@ def split_group(x: np.ndarray, rng: np.random.Generator, n_null: int | None = No
 
 
 def _split_one(x: np.ndarray, p: np.ndarray, metric: str, rng: np.random.Generator, n_null: int | None = None,
-               pairs: bool = False) -> tuple[np.ndarray, dict]:
+               pairs: str | bool = False) -> tuple[np.ndarray, dict]:
     """The best cut (:func:`_best_cut`) of distances ``p`` if it is significant, else all zeros.
 
     Significant: its mean silhouette is at least :data:`SILHOUETTE_MIN`, exceeds
     by :data:`NULL_MARGIN` the best silhouette found the same way on ``n_null``
     copies of ``x`` with its pairs shuffled (same values, no structure), and the
     pairs it separates are :data:`EFFECT_MIN` times farther than those it keeps
-    together (:func:`effect_size`).  With ``pairs`` (the top-level split of
-    6-63 hosts) the cut allowing groups of 2 is tried too (see the module docstring).
+    together (:func:`effect_size`).  With ``pairs`` (a split of 6-63 hosts) the cut
+    allowing groups of 2 is tried too, and wins when it is significant and has the better
+    silhouette; its pairs are significant when every one is tight and the silhouette beats
+    its null (only at the top, ``pairs="top"``), or when more hosts sit in tight pairs than
+    in every one of :data:`PAIR_NULLS` shuffled copies (:func:`tight_pair_hosts`).
     """
     n = x.shape[0]
     lab, scores = _significant_cut(x, p, metric, rng, n_null, MIN_GROUP)
     if pairs and 2 * MIN_GROUP <= n < PAIRS_MAX:
-        lab2, scores2 = _significant_cut(x, p, metric, rng, n_null, 2)
+        lab2, scores2 = _significant_cut(x, p, metric, rng, n_null, 2, inner=pairs == "inner")
         sizes = np.bincount(lab2)
-        if lab2.max() > 0 and (sizes == 2).any() and _pairs_tight(x, lab2) and (
+        if lab2.max() > 0 and (sizes == 2).any() and (
                 lab.max() == 0 or scores2["best_silhouette"] > scores["best_silhouette"]):
-            scores2["pairs"] = "groups of 2 kept: each pair >= %.1fx closer than to anyone else" % PAIR_TIGHT
+            scores2["pairs"] = f"groups of 2 kept: {scores2['pairs_tight']} pairs >= {PAIR_TIGHT}x closer than to anyone else"
             return lab2, scores2
     return lab, scores
 
 
-def _pairs_tight(x: np.ndarray, labels: np.ndarray) -> bool:
-    """Whether every 2-host group of ``labels`` is :data:`PAIR_TIGHT` times closer than either host
-    is to any other host of ``x`` (missing pairs ignored; a pair never measured is not tight). O(N)."""
-    for g in np.flatnonzero(np.bincount(labels) == 2):
+def _pair_counts(x: np.ndarray, labels: np.ndarray) -> tuple[int, int]:
+    """``(2-host groups of labels, those PAIR_TIGHT times closer than either host is to any other
+    host of x)`` (missing pairs ignored; a pair never measured is not tight). O(N^2)."""
+    pairs = np.flatnonzero(np.bincount(labels) == 2)
+    tight = 0
+    for g in pairs:
         a, b = np.flatnonzero(labels == g)
         rest = np.flatnonzero(labels != g)
         inside = x[a, b]
         outside = np.concatenate([x[a, rest], x[b, rest]])
         outside = outside[np.isfinite(outside)]
-        if not np.isfinite(inside) or not outside.size or not inside * PAIR_TIGHT <= outside.min():
-            return False
-    return True
+        tight += bool(np.isfinite(inside) and outside.size and inside * PAIR_TIGHT <= outside.min())
+    return len(pairs), tight
 
 
-def _significant_cut(x, p, metric, rng, n_null, min_group):
-    """:func:`_split_one` for one smallest group size."""
+def tight_pair_hosts(x: np.ndarray) -> int:
+    """How many hosts of symmetric ``x`` sit in a *tight pair*: two hosts each other's nearest
+    neighbour, :data:`PAIR_TIGHT` times closer to each other than either is to anyone else
+    (missing pairs ignored). O(N^2)."""
+    n = x.shape[0]
+    if n < 3:
+        return 0
+    f = np.where(np.isfinite(x), x, np.inf)
+    np.fill_diagonal(f, np.inf)
+    two = np.partition(f, 1, axis=1)[:, :2]
+    nn = np.argmin(f, axis=1)
+    own = np.isfinite(two[:, 0]) & (two[:, 0] * PAIR_TIGHT <= two[:, 1])
+    return int(np.sum(own & own[nn] & (nn[nn] == np.arange(n))))
+
+
+def _pairs_beat_null(x: np.ndarray, rng: np.random.Generator, n_null: int = PAIR_NULLS) -> tuple[int, int]:
+    """``(tight pair hosts in x, the most in n_null shuffled copies of x)``: 24 racks of 2 put all 48
+    hosts in tight pairs; shuffled, the same values leave a few (a host needs exactly one small value,
+    and so does its partner). Draws from a child of ``rng``'s seed, not from ``rng``. O(n_null N^2)."""
+    c = tight_pair_hosts(x)
+    seq = getattr(rng.bit_generator, "seed_seq", None)
+    sub = np.random.default_rng(seq.spawn(1)[0] if seq is not None else 0)
+    return c, max((tight_pair_hosts(permuted(x, sub)) for _ in range(n_null)), default=0)
+
+
+def _significant_cut(x, p, metric, rng, n_null, min_group, inner=False):
+    """:func:`_split_one` for one smallest group size (``inner``: groups of 2 inside a group)."""
     n = x.shape[0]
     if n < 2 * min_group:
         return np.zeros(n, dtype=int), {"k": 1, "reason": f"{n} hosts: too few to split",
@@ -536,7 +571,21 @@ def _significant_cut(x, p, metric, rng, n_null, min_group):
     effect = effect_size(x, lab) if lab is not None else float("nan")
     scores["effect"] = round(float(effect), 6) if np.isfinite(effect) else None
     need = EFFECT_MIN if n >= SMALL_GROUP else EFFECT_MIN_SMALL
-    if lab is None or s < SILHOUETTE_MIN or s < null_s + NULL_MARGIN or not effect >= need:
+    beats_null = s >= null_s + NULL_MARGIN
+    if min_group < MIN_GROUP and lab is not None and s >= SILHOUETTE_MIN:
+        # groups of 2: either every pair is tight and the silhouette beats its null, or the pairs
+        # themselves beat theirs: more hosts in tight pairs than in every shuffled copy, and more in
+        # the cut's own tight pairs too (shuffled, the same values make mutual nearest neighbours
+        # whose silhouette is high too: 0.64 against 0.71 for 24 true racks of 2; and with per-host
+        # noise many true pairs are not 1.6x closer once the hosts' overheads are removed)
+        n_pairs, n_tight = _pair_counts(x, lab)
+        scores["pairs_tight"] = f"{n_tight}/{n_pairs}"
+        beats_null = beats_null and n_tight == n_pairs and not inner
+        if not beats_null and n_tight:
+            c, c_null = _pairs_beat_null(x, rng)
+            scores["tight_pair_hosts"], scores["null_tight_pair_hosts"] = c, c_null
+            beats_null = c > c_null and 2 * n_tight > c_null
+    if lab is None or s < SILHOUETTE_MIN or not beats_null or not effect >= need:
         scores["k"] = 1
         return np.zeros(n, dtype=int), scores
     scores["k"] = int(lab.max() + 1)
@@ -603,8 +652,10 @@ def hierarchy_from_matrix(x: np.ndarray, *, max_levels: int = 3, n_groups: int |
         idx, path, sub_p = stack.pop()
         if len(path) >= max_levels or len(idx) < 4:
             continue
-        # groups of 2 only at the top: inside a group found already, a tight-looking pair is mostly noise
-        lab, sc, sub_p = split_group(x[np.ix_(idx, idx)], rng, pairs=not path)
+        # groups of 2: at the top, and inside a group of SMALL_GROUP hosts or more (a row of racks of 2);
+        # in a smaller group found already (a rack of 6) a tight-looking pair is mostly noise
+        pairs = "top" if not path else ("inner" if len(idx) >= SMALL_GROUP else False)
+        lab, sc, sub_p = split_group(x[np.ix_(idx, idx)], rng, pairs=pairs)
         splits.append({"path": list(path), "hosts": int(len(idx)), **sc})
         if lab.max() == 0:
             continue
