@@ -63,20 +63,22 @@ TARGET_SIM = 0.95
 def sim_cases(seed: int, count: int, large: bool = False) -> list[dict]:
     """``count`` simulated datacenters whose shape and noise are drawn from ``seed``.
 
-    ``large``: then 3 more, many racks per row (3 rows x 16 racks, 1 row x 24 racks) and two
-    datacentres ~2 ms apart (2 x 2 rows x 4 racks: the levels below a large gap).
+    ``large``: then 4 more, many racks per row (3 rows x 16 racks, 1 row x 24 racks), two
+    datacentres ~2 ms apart (2 x 2 rows x 4 racks: the levels below a large gap) and small racks
+    (2 rows x 10 racks of 2-4 hosts: racks of 2 inside rows).
     """
     rng = np.random.default_rng(seed)
     cases = []
-    shapes = [None] * count + ([(3, 16, 1), (1, 24, 1), (2, 4, 2)] if large else [])
+    shapes = [None] * count + ([(3, 16, 1, (5, 9)), (1, 24, 1, (5, 9)), (2, 4, 2, (5, 9)), (2, 10, 1, (2, 4))]
+                               if large else [])
     for c, shape in enumerate(shapes):
         rows = int(rng.integers(1, 4))
         racks = int(rng.integers(3, 7)) if rows > 1 else int(rng.integers(4, 13))
-        dcs = 1
+        dcs, hpr = 1, (5, 9)
         if shape is not None:
-            rows, racks, dcs = shape
+            rows, racks, dcs, hpr = shape
         kw = dict(
-            racks=racks, rows=rows, dcs=dcs, hosts_per_rack=(5, 9),
+            racks=racks, rows=rows, dcs=dcs, hosts_per_rack=hpr,
             jitter=float(rng.uniform(0.05, 0.2)),
             tenant_us=float(rng.uniform(0.5, 2.0)), noisy_hosts=float(rng.uniform(0.03, 0.1)),
             outlier_frac=float(rng.uniform(0.02, 0.05)), outlier_scale=1.0,
@@ -87,7 +89,7 @@ def sim_cases(seed: int, count: int, large: bool = False) -> list[dict]:
         truth = np.unique([t[-1] for t in probe.truth.labels], return_inverse=True)[1]
         coarse = np.unique([t[-2] for t in probe.truth.labels], return_inverse=True)[1]
         desc = ((f"{dcs} datacentres x " if dcs > 1 else "")
-                + f"{rows} row(s) x {racks} racks of 5-9, jitter {kw['jitter']:.2f}, tenant {kw['tenant_us']:.1f} us, "
+                + f"{rows} row(s) x {racks} racks of {hpr[0]}-{hpr[1]}, jitter {kw['jitter']:.2f}, tenant {kw['tenant_us']:.1f} us, "
                 f"noisy hosts {kw['noisy_hosts']:.0%}, outliers {kw['outlier_frac']:.0%}, "
                 f"missing {kw['missing_frac']:.0%}")
         cases.append(dict(name=f"sim-{c}", matrix=probe.latency, truth=truth, simulated=True, desc=desc,
@@ -233,7 +235,8 @@ def main(argv=None) -> int:
     ap.add_argument("--data", default=DATA, help="folder of the real data sets (skipped when absent)")
     ap.add_argument("--no-embed", action="store_true", help="skip the (slow) ProbeEmbed + BalancedGrouper baseline")
     ap.add_argument("--large", action="store_true",
-                    help="add 3 simulated cases: 16-24 racks per row, and two datacentres ~2 ms apart")
+                    help="add 4 simulated cases: 16-24 racks per row, two datacentres ~2 ms apart, "
+                         "and 2 rows of 10 racks of 2-4 hosts")
     ap.add_argument("--only", default=None, help="run only cases whose name contains this")
     args = ap.parse_args(argv)
 
