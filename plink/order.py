@@ -332,6 +332,13 @@ def _check_args(probe: ProbeData, algo: str, *, model, time_limit, smt_time, siz
         raise PlinkError("no pair of hosts was measured: nothing to order by")
 
 
+#: what the shared model's seconds leave out (measured: README, "Proof against real collectives")
+NETWORK_PART = ("'predicted' is the network's part of the collective: the library's own work (copies, reductions; "
+                "on busy hosts the CPU they lose) is the same for every order and not in it, so the whole collective "
+                "speeds up less (on the netns cluster Gloo's ring measured the predicted speedup, Open MPI's "
+                "algorithms 10-50% less: README, 'Proof against real collectives')")
+
+
 def _models(model: str, algo: str, probe: ProbeData, groups, n_missing: int, size: int, base: int,
             use_bandwidth: bool, nic_gbps):
     """``(cost model, best-case cost model, data kind, notes)``: missing pairs at their worst / best plausible value.
@@ -342,6 +349,8 @@ def _models(model: str, algo: str, probe: ProbeData, groups, n_missing: int, siz
     if model == "shared" and groups.k < 2 and probe.n > 2:
         notes.append("no racks found in the data (one group): the model sees no shared uplinks; "
                      "give them with --groups if you know them")
+    if model == "shared":
+        notes.append(NETWORK_PART)
     cm_low = _build(model, algo, probe, groups, "low", size, base, use_bandwidth, nic_gbps)[0] if n_missing else cm
     return cm, cm_low, kind, notes
 
