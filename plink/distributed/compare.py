@@ -35,7 +35,7 @@ import statistics
 import time
 from dataclasses import dataclass
 
-from plink.errors import PlinkError
+from plink.errors import OptionError, PlinkError
 from plink.units import format_size
 
 
@@ -107,11 +107,11 @@ def compare_groups(candidate, baseline=None, *, size: int = 25 * 2**20, repeats:
     if baseline is None:
         baseline = dist.group.WORLD
     if int(repeats) < 1:
-        raise PlinkError(f"repeats must be >= 1, got {repeats}")
+        raise OptionError(f"repeats must be >= 1, got {repeats}")
     if int(warmup) < 0:
-        raise PlinkError(f"warmup must be >= 0, got {warmup}")
+        raise OptionError(f"warmup must be >= 0, got {warmup}")
     if int(size) < 4:
-        raise PlinkError(f"size must be at least 4 bytes (one float32), got {size}")
+        raise OptionError(f"size must be at least 4 bytes (one float32), got {size}")
     world = dist.get_world_size()
     for g, what in ((candidate, "candidate"), (baseline, "baseline")):
         k = dist.get_world_size(g)  # -1 on a rank outside g

@@ -22,7 +22,7 @@ import logging
 import time
 
 from plink.data.probefile import Host
-from plink.errors import PlinkError
+from plink.errors import OptionError, PlinkError
 
 log = logging.getLogger("plink.distributed")
 
@@ -171,7 +171,7 @@ def locality_group(algo: str = "ring", *, probe_file=None, order_file=None, time
     dist = _dist()
     world = dist.get_world_size()
     if verify and int(verify_repeats) < 1:
-        raise PlinkError(f"verify_repeats must be >= 1, got {verify_repeats}")
+        raise OptionError(f"verify_repeats must be >= 1, got {verify_repeats}")
     if order_file is not None:
         if probe_file is not None:
             raise PlinkError("give probe_file or order_file, not both")

@@ -70,7 +70,7 @@ import numpy as np
 
 from plink.data.probefile import Host, ProbeData, from_dict, new_meta
 from plink.distributed import echo
-from plink.errors import PlinkError
+from plink.errors import OptionError, PlinkError
 from plink.probes.rounds import round_robin
 
 log = logging.getLogger("plink.distributed")
@@ -352,15 +352,15 @@ def probe_group(*, samples: int = 50, interval: float = 0.01, per_rank: bool = F
 
     global _calls
     if samples < 1:
-        raise PlinkError(f"samples must be >= 1, got {samples}")
+        raise OptionError(f"samples must be >= 1, got {samples}")
     if not 1 <= passes <= samples:
-        raise PlinkError(f"passes must be 1..samples ({samples}), got {passes}")
+        raise OptionError(f"passes must be 1..samples ({samples}), got {passes}")
     if not interval >= 0:
-        raise PlinkError(f"interval must be >= 0 s, got {interval}")
+        raise OptionError(f"interval must be >= 0 s, got {interval}")
     if not timeout > 0:
-        raise PlinkError(f"timeout must be > 0 s, got {timeout}")
+        raise OptionError(f"timeout must be > 0 s, got {timeout}")
     if bandwidth and not (bw_seconds > 0 and bw_size >= 4):
-        raise PlinkError("bandwidth needs bw_seconds > 0 and bw_size >= 4 bytes")
+        raise OptionError("bandwidth needs bw_seconds > 0 and bw_size >= 4 bytes")
     if method not in METHODS:
         raise PlinkError(f"unknown method {method!r} (choose from {', '.join(METHODS)})")
     if transport not in TRANSPORTS:
