@@ -74,6 +74,8 @@ def test_full_probe_latency_and_bandwidth(cluster, tmp_path):
     assert r.returncode == 0, r.stderr
     summary = json.loads(r.stdout)
     assert summary["complete"] and summary["missing_pairs"] == 0 and summary["exit_code"] == 0
+    # 7 latency rounds (one pass) and 7 bandwidth rounds; it counted the schedule's entries (8)
+    assert summary["rounds_run"] == 14
 
     p = load(out)
     n = p.n
@@ -267,4 +269,4 @@ def test_probe_to_stdout_without_output_file(cluster, tmp_path):
     assert r.returncode == 0, r.stderr
     doc = json.loads(r.stdout)
     assert doc["format"] == "plink-probe" and doc["meta"]["method"] == "fping"
-    assert doc["latency_us"][0][1] > 0 and "probed 2 hosts, 1/1 pairs in 1 rounds" in r.stderr
+    assert doc["latency_us"][0][1] > 0 and "probed 2 hosts, 1/1 pairs in 1 round," in r.stderr

@@ -33,7 +33,9 @@ def _probe_summary(probe, output) -> dict:
         "complete": bool(meta.get("complete")),
         "method": meta.get("method"),
         "rounds": meta.get("rounds"),
-        "rounds_run": len(meta.get("schedule", [])),
+        # rounds of disjoint pairs run, every pass and the bandwidth rounds included (a udp pass
+        # entry of the schedule holds its passes' rounds; the other entries are one round each)
+        "rounds_run": sum(int(e.get("rounds", 1)) if "pass" in e else 1 for e in meta.get("schedule", [])),
         "elapsed_s": meta.get("elapsed_s"),
         "latency_us": {"min": None, "median": None, "max": None},
         "unreachable": meta.get("unreachable", {}),
@@ -214,7 +216,8 @@ def probe(hosts, output, method, count, interval, passes, max_count, tol, bandwi
         if not quiet:
             lat = summary["latency_us"]
             line = (f"probed {summary['hosts']} hosts, {summary['pairs'] - summary['missing_pairs']}/"
-                    f"{summary['pairs']} pairs in {summary['rounds_run']} rounds, {summary['elapsed_s']:.1f} s")
+                    f"{summary['pairs']} pairs in {summary['rounds_run']} round{'' if summary['rounds_run'] == 1 else 's'}, "
+                    f"{summary['elapsed_s']:.1f} s")
             if lat["median"] is not None:
                 line += f"; latency p10 min/median/max {lat['min']}/{lat['median']}/{lat['max']} us"
             if summary.get("bandwidth_gbps"):
