@@ -322,6 +322,8 @@ def _check_args(probe: ProbeData, algo: str, *, model, time_limit, smt_time, siz
         raise PlinkError("the probe file has no hosts")
     if labels is not None and len(labels) != n:
         raise PlinkError(f"got {len(labels)} group labels for {n} hosts")
+    if algo == "bcube" and not (isinstance(base, (int, np.integer)) and base >= 2):
+        raise OptionError(f"BCube base must be an integer >= 2, got {base!r}")
     try:
         if algo in ALGORITHMS:
             check_algorithm(algo, n, base)

@@ -279,12 +279,13 @@ def _csv(tmp_path, m, name="m.csv"):
         (["--elasticity", "3"], "between 1.0 and 2.0"),
         (["--alpha", "0.5"], "alpha must be between 1 and 2"),
         (["--dims", "0"], "n_components"),
+        (["--alpha", "nan"], "alpha must be between 1 and 2"),
     ],
 )
 def test_cli_group_bad_options(dc_file, tmp_path, capsys, args, msg):
     code, out, err = _run(["group", str(dc_file), "--method", "balanced", "-o", str(tmp_path / "g.json"), *args],
                           capsys)
-    assert code == 1
+    assert code == 2  # a value out of range: a usage error (it was 1)
     assert err.startswith("plink: error: ") and msg in err and err.count("\n") == 1
     assert not (tmp_path / "g.json").exists()
 

@@ -59,7 +59,7 @@ from typing import Any
 
 import numpy as np
 
-from plink.errors import PlinkError
+from plink.errors import OptionError, PlinkError
 
 #: Fewest hosts plink embeds and groups (a triangle: fewer say nothing about locality).
 MIN_HOSTS = 3
@@ -262,9 +262,9 @@ class ProbeEmbed:
             return isinstance(v, (int, np.integer)) and not isinstance(v, bool)
 
         if not is_int(self.n_components) or not 1 <= self.n_components <= 64:
-            raise PlinkError(f"n_components (dims) must be an integer in 1..64, got {self.n_components!r}")
+            raise OptionError(f"n_components (dims) must be an integer in 1..64, got {self.n_components!r}")
         if not isinstance(self.alpha, (int, float)) or not 1.0 <= float(self.alpha) <= 2.0:
-            raise PlinkError(f"alpha must be between 1 and 2, got {self.alpha!r}")
+            raise OptionError(f"alpha must be between 1 and 2, got {self.alpha!r}")
         if self.n_restarts != "auto" and (not is_int(self.n_restarts) or self.n_restarts < 1):
             raise PlinkError(f"n_restarts must be a positive integer or 'auto', got {self.n_restarts!r}")
         for name in ("max_iter", "patience", "full_batch_max_n", "batch_size"):

@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 
 from plink.structure.embed import MIN_HOSTS, _check_random_state
-from plink.errors import PlinkError
+from plink.errors import OptionError, PlinkError
 
 ELASTICITY_RANGE = (1.0, 2.0)
 
@@ -54,13 +54,13 @@ def size_bounds(n: int, k: int, elasticity: float = 1.0) -> tuple[int, int]:
 
 def _check_k_e(n: int, k: int, elasticity: float) -> None:
     if not isinstance(k, (int, np.integer)) or isinstance(k, bool) or k < 1:
-        raise PlinkError(f"number of groups must be a positive integer, got {k!r}")
+        raise OptionError(f"number of groups must be a positive integer, got {k!r}")
     if k > n:
-        raise PlinkError(f"{k} groups for {n} hosts: the number of groups must be at most the number of hosts")
+        raise OptionError(f"{k} groups for {n} hosts: the number of groups must be at most the number of hosts")
     if not isinstance(elasticity, (int, float)) or isinstance(elasticity, bool) or not (
         ELASTICITY_RANGE[0] <= float(elasticity) <= ELASTICITY_RANGE[1]
     ):
-        raise PlinkError(f"balance elasticity must be between 1.0 and 2.0, got {elasticity!r}")
+        raise OptionError(f"balance elasticity must be between 1.0 and 2.0, got {elasticity!r}")
 
 
 def _validate_points(X) -> np.ndarray:

@@ -819,7 +819,7 @@ class HierarchicalGrouper:
         d = check_latency(_as_matrix(X))
         n = d.shape[0]
         if k != "auto" and k > n:
-            raise PlinkError(f"{k} groups for {n} hosts: the number of groups must be at most the number of hosts")
+            raise OptionError(f"{k} groups for {n} hosts: the number of groups must be at most the number of hosts")
         if n < 2 * MIN_GROUP and k == "auto":
             h = infer_hierarchy(d, max_levels=self.max_levels)
             self.distances_ = None
@@ -865,7 +865,7 @@ def infer_groups(probe, *, n_groups: int | None = None, max_levels: int = 3, see
 
     if n_groups is not None and (not isinstance(n_groups, (int, np.integer)) or isinstance(n_groups, bool)
                                  or n_groups < 1):
-        raise PlinkError(f"number of groups must be a positive integer, got {n_groups!r}")
+        raise OptionError(f"number of groups must be a positive integer, got {n_groups!r}")
     measured = check_every_host_measured(probe)
     n = probe.n
     if n >= 2 and measured.sum() < 0.5 * n * (n - 1):
