@@ -232,7 +232,6 @@ def watch_cmd(state_dir, hosts_file, probe_file, method, count, timeout, retries
       plink simulate --seed 1 -o p.json && plink watch state --probe-file p.json
     """
     from plink.data.orderfile import read_order
-    from plink.units import parse_size
     from plink.watch import WatchBusy, watch
 
     if not hosts_file and not probe_file:
@@ -251,7 +250,7 @@ def watch_cmd(state_dir, hosts_file, probe_file, method, count, timeout, retries
                      known_hosts=known_hosts, timeout=timeout, retries=retries)
     try:
         result = watch(
-            state_dir, prober, algo=algo, size=parse_size(size), base=base, min_gain=_parse_gain(min_gain),
+            state_dir, prober, algo=algo, size=size, base=base, min_gain=_parse_gain(min_gain),
             time_limit=time_limit, seed=seed, initial_order=read_order(initial_order) if initial_order else None,
             emit=_parse_emit(emit_items), slots=slots, keep=keep, window=window, reset=reset, model=cost_model,
         )

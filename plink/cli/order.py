@@ -178,7 +178,6 @@ def order(probefile, algo, size, base, time_limit, jobs, smt_time, groups_file, 
       mpirun --hostfile hosts.ompi --map-by seq -np 512 ./app
     """
     from plink.order import group_labels, order_hosts
-    from plink.units import parse_size
 
     _check_format_options(fmt, slots, groups_file)
     refuse_input_as_output({"-o": output}, {"PROBEFILE": probefile, "--groups": groups_file})
@@ -196,11 +195,10 @@ def order(probefile, algo, size, base, time_limit, jobs, smt_time, groups_file, 
         groups = load_groups(groups_file)
         labels = group_labels(probe, groups_file, groups)
         note_groups_beyond(groups_file, groups, probe.names)
-    nbytes = parse_size(size)
     console = _stderr_console()
     with console.status(f"searching {algo} orders of {probe.n} hosts for {time_limit:g} s", spinner="dots"):
         result = order_hosts(
-            probe, algo, size=nbytes, time_limit=time_limit, seed=seed, base=base,
+            probe, algo, size=size, time_limit=time_limit, seed=seed, base=base,
             use_bandwidth=not no_bandwidth, jobs=jobs, smt_time=smt_time, labels=labels, model=cost_model,
             nic_gbps=nic_gbps, keep_on_interrupt=True,
         )

@@ -99,7 +99,6 @@ def schedule(probefile, groups_file, size, chunk, capacity, compact, output, as_
     from plink.schedule.dag import Schedule
     from plink.schedule.plan import plan_schedule
     from plink.schedule.verify import VERIFY_LIMIT, summarize
-    from plink.units import parse_size
 
     from plink.data.fileio import is_stdout
 
@@ -112,9 +111,9 @@ def schedule(probefile, groups_file, size, chunk, capacity, compact, output, as_
         groups = load_groups(groups_file)
         labels = groups.aligned_to(probe.names, extra_ok=True)
         note_groups_beyond(groups_file, groups, probe.names)
-    plan = plan_schedule(probe, labels, size=parse_size(size), chunk=parse_size(chunk),
+    plan = plan_schedule(probe, labels, size=size, chunk=chunk,
                          capacity=None if capacity == "auto" else capacity)
-    sched = Schedule.from_plan(plan, parse_size(chunk))
+    sched = Schedule.from_plan(plan, chunk)
     _check_assumed(assume_bandwidth)
     summary = summarize(sched, probe, assumed_gbps=assume_bandwidth)
     if summary.get("verified") is False:
