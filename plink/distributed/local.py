@@ -80,11 +80,11 @@ def run_ranks(world: int, fn, *args, timeout: float = 60.0, env: dict | None = N
     ``retries``: times the whole run is started again (new processes, new port) when a rank failed
     with Gloo's transient loopback error (:data:`TRANSIENT`); ``fn`` then runs again from the start.
     """
-    for attempt in range(retries + 1):
+    res = _run_once(world, fn, args, timeout, env, expect, barrier)
+    for _ in range(retries):
+        if not any(s == "error" and any(t in str(v) for t in TRANSIENT) for s, v in res.values()):
+            break
         res = _run_once(world, fn, args, timeout, env, expect, barrier)
-        transient = any(s == "error" and any(t in str(v) for t in TRANSIENT) for s, v in res.values())
-        if not transient or attempt == retries:
-            return res
     return res
 
 
