@@ -513,34 +513,37 @@ def _split_one(x: np.ndarray, p: np.ndarray, metric: str, rng: np.random.Generat
     return lab, scores
 
 
-def _pair_counts(x: np.ndarray, labels: np.ndarray) -> tuple[int, int]:
-    """``(2-host groups of labels, those PAIR_TIGHT times closer than either host is to any other
-    host of x)`` (missing pairs ignored; a pair never measured is not tight). O(N^2)."""
-    pairs = np.flatnonzero(np.bincount(labels) == 2)
-    tight = 0
-    for g in pairs:
-        a, b = np.flatnonzero(labels == g)
-        rest = np.flatnonzero(labels != g)
-        inside = x[a, b]
-        outside = np.concatenate([x[a, rest], x[b, rest]])
-        outside = outside[np.isfinite(outside)]
-        tight += bool(np.isfinite(inside) and outside.size and inside * PAIR_TIGHT <= outside.min())
-    return len(pairs), tight
-
-
-def tight_pair_hosts(x: np.ndarray) -> int:
-    """How many hosts of symmetric ``x`` sit in a *tight pair*: two hosts each other's nearest
-    neighbour, :data:`PAIR_TIGHT` times closer to each other than either is to anyone else
-    (missing pairs ignored). O(N^2)."""
+def _tight_partners(x: np.ndarray) -> np.ndarray:
+    """Each host's partner in a *tight pair* of symmetric ``x``, -1 for none: two hosts each other's
+    nearest neighbour, :data:`PAIR_TIGHT` times closer to each other than either is to any other
+    host (missing pairs ignored; a pair never measured, or with nothing else measured from either
+    host, is not tight). O(N^2)."""
     n = x.shape[0]
     if n < 3:
-        return 0
+        return np.full(n, -1)
     f = np.where(np.isfinite(x), x, np.inf)
     np.fill_diagonal(f, np.inf)
     two = np.partition(f, 1, axis=1)[:, :2]
     nn = np.argmin(f, axis=1)
     own = np.isfinite(two[:, 0]) & (two[:, 0] * PAIR_TIGHT <= two[:, 1])
-    return int(np.sum(own & own[nn] & (nn[nn] == np.arange(n))))
+    ok = own & own[nn] & (nn[nn] == np.arange(n)) & (np.isfinite(two[:, 1]) | np.isfinite(two[nn, 1]))
+    return np.where(ok, nn, -1)
+
+
+def tight_pair_hosts(x: np.ndarray) -> int:
+    """How many hosts of symmetric ``x`` sit in a tight pair (:func:`_tight_partners`). O(N^2)."""
+    return int(np.sum(_tight_partners(x) >= 0))
+
+
+def _pair_counts(x: np.ndarray, labels: np.ndarray) -> tuple[int, int]:
+    """``(2-host groups of labels, those that are a tight pair of x)`` (:func:`_tight_partners`). O(N^2)."""
+    pairs = np.flatnonzero(np.bincount(labels) == 2)
+    partner = _tight_partners(x)
+    tight = 0
+    for g in pairs:
+        a, b = np.flatnonzero(labels == g)
+        tight += bool(partner[a] == b)
+    return len(pairs), tight
 
 
 def _pairs_beat_null(x: np.ndarray, rng: np.random.Generator, n_null: int = PAIR_NULLS) -> tuple[int, int]:
