@@ -8,7 +8,7 @@ asymmetric pairs) and with the structure benchmark's kind of noise ("noisy": ten
 5% noisy hosts at 10x, 3% outliers, 2% missing pairs). Prints, per shape and noise, for each seed:
 K found by ``infer_hierarchy`` (number of groups from the data), its AMI against the racks, and
 the AMI of average linkage on ``min(d_ij, d_ji)`` (missing pairs filled by the median) given the
-true K. Deterministic; ~1 min on 2 cores.
+true K, as ``benchmarks/structure.py`` runs it. Deterministic; ~1 min on 2 cores.
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ import numpy as np
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
+from benchmarks.structure import linkage_labels, raw_symmetric  # noqa: E402
 from plink.data.simulate import simulate_datacenter  # noqa: E402
 from plink.structure.hierarchy import infer_hierarchy  # noqa: E402
 
@@ -30,16 +31,6 @@ NOISE = {
     "moderate": dict(jitter=0.1, outlier_frac=0.01, asymmetry=0.1),
     "noisy": dict(jitter=0.1, tenant_us=1.0, noisy_hosts=0.05, outlier_frac=0.03, asymmetry=0.1, missing_frac=0.02),
 }
-
-
-def average_linkage(m: np.ndarray, k: int) -> np.ndarray:
-    from scipy.cluster.hierarchy import fcluster, linkage
-    from scipy.spatial.distance import squareform
-
-    s = np.fmin(m, m.T)
-    np.fill_diagonal(s, 0)
-    s = np.where(np.isfinite(s), s, np.nanmedian(s))
-    return fcluster(linkage(squareform(s, checks=False), "average"), k, "maxclust")
 
 
 def main(argv=None) -> int:
@@ -57,7 +48,7 @@ def main(argv=None) -> int:
                 p = simulate_datacenter(racks=racks, rows=rows, hosts_per_rack=2, seed=seed, **kw)
                 truth = np.unique([t[-1] for t in p.truth.labels], return_inverse=True)[1]
                 h = infer_hierarchy(p.latency)
-                a, b = ami(truth, h.labels), ami(truth, average_linkage(p.latency, truth.max() + 1))
+                a, b = ami(truth, h.labels), ami(truth, linkage_labels(raw_symmetric(p.latency), truth.max() + 1, "average"))
                 below += a < b - 1e-9
                 cells.append(f"K={h.n_groups:<3d} {a:.3f}/{b:.3f}")
             print(f"{racks:>3d} x {rows}        {noise:<9s}  " + "   ".join(cells), flush=True)
