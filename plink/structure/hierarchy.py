@@ -33,8 +33,9 @@ The pipeline (each step a pure function over numpy arrays):
    or more, the cut with groups of 2 is tried too, and wins when it is significant and
    has the better silhouette; its pairs are significant when more hosts sit in tight
    pairs, :data:`PAIR_TIGHT` times closer to each other than to anyone else, than in
-   every one of :data:`PAIR_NULLS` shuffled copies, see :func:`_split_one`), hosts moved to
-   the group they are closest to on average; the cut with the best mean
+   every one of :data:`PAIR_NULLS` shuffled copies, see :func:`_split_one`; there the cut as
+   the tree leaves it, a host without a rack-mate alone, competes too, see :func:`_best_cut`),
+   hosts moved to the group they are closest to on average; the cut with the best mean
    silhouette [Rousseeuw 1987] (the coarsest within :data:`PARSIMONY` of it)
    is *significant* when its silhouette is at least :data:`SILHOUETTE_MIN`,
    beats by :data:`NULL_MARGIN` the best silhouette of the same procedure on
@@ -402,7 +403,15 @@ def best_split(p: np.ndarray, *, n_groups: int | None = None, min_group: int = M
 
 
 def _best_cut(p: np.ndarray, min_group: int = MIN_GROUP) -> tuple[float, np.ndarray | None, dict]:
-    """The candidate cut of the average-linkage tree with the best mean silhouette: ``(s, labels, {K: s})``."""
+    """The candidate cut of the average-linkage tree with the best mean silhouette: ``(s, labels, {K: s})``.
+
+    Each candidate K's cut has its groups smaller than ``min_group`` folded into the nearest
+    group, then is refined (:func:`refine`). With ``min_group < MIN_GROUP`` (groups of 2) the
+    cut as the tree leaves it competes too, a host alone where the tree left it alone (the
+    silhouette counts it as 0): with racks of 2, folding a host whose one rack-mate
+    measurement was spoilt by noise into another pair broke that pair too (24 racks of 2:
+    20 groups found instead of 24; ``benchmarks/racks_of_two.py``).
+    """
     from scipy.cluster.hierarchy import fcluster, linkage
     from scipy.spatial.distance import squareform
 
@@ -415,17 +424,14 @@ def _best_cut(p: np.ndarray, min_group: int = MIN_GROUP) -> tuple[float, np.ndar
     best = (-np.inf, None)
     seen: dict[bytes, float] = {}
     for k in candidate_ks(z[:, 2], n, min_group):
-        lab = _relabel(fcluster(z, k, criterion="maxclust") - 1)
-        lab = fold_small(p, lab, min_group)
-        lab = refine(p, lab)
-        lab = fold_small(p, lab, min_group)
-        if lab.max() == 0:
+        cut = _relabel(fcluster(z, k, criterion="maxclust") - 1)
+        lab = fold_small(p, refine(p, fold_small(p, cut, min_group)), min_group)
+        # groups of 2: the cut as the tree leaves it too, a host without a rack-mate alone
+        tried = [v for v in ([lab, cut] if min_group < MIN_GROUP else [lab]) if v.max() > 0]
+        if not tried:
             cands[k] = None  # every group folded away
             continue
-        key = lab.tobytes()
-        if key not in seen:
-            seen[key] = float(np.mean(_silhouette(p, lab)))
-        s = seen[key]
+        s, lab = max(((_cached_silhouette(p, v, seen), v) for v in tried), key=lambda t: t[0])
         cands[k] = round(s, 6)
         labs[k] = lab
         if s > best[0] + 1e-9:
@@ -435,6 +441,14 @@ def _best_cut(p: np.ndarray, min_group: int = MIN_GROUP) -> tuple[float, np.ndar
             if cands[k] is not None and cands[k] >= best[0] - PARSIMONY:
                 return cands[k], labs[k], cands
     return best[0], best[1], cands
+
+
+def _cached_silhouette(p: np.ndarray, labels: np.ndarray, seen: dict[bytes, float]) -> float:
+    """Mean silhouette of ``labels`` on ``p``, remembered in ``seen`` by the labels' bytes."""
+    key = labels.tobytes()
+    if key not in seen:
+        seen[key] = float(np.mean(_silhouette(p, labels)))
+    return seen[key]
 
 
 def effect_size(x: np.ndarray, labels: np.ndarray) -> float:
