@@ -58,13 +58,15 @@ def test_verify_rejects_a_broken_file(tmp_path, dc, capsys):
 
 @pytest.mark.parametrize("args,msg", [
     (["--chunk", "0"], "chunk size must be > 0"),
+    (["--size", "0"], "buffer size must be > 0"),
     (["--size", "1KiB"], "larger than the buffer"),
 ])
 def test_bad_input(tmp_path, dc, capsys, args, msg):
+    """Sizes out of range are usage errors (exit 2), as every option's range is."""
     argv = ["schedule", str(dc), "--size", "1MiB", "-o", str(tmp_path / "x.json")]
     argv[3:4] = [argv[3]]
     code, _, err = run(argv + args, capsys)
-    assert code == 1 and msg in err and len(err.strip().splitlines()) == 1
+    assert code == 2 and msg in err and len(err.strip().splitlines()) == 1
     assert not (tmp_path / "x.json").exists()
 
 

@@ -187,7 +187,8 @@ def _prober(hosts_file, probe_file, hosts_format="auto", load_input=None, max_ho
 @click.option("--hosts-format", type=click.Choice(["auto", "plain", "openmpi", "mpich", "slurm"]), default="auto",
               show_default=True, help="Host list format (as plink probe).")
 @click.option("--algo", type=click.Choice(["ring", "hd", "rd", "dbt", "bcube", "bintree"]), default="ring", show_default=True)
-@click.option("--size", default="25MiB", show_default=True, callback=size_value, help="All-reduce size.")
+@click.option("--size", default="25MiB", show_default=True, callback=size_value,
+              help="All-reduce size (bytes, or KiB/MiB/GiB/KB/MB/GB); 0 prices the latencies alone.")
 @click.option("--base", default=2, show_default=True, type=int, help="BCube base (--algo bcube).")
 @click.option("--model", "cost_model", type=click.Choice(["shared", "pairsum"]), default="shared", show_default=True,
               help="Cost model, as plink order: shared NICs and rack uplinks (seconds), or the pair sum.")

@@ -123,7 +123,7 @@ def _check_format_options(fmt: str, slots: int, groups_file: str | None) -> None
 @click.option("--algo", type=click.Choice(["ring", "hd", "rd", "dbt", "bcube", "bintree"]), default="ring", show_default=True,
               help="Collective algorithm to optimise for.")
 @click.option("--size", default="25MiB", show_default=True, callback=size_value,
-              help="All-reduce size (bytes, or KiB/MiB/GiB/KB/MB/GB).")
+              help="All-reduce size (bytes, or KiB/MiB/GiB/KB/MB/GB); 0 prices the latencies alone.")
 @click.option("--base", default=2, show_default=True, type=int, help="BCube base (--algo bcube).")
 @click.option("--time-limit", default=5.0, show_default=True, type=float,
               help="Seconds of order search (reading the matrix and inferring its groups come on top: "

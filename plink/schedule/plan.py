@@ -55,7 +55,7 @@ from typing import Any
 
 import numpy as np
 
-from plink.errors import PlinkError
+from plink.errors import OptionError, PlinkError
 from plink.data.probefile import ProbeData, check_every_host_measured
 
 DEFAULT_CHUNK = 64 * 1024  #: bytes; AggEngine's chunk size (§4.2.2)
@@ -149,11 +149,11 @@ MAX_CHUNK_HOSTS = 1 << 22
 def chunk_buffer(size: int, chunk: int = DEFAULT_CHUNK) -> np.ndarray:
     """``(C, 2)`` array of ``(offset, length)`` tiling ``[0, size)``; the last chunk may be short."""
     if size <= 0:
-        raise PlinkError(f"buffer size must be > 0 bytes, got {size}")
+        raise OptionError(f"buffer size must be > 0 bytes, got {size}")
     if chunk <= 0:
-        raise PlinkError(f"chunk size must be > 0 bytes, got {chunk}")
+        raise OptionError(f"chunk size must be > 0 bytes, got {chunk}")
     if chunk > size:
-        raise PlinkError(f"chunk size {chunk} B is larger than the buffer ({size} B)")
+        raise OptionError(f"chunk size {chunk} B is larger than the buffer ({size} B)")
     count = -(-size // chunk)
     if count > MAX_CHUNKS:
         raise PlinkError(f"{count} chunks of {chunk} B in a {size} B buffer: at most {MAX_CHUNKS} (take a larger chunk)")
