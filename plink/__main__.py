@@ -1,3 +1,3 @@
-from plink.cli import main
+from plink._entry import main
 
 main()

@@ -216,6 +216,35 @@ def test_ctrl_c_during_the_search_keeps_the_best_order_so_far(tmp_path):
     assert sorted(hosts) == sorted(h["name"] for h in json.loads(dc.read_text())["hosts"])
 
 
+def test_ctrl_c_while_python_loads_plink_is_one_line_exit_130(monkeypatch, capsys):
+    """Loading the CLI takes seconds (tens on a starved machine): a Ctrl-C then printed a traceback
+    from inside numpy's imports. The entry point loads the CLI inside a guard."""
+    import builtins
+
+    from plink import _entry
+
+    real_import = builtins.__import__
+
+    def interrupted(name, *args, **kwargs):
+        if name == "plink.cli":
+            raise KeyboardInterrupt
+        return real_import(name, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "__import__", interrupted)
+    with pytest.raises(SystemExit) as exc:
+        _entry.main()
+    assert exc.value.code == 130
+    assert capsys.readouterr().err == "plink: interrupted\n"
+
+
+def test_import_plink_loads_nothing_heavy():
+    """``import plink`` loads the public names on first use only (so the guard above covers numpy)."""
+    code = ("import sys, plink; heavy = [m for m in ('numpy', 'scipy', 'click') if m in sys.modules]; "
+            "from plink import order_hosts, ProbeData; print(heavy, order_hosts.__module__, ProbeData.__module__)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=dict(os.environ, PYTHONPATH=ROOT))
+    assert out.stdout.split() == ["[]", "plink.order", "plink.data.probefile"], out.stderr
+
+
 @pytest.mark.parametrize("text, nbytes", [("4096", 4096), ("0", 0), ("1e3", 1000), ("1.5KiB", 1536),
                                           ("1.1MiB", 1153434), ("25MB", 25_000_000), (" 2 GiB ", 2 * 1024**3)])
 def test_parse_size_units_round_and_plain_bytes_are_whole(text, nbytes):
