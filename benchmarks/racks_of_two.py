@@ -2,13 +2,13 @@
 
     python benchmarks/racks_of_two.py [--seeds 3]
 
-Simulated datacentres (``plink.data.simulate``) of racks of 2 hosts: 8, 16 or 24 racks in one row
+Simulated datacentres (``plink.data.simulate``) of racks of 2 hosts: 8, 16, 24, 32 or 40 racks in one row
 and 2 rows of 12, each noise-free ("clean"), with moderate noise (jitter 0.1, 1% outliers, 10%
 asymmetric pairs) and with the structure benchmark's kind of noise ("noisy": tenant noise 1 us,
 5% noisy hosts at 10x, 3% outliers, 2% missing pairs). Prints, per shape and noise, for each seed:
 K found by ``infer_hierarchy`` (number of groups from the data), its AMI against the racks, and
 the AMI of average linkage on ``min(d_ij, d_ji)`` (missing pairs filled by the median) given the
-true K, as ``benchmarks/structure.py`` runs it. Deterministic; ~1 min on 2 cores.
+true K, as ``benchmarks/structure.py`` runs it. Deterministic; ~30 s on 2 cores.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from benchmarks.structure import linkage_labels, raw_symmetric  # noqa: E402
 from plink.data.simulate import simulate_datacenter  # noqa: E402
 from plink.structure.hierarchy import infer_hierarchy  # noqa: E402
 
-SHAPES = [(8, 1), (16, 1), (12, 2), (24, 1)]
+SHAPES = [(8, 1), (16, 1), (12, 2), (24, 1), (32, 1), (40, 1)]
 NOISE = {
     "clean": {},
     "moderate": dict(jitter=0.1, outlier_frac=0.01, asymmetry=0.1),

@@ -93,7 +93,7 @@ EFFECT_MIN_SMALL = 1.6
 SMALL_GROUP = 16
 #: in a split of fewer hosts than this (at the top, or inside a group of SMALL_GROUP or more), the cut
 #: with groups of 2 is tried too
-PAIRS_MAX = 64
+PAIRS_MAX = 128
 #: a *tight pair*: two hosts this many times closer to each other than either is to any other host
 #: (a 2-host rack; noise rarely makes so tight a pair)
 PAIR_TIGHT = 1.6
@@ -358,7 +358,8 @@ def refine(p: np.ndarray, labels: np.ndarray, max_iter: int = 10, keep_k: bool =
 
 
 def candidate_ks(heights: np.ndarray, n: int, min_group: int = MIN_GROUP) -> list[int]:
-    """K = 2..SMALL_K and the K after the largest relative gaps in the merge heights (K <= n / min_group)."""
+    """K = 2..SMALL_K and the K after the largest relative gaps in the merge heights (K <= n / min_group);
+    with ``min_group`` 2, n // 2 too."""
     kmax = n // min_group
     ks = set(range(2, min(SMALL_K, kmax) + 1))
     if n > 2:
@@ -370,6 +371,8 @@ def candidate_ks(heights: np.ndarray, n: int, min_group: int = MIN_GROUP) -> lis
         idx = np.flatnonzero(ok)
         best = idx[np.argsort(-ratio[idx], kind="stable")[:N_GAP_CANDIDATES]]
         ks.update(int(cut_k[i]) for i in best)
+    if min_group < MIN_GROUP:  # groups of 2: all racks of 2 (a row of 32 racks of 2 has no gap among the 12 largest)
+        ks.add(n // 2)
     return sorted(k for k in ks if 2 <= k <= kmax)
 
 
@@ -508,7 +511,7 @@ def _split_one(x: np.ndarray, p: np.ndarray, metric: str, rng: np.random.Generat
     by :data:`NULL_MARGIN` the best silhouette found the same way on ``n_null``
     copies of ``x`` with its pairs shuffled (same values, no structure), and the
     pairs it separates are :data:`EFFECT_MIN` times farther than those it keeps
-    together (:func:`effect_size`).  With ``pairs`` (a split of 6-63 hosts) the cut
+    together (:func:`effect_size`).  With ``pairs`` (a split of 6-127 hosts) the cut
     allowing groups of 2 is tried too, and wins when it is significant and has the better
     silhouette; its pairs are significant when the silhouette beats its null and at least
     2/3 of the cut's pairs are tight (and 2 or more inside a group, ``pairs="inner"``: a lone
