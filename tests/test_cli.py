@@ -202,11 +202,22 @@ def test_ctrl_c_during_the_search_keeps_the_best_order_so_far(tmp_path):
     out = tmp_path / "hosts.txt"
     env = dict(os.environ, PYTHONPATH=ROOT, COLUMNS="120")
     for wait in (8, 20, 45):  # imports, groups, starts, then the annealing: on a loaded machine, later
+        # SIGINT at its default in the child: a test run started in the background of a
+        # non-interactive shell (`pytest &`, nohup) ignores SIGINT, and a child inherits that
         proc = subprocess.Popen([sys.executable, "-m", "plink", "order", str(dc), "--time-limit", "600",
-                                 "-o", str(out)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+                                 "-o", str(out)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+                                preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
         time.sleep(wait)
+        with open(f"/proc/{proc.pid}/status") as status:  # what the child does with SIGINT, for the message below
+            ignored = [ln for ln in status if ln.startswith(("SigIgn", "SigCgt"))]
         proc.send_signal(signal.SIGINT)
-        _, err = proc.communicate(timeout=120)
+        try:
+            _, err = proc.communicate(timeout=120)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            _, err = proc.communicate()
+            pytest.fail(f"plink order ran on 120 s after SIGINT (sent after {wait} s; {' '.join(ignored).split()}); "
+                        f"stderr: {err[-1500:]}")
         if err.strip() not in ("plink: interrupted", "plink: aborted"):  # not stopped before the search began
             break
     assert proc.returncode == 130, err
