@@ -15,6 +15,17 @@ def racks_of(probe, level=-1):
     return np.unique([t[level] for t in probe.truth.labels], return_inverse=True)[1]
 
 
+def average_linkage(latency, k):
+    """The baseline: average linkage on min(d_ij, d_ji), missing pairs filled by the median, given K."""
+    from scipy.cluster.hierarchy import fcluster, linkage
+    from scipy.spatial.distance import squareform
+
+    s = np.fmin(latency, latency.T)
+    np.fill_diagonal(s, 0)
+    s = np.where(np.isfinite(s), s, np.nanmedian(s))
+    return fcluster(linkage(squareform(s, checks=False), "average"), k, "maxclust")
+
+
 def test_clear_structure_recovers_k_and_racks():
     p = simulate_datacenter(racks=6, hosts_per_rack=6, jitter=0.05, seed=4)
     h = infer_hierarchy(p.latency)
@@ -124,13 +135,7 @@ def test_racks_of_two_to_four_in_rows_beat_average_linkage():
                             seed=1049042697)
     truth = racks_of(p)
     h = infer_hierarchy(p.latency)
-    from scipy.cluster.hierarchy import fcluster, linkage
-    from scipy.spatial.distance import squareform
-
-    s = np.fmin(p.latency, p.latency.T)
-    np.fill_diagonal(s, 0)
-    s = np.where(np.isfinite(s), s, np.nanmedian(s))
-    avg = fcluster(linkage(squareform(s, checks=False), "average"), truth.max() + 1, "maxclust")
+    avg = average_linkage(p.latency, truth.max() + 1)
     assert ami(truth, h.labels) >= 0.9 and ami(truth, h.labels) > ami(truth, avg) + 0.05
     assert ami(racks_of(p, -2), h.levels[-1]) == pytest.approx(1.0)
 
@@ -141,17 +146,11 @@ def test_racks_of_two_a_host_without_its_mate_stays_alone(racks, rows, seed):
     spoilt was folded into another pair, which then lost a host too (24 racks: 20 groups, AMI 0.786
     against average linkage given K 0.888). The cut as the tree leaves it competes now, such a
     host alone, with confidence 0: every rack count is right and plink is not below average linkage."""
-    from scipy.cluster.hierarchy import fcluster, linkage
-    from scipy.spatial.distance import squareform
-
     p = simulate_datacenter(racks=racks, rows=rows, hosts_per_rack=2, seed=seed, jitter=0.1, tenant_us=1.0,
                             noisy_hosts=0.05, outlier_frac=0.03, asymmetry=0.1, missing_frac=0.02)
     truth = racks_of(p)
     h = infer_hierarchy(p.latency)
-    s = np.fmin(p.latency, p.latency.T)
-    np.fill_diagonal(s, 0)
-    s = np.where(np.isfinite(s), s, np.nanmedian(s))
-    avg = fcluster(linkage(squareform(s, checks=False), "average"), truth.max() + 1, "maxclust")
+    avg = average_linkage(p.latency, truth.max() + 1)
     assert h.n_groups == racks * rows
     assert ami(truth, h.labels) >= ami(truth, avg) - 1e-9
     alone = np.bincount(h.labels)[h.labels] == 1
