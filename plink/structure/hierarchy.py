@@ -516,7 +516,9 @@ def _split_one(x: np.ndarray, p: np.ndarray, metric: str, rng: np.random.Generat
     silhouette; its pairs are significant when the silhouette beats its null and at least
     2/3 of the cut's pairs are tight (and 2 or more inside a group, ``pairs="inner"``: a lone
     tight pair there was noise in a rack of 5), or when more hosts sit in tight pairs than
-    in every one of :data:`PAIR_NULLS` shuffled copies (:func:`tight_pair_hosts`).
+    in every one of :data:`PAIR_NULLS` shuffled copies (:func:`tight_pair_hosts`). A cut whose
+    pairs are all tight (2 or more) needs the effect of larger splits (:data:`EFFECT_MIN`) in a
+    split under :data:`SMALL_GROUP` hosts too: the tightness is a stronger test, per pair.
     """
     n = x.shape[0]
     lab, scores = _significant_cut(x, p, metric, rng, n_null, MIN_GROUP)
