@@ -8,7 +8,7 @@ asymmetric pairs) and with the structure benchmark's kind of noise ("noisy": ten
 5% noisy hosts at 10x, 3% outliers, 2% missing pairs). Prints, per shape and noise, for each seed:
 K found by ``infer_hierarchy`` (number of groups from the data), its AMI against the racks, and
 the AMI of average linkage on ``min(d_ij, d_ji)`` (missing pairs filled by the median) given the
-true K, as ``benchmarks/structure.py`` runs it. Deterministic; ~30 s on 2 cores.
+true K, as ``benchmarks/structure.py`` runs it. Deterministic; ~20 s on 2 cores.
 """
 
 from __future__ import annotations

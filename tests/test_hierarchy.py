@@ -5,6 +5,7 @@ import json
 import numpy as np
 import pytest
 
+from benchmarks.structure import linkage_labels, raw_symmetric
 from plink.data.simulate import simulate_datacenter
 from plink.errors import PlinkError
 from plink.structure.hierarchy import HierarchicalGrouper, infer_groups, infer_hierarchy
@@ -13,17 +14,6 @@ from plink.structure.metrics import ami
 
 def racks_of(probe, level=-1):
     return np.unique([t[level] for t in probe.truth.labels], return_inverse=True)[1]
-
-
-def average_linkage(latency, k):
-    """The baseline: average linkage on min(d_ij, d_ji), missing pairs filled by the median, given K."""
-    from scipy.cluster.hierarchy import fcluster, linkage
-    from scipy.spatial.distance import squareform
-
-    s = np.fmin(latency, latency.T)
-    np.fill_diagonal(s, 0)
-    s = np.where(np.isfinite(s), s, np.nanmedian(s))
-    return fcluster(linkage(squareform(s, checks=False), "average"), k, "maxclust")
 
 
 def test_clear_structure_recovers_k_and_racks():
@@ -135,7 +125,7 @@ def test_racks_of_two_to_four_in_rows_beat_average_linkage():
                             seed=1049042697)
     truth = racks_of(p)
     h = infer_hierarchy(p.latency)
-    avg = average_linkage(p.latency, truth.max() + 1)
+    avg = linkage_labels(raw_symmetric(p.latency), truth.max() + 1, "average")  # the benchmark's baseline
     assert ami(truth, h.labels) >= 0.9 and ami(truth, h.labels) > ami(truth, avg) + 0.05
     assert ami(racks_of(p, -2), h.levels[-1]) == pytest.approx(1.0)
 
@@ -150,7 +140,7 @@ def test_racks_of_two_a_host_without_its_mate_stays_alone(racks, rows, seed):
                             noisy_hosts=0.05, outlier_frac=0.03, asymmetry=0.1, missing_frac=0.02)
     truth = racks_of(p)
     h = infer_hierarchy(p.latency)
-    avg = average_linkage(p.latency, truth.max() + 1)
+    avg = linkage_labels(raw_symmetric(p.latency), truth.max() + 1, "average")  # the benchmark's baseline
     assert h.n_groups == racks * rows
     assert ami(truth, h.labels) >= ami(truth, avg) - 1e-9
     alone = np.bincount(h.labels)[h.labels] == 1
