@@ -32,19 +32,15 @@ def cache_dir() -> str | None:
     numba's own choice applies.
 
     In order: ``NUMBA_CACHE_DIR`` when set (numba's own setting: None here);
-    next to this file (``__pycache__``) when that is writable, e.g. a user's
-    venv or a root install run by root (None); else the per-user
-    ``${XDG_CACHE_HOME:-~/.cache}/plink/numba`` (created), e.g. a system-wide
-    install run by a user or a read-only image; None when that cannot be
-    created either (numba then tries its own user cache, else compiles in
-    memory).  Only this module's functions are affected, not the caller's
-    other numba code.
+    else the per-user ``${XDG_CACHE_HOME:-~/.cache}/plink/numba`` (created);
+    None when that cannot be created (numba then tries next to this file, else
+    its own user cache, else compiles in memory).  Never next to this file by
+    choice: ``pip uninstall`` does not remove numba's files there, and the
+    ``plink`` folder they leave in site-packages then shadows a later editable
+    install (``import plink`` found an empty namespace package).  Only this
+    module's functions are affected, not the caller's other numba code.
     """
     if os.environ.get("NUMBA_CACHE_DIR"):
-        return None
-    here = os.path.dirname(os.path.abspath(__file__))
-    pycache = os.path.join(here, "__pycache__")
-    if os.access(pycache if os.path.isdir(pycache) else here, os.W_OK):
         return None
     base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
     path = os.path.join(base, "plink", "numba")

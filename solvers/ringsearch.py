@@ -29,7 +29,7 @@ provides
 With numba (a default dependency; where it cannot load, the pure-Python code runs) ``local_search``
 and ``iterated_local_search`` run the same moves compiled
 (``solvers._ringkernel``; the compiled code is cached on disk after the first
-call, per user where the install is not writable: ``solvers._ringkernel.cache_dir``).
+call, per user: ``solvers._ringkernel.cache_dir``).
 ``python benchmarks/ring_kernel_speed.py`` times one local search from a random tour
 with each engine: 4.0-7.8x faster at N = 1000 (3 seeds, 2 shared cores), the same
 local optimum; ``PLINK_NO_NUMBA=1`` or ``engine="python"`` forces
