@@ -143,9 +143,10 @@ def find_groups(probe: ProbeData, labels=None, seed: int = 0, use_bandwidth: boo
     """Groups of ``probe``'s hosts: given ``labels``, else inferred, else the measured uplinks' host sets.
 
     Inferred from the latency matrix and, when the probe has one, from the
-    inverse bandwidth matrix; the grouping with the higher silhouette
-    (``separation``) on its own matrix wins.  ``Groups.confidence`` is that
-    silhouette.  When inference finds no structure (one group) and the probe
+    inverse bandwidth matrix; where one grouping refines the other the finer
+    one is used, else the one with the higher silhouette (``separation``) on
+    its own matrix (:func:`plink.structure.metrics.choose_grouping`).
+    ``Groups.confidence`` is its silhouette.  When inference finds no structure (one group) and the probe
     measured uplinks covering every host, their host sets are the groups.
     Measured uplinks that are not groups become an outer level of
     ``network``.
@@ -176,8 +177,9 @@ def _infer(probe: ProbeData, seed: int, use_bandwidth: bool) -> Groups:
         lab = _relabel(lab)
         return lab, separation(matrix, lab)
 
-    labels, conf = run(probe.structure_latency)
-    source = "inferred from latency"
+    from plink.structure.metrics import choose_grouping
+
+    found = [(*run(probe.structure_latency), probe.structure_latency, "inferred from latency")]
     if probe.bandwidth is not None and use_bandwidth:
         # the probe runs the pairs of a round at the same time, so cross-rack pairs share uplinks and
         # measure slower: 1/bandwidth is a distance (§4.2.1), often clearer than latency on busy hosts
@@ -185,9 +187,8 @@ def _infer(probe: ProbeData, seed: int, use_bandwidth: bool) -> Groups:
         with np.errstate(divide="ignore", invalid="ignore"):
             inv = np.where(bw > 0, 1.0 / bw, np.nan)
         if np.isfinite(inv[~np.eye(probe.n, dtype=bool)]).sum() >= probe.n:
-            lab_bw, conf_bw = run(inv)
-            if (conf_bw or 0.0) > (conf or 0.0):
-                labels, conf, source = lab_bw, conf_bw, "inferred from bandwidth"
+            found.append((*run(inv), inv, "inferred from bandwidth"))
+    labels, conf, _, source = found[choose_grouping([(f[0], f[2]) for f in found])]
     return Groups(labels, source, conf)
 
 

@@ -6,10 +6,11 @@ cross-rack flows *share* the rack uplink's ~385 Mbit/s (``../shared/notes``).
 A collective loads every rack uplink with all its flows at the same time, so
 this phase measures exactly that, after the latency rounds:
 
-1. **groups**: inferred from the pair bandwidth matrix when ``--bandwidth`` measured one
-   (as ``log(max / bandwidth)``: the pairs of a round run concurrently, so cross-group pairs share
-   uplinks and measure much slower than in-group pairs, a clearer signal than latency on
-   busy hosts), else from the latency matrix, with
+1. **groups**: inferred from the latency matrix and, when ``--bandwidth`` measured one, from the
+   pair bandwidth matrix (as ``log(max / bandwidth)``: the pairs of a round run concurrently, so
+   cross-group pairs share uplinks and measure slower than in-group pairs, a signal that survives
+   busy hosts); the finer of two nested groupings, else the one with the higher silhouette
+   (:func:`infer_groups`); each with
    :func:`plink.structure.hierarchy.infer_hierarchy` when it is installed,
    else scipy's average linkage with the number of groups chosen by the
    silhouette (``K = 1`` when no split scores >= ``min_silhouette``);
@@ -53,8 +54,9 @@ def infer_groups(latency: np.ndarray, min_silhouette: float = 0.25, random_state
     Groups are inferred from the latency and, when at least half the pairs
     have a bandwidth, from ``log(max bandwidth / bandwidth)`` (pairs of a
     round run at once, so cross-group pairs that shared an uplink measure
-    slower); the grouping whose silhouette on its own matrix is higher wins
-    (:func:`plink.structure.metrics.separation`, as
+    slower); where one grouping refines the other the finer one is used, else
+    the one whose silhouette on its own matrix is higher
+    (:func:`plink.structure.metrics.choose_grouping`, as
     :func:`plink.pricing.find_groups` chooses).  Each inference is
     ``plink.structure.hierarchy.infer_hierarchy`` (its finest level) when
     available; else average linkage on the symmetrised matrix (missing pairs
@@ -73,13 +75,13 @@ def infer_groups(latency: np.ndarray, min_silhouette: float = 0.25, random_state
             # uplink in their round get a fraction of it; the log keeps a few starved pairs from dominating
             candidates.append(("log(max bandwidth / bandwidth)",
                                np.where(bw > 0, np.log(np.nanmax(bw) / bw), np.nan)))
-    from plink.structure.metrics import separation
+    from plink.structure.metrics import choose_grouping
 
     try:
         from plink.structure.hierarchy import infer_hierarchy
     except ImportError:
         infer_hierarchy = None
-    best = None
+    found = []
     off = ~np.eye(n, dtype=bool)
     for source, m in candidates:
         seen = (np.isfinite(m) & off) | (np.isfinite(m.T) & off)
@@ -90,12 +92,10 @@ def infer_groups(latency: np.ndarray, min_silhouette: float = 0.25, random_state
             method = f"plink.structure.hierarchy.infer_hierarchy on {source}"
         else:
             labels, method = _average_linkage(m, min_silhouette), f"average linkage on {source}, K by silhouette"
-        score = separation(m, labels)
-        if best is None or score > best[0] + 1e-12:
-            best = (score, labels, method)
-    if best is None:
+        found.append((labels, m, method))
+    if not found:
         return [list(range(n))], "no complete matrix to group by"
-    _, labels, method = best
+    labels, _, method = found[choose_grouping([(f[0], f[1]) for f in found])]
     groups = [np.flatnonzero(labels == k).tolist() for k in np.unique(labels)]
     return sorted(groups, key=lambda g: g[0]), method
 

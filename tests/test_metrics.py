@@ -106,3 +106,24 @@ def test_rack_auc_is_the_mann_whitney_probability_with_ties_half():
         assert rack_auc(c, w) == pytest.approx(want, abs=1e-12)
     assert rack_auc([3.0, np.nan], [1.0, 2.0]) == 1.0 and rack_auc([1.0], [1.0]) == 0.5
     assert np.isnan(rack_auc([], [1.0])) and np.isnan(rack_auc([np.nan], [1.0]))
+
+
+def test_refines_and_choose_grouping():
+    from plink.structure.metrics import choose_grouping, refines, separation
+
+    fine, coarse = np.array([0, 0, 1, 1, 2, 2]), np.array([0, 0, 0, 0, 1, 1])
+    assert refines(fine, coarse) and not refines(coarse, fine) and refines(fine, fine)
+    assert refines(fine, np.zeros(6, int)) and not refines(fine, np.array([0, 1, 0, 1, 0, 1]))
+    rng = np.random.default_rng(0)
+    racks = np.repeat([0, 1, 2], 2)
+    m = np.where(racks[:, None] == racks[None, :], 1.0, 5.0) + rng.uniform(0, 0.1, (6, 6))
+    np.fill_diagonal(m, 0.0)
+    # nested: the finer grouping, whichever matrix's silhouette is higher (the coarse one's here)
+    flat = np.where(coarse[:, None] == coarse[None, :], 1.0, 9.0)
+    np.fill_diagonal(flat, 0.0)
+    assert separation(flat, coarse) > separation(m, fine)
+    assert choose_grouping([(fine, m), (coarse, flat)]) == 0 and choose_grouping([(coarse, flat), (fine, m)]) == 1
+    # crossing: the higher separation on its own matrix
+    cross = np.array([0, 1, 0, 1, 0, 1])
+    assert choose_grouping([(cross, m), (fine, m)]) == 1 and choose_grouping([(fine, m), (cross, m)]) == 0
+    assert choose_grouping([(fine, m)]) == 0

@@ -213,6 +213,24 @@ def test_tree_on_unequal_racks_finds_the_interleaved_class():
     assert m(np.array(res.order)) < 0.75 * m(rack_contiguous(np.array(racks)))
 
 
+def test_groups_of_a_bandwidth_probe_keep_the_racks_the_latency_separates():
+    """Proof case D (racks of 6, 2, 5, 3, 4 on the netns cluster, ``benchmarks/results/2026-11-27-D-seed4``):
+    the inverse pair bandwidths merged the racks of 2 and 3 (silhouette 0.51) where the latency found all
+    5 racks (0.46); the higher silhouette won, so the flows between those two racks were priced as free.
+    Of two nested groupings the finer one is used now."""
+    from plink.structure.metrics import ami
+
+    doc = json.loads((Path(__file__).parent.parent / "benchmarks/results/2026-11-27-D-seed4/D.json").read_text())
+    pd = from_dict(doc["probes"]["bandwidth"])
+    racks = [doc["rack"][doc["hosts"].index(h.name)] for h in pd.hosts]
+    g = find_groups(pd)
+    assert g.k == 5 and ami(racks, g.labels) == pytest.approx(1.0) and g.source == "inferred from latency"
+    from plink.probes.uplinks import infer_groups
+
+    groups, how = infer_groups(pd.structure_latency, bandwidth=pd.bandwidth)
+    assert sorted(len(x) for x in groups) == [2, 3, 4, 5, 6] and "latency" in how
+
+
 def _ratio_of(part, orders, rand):
     c = part.batch(orders)
     return {"input": c[0] / c[2], "random_median": float(np.median(part.batch(rand))) / c[2],

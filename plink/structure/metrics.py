@@ -4,8 +4,8 @@
 * :func:`ami`: adjusted mutual information of a grouping against true racks
   (scikit-learn's ``adjusted_mutual_info_score``).
 * :func:`relative_error`: median relative error of a fitted matrix.
-* :func:`separation`: silhouette of a grouping on the matrix it came from (to choose between
-  groupings inferred from different matrices).
+* :func:`separation`: silhouette of a grouping on the matrix it came from;
+  :func:`choose_grouping`: which of several groupings inferred from different matrices to use.
 """
 
 from __future__ import annotations
@@ -145,6 +145,37 @@ def separation(matrix: np.ndarray, labels: np.ndarray) -> float:
     d[~np.isfinite(d)] = float(np.median(d[off & np.isfinite(d)]))
     np.fill_diagonal(d, 0.0)
     return float(silhouette_score(d, labels, metric="precomputed"))
+
+
+def refines(fine: np.ndarray, coarse: np.ndarray) -> bool:
+    """Whether every group of ``fine`` lies inside one group of ``coarse`` (equal groupings too). O(N)."""
+    fine, coarse = np.asarray(fine), np.asarray(coarse)
+    pairs = np.unique(np.stack([fine, coarse]), axis=1)  # the distinct (fine, coarse) label pairs
+    return len(np.unique(pairs[0])) == pairs.shape[1]
+
+
+def choose_grouping(candidates: Sequence[tuple[np.ndarray, np.ndarray]]) -> int:
+    """Index of the grouping to use among ``candidates``, ``(labels, matrix)`` inferred from different
+    matrices of the same hosts (latency, inverse pair bandwidth).
+
+    Where one grouping refines another, the finer one: each of its extra splits passed the structure
+    test on its own matrix, and the two ways of being wrong differ: two racks merged into one group
+    price the flows between them as free, one rack split in two only prices some of its flows as
+    crossing an uplink.  Pair bandwidths measured in concurrent rounds are noisy (a cross-rack pair
+    alone on its uplinks gets the full rate), and their coarser grouping often has the higher
+    silhouette: on the netns cluster (benchmarks/results/2026-11-27-D-seed4, racks of 6, 2, 5, 3, 4)
+    the inverse bandwidth merged the racks of 2 and 3 with silhouette 0.51, where the latency found
+    the 5 racks with 0.46.  Between groupings that cross, the higher :func:`separation` on its own
+    matrix.  O(C N^2) for C candidates."""
+    best = 0
+    for i in range(1, len(candidates)):
+        (lab, m), (blab, bm) = candidates[i], candidates[best]
+        if refines(lab, blab) != refines(blab, lab):  # nested and different: the finer one
+            if refines(lab, blab):
+                best = i
+        elif not refines(lab, blab) and separation(m, lab) > separation(bm, blab) + 1e-12:
+            best = i
+    return best
 
 
 def rack_auc(cross: np.ndarray, within: np.ndarray) -> float:
