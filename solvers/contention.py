@@ -19,9 +19,6 @@ the receiver group's ``down``.  Then ::
     latency   = the longest chain of messages (critical_latency)
     total     = latency + bandwidth
 
-(the binary tree's two pipelined phases take the links' norm instead of
-their max; see ``bintree`` below)
-
 (the latency is one-way, in seconds; capacities in bytes/s).  The bandwidth
 term is the max-min fair completion time of the step's flows when one link
 is the bottleneck; with equal caps it is exactly ``S_step x (largest number
@@ -80,21 +77,27 @@ library source named):
     rank 0, then broadcast) with the binary-tree reduce (4) and broadcast (5)
     of ``coll_tuned``, over ``ompi_coll_base_topo_build_tree(2, comm, 0)``
     (children of the ``i``-th rank of level ``L``: ``2^(L+1) - 1 + i`` and
-    that plus ``2^L``).  Both phases are segmented pipelines: each sends
-    ``S`` over every tree edge (up, then down); the latency term is the
-    longest chain up to the root and back down.  The links of a phase are not
-    all busy for the whole phase (segments reach the levels at different
-    times, and a parent takes its children's segments in turn), so a phase's
-    bandwidth term is the **Euclidean norm** of its links' times
-    (``sqrt(sum_links (bytes / capacity)^2)``), between the busiest link
-    (every edge at once) and their sum (one edge at a time).  This is an
-    empirical choice, made on the proof run's measurements
-    (``benchmarks/collectives_netns.py``, Open MPI 4.1, 16 hosts, 4 MiB; data
-    in ``benchmarks/results/``): over the 17 orders of each of cases A, B, C
-    and both probes, Spearman(predicted, measured) was 0.68-0.90 with the
-    busiest link and 0.88-0.94 with the norm, and the predicted speedup of
-    the best order over the hand-out order 1.97-2.95x (max) against
-    1.28-1.43x (norm) for 1.29-1.40x measured.
+    that plus ``2^L``).  Forced through ``coll_tuned``, both run with the
+    segment size of ``coll_tuned_reduce_algorithm_segmentsize`` /
+    ``coll_tuned_bcast_algorithm_segmentsize``, 0 by default: one segment,
+    each message whole (``ompi_coll_base_reduce_generic`` /
+    ``ompi_coll_base_bcast_intra_generic``), so the tree is store-and-forward,
+    level by level.  Reduce: a rank sends its ``S`` bytes up when its subtree
+    is done, so the ranks of height ``h`` (the longest path down to a leaf)
+    send together in step ``h`` (leaves first, a parent's two children at
+    once where they are of one height: they share its NIC); broadcast: the
+    ranks of depth ``d`` receive ``S`` from their parent in step ``d`` (a
+    parent sends to both children at once).  Each step costs its busiest
+    link, as every step of the other algorithms does.  Measured with Open
+    MPI 4.1.4 (``benchmarks/collectives_netns.py``, 4 MiB): on 20 hosts in
+    racks of 6, 2, 5, 3 and 4 (case D) the hand-out order is 16 busiest-link
+    units of ``S / 300 Mbit/s`` (1.79 s; measured 1.80 s), plink's 14 (1.57 s;
+    1.54 s) and the rack-contiguous order 26 (2.91 s; 2.71 s): its upper levels
+    sit in one rack and the next level's children all outside it.  Spearman
+    (predicted, measured) over its 20 orders 0.97 with either probe; the model
+    used until 2026-11-27, every edge at once with the links' Euclidean norm
+    (an empirical fit to 16 hosts), scored 0.44 and 0.29 there.  A segment
+    size set by the user pipelines the tree, which this model does not price.
     (The shared model only; not NCCL's tree.)
 
 Identical steps are merged (``repeat``), so a ring is one step repeated
@@ -246,12 +249,10 @@ def conservative_uplinks(nic: np.ndarray, groups: np.ndarray) -> np.ndarray:
 class Step:
     """Concurrent flows ``src[f] -> dst[f]`` (ranks) of ``nbytes[f]`` bytes, ``repeat`` times.
 
-    ``latency``: whether the step pays ``max latency`` of its flows (the
-    bandwidth-only step of a pipelined tree does not).  ``combine``: how the
-    links' times make the step's bandwidth term: ``"max"`` (the busiest link:
-    every flow runs for the whole step) or ``"l2"`` (their Euclidean norm:
-    a segmented pipeline whose links are busy at partly different times; see
-    the module docstring).
+    ``latency``: whether the step's flows count in the search's smooth companion's latency
+    (the bandwidth-only step of a pipelined tree does not; the latency term itself is the
+    chain of messages, :func:`critical_latency`).  The step's bandwidth term is its busiest
+    link's time.
     """
 
     src: np.ndarray
@@ -259,14 +260,13 @@ class Step:
     nbytes: np.ndarray
     repeat: int = 1
     latency: bool = True
-    combine: str = "max"
 
 
-def _step(src, dst, nbytes, repeat=1, latency=True, combine="max") -> Step:
+def _step(src, dst, nbytes, repeat=1, latency=True) -> Step:
     src = np.asarray(src, dtype=np.int64)
     dst = np.asarray(dst, dtype=np.int64)
     nb = np.broadcast_to(np.asarray(nbytes, dtype=float), src.shape).copy()
-    return Step(src, dst, nb, repeat, latency, combine)
+    return Step(src, dst, nb, repeat, latency)
 
 
 def _both(a, b, nbytes) -> Step:
@@ -280,10 +280,10 @@ def _merge(steps: list[Step]) -> list[Step]:
     for s in steps:
         if len(s.src) == 0:
             continue
-        key = (s.src.tobytes(), s.dst.tobytes(), s.nbytes.tobytes(), s.latency, s.combine)
+        key = (s.src.tobytes(), s.dst.tobytes(), s.nbytes.tobytes(), s.latency)
         if key in out:
             o = out[key]
-            out[key] = Step(o.src, o.dst, o.nbytes, o.repeat + s.repeat, o.latency, o.combine)
+            out[key] = Step(o.src, o.dst, o.nbytes, o.repeat + s.repeat, o.latency)
         else:
             out[key] = s
     return list(out.values())
@@ -396,17 +396,24 @@ def bintree_edges(n: int) -> list[tuple[int, int, int]]:
     return out
 
 
+def bintree_heights(n: int) -> np.ndarray:
+    """Height of every rank in :func:`bintree_edges`' tree: the longest path down to a leaf (leaves 0). O(N)."""
+    h = np.zeros(n, dtype=np.int64)
+    for par, ch, _ in reversed(bintree_edges(n)):  # (children come after their parents)
+        h[par] = max(h[par], h[ch] + 1)
+    return h
+
+
 def bintree_steps(n: int, size: float) -> list[Step]:
-    """Open MPI allreduce algorithm 2 with binary-tree reduce and broadcast (see module docstring)."""
+    """Open MPI allreduce algorithm 2 with unsegmented binary-tree reduce and broadcast (see module
+    docstring): the reduce by height, leaves first, then the broadcast by depth."""
     if n < 2:
         return []
     e = np.array(bintree_edges(n), dtype=np.int64)
-    par, ch, lvl = e[:, 0], e[:, 1], e[:, 2]
-    steps = [_step(ch[lvl == d], par[lvl == d], 0.0, repeat=2) for d in sorted(set(lvl.tolist()))]
-    # reduce: every edge carries S up, pipelined; then broadcast: S down.  Segments pass the
-    # levels at different times, so the links' times combine by their norm, not their max.
-    steps.append(_step(ch, par, size, latency=False, combine="l2"))
-    steps.append(_step(par, ch, size, latency=False, combine="l2"))
+    par, ch, depth = e[:, 0], e[:, 1], e[:, 2]
+    height = bintree_heights(n)[ch]
+    steps = [_step(ch[height == h], par[height == h], size) for h in range(int(height.max()) + 1)]
+    steps += [_step(par[depth == d], ch[depth == d], size) for d in range(1, int(depth.max()) + 1)]
     return _merge(steps)
 
 
@@ -535,14 +542,6 @@ def critical_latency(algo: str, latency: np.ndarray, perms: np.ndarray, hops: li
 # evaluation
 
 
-def _combine(times: np.ndarray, how: str) -> np.ndarray:
-    """A step's bandwidth term from its links' times (``(M, L)``, the last column the
-    unpriced intra-group link): the busiest link, or the links' Euclidean norm."""
-    if how == "l2":
-        return np.sqrt((times[:, :-1] ** 2).sum(axis=1))
-    return times.max(axis=1)
-
-
 class SharedCostModel:
     """``model(perm) -> seconds`` of ``algo`` over ``net`` (see module docstring).
 
@@ -597,7 +596,7 @@ class SharedCostModel:
                 w = np.broadcast_to(np.tile(s.nbytes, parts), idx.shape)
                 loads = np.bincount((idx + rows).ravel(), weights=w.ravel(), minlength=M * L).reshape(M, L)
                 times = loads * self._inv
-                total += s.repeat * _combine(times, s.combine)
+                total += s.repeat * times.max(axis=1)
                 if smooth:
                     soft += s.repeat * np.sqrt((times[:, :-1] ** 2).mean(axis=1))
         return (total, soft) if smooth else total

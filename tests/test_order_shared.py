@@ -196,8 +196,8 @@ def test_a_host_with_no_measured_pair_gets_a_group_of_its_own():
 
 
 def test_tree_on_unequal_racks_finds_the_interleaved_class():
-    """Open MPI's binary tree pipelines S over every edge at once: ranks spread round-robin over the
-    racks balance the uplinks.  On the latency probe the proof run recorded for case B (racks
+    """Open MPI's binary tree sends S over every edge, level by level: ranks spread round-robin over the
+    racks balance the uplinks of each level.  On the latency probe the proof run recorded for case B (racks
     5+3+4+4, ``benchmarks/results/2026-11-23T0750/B.json``, the 07:50 run) the search used to start from group-contiguous orders
     only and stayed 1.48x above the interleaved order, which measured fastest."""
     doc = json.loads((Path(__file__).parent.parent / "benchmarks/results/2026-11-23T0750/B.json").read_text())
