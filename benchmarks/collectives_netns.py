@@ -6,7 +6,8 @@ Run as root (network namespaces, sshd, Open MPI with its headers, torch)::
     python benchmarks/collectives_netns.py --analyse-only                   # re-print benchmarks/results/
 
 For every case (A: 16 hosts = 4 racks of 4; B: unequal racks 5+3+4+4; C: case A with
-4 busy hosts; D: 20 hosts in unequal racks 6+2+5+3+4 with 2 busy hosts) the script
+4 busy hosts; D: 20 hosts in unequal racks 6+2+5+3+4 with 2 busy hosts, run at 300 Mbit/s; E: 24 hosts
+in racks 5+3+6+2+4+4 with 2 busy hosts, run at 250 Mbit/s, to check D's fixes on a new shape) the script
 
 1. builds the cluster with ``plink.probes.netns.NetnsCluster`` (prefix ``pf``, subnet
    ``10.201``; host links and shared rack uplinks shaped by htb, so a rack's 4+ hosts share
@@ -86,6 +87,8 @@ CASES = {
               what="case A with 4 busy hosts (tenant loops, 40% duty)"),
     "D": dict(hosts_per_rack=[6, 2, 5, 3, 4], busy={0: 0.4, 11: 0.4},
               what="20 hosts, unequal racks 6+2+5+3+4, 2 busy hosts"),
+    "E": dict(hosts_per_rack=[5, 3, 6, 2, 4, 4], busy={8: 0.4, 19: 0.4},
+              what="24 hosts, unequal racks 5+3+6+2+4+4, 2 busy hosts"),
     "T": dict(hosts_per_rack=[3, 2], busy={0: 0.3}, what="smoke test: 5 hosts, racks 3+2, 1 busy host"),
 }
 
