@@ -20,10 +20,11 @@ monotone in each pair's latency.
 ``plink.structure.hierarchy.infer_hierarchy`` (falling back to the host sets
 of the probe file's measured uplinks, ``ProbeData.uplinks`` with ``up_bps`` /
 ``down_bps``, when it finds one group) over
-the latency matrix or, when more confident, the inverse bandwidth matrix
-(by silhouette; the probe measures the pairs of a round concurrently, so cross-rack pairs
-share uplinks and measure slower: on the emulated 16-host cluster under load
-latency did not separate the racks and bandwidth did).
+the latency matrix and the inverse bandwidth matrix (the probe measures the pairs
+of a round concurrently, so cross-rack pairs share uplinks and measure slower: on
+the emulated 16-host cluster under load latency did not separate the racks and
+bandwidth did): of two nested groupings the finer, else the better separated
+(:func:`plink.structure.metrics.choose_grouping`).
 
 **Capacities.**  NIC: with a bandwidth matrix, a host's fastest measured
 pair (isolated pairs do show what a NIC carries); without one, ``nic_gbps``
