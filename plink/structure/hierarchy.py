@@ -40,7 +40,8 @@ The pipeline (each step a pure function over numpy arrays):
    is *significant* when its silhouette is at least :data:`SILHOUETTE_MIN`,
    beats by :data:`NULL_MARGIN` the best silhouette of the same procedure on
    copies of the matrix with its pairs shuffled (a permutation null: same
-   values, no structure), and the pairs it separates are :data:`EFFECT_MIN`
+   values, no structure; only cuts :data:`EFFECT_MIN` apart count, as no
+   split takes others), and the pairs it separates are :data:`EFFECT_MIN`
    times farther (median) than those it keeps together.  Of the two metrics'
    significant cuts the one beating its null by most wins; none: K = 1.
 5. Recursion: each group found is split again the same way, on profiles over
@@ -513,7 +514,8 @@ def _split_one(x: np.ndarray, p: np.ndarray, metric: str, rng: np.random.Generat
 
     Significant: its mean silhouette is at least :data:`SILHOUETTE_MIN`, exceeds
     by :data:`NULL_MARGIN` the best silhouette found the same way on ``n_null``
-    copies of ``x`` with its pairs shuffled (same values, no structure), and the
+    copies of ``x`` with its pairs shuffled (same values, no structure; of their cuts
+    only those :data:`EFFECT_MIN` apart), and the
     pairs it separates are :data:`EFFECT_MIN` times farther than those it keeps
     together (:func:`effect_size`).  With ``pairs`` (a split of 6-127 hosts) the cut
     allowing groups of 2 is tried too, and wins when it is significant and has the better
