@@ -539,7 +539,8 @@ ENV_GOLDEN = {
     "rd": _no_nccl("recursive-doubling") + GLOO + OMPI.format("3  # recursive doubling"),
     "bintree": _no_nccl("binary-tree") + GLOO
     + OMPI.format("2  # reduce (binary tree) + broadcast (binary tree)")
-    + "export OMPI_MCA_coll_tuned_reduce_algorithm=4\nexport OMPI_MCA_coll_tuned_bcast_algorithm=5\n",
+    + "export OMPI_MCA_coll_tuned_reduce_algorithm=4\nexport OMPI_MCA_coll_tuned_bcast_algorithm=5\n"
+    + "# (their segment sizes left at 0, whole messages level by level: as plink priced the order)\n",
     "bcube": _no_nccl("BCube") + GLOO,
 }
 

@@ -386,7 +386,8 @@ def env_hints(hosts: Sequence, algo: str = "ring", slots=1) -> str:
             f"export OMPI_MCA_coll_tuned_allreduce_algorithm={ompi[algo]}",
         ]
         if algo == "bintree":
-            lines += ["export OMPI_MCA_coll_tuned_reduce_algorithm=4", "export OMPI_MCA_coll_tuned_bcast_algorithm=5"]
+            lines += ["export OMPI_MCA_coll_tuned_reduce_algorithm=4", "export OMPI_MCA_coll_tuned_bcast_algorithm=5",
+                      "# (their segment sizes left at 0, whole messages level by level: as plink priced the order)"]
     first = hs[0]
     lines += [
         "# rank 0 (torchrun / torch.distributed rendezvous):",
