@@ -135,8 +135,9 @@ def _check_format_options(fmt: str, slots: int, groups_file: str | None) -> None
               help="Groups file (plink group): also start from the grouping; the switches of --format slurm-topology. "
                    "It may name more hosts than the probe (a rack map of the whole site).")
 @click.option("--seed", default=0, show_default=True, type=click.IntRange(0, 2**32 - 1))
-@click.option("--format", "fmt", type=click.Choice(FORMATS), default="plain", show_default=True,
-              help="Order file (plain, json) or launcher file (see 'plink emit --help') written with -o or to stdout.")
+@click.option("--format", "fmt", type=click.Choice(FORMATS), default=None,
+              help="Order file (plain, json) or launcher file (see 'plink emit --help') written with -o or to stdout "
+                   "[default: json when -o names a .json file, else plain].")
 @click.option("--slots", default=1, show_default=True, type=int,
               help="Processes (GPUs) per host; the ranks of one host stay contiguous.")
 @click.option("-o", "--output", type=click.Path(dir_okay=False, allow_dash=True), callback=stdout_if_dash, help="Order file to write (default: stdout).")
@@ -179,6 +180,8 @@ def order(probefile, algo, size, base, time_limit, jobs, smt_time, groups_file, 
     """
     from plink.order import group_labels, order_hosts
 
+    if fmt is None:  # -o order.json: the JSON order file (plink emit and node-rank read a .json file as JSON)
+        fmt = "json" if output and output != "-" and output.lower().endswith(".json") else "plain"
     _check_format_options(fmt, slots, groups_file)
     refuse_input_as_output({"-o": output}, {"PROBEFILE": probefile, "--groups": groups_file})
     refuse_json_with_dash(as_json, "the report (its 'hosts' are the order)")
