@@ -59,7 +59,8 @@ class OrderResult:
     cost_random_median: float
     cost_plink: float
     n_random: int
-    model: str  #: the data used: "latency" or "latency+bandwidth"
+    model: str  #: the data used: "latency", "latency+bandwidth", or for a bandwidth matrix read alone "bandwidth"
+    #: ("inverse bandwidth" with --no-bandwidth)
     missing_pairs: int
     proven_optimal: bool | None = None
     lower_bound: float | None = None  #: only when informative (see INFORMATIVE_GAP), valid for any missing values
@@ -186,11 +187,18 @@ def steps_touching(algo: str, order, missing: np.ndarray, base: int = 2) -> tupl
 
 def _build(cost_model: str, algo: str, probe: ProbeData, groups, fill: str, size: int, base: int,
            use_bandwidth: bool, nic_gbps):
+    # a bandwidth matrix read alone (--kind bandwidth): its "latency" is the inverse bandwidth
+    bw_only = "distance" in probe.meta
     if cost_model == "pairsum":
         pc, _ = pair_cost(probe, use_bandwidth, groups.labels, fill)
-        return CostModel(algo, pc, size, base), ("latency+bandwidth" if np.any(pc.inv_bw) else "latency"), []
+        kind = ("bandwidth" if bw_only else "latency+bandwidth") if np.any(pc.inv_bw) else (
+            "inverse bandwidth" if bw_only else "latency")
+        return CostModel(algo, pc, size, base), kind, []
     net = network(probe, groups, fill=fill, use_bandwidth=use_bandwidth, nic_gbps=nic_gbps)
-    kind = "latency" if "nic" in net.assumed else "latency+bandwidth"
+    if bw_only:
+        kind = "inverse bandwidth" if "nic" in net.assumed else "bandwidth"
+    else:
+        kind = "latency" if "nic" in net.assumed else "latency+bandwidth"
     return SharedCostModel(algo, net, size, base), kind, list(net.notes)
 
 
@@ -260,6 +268,11 @@ def order_hosts(
     proven, lb = _lower_bound(model, res, cm, cm_low, lb_model, best_cost, n_missing, n)
     if res.proven_optimal and n_missing:
         notes.append("optimal for the model with unmeasured pairs at their worst plausible value only")
+    lonely = _never_measured(probe)
+    if lonely:  # (plink group refuses such a host; an order still has to place it)
+        names = ", ".join(lonely[:5]) + (f" and {len(lonely) - 5} more" if len(lonely) > 5 else "")
+        notes.append(f"{len(lonely)} host(s) without a single measured pair ({names}): each ordered as a group "
+                     "of its own, its pairs priced as unmeasured (the ranges); probe again or leave it out")
     n_used, unmeasured, steps_hit, steps_all = _unmeasured_use(probe, algo, best, base)
     return OrderResult(
         algo=algo,
@@ -332,6 +345,15 @@ def _check_args(probe: ProbeData, algo: str, *, model, time_limit, smt_time, siz
     off = ~np.eye(n, dtype=bool)
     if n > 1 and not np.isfinite(probe.latency[off]).any():
         raise PlinkError("no pair of hosts was measured: nothing to order by")
+
+
+def _never_measured(probe: ProbeData) -> list[str]:
+    """Names of the hosts of ``probe`` (3 or more hosts) without a single measured latency pair. O(N^2)."""
+    if probe.n < 3:
+        return []
+    m = np.isfinite(probe.latency) | np.isfinite(probe.latency.T)
+    np.fill_diagonal(m, False)
+    return [probe.names[i] for i in np.flatnonzero(~m.any(axis=1))]
 
 
 #: what the shared model's seconds leave out (measured: README, "Proof against real collectives")

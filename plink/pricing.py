@@ -112,7 +112,7 @@ class Groups:
     """Group label per host and where it came from."""
 
     labels: np.ndarray
-    source: str  #: "groups file", "probe uplinks", "inferred from latency|bandwidth" or "none"
+    source: str  #: "groups file", "probe uplinks", "inferred from latency|bandwidth|inverse bandwidth" or "none"
     confidence: float | None = None
     notes: list[str] = field(default_factory=list)
 
@@ -180,7 +180,8 @@ def _infer(probe: ProbeData, seed: int, use_bandwidth: bool) -> Groups:
 
     from plink.structure.metrics import choose_grouping
 
-    found = [(*run(probe.structure_latency), probe.structure_latency, "inferred from latency")]
+    first = "inferred from inverse bandwidth" if "distance" in probe.meta else "inferred from latency"
+    found = [(*run(probe.structure_latency), probe.structure_latency, first)]
     if probe.bandwidth is not None and use_bandwidth:
         # the probe runs the pairs of a round at the same time, so cross-rack pairs share uplinks and
         # measure slower: 1/bandwidth is a distance (§4.2.1), often clearer than latency on busy hosts

@@ -399,3 +399,43 @@ def test_hosts_and_bandwidth_matrix_files_are_inputs_too(tmp_path, capsys):
     assert {f: f.read_bytes() for f in (m, n)} == keep and journal.exists()
     assert not (tmp_path / "w").exists() or not (tmp_path / "w" / "state.json").exists()
     json.loads((tmp_path / "p.json").read_text())
+
+
+def test_order_to_a_json_name_writes_the_json_order_file_that_emit_reads(dc, tmp_path):
+    # -o order.json without --format: the JSON order file (a plain list under a .json name was written,
+    # then refused by plink emit / node-rank as "not a JSON order file")
+    out = tmp_path / "order.json"
+    proc = run("order", str(dc), "--time-limit", "0.2", "-o", str(out))
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(out.read_text())["format"] == "plink-order"
+    emitted = run("emit", str(out), "--format", "openmpi")
+    assert emitted.returncode == 0, emitted.stderr
+    assert len([ln for ln in emitted.stdout.splitlines() if ln and not ln.startswith("#")]) == 16
+    plain = tmp_path / "order.txt"
+    assert run("order", str(dc), "--time-limit", "0.2", "-o", str(plain)).returncode == 0
+    assert len(plain.read_text().split()) == 16  # any other name: the plain order file, as before
+
+
+def test_order_names_a_host_never_measured_which_group_refuses(tmp_path):
+    m = tmp_path / "m.csv"
+    rows = [[0, 1, 9, 9, 9], [1, 0, 9, 9, 9], [9, 9, 0, 1, 9], [9, 9, 1, 0, 9], [9, 9, 9, 9, 0]]
+    rows = [["" if (i == 2 or j == 2) and i != j else str(v) for j, v in enumerate(r)] for i, r in enumerate(rows)]
+    m.write_text("\n".join(",".join(r) for r in rows) + "\n")
+    assert_one_line_error(run("group", str(m)), 1, "host h2 has 0 measured pairs")
+    proc = run("order", str(m), "--time-limit", "0.2")  # an order still places it, and says so
+    assert proc.returncode == 0, proc.stderr
+    assert "1 host(s) without a single measured pair (h2)" in " ".join(proc.stderr.split())
+
+
+def test_order_of_a_bandwidth_matrix_says_bandwidth_not_latency(tmp_path):
+    m = tmp_path / "bw.csv"
+    rows = [[100 if i == j else (25 if i // 3 == j // 3 else 5) for j in range(6)] for i in range(6)]
+    m.write_text("\n".join(",".join(str(v) for v in r) for r in rows) + "\n")
+    proc = run("order", str(m), "--kind", "bandwidth", "--unit", "Gbit/s", "--time-limit", "0.2", "--json")
+    assert proc.returncode == 0, proc.stderr
+    report = json.loads(proc.stdout)
+    assert report["model"] == "bandwidth", report["model"]  # no latency was given
+    proc = run("order", str(m), "--kind", "bandwidth", "--unit", "Gbit/s", "--time-limit", "0.2", "-o",
+               str(tmp_path / "o.txt"))
+    text = " ".join(proc.stderr.split())
+    assert "inferred from inverse bandwidth" in text and "inferred from latency" not in text
