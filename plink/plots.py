@@ -40,14 +40,36 @@ def _save(fig, path: str | os.PathLike) -> None:
 
 
 def _what(probe) -> str:
-    """What the latency matrix holds: RTT, or the inverse of a bandwidth matrix read with --kind bandwidth."""
-    return "1 / bandwidth (µs per byte)" if probe.meta.get("kind") == "bandwidth" else "RTT (µs)"
+    """What the latency matrix holds, in the unit :func:`_shown` draws it in: RTT (µs, ms or s, as the
+    text reports scale it), or the inverse of a bandwidth matrix read with --kind bandwidth."""
+    if probe.meta.get("kind") == "bandwidth":
+        return "1 / bandwidth (µs per byte)"
+    return f"RTT ({_scale(probe)[1]})"
+
+
+def _scale(probe) -> tuple[float, str]:
+    """``(factor, unit)`` that puts the latencies (stored in µs) in the unit of their median:
+    ms from 1 ms, s from 1 s (a WAN matrix read with --unit ms is drawn in ms, not in 300000 µs)."""
+    if probe.meta.get("kind") == "bandwidth":
+        return 1.0, "µs per byte"
+    finite = probe.latency[np.isfinite(probe.latency) & (probe.latency > 0)]
+    med = float(np.median(finite)) if finite.size else 0.0
+    if med >= 1e6:
+        return 1e-6, "s"
+    if med >= 1e3:
+        return 1e-3, "ms"
+    return 1.0, "µs"
+
+
+def _shown(probe) -> np.ndarray:
+    """The latency matrix in the unit of :func:`_scale`."""
+    return probe.latency * _scale(probe)[0]
 
 
 def plot_heatmap(probe, order: np.ndarray, path, *, labels: np.ndarray | None = None, title: str = "") -> None:
     """The latency matrix with rows and columns in ``order``; lines between groups when ``labels`` is given."""
     plt = _pyplot()
-    m = probe.latency[np.ix_(order, order)]
+    m = _shown(probe)[np.ix_(order, order)]
     fig, ax = plt.subplots(figsize=(7, 6))
     masked = np.ma.masked_invalid(m)
     im = ax.imshow(masked, cmap="viridis", interpolation="nearest")
@@ -93,8 +115,9 @@ def plot_heatmaps_before_after(probe, order: Sequence[int], path, *, labels: Seq
     plt = _pyplot()
     n = probe.n
     order = np.asarray(order, dtype=int)
-    lat = np.ma.masked_invalid(probe.latency)
-    finite = probe.latency[np.isfinite(probe.latency)]
+    shown = _shown(probe)
+    lat = np.ma.masked_invalid(shown)
+    finite = shown[np.isfinite(shown)]
     vmax = float(np.percentile(finite, 99)) if finite.size else 1.0
     fig, axes = plt.subplots(1, 2, figsize=(10, 4.6), constrained_layout=True)
     panels = [("as probed (host file order)", np.arange(n), "host"), ("plink rank order", order, "rank")]
@@ -148,8 +171,9 @@ def plot_hierarchy(probe, groups, path, *, title: str = "") -> None:
     ax0.set_xticks(np.arange(ncol) + 0.5)
     ax0.set_xticklabels(names, fontsize=7)
     ax0.set_ylabel("host (hierarchy order)")
-    m = np.ma.masked_invalid(probe.latency[np.ix_(order, order)])
-    finite = probe.latency[np.isfinite(probe.latency)]
+    shown = _shown(probe)
+    m = np.ma.masked_invalid(shown[np.ix_(order, order)])
+    finite = shown[np.isfinite(shown)]
     hi = float(np.percentile(finite, 98)) if finite.size else None  # outliers would flatten the colour scale
     im = ax1.imshow(m, cmap="viridis", interpolation="nearest", vmax=hi)
     ax1.set_yticks([])

@@ -44,3 +44,19 @@ def test_a_bandwidth_matrix_is_not_labelled_rtt(tmp_path):
     np.savetxt(path, np.array([[0, 10, 1], [10, 0, 1], [1, 1, 0]]) * 1.0, delimiter=",")
     assert _what(load_input(path, kind="bandwidth", unit="Gbit/s").probe) == "1 / bandwidth (µs per byte)"
     assert _what(load_input(path, unit="us").probe) == "RTT (µs)"
+
+
+def test_a_wan_matrix_is_drawn_in_ms_not_in_hundreds_of_thousands_of_us(tmp_path):
+    from plink.data.inputs import load_input
+    import numpy as np
+
+    from plink.plots import _shown, _what
+
+    path = tmp_path / "rtt.csv"
+    m = np.array([[0, 19, 180], [19, 0, 200], [180, 200, 0]]) * 1.0
+    np.savetxt(path, m, delimiter=",")
+    probe = load_input(path, unit="ms").probe  # stored in us
+    assert _what(probe) == "RTT (ms)"
+    assert np.nanmax(_shown(probe)) == 200.0  # the colour bar's values in ms, as the text reports them
+    probe = load_input(path, unit="s").probe
+    assert _what(probe) == "RTT (s)" and np.nanmax(_shown(probe)) == 200.0
