@@ -39,7 +39,9 @@ def render_structure(groups, console) -> None:
     m = groups.metrics
     n = len(groups.hosts)
     head = " / ".join(str(int(lv.max()) + 1) for lv in levels)
-    t = Table(title=f"{n} hosts: {head} groups (finest level first)", title_justify="left", show_edge=False)
+    title = (f"{n} hosts: 1 group" if len(levels) == 1 and int(levels[0].max()) == 0
+             else f"{n} hosts: {head} groups (finest level first)")
+    t = Table(title=title, title_justify="left", show_edge=False)
     t.add_column("level")
     t.add_column("groups", justify="right")
     t.add_column("sizes")
