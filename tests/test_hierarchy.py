@@ -1,6 +1,7 @@
 """Structure inference: infer_hierarchy, HierarchicalGrouper, infer_groups, plink group / show."""
 
 import json
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -10,6 +11,8 @@ from plink.data.simulate import simulate_datacenter
 from plink.errors import PlinkError
 from plink.structure.hierarchy import HierarchicalGrouper, infer_groups, infer_hierarchy
 from plink.structure.metrics import ami
+
+DATA = Path(__file__).resolve().parent / "data"
 
 
 def racks_of(probe, level=-1):
@@ -397,3 +400,23 @@ def test_levels_message_names_the_flag():
     with pytest.raises(PlinkError) as e:
         HierarchicalGrouper(max_levels=0).fit(np.ones((4, 4)) - np.eye(4))
     assert str(e.value) == "--levels (max_levels) must be a positive integer, got 0"
+
+
+def test_a_far_pair_inside_a_small_group_is_split_off_on_real_inter_region_rtts():
+    """Skyplane RTTs (tests/data slice): the Gulf's two regions (10 ms apart, 22-60 ms from India's four,
+    which are 2-27 ms apart) were folded into India's group; inside a small group a pair is split off
+    when it is tight and 3x apart on the latencies as measured (the whole 69-region matrix: South
+    Africa's pair, 19 ms apart and 160-200 ms from the Nordics, had been one group with them)."""
+    from plink.data.inputs import load_input
+
+    probe = load_input(DATA / "skyplane23_regions_rtt_ms.csv", unit="ms",
+                       hosts=DATA / "skyplane23_regions_hosts.csv").probe
+    lab = infer_hierarchy(probe.structure_latency).labels
+    groups = sorted(sorted(n.split(":", 1)[1] for n, g in zip(probe.names, lab) if g == k)
+                    for k in range(lab.max() + 1))
+    assert groups == sorted(sorted(g) for g in [
+        ["af-south-1", "southafricanorth"], ["me-south-1", "uaenorth"],
+        ["europe-north1-a", "eu-north-1", "norwayeast", "swedencentral"],
+        ["ap-northeast-1", "ap-northeast-3", "japaneast", "asia-northeast1-a", "asia-northeast2-a"],
+        ["ap-south-1", "centralindia", "asia-south1-a", "asia-south2-a"],
+        ["us-west-1", "us-west-2", "westus", "westus3", "us-west1-a", "us-west4-a"]]), groups

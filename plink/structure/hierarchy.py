@@ -34,7 +34,9 @@ The pipeline (each step a pure function over numpy arrays):
    has the better silhouette; its pairs are significant when more hosts sit in tight
    pairs, :data:`PAIR_TIGHT` times closer to each other than to anyone else, than in
    every one of :data:`PAIR_NULLS` shuffled copies, see :func:`_split_one`; there the cut as
-   the tree leaves it, a host without a rack-mate alone, competes too, see :func:`_best_cut`),
+   the tree leaves it, a host without a rack-mate alone, competes too, see :func:`_best_cut`;
+   inside a smaller group found already, only pairs that are all tight and
+   :data:`EFFECT_PAIRS_SMALL` times farther apart on the latencies as measured),
    hosts moved to the group they are closest to on average; the cut with the best mean
    silhouette [Rousseeuw 1987] (the coarsest within :data:`PARSIMONY` of it)
    is *significant* when its silhouette is at least :data:`SILHOUETTE_MIN`,
@@ -95,6 +97,11 @@ SMALL_GROUP = 16
 #: in a split of fewer hosts than this (at the top, or inside a group of SMALL_GROUP or more), the cut
 #: with groups of 2 is tried too
 PAIRS_MAX = 128
+#: inside a group of fewer than SMALL_GROUP hosts found already, a cut with groups of 2 is taken only when
+#: every one of its 2-host groups is a tight pair and the pairs it separates are this many times farther
+#: (median) than those it keeps together: a region pair 19 ms apart and 160-200 ms from the 4 regions it
+#: was folded into (cloud_interregion_skyplane), not a rack of 5 split 2 + 3 by noise (~1.6x)
+EFFECT_PAIRS_SMALL = 3.0
 #: a *tight pair*: two hosts this many times closer to each other than either is to any other host
 #: (a 2-host rack; noise rarely makes so tight a pair)
 PAIR_TIGHT = 1.6
@@ -483,8 +490,8 @@ def permuted(x: np.ndarray, rng: np.random.Generator) -> np.ndarray:
     return out
 
 
-def split_group(x: np.ndarray, rng: np.random.Generator, n_null: int | None = None, pairs: str | bool = False
-                ) -> tuple[np.ndarray, dict, np.ndarray]:
+def split_group(x: np.ndarray, rng: np.random.Generator, n_null: int | None = None, pairs: str | bool = False,
+                raw: np.ndarray | None = None) -> tuple[np.ndarray, dict, np.ndarray]:
     """Split the hosts of prepared matrix ``x`` into groups if a significant split exists.
 
     Tries both profile distances (:data:`METRICS`); of the significant splits
@@ -497,7 +504,7 @@ def split_group(x: np.ndarray, rng: np.random.Generator, n_null: int | None = No
     tried = []
     for metric in METRICS:
         p = _distances(x, metric=metric)
-        lab, sc = _split_one(x, p, metric, rng, n_null, pairs)
+        lab, sc = _split_one(x, p, metric, rng, n_null, pairs, raw=raw)
         sc["metric"] = metric
         tried.append((lab, sc, p))
     ok = [t for t in tried if t[0].max() > 0]
@@ -509,7 +516,7 @@ def split_group(x: np.ndarray, rng: np.random.Generator, n_null: int | None = No
 
 
 def _split_one(x: np.ndarray, p: np.ndarray, metric: str, rng: np.random.Generator, n_null: int | None = None,
-               pairs: str | bool = False) -> tuple[np.ndarray, dict]:
+               pairs: str | bool = False, raw: np.ndarray | None = None) -> tuple[np.ndarray, dict]:
     """The best cut (:func:`_best_cut`) of distances ``p`` if it is significant, else all zeros.
 
     Significant: its mean silhouette is at least :data:`SILHOUETTE_MIN`, exceeds
@@ -525,9 +532,32 @@ def _split_one(x: np.ndarray, p: np.ndarray, metric: str, rng: np.random.Generat
     in every one of :data:`PAIR_NULLS` shuffled copies (:func:`tight_pair_hosts`). A cut whose
     pairs are all tight (2 or more) needs the effect of larger splits (:data:`EFFECT_MIN`) in a
     split under :data:`SMALL_GROUP` hosts too: the tightness is a stronger test, per pair.
+    ``pairs="small"`` (a group of 4 to SMALL_GROUP - 1 hosts found already): the cut with groups
+    of 2 wins when it has the better silhouette (at least :data:`SILHOUETTE_MIN`), every one of its
+    2-host groups is a tight pair and its effect is :data:`EFFECT_PAIRS_SMALL`, both on ``raw``
+    (the latencies before the overheads were removed) when given; no permutation null (a few
+    hosts have too few pairs to shuffle).
     """
     n = x.shape[0]
     lab, scores = _significant_cut(x, p, metric, rng, n_null, MIN_GROUP)
+    if pairs == "small" and n >= 2 * 2:
+        # a small group found already: a pair split off only when it is far apart (EFFECT_PAIRS_SMALL)
+        s2, lab2, _ = _best_cut(p, 2)
+        if (lab2 is not None and s2 >= SILHOUETTE_MIN and (np.bincount(lab2) == 2).any()
+                and (lab.max() == 0 or s2 > scores["best_silhouette"])):
+            # tightness and effect on the latencies as measured (raw): removing the overheads read two
+            # hosts of a rack of 5 with high overheads as 5.8 us apart against 20 to their rack-mates
+            # (31.5 against 35-37 measured), 4.2x
+            r = x if raw is None else raw
+            n_pairs, n_tight = _pair_counts(r, lab2)
+            effect = effect_size(r, lab2)
+            if n_tight == n_pairs and effect >= EFFECT_PAIRS_SMALL:
+                return lab2, {"k": int(lab2.max() + 1), "best_silhouette": round(float(s2), 6),
+                              "null_silhouette": 0.0, "effect": round(float(effect), 6),
+                              "pairs_tight": f"{n_tight}/{n_pairs}",
+                              "pairs": f"groups of 2 kept: every pair tight, {effect:.1f}x apart "
+                                       f"(>= {EFFECT_PAIRS_SMALL:g}x in a group of {n})"}
+        return lab, scores
     if pairs and 2 * MIN_GROUP <= n < PAIRS_MAX:
         lab2, scores2 = _significant_cut(x, p, metric, rng, n_null, 2, inner=pairs == "inner")
         sizes = np.bincount(lab2)
@@ -667,14 +697,15 @@ def _levels_from_tree(paths: list[tuple[int, ...]]) -> list[np.ndarray]:
 
 
 def hierarchy_from_matrix(x: np.ndarray, *, max_levels: int = 3, n_groups: int | None = None,
-                          p: np.ndarray | None = None, random_state=None) -> Hierarchy:
+                          p: np.ndarray | None = None, random_state=None, raw: np.ndarray | None = None) -> Hierarchy:
     """:func:`infer_hierarchy` on a prepared matrix ``x`` (symmetric, overheads removed, NaN = missing).
 
     Each group found is split again on profile distances over its own members
     only (racks of a row differ only in the columns of that row; the other
     rows would add noise).  A host's confidence is its silhouette in the split
     that made its finest group.  ``p``: the top-level distances if already
-    computed.
+    computed.  ``raw``: the symmetric matrix before the overheads were removed (pairs split off a small
+    group are judged on it, see :data:`EFFECT_PAIRS_SMALL`; None: on ``x``).
     """
     n = x.shape[0]
     if n_groups is not None:
@@ -698,8 +729,9 @@ def hierarchy_from_matrix(x: np.ndarray, *, max_levels: int = 3, n_groups: int |
             continue
         # groups of 2: at the top, and inside a group of SMALL_GROUP hosts or more (a row of racks of 2);
         # in a smaller group found already (a rack of 6) a tight-looking pair is mostly noise
-        pairs = "top" if not path else ("inner" if len(idx) >= SMALL_GROUP else False)
-        lab, sc, sub_p = split_group(x[np.ix_(idx, idx)], rng, pairs=pairs)
+        pairs = "top" if not path else ("inner" if len(idx) >= SMALL_GROUP else "small")
+        lab, sc, sub_p = split_group(x[np.ix_(idx, idx)], rng, pairs=pairs,
+                                     raw=None if raw is None else raw[np.ix_(idx, idx)])
         splits.append({"path": list(path), "hosts": int(len(idx)), **sc})
         if lab.max() == 0:
             continue
@@ -809,7 +841,8 @@ def infer_hierarchy(latency: np.ndarray, *, max_levels: int = 3, random_state=No
     if n < 4:
         z = np.zeros(n, dtype=int)
         return Hierarchy(z, [z], np.ones(n), {"k": 1, "levels": 1, "reason": f"{n} hosts: too few to split"})
-    return hierarchy_from_matrix(remove_host_overheads(symmetrise_min(d))[0], max_levels=max_levels,
+    s = symmetrise_min(d)
+    return hierarchy_from_matrix(remove_host_overheads(s)[0], raw=s, max_levels=max_levels,
                                  random_state=random_state)
 
 
@@ -866,9 +899,11 @@ class HierarchicalGrouper:
             h = infer_hierarchy(d, max_levels=self.max_levels)
             self.distances_ = None
         else:
-            x = remove_host_overheads(symmetrise_min(d))[0]
+            s = symmetrise_min(d)
+            x = remove_host_overheads(s)[0]
             self.distances_ = _distances(x)
-            h = hierarchy_from_matrix(x, max_levels=self.max_levels, p=self.distances_, random_state=self.random_state,
+            h = hierarchy_from_matrix(x, raw=s, max_levels=self.max_levels, p=self.distances_,
+                                      random_state=self.random_state,
                                       n_groups=None if k == "auto" else int(k))
         self.hierarchy_ = h
         self.labels_ = h.labels

@@ -58,4 +58,14 @@ tph = read(SRC / "cloud_interregion_skyplane/throughput_hosts.csv")
 idx = pick(len(tp), 16, 4)
 write(OUT / "skyplane16_throughput_gbps.csv", sub(tp, idx))
 write(OUT / "skyplane16_throughput_hosts.csv", [tph[0]] + [[str(k)] + tph[i + 1][1:] for k, i in enumerate(idx)])
+# Skyplane (Apache-2.0): 23 named regions of the RTT matrix (ms): South Africa (2), the Nordics (4),
+# Japan (5), India (4) and the Gulf (2), the US west coast (6); the pairs 19 and 10 ms apart and
+# 160-200 and 22-60 ms from the groups plink had folded them into (tests/test_hierarchy.py)
+names = ("af-south-1 southafricanorth eu-north-1 norwayeast swedencentral europe-north1-a ap-northeast-1 "
+         "ap-northeast-3 japaneast asia-northeast1-a asia-northeast2-a ap-south-1 centralindia asia-south1-a "
+         "asia-south2-a me-south-1 uaenorth us-west-1 us-west-2 westus westus3 us-west1-a us-west4-a").split()
+idx = [i for i, r in enumerate(hosts[1:]) if r[1].split(":", 1)[1] in names]
+assert len(idx) == len(names)
+write(OUT / "skyplane23_regions_rtt_ms.csv", sub(lat, idx))
+write(OUT / "skyplane23_regions_hosts.csv", [hosts[0]] + [[str(k)] + hosts[i + 1][1:] for k, i in enumerate(idx)])
 print("wrote", ", ".join(p.name for p in sorted(OUT.glob("*.csv"))))
