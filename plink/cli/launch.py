@@ -16,7 +16,7 @@ from plink.launch.emitters import FORMATS, MAX_SLOTS
 @cli.command("emit")
 @click.argument("orderfile", type=click.Path(dir_okay=False))
 @click.option("--format", "fmt", type=click.Choice([f for f in FORMATS if f != "json"]), required=True,
-              help="Launcher file to write (examples below).")
+              help="Launcher file to write (examples above).")
 @click.option("--slots", default=1, show_default=True, type=int,
               help="Processes (GPUs) per host; the ranks of one host stay contiguous.")
 @click.option("--groups", "groups_file", type=click.Path(dir_okay=False),
