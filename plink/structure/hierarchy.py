@@ -36,7 +36,8 @@ The pipeline (each step a pure function over numpy arrays):
    every one of :data:`PAIR_NULLS` shuffled copies, see :func:`_split_one`; there the cut as
    the tree leaves it, a host without a rack-mate alone, competes too, see :func:`_best_cut`;
    inside a smaller group found already, only pairs that are all tight and
-   :data:`EFFECT_PAIRS_SMALL` times farther apart on the latencies as measured),
+   :data:`EFFECT_PAIRS_SMALL` times farther apart on the latencies as measured, and apart by
+   :data:`PAIRS_SMALL_APART` of the group's distance to the rest of its parent),
    hosts moved to the group they are closest to on average; the cut with the best mean
    silhouette [Rousseeuw 1987] (the coarsest within :data:`PARSIMONY` of it)
    is *significant* when its silhouette is at least :data:`SILHOUETTE_MIN`,
@@ -102,6 +103,12 @@ PAIRS_MAX = 128
 #: (median) than those it keeps together: a region pair 19 ms apart and 160-200 ms from the 4 regions it
 #: was folded into (cloud_interregion_skyplane), not a rack of 5 split 2 + 3 by noise (~1.6x)
 EFFECT_PAIRS_SMALL = 3.0
+#: ... and only when the parts are at least this fraction as far apart (median) as the group is from the
+#: rest of the group it was split from: a ratio is no test on a matrix whose nearest values are noise around
+#: 0 (the log of the bandwidth ratio, log(max bw / bw), inside a rack of 4: tight pairs 10x apart, but 0.05-0.09
+#: of the distance to the other racks); on Skyplane's RTTs the Gulf's pair is 0.25 of it, Japan's and Korea's 8
+#: regions cut with Osaka's pair apart 0.18, South Africa's pair 5.4
+PAIRS_SMALL_APART = 0.125
 #: a *tight pair*: two hosts this many times closer to each other than either is to any other host
 #: (a 2-host rack; noise rarely makes so tight a pair)
 PAIR_TIGHT = 1.6
@@ -491,7 +498,7 @@ def permuted(x: np.ndarray, rng: np.random.Generator) -> np.ndarray:
 
 
 def split_group(x: np.ndarray, rng: np.random.Generator, n_null: int | None = None, pairs: str | bool = False,
-                raw: np.ndarray | None = None) -> tuple[np.ndarray, dict, np.ndarray]:
+                raw: np.ndarray | None = None, outside: float | None = None) -> tuple[np.ndarray, dict, np.ndarray]:
     """Split the hosts of prepared matrix ``x`` into groups if a significant split exists.
 
     Tries both profile distances (:data:`METRICS`); of the significant splits
@@ -504,7 +511,7 @@ def split_group(x: np.ndarray, rng: np.random.Generator, n_null: int | None = No
     tried = []
     for metric in METRICS:
         p = _distances(x, metric=metric)
-        lab, sc = _split_one(x, p, metric, rng, n_null, pairs, raw=raw)
+        lab, sc = _split_one(x, p, metric, rng, n_null, pairs, raw=raw, outside=outside)
         sc["metric"] = metric
         tried.append((lab, sc, p))
     ok = [t for t in tried if t[0].max() > 0]
@@ -516,7 +523,8 @@ def split_group(x: np.ndarray, rng: np.random.Generator, n_null: int | None = No
 
 
 def _split_one(x: np.ndarray, p: np.ndarray, metric: str, rng: np.random.Generator, n_null: int | None = None,
-               pairs: str | bool = False, raw: np.ndarray | None = None) -> tuple[np.ndarray, dict]:
+               pairs: str | bool = False, raw: np.ndarray | None = None, outside: float | None = None
+               ) -> tuple[np.ndarray, dict]:
     """The best cut (:func:`_best_cut`) of distances ``p`` if it is significant, else all zeros.
 
     Significant: its mean silhouette is at least :data:`SILHOUETTE_MIN`, exceeds
@@ -535,14 +543,17 @@ def _split_one(x: np.ndarray, p: np.ndarray, metric: str, rng: np.random.Generat
     ``pairs="small"`` (a group of 4 to SMALL_GROUP - 1 hosts found already): the cut with groups
     of 2 wins when it has the better silhouette (at least :data:`SILHOUETTE_MIN`), every one of its
     2-host groups is a tight pair and its effect is :data:`EFFECT_PAIRS_SMALL`, both on ``raw``
-    (the latencies before the overheads were removed) when given; no permutation null (a few
+    (the latencies before the overheads were removed) when given, and its parts are at least
+    :data:`PAIRS_SMALL_APART` times ``outside`` apart (median; ``outside``: the median distance from
+    the group's hosts to the rest of the group it was split from); no permutation null (a few
     hosts have too few pairs to shuffle).
     """
     n = x.shape[0]
     lab, scores = _significant_cut(x, p, metric, rng, n_null, MIN_GROUP)
     if pairs == "small" and n >= 2 * 2:
         # a small group found already: a pair split off only when it is far apart (EFFECT_PAIRS_SMALL)
-        s2, lab2, _ = _best_cut(p, 2)
+        # (no host left alone: a lone host here is one whose rack-mates' measurements noise spoilt)
+        s2, lab2, _ = _best_cut(p, 2, admissible=lambda v: np.bincount(v).min() >= 2)
         if (lab2 is not None and s2 >= SILHOUETTE_MIN and (np.bincount(lab2) == 2).any()
                 and (lab.max() == 0 or s2 > scores["best_silhouette"])):
             # tightness and effect on the latencies as measured (raw): removing the overheads read two
@@ -551,7 +562,11 @@ def _split_one(x: np.ndarray, p: np.ndarray, metric: str, rng: np.random.Generat
             r = x if raw is None else raw
             n_pairs, n_tight = _pair_counts(r, lab2)
             effect = effect_size(r, lab2)
-            if n_tight == n_pairs and effect >= EFFECT_PAIRS_SMALL:
+            same = lab2[:, None] == lab2[None, :]
+            apart = r[~same]
+            apart = float(np.median(apart[np.isfinite(apart)])) if np.isfinite(apart).any() else 0.0
+            far = outside is None or apart >= PAIRS_SMALL_APART * outside
+            if n_tight == n_pairs and effect >= EFFECT_PAIRS_SMALL and far:
                 return lab2, {"k": int(lab2.max() + 1), "best_silhouette": round(float(s2), 6),
                               "null_silhouette": 0.0, "effect": round(float(effect), 6),
                               "pairs_tight": f"{n_tight}/{n_pairs}",
@@ -721,17 +736,23 @@ def hierarchy_from_matrix(x: np.ndarray, *, max_levels: int = 3, n_groups: int |
     paths: list[tuple[int, ...]] = [() for _ in range(n)]
     conf = np.ones(n)
     splits = []
-    stack = [(np.arange(n), (), None)]
+    stack = [(np.arange(n), (), None, None)]
     mids = []  # (hosts, path, their split's labels, a level between) of splits of a group into 6+
     while stack:
-        idx, path, sub_p = stack.pop()
+        idx, path, sub_p, parent = stack.pop()
         if len(path) >= max_levels or len(idx) < 4:
             continue
         # groups of 2: at the top, and inside a group of SMALL_GROUP hosts or more (a row of racks of 2);
         # in a smaller group found already (a rack of 6) a tight-looking pair is mostly noise
         pairs = "top" if not path else ("inner" if len(idx) >= SMALL_GROUP else "small")
+        outside = None  # how far this group's hosts are from the rest of its parent (measured latencies)
+        if pairs == "small" and parent is not None:
+            rest = np.setdiff1d(parent, idx)
+            r = (x if raw is None else raw)[np.ix_(idx, rest)]
+            r = r[np.isfinite(r)]
+            outside = float(np.median(r)) if r.size else None
         lab, sc, sub_p = split_group(x[np.ix_(idx, idx)], rng, pairs=pairs,
-                                     raw=None if raw is None else raw[np.ix_(idx, idx)])
+                                     raw=None if raw is None else raw[np.ix_(idx, idx)], outside=outside)
         splits.append({"path": list(path), "hosts": int(len(idx)), **sc})
         if lab.max() == 0:
             continue
@@ -749,7 +770,7 @@ def hierarchy_from_matrix(x: np.ndarray, *, max_levels: int = 3, n_groups: int |
             sub = idx[lab == g]
             for i in sub:
                 paths[i] = path + (g,)
-            stack.append((sub, path + (g,), None))
+            stack.append((sub, path + (g,), None, idx))
     for idx, path, lab, mid in mids:
         if all(len(paths[i]) == len(path) + 1 for i in idx):  # its parts were not split again
             for i, m, g in zip(idx, mid, lab):  # (mid: one label per host, like lab)
