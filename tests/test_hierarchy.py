@@ -403,10 +403,10 @@ def test_levels_message_names_the_flag():
 
 
 def test_a_far_pair_inside_a_small_group_is_split_off_on_real_inter_region_rtts():
-    """Skyplane RTTs (tests/data slice): the Gulf's two regions (10 ms apart, 22-60 ms from India's four,
+    """Skyplane RTTs (tests/data slice): the Gulf's two regions (10 ms apart, 28-60 ms from India's four,
     which are 2-27 ms apart) were folded into India's group; inside a small group a pair is split off
     when it is tight and 3x apart on the latencies as measured (the whole 69-region matrix: South
-    Africa's pair, 19 ms apart and 160-200 ms from the Nordics, had been one group with them)."""
+    Africa's pair, 19 ms apart and 169-201 ms from the Nordics, had been one group with them)."""
     from plink.data.inputs import load_input
 
     probe = load_input(DATA / "skyplane23_regions_rtt_ms.csv", unit="ms",

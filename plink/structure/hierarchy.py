@@ -100,8 +100,8 @@ SMALL_GROUP = 16
 PAIRS_MAX = 128
 #: inside a group of fewer than SMALL_GROUP hosts found already, a cut with groups of 2 is taken only when
 #: every one of its 2-host groups is a tight pair and the pairs it separates are this many times farther
-#: (median) than those it keeps together: a region pair 19 ms apart and 160-200 ms from the 4 regions it
-#: was folded into (cloud_interregion_skyplane), not a rack of 5 split 2 + 3 by noise (~1.6x)
+#: (median) than those it keeps together: a region pair 19 ms apart and 169-201 ms from the 4 regions it
+#: was folded into (cloud_interregion_skyplane), not a rack of 5 split 2 + 3 by noise (2.0x as measured)
 EFFECT_PAIRS_SMALL = 3.0
 #: ... and only when the parts are at least this fraction as far apart (median) as the group is from the
 #: rest of the group it was split from: a ratio is no test on a matrix whose nearest values are noise around
