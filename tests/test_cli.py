@@ -439,3 +439,11 @@ def test_order_of_a_bandwidth_matrix_says_bandwidth_not_latency(tmp_path):
                str(tmp_path / "o.txt"))
     text = " ".join(proc.stderr.split())
     assert "inferred from inverse bandwidth" in text and "inferred from latency" not in text
+
+
+def test_bad_group_counts_are_refused_before_the_matrix_is_read(tmp_path):
+    m = tmp_path / "asym.csv"  # reading it prints a note (symmetrised pairs): the error must come alone
+    m.write_text("0,1,9,9\n2,0,9,9\n9,9,0,1\n9,9,1,0\n")
+    assert "symmetrised" in run("group", str(m)).stderr
+    assert_one_line_error(run("group", str(m), "--groups", "0"), 2, "number of groups must be a positive integer")
+    assert_one_line_error(run("group", str(m), "--levels", "0"), 2, "--levels (max_levels) must be a positive integer")
