@@ -31,7 +31,7 @@ from plink.solvers.resolution import resolution_for, resolved
 from plink.solvers.solve import minimise
 
 from plink.errors import OptionError, PlinkError
-from plink.data.probefile import ProbeData
+from plink.data.probefile import ProbeData, measured_pairs
 from plink.pricing import find_groups, network, pair_cost  # noqa: F401  (pair_cost: public since 0.1)
 
 DEFAULT_SIZE = 25 * 1024**2  #: bytes; PyTorch DDP's default gradient bucket (25 MiB)
@@ -351,9 +351,7 @@ def _never_measured(probe: ProbeData) -> list[str]:
     """Names of the hosts of ``probe`` (3 or more hosts) without a single measured latency pair. O(N^2)."""
     if probe.n < 3:
         return []
-    m = np.isfinite(probe.latency) | np.isfinite(probe.latency.T)
-    np.fill_diagonal(m, False)
-    return [probe.names[i] for i in np.flatnonzero(~m.any(axis=1))]
+    return [probe.names[i] for i in np.flatnonzero(~measured_pairs(probe).any(axis=1))]
 
 
 #: what the shared model's seconds leave out (measured: README, "Proof against real collectives")

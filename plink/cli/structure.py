@@ -130,13 +130,12 @@ def group(probefile, n_groups, method, max_levels, elasticity, alpha, dims, no_h
             if m != method and ctx.get_parameter_source(name) is not click.core.ParameterSource.DEFAULT:
                 flag = {"no_heights": "--no-heights", "max_levels": "--levels"}.get(name, f"--{name}")
                 raise click.UsageError(f"{flag} applies to --method {m} (this is --method {method})")
-    from plink.errors import OptionError
+    from plink.structure.hierarchy import check_positive_int
 
     # before the matrix is read (its notes would come out first)
-    if n_groups is not None and n_groups < 1:
-        raise OptionError(f"number of groups must be a positive integer, got {n_groups!r}")
-    if max_levels < 1:
-        raise OptionError(f"--levels (max_levels) must be a positive integer, got {max_levels!r}")
+    if n_groups is not None:
+        check_positive_int(n_groups, "number of groups")
+    check_positive_int(max_levels, "--levels (max_levels)")
     probe = load_input(probefile)
     if method == "balanced":
         from plink.structure.group import group_hosts

@@ -717,12 +717,19 @@ def new_meta(method: str, **extra: Any) -> dict:
     return meta
 
 
-def check_every_host_measured(probe) -> np.ndarray:
-    """Raise :class:`PlinkError` naming the first host of ``probe`` without a measured pair
-    (structure inference cannot place it); else return the measured-pair mask (diagonal False)."""
+def measured_pairs(probe) -> np.ndarray:
+    """``(N, N)`` mask of the host pairs of ``probe`` with a latency measured in either direction
+    (diagonal False). O(N^2)."""
     lat = probe.latency
     measured = np.isfinite(lat) | np.isfinite(lat.T)
     np.fill_diagonal(measured, False)
+    return measured
+
+
+def check_every_host_measured(probe) -> np.ndarray:
+    """Raise :class:`PlinkError` naming the first host of ``probe`` without a measured pair
+    (structure inference cannot place it); else return the measured-pair mask (diagonal False)."""
+    measured = measured_pairs(probe)
     lonely = np.flatnonzero(~measured.any(axis=1))
     if lonely.size:
         raise PlinkError(f"host {probe.names[lonely[0]]} has 0 measured pairs: probe it again or leave it out")

@@ -152,6 +152,13 @@ class Hierarchy:
 # --------------------------------------------------------------------------- input
 
 
+def check_positive_int(value, what: str) -> None:
+    """Raise :class:`~plink.errors.OptionError` ("``what`` must be a positive integer") unless
+    ``value`` is an integer >= 1 (a bool is not)."""
+    if not isinstance(value, (int, np.integer)) or isinstance(value, bool) or value < 1:
+        raise OptionError(f"{what} must be a positive integer, got {value!r}")
+
+
 def check_latency(latency) -> np.ndarray:
     """A float copy of ``latency`` (N x N, finite or NaN, >= 0; the diagonal ignored), or PlinkError."""
     try:
@@ -743,7 +750,8 @@ def hierarchy_from_matrix(x: np.ndarray, *, max_levels: int = 3, n_groups: int |
         if len(path) >= max_levels or len(idx) < 4:
             continue
         # groups of 2: at the top, and inside a group of SMALL_GROUP hosts or more (a row of racks of 2);
-        # in a smaller group found already (a rack of 6) a tight-looking pair is mostly noise
+        # in a smaller group found already (a rack of 6) a tight-looking pair is mostly noise, so there
+        # only pairs far apart ("small", see _split_one)
         pairs = "top" if not path else ("inner" if len(idx) >= SMALL_GROUP else "small")
         outside = None  # how far this group's hosts are from the rest of its parent (measured latencies)
         if pairs == "small" and parent is not None:
@@ -855,8 +863,7 @@ def infer_hierarchy(latency: np.ndarray, *, max_levels: int = 3, random_state=No
     memory; deterministic for a given ``random_state`` (seeds the nulls; None = 0).
     See the module docstring for the method.
     """
-    if not isinstance(max_levels, (int, np.integer)) or isinstance(max_levels, bool) or max_levels < 1:
-        raise OptionError(f"--levels (max_levels) must be a positive integer, got {max_levels!r}")
+    check_positive_int(max_levels, "--levels (max_levels)")
     d = check_latency(latency)
     n = d.shape[0]
     if n < 4:
@@ -909,9 +916,7 @@ class HierarchicalGrouper:
         k = self.n_groups
         if k != "auto" and (not isinstance(k, (int, np.integer)) or isinstance(k, bool) or k < 1):
             raise PlinkError(f"n_groups must be 'auto' or a positive integer, got {k!r}")
-        if not isinstance(self.max_levels, (int, np.integer)) or isinstance(self.max_levels, bool) \
-                or self.max_levels < 1:
-            raise OptionError(f"--levels (max_levels) must be a positive integer, got {self.max_levels!r}")
+        check_positive_int(self.max_levels, "--levels (max_levels)")
         d = check_latency(_as_matrix(X))
         n = d.shape[0]
         if k != "auto" and k > n:
@@ -961,9 +966,8 @@ def infer_groups(probe, *, n_groups: int | None = None, max_levels: int = 3, see
     from plink.data.groupfile import Groups
     from plink.structure.metrics import ami
 
-    if n_groups is not None and (not isinstance(n_groups, (int, np.integer)) or isinstance(n_groups, bool)
-                                 or n_groups < 1):
-        raise OptionError(f"number of groups must be a positive integer, got {n_groups!r}")
+    if n_groups is not None:
+        check_positive_int(n_groups, "number of groups")
     measured = check_every_host_measured(probe)
     n = probe.n
     if n >= 2 and measured.sum() < 0.5 * n * (n - 1):
