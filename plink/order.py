@@ -187,19 +187,19 @@ def steps_touching(algo: str, order, missing: np.ndarray, base: int = 2) -> tupl
 
 def _build(cost_model: str, algo: str, probe: ProbeData, groups, fill: str, size: int, base: int,
            use_bandwidth: bool, nic_gbps):
-    # a bandwidth matrix read alone (--kind bandwidth): its "latency" is the inverse bandwidth
-    bw_only = "distance" in probe.meta
     if cost_model == "pairsum":
         pc, _ = pair_cost(probe, use_bandwidth, groups.labels, fill)
-        kind = ("bandwidth" if bw_only else "latency+bandwidth") if np.any(pc.inv_bw) else (
-            "inverse bandwidth" if bw_only else "latency")
-        return CostModel(algo, pc, size, base), kind, []
+        return CostModel(algo, pc, size, base), _data_used(probe, bool(np.any(pc.inv_bw))), []
     net = network(probe, groups, fill=fill, use_bandwidth=use_bandwidth, nic_gbps=nic_gbps)
-    if bw_only:
-        kind = "inverse bandwidth" if "nic" in net.assumed else "bandwidth"
-    else:
-        kind = "latency" if "nic" in net.assumed else "latency+bandwidth"
-    return SharedCostModel(algo, net, size, base), kind, list(net.notes)
+    return SharedCostModel(algo, net, size, base), _data_used(probe, "nic" not in net.assumed), list(net.notes)
+
+
+def _data_used(probe: ProbeData, with_bandwidth: bool) -> str:
+    """``OrderResult.model``: what the costs rest on (a bandwidth matrix read alone: its "latency" is
+    the inverse bandwidth)."""
+    if probe.inverse_bandwidth:
+        return "bandwidth" if with_bandwidth else "inverse bandwidth"
+    return "latency+bandwidth" if with_bandwidth else "latency"
 
 
 def order_hosts(

@@ -42,7 +42,7 @@ def _save(fig, path: str | os.PathLike) -> None:
 def _what(probe) -> str:
     """What the latency matrix holds, in the unit :func:`_shown` draws it in: RTT (µs, ms or s, as the
     text reports scale it), or the inverse of a bandwidth matrix read with --kind bandwidth."""
-    if probe.meta.get("kind") == "bandwidth":
+    if probe.inverse_bandwidth:
         return "1 / bandwidth (µs per byte)"
     return f"RTT ({_scale(probe)[1]})"
 
@@ -50,7 +50,7 @@ def _what(probe) -> str:
 def _scale(probe) -> tuple[float, str]:
     """``(factor, unit)`` that puts the latencies (stored in µs) in the unit of their median:
     ms from 1 ms, s from 1 s (a WAN matrix read with --unit ms is drawn in ms, not in 300000 µs)."""
-    if probe.meta.get("kind") == "bandwidth":
+    if probe.inverse_bandwidth:
         return 1.0, "µs per byte"
     finite = probe.latency[np.isfinite(probe.latency) & (probe.latency > 0)]
     med = float(np.median(finite)) if finite.size else 0.0

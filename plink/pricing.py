@@ -180,7 +180,7 @@ def _infer(probe: ProbeData, seed: int, use_bandwidth: bool) -> Groups:
 
     from plink.structure.metrics import choose_grouping
 
-    first = "inferred from inverse bandwidth" if "distance" in probe.meta else "inferred from latency"
+    first = "inferred from inverse bandwidth" if probe.inverse_bandwidth else "inferred from latency"
     found = [(*run(probe.structure_latency), probe.structure_latency, first)]
     if probe.bandwidth is not None and use_bandwidth:
         # the probe runs the pairs of a round at the same time, so cross-rack pairs share uplinks and

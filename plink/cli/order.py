@@ -181,7 +181,7 @@ def order(probefile, algo, size, base, time_limit, jobs, smt_time, groups_file, 
     from plink.order import group_labels, order_hosts
 
     if fmt is None:  # -o order.json: the JSON order file (plink emit and node-rank read a .json file as JSON)
-        fmt = "json" if output and output != "-" and output.lower().endswith(".json") else "plain"
+        fmt = "json" if output and output.lower().endswith(".json") else "plain"  # (-o - is None here)
     _check_format_options(fmt, slots, groups_file)
     refuse_input_as_output({"-o": output}, {"PROBEFILE": probefile, "--groups": groups_file})
     refuse_json_with_dash(as_json, "the report (its 'hosts' are the order)")

@@ -190,6 +190,12 @@ class ProbeData:
 
     # -- views -----------------------------------------------------------
     @property
+    def inverse_bandwidth(self) -> bool:
+        """Whether ``latency`` is the inverse of a bandwidth matrix read alone (``--kind bandwidth``:
+        microseconds per byte, a distance, not a time)."""
+        return self.meta.get("kind") == "bandwidth"
+
+    @property
     def structure_latency(self) -> np.ndarray:
         """The matrix structure inference reads: ``latency_best`` where the input was asymmetric
         (load only adds delay), else ``latency``."""

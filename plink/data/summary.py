@@ -31,7 +31,7 @@ def summarize(probe, groups=None) -> dict[str, Any]:
     lat = lat[~np.isnan(lat)]
     # a bandwidth matrix given as input: its "latency" is only the inverse bandwidth plink
     # uses as a distance, not a time to show as one
-    bw_only = probe.meta.get("kind") == "bandwidth" and probe.bandwidth is not None
+    bw_only = probe.inverse_bandwidth and probe.bandwidth is not None
     out: dict[str, Any] = {
         "hosts": n,
         "pairs": n * (n - 1) // 2,
