@@ -42,9 +42,8 @@ def _save(fig, path: str | os.PathLike) -> None:
 def _what(probe) -> str:
     """What the latency matrix holds, in the unit :func:`_shown` draws it in: RTT (µs, ms or s, as the
     text reports scale it), or the inverse of a bandwidth matrix read with --kind bandwidth."""
-    if probe.inverse_bandwidth:
-        return "1 / bandwidth (µs per byte)"
-    return f"RTT ({_scale(probe)[1]})"
+    unit = _scale(probe)[1]
+    return f"1 / bandwidth ({unit})" if probe.inverse_bandwidth else f"RTT ({unit})"
 
 
 def _scale(probe) -> tuple[float, str]:
