@@ -12,8 +12,8 @@ through ``plink.cli.main`` exactly as typed (the argv is printed), and the table
   once at the best and once at the worst measured value, so the speedup is a range ``lo-hi``
   (one number when no pair is missing), and the ring's hops over unmeasured pairs are counted;
   in brackets, the speedup over random orders that plink's own report gives (its default
-  shared-link model, with the NICs and uplinks it assumes for a latency-only matrix) and
-  the report's "measured part only" figure (the latencies alone, when capacities were assumed);
+  shared-link model; where it assumed NICs or uplinks, the span from the other end of those
+  capacities, uplinks that never bind or the latencies alone, to the oversubscribed model);
 * for ``group``: the AMI of the groups against the set's labels, where the set has them,
   for the default ``k`` and for ``--groups`` = the true number of classes;
 * ARCHER (bandwidth, ``--kind bandwidth``): ring hops that cross nodes against the minimum (8).
@@ -194,9 +194,8 @@ def main() -> int:
                     perm = doc.get("order") or [probe.names.index(h if isinstance(h, str) else h["name"])
                                                 for h in doc["hosts"]]
                     lo, hi, hops = measured_only(probe, perm, cname.split()[1], size)
-                    part = (doc.get("measured_only") or {}).get("speedups") or {}
-                    out[cname].update(lo=lo, hi=hi, hops=hops, report=doc.get("speedup_vs_random"),
-                                      measured_part=part.get("random_median"))
+                    out[cname].update(lo=lo, hi=hi, hops=hops,
+                                      report=(doc.get("speedup_spans") or {}).get("random_median"))
                     if name.startswith("archer") and cname == "order ring":
                         node = np.array([int(x) for x in _labels(s["labels"], probe.n)])
                         cross = int(sum(node[perm[i]] != node[perm[(i + 1) % len(perm)]] for i in range(len(perm))))
@@ -247,9 +246,12 @@ def _speed(c) -> str:
     rng = f"{lo:.2f}x" if math.isclose(lo, hi, rel_tol=5e-3) else f"{lo:.2f}-{hi:.2f}x"
     hops = c.get("hops")
     rng += f" ({hops} hops unmeasured)" if hops else ""
-    # what plink's own report says (its cost model, with the assumptions it prints)
-    part = f"; measured part {c['measured_part']:.2f}x" if c.get("measured_part") else ""
-    return rng + (f" [report {c['report']:.2f}x{part}]" if c.get("report") else "")
+    # what plink's own report says (its cost model, spanning the capacities it assumed)
+    rep = c.get("report")
+    if not rep or rep[0] is None or rep[1] is None:
+        return rng
+    text = f"{rep[0]:.2f}x" if math.isclose(rep[0], rep[1], rel_tol=5e-3) else f"{rep[0]:.2f}-{rep[1]:.2f}x"
+    return rng + f" [report {text}]"
 
 
 def table(rows: list[dict]) -> str:

@@ -194,10 +194,19 @@ def _infer(probe: ProbeData, seed: int, use_bandwidth: bool) -> Groups:
     return Groups(labels, source, conf)
 
 
+UPLINK_ASSUMPTIONS = ("oversubscribed", "non-blocking")  #: what an unmeasured group uplink is assumed to carry
+
+
 def network(probe: ProbeData, groups: Groups, *, fill: str = "high", use_bandwidth: bool = True,
-            nic_gbps: float | None = None) -> Network:
+            nic_gbps: float | None = None, uplinks: str = "oversubscribed") -> Network:
     """The shared-link network of ``probe`` (see module docstring); latency one-way = RTT / 2.
-    Its ``assumed`` says which capacities were assumed, not measured."""
+    Its ``assumed`` says which capacities were assumed, not measured.
+
+    ``uplinks``: what a group uplink nobody measured carries: ``"oversubscribed"`` (default, what
+    orders are searched under) one host NIC, ``"non-blocking"`` every NIC of the group at once (the
+    uplink never binds: the other end of what it could be, for reports)."""
+    if uplinks not in UPLINK_ASSUMPTIONS:
+        raise ValueError(f"uplinks must be one of {UPLINK_ASSUMPTIONS}, got {uplinks!r}")
     n = probe.n
     lab = groups.labels
     lat_us = fill_missing(probe.latency, lab, fill, probe.missing_mask())
@@ -223,7 +232,10 @@ def network(probe: ProbeData, groups: Groups, *, fill: str = "high", use_bandwid
         notes.append(f"no bandwidth measured: host NICs assumed {gbps:g} Gbit/s"
                      + (" (set --nic-gbps)" if nic_gbps is None else ""))
     k = int(lab.max()) + 1 if n else 0
-    up = conservative_uplinks(nic, lab)
+    if uplinks == "oversubscribed":
+        up = conservative_uplinks(nic, lab)
+    else:
+        up = np.bincount(lab, weights=nic, minlength=k).astype(float)
     down = up.copy()
     measured = np.zeros(k, dtype=bool)
     other = []  # measured uplinks whose host set is not one group: an outer level
@@ -267,5 +279,7 @@ def network(probe: ProbeData, groups: Groups, *, fill: str = "high", use_bandwid
     if k > 1 and not measured.all():
         assumed.append("uplinks")
         what = "no group uplink" if not measured.any() else f"{int((~measured).sum())} of {k} group uplinks"
-        notes.append(f"{what} measured: assumed the oversubscribed case, an uplink carries what one host NIC does")
+        notes.append(f"{what} measured: assumed the oversubscribed case, an uplink carries what one host NIC does"
+                     if uplinks == "oversubscribed" else
+                     f"{what} measured: assumed non-blocking, an uplink carries every host NIC of its group")
     return Network(lat, nic, nic.copy(), lab, up, down, tuple(notes), outer, tuple(assumed))

@@ -256,6 +256,53 @@ def test_speedups_on_assumed_capacities_come_with_the_measured_part_alone():
     assert json.loads(json.dumps(res.to_dict()))["measured_only"]["speedups"]["input"] == pytest.approx(want["input"])
 
 
+def test_assumed_uplinks_give_the_non_blocking_end_of_the_span():
+    """Unmeasured uplinks: the report's speedups span from uplinks that never bind (each group's
+    uplink carries all of its NICs, priced over the same orders) to the oversubscribed model the
+    search used; the span is what --json and the table lead with."""
+    from plink.order import random_orders
+
+    pd = simulate_datacenter(racks=4, hosts_per_rack=4, seed=3)
+    res = order_hosts(pd, "ring", time_limit=0.5, max_iter=600, seed=0)
+    groups = find_groups(pd)
+    net = network(pd, groups, uplinks="non-blocking")
+    assert np.allclose(net.up, [4 * 10e9 / 8] * 4) and net.assumed == ("nic", "uplinks")
+    orders = np.array([np.arange(pd.n), rack_contiguous(groups.labels), res.order])
+    want = _ratio_of(SharedCostModel("ring", net, res.size), orders, random_orders(pd.n, 500, 0))
+    got = res.capacity_scenarios["uplinks non-blocking"]
+    assert got == pytest.approx(want, rel=1e-12)
+    assert res.capacity_scenarios["latencies alone"] == res.measured_only["speedups"]
+    # a ring in random order crosses the racks at every step: only oversubscribed uplinks make that
+    # many times slower; with non-blocking ones it is latency and NIC shares
+    assert got["random_median"] < res.speedup_vs_random / 2
+    lo, hi = res.speedup_span("random_median")
+    assert lo == min(got["random_median"], res.measured_only["speedups"]["random_median"])
+    assert hi == res.speedup_vs_random
+    assert json.loads(json.dumps(res.to_dict()))["speedup_spans"]["random_median"] == pytest.approx([lo, hi])
+
+
+def test_no_assumption_no_span():
+    """Every capacity measured: the span is the missing-pairs range alone."""
+    n = 8
+    lat = np.full((n, n), 10.0)
+    np.fill_diagonal(lat, 0)
+    pd = from_matrix(lat, [f"h{i}" for i in range(n)])
+    bw = np.full((n, n), 1.0)
+    np.fill_diagonal(bw, np.nan)
+    pd.bandwidth = bw
+    pd.uplinks = [SimpleNamespace(hosts=(0, 1, 2, 3), up_bps=1e8, down_bps=1e8),
+                  SimpleNamespace(hosts=(4, 5, 6, 7), up_bps=1e8, down_bps=1e8)]
+    res = order_hosts(pd, "ring", time_limit=0.3)
+    assert res.capacity_scenarios == {}
+    assert res.speedup_span("input") == res.speedup_range("input")
+
+
+def test_network_refuses_an_unknown_uplink_assumption():
+    pd = simulate_datacenter(racks=2, hosts_per_rack=3, seed=1)
+    with pytest.raises(ValueError, match="uplinks must be one of"):
+        network(pd, find_groups(pd), uplinks="fat")
+
+
 def test_measured_bandwidth_gives_no_latency_only_figure():
     """With a bandwidth probe the NICs are measured (the uplinks still assumed): no latency-only
     figure, since the shared model's measured part would leave the pair bandwidths out."""
@@ -263,6 +310,7 @@ def test_measured_bandwidth_gives_no_latency_only_figure():
     assert network(pd, find_groups(pd)).assumed == ("uplinks",)
     res = order_hosts(pd, "hd", size=2**24, time_limit=0.5, max_iter=600, seed=1)
     assert res.measured_only == {}
+    assert list(res.capacity_scenarios) == ["uplinks non-blocking"]  # the measured NICs stay
     assert any("oversubscribed" in note for note in res.notes)  # the assumption is still said
 
 
