@@ -326,9 +326,11 @@ def order_hosts(
 MAX_SECONDS = 7 * 86400.0  #: the longest search asked for: a week (a larger number is a typo, and inf never ends)
 
 
-def _check_args(probe: ProbeData, algo: str, *, model, time_limit, smt_time, size, n_random, jobs, max_iter,
-                nic_gbps, labels, base) -> None:
-    """Raise :class:`PlinkError` for the first argument of :func:`order_hosts` that cannot be searched with."""
+def check_options(algo: str, *, model: str = "shared", time_limit: float = DEFAULT_TIME_LIMIT,
+                  smt_time: float = 0.0, size: int = DEFAULT_SIZE, n_random: int = 500, jobs: int = 1,
+                  max_iter: int | None = None, nic_gbps: float | None = None, base: int = 2) -> None:
+    """Raise :class:`PlinkError` for the first option of :func:`order_hosts` that no probe could be
+    searched with (what ``plink order`` checks before it reads the matrix). O(1)."""
     if model not in MODELS:
         raise PlinkError(f"unknown cost model {model!r} (choose from {', '.join(MODELS)})")
     known = SHARED_ALGORITHMS if model == "shared" else ALGORITHMS
@@ -349,13 +351,20 @@ def _check_args(probe: ProbeData, algo: str, *, model, time_limit, smt_time, siz
         raise OptionError(f"max_iter must be >= 0, got {max_iter}")
     if nic_gbps is not None and not (nic_gbps > 0):
         raise OptionError(f"--nic-gbps must be > 0, got {nic_gbps}")
+    if algo == "bcube" and not (isinstance(base, (int, np.integer)) and base >= 2):
+        raise OptionError(f"BCube base must be an integer >= 2, got {base!r}")
+
+
+def _check_args(probe: ProbeData, algo: str, *, model, time_limit, smt_time, size, n_random, jobs, max_iter,
+                nic_gbps, labels, base) -> None:
+    """Raise :class:`PlinkError` for the first argument of :func:`order_hosts` that cannot be searched with."""
+    check_options(algo, model=model, time_limit=time_limit, smt_time=smt_time, size=size, n_random=n_random,
+                  jobs=jobs, max_iter=max_iter, nic_gbps=nic_gbps, base=base)
     n = probe.n
     if n < 1:
         raise PlinkError("the probe file has no hosts")
     if labels is not None and len(labels) != n:
         raise PlinkError(f"got {len(labels)} group labels for {n} hosts")
-    if algo == "bcube" and not (isinstance(base, (int, np.integer)) and base >= 2):
-        raise OptionError(f"BCube base must be an integer >= 2, got {base!r}")
     try:
         if algo in ALGORITHMS:
             check_algorithm(algo, n, base)

@@ -451,3 +451,12 @@ def test_bad_group_counts_are_refused_before_the_matrix_is_read(tmp_path):
     assert "symmetrised" in run("group", str(m)).stderr
     assert_one_line_error(run("group", str(m), "--groups", "0"), 2, "number of groups must be a positive integer")
     assert_one_line_error(run("group", str(m), "--levels", "0"), 2, "--levels (max_levels) must be a positive integer")
+
+
+def test_bad_order_options_are_refused_before_the_matrix_is_read(tmp_path):
+    m = tmp_path / "asym.csv"  # reading it prints a note (symmetrised pairs): the error must come alone
+    m.write_text("0,1,9,9\n2,0,9,9\n9,9,0,1\n9,9,1,0\n")
+    assert "symmetrised" in run("order", str(m), "--time-limit", "0.2").stderr
+    assert_one_line_error(run("order", str(m), "--time-limit", "-1"), 2, "time limit must be > 0")
+    assert_one_line_error(run("order", str(m), "--nic-gbps", "0"), 2, "--nic-gbps must be > 0")
+    assert_one_line_error(run("order", str(m), "--jobs", "-2"), 2, "--jobs must be >= 0")

@@ -417,6 +417,11 @@ def test_plain_order_lines_with_words_that_are_not_attributes_are_refused(tmp_pa
     bad.write_text("vm1\nvm 2\n")
     with pytest.raises(ProbeFileError, match=r"sp.txt:2: 'vm 2' is not one host name"):
         read_order(bad)
+    matrix = tmp_path / "m.csv"  # a matrix given where an order file goes (plink emit m.csv)
+    matrix.write_text(",a,b\na,0,1\nb,1,0\n")
+    with pytest.raises(ProbeFileError, match=r"m.csv:1: ',a,b' has commas: an order file has one host name per "
+                                             r"line \(a matrix\? 'plink order .*m.csv -o order.json' makes"):
+        read_order(matrix)
     garbage = tmp_path / "bad.json"
     garbage.write_text("garbage{\n")
     with pytest.raises(ProbeFileError, match="not a JSON order file"):
@@ -589,8 +594,9 @@ def test_error_messages_exact():
     for bad in ("", "a b", "a\tb", "a#1", "a,1", "node[1-3]", "c:2", "a;b", "aws:sa-east-1", "-a", "a..b", "nœud"):
         assert _error(em.emit, "openmpi", ["ok", bad]) == (
             f"host name {bad!r} cannot be written to a launcher file: it is not a host name or an IP address, "
-            "and would read back as other hosts or not at all (--format json keeps any name; or give the hosts "
-            "their names or addresses with --hosts)")
+            "and would read back as other hosts or not at all (a JSON order file, 'plink order --format json', "
+            "keeps any name; for a launcher file give the hosts their names or addresses, e.g. with "
+            "'plink order MATRIX --hosts FILE')")
     assert _error(em.emit, "mpich", ["vm000", "VM000"]) == (
         "host 'VM000' appears twice in the order (as 'vm000': names differing only in case are one host)")
     for good in ("node-01", "n_1.example.org", "10.0.0.1", "fe80::1", "2001:db8::5%eth0"):

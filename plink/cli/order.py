@@ -184,8 +184,11 @@ def order(probefile, algo, size, base, time_limit, jobs, smt_time, groups_file, 
       plink order dc.json --format openmpi --slots 8 -o hosts.ompi
       mpirun --hostfile hosts.ompi --map-by seq -np 512 ./app
     """
-    from plink.order import group_labels, order_hosts
+    from plink.order import check_options, group_labels, order_hosts
 
+    # before the matrix is read (its notes would come out first)
+    check_options(algo, model=cost_model, time_limit=time_limit, smt_time=smt_time, size=size, jobs=jobs,
+                  nic_gbps=nic_gbps, base=base)
     if fmt is None:  # -o order.json: the JSON order file (plink emit and node-rank read a .json file as JSON)
         fmt = "json" if output and output.lower().endswith(".json") else "plain"  # (-o - is None here)
     _check_format_options(fmt, slots, groups_file)

@@ -119,6 +119,10 @@ def read_order_hosts(path: str | os.PathLike) -> list[Host]:
             line = line.strip()
             if line:
                 words = line.split()
+                if "," in words[0]:  # no host name holds a comma: a CSV (a matrix, or hosts on one line)
+                    raise ProbeFileError(f"{path}:{lineno}: {line[:40]!r}{'...' if len(line) > 40 else ''} has commas: an order file has one "
+                                         f"host name per line (a matrix? 'plink order {path} -o order.json' "
+                                         "makes the order file)")
                 if any("=" not in w for w in words[1:]):  # only launcher attributes may follow the name
                     raise ProbeFileError(f"{path}:{lineno}: {line[:80]!r} is not one host name (after the name "
                                          "only key=value launcher attributes such as slots=2 may follow)")
