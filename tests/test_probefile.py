@@ -380,6 +380,8 @@ def test_csv_layouts(tmp_path, content, names, missing):
     ("0 1\n", "{p}: matrix is not square: row 0 has 2 values, expected 1"),
     ("x,a,b\nb,0,1\na,1,0\n", "{p}: row names do not match the column names"),
     ("a,b,c\n0,1\n1,0\n", "{p}: 3 host names for a 2x2 matrix"),
+    ("0,1,2,\n1,0,3\n2,3,0\n",
+     "{p}: matrix is not square: row 0 has 4 values, expected 3 (a separator at the end of the line?)"),
     ("0,\"" + "1" * 140000 + "\"\n1,0\n", "{p}: not a readable CSV matrix: field larger than field limit (131072)"),
 ])
 def test_csv_messages_exactly(tmp_path, content, message):
@@ -387,6 +389,18 @@ def test_csv_messages_exactly(tmp_path, content, message):
 
     p = write(tmp_path, "m.csv", content)
     assert _err(read_matrix_csv, p) == message.format(p=p)
+
+
+def test_csv_with_a_separator_ending_every_line(tmp_path):
+    """Some exporters end every line with the separator: an empty last cell in every row is no column."""
+    from plink.data.probefile import read_matrix_csv
+
+    m, names = read_matrix_csv(write(tmp_path, "t.csv", "0,1,2,\n1,0,3,\n2,3,0,\n"))
+    assert names is None and m.tolist() == [[0, 1, 2], [1, 0, 3], [2, 3, 0]]
+    m, names = read_matrix_csv(write(tmp_path, "n.csv", ",a,b,\na,0,1,\nb,1,0,\n"))
+    assert names == ["a", "b"] and m.tolist() == [[0, 1], [1, 0]]
+    m, names = read_matrix_csv(write(tmp_path, "s.tsv", "0\t4\t\n4\t0\t\n"))
+    assert m.tolist() == [[0, 4], [4, 0]]
 
 
 def test_csv_row_limit(tmp_path):

@@ -627,6 +627,8 @@ def read_matrix_csv(path: str | os.PathLike) -> tuple[np.ndarray, list[str] | No
         raise ProbeFileError(f"{path}: {len(lines)} rows: more than {_MAX_ROWS} hosts")
     if len(rows[0]) == 1 and " " in lines[0].strip():
         rows = [ln.split() for ln in lines]
+    if len(rows[0]) > 2 and all(len(r) > 1 and not r[-1].strip() for r in rows):
+        rows = [r[:-1] for r in rows]  # a separator ending every line (some exporters write one): no column
     names: list[str] | None = None
     # A header row holds names: no cell after the (possibly empty) corner is a number.
     if not any(_is_value(c) for c in rows[0][1:]) and not _is_value(rows[0][0]):
@@ -649,7 +651,8 @@ def read_matrix_csv(path: str | os.PathLike) -> tuple[np.ndarray, list[str] | No
         raise ProbeFileError(f"{path}: no matrix rows")
     for i, r in enumerate(rows):
         if len(r) != n:
-            raise ProbeFileError(f"{path}: matrix is not square: row {i} has {len(r)} values, expected {n}")
+            why = " (a separator at the end of the line?)" if len(r) == n + 1 and not r[-1].strip() else ""
+            raise ProbeFileError(f"{path}: matrix is not square: row {i} has {len(r)} values, expected {n}{why}")
     m = np.array([[_parse_cell(c, f"{path}: row {i} column {j}") for j, c in enumerate(r)] for i, r in enumerate(rows)])
     if names is not None and len(names) != n:
         raise ProbeFileError(f"{path}: {len(names)} host names for a {n}x{n} matrix")
