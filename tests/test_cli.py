@@ -2,6 +2,7 @@
 
 import json
 import os
+import re
 import subprocess
 import sys
 
@@ -46,6 +47,8 @@ def test_simulate_then_order(dc, tmp_path):
     text = " ".join(proc.stderr.split())
     assert "'plink speedup' spans the capacities nobody measured" in text
     assert "with rack uplinks that never bind" in text and "by the measured latencies alone" in text
+    # the title is printed on its own, not wrapped to the table's width (which split "4 | group(s)")
+    assert re.search(r"latency; 4 group\(s\)", proc.stderr)
     row = next(line for line in proc.stderr.splitlines() if "median of 500 random" in line)
     lo, hi = (float(v) for v in row.split()[-1].lstrip("~").rstrip("x").split("-"))
     assert 1 <= lo < hi

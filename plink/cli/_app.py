@@ -185,6 +185,15 @@ def _echo_json(obj) -> None:
     click.echo(json.dumps(obj, indent=1, allow_nan=False))
 
 
+def print_table(console, table) -> None:
+    """Print a rich ``table`` with its title on a line of its own: rich wraps a title to the
+    table's width, which cut titles mid-phrase (a narrow table, or any table in a log at 80 columns)."""
+    title, table.title = table.title, None
+    if title:
+        console.print(title)
+    console.print(table)
+
+
 def _stderr_console():
     from rich.console import Console
 

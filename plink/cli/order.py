@@ -5,8 +5,7 @@ from __future__ import annotations
 import click
 
 from plink.cli._app import (cli, _echo_json, matrix_input_options, note_groups_beyond, _stderr_console,
-                            refuse_input_as_output,
-                            refuse_json_with_dash, size_value, stdout_if_dash)
+                            print_table, refuse_input_as_output, refuse_json_with_dash, size_value, stdout_if_dash)
 from plink.launch.emitters import FORMATS
 
 
@@ -65,7 +64,7 @@ def render_order_report(result, console) -> None:
     for label, name in rows:
         t.add_row(label, _fmt_range(result, name), _fmt_speedup(result, name))
     t.add_row("plink order", _fmt_range(result, "plink"), "")
-    console.print(t)
+    print_table(console, t)
     solver = result.solver.get("name", "?")
     extra = ""
     smt = result.solver.get("smt")

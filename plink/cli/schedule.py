@@ -5,7 +5,7 @@ from __future__ import annotations
 import click
 
 from plink.cli._app import (_echo_json, _stderr_console, cli, existing_dir, matrix_input_options,
-                            note_groups_beyond, refuse_input_as_output, size_value)
+                            note_groups_beyond, print_table, refuse_input_as_output, size_value)
 from plink.errors import PlinkError
 
 
@@ -50,7 +50,7 @@ def render_schedule_summary(s: dict, console) -> None:
         speed = (f"{pred[key]['time_us'] / pred['2lha']['time_us']:.2f}x"
                  if key in pred and key != "2lha" and pred["2lha"]["time_us"] > 0 else "")
         t.add_row(names[key], str(rounds), format_size(nbytes), format_size(cross), time, speed)
-    console.print(t)
+    print_table(console, t)
     if "assumed_bandwidth_gbps" in s:
         console.print(f"time model: probed latency + an assumed {s['assumed_bandwidth_gbps']:g} Gbit/s for every pair "
                       "(no bandwidth matrix; set it with --assume-bandwidth or give --bandwidth-matrix)")

@@ -8,7 +8,7 @@ import click
 import numpy as np
 
 from plink.cli._app import (cli, _echo_json, matrix_input_options, _stderr_console, _stdout_console, plot_file,
-                            refuse_input_as_output, stdout_if_dash)
+                            print_table, refuse_input_as_output, stdout_if_dash)
 
 
 def render_groups_report(groups, console) -> None:
@@ -28,7 +28,7 @@ def render_groups_report(groups, console) -> None:
         t.add_row("PAIA raw -> embedded", f"{m['paia_raw']:.1%} -> {m['paia_embedded']:.1%}")
         t.add_row(f"AMI vs true {m.get('truth_level') or 'locations'}", f"{m['ami']:.3f}")
     t.add_row("time (embed + group)", f"{m['embed_seconds']:.1f} s + {m['group_seconds']:.1f} s")
-    console.print(t)
+    print_table(console, t)
 
 
 def render_structure(groups, console) -> None:
@@ -50,7 +50,7 @@ def render_structure(groups, console) -> None:
         name = "finest (e.g. racks)" if i == 0 else f"level {i + 1}"
         shown = " ".join(map(str, sizes[:24])) + (" ..." if sizes.size > 24 else "")
         t.add_row(name, str(sizes.size), shown)
-    console.print(t)
+    print_table(console, t)
     conf = groups.confidence
     g = Table(show_edge=False, title="finest groups", title_justify="left")
     g.add_column("group", justify="right")
@@ -68,7 +68,7 @@ def render_structure(groups, console) -> None:
         if k >= 39:
             g.add_row("...", "", *([""] if conf is not None else []), f"{groups.k - 40} more groups")
             break
-    console.print(g)
+    print_table(console, g)
     if conf is not None:
         low = m.get("low_confidence_hosts")
         if low is None:
@@ -200,7 +200,7 @@ def render_show(summary, console) -> None:
                            ("median_bandwidth_between_groups_gbps", "median bandwidth between groups")):
             if key in summary:
                 t.add_row(label, f"{summary[key]:g} Gbit/s")
-    console.print(t)
+    print_table(console, t)
 
 
 @cli.command()
