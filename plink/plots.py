@@ -61,8 +61,30 @@ def _scale(probe) -> tuple[float, str]:
 
 
 def _shown(probe) -> np.ndarray:
-    """The latency matrix in the unit of :func:`_scale`."""
-    return probe.latency * _scale(probe)[0]
+    """The latency matrix in the unit of :func:`_scale`, its diagonal NaN: a host with itself is no
+    measurement, and drawn as 0 it looked like the fastest pair (and pulled the colour scale to 0)."""
+    m = probe.latency * _scale(probe)[0]
+    np.fill_diagonal(m, np.nan)
+    return m
+
+
+MAX_NAMED = 40  #: up to this many hosts, the axes carry their names
+
+
+def _name_ticks(ax, names: Sequence[str], *, x: bool = True, y: bool = True) -> bool:
+    """Host names as the tick labels of ``ax`` (in the order drawn) when there are at most
+    ``MAX_NAMED``; whether they were put there."""
+    if len(names) > MAX_NAMED:
+        return False
+    size = 7 if len(names) <= 20 else 5
+    ticks = np.arange(len(names))
+    if x:
+        ax.set_xticks(ticks)
+        ax.set_xticklabels(names, rotation=90, fontsize=size)
+    if y:
+        ax.set_yticks(ticks)
+        ax.set_yticklabels(names, fontsize=size)
+    return True
 
 
 def plot_heatmap(probe, order: np.ndarray, path, *, labels: np.ndarray | None = None, title: str = "") -> None:
@@ -79,9 +101,10 @@ def plot_heatmap(probe, order: np.ndarray, path, *, labels: np.ndarray | None = 
         for c in cuts:
             ax.axhline(c, color="white", lw=0.6)
             ax.axvline(c, color="white", lw=0.6)
-    ax.set_xlabel("host (display order)")
-    ax.set_ylabel("host (display order)")
-    ax.set_title(title or f"{probe.n} hosts, missing pairs blank")
+    named = _name_ticks(ax, [probe.names[i] for i in order])
+    ax.set_xlabel("host" if named else "host (display order)")
+    ax.set_ylabel("host" if named else "host (display order)")
+    ax.set_title(title or f"{probe.n} hosts; blank: missing pairs and each host with itself")
     _save(fig, path)
     plt.close(fig)
 
@@ -130,6 +153,8 @@ def plot_heatmaps_before_after(probe, order: Sequence[int], path, *, labels: Seq
                     ax.axhline(c, color="white", lw=0.7)
                     ax.axvline(c, color="white", lw=0.7)
         ax.set_title(name)
+        if _name_ticks(ax, [probe.names[i] for i in perm]):
+            axis = "host" if axis == "host" else "host, rank 0 first"
         ax.set_xlabel(axis)
         ax.set_ylabel(axis)
     fig.colorbar(im, ax=axes, shrink=0.85, label=_what(probe))
@@ -170,6 +195,10 @@ def plot_hierarchy(probe, groups, path, *, title: str = "") -> None:
     ax0.set_xticks(np.arange(ncol) + 0.5)
     ax0.set_xticklabels(names, fontsize=7)
     ax0.set_ylabel("host (hierarchy order)")
+    if _name_ticks(ax0, [probe.names[i] for i in order], x=False):
+        ax0.set_ylabel("")
+    if conf is not None:
+        ax0.set_xlabel("conf:\nwhite 0\nblack 1", fontsize=6)
     shown = _shown(probe)
     m = np.ma.masked_invalid(shown[np.ix_(order, order)])
     finite = shown[np.isfinite(shown)]
@@ -184,7 +213,8 @@ def plot_hierarchy(probe, groups, path, *, title: str = "") -> None:
                 ax1.axhline(c, color=colour, lw=lw)
                 ax1.axvline(c, color=colour, lw=lw)
     counts = " / ".join(str(int(lv.max()) + 1) for lv in levels)
-    ax1.set_title(title or f"{probe.n} hosts, {counts} groups (fine / coarse); missing pairs blank", fontsize=9)
-    ax1.set_xlabel("host (hierarchy order)")
+    ax1.set_title(title or f"{probe.n} hosts, {counts} groups (fine / coarse); blank: missing pairs and each host "
+                  "with itself", fontsize=9)
+    ax1.set_xlabel("" if _name_ticks(ax1, [probe.names[i] for i in order], y=False) else "host (hierarchy order)")
     _save(fig, path)
     plt.close(fig)

@@ -60,3 +60,33 @@ def test_a_wan_matrix_is_drawn_in_ms_not_in_hundreds_of_thousands_of_us(tmp_path
     assert np.nanmax(_shown(probe)) == 200.0  # the colour bar's values in ms, as the text reports them
     probe = load_input(path, unit="s").probe
     assert _what(probe) == "RTT (s)" and np.nanmax(_shown(probe)) == 200.0
+
+
+def test_heatmaps_leave_the_diagonal_blank_and_name_the_hosts(tmp_path, monkeypatch):
+    """A host with itself is no measurement: drawn as 0 it looked like the fastest pair and pulled
+    the colour scale to 0. Up to MAX_NAMED hosts the axes carry the names, in the order drawn."""
+    import numpy as np
+
+    from plink import plots
+    from plink.data.probefile import from_matrix
+
+    probe = simulate_datacenter(racks=2, hosts_per_rack=3, seed=2)
+    shown = plots._shown(probe)
+    assert np.isnan(np.diag(shown)).all() and np.isfinite(shown[~np.eye(probe.n, dtype=bool)]).all()
+    assert np.diag(probe.latency).tolist() == [0.0] * probe.n  # the probe itself is untouched
+    drawn = {}
+    real_save = plots._save
+
+    def keep(fig, path):
+        drawn[str(path)] = [(ax.get_title(), [t.get_text() for t in ax.get_xticklabels()],
+                             [t.get_text() for t in ax.get_yticklabels()]) for ax in fig.axes]
+        real_save(fig, path)
+
+    monkeypatch.setattr(plots, "_save", keep)
+    order = np.array([5, 4, 3, 2, 1, 0])
+    plots.plot_heatmaps_before_after(probe, order, tmp_path / "ba.png")
+    axes = drawn[str(tmp_path / "ba.png")]
+    assert axes[0][1] == probe.names and axes[1][1] == [probe.names[i] for i in order] == axes[1][2]
+    big = from_matrix(np.ones((plots.MAX_NAMED + 1,) * 2), [f"h{i}" for i in range(plots.MAX_NAMED + 1)])
+    plots.plot_heatmap(big, np.arange(big.n), tmp_path / "big.png")
+    assert "h0" not in drawn[str(tmp_path / "big.png")][0][1]  # too many to read: index ticks
