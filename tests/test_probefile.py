@@ -403,6 +403,38 @@ def test_csv_with_a_separator_ending_every_line(tmp_path):
     assert m.tolist() == [[0, 4], [4, 0]]
 
 
+def test_csv_with_running_index_labels(tmp_path):
+    """pandas' DataFrame.to_csv writes the index over the columns and down the rows; R's write.csv
+    quoted numbers down the rows under an empty corner. Both are labels: read as data, pandas'
+    index was a seventh host whose 'latencies' were 0..5."""
+    from plink.data.probefile import read_matrix_csv
+
+    want = [[0, 20, 30], [20, 0, 29], [30, 29, 0]]
+    pandas = ",0,1,2\n0,0.0,20,30\n1,20,0.0,29\n2,30,29,0.0\n"
+    m, names = read_matrix_csv(write(tmp_path, "p.csv", pandas))
+    assert names is None and m.tolist() == want
+    r = '"","V1","V2","V3"\n"1",0,20,30\n"2",20,0,29\n"3",30,29,0\n'
+    m, names = read_matrix_csv(write(tmp_path, "r.csv", r))
+    assert names == ["V1", "V2", "V3"] and m.tolist() == want
+    # a first row and column that only look like an index are data when the corner is not empty
+    m, names = read_matrix_csv(write(tmp_path, "d.csv", "0,1,2\n1,0,3\n2,3,0\n"))
+    assert names is None and m.tolist() == [[0, 1, 2], [1, 0, 3], [2, 3, 0]]
+    m, names = read_matrix_csv(write(tmp_path, "n.csv", ",1,2\n1,,3\n2,3,\n"))  # a diagonal left empty
+    assert names is None and m.shape == (3, 3) and m[0, 1] == 1 and m[1, 2] == 3
+
+
+def test_an_empty_last_column_is_a_host_never_measured(tmp_path):
+    """Every line ending in an empty cell is a trailing separator only when the lines are one cell
+    longer than the matrix is wide (or the first line is a header): a square matrix whose last
+    column is empty is a host with no measured pair."""
+    from plink.data.probefile import read_matrix_csv
+
+    m, _ = read_matrix_csv(write(tmp_path, "e.csv", "0,1,2,\n1,0,3,\n2,3,0,\n,,,\n"))
+    assert m.shape == (4, 4) and np.isnan(m[:, 3]).all()
+    m, names = read_matrix_csv(write(tmp_path, "h.csv", "a,b,c,\n0,1,2,\n1,0,3,\n2,3,0,\n"))
+    assert names == ["a", "b", "c"] and m.shape == (3, 3)
+
+
 def test_csv_row_limit(tmp_path):
     from plink.data.probefile import read_matrix_csv
 

@@ -619,6 +619,34 @@ def csv_rows(text: str, path, what: str) -> tuple[list[str], list[list[str]]]:
     return lines, rows
 
 
+def _running_index(cells, starts=(0, 1)) -> bool:
+    """Whether ``cells`` are the whole numbers s..s+n-1 in order, for an ``s`` in ``starts`` (labels)."""
+    try:
+        v = [int(str(c).strip()) for c in cells]
+    except ValueError:
+        return False
+    return len(v) > 1 and any(v == list(range(s, s + len(v))) for s in starts)
+
+
+def _index_labels(rows: list[list[str]]) -> bool:
+    """Whether the first row and the first column are both pandas' running index 0..n-1 under an
+    empty corner, as ``DataFrame.to_csv`` writes them (read as data, they were a phantom host
+    whose latencies were 0..n-1; as data, a 0 off the diagonal is no latency anyway)."""
+    if len(rows) < 3 or rows[0][0].strip() or any(len(r) != len(rows[0]) for r in rows):
+        return False
+    return _running_index(rows[0][1:], (0,)) and _running_index((r[0] for r in rows[1:]), (0,))
+
+
+def _separator_ends_every_line(rows: list[list[str]]) -> bool:
+    """Whether every line ends with an empty cell that is no column: the lines are one cell longer
+    than a square matrix needs, or the first line is a header (a name is never empty). A matrix
+    whose last host was never measured (an empty last column, rows as long as they are many) is not."""
+    if len(rows[0]) < 3 or not all(len(r) > 1 and not r[-1].strip() for r in rows):
+        return False
+    header = not any(_is_value(c) for c in rows[0][1:-1])
+    return header or len(rows[0]) != len(rows)
+
+
 def read_matrix_csv(path: str | os.PathLike) -> tuple[np.ndarray, list[str] | None]:
     """Read a CSV/TSV matrix; return it and the host names found in it, if any."""
     text = _read_text(path)
@@ -627,16 +655,21 @@ def read_matrix_csv(path: str | os.PathLike) -> tuple[np.ndarray, list[str] | No
         raise ProbeFileError(f"{path}: {len(lines)} rows: more than {_MAX_ROWS} hosts")
     if len(rows[0]) == 1 and " " in lines[0].strip():
         rows = [ln.split() for ln in lines]
-    if len(rows[0]) > 2 and all(len(r) > 1 and not r[-1].strip() for r in rows):
-        rows = [r[:-1] for r in rows]  # a separator ending every line (some exporters write one): no column
+    if _separator_ends_every_line(rows):
+        rows = [r[:-1] for r in rows]  # (some exporters write one): no column
     names: list[str] | None = None
+    if _index_labels(rows):  # pandas' to_csv: the running index over the columns and down the rows
+        rows = [r[1:] for r in rows[1:]]
     # A header row holds names: no cell after the (possibly empty) corner is a number.
-    if not any(_is_value(c) for c in rows[0][1:]) and not _is_value(rows[0][0]):
+    elif not any(_is_value(c) for c in rows[0][1:]) and not _is_value(rows[0][0]):
         header = [c.strip() for c in rows[0]]
         rows = rows[1:]
         # A header may have an empty (or label) corner cell over a name column.
         if rows and len(header) == len(rows[0]) and not _is_number(rows[0][0]):
             header = header[1:]
+        elif rows and len(header) == len(rows[0]) and not header[0] and _running_index(r[0] for r in rows):
+            header = header[1:]  # an empty corner over the rows' numbers (R's write.csv): labels, not names
+            rows = [r[1:] for r in rows]
         names = header
     # A name column: the first cell of every row is text.
     if rows and all(r and not _is_number(r[0]) for r in rows):
