@@ -28,7 +28,10 @@ bandwidth did): of two nested groupings the finer, else the better separated
 
 **Capacities.**  NIC: with a bandwidth matrix, a host's fastest measured
 pair (isolated pairs do show what a NIC carries); without one, ``nic_gbps``
-(assumed, reported).  Uplinks: measured ones from the probe file (an uplink
+(assumed, reported).  Paths: a bandwidth matrix read from a file
+(``--kind bandwidth``, ``--bandwidth-matrix``; each pair measured on its
+own) also limits each pair's flows (``Network.path``); ``plink probe``'s
+pairs are measured a round at a time, sharing uplinks, so they are not.  Uplinks: measured ones from the probe file (an uplink
 whose host set is not one group, e.g. measured for two racks together,
 becomes an outer level of links over those hosts); otherwise
 the conservative oversubscribed case, an uplink carries what one host NIC
@@ -46,6 +49,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from plink.data.inputs import MATRIX_BANDWIDTH
 from plink.data.probefile import ProbeData
 from plink.errors import OptionError, PlinkError
 from plink.solvers.contention import Network, conservative_uplinks
@@ -223,6 +227,13 @@ def network(probe: ProbeData, groups: Groups, *, fill: str = "high", use_bandwid
             nic = best * 1e9 / 8
             if nic_gbps is not None:
                 notes.append("--nic-gbps ignored: NIC capacities come from the measured bandwidth")
+    path = None
+    if bw is not None and nic is not None and probe.meta.get("bandwidth_source") == MATRIX_BANDWIDTH:
+        # each pair measured on its own (a file's matrix): the most one flow gets on that path
+        inverse = {"low": "high", "mid": "mid", "high": "low"}[fill]  # higher bandwidth is better
+        filled = fill_missing(bw, lab, inverse, np.isnan(bw) & ~np.eye(n, dtype=bool))
+        path = np.fmin(filled, filled.T) * 1e9 / 8
+        notes.append("each pair's bandwidth from the matrix limits that pair's flows (measured alone)")
     bw_assumed = nic is None
     if nic is None:
         gbps = DEFAULT_NIC_GBPS if nic_gbps is None else float(nic_gbps)
@@ -282,4 +293,4 @@ def network(probe: ProbeData, groups: Groups, *, fill: str = "high", use_bandwid
         notes.append(f"{what} measured: assumed the oversubscribed case, an uplink carries what one host NIC does"
                      if uplinks == "oversubscribed" else
                      f"{what} measured: assumed non-blocking, an uplink carries every host NIC of its group")
-    return Network(lat, nic, nic.copy(), lab, up, down, tuple(notes), outer, tuple(assumed))
+    return Network(lat, nic, nic.copy(), lab, up, down, tuple(notes), outer, tuple(assumed), path)

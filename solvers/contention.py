@@ -22,7 +22,9 @@ the receiver group's ``down``.  Then ::
 (the latency is one-way, in seconds; capacities in bytes/s).  The bandwidth
 term is the max-min fair completion time of the step's flows when one link
 is the bottleneck; with equal caps it is exactly ``S_step x (largest number
-of flows sharing a link) / cap``.
+of flows sharing a link) / cap``.  Where each pair's path was measured on
+its own (``Network.path``: a bandwidth matrix from a file), a step also
+takes at least its slowest flow's ``bytes / path``.
 
 The latency term follows each rank's clock, not the steps: a message sent
 when its sender's clock reads ``t`` arrives ``latency`` later, and the
@@ -145,6 +147,9 @@ class Network:
     level's uplinks when its two hosts have different labels there.
     ``notes``: the assumptions made to build it (reported to the user);
     ``assumed``: which capacities were assumed, not measured (``"nic"``, ``"uplinks"``).
+    ``path``: optional ``(N, N)`` bytes/s, the most one flow from ``a`` to ``b`` gets on its own
+    (a pair's bandwidth measured alone, e.g. a public inter-region matrix): a flow then takes at
+    least ``bytes / path[a, b]``, whatever it shares (the diagonal is ignored).
     """
 
     latency: np.ndarray
@@ -156,6 +161,7 @@ class Network:
     notes: tuple[str, ...] = field(default=())
     outer: tuple = field(default=())
     assumed: tuple[str, ...] = field(default=())
+    path: np.ndarray | None = None
 
     def __post_init__(self) -> None:
         lat = np.asarray(self.latency, dtype=float)
@@ -194,6 +200,13 @@ class Network:
                 raise ValueError("outer uplink capacities must be > 0 bytes/s")
             outer.append((lab, up, down))
         object.__setattr__(self, "outer", tuple(outer))
+        if self.path is not None:
+            path = np.array(self.path, dtype=float)
+            if path.shape != (n, n) or not np.all(path[off] > 0):
+                raise ValueError(f"path capacities must be an ({n}, {n}) matrix > 0 bytes/s off the diagonal "
+                                 "(fill missing pairs first)")
+            np.fill_diagonal(path, np.inf)
+            object.__setattr__(self, "path", path)
 
     @property
     def n(self) -> int:
@@ -596,7 +609,10 @@ class SharedCostModel:
                 w = np.broadcast_to(np.tile(s.nbytes, parts), idx.shape)
                 loads = np.bincount((idx + rows).ravel(), weights=w.ravel(), minlength=M * L).reshape(M, L)
                 times = loads * self._inv
-                total += s.repeat * times.max(axis=1)
+                step = times.max(axis=1)
+                if net.path is not None:  # no flow is faster than its pair's path alone
+                    step = np.maximum(step, (s.nbytes / net.path[hs, hd]).max(axis=1))
+                total += s.repeat * step
                 if smooth:
                     soft += s.repeat * np.sqrt((times[:, :-1] ** 2).mean(axis=1))
         return (total, soft) if smooth else total

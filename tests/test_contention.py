@@ -112,7 +112,7 @@ def ref_bcube(n, S, B):
     return steps
 
 
-def ref_price(steps, perm, lat, nic_s, nic_r, groups, up, down, outer=()):
+def ref_price(steps, perm, lat, nic_s, nic_r, groups, up, down, outer=(), path=None):
     """Bandwidth: per step, the busiest link, summed.  Latency: every
     rank keeps a clock (a tree of dbt's two keeps its own); a message a -> b sent at a's
     clock arrives latency[a, b] later and moves b's clock on to it if later; the last clock."""
@@ -137,6 +137,8 @@ def ref_price(steps, perm, lat, nic_s, nic_r, groups, up, down, outer=()):
                 load[link] = load.get(link, 0.0) + nbytes
         cap = {"s": [nic_s], "r": [nic_r], "u": [lv[1] for lv in levels], "d": [lv[2] for lv in levels]}
         times = [v / cap[k][lv][i] for (k, lv, i), v in load.items()]
+        if path is not None:  # a flow alone on its path
+            times += [nbytes / path[perm[a]][perm[b]] for a, b, nbytes, *_ in flows if perm[a] != perm[b]]
         total += max(times, default=0.0)
     return total + max(clock.values(), default=0.0)
 
@@ -175,7 +177,7 @@ def ref_steps(algo, n, S, B=2):
             "dbt": lambda: ref_dbt(n, S), "bcube": lambda: ref_bcube(n, S, B)}[algo]()
 
 
-def random_net(rng, n, k, outer=False):
+def random_net(rng, n, k, outer=False, path=False):
     g = np.sort(rng.integers(0, k, size=n))
     _, g = np.unique(g, return_inverse=True)
     lat = rng.uniform(1e-6, 1e-3, size=(n, n))
@@ -186,22 +188,23 @@ def random_net(rng, n, k, outer=False):
         row = g // 2
         r = row.max() + 1
         levels = ((row, rng.uniform(5e7, 1e9, r), rng.uniform(5e7, 1e9, r)),)
+    pair = rng.uniform(2e7, 1e9, size=(n, n)) if path else None
     return Network(lat, rng.uniform(1e8, 1e9, n), rng.uniform(1e8, 1e9, n), g,
-                   rng.uniform(5e7, 1e9, k), rng.uniform(5e7, 1e9, k), outer=levels)
+                   rng.uniform(5e7, 1e9, k), rng.uniform(5e7, 1e9, k), outer=levels, path=pair)
 
 
 @settings(max_examples=60, deadline=None)
 @given(n=st.integers(1, 13), k=st.integers(1, 4), seed=st.integers(0, 10**6),
        algo=st.sampled_from(["ring", "hd", "rd", "dbt", "bintree"]), size=st.sampled_from([0.0, 1e3, 16 * 2**20]),
-       outer=st.booleans())
-def test_models_match_reference(n, k, seed, algo, size, outer):
+       outer=st.booleans(), path=st.booleans())
+def test_models_match_reference(n, k, seed, algo, size, outer, path):
     rng = np.random.default_rng(seed)
-    net = random_net(rng, n, k, outer)
+    net = random_net(rng, n, k, outer, path)
     m = SharedCostModel(algo, net, size)
     for _ in range(3):
         p = rng.permutation(n)
         want = ref_price(ref_steps(algo, n, size), p, net.latency, net.nic_send, net.nic_recv, net.groups,
-                         net.up, net.down, net.outer) if n > 1 else 0.0
+                         net.up, net.down, net.outer, net.path) if n > 1 else 0.0
         assert m(p) == pytest.approx(want, rel=1e-9, abs=1e-15)
         assert m.batch(p[None, :])[0] == pytest.approx(want, rel=1e-9, abs=1e-15)
 
@@ -272,8 +275,8 @@ def test_lower_bound_never_above_exhaustive_optimum(algo, n, base):
     from plink.solvers.groupsearch import exhaustive_shared
 
     rng = np.random.default_rng(n)
-    for size in (0.0, 4e6):
-        net = random_net(rng, n, 3)
+    for size, path in ((0.0, False), (4e6, False), (4e6, True)):
+        net = random_net(rng, n, 3, path=path)
         m = SharedCostModel(algo, net, size, base=base)
         perms = np.array(list(itertools.permutations(range(n))))
         best = m.batch(perms).min()
@@ -287,6 +290,9 @@ def test_bad_network_inputs():
         Network(np.full((2, 2), np.nan), np.ones(2), np.ones(2), np.zeros(2, int), np.ones(1), np.ones(1))
     with pytest.raises(ValueError, match="up"):
         Network(np.zeros((2, 2)), np.ones(2), np.ones(2), np.array([0, 1]), np.ones(1), np.ones(2))
+    with pytest.raises(ValueError, match="path capacities"):
+        Network(np.zeros((2, 2)), np.ones(2), np.ones(2), np.zeros(2, int), np.ones(1), np.ones(1),
+                path=np.full((2, 2), np.nan))
     with pytest.raises(ValueError, match="power of 3"):
         SharedCostModel("bcube", _testbed(2, 4), 1.0, base=3)
 

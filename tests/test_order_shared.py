@@ -421,3 +421,46 @@ def test_report_says_the_prediction_is_the_networks_part_only():
     pairsum = order_hosts(pd, "ring", model="pairsum", time_limit=0.5, max_iter=500)
     assert sum("the network's part of the collective" in note for note in shared.notes) == 1
     assert not any("the network's part" in note for note in pairsum.notes)
+
+
+def _slow_pairs_files(tmp_path):
+    """6 hosts 50 us apart; six pairs at 0.1 Gbit/s, the rest at 10 (a file's bandwidth matrix)."""
+    n = 6
+    lat = np.full((n, n), 50.0)
+    np.fill_diagonal(lat, 0)
+    bw = np.full((n, n), 10.0)
+    for a in range(n):
+        bw[a, (a + 1) % n] = bw[(a + 1) % n, a] = 0.1  # the ring 0-1-2-3-4-5 is all slow pairs
+    np.fill_diagonal(bw, np.nan)
+    np.savetxt(tmp_path / "lat.csv", lat, delimiter=",")
+    np.savetxt(tmp_path / "bw.csv", bw, delimiter=",")
+    return tmp_path / "lat.csv", tmp_path / "bw.csv"
+
+
+def test_a_files_pair_bandwidths_limit_their_flows(tmp_path):
+    """A bandwidth matrix from a file measured each pair on its own: the shared model prices a flow
+    over a 0.1 Gbit/s pair at that, not at the hosts' 10 Gbit/s NICs (it did: an order over slow
+    pairs was priced as fast and reported proven optimal), and plink's order avoids them."""
+    from plink.data.inputs import load_input
+
+    lat, bw = _slow_pairs_files(tmp_path)
+    probe = load_input(lat, bandwidth=bw, bandwidth_unit="Gbit/s").probe
+    assert probe.meta["bandwidth_source"] == "matrix"
+    net = network(probe, find_groups(probe))
+    assert net.path is not None and net.path[0, 1] == pytest.approx(0.1e9 / 8)
+    size = 2**24
+    slow = SharedCostModel("ring", net, size)(np.arange(6))
+    assert slow >= 2 * (6 - 1) * size / 6 / (0.1e9 / 8)  # every step over a 0.1 Gbit/s pair
+    res = order_hosts(probe, "ring", size=size, time_limit=0.5, seed=0)
+    ring = res.order
+    assert all(abs(ring[i] - ring[(i + 1) % 6]) not in (1, 5) for i in range(6))  # no slow pair used
+    assert res.cost_plink < slow / 50
+    assert any("limits that pair's flows" in note for note in res.notes)
+
+
+def test_a_probes_pair_bandwidths_do_not_limit_flows(tmp_path):
+    """plink probe measures the pairs of a round at the same time (cross-rack pairs share uplinks):
+    those pair bandwidths set the NICs, not per-pair limits."""
+    pd = simulate_datacenter(racks=3, hosts_per_rack=4, seed=2, bandwidth=True)
+    assert "bandwidth_source" not in pd.meta
+    assert network(pd, find_groups(pd)).path is None

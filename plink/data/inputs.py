@@ -39,6 +39,12 @@ import numpy as np
 from plink.data.probefile import count_asymmetric
 from plink.errors import ProbeFileError
 
+#: ``ProbeData.meta["bandwidth_source"]`` of a bandwidth matrix read from a file (``--kind bandwidth``,
+#: ``--bandwidth-matrix``): each pair's path measured on its own, which the shared model then uses as
+#: the limit of that pair's flows (``plink.pricing.network``). ``plink probe`` measures the pairs of a
+#: round at the same time, so its pair bandwidths include the uplinks' sharing and are not used so.
+MATRIX_BANDWIDTH = "matrix"
+
 #: Latency units, as a factor to microseconds.
 LATENCY_UNITS = {"us": 1.0, "ms": 1e3, "s": 1e6, "ns": 1e-3}
 #: Bandwidth units, as a factor to Gbit/s (bits: lower-case b or 'bit'; bytes: upper-case B).
@@ -385,7 +391,8 @@ def load_input(
         if bandwidth is not None:
             bw = _load_bandwidth(bandwidth, bandwidth_unit, probe.names, out)
             probe = ProbeData(hosts=probe.hosts, latency=probe.latency, latency_median=probe.latency_median,
-                              latency_p90=probe.latency_p90, bandwidth=bw, meta=probe.meta, truth=probe.truth,
+                              latency_p90=probe.latency_p90, bandwidth=bw,
+                              meta={**probe.meta, "bandwidth_source": MATRIX_BANDWIDTH}, truth=probe.truth,
                               latency_best=probe.latency_best, uplinks=probe.uplinks)
         out.probe = probe
         return out
@@ -430,6 +437,8 @@ def load_input(
         out.notes.append(f"{path}: symmetrised {asym} asymmetric pair(s) (kept {rule} of the two directions for "
                          "costs; structure inference reads the faster one)")
     meta = {"method": "matrix", "source": p.name, "kind": kind, "unit": unit}
+    if kind == "bandwidth" or bandwidth is not None:
+        meta["bandwidth_source"] = MATRIX_BANDWIDTH
     bw = best = None
     if kind == "bandwidth":
         bw = m
