@@ -125,6 +125,12 @@ class OrderResult:
         r = self.resolution
         return (lo > 1 and resolved(lo, 1.0, r)) or (hi < 1 and resolved(hi, 1.0, r))
 
+    def span_resolved(self, name: str) -> bool:
+        """Whether any figure of ``speedup_span(name)`` is a prediction of a difference: the model's
+        own (``resolved``) or one of the ``capacity_scenarios`` beyond the resolution from 1x."""
+        r = self.resolution
+        return self.resolved(name) or any(resolved(sc[name], 1.0, r) for sc in self.capacity_scenarios.values())
+
     @property
     def resolution(self) -> float:
         """The resolution of the cost model used (``plink.solvers.resolution.RESOLUTIONS``)."""
@@ -139,6 +145,7 @@ class OrderResult:
         d["speedup_spans"] = {k: list(self.speedup_span(k)) for k in self.ranges if k != "plink"}
         d["resolution"] = self.resolution
         d["speedup_resolved"] = {k: self.resolved(k) for k in self.ranges if k != "plink"}
+        d["speedup_span_resolved"] = {k: self.span_resolved(k) for k in self.ranges if k != "plink"}
         return finite_json(d)  # an order priced 0 (nothing on its pairs) has an infinite speedup
 
 

@@ -45,7 +45,7 @@ def test_simulate_then_order(dc, tmp_path):
     # a latency-only probe: the speedups rest on assumed NICs and uplinks, so the report gives
     # them as a span from non-blocking uplinks / the latencies alone to the oversubscribed model
     text = " ".join(proc.stderr.split())
-    assert "'plink speedup' spans the capacities nobody measured" in text
+    assert "'plink speedup' spans capacities that were not measured" in text
     assert "with rack uplinks that never bind" in text and "by the measured latencies alone" in text
     # the title is printed on its own, not wrapped to the table's width (which split "4 | group(s)")
     assert re.search(r"latency; 4 group\(s\)", proc.stderr)
@@ -463,3 +463,13 @@ def test_bad_order_options_are_refused_before_the_matrix_is_read(tmp_path):
     assert_one_line_error(run("order", str(m), "--time-limit", "-1"), 2, "time limit must be > 0")
     assert_one_line_error(run("order", str(m), "--nic-gbps", "0"), 2, "--nic-gbps must be > 0")
     assert_one_line_error(run("order", str(m), "--jobs", "-2"), 2, "--jobs must be >= 0")
+
+
+def test_no_span_note_where_no_row_is_a_span(dc, tmp_path):
+    """--size 0 prices latency alone: no capacity matters, every row is one figure, and the note
+    that explains the span's ends is not printed."""
+    proc = run("order", str(dc), "--size", "0", "--time-limit", "0.3", "-o", str(tmp_path / "h.txt"))
+    assert proc.returncode == 0, proc.stderr
+    rows = [line for line in proc.stderr.splitlines() if line.lstrip().startswith(("input order", "median of"))]
+    assert len(rows) == 2 and all("-" not in row.split()[-1] for row in rows)
+    assert "spans capacities" not in " ".join(proc.stderr.split())

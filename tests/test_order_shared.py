@@ -281,6 +281,21 @@ def test_assumed_uplinks_give_the_non_blocking_end_of_the_span():
     assert json.loads(json.dumps(res.to_dict()))["speedup_spans"]["random_median"] == pytest.approx([lo, hi])
 
 
+def test_a_span_is_unresolved_only_when_every_figure_of_it_is():
+    """'~' (no predicted difference) on a span means that no figure of it, the model's or a
+    scenario's, is beyond the resolution from 1x."""
+    pd = simulate_datacenter(racks=4, hosts_per_rack=4, seed=3)
+    res = order_hosts(pd, "ring", time_limit=0.5, max_iter=600, seed=0)
+    assert res.span_resolved("random_median")
+    res.ranges["contiguous"] = [res.ranges["plink"][1] * 1.01] * 2  # the model: 1.01x, within 2%
+    res.capacity_scenarios["uplinks non-blocking"]["contiguous"] = 1.005
+    res.capacity_scenarios["latencies alone"]["contiguous"] = 1.5
+    assert not res.resolved("contiguous") and res.span_resolved("contiguous")
+    res.capacity_scenarios["latencies alone"]["contiguous"] = 1.01
+    assert not res.span_resolved("contiguous")
+    assert res.to_dict()["speedup_span_resolved"]["contiguous"] is False
+
+
 def test_no_assumption_no_span():
     """Every capacity measured: the span is the missing-pairs range alone."""
     n = 8

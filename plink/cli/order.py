@@ -24,25 +24,37 @@ def _fmt_range(result, name: str) -> str:
 
 def _fmt_speedup(result, name: str) -> str:
     r = result.resolution
-    # two decimals, three near the resolution's edges, so that "1.02x" and "~1.02x" never both occur
-    lo, hi = (f"{v:.3f}" if min(abs(v - (1 + r)), abs(v - 1 / (1 + r))) < 0.005 else f"{v:.2f}"
-              for v in result.speedup_span(name))
+
+    def near_edge(v):
+        return min(abs(v - (1 + r)), abs(v - 1 / (1 + r))) < 0.005
+
+    # two decimals, three near the resolution's edges (both ends of a span alike), so that "1.02x"
+    # and "~1.02x" never both occur
+    span = result.speedup_span(name)
+    digits = 3 if any(near_edge(v) for v in span) else 2
+    lo, hi = (f"{v:.{digits}f}" for v in span)
     text = f"{lo}x" if lo == hi else f"{lo}-{hi}x"
-    return text if result.resolved(name) else f"~{text}"
+    return text if result.span_resolved(name) else f"~{text}"
 
 
-def _scenario_note(result) -> str:
-    """What the 'plink speedup' column spans when capacities were assumed: each end, over random orders."""
+_SCENARIOS = {"uplinks non-blocking": "with rack uplinks that never bind",
+              "latencies alone": "by the measured latencies alone (no capacity binding)"}
+
+
+def _scenario_note(result) -> str | None:
+    """What the 'plink speedup' column spans when capacities were assumed (None when no row's span is
+    wider than its printed figure): each figure, over random orders."""
+    rows = ("input", "random_median", "contiguous")
+    if all(_fmt_speedup(result, k).lstrip("~").count("-") == 0 for k in rows):
+        return None
     name = "random_median"
-    ends = {"uplinks non-blocking": "with rack uplinks that never bind",
-            "latencies alone": "by the measured latencies alone (no capacity binding)"}
-    parts = [f"{v[name]:.2f}x {ends[k]}" for k, v in result.capacity_scenarios.items()]
-    assumed = "oversubscribed rack uplinks" if "uplinks non-blocking" in result.capacity_scenarios else "the assumed NICs"
-    return (f"note: 'plink speedup' spans the capacities nobody measured. Over random orders: "
-            f"{result.speedup_range(name)[1]:.2f}x with {assumed} (what 'predicted' and the search assume), "
-            f"{' and '.join(parts)}. 'plink probe --bandwidth --uplinks' measures them")
-
-
+    model = ("oversubscribed rack uplinks" if "uplinks non-blocking" in result.capacity_scenarios
+             else "the assumed NICs")
+    parts = [f"{result.speedup_range(name)[1]:.2f}x with {model} (the model: 'predicted' and the search)"]
+    parts += [f"{v[name]:.2f}x {_SCENARIOS[k]}" for k, v in result.capacity_scenarios.items()]
+    return (f"note: 'plink speedup' spans capacities that were not measured: each row gives the smallest and the "
+            f"largest of plink's speedups priced with each of them. Over random orders: {'; '.join(parts)}. "
+            f"'plink probe --bandwidth' measures NICs and rack uplinks")
 def render_order_report(result, console) -> None:
     from rich.table import Table
 
@@ -76,13 +88,14 @@ def render_order_report(result, console) -> None:
     if smt and not result.proven_optimal:
         extra += f"; Z3: {smt['status']} after {smt['seconds']:.1f} s"
     console.print(f"proven optimal: {proof} (solver: {solver}{extra}); {result.elapsed:.1f} s")
-    ties = [label for label, name in rows if not result.resolved(name)]
+    ties = [label for label, name in rows if not result.span_resolved(name)]
     if ties:
         from plink.solvers.resolution import UNRESOLVED
 
+        every = " (every figure of its span)" if result.capacity_scenarios else ""
         console.print(f"note: '~': the {result.cost_model} model prices plink's order within "
-                      f"{result.resolution:.0%} of: {'; '.join(ties)}. It does not resolve gaps that small (on real "
-                      f"collectives, {UNRESOLVED}: README, 'How far to trust a prediction')")
+                      f"{result.resolution:.0%}{every} of: {'; '.join(ties)}. It does not resolve gaps that small (on "
+                      f"real collectives, {UNRESOLVED}: README, 'How far to trust a prediction')")
     if result.missing_pairs:
         console.print(
             f"note: {result.missing_pairs} host pairs were not measured; ranges price them at the lowest and the "
@@ -92,8 +105,9 @@ def render_order_report(result, console) -> None:
         )
     for note in result.notes:
         console.print(f"note: {note}")
-    if result.capacity_scenarios:
-        console.print(_scenario_note(result))
+    note = _scenario_note(result) if result.capacity_scenarios else None
+    if note:
+        console.print(note)
 
 
 def _render_order(result, probe, fmt, slots=1, labels=None, output=None) -> str:
