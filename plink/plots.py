@@ -68,6 +68,14 @@ def _shown(probe) -> np.ndarray:
     return m
 
 
+def _grey_diagonal(ax, n: int) -> None:
+    """Draw the diagonal (left NaN by :func:`_shown`) light grey, apart from missing pairs (white)."""
+    from matplotlib.colors import ListedColormap
+
+    diag = np.ma.masked_where(~np.eye(n, dtype=bool), np.ones((n, n)))
+    ax.imshow(diag, cmap=ListedColormap(["0.85"]), interpolation="nearest", vmin=0, vmax=2)
+
+
 MAX_NAMED = 40  #: up to this many hosts, the axes carry their names
 
 
@@ -94,6 +102,7 @@ def plot_heatmap(probe, order: np.ndarray, path, *, labels: np.ndarray | None = 
     fig, ax = plt.subplots(figsize=(7, 6))
     masked = np.ma.masked_invalid(m)
     im = ax.imshow(masked, cmap="viridis", interpolation="nearest")
+    _grey_diagonal(ax, probe.n)
     fig.colorbar(im, ax=ax, label=_what(probe))
     if labels is not None:
         ordered = labels[order]
@@ -104,7 +113,7 @@ def plot_heatmap(probe, order: np.ndarray, path, *, labels: np.ndarray | None = 
     named = _name_ticks(ax, [probe.names[i] for i in order])
     ax.set_xlabel("host" if named else "host (display order)")
     ax.set_ylabel("host" if named else "host (display order)")
-    ax.set_title(title or f"{probe.n} hosts; blank: missing pairs and each host with itself")
+    ax.set_title(title or f"{probe.n} hosts; white: missing pairs; grey: each host with itself")
     _save(fig, path)
     plt.close(fig)
 
@@ -140,11 +149,14 @@ def plot_heatmaps_before_after(probe, order: Sequence[int], path, *, labels: Seq
     shown = _shown(probe)
     lat = np.ma.masked_invalid(shown)
     finite = shown[np.isfinite(shown)]
+    # the colour scale from the fastest pair (not 0: no pair is that fast) to the 99th percentile
+    vmin = float(finite.min()) if finite.size else 0.0
     vmax = float(np.percentile(finite, 99)) if finite.size else 1.0
     fig, axes = plt.subplots(1, 2, figsize=(10, 4.6), constrained_layout=True)
     panels = [("as probed (host file order)", np.arange(n), "host"), ("plink rank order", order, "rank")]
     for ax, (name, perm, axis) in zip(axes, panels):
-        im = ax.imshow(lat[np.ix_(perm, perm)], cmap="viridis", interpolation="nearest", vmin=0, vmax=vmax)
+        im = ax.imshow(lat[np.ix_(perm, perm)], cmap="viridis", interpolation="nearest", vmin=vmin, vmax=vmax)
+        _grey_diagonal(ax, n)
         if labels is not None:
             lab = np.asarray(labels)[perm]
             cuts = np.flatnonzero(lab[1:] != lab[:-1]) + 0.5
@@ -157,7 +169,7 @@ def plot_heatmaps_before_after(probe, order: Sequence[int], path, *, labels: Seq
             axis = "host" if axis == "host" else "host, rank 0 first"
         ax.set_xlabel(axis)
         ax.set_ylabel(axis)
-    fig.colorbar(im, ax=axes, shrink=0.85, label=_what(probe))
+    fig.colorbar(im, ax=axes, shrink=0.85, label=f"{_what(probe)[:-1]}; top 1% clipped)")
     fig.suptitle(title or f"{n} hosts: pairwise {_what(probe).split(' (')[0]} before and after reordering")
     _save(fig, path)
     plt.close(fig)
@@ -204,6 +216,7 @@ def plot_hierarchy(probe, groups, path, *, title: str = "") -> None:
     finite = shown[np.isfinite(shown)]
     hi = float(np.percentile(finite, 98)) if finite.size else None  # outliers would flatten the colour scale
     im = ax1.imshow(m, cmap="viridis", interpolation="nearest", vmax=hi)
+    _grey_diagonal(ax1, probe.n)
     ax1.set_yticks([])
     fig.colorbar(im, ax=ax1, label=f"{_what(probe)[:-1]}; top 2% clipped)", fraction=0.046)
     for lev, colour, lw in ((0, "white", 0.5), (1, "red", 1.0)):
@@ -213,8 +226,9 @@ def plot_hierarchy(probe, groups, path, *, title: str = "") -> None:
                 ax1.axhline(c, color=colour, lw=lw)
                 ax1.axvline(c, color=colour, lw=lw)
     counts = " / ".join(str(int(lv.max()) + 1) for lv in levels)
-    ax1.set_title(title or f"{probe.n} hosts, {counts} groups (fine / coarse); blank: missing pairs and each host "
-                  "with itself", fontsize=9)
+    counts = f"{counts} groups (fine / coarse)" if len(levels) > 1 else f"{counts} group{'s' * (counts != '1')}"
+    ax1.set_title(title or f"{probe.n} hosts, {counts}; white: missing pairs; grey: each host with itself",
+                  fontsize=9)
     ax1.set_xlabel("" if _name_ticks(ax1, [probe.names[i] for i in order], y=False) else "host (hierarchy order)")
     _save(fig, path)
     plt.close(fig)
