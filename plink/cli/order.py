@@ -173,8 +173,9 @@ def order(probefile, algo, size, base, time_limit, jobs, smt_time, groups_file, 
           no_bandwidth, cost_model, nic_gbps, load_input) -> None:
     """Find the rank order that minimises the collective's cost model.
 
-    PROBEFILE is a plink probe file (.json) or a plain latency matrix
-    (.csv/.tsv/.npy). Writes the hosts in rank order and reports the predicted
+    PROBEFILE is a plink probe file (.json) or a plain matrix (.csv/.tsv/.txt/.npy;
+    latency, or bandwidth with --kind bandwidth; host names from a header row, a
+    name column or --hosts). Writes the hosts in rank order and reports the predicted
     cost of the input order, of the median random order and of the plink order.
 
     \b
