@@ -137,6 +137,9 @@ def test_wrong_kind_warnings():
     lat = 1.0 / np.where(m > 0, m, np.inf)
     assert kind_warning(lat, "latency", "x") is None
     assert "--kind latency" in kind_warning(lat, "bandwidth", "x")
+    # a latency matrix given as --bandwidth-matrix: --kind does not apply to that one
+    fix = kind_warning(lat, "bandwidth", "x", "give it as the main matrix, not as --bandwidth-matrix,")
+    assert "--kind" not in fix and "give it as the main matrix, not as --bandwidth-matrix, if lower" in fix
     diag = np.array(lat)
     np.fill_diagonal(diag, 10.0)  # self-bandwidth is the row maximum
     assert "diagonal is the largest value" in kind_warning(diag, "latency", "x")

@@ -329,8 +329,9 @@ def triangle_violations(d: np.ndarray, samples: int = 20000, seed: int = 0) -> f
     return float(np.mean(a[meas] > 1.01 * (b[meas] + c[meas])))
 
 
-def kind_warning(m: np.ndarray, kind: str, source: str) -> str | None:
-    """A warning when the matrix looks like the other kind (see the module docstring)."""
+def kind_warning(m: np.ndarray, kind: str, source: str, fix: str | None = None) -> str | None:
+    """A warning when the matrix looks like the other kind (see the module docstring); ``fix``: what
+    to do about it, where ``--kind`` is not the way (the default names ``--kind``)."""
     n = m.shape[0]
     if n < 4:
         return None
@@ -346,7 +347,7 @@ def kind_warning(m: np.ndarray, kind: str, source: str) -> str | None:
         big = int(np.sum(~np.isnan(diag) & (diag > 0) & (diag >= rowmax)))
         if big > n / 2:
             return (f"{source}: the diagonal is the largest value in {big} of {n} rows, as in a bandwidth matrix: "
-                    "if higher means closer, pass --kind bandwidth")
+                    f"if higher means closer, {fix or 'pass --kind bandwidth'}")
     pos = np.where(off > 0, off, np.nan)
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         inv = 1.0 / pos
@@ -355,7 +356,7 @@ def kind_warning(m: np.ndarray, kind: str, source: str) -> str | None:
     v_other = triangle_violations(inv if kind == "latency" else pos)
     if v_this > 0.05 and v_other < 0.75 * v_this:
         return (f"{source}: looks like a {other} matrix, not {kind} ({v_this:.0%} of sampled triples break the triangle "
-                f"inequality when read as {kind}, {v_other:.0%} as {other}): pass --kind {other} if "
+                f"inequality when read as {kind}, {v_other:.0%} as {other}): {fix or f'pass --kind {other}'} if "
                 f"{'higher' if other == 'bandwidth' else 'lower'} means closer")
     return None
 
@@ -473,7 +474,7 @@ def _load_bandwidth(path, unit, names, out: Loaded) -> np.ndarray:
         raise ProbeFileError(f"{path}: a {raw.shape[0]} x {raw.shape[0]} bandwidth matrix for {len(names)} hosts")
     if file_names is not None and file_names != list(names):
         raise ProbeFileError(f"{path}: the bandwidth matrix names other hosts (or another order) than the latency matrix")
-    warn = kind_warning(raw, "bandwidth", str(path))
+    warn = kind_warning(raw, "bandwidth", str(path), "give it as the main matrix, not as --bandwidth-matrix,")
     if warn:
         out.warnings.append(warn)
     m = prepare_matrix(raw, names, kind="bandwidth", unit=unit, source=str(path), notes=notes)
