@@ -296,22 +296,6 @@ def test_a_span_is_unresolved_only_when_every_figure_of_it_is():
     assert res.to_dict()["speedup_span_resolved"]["contiguous"] is False
 
 
-def test_no_assumption_no_span():
-    """Every capacity measured: the span is the missing-pairs range alone."""
-    n = 8
-    lat = np.full((n, n), 10.0)
-    np.fill_diagonal(lat, 0)
-    pd = from_matrix(lat, [f"h{i}" for i in range(n)])
-    bw = np.full((n, n), 1.0)
-    np.fill_diagonal(bw, np.nan)
-    pd.bandwidth = bw
-    pd.uplinks = [SimpleNamespace(hosts=(0, 1, 2, 3), up_bps=1e8, down_bps=1e8),
-                  SimpleNamespace(hosts=(4, 5, 6, 7), up_bps=1e8, down_bps=1e8)]
-    res = order_hosts(pd, "ring", time_limit=0.3)
-    assert res.capacity_scenarios == {}
-    assert res.speedup_span("input") == res.speedup_range("input")
-
-
 def test_network_refuses_an_unknown_uplink_assumption():
     pd = simulate_datacenter(racks=2, hosts_per_rack=3, seed=1)
     with pytest.raises(ValueError, match="uplinks must be one of"):
@@ -340,7 +324,9 @@ def test_nothing_assumed_nothing_added():
     pd.uplinks = [SimpleNamespace(hosts=(0, 2, 4, 6), up_bps=1e8, down_bps=2e8),
                   SimpleNamespace(hosts=(1, 3, 5, 7), up_bps=3e8, down_bps=4e8)]
     assert network(pd, find_groups(pd)).assumed == ()
-    assert order_hosts(pd, "ring", time_limit=0.3).measured_only == {}
+    res = order_hosts(pd, "ring", time_limit=0.3)
+    assert res.measured_only == {} and res.capacity_scenarios == {}
+    assert res.speedup_span("input") == res.speedup_range("input")  # the missing-pairs range alone
     pd.uplinks = None
     assert order_hosts(pd, "ring", time_limit=0.3, model="pairsum").measured_only == {}  # the pair sum assumes none
 
