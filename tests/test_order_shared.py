@@ -415,7 +415,7 @@ def test_zero_cost_order_gives_json_null_speedups_and_no_bandwidth_is_labelled_l
 
 
 def test_report_says_the_prediction_is_the_networks_part_only():
-    """Open MPI measured 10-50% less speedup than predicted (its own work is not in the model): the
+    """Open MPI measured up to 58% less speedup than predicted (its own work is not in the model): the
     report says so for the shared model; the pair sum prices no seconds and does not say it."""
     pd = simulate_datacenter(racks=3, hosts_per_rack=3, seed=2)
     shared = order_hosts(pd, "ring", time_limit=0.5, max_iter=500)
