@@ -258,7 +258,7 @@ def test_cli_plots(dc_file, tmp_path, capsys):
 def test_a_picture_format_matplotlib_cannot_write_is_refused_first(dc_file, tmp_path, capsys):
     pytest.importorskip("matplotlib")
     code, _, err = _run(["show", str(dc_file), "--plot", str(tmp_path / "h.xyz")], capsys)
-    assert code == 2 and "cannot draw a .xyz picture (give one of: " in err and "png" in err
+    assert code == 2 and "--plot: cannot draw a .xyz picture (give one of: " in err and "png" in err
     assert len(err.strip().splitlines()) == 1 and not (tmp_path / "h.xyz").exists()
 
 

@@ -90,5 +90,10 @@ def test_speedups_at_the_edge_of_the_resolution_print_three_decimals():
     res.cost_model = "shared"
     res.ranges = {"plink": [1.0, 1.0], "in": [1.0199, 1.0199], "out": [1.0201, 1.0201], "far": [1.5, 1.5],
                   "near": [1.001, 1.001]}
+    res.capacity_scenarios = {}
     assert _fmt_speedup(res, "in") == "~1.020x" and _fmt_speedup(res, "out") == "1.020x"
     assert _fmt_speedup(res, "far") == "1.50x" and _fmt_speedup(res, "near") == "~1.00x"
+    # a span over unmeasured capacities: both ends with the digits either needs; '~' only when no
+    # figure of it is beyond the resolution
+    res.capacity_scenarios = {"uplinks non-blocking": {"in": 1.5, "out": 1.5, "far": 1.5, "near": 1.01}}
+    assert _fmt_speedup(res, "in") == "1.020-1.500x" and _fmt_speedup(res, "near") == "~1.00-1.01x"

@@ -95,23 +95,23 @@ def plot_file(ctx, param, value):
 
         if is_stdout(value):
             raise click.BadParameter("the picture needs a file (on stdout it would mix with the text)")
-        _check_picture_format(value)
     return value
 
 
-def _check_picture_format(path: str) -> None:
-    """Refuse a file name whose extension matplotlib cannot write, before any matrix is read (it
-    failed after the work was done). Without matplotlib the plot's own one-line error says so."""
-    suffix = os.path.splitext(path)[1].lower().lstrip(".")
+def check_picture_format(path: str | None) -> None:
+    """Refuse a ``--plot`` file name whose extension matplotlib cannot write, before any matrix is
+    read (it failed after the work was done); commands call it after ``refuse_input_as_output``, whose
+    refusal says more. Without matplotlib the plot's own one-line error says so."""
+    suffix = os.path.splitext(path or "")[1].lower().lstrip(".")
     if not suffix:
-        return  # matplotlib writes its default format (PNG)
+        return  # (no --plot, or matplotlib writes its default format, PNG)
     try:
         from matplotlib.backend_bases import FigureCanvasBase
     except ImportError:
         return
     kinds = FigureCanvasBase.get_supported_filetypes()
     if suffix not in kinds:
-        raise click.BadParameter(f"cannot draw a .{suffix} picture (give one of: {', '.join(sorted(kinds))})")
+        raise click.UsageError(f"--plot: cannot draw a .{suffix} picture (give one of: {', '.join(sorted(kinds))})")
 
 
 def note_groups_beyond(groups_file: str, groups, names, where: str = "the probe") -> None:

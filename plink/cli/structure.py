@@ -7,7 +7,7 @@ import json
 import click
 import numpy as np
 
-from plink.cli._app import (cli, _echo_json, matrix_input_options, _stderr_console, _stdout_console, plot_file,
+from plink.cli._app import (cli, _echo_json, check_picture_format, matrix_input_options, _stderr_console, _stdout_console, plot_file,
                             print_table, refuse_input_as_output, stdout_if_dash)
 
 
@@ -123,6 +123,7 @@ def group(probefile, n_groups, method, max_levels, elasticity, alpha, dims, no_h
       plink show dc.json --groups groups.json --plot heatmap.png
     """
     refuse_input_as_output({"-o": output, "--plot": plot}, {"PROBEFILE": probefile})
+    check_picture_format(plot)
     ctx = click.get_current_context()
     own = {"balanced": ("elasticity", "alpha", "dims", "no_heights"), "hierarchy": ("max_levels",)}
     for m, names in own.items():
@@ -232,6 +233,7 @@ def show(probefile, groups_file, plot, orderfile, as_json, no_structure, load_in
     if orderfile and not plot:
         raise click.BadParameter("--order draws the before/after heatmaps of --plot PNG", param_hint="--order")
     refuse_input_as_output({"--plot": plot}, {"PROBEFILE": probefile, "--groups": groups_file, "--order": orderfile})
+    check_picture_format(plot)
 
     probe = load_input(probefile)
     groups = None
