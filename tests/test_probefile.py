@@ -421,6 +421,13 @@ def test_csv_with_running_index_labels(tmp_path):
     assert names is None and m.tolist() == [[0, 1, 2], [1, 0, 3], [2, 3, 0]]
     m, names = read_matrix_csv(write(tmp_path, "n.csv", ",1,2\n1,,3\n2,3,\n"))  # a diagonal left empty
     assert names is None and m.shape == (3, 3) and m[0, 1] == 1 and m[1, 2] == 3
+    # R's write.csv of a dist (1..n, quoted), pandas with its own index (101..103): labels, with a note
+    for text in ('"","1","2","3"\n"1",0,1.5,3\n"2",1.5,0,2.5\n"3",3,2.5,0\n',
+                 ",101,102,103\n101,0,1.5,3\n102,1.5,0,2.5\n103,3,2.5,0\n"):
+        notes = []
+        m, names = read_matrix_csv(write(tmp_path, "l.csv", text), notes)
+        assert m.tolist() == [[0, 1.5, 3], [1.5, 0, 2.5], [3, 2.5, 0]] and names is None
+        assert len(notes) == 1 and "read as labels" in notes[0]
 
 
 def test_an_empty_last_column_is_a_host_never_measured(tmp_path):
@@ -432,6 +439,13 @@ def test_an_empty_last_column_is_a_host_never_measured(tmp_path):
     m, _ = read_matrix_csv(write(tmp_path, "e.csv", "0,1,2,\n1,0,3,\n2,3,0,\n,,,\n"))
     assert m.shape == (4, 4) and np.isnan(m[:, 3]).all()
     m, names = read_matrix_csv(write(tmp_path, "h.csv", "a,b,c,\n0,1,2,\n1,0,3,\n2,3,0,\n"))
+    assert names == ["a", "b", "c"] and m.shape == (3, 3)
+    # a TSV whose last line is separators only, and a name column beside an empty last column
+    m, _ = read_matrix_csv(write(tmp_path, "e.tsv", "0\t1.5\t3\t\n1.5\t0\t2.5\t\n3\t2.5\t0\t\n\t\t\t\n"))
+    assert m.shape == (4, 4) and np.isnan(m[3, :3]).all()
+    m, names = read_matrix_csv(write(tmp_path, "c.csv", "a,0,1.5,3,\nb,1.5,0,2.5,\nc,3,2.5,0,\nd,,,,\n"))
+    assert names == ["a", "b", "c", "d"] and m.shape == (4, 4) and np.isnan(m[:3, 3]).all()
+    m, names = read_matrix_csv(write(tmp_path, "t.csv", "a,0,1,2,\nb,1,0,3,\nc,2,3,0,\n"))  # a trailing separator
     assert names == ["a", "b", "c"] and m.shape == (3, 3)
 
 

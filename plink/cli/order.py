@@ -22,19 +22,23 @@ def _fmt_range(result, name: str) -> str:
     return f"{_fmt_cost(result, lo)} - {_fmt_cost(result, hi)}"
 
 
-def _fmt_speedup(result, name: str) -> str:
+def _digits(result, *values: float) -> int:
+    """Two decimals, three when a value is near the resolution's edges, so that "1.02x" and
+    "~1.02x" never both occur (the ends of a span alike)."""
     r = result.resolution
+    return 3 if any(min(abs(v - (1 + r)), abs(v - 1 / (1 + r))) < 0.005 for v in values) else 2
 
-    def near_edge(v):
-        return min(abs(v - (1 + r)), abs(v - 1 / (1 + r))) < 0.005
 
-    # two decimals, three near the resolution's edges (both ends of a span alike), so that "1.02x"
-    # and "~1.02x" never both occur
+def _fmt_speedup(result, name: str) -> str:
     span = result.speedup_span(name)
-    digits = 3 if any(near_edge(v) for v in span) else 2
+    digits = _digits(result, *span)
     lo, hi = (f"{v:.{digits}f}" for v in span)
     text = f"{lo}x" if lo == hi else f"{lo}-{hi}x"
     return text if result.span_resolved(name) else f"~{text}"
+
+
+def _any_span(result) -> bool:
+    return any("-" in _fmt_speedup(result, k) for k in ("input", "random_median", "contiguous"))
 
 
 _SCENARIOS = {"uplinks non-blocking": "with rack uplinks that never bind",
@@ -44,14 +48,17 @@ _SCENARIOS = {"uplinks non-blocking": "with rack uplinks that never bind",
 def _scenario_note(result) -> str | None:
     """What the 'plink speedup' column spans when capacities were assumed (None when no row's span is
     wider than its printed figure): each figure, over random orders."""
-    rows = ("input", "random_median", "contiguous")
-    if all(_fmt_speedup(result, k).lstrip("~").count("-") == 0 for k in rows):
+    if not _any_span(result):
         return None
     name = "random_median"
     model = ("oversubscribed rack uplinks" if "uplinks non-blocking" in result.capacity_scenarios
              else "the assumed NICs")
-    parts = [f"{result.speedup_range(name)[1]:.2f}x with {model} (the model: 'predicted' and the search)"]
-    parts += [f"{v[name]:.2f}x {_SCENARIOS[k]}" for k, v in result.capacity_scenarios.items()]
+
+    def x(v):
+        return f"{v:.{_digits(result, v)}f}x"
+
+    parts = [f"{x(result.speedup_range(name)[1])} with {model} (the model: 'predicted' and the search)"]
+    parts += [f"{x(v[name])} {_SCENARIOS[k]}" for k, v in result.capacity_scenarios.items()]
     return (f"note: 'plink speedup' spans capacities that were not measured: each row gives the smallest and the "
             f"largest of plink's speedups priced with each of them. Over random orders: {'; '.join(parts)}. "
             f"'plink probe --bandwidth' measures NICs and rack uplinks")
@@ -92,7 +99,7 @@ def render_order_report(result, console) -> None:
     if ties:
         from plink.solvers.resolution import UNRESOLVED
 
-        every = " (every figure of its span)" if result.capacity_scenarios else ""
+        every = " (every figure of its span)" if result.capacity_scenarios and _any_span(result) else ""
         console.print(f"note: '~': the {result.cost_model} model prices plink's order within "
                       f"{result.resolution:.0%}{every} of: {'; '.join(ties)}. It does not resolve gaps that small (on "
                       f"real collectives, {UNRESOLVED}: README, 'How far to trust a prediction')")

@@ -209,14 +209,14 @@ def _csv_column(text: str, path: str, column: str | None) -> list[str]:
 # matrices
 
 
-def _read_raw(path: Path) -> tuple[np.ndarray, list[str] | None]:
+def _read_raw(path: Path, notes: list[str] | None = None) -> tuple[np.ndarray, list[str] | None]:
     from plink.data.probefile import read_matrix_csv
 
     suffix = path.suffix.lower()
     if suffix == ".npy":
         return _read_npy(path), None
     if suffix in (".csv", ".tsv", ".txt", ".mat", ""):
-        return read_matrix_csv(path)
+        return read_matrix_csv(path, notes)
     raise ProbeFileError(f"{path}: unknown file type {suffix!r} (expected .json, .csv, .tsv, .txt or .npy)")
 
 
@@ -400,7 +400,7 @@ def load_input(
     given = unit is not None
     unit = _norm_unit(unit, kind)
     _warn_name_unit(str(path), kind, unit, given, out)
-    raw, names = _read_raw(p)
+    raw, names = _read_raw(p, out.notes)
     n = raw.shape[0]
     if hosts is not None:
         listed = read_host_names(hosts, max_hosts=MAX_HOSTS if max_hosts is None else max_hosts)
@@ -469,7 +469,7 @@ def _load_bandwidth(path, unit, names, out: Loaded) -> np.ndarray:
     given = unit is not None
     unit = _norm_unit(unit, "bandwidth")
     _warn_name_unit(str(path), "bandwidth", unit, given, out, "--bandwidth-unit")
-    raw, file_names = _read_raw(Path(path))
+    raw, file_names = _read_raw(Path(path), notes)
     if raw.shape[0] != len(names):
         raise ProbeFileError(f"{path}: a {raw.shape[0]} x {raw.shape[0]} bandwidth matrix for {len(names)} hosts")
     if file_names is not None and file_names != list(names):

@@ -601,13 +601,19 @@ def _is_number(s: str) -> bool:
 _MAX_ROWS = 20001
 
 
-def csv_rows(text: str, path, what: str) -> tuple[list[str], list[list[str]]]:
+def csv_rows(text: str, path, what: str, empty_cells: bool = False) -> tuple[list[str], list[list[str]]]:
     """The non-blank, non-comment lines of a CSV/TSV ``text`` and their cells (tab-separated when
     the first line has a tab, semicolon-separated when it has semicolons and no comma, as
     spreadsheets write CSV in many locales); ProbeFileError naming ``path`` and ``what`` when
-    there is nothing."""
+    there is nothing. ``empty_cells``: a line of separators only (``\t\t\t``: a matrix row never
+    measured) is a row of empty cells, not a blank line."""
     text = text.removeprefix("\ufeff")  # the byte-order mark of Excel's "CSV UTF-8"
-    lines = [ln for ln in text.splitlines() if ln.strip() and not ln.lstrip().startswith("#")]
+
+    def kept(ln: str) -> bool:
+        body = ln.strip(" \r\n") if empty_cells else ln.strip()
+        return bool(body) and not ln.lstrip().startswith("#")
+
+    lines = [ln for ln in text.splitlines() if kept(ln)]
     if not lines:
         raise ProbeFileError(f"{path}: empty {what} file")
     first = lines[0]
@@ -619,38 +625,49 @@ def csv_rows(text: str, path, what: str) -> tuple[list[str], list[list[str]]]:
     return lines, rows
 
 
-def _running_index(cells, starts=(0, 1)) -> bool:
-    """Whether ``cells`` are the whole numbers s..s+n-1 in order, for an ``s`` in ``starts`` (labels)."""
+def _running_index(cells) -> int | None:
+    """The first of ``cells`` when they are the whole numbers s, s+1, ..., s+n-1 in order (labels), else None."""
     try:
         v = [int(str(c).strip()) for c in cells]
     except ValueError:
-        return False
-    return len(v) > 1 and any(v == list(range(s, s + len(v))) for s in starts)
+        return None
+    return v[0] if len(v) > 1 and v == list(range(v[0], v[0] + len(v))) else None
 
 
-def _index_labels(rows: list[list[str]]) -> bool:
-    """Whether the first row and the first column are both pandas' running index 0..n-1 under an
-    empty corner, as ``DataFrame.to_csv`` writes them (read as data, they were a phantom host
-    whose latencies were 0..n-1; as data, a 0 off the diagonal is no latency anyway)."""
+def _index_labels(rows: list[list[str]]) -> tuple[int, int] | None:
+    """``(first, last)`` label when the first row and the first column are the same running numbers
+    under an empty corner, as pandas' ``DataFrame.to_csv`` (0..n-1, or the frame's own index) and
+    R's ``write.csv`` of a ``dist`` (1..n) write them; read as data they were a phantom host whose
+    latencies were the labels. A matrix whose diagonal is left empty and whose first host's values
+    happen to be such numbers reads the same: 2 labels count only from 0, and the caller says what
+    it read (a note)."""
     if len(rows) < 3 or rows[0][0].strip() or any(len(r) != len(rows[0]) for r in rows):
-        return False
-    return _running_index(rows[0][1:], (0,)) and _running_index((r[0] for r in rows[1:]), (0,))
+        return None
+    first = _running_index(rows[0][1:])
+    if first is None or _running_index(r[0] for r in rows[1:]) != first or (len(rows) == 3 and first != 0):
+        return None
+    return first, first + len(rows) - 2
 
 
 def _separator_ends_every_line(rows: list[list[str]]) -> bool:
-    """Whether every line ends with an empty cell that is no column: the lines are one cell longer
-    than a square matrix needs, or the first line is a header (a name is never empty). A matrix
-    whose last host was never measured (an empty last column, rows as long as they are many) is not."""
+    """Whether every line ends with an empty cell that is no column: the first line is a header (a
+    name is never empty), or the lines are one cell longer than a square matrix needs (with its
+    name column, where every row starts with a name). A matrix whose last host was never measured
+    (an empty last column, lines as long as the matrix is wide) is not."""
     if len(rows[0]) < 3 or not all(len(r) > 1 and not r[-1].strip() for r in rows):
         return False
-    header = not any(_is_value(c) for c in rows[0][1:-1])
-    return header or len(rows[0]) != len(rows)
+    inner = rows[0][1:-1]
+    if all(c.strip() and not _is_number(c) for c in inner):
+        return True  # a header
+    name_col = all(r[0].strip() and not _is_number(r[0]) for r in rows)
+    return len(rows[0]) == len(rows) + name_col + 1
 
 
-def read_matrix_csv(path: str | os.PathLike) -> tuple[np.ndarray, list[str] | None]:
-    """Read a CSV/TSV matrix; return it and the host names found in it, if any."""
+def read_matrix_csv(path: str | os.PathLike, notes: list[str] | None = None) -> tuple[np.ndarray, list[str] | None]:
+    """Read a CSV/TSV matrix; return it and the host names found in it, if any. What was read in a
+    way a user may not expect (labels) goes to ``notes``."""
     text = _read_text(path)
-    lines, rows = csv_rows(text, path, "matrix")
+    lines, rows = csv_rows(text, path, "matrix", empty_cells=True)
     if len(lines) > _MAX_ROWS:
         raise ProbeFileError(f"{path}: {len(lines)} rows: more than {_MAX_ROWS} hosts")
     if len(rows[0]) == 1 and " " in lines[0].strip():
@@ -658,8 +675,12 @@ def read_matrix_csv(path: str | os.PathLike) -> tuple[np.ndarray, list[str] | No
     if _separator_ends_every_line(rows):
         rows = [r[:-1] for r in rows]  # (some exporters write one): no column
     names: list[str] | None = None
-    if _index_labels(rows):  # pandas' to_csv: the running index over the columns and down the rows
+    labels = _index_labels(rows)
+    if labels:  # pandas' to_csv, R's write.csv: the running index over the columns and down the rows
         rows = [r[1:] for r in rows[1:]]
+        if notes is not None:
+            notes.append(f"{path}: the first row and column hold the same running numbers {labels[0]}..{labels[1]} "
+                         "under an empty corner: read as labels (as pandas and R write them), not as a host")
     # A header row holds names: no cell after the (possibly empty) corner is a number.
     elif not any(_is_value(c) for c in rows[0][1:]) and not _is_value(rows[0][0]):
         header = [c.strip() for c in rows[0]]
@@ -667,7 +688,7 @@ def read_matrix_csv(path: str | os.PathLike) -> tuple[np.ndarray, list[str] | No
         # A header may have an empty (or label) corner cell over a name column.
         if rows and len(header) == len(rows[0]) and not _is_number(rows[0][0]):
             header = header[1:]
-        elif rows and len(header) == len(rows[0]) and not header[0] and _running_index(r[0] for r in rows):
+        elif rows and len(header) == len(rows[0]) and not header[0] and _running_index(r[0] for r in rows) is not None:
             header = header[1:]  # an empty corner over the rows' numbers (R's write.csv): labels, not names
             rows = [r[1:] for r in rows]
         names = header
