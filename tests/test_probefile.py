@@ -449,6 +449,19 @@ def test_an_empty_last_column_is_a_host_never_measured(tmp_path):
     assert names == ["a", "b", "c"] and m.shape == (3, 3)
 
 
+def test_semicolon_matrices_with_decimal_commas(tmp_path):
+    """Spreadsheets in locales with a decimal comma export ';'-separated files with 1,5 for 1.5."""
+    from plink.data.probefile import read_matrix_csv
+
+    want = [[0, 1.5, 3], [1.5, 0, 2.5], [3, 2.5, 0]]
+    m, names = read_matrix_csv(write(tmp_path, "s.csv", "0;1,5;3,0\n1,5;0;2,5\n3,0;2,5;0\n"))
+    assert m.tolist() == want and names is None
+    m, names = read_matrix_csv(write(tmp_path, "h.csv", ";a;b;c\na;0;1,5;3\nb;1,5;0;2,5\nc;3;2,5;0\n"))
+    assert m.tolist() == want and names == ["a", "b", "c"]
+    m, _ = read_matrix_csv(write(tmp_path, "c.csv", "0,1.5,3\n1.5,0,2.5\n3,2.5,0\n"))  # commas still separate
+    assert m.tolist() == want
+
+
 def test_csv_row_limit(tmp_path):
     from plink.data.probefile import read_matrix_csv
 

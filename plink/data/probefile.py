@@ -51,6 +51,7 @@ import io
 import json
 import math
 import os
+import re
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -601,12 +602,16 @@ def _is_number(s: str) -> bool:
 _MAX_ROWS = 20001
 
 
+_DECIMAL_COMMA = re.compile(r"^\s*[-+]?\d+,\d+(?:[eE][-+]?\d+)?\s*$")  #: 1,5 (a number in many locales)
+
+
 def csv_rows(text: str, path, what: str, empty_cells: bool = False) -> tuple[list[str], list[list[str]]]:
     """The non-blank, non-comment lines of a CSV/TSV ``text`` and their cells (tab-separated when
     the first line has a tab, semicolon-separated when it has semicolons and no comma, as
     spreadsheets write CSV in many locales); ProbeFileError naming ``path`` and ``what`` when
-    there is nothing. ``empty_cells``: a line of separators only (``\t\t\t``: a matrix row never
-    measured) is a row of empty cells, not a blank line."""
+    there is nothing. ``empty_cells`` (matrices): a line of separators only (``\t\t\t``: a matrix
+    row never measured) is a row of empty cells, not a blank line, and in a semicolon-separated
+    file numbers may have decimal commas (``0;1,5;3,0``, as spreadsheets in those locales write)."""
     text = text.removeprefix("\ufeff")  # the byte-order mark of Excel's "CSV UTF-8"
 
     def kept(ln: str) -> bool:
@@ -617,11 +622,15 @@ def csv_rows(text: str, path, what: str, empty_cells: bool = False) -> tuple[lis
     if not lines:
         raise ProbeFileError(f"{path}: empty {what} file")
     first = lines[0]
-    sep = "\t" if "\t" in first else ";" if ";" in first and "," not in first else ","
+    decimal_comma = empty_cells and "\t" not in first and ";" in first and all(
+        "," not in c or _DECIMAL_COMMA.match(c) for c in first.split(";"))
+    sep = "\t" if "\t" in first else ";" if ";" in first and ("," not in first or decimal_comma) else ","
     try:
         rows = list(csv.reader(io.StringIO("\n".join(lines)), dialect="excel", delimiter=sep))
     except csv.Error as exc:
         raise ProbeFileError(f"{path}: not a readable CSV {what}: {exc}") from None
+    if empty_cells and sep == ";":
+        rows = [[c.replace(",", ".") if _DECIMAL_COMMA.match(c) else c for c in r] for r in rows]
     return lines, rows
 
 
