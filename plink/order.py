@@ -214,7 +214,9 @@ def _build(cost_model: str, algo: str, probe: ProbeData, groups, fill: str, size
         pc, _ = pair_cost(probe, use_bandwidth, groups.labels, fill)
         return CostModel(algo, pc, size, base), _data_used(probe, bool(np.any(pc.inv_bw))), []
     net = network(probe, groups, fill=fill, use_bandwidth=use_bandwidth, nic_gbps=nic_gbps)
-    return SharedCostModel(algo, net, size, base), _data_used(probe, "nic" not in net.assumed), list(net.notes)
+    # no bytes, no capacity: what was assumed about them does not matter to these costs
+    notes = list(net.notes) if size > 0 else [n for n in net.notes if "assumed" not in n]
+    return SharedCostModel(algo, net, size, base), _data_used(probe, "nic" not in net.assumed), notes
 
 
 def _data_used(probe: ProbeData, with_bandwidth: bool) -> str:
