@@ -363,7 +363,9 @@ def test_cli_emit_from_order_file(dc, tmp_path):
     proc = run("emit", str(js), "--format", "mpich", "--slots", "4")
     assert proc.returncode == 0 and body(proc.stdout) == [f"{h}:4" for h in order], proc.stderr
     env = run("emit", str(js), "--format", "env")
-    assert "NCCL_ALGO=Tree" in env.stdout  # the order file's algorithm
+    assert "NCCL_ALGO=Tree" in env.stdout and "note" not in env.stderr  # the order file's algorithm
+    env = run("emit", str(js), "--format", "env", "--algo", "ring")  # another: said, not silent
+    assert "NCCL_ALGO=Ring" in env.stdout and "searched for dbt" in env.stderr
     out = tmp_path / "nodes.torchrun"
     assert run("emit", str(js), "--format", "torchrun", "-o", str(out)).returncode == 0
     assert f'plink node-rank {out}' in out.read_text() and read_order(out) == order

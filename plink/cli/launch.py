@@ -61,8 +61,13 @@ def emit_cmd(orderfile, fmt, slots, groups_file, algo, output) -> None:
         raise click.UsageError(f"--algo is for --format env (the {fmt} format does not depend on the algorithm)")
     refuse_input_as_output({"-o": output}, {"ORDERFILE": orderfile, "--groups": groups_file})
     hosts = read_order_hosts(orderfile)
+    searched = _order_file_algo(orderfile)
     if algo is None:
-        algo = _order_file_algo(orderfile) or "ring"
+        algo = searched or "ring"
+    elif searched and searched != algo:
+        click.echo(f"plink: note: {orderfile}'s order was searched for {searched}; this environment asks the "
+                   f"libraries for {algo}, which the order was not made for ('plink order --algo {algo}' makes one)",
+                   err=True)
     labels = None
     if groups_file:
         from plink.data.groupfile import load_groups
