@@ -428,6 +428,14 @@ def test_csv_with_running_index_labels(tmp_path):
         m, names = read_matrix_csv(write(tmp_path, "l.csv", text), notes)
         assert m.tolist() == [[0, 1.5, 3], [1.5, 0, 2.5], [3, 2.5, 0]] and names is None
         assert len(notes) == 1 and "read as labels" in notes[0]
+    # pandas: a named index over default column numbers, and an index named "host" over text columns
+    m, names = read_matrix_csv(write(tmp_path, "ni.csv", ",0,1,2\na,0,1.5,3\nb,1.5,0,2.5\nc,3,2.5,0\n"))
+    assert names == ["a", "b", "c"] and m.tolist() == [[0, 1.5, 3], [1.5, 0, 2.5], [3, 2.5, 0]]
+    m, names = read_matrix_csv(write(tmp_path, "hi.csv", "host,a,b,c\n0,0,1.5,3\n1,1.5,0,2.5\n2,3,2.5,0\n"))
+    assert names == ["a", "b", "c"] and m.tolist() == [[0, 1.5, 3], [1.5, 0, 2.5], [3, 2.5, 0]]
+    # a header of names over a matrix whose first column happens to run 0, 1, 2 is a header alone
+    m, names = read_matrix_csv(write(tmp_path, "ha.csv", "a,b,c\n0,1,2\n1,0,3\n2,3,0\n"))
+    assert names == ["a", "b", "c"] and m.tolist() == [[0, 1, 2], [1, 0, 3], [2, 3, 0]]
 
 
 def test_an_empty_last_column_is_a_host_never_measured(tmp_path):

@@ -697,10 +697,16 @@ def read_matrix_csv(path: str | os.PathLike, notes: list[str] | None = None) -> 
         # A header may have an empty (or label) corner cell over a name column.
         if rows and len(header) == len(rows[0]) and not _is_number(rows[0][0]):
             header = header[1:]
-        elif rows and len(header) == len(rows[0]) and not header[0] and _running_index(r[0] for r in rows) is not None:
-            header = header[1:]  # an empty corner over the rows' numbers (R's write.csv): labels, not names
+        elif (rows and len(header) == len(rows[0]) == len(rows) + 1
+              and _running_index(r[0] for r in rows) is not None):
+            # a corner (empty as R's write.csv writes it, or the index's name: pandas' "host") over
+            # the rows' running numbers: labels, not names
+            header = header[1:]
             rows = [r[1:] for r in rows]
         names = header
+    elif (not rows[0][0].strip() and _running_index(rows[0][1:]) is not None and len(rows[0]) == len(rows)
+          and all(r[0].strip() and not _is_number(r[0]) for r in rows[1:])):
+        rows = rows[1:]  # pandas' default column numbers over a named index: the names are the rows' (below)
     # A name column: the first cell of every row is text.
     if rows and all(r and not _is_number(r[0]) for r in rows):
         col = [r[0].strip() for r in rows]
