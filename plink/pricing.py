@@ -93,6 +93,14 @@ def fill_missing(matrix: np.ndarray, labels: np.ndarray | None, how: str, missin
     return m
 
 
+def fill_bandwidth(bw: np.ndarray, labels, fill: str) -> np.ndarray:
+    """``bw`` with unmeasured off-diagonal pairs filled as ``fill_missing`` does for latency, ``fill``
+    naming the latency end: bandwidth is better when higher, so the worst plausible (``high``
+    latency) is the lowest bandwidth. O(N^2)."""
+    inverse = {"low": "high", "mid": "mid", "high": "low"}[fill]
+    return fill_missing(bw, labels, inverse, np.isnan(bw) & ~np.eye(len(bw), dtype=bool))
+
+
 def pair_cost(probe: ProbeData, use_bandwidth: bool = True, labels=None, fill: str = "high") -> tuple[PairCost, int]:
     """The dissertation's pair-cost model of ``probe`` with missing pairs filled (``fill_missing``).
 
@@ -105,9 +113,7 @@ def pair_cost(probe: ProbeData, use_bandwidth: bool = True, labels=None, fill: s
     if use_bandwidth and probe.bandwidth is not None:
         off = ~np.eye(probe.n, dtype=bool)
         if np.isfinite(probe.bandwidth[off]).any():
-            # bandwidth: higher is better, so the worst plausible value is the lowest
-            inverse = {"low": "high", "mid": "mid", "high": "low"}[fill]
-            bw = fill_missing(probe.bandwidth, labels, inverse, np.isnan(probe.bandwidth) & off)
+            bw = fill_bandwidth(probe.bandwidth, labels, fill)
     return PairCost.from_matrices(lat, bw), n_missing
 
 
@@ -230,8 +236,7 @@ def network(probe: ProbeData, groups: Groups, *, fill: str = "high", use_bandwid
     path = None
     if bw is not None and nic is not None and probe.meta.get("bandwidth_source") == MATRIX_BANDWIDTH:
         # each pair measured on its own (a file's matrix): the most one flow gets on that path
-        inverse = {"low": "high", "mid": "mid", "high": "low"}[fill]  # higher bandwidth is better
-        filled = fill_missing(bw, lab, inverse, np.isnan(bw) & ~np.eye(n, dtype=bool))
+        filled = fill_bandwidth(bw, lab, fill)
         path = np.fmin(filled, filled.T) * 1e9 / 8
         notes.append("each pair's bandwidth from the matrix limits that pair's flows (measured alone)")
     bw_assumed = nic is None
