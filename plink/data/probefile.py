@@ -634,6 +634,11 @@ def csv_rows(text: str, path, what: str, empty_cells: bool = False) -> tuple[lis
     return lines, rows
 
 
+def _name_column(rows: list[list[str]]) -> bool:
+    """Whether every row starts with a host name (text, not a number or a missing marker)."""
+    return all(r and not _is_number(r[0]) for r in rows)
+
+
 def _running_index(cells) -> int | None:
     """The first of ``cells`` when they are the whole numbers s, s+1, ..., s+n-1 in order (labels), else None."""
     try:
@@ -668,8 +673,7 @@ def _separator_ends_every_line(rows: list[list[str]]) -> bool:
     inner = rows[0][1:-1]
     if all(c.strip() and not _is_number(c) for c in inner):
         return True  # a header
-    name_col = all(r[0].strip() and not _is_number(r[0]) for r in rows)
-    return len(rows[0]) == len(rows) + name_col + 1
+    return len(rows[0]) == len(rows) + _name_column(rows) + 1
 
 
 def read_matrix_csv(path: str | os.PathLike, notes: list[str] | None = None) -> tuple[np.ndarray, list[str] | None]:
@@ -705,10 +709,10 @@ def read_matrix_csv(path: str | os.PathLike, notes: list[str] | None = None) -> 
             rows = [r[1:] for r in rows]
         names = header
     elif (not rows[0][0].strip() and _running_index(rows[0][1:]) is not None and len(rows[0]) == len(rows)
-          and all(r[0].strip() and not _is_number(r[0]) for r in rows[1:])):
+          and _name_column(rows[1:])):
         rows = rows[1:]  # pandas' default column numbers over a named index: the names are the rows' (below)
     # A name column: the first cell of every row is text.
-    if rows and all(r and not _is_number(r[0]) for r in rows):
+    if rows and _name_column(rows):
         col = [r[0].strip() for r in rows]
         rows = [r[1:] for r in rows]
         if names is None:
