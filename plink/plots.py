@@ -207,7 +207,8 @@ def plot_hierarchy(probe, groups, path, *, title: str = "") -> None:
     ax0.set_xticks(np.arange(ncol) + 0.5)
     ax0.set_xticklabels(names, fontsize=7)
     ax0.set_ylabel("host (hierarchy order)")
-    if _name_ticks(ax0, [probe.names[i] for i in order], x=False):
+    ordered = [probe.names[i] for i in order]
+    if _name_ticks(ax0, ordered, x=False):
         ax0.set_ylabel("")
     if conf is not None:
         ax0.set_xlabel("conf:\nwhite 0\nblack 1", fontsize=6)
@@ -229,6 +230,6 @@ def plot_hierarchy(probe, groups, path, *, title: str = "") -> None:
     counts = f"{counts} groups (fine / coarse)" if len(levels) > 1 else f"{counts} group{'s' * (counts != '1')}"
     ax1.set_title(title or f"{probe.n} hosts, {counts}; white: missing pairs; grey: each host with itself",
                   fontsize=9)
-    ax1.set_xlabel("" if _name_ticks(ax1, [probe.names[i] for i in order], y=False) else "host (hierarchy order)")
+    ax1.set_xlabel("" if _name_ticks(ax1, ordered, y=False) else "host (hierarchy order)")
     _save(fig, path)
     plt.close(fig)
