@@ -64,7 +64,7 @@ def test_symmetrise_max_latency_min_bandwidth_and_one_sided_pairs():
     [
         (dict(format="other"), "not a plink probe file"),
         (dict(version=2), "newer than this plink reads"),
-        (dict(version="1"), "invalid version"),
+        (dict(version="1"), "version '1' is not a whole number"),
         (dict(version=0), "invalid probe file version"),
         (dict(hosts=[]), "non-empty list"),
         (dict(hosts=[{"name": "h0"}, {"name": "h0"}, {"name": "h2"}]), "duplicate host 'h0'"),
@@ -116,7 +116,7 @@ def test_json_nan_and_infinity_rejected(tmp_path, literal, message):
         ("", "invalid JSON"),
         ("{", "invalid JSON at line 1"),
         ("[1, 2]", "top level is not a JSON object"),
-        ('{"format": "plink-probe"}', "invalid version"),
+        ('{"format": "plink-probe"}', 'no "version" field'),
     ],
 )
 def test_malformed_json_files(tmp_path, content, message):

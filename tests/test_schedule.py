@@ -488,9 +488,11 @@ def test_schedule_file_keeps_every_field(tmp_path, base):
 
 
 @pytest.mark.parametrize("change, message", [
-    (lambda d: {**d, "version": 0}, "x.json: missing or invalid version 0"),
-    (lambda d: {**d, "version": True}, "x.json: missing or invalid version True"),
-    (lambda d: {**d, "version": "1"}, "x.json: missing or invalid version '1'"),
+    (lambda d: {**d, "version": 0}, "x.json: schedule version 0 is not one this plink reads (1..1)"),
+    (lambda d: {**d, "version": True}, "x.json: schedule version True is not a whole number (this plink reads 1..1)"),
+    (lambda d: {**d, "version": "1"}, "x.json: schedule version '1' is not a whole number (this plink reads 1..1)"),
+    (lambda d: {k: v for k, v in d.items() if k != "version"},
+     'x.json: no "version" field (a plink schedule file has "format": \'plink-schedule\' and "version": 1)'),
     (lambda d: {**d, "form": "tree"}, "x.json: 'form' must be 'dag' or 'compact'"),
     (lambda d: {**d, "hosts": "a"}, "x.json: 'hosts' must be a list"),
     (lambda d: {**d, "hosts": []}, "x.json: 'hosts' must be a non-empty list of distinct names"),

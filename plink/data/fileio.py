@@ -240,9 +240,13 @@ def check_envelope(doc: Any, path, fmt: str, version: int, what: str, error: typ
     with one line naming ``path`` (``what``: the kind of file, e.g. "schedule")."""
     if not isinstance(doc, dict) or doc.get("format") != fmt:
         raise error(f"{path}: not a plink {what} file")
+    if "version" not in doc:
+        raise error(f"{path}: no \"version\" field (a plink {what} file has \"format\": {fmt!r} and \"version\": {version})")
     v = doc.get("version")
-    if not isinstance(v, int) or isinstance(v, bool) or v < 1:
-        raise error(f"{path}: missing or invalid version {v!r}")
+    if not isinstance(v, int) or isinstance(v, bool):
+        raise error(f"{path}: {version_name or what} version {v!r} is not a whole number (this plink reads 1..{version})")
+    if v < 1:
+        raise error(f"{path}: {version_name or what} version {v} is not one this plink reads (1..{version})")
     if v > version:
         raise error(f"{path}: {version_name or what} version {v} is newer than this plink reads ({version})")
     return v

@@ -479,8 +479,11 @@ def from_dict(doc: Any, path: str = "<probe>", notes: list[str] | None = None) -
     if fmt != FORMAT:
         raise ProbeFileError(f"{path}: not a plink probe file (format is {fmt!r}, expected {FORMAT!r})")
     version = doc.get("version")
+    if "version" not in doc:
+        raise ProbeFileError(f"{path}: no \"version\" field (a plink probe file has \"format\": {FORMAT!r} and "
+                             f"\"version\": {VERSION})")
     if not isinstance(version, int) or isinstance(version, bool):
-        raise ProbeFileError(f"{path}: missing or invalid version {version!r}")
+        raise ProbeFileError(f"{path}: probe file version {version!r} is not a whole number (this plink reads 1..{VERSION})")
     if version > VERSION:
         raise ProbeFileError(
             f"{path}: probe file version {version} is newer than this plink reads ({VERSION}); upgrade plink"
