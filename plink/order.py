@@ -216,7 +216,7 @@ def _build(cost_model: str, algo: str, probe: ProbeData, groups, fill: str, size
         return CostModel(algo, pc, size, base), _data_used(probe, bool(np.any(pc.inv_bw))), []
     net = network(probe, groups, fill=fill, use_bandwidth=use_bandwidth, nic_gbps=nic_gbps)
     # no bytes, no capacity: what was assumed about them does not matter to these costs
-    notes = list(net.notes) if size > 0 else [n for n in net.notes if "assumed" not in n]
+    notes = list(net.notes) if size > 0 else [n for n in net.notes if n not in net.assumption_notes]
     return SharedCostModel(algo, net, size, base), _data_used(probe, "nic" not in net.assumed), notes
 
 

@@ -222,6 +222,7 @@ def network(probe: ProbeData, groups: Groups, *, fill: str = "high", use_bandwid
     lat_us = fill_missing(probe.latency, lab, fill, probe.missing_mask())
     lat = lat_us * 1e-6 / 2.0
     notes: list[str] = []
+    assumption_notes: list[str] = []  # the notes on assumed capacities (moot when no bytes move)
     bw = probe.bandwidth if use_bandwidth else None
     nic = None
     if bw is not None:
@@ -247,6 +248,7 @@ def network(probe: ProbeData, groups: Groups, *, fill: str = "high", use_bandwid
         nic = np.full(n, gbps * 1e9 / 8)
         notes.append(f"no bandwidth measured: host NICs assumed {gbps:g} Gbit/s"
                      + (" (set --nic-gbps)" if nic_gbps is None else ""))
+        assumption_notes.append(notes[-1])
     k = int(lab.max()) + 1 if n else 0
     if uplinks == "oversubscribed":
         up = conservative_uplinks(nic, lab)
@@ -298,4 +300,6 @@ def network(probe: ProbeData, groups: Groups, *, fill: str = "high", use_bandwid
         notes.append(f"{what} measured: assumed the oversubscribed case, an uplink carries what one host NIC does"
                      if uplinks == "oversubscribed" else
                      f"{what} measured: assumed non-blocking, an uplink carries every host NIC of its group")
-    return Network(lat, nic, nic.copy(), lab, up, down, tuple(notes), outer, tuple(assumed), path)
+        assumption_notes.append(notes[-1])
+    return Network(lat, nic, nic.copy(), lab, up, down, tuple(notes), outer, tuple(assumed), path,
+                   tuple(assumption_notes))

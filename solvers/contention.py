@@ -146,7 +146,8 @@ class Network:
     uplinks measured for sets of racks, or rows of racks); a flow uses a
     level's uplinks when its two hosts have different labels there.
     ``notes``: the assumptions made to build it (reported to the user);
-    ``assumed``: which capacities were assumed, not measured (``"nic"``, ``"uplinks"``).
+    ``assumed``: which capacities were assumed, not measured (``"nic"``, ``"uplinks"``);
+    ``assumption_notes``: the notes (of ``notes``) that say what was assumed about them.
     ``path``: optional ``(N, N)`` bytes/s, the most one flow from ``a`` to ``b`` gets on its own
     (a pair's bandwidth measured alone, e.g. a public inter-region matrix): a flow then takes at
     least ``bytes / path[a, b]``, whatever it shares (the diagonal is ignored).
@@ -162,6 +163,7 @@ class Network:
     outer: tuple = field(default=())
     assumed: tuple[str, ...] = field(default=())
     path: np.ndarray | None = None
+    assumption_notes: tuple[str, ...] = field(default=())
 
     def __post_init__(self) -> None:
         lat = np.asarray(self.latency, dtype=float)
