@@ -100,7 +100,7 @@ def render_structure(groups, console) -> None:
 @click.option("--no-heights", is_flag=True, help="balanced: do not fit per-host startup costs.")
 @click.option("--seed", default=0, show_default=True, type=click.IntRange(0, 2**32 - 1))
 @click.option("--plot", type=click.Path(dir_okay=False), callback=plot_file,
-              help="Write a picture of the groups (needs matplotlib).")
+              help="Write a picture of the groups (needs matplotlib; the format follows the extension, PNG without one).")
 @click.option("-o", "--output", type=click.Path(dir_okay=False, allow_dash=True), callback=stdout_if_dash, help="Groups file to write (default: stdout).")
 @click.option("--json", "as_json", is_flag=True, help="With -o: print the metrics as JSON on stdout (without -o, stdout is the groups file, metrics included).")
 @matrix_input_options()
@@ -208,7 +208,7 @@ def render_show(summary, console) -> None:
 @click.argument("probefile", type=click.Path(dir_okay=False))
 @click.option("--groups", "groups_file", type=click.Path(dir_okay=False), help="A groups file from 'plink group'.")
 @click.option("--plot", type=click.Path(dir_okay=False), callback=plot_file,
-              help="Write a heatmap of the matrix in group order (needs matplotlib).")
+              help="Write a heatmap of the matrix in group order (needs matplotlib; the format follows the extension, PNG without one).")
 @click.option("--order", "orderfile", type=click.Path(dir_okay=False),
               help="With --plot: two heatmaps, as probed and in this order file's rank order.")
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
