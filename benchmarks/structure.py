@@ -10,7 +10,10 @@ For every case, in the same run:
   ones: average and complete linkage (scipy), spectral clustering (scikit-learn,
   affinity ``exp(-(d / median d)^2)``), k-means (10 inits) on classical MDS
   coordinates (K dimensions), and the dissertation's ProbeEmbed + BalancedGrouper
-  (``plink.structure.group.group_hosts``, plink's previous ``plink group``).
+  (``plink.structure.group.group_hosts``, plink's previous ``plink group``);
+* ``oracle``: a reference, not a method (:func:`oracle_labels`): each host placed in
+  the true group nearest it, all other hosts where they truly are. Below 0.95, noise
+  has made some hosts look like members of another group.
 
 Cases:
 
@@ -190,6 +193,36 @@ def embed_balanced_labels(m: np.ndarray, k: int) -> np.ndarray:
     return group_hosts(probe, n_groups=k, seed=0).labels
 
 
+def oracle_labels(m: np.ndarray, truth: np.ndarray) -> np.ndarray:
+    """Each host placed by its own measurements, every other host where it truly is (leave one out).
+
+    A reference, not a method: host ``i`` goes to the true group whose members are
+    nearest it, by the smallest, the median or the mean of its latencies to them,
+    before or after plink's per-host overheads are removed (six rules; the one with the
+    best AMI is kept). Where even this misplaces hosts, noise has made them look like
+    members of another group, and no grouping of the matrix alone can place them.
+    """
+    from plink.structure.hierarchy import remove_host_overheads, symmetrise_min
+
+    s = symmetrise_min(np.array(m, dtype=float))
+    best, best_lab = -np.inf, truth
+    groups = [np.flatnonzero(truth == g) for g in range(truth.max() + 1)]
+    for d in (s, remove_host_overheads(s)[0]):
+        for stat in (np.min, np.median, np.mean):
+            lab = truth.copy()
+            for i in range(len(truth)):
+                scores = []
+                for mem in groups:
+                    v = d[i, mem[mem != i]]
+                    v = v[np.isfinite(v)]
+                    scores.append(stat(v) if v.size else np.inf)
+                lab[i] = int(np.argmin(scores))
+            a = ami(truth, lab)
+            if a > best:
+                best, best_lab = a, lab
+    return best_lab
+
+
 BASELINES = {
     "average": lambda m, s, k: linkage_labels(s, k, "average"),
     "complete": lambda m, s, k: linkage_labels(s, k, "complete"),
@@ -218,6 +251,7 @@ def run_case(case: dict, baselines: dict) -> dict:
     for name, fn in baselines.items():
         row[name] = ami(truth, fn(m, s, k))
     row["best baseline"] = max(row[name] for name in baselines)
+    row["oracle"] = ami(truth, oracle_labels(m, truth))
     coarse = case.get("coarse")
     if coarse is not None:  # the next level up: plink's levels[1] vs average linkage given its true K
         kc = int(coarse.max() + 1)
@@ -246,7 +280,7 @@ def main(argv=None) -> int:
     cases = sim_cases(args.seed, args.cases, args.large) + real_cases(args.data)
     if args.only:
         cases = [c for c in cases if args.only in c["name"]]
-    cols = ["plink auto", "plink K", *baselines]
+    cols = ["plink auto", "plink K", *baselines, "oracle"]
     print(f"# structure inference: AMI vs true labels (seed {args.seed}); baselines given the true K")
     for c in cases:
         if c["simulated"]:
@@ -273,7 +307,7 @@ def main(argv=None) -> int:
     if sims:
         print(f"simulated: plink auto mean AMI {np.mean([r['plink auto'] for r in sims]):.3f}, "
               f"best baseline given K mean {np.mean([r['best baseline'] for r in sims]):.3f}")
-    bad = [r["case"] for r in rows if not r["ok"]]
+    bad = [f"{r['case']} (oracle {r['oracle']:.3f})" for r in rows if not r["ok"]]
     print(f"targets (auto >= best baseline - {TARGET_MARGIN} on every case, >= {TARGET_SIM} on simulated): "
           + ("met" if not bad else "MISSED on " + ", ".join(bad)))
     return 1 if bad else 0
