@@ -239,3 +239,36 @@ def test_pass_ratios_pair_the_orders_pass_by_pass_with_the_runoff():
     doc["orders"]["b"].pop("runoff")  # b not in the runoff: the first passes only
     assert pass_ratios(doc, "c", "a", "b", 2) == pytest.approx([2.1 / 1.1, 1.0])
     assert pass_ratios(doc, "c", "a", "short", 2) == []  # runs that do not split into the passes
+
+
+def test_pair_bandwidth_benchmark_scaling_subset_and_table(tmp_path):
+    """benchmarks/pair_bandwidth_netns.py off the cluster: the matrix scaled to its fastest pair, a
+    subset drawn reproducibly, and the table of a saved run priced by both models."""
+    import benchmarks.pair_bandwidth_netns as pb
+
+    bw, names = pb.scaled_matrix(pb.MATRIX, "Gbit/s", 400.0)
+    assert bw.shape == (16, 16) and np.nanmax(bw) == pytest.approx(400.0) and np.isnan(np.diag(bw)).all()
+    pick = pb.subset(16, 6, 1)
+    assert pick == pb.subset(16, 6, 1) and pick == sorted(set(pick)) and len(pick) == 6
+    sub, sub_names = pb.scaled_matrix(pb.MATRIX, "Gbit/s", 100.0, pick)
+    assert sub_names == [names[i] for i in pick] and np.nanmax(sub) == pytest.approx(100.0)
+    ratio = sub / (bw[np.ix_(pick, pick)])  # the same pairs, one scale
+    assert np.nanstd(ratio) < 1e-9
+    fast = [0, 1, 2, 3, 4, 5]  # every pair at 100 Mbit/s but one slow pair: orders that use it are slower
+    m = np.full((6, 6), 100.0)
+    m[0, 1] = m[1, 0] = 1.0
+    np.fill_diagonal(m, np.nan)
+    doc = {"matrix": "m.csv", "max_mbit": 100.0, "names": [f"h{i}" for i in range(6)], "size_bytes": 2**20,
+           "repeats": 1, "passes": 1, "bandwidth_mbit": m.tolist(),
+           "orders": {"plink ring (shared)": [0, 2, 1, 3, 4, 5], "input order": fast,
+                      "random 0": [1, 0, 2, 3, 4, 5], "random 1": [2, 3, 0, 1, 4, 5]},
+           "runs": {"plink ring (shared)": {"4": [0.2]}, "input order": {"4": [1.0]},
+                    "random 0": {"4": [1.1]}, "random 1": {"4": [1.2]}}}
+    pred = pb.predictions(doc)
+    ring = pred["4"]["shared"]
+    assert ring["plink ring (shared)"] < ring["input order"] and ring["plink ring (shared)"] < ring["random 1"]
+    text = pb.render(doc)
+    assert "## Open MPI ring (coll_tuned 4)" in text and "recursive doubling" not in text
+    # both models price the three orders over the slow pair alike (tied) and plink's lowest
+    assert "Spearman(predicted, measured) over 4 orders: shared 0.77, pair sum 0.77" in text
+    assert "plink ring (shared): measured 5.75x faster than the median random order" in text
