@@ -837,29 +837,25 @@ def move_to_nearest(raw: np.ndarray, labels: np.ndarray, parent: np.ndarray | No
     """
     lab = labels.copy()
     n = len(lab)
+    k = int(lab.max()) + 1 if n else 0
     par = np.zeros(n, dtype=int) if parent is None else parent
     moved = np.zeros(n, dtype=bool)
+    sizes = np.bincount(lab, minlength=k)
     for _ in range(max_passes):
         any_move = False
         for i in range(n):
             own = lab[i]
-            if np.count_nonzero(lab == own) <= 2:
+            if sizes[own] <= 2:
                 continue
-            row = raw[i]
-            best, arg, cur = np.inf, own, np.inf
-            for g in np.unique(lab[par == par[i]]):
-                mem = np.flatnonzero(lab == g)
-                v = row[mem[mem != i]]
-                v = v[np.isfinite(v)]
-                if not v.size:
-                    continue
-                d = float(v.min())
-                if g == own:
-                    cur = d
-                if d < best:
-                    best, arg = d, g
-            if arg != own and np.isfinite(cur) and best * margin < cur:
+            ok = np.isfinite(raw[i]) & (par == par[i])
+            ok[i] = False
+            near = np.full(k, np.inf)  # the smallest latency from host i to each group of its parent
+            np.minimum.at(near, lab[ok], raw[i, ok])
+            cur, arg = near[own], int(np.argmin(near))
+            if arg != own and np.isfinite(cur) and near[arg] * margin < cur:
                 lab[i] = arg
+                sizes[own] -= 1
+                sizes[arg] += 1
                 moved[i] = any_move = True
         if not any_move:
             break
