@@ -832,7 +832,7 @@ def move_to_nearest(raw: np.ndarray, labels: np.ndarray, parent: np.ndarray | No
     estimate of how far the group is; profile distances, which average over
     every host, hardly see the 1-3 columns in which racks of 2-4 hosts of
     one row differ, and put a host whose rack-mate pairs noise inflated in a
-    neighbouring rack.  Returns ``(labels, moved)``, the hosts that moved.
+    neighbouring rack.  Returns ``(labels, moved)``, the hosts that moved (in any pass).
     O(passes * N^2).
     """
     lab = labels.copy()
