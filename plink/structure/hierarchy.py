@@ -820,46 +820,56 @@ def hierarchy_from_matrix(x: np.ndarray, *, max_levels: int = 3, n_groups: int |
 
 
 def move_to_nearest(raw: np.ndarray, labels: np.ndarray, parent: np.ndarray | None = None,
-                    margin: float = NEAREST_MOVE, max_passes: int = 5) -> tuple[np.ndarray, np.ndarray]:
+                    margin: float = NEAREST_MOVE) -> tuple[np.ndarray, np.ndarray]:
     """Move hosts whose nearest member of another group is ``margin`` times closer than their nearest group-mate.
 
     ``raw``: symmetric latencies (NaN = missing); ``labels``: the finest groups;
     ``parent``: the next level up (None: one parent), moves stay inside it so
-    coarser levels keep holding.  Hosts are visited in index order, up to
-    ``max_passes`` passes; a host never leaves a group of 2 or fewer, and one
-    without a measured group-mate stays.  Noise and other tenants only *add*
-    delay, so the smallest latency from a host to a group is the best
-    estimate of how far the group is; profile distances, which average over
-    every host, hardly see the 1-3 columns in which racks of 2-4 hosts of
-    one row differ, and put a host whose rack-mate pairs noise inflated in a
-    neighbouring rack.  Returns ``(labels, moved)``, the hosts that moved (in any pass).
-    O(passes * N^2).
+    coarser levels keep holding.  Noise and other tenants only *add* delay, so
+    the smallest latency from a host to a group is the best estimate of how far
+    the group is; profile distances, which average over every host, hardly see
+    the 1-3 columns in which racks of 2-4 hosts of one row differ, and put a host
+    whose rack-mate pairs noise inflated in a neighbouring rack.
+
+    One pass, every move judged on ``labels`` as given, the largest ratio first: a
+    host does not move when the host that draws it (its nearest in the other group)
+    would move too, when a host has been drawn to it, or when its group would keep
+    fewer than 2 (a group of 2 stays whole). So moves do not chain: visited in turn
+    and repeated until nothing moved (until 2026-11-28 03:20), hosts of Skyplane's
+    inter-region throughputs followed one another until some sat in a group none of
+    whose members was near them (31 of 63 moved).  A host without a measured
+    group-mate stays.  Returns ``(labels, moved)``.  O(N^2).
     """
     lab = labels.copy()
     n = len(lab)
     k = int(lab.max()) + 1 if n else 0
     par = np.zeros(n, dtype=int) if parent is None else parent
-    moved = np.zeros(n, dtype=bool)
     sizes = np.bincount(lab, minlength=k)
-    for _ in range(max_passes):
-        any_move = False
-        for i in range(n):
-            own = lab[i]
-            if sizes[own] <= 2:
-                continue
-            ok = np.isfinite(raw[i]) & (par == par[i])
-            ok[i] = False
-            near = np.full(k, np.inf)  # the smallest latency from host i to each group of its parent
-            np.minimum.at(near, lab[ok], raw[i, ok])
-            cur, arg = near[own], int(np.argmin(near))
-            if arg != own and np.isfinite(cur) and near[arg] * margin < cur:
-                lab[i] = arg
-                sizes[own] -= 1
-                sizes[arg] += 1
-                moved[i] = any_move = True
-        if not any_move:
-            break
-    return lab, np.flatnonzero(moved)
+    wants = []  # (ratio, host, group, the member of that group nearest the host)
+    for i in range(n):
+        own = lab[i]
+        if sizes[own] <= 2:
+            continue
+        ok = np.isfinite(raw[i]) & (par == par[i])
+        ok[i] = False
+        near = np.full(k, np.inf)  # the smallest latency from host i to each group of its parent
+        np.minimum.at(near, lab[ok], raw[i, ok])
+        cur, arg = near[own], int(np.argmin(near))
+        if arg != own and np.isfinite(cur) and near[arg] * margin < cur:
+            mem = np.flatnonzero(ok & (lab == arg))
+            wants.append((cur / near[arg], i, arg, int(mem[np.argmin(raw[i, mem])])))
+    movers = {i for _, i, _, _ in wants}
+    drew: set[int] = set()  # hosts a moved host was drawn to
+    moved = []
+    for _, i, g, j in sorted(wants, key=lambda w: (-w[0], w[1])):
+        if j in movers or i in drew or sizes[lab[i]] <= 2:
+            continue
+        sizes[lab[i]] -= 1
+        sizes[g] += 1
+        lab[i] = g
+        drew.add(j)
+        moved.append(i)
+    return lab, np.array(sorted(moved), dtype=int)
 
 
 def _block_medians(lat: np.ndarray, labels: np.ndarray) -> np.ndarray:
