@@ -36,7 +36,7 @@ from pathlib import Path
 
 import numpy as np
 
-from plink.data.probefile import count_asymmetric
+from plink.data.probefile import count_asymmetric, default_host_names
 from plink.errors import ProbeFileError
 
 #: ``ProbeData.meta["bandwidth_source"]`` of a bandwidth matrix read from a file (``--kind bandwidth``,
@@ -410,8 +410,7 @@ def load_input(
             raise ProbeFileError(f"{hosts}: {len(listed)} host names for a {n}x{n} matrix ({path})")
         names = listed
     if names is None:
-        width = len(str(max(n - 1, 0)))
-        names = [f"h{i:0{width}d}" for i in range(n)]
+        names = default_host_names(n)
     for nm in names:
         check_host_name(nm, f"{path}: host name")
     if len(set(names)) != len(names):

@@ -735,6 +735,13 @@ def read_matrix_csv(path: str | os.PathLike, notes: list[str] | None = None) -> 
     return m, names
 
 
+def default_host_names(n: int) -> list[str]:
+    """The names plink gives ``n`` hosts of a matrix without names: ``h0..h9``, ``h00..h99``, ... (the
+    width of ``n - 1``, so that they sort in index order)."""
+    width = len(str(max(n - 1, 0)))
+    return [f"h{i:0{width}d}" for i in range(n)]
+
+
 def from_matrix(
     latency: np.ndarray,
     names: Sequence[str] | None = None,
@@ -755,8 +762,7 @@ def from_matrix(
         raise ProbeFileError(f"latency matrix is not square (shape {'x'.join(map(str, m.shape))})")
     n = m.shape[0]
     if names is None:
-        width = len(str(max(n - 1, 0)))
-        names = [f"h{i:0{width}d}" for i in range(n)]
+        names = default_host_names(n)
     names = list(names)
     if len(names) != n:
         raise ProbeFileError(f"{len(names)} host names for a {n}x{n} matrix")
