@@ -51,6 +51,7 @@ import numpy as np  # noqa: E402
 from scipy.stats import spearmanr  # noqa: E402
 
 import benchmarks.collectives_netns as proof  # noqa: E402
+from plink.data.probefile import default_host_names  # noqa: E402
 
 PREFIX, SUBNET = "pw", "10.203"
 MATRIX = ROOT / "tests" / "data" / "skyplane16_throughput_gbps.csv"
@@ -156,7 +157,7 @@ def measure(args, save) -> dict:
                       args.subset_seed)
     bw, picked = scaled_matrix(Path(args.matrix), args.unit, args.max_mbit, pick)
     n = len(picked)
-    names = [f"h{i:02d}" if n >= 10 else f"h{i}" for i in range(n)]  # what plink names the scaled CSV's hosts
+    names = default_host_names(n)  # what plink names the scaled CSV's hosts
     rng = np.random.default_rng(args.seed)
     doc = {"format": "plink-pair-bandwidth", "version": 1, "matrix": str(args.matrix), "unit": args.unit,
            "max_mbit": args.max_mbit, "bandwidth_mbit": bw.tolist(), "names": picked, "picked": pick, "size_bytes": args.size,
@@ -186,19 +187,19 @@ def measure(args, save) -> dict:
                 hosts = [Host(c.hosts[i].name, c.hosts[i].address) for i in o]
                 files[name] = {**proof.write_files(tmp, name.replace(" ", "_").replace("(", "").replace(")", ""),
                                                    hosts), "hosts": [h.name for h in hosts]}
+            # the proof's passes over the orders (every other one in reverse), its collectives named by spec
+            coll_of = {v[2]: k for k, v in proof.COLLECTIVES.items() if v[2] in SPECS}
             runs: dict[str, dict[str, list]] = {name: {} for name in orders}
-            for p in range(args.passes):
-                for name in (list(orders) if p % 2 == 0 else list(orders)[::-1]):
-                    t = time.monotonic()
-                    res = proof.run_mpi(c, exe, files[name]["openmpi"], files[name]["hosts"], args.size,
-                                        args.repeats, mca=tuple(args.mpi_mca), specs=args.specs)
-                    for spec, secs in res.items():
-                        runs[name].setdefault(spec.split(":")[0], []).extend(secs)
-                    proof.log(f"pass {p + 1}/{args.passes} {name}: "
-                              + ", ".join(f"{SPECS[s][0]} {np.median(v):.3f} s" for s, v in runs[name].items())
-                              + f" ({time.monotonic() - t:.0f} s)")
-                    doc["runs"] = runs
-                    save(doc)
+            doc["runs"] = runs
+
+            def record(name, coll, secs):
+                spec = proof.COLLECTIVES[coll][2]
+                runs[name][spec] = list(secs)
+                proof.log(f"{name}: {SPECS[spec][0]} {np.median(secs):.3f} s over {len(secs)} runs")
+
+            proof.mpi_passes(c, exe, files, list(orders), args.passes, args.size, args.repeats,
+                             tuple(args.mpi_mca), record, lambda: save(doc),
+                             colls_of=lambda _: [coll_of[sp] for sp in args.specs])
     doc["finished"] = proof.utc()
     return doc
 
@@ -218,7 +219,8 @@ def predictions(doc: dict) -> dict[str, dict[str, dict[str, float]]]:
     lat = bandwidth_to_distance_us(sym)
     np.fill_diagonal(lat, 0.0)
     meta = new_meta("matrix", kind="bandwidth", bandwidth_source=MATRIX_BANDWIDTH)
-    probe = ProbeData(hosts=[Host(f"h{i:02d}") for i in range(n)], latency=lat, bandwidth=np.fmin(bw, bw.T), meta=meta)
+    probe = ProbeData(hosts=[Host(nm) for nm in default_host_names(n)], latency=lat, bandwidth=np.fmin(bw, bw.T),
+                      meta=meta)
     groups = find_groups(probe)
     net = network(probe, groups, fill="high", use_bandwidth=True)
     # the other end of plink's span: no uplink was measured, and here there are none to share
