@@ -149,12 +149,7 @@ def plink_orders(csv: Path, names: list[str], size: int, tmp: Path) -> dict[str,
 
 
 def measure(args, save) -> dict:
-    pick = None
-    if args.hosts:
-        from plink.data.inputs import load_input
-
-        pick = subset(load_input(str(args.matrix), kind="bandwidth", unit=args.unit).probe.n, args.hosts,
-                      args.subset_seed)
+    pick = subset(args.n_all, args.hosts, args.subset_seed) if args.hosts else None
     bw, picked = scaled_matrix(Path(args.matrix), args.unit, args.max_mbit, pick)
     n = len(picked)
     names = default_host_names(n)  # what plink names the scaled CSV's hosts
@@ -301,6 +296,15 @@ def main(argv=None) -> int:
     args.specs = [x.strip() for x in args.specs.split(",") if x.strip()]
     if not args.specs or any(x not in SPECS for x in args.specs):
         ap.error(f"--specs: give some of {', '.join(SPECS)}")
+    from plink.data.inputs import load_input
+    from plink.errors import PlinkError
+
+    try:  # the matrix is read before any cluster is built: a bad one is one line
+        args.n_all = load_input(str(args.matrix), kind="bandwidth", unit=args.unit).probe.n
+    except PlinkError as exc:
+        ap.error(str(exc))
+    if args.hosts and not 2 <= args.hosts <= args.n_all:
+        ap.error(f"--hosts {args.hosts}: give 2..{args.n_all} (the hosts of {args.matrix})")
     return proof.measure_and_report(args, measure, render, tools=("mpirun.openmpi", "iperf3"))
 
 
