@@ -487,3 +487,71 @@ def test_move_to_nearest_does_not_chain():
     lab = np.array([0, 0, 0, 0, 1, 1, 1, 2, 2, 2])
     out, moved = move_to_nearest(d, lab)
     assert moved.tolist() == [4] and out.tolist() == [0, 0, 0, 0, 2, 1, 1, 2, 2, 2]
+
+
+@pytest.mark.parametrize("shape, kw, before", [
+    (dict(racks=7, rows=1), dict(jitter=0.199, tenant_us=1.349, noisy_hosts=0.047, outlier_frac=0.04, asymmetry=0.132,
+                                 missing_frac=0.031, seed=1759882178), 0.964),
+    (dict(racks=4, rows=1), dict(jitter=0.181, tenant_us=0.864, noisy_hosts=0.076, outlier_frac=0.035, asymmetry=0.158,
+                                 missing_frac=0.045, seed=772874315), 0.940),
+    (dict(racks=3, rows=3), dict(jitter=0.133, tenant_us=1.411, noisy_hosts=0.034, outlier_frac=0.034, asymmetry=0.066,
+                                 missing_frac=0.019, seed=110463911), 0.980)])
+def test_a_rack_cut_in_two_by_inflated_pairs_is_merged(shape, kw, before, monkeypatch):
+    """Racks of 5-9 hosts (benchmarks/structure.py --large: sim-4 of seed 17, sim-0 of seed 34, sim-1 of
+    seed 22): a few inflated pairs made the best cut split one rack 3 + 3, whose parts are far nearer each
+    other than the rest of their row is; merge_split_groups puts them back together. Without it the
+    AMI is the figure the benchmark had before."""
+    import plink.structure.hierarchy as hier
+
+    p = simulate_datacenter(hosts_per_rack=(5, 9), outlier_scale=1.0, **shape, **kw)
+    truth = racks_of(p)
+    h = infer_hierarchy(p.latency)
+    assert len(h.scores["merged"]) == 1
+    assert ami(truth, h.labels) == pytest.approx(1.0)
+    monkeypatch.setattr(hier, "merge_split_groups", lambda raw, labels, *a, **k: (labels.copy(), []))
+    assert ami(truth, infer_hierarchy(p.latency).labels) == pytest.approx(before, abs=5e-4)
+
+
+def _row(sizes, inside=1.0, across=4.0):
+    """Symmetric latencies of one row of groups: ``inside`` within a group, ``across`` between groups."""
+    lab = np.repeat(np.arange(len(sizes)), sizes)
+    d = np.where(lab[:, None] == lab[None, :], inside, across).astype(float)
+    np.fill_diagonal(d, np.nan)
+    return d, lab
+
+
+def test_merge_split_groups_merges_only_a_tight_group_cut_in_two():
+    """Two groups whose pairs between them are near those inside them (1.2x), 4x nearer than the rest of
+    the row, merge; the guards: not when the rest of the row is as near (two racks of a flat row), nor
+    across parents, nor into 16 hosts or more, nor when the merged group would be looser than the
+    parent's other groups, nor groups of 1, nor without another group in the parent."""
+    from plink.structure.hierarchy import merge_split_groups
+
+    d, lab = _row([3, 3, 5, 5])
+    d[np.ix_([0, 1, 2], [3, 4, 5])] = d[np.ix_([3, 4, 5], [0, 1, 2])] = 1.2
+    out, merges = merge_split_groups(d, lab)
+    assert out.tolist() == [0] * 6 + [1] * 5 + [2] * 5 and merges == [([0, 1, 2], [3, 4, 5])]
+    flat, flab = _row([3, 3, 5, 5], across=1.5)  # 1.5x apart (< 1.6x), but so is every other two: no tight group
+    assert merge_split_groups(flat, flab)[1] == []
+    assert merge_split_groups(d, lab, parent=np.array([0] * 3 + [1] * 13))[1] == []
+    assert merge_split_groups(d, lab, max_size=6)[1] == []
+    loose = d.copy()
+    loose[np.ix_(range(6, 16), range(6, 16))] = np.where(np.eye(10, dtype=bool), np.nan, 0.5)
+    loose[6:11, 11:16] = loose[11:16, 6:11] = 4.0  # the other groups are twice as tight: 1.1 > 1.25 x 0.5
+    assert merge_split_groups(loose, lab)[1] == []
+    assert merge_split_groups(loose, lab, looser=np.inf)[1] != []  # (that guard is what keeps them apart)
+    single, slab = _row([1, 3, 5, 5])
+    single[0, 1:4] = single[1:4, 0] = 1.2
+    assert merge_split_groups(single, slab)[1] == []
+    alone = d[:6, :6]
+    assert merge_split_groups(alone, lab[:6])[1] == []
+
+
+def test_merge_split_groups_merges_a_group_cut_in_three():
+    """A rack cut in three parts merges whole: after the first merge the conditions are judged again."""
+    from plink.structure.hierarchy import merge_split_groups
+
+    d, lab = _row([2, 2, 2, 6, 6])
+    d[:6, :6] = np.where(np.eye(6, dtype=bool), np.nan, np.where(lab[:6, None] == lab[None, :6], 1.0, 1.1))
+    out, merges = merge_split_groups(d, lab)
+    assert len(merges) == 2 and out.tolist() == [0] * 6 + [1] * 6 + [2] * 6
