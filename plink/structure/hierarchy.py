@@ -52,7 +52,11 @@ The pipeline (each step a pure function over numpy arrays):
    significant split remains or ``max_levels`` is reached; when the first
    split is already the finest, rows above it are looked for among the
    groups' mean distances.  ``labels`` is the finest level.
-6. :func:`move_to_nearest`: a host whose nearest member of another group of
+6. :func:`merge_split_groups`: two groups of one parent that one group of
+   their hosts would not have been split into, and that together are a tight
+   group of the parent, merge (the best silhouette can cut a rack in two
+   when a few of its pairs are inflated).
+7. :func:`move_to_nearest`: a host whose nearest member of another group of
    its parent is :data:`NEAREST_MOVE` times closer than its nearest
    rack-mate moves there (profiles average over all N columns, in which
    racks of 2-4 hosts differ in only a few).
