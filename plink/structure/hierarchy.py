@@ -137,12 +137,13 @@ METRICS = ("log", "near")
 #: them sim-9's racks of 2-4 hosts) and lower one by 0.001 at most; 1.2 lowers 3, 1.0 lowers 14. On seeds
 #: 12-19, drawn after, 1.5 changed one case (up). See move_to_nearest
 NEAREST_MOVE = 1.5
-#: before that: two groups of one parent merge when one group of their hosts would not be split so and would be a
-#: significant group of the parent (:func:`merge_split_groups`), unless the merged group is more than this many times
-#: looser (median pair, as measured) than the median of the parent's other groups. On benchmarks/structure.py --large
-#: seeds 0-59 the merge raised 13 of 600 cases and lowered none (seed 17's sim-4: a rack of 6 cut 3 + 3, 0.964 ->
-#: 1.000). Without this condition PlanetLab's 138 groups became 123 (median RTT within a group 1.17 -> 2.61 ms) and
-#: Seattle's 21 became 13; with it both keep theirs (chosen on seeds 0-39, PlanetLab and Seattle; 40-59 drawn after)
+#: before that: two groups of one parent merge when their split would not pass the test for splitting a small
+#: group and together they would be a significant group of the parent (:func:`merge_split_groups`), unless the
+#: merged group is more than this many times looser (median pair, as measured) than the median of the parent's
+#: other groups. On benchmarks/structure.py --large seeds 0-59 the merge raised 13 of 600 cases and lowered none
+#: (seed 17's sim-4: a rack of 6 cut 3 + 3, 0.964 -> 1.000). Without this condition PlanetLab's 138 groups became
+#: 123 (median RTT within a group 1.17 -> 2.61 ms) and Seattle's 21 became 13; with it both keep theirs (chosen
+#: on seeds 0-39, PlanetLab and Seattle; 40-59 drawn after)
 MERGE_LOOSER = 1.25
 
 
@@ -890,7 +891,7 @@ def move_to_nearest(raw: np.ndarray, labels: np.ndarray, parent: np.ndarray | No
 def merge_split_groups(raw: np.ndarray, labels: np.ndarray, parent: np.ndarray | None = None, *,
                        looser: float = MERGE_LOOSER, effect: float = EFFECT_MIN_SMALL,
                        max_size: int = SMALL_GROUP) -> tuple[np.ndarray, list[tuple[list[int], list[int]]]]:
-    """Merge two groups of one parent that one group of their hosts would not be split into.
+    """Merge two groups of one parent whose split would not pass the test for splitting a small group.
 
     ``raw``: symmetric latencies (NaN = missing); ``labels``: the finest groups;
     ``parent``: the next level up (None: one parent).  Groups ``A`` and ``B`` of
@@ -905,14 +906,17 @@ def merge_split_groups(raw: np.ndarray, labels: np.ndarray, parent: np.ndarray |
     - and no looser than the parent's other groups: ``u`` at most ``looser`` times the
       median of their own ``u``.
 
-    A rack of 6 whose three inflated pairs made the best silhouette cut it 3 + 3:
-    ``b`` is 1.35 ``w`` (44 us against 32), ``o`` 2.4 ``u`` (80 against 34).  Two racks
-    of a row are as far apart as any two of it (``o`` near ``b``, so near ``u``).
-    On PlanetLab's RTTs nearby groups would merge into groups looser than the
-    others of their parent (the last condition).  The pair with the smallest
-    ``b / w`` merges first, then the conditions are judged again (a group cut in
-    three merges whole).  Returns ``(labels, merges)``, each merge as the two host
-    lists.  O(K^2 N^2) per merge for K groups; in practice each pair's blocks are small.
+    (and ``o > w``; a parent without another group merges nothing).  Seed 17's sim-4
+    in ``benchmarks/structure.py --large``, a rack of 6 whose three inflated pairs made
+    the best silhouette cut it 3 + 3: ``b`` is 1.35 ``w`` (44.0 us against 32.5),
+    ``o`` 2.4 ``u`` (79.5 against 33.6).  Two racks of a row of racks of 2-4 hosts are
+    often only 1.2x apart, but then the rest of the row is about as far (``o`` near
+    ``b``), so the two are no significant group (the second condition).  On
+    PlanetLab's RTTs nearby groups would merge into groups looser than the others of
+    their parent (the last condition).  The pair with the smallest ``b / w`` merges
+    first, then the conditions are judged again (a group cut in three merges whole).
+    Returns ``(labels, merges)``, each merge as the two host lists.  O(K N^2) per pass
+    for K groups, one pass per merge and one more.
     """
     lab = labels.copy()
     n = len(lab)
