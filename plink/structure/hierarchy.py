@@ -935,20 +935,21 @@ def merge_split_groups(raw: np.ndarray, labels: np.ndarray, parent: np.ndarray |
         k = int(lab.max()) + 1
         members = [np.flatnonzero(lab == g) for g in range(k)]
         own = [inside(m) for m in members]
-        u_own = np.array([float(np.median(v)) if v.size else np.nan for v in own])
+        u_own = np.array([median(v) for v in own])
+        gpar = par[[m[0] for m in members]]  # each group's parent
         best = None
         for a in range(k):
             for b in range(a + 1, k):
                 ma, mb = members[a], members[b]
-                if (min(len(ma), len(mb)) < 2 or len(ma) + len(mb) >= max_size
-                        or par[ma[0]] != par[mb[0]]):
+                if min(len(ma), len(mb)) < 2 or len(ma) + len(mb) >= max_size or gpar[a] != gpar[b]:
                     continue
                 w = median(np.r_[own[a], own[b]])
                 bt = median(raw[np.ix_(ma, mb)].ravel())
                 if not (w > 0 and bt < effect * w):
                     continue
-                siblings = [g for g in range(k) if g not in (a, b) and par[members[g][0]] == par[ma[0]]]
-                if not siblings:
+                siblings = np.flatnonzero(gpar == gpar[a])
+                siblings = siblings[(siblings != a) & (siblings != b)]
+                if not siblings.size:
                     continue
                 idx = np.r_[ma, mb]
                 rest = np.concatenate([members[g] for g in siblings])
