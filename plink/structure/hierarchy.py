@@ -52,11 +52,17 @@ The pipeline (each step a pure function over numpy arrays):
    significant split remains or ``max_levels`` is reached; when the first
    split is already the finest, rows above it are looked for among the
    groups' mean distances.  ``labels`` is the finest level.
-6. :func:`merge_split_groups`: two groups of one parent that one group of
+6. :func:`split_loose_groups`: a group whose median pair is not 1.15x
+   (:data:`EFFECT_MIN`) closer than the rest of its parent is no group but
+   several small racks the parent's split left together; when the parent's
+   other groups are 1.6x tighter than that, it is cut again on the scale
+   between the two (a group alone in its parent: when it is 1.6x looser than
+   the groups of the other parents).
+7. :func:`merge_split_groups`: two groups of one parent that one group of
    their hosts would not have been split into, and that together are a tight
    group of the parent, merge (the best silhouette can cut a rack in two
    when a few of its pairs are inflated).
-7. :func:`move_to_nearest`: a host whose nearest member of another group of
+8. :func:`move_to_nearest`: a host whose nearest member of another group of
    its parent is :data:`NEAREST_MOVE` times closer than its nearest
    rack-mate moves there (profiles average over all N columns, in which
    racks of 2-4 hosts differ in only a few).
@@ -814,12 +820,15 @@ def hierarchy_from_matrix(x: np.ndarray, *, max_levels: int = 3, n_groups: int |
     labels = levels[0]
     moved = np.zeros(0, dtype=int)
     merges: list = []
+    loose: list = []
     if labels.max() > 0:
         parent = levels[1] if len(levels) > 1 else None
         measured = x if raw is None else raw
-        merged, merges = merge_split_groups(measured, labels, parent, looser=MERGE_LOOSER)
+        cut, loose = split_loose_groups(measured, labels, parent)
+        merged, merges = merge_split_groups(measured, cut, parent, looser=MERGE_LOOSER)
         polished, moved = move_to_nearest(measured, merged, parent, margin=NEAREST_MOVE)
-        changed = np.r_[moved, [i for m in merges for part in m for i in part]].astype(int)
+        changed = np.r_[moved, [i for m in merges for part in m for i in part],
+                        [i for hosts, _ in loose for i in hosts]].astype(int)
         if changed.size:  # a changed host's (and its group-mates') confidence: the silhouette in its parent
             levels[0] = labels = _relabel(polished)
             par = np.zeros(n, dtype=int) if parent is None else parent
@@ -831,7 +840,7 @@ def hierarchy_from_matrix(x: np.ndarray, *, max_levels: int = 3, n_groups: int |
     if labels.max() == 0:
         conf = np.ones(n)
     scores = {"k": int(labels.max() + 1), "levels": len(levels), "splits": splits, "threshold": SILHOUETTE_MIN,
-              "merged": merges, "moved_to_nearest": [int(i) for i in moved]}
+              "split_loose": loose, "merged": merges, "moved_to_nearest": [int(i) for i in moved]}
     return Hierarchy(labels, levels, conf, scores)
 
 
@@ -888,6 +897,161 @@ def move_to_nearest(raw: np.ndarray, labels: np.ndarray, parent: np.ndarray | No
     return lab, np.array(sorted(moved), dtype=int)
 
 
+def _finite_median(v: np.ndarray) -> float:
+    """Median of the finite values of ``v`` (NaN if none)."""
+    v = v[np.isfinite(v)]
+    return float(np.median(v)) if v.size else float("nan")
+
+
+def _median_linkage(d: np.ndarray, below: float) -> np.ndarray:
+    """Agglomerate the hosts of symmetric ``d`` (NaN = missing) while the two nearest clusters are
+    closer than ``below``, the distance of two clusters being the median of the finite pairs between
+    them (robust to the few inflated pairs that sway an average; scipy's ``method="median"`` is WPGMC,
+    a centroid method, not this).  Returns labels.  O(n^2) medians, O(n^3) bookkeeping."""
+    n = d.shape[0]
+    clusters = {i: [i] for i in range(n)}
+    between: dict[tuple[int, int], float] = {}
+
+    def dist(a, b):
+        v = d[np.ix_(clusters[a], clusters[b])].ravel()
+        v = v[np.isfinite(v)]
+        return float(np.median(v)) if v.size else np.inf
+
+    for a in range(n):
+        for b in range(a + 1, n):
+            between[a, b] = dist(a, b)
+    while between:
+        (a, b), near = min(between.items(), key=lambda kv: (kv[1], kv[0]))
+        if not near < below:
+            break
+        clusters[a] += clusters.pop(b)
+        between = {key: v for key, v in between.items() if a not in key and b not in key}
+        for c in clusters:
+            if c != a:
+                between[min(a, c), max(a, c)] = dist(min(a, c), max(a, c))
+    lab = np.zeros(n, dtype=int)
+    for g, members in enumerate(clusters.values()):
+        lab[members] = g
+    return lab
+
+
+def _attach_lone(d: np.ndarray, sub: np.ndarray) -> np.ndarray:
+    """Labels ``sub`` of the hosts of symmetric ``d`` with every host alone in its part attached.
+
+    Each lone host links to the host it has the smallest latency to (noise only adds
+    delay); following the links, a host reaches either a part of 2 hosts or more, which it
+    joins, or two lone hosts each other's nearest, which start a part of their own with
+    the hosts that reach them (rack-mates whose pairs noise spoilt).  A host with no
+    measured latency joins the largest part.  Independent of the hosts' order; O(n^2).
+    """
+    sub = sub.copy()
+    sizes = np.bincount(sub)
+    lone = np.flatnonzero(sizes[sub] == 1)
+    if not lone.size:
+        return sub
+    f = np.where(np.isfinite(d), d, np.inf)
+    np.fill_diagonal(f, np.inf)
+    nearest = {int(i): int(np.argmin(f[i])) for i in lone if np.isfinite(f[i]).any()}
+    largest = int(np.argmax(sizes))
+    nxt = int(sub.max()) + 1
+    root: dict[int, int] = {}
+    for i in map(int, lone):
+        path, j = [], i
+        while j in nearest and j not in root and j not in path:
+            path.append(j)
+            j = nearest[j]
+        if j in root:
+            label = root[j]
+        elif j in path:  # a cycle of lone hosts (each other's nearest): a part of its own
+            label, nxt = nxt, nxt + 1
+        elif j in nearest or sizes[sub[j]] >= 2:  # reached a host of a part
+            label = int(sub[j])
+        else:  # no measured latency
+            label = int(largest)
+        for h in path or [i]:
+            root[h] = label
+    for h, label in root.items():
+        sub[h] = label
+    return _relabel(sub)
+
+
+def split_loose_groups(raw: np.ndarray, labels: np.ndarray, parent: np.ndarray | None = None, *,
+                       loose: float = EFFECT_MIN, tight: float = EFFECT_MIN_SMALL, min_size: int = 4
+                       ) -> tuple[np.ndarray, list[tuple[list[int], list[int]]]]:
+    """Split the groups that are no group: as loose inside as they are far from the rest of their parent.
+
+    ``raw``: symmetric latencies (NaN = missing); ``labels``: the finest groups;
+    ``parent``: the next level up (None: one parent).  A group of ``min_size`` hosts or
+    more whose median pair ``u`` is not ``loose`` times closer than the median ``o`` from
+    its hosts to the rest of its parent (:data:`EFFECT_MIN`, what any split needs) would
+    not have been split off as a group: it is several small racks a split of the parent
+    left together (the best cut of a row of racks of 2-4 hosts folds the racks it
+    cannot tell apart into one remainder).  When the parent's other groups of 2 hosts or
+    more (none: those of the other parents) are groups, their median pair (the median of
+    their medians, ``r``) ``tight`` times closer than ``o`` (:data:`EFFECT_MIN_SMALL`), the
+    loose group is cut again on
+    that scale: hosts are joined (:func:`_median_linkage`) while the median pair between
+    them is under ``sqrt(r * o)``, halfway from a rack of the parent to the distance
+    between its racks (on a log scale).  The group is left as it is unless the cut finds
+    2 parts of 2 hosts or more; a host that joins no one (its rack-mates' pairs spoilt by
+    noise, or its rack-mates in another group) goes to the part, as cut, it has the
+    smallest latency to (noise only adds delay; the largest part if none is measured):
+    a group of one would make ``plink schedule`` fall back to average linkage.  A group
+    alone in its parent (a row whose own split was not significant) has no rest to be
+    compared with: then ``o`` is its own median pair ``u`` and ``r`` that of the groups
+    of the other parents, and it is cut when ``u >= tight * r`` (seed 72's sim-9, drawn
+    after the rest was chosen: one row of 10 racks left whole, 0.595 -> 0.910).
+
+    Seed 19's sim-9 in ``benchmarks/structure.py --large`` (2 rows of 10 racks of
+    2-4): one group of 10 hosts from 4 racks, median pair 72.6 us against 75.5 to the
+    rest of its row, whose other racks have median pairs of 30.4-38.5 us (32.7 their
+    median); cut at 49.7 us, it is its 4 racks again (AMI 0.876 -> 0.963).  Returns
+    ``(labels, splits)``, each split as the group's hosts and their new labels inside it.
+    O(N^2) for the medians, and O(n^2) medians for each group of n hosts cut.
+    """
+    lab = labels.copy()
+    n = len(lab)
+    par = np.zeros(n, dtype=int) if parent is None else np.asarray(parent)
+    k = int(lab.max()) + 1 if n else 0
+    members = [np.flatnonzero(lab == g) for g in range(k)]
+
+    u = np.array([_finite_median(raw[np.ix_(m, m)][np.triu_indices(len(m), 1)]) for m in members])
+    gpar = par[[m[0] for m in members]] if k else np.zeros(0, dtype=int)
+    splits: list[tuple[list[int], list[int]]] = []
+    nxt = k
+    for g in range(k):
+        m = members[g]
+        if len(m) < min_size or not np.isfinite(u[g]):
+            continue
+        grouped = [h for h in range(k) if h != g and len(members[h]) >= 2 and np.isfinite(u[h])]
+        siblings = [h for h in grouped if gpar[h] == gpar[g]]
+        others = siblings or [h for h in grouped if gpar[h] != gpar[g]]  # none: the groups of the other parents
+        if not others:
+            continue
+        r = float(np.median(u[others]))
+        rest = np.flatnonzero((par == gpar[g]) & (lab != g))
+        if rest.size:
+            o = _finite_median(raw[np.ix_(m, rest)].ravel())
+            if not o < loose * u[g]:
+                continue
+        else:  # alone in its parent (a row the split left whole): no rest to compare with
+            o = float(u[g])
+        if not tight * r <= o:
+            continue
+        d = raw[np.ix_(m, m)]
+        sub = _median_linkage(d, float(np.sqrt(r * o)))
+        sizes = np.bincount(sub)
+        if (sizes >= 2).sum() < 2:
+            continue
+        sub = _attach_lone(d, sub)
+        sub = _relabel(sub)
+        splits.append(([int(i) for i in m], [int(v) for v in sub]))
+        for q in range(1, sub.max() + 1):
+            lab[m[sub == q]] = nxt
+            nxt += 1
+    return (_relabel(lab) if splits else lab), splits
+
+
 def merge_split_groups(raw: np.ndarray, labels: np.ndarray, parent: np.ndarray | None = None, *,
                        looser: float = MERGE_LOOSER, effect: float = EFFECT_MIN_SMALL,
                        max_size: int = SMALL_GROUP) -> tuple[np.ndarray, list[tuple[list[int], list[int]]]]:
@@ -927,15 +1091,11 @@ def merge_split_groups(raw: np.ndarray, labels: np.ndarray, parent: np.ndarray |
         v = raw[np.ix_(idx, idx)][np.triu_indices(len(idx), 1)]
         return v[np.isfinite(v)]
 
-    def median(v):
-        v = v[np.isfinite(v)]
-        return float(np.median(v)) if v.size else float("nan")
-
     while True:
         k = int(lab.max()) + 1
         members = [np.flatnonzero(lab == g) for g in range(k)]
         own = [inside(m) for m in members]
-        u_own = np.array([median(v) for v in own])
+        u_own = np.array([_finite_median(v) for v in own])
         gpar = par[[m[0] for m in members]]  # each group's parent
         best = None
         for a in range(k):
@@ -943,8 +1103,8 @@ def merge_split_groups(raw: np.ndarray, labels: np.ndarray, parent: np.ndarray |
                 ma, mb = members[a], members[b]
                 if min(len(ma), len(mb)) < 2 or len(ma) + len(mb) >= max_size or gpar[a] != gpar[b]:
                     continue
-                w = median(np.r_[own[a], own[b]])
-                bt = median(raw[np.ix_(ma, mb)].ravel())
+                w = _finite_median(np.r_[own[a], own[b]])
+                bt = _finite_median(raw[np.ix_(ma, mb)].ravel())
                 if not (w > 0 and bt < effect * w):
                     continue
                 siblings = np.flatnonzero(gpar == gpar[a])
@@ -953,8 +1113,8 @@ def merge_split_groups(raw: np.ndarray, labels: np.ndarray, parent: np.ndarray |
                     continue
                 idx = np.r_[ma, mb]
                 rest = np.concatenate([members[g] for g in siblings])
-                o = median(raw[np.ix_(idx, rest)].ravel())
-                u = median(inside(idx))
+                o = _finite_median(raw[np.ix_(idx, rest)].ravel())
+                u = _finite_median(inside(idx))
                 others = u_own[siblings]
                 others = others[np.isfinite(others)]
                 if not (o > w and o >= effect * u and others.size and u <= looser * float(np.median(others))):
