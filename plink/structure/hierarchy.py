@@ -903,6 +903,12 @@ def _finite_median(v: np.ndarray) -> float:
     return float(np.median(v)) if v.size else float("nan")
 
 
+def _inside_pairs(raw: np.ndarray, idx: np.ndarray) -> np.ndarray:
+    """The finite latencies of ``raw`` between two hosts of ``idx`` (each pair once)."""
+    v = raw[np.ix_(idx, idx)][np.triu_indices(len(idx), 1)]
+    return v[np.isfinite(v)]
+
+
 def _median_linkage(d: np.ndarray, below: float) -> np.ndarray:
     """Agglomerate the hosts of symmetric ``d`` (NaN = missing) while the two nearest clusters are
     closer than ``below``, the distance of two clusters being the median of the finite pairs between
@@ -912,10 +918,9 @@ def _median_linkage(d: np.ndarray, below: float) -> np.ndarray:
     clusters = {i: [i] for i in range(n)}
     between: dict[tuple[int, int], float] = {}
 
-    def dist(a, b):
-        v = d[np.ix_(clusters[a], clusters[b])].ravel()
-        v = v[np.isfinite(v)]
-        return float(np.median(v)) if v.size else np.inf
+    def dist(a, b):  # no measured pair: never joined
+        m = _finite_median(d[np.ix_(clusters[a], clusters[b])].ravel())
+        return m if np.isfinite(m) else np.inf
 
     for a in range(n):
         for b in range(a + 1, n):
@@ -964,10 +969,10 @@ def _attach_lone(d: np.ndarray, sub: np.ndarray) -> np.ndarray:
             label = root[j]
         elif j in path:  # a cycle of lone hosts (each other's nearest): a part of its own
             label, nxt = nxt, nxt + 1
-        elif j in nearest or sizes[sub[j]] >= 2:  # reached a host of a part
+        elif sizes[sub[j]] >= 2:  # reached a host of a part
             label = int(sub[j])
         else:  # no measured latency
-            label = int(largest)
+            label = largest
         for h in path or [i]:
             root[h] = label
     for h, label in root.items():
@@ -1015,7 +1020,7 @@ def split_loose_groups(raw: np.ndarray, labels: np.ndarray, parent: np.ndarray |
     k = int(lab.max()) + 1 if n else 0
     members = [np.flatnonzero(lab == g) for g in range(k)]
 
-    u = np.array([_finite_median(raw[np.ix_(m, m)][np.triu_indices(len(m), 1)]) for m in members])
+    u = np.array([_finite_median(_inside_pairs(raw, m)) for m in members])
     gpar = par[[m[0] for m in members]] if k else np.zeros(0, dtype=int)
     splits: list[tuple[list[int], list[int]]] = []
     nxt = k
@@ -1043,8 +1048,7 @@ def split_loose_groups(raw: np.ndarray, labels: np.ndarray, parent: np.ndarray |
         sizes = np.bincount(sub)
         if (sizes >= 2).sum() < 2:
             continue
-        sub = _attach_lone(d, sub)
-        sub = _relabel(sub)
+        sub = _attach_lone(d, sub)  # (labels 0..parts-1, as _median_linkage's)
         splits.append(([int(i) for i in m], [int(v) for v in sub]))
         for q in range(1, sub.max() + 1):
             lab[m[sub == q]] = nxt
@@ -1086,15 +1090,10 @@ def merge_split_groups(raw: np.ndarray, labels: np.ndarray, parent: np.ndarray |
     n = len(lab)
     par = np.zeros(n, dtype=int) if parent is None else np.asarray(parent)
     merges: list[tuple[list[int], list[int]]] = []
-
-    def inside(idx):
-        v = raw[np.ix_(idx, idx)][np.triu_indices(len(idx), 1)]
-        return v[np.isfinite(v)]
-
     while True:
         k = int(lab.max()) + 1
         members = [np.flatnonzero(lab == g) for g in range(k)]
-        own = [inside(m) for m in members]
+        own = [_inside_pairs(raw, m) for m in members]
         u_own = np.array([_finite_median(v) for v in own])
         gpar = par[[m[0] for m in members]]  # each group's parent
         best = None
@@ -1114,7 +1113,7 @@ def merge_split_groups(raw: np.ndarray, labels: np.ndarray, parent: np.ndarray |
                 idx = np.r_[ma, mb]
                 rest = np.concatenate([members[g] for g in siblings])
                 o = _finite_median(raw[np.ix_(idx, rest)].ravel())
-                u = _finite_median(inside(idx))
+                u = _finite_median(_inside_pairs(raw, idx))
                 others = u_own[siblings]
                 others = others[np.isfinite(others)]
                 if not (o > w and o >= effect * u and others.size and u <= looser * float(np.median(others))):
