@@ -426,14 +426,15 @@ def test_a_far_pair_inside_a_small_group_is_split_off_on_real_inter_region_rtts(
     (dict(jitter=0.195, tenant_us=0.726, noisy_hosts=0.064, outlier_frac=0.047, asymmetry=0.085, missing_frac=0.034,
           seed=1728842088), 0.963),
     (dict(jitter=0.082, tenant_us=1.508, noisy_hosts=0.051, outlier_frac=0.046, asymmetry=0.132, missing_frac=0.015,
-          seed=2078394912), 0.942),
+          seed=2078394912), 0.966),
     (dict(jitter=0.054, tenant_us=1.708, noisy_hosts=0.043, outlier_frac=0.023, asymmetry=0.004, missing_frac=0.022,
           seed=1923625123), 0.965)])
 def test_a_host_moves_to_the_rack_it_is_much_nearer(kw, before, monkeypatch):
     """2 rows x 10 racks of 2-4 hosts (benchmarks/structure.py --large, sim-9 of seeds 1, 7, 11): the
     profiles, averaged over all 60 columns, put one host in a neighbouring rack; its nearest member
     there is >= 1.5x closer than its nearest rack-mate (as measured) in the found grouping, so the last
-    step moves it back. Without that step the AMI is the figure the benchmark had before."""
+    step moves it back. Without that step the AMI is the figure the benchmark had before (seed 7's was
+    0.942 until the merge judged on lower quartiles)."""
     import plink.structure.hierarchy as hier
 
     p = simulate_datacenter(racks=10, rows=2, hosts_per_rack=(2, 4), outlier_scale=1.0, **kw)
@@ -512,6 +513,31 @@ def test_a_rack_cut_in_two_by_inflated_pairs_is_merged(shape, kw, before, monkey
     assert ami(truth, infer_hierarchy(p.latency).labels) == pytest.approx(before, abs=5e-4)
 
 
+@pytest.mark.parametrize("shape, kw, before, after", [
+    (dict(racks=3, rows=3), dict(jitter=0.098, tenant_us=1.519, noisy_hosts=0.031, outlier_frac=0.037, asymmetry=0.156,
+                                 missing_frac=0.034, seed=844507605), 0.9785, 1.0),
+    (dict(racks=3, rows=3), dict(jitter=0.083, tenant_us=1.539, noisy_hosts=0.084, outlier_frac=0.026, asymmetry=0.092,
+                                 missing_frac=0.024, seed=1022285775), 0.979, 1.0),
+    (dict(racks=6, rows=2), dict(jitter=0.195, tenant_us=1.748, noisy_hosts=0.088, outlier_frac=0.039, asymmetry=0.098,
+                                 missing_frac=0.039, seed=1416072277), 0.943, 0.957)])
+def test_a_rack_cut_around_a_noisy_host_is_merged_on_the_lower_quartile(shape, kw, before, after, monkeypatch):
+    """Racks of 5-9 hosts (benchmarks/structure.py --large: sim-1 of seed 60, sim-5 of seed 4, sim-4 of seed
+    66): a rack cut in two whose parts' pairs between them have a median past 1.6x that inside, pushed up by a
+    noisy host or outliers, while their lower quartiles are 1.0-1.2x apart; merged on the lower quartile
+    (MERGE_QUANTILE), not on the median (the AMI the benchmark had before)."""
+    import plink.structure.hierarchy as hier
+
+    p = simulate_datacenter(hosts_per_rack=(5, 9), outlier_scale=1.0, **shape, **kw)
+    truth = racks_of(p)
+    h = infer_hierarchy(p.latency)
+    assert len(h.scores["merged"]) == 1
+    assert ami(truth, h.labels) == pytest.approx(after, abs=5e-4)
+    monkeypatch.setattr(hier, "MERGE_QUANTILE", 0.5)
+    h = infer_hierarchy(p.latency)
+    assert h.scores["merged"] == []
+    assert ami(truth, h.labels) == pytest.approx(before, abs=5e-4)
+
+
 @pytest.mark.parametrize("kw, before, after, cut", [
     (dict(jitter=0.151, tenant_us=1.898, noisy_hosts=0.045, outlier_frac=0.049, asymmetry=0.121, missing_frac=0.044,
           seed=253338100), 0.876, 0.963, [(10, 4)]),
@@ -520,7 +546,7 @@ def test_a_rack_cut_in_two_by_inflated_pairs_is_merged(shape, kw, before, monkey
     (dict(jitter=0.122, tenant_us=1.804, noisy_hosts=0.061, outlier_frac=0.038, asymmetry=0.017, missing_frac=0.04,
           seed=1082724195), 0.776, 0.892, [(5, 2), (8, 4)]),
     (dict(jitter=0.184, tenant_us=1.828, noisy_hosts=0.074, outlier_frac=0.023, asymmetry=0.101, missing_frac=0.015,
-          seed=483156329), 0.595, 0.910, [(25, 11)])])
+          seed=483156329), 0.595, 0.933, [(25, 11)])])
 def test_a_lump_of_small_racks_is_cut_again(kw, before, after, cut, monkeypatch):
     """2 rows of 10 racks of 2-4 hosts (benchmarks/structure.py --large: sim-9 of seeds 19, 34, 50 and 72): the
     best cut of a row left several racks in one group whose pairs are as far apart as the rest of the row
@@ -660,6 +686,31 @@ def test_merge_split_groups_merges_only_a_tight_group_cut_in_two():
     assert merge_split_groups(single, slab)[1] == []
     alone = d[:6, :6]
     assert merge_split_groups(alone, lab[:6])[1] == []
+
+
+def test_merge_split_groups_judges_the_split_on_the_lower_quartile():
+    """A group cut in two around a noisy host (every pair of host 5 3x) and two inflated pairs: the pairs
+    between the parts have a median 3x the median inside them, so on medians the split would stand; their
+    lower quartiles are 1.2x apart, and the two merge. Groups 2x apart on every pair stay apart at any
+    quantile."""
+    from plink.structure.hierarchy import merge_split_groups
+
+    d, lab = _row([3, 3, 5, 5])
+    d[np.ix_([0, 1, 2], [3, 4, 5])] = d[np.ix_([3, 4, 5], [0, 1, 2])] = 1.2
+    d[5, :] *= 3.0
+    d[:, 5] *= 3.0
+    d[5, 6:] = d[6:, 5] = 4.0  # (its pairs outside the rack as the rest: the row still sees one rack)
+    d[0, 3] = d[3, 0] = d[1, 4] = d[4, 1] = 3.0
+    inside = np.r_[d[0, 1], d[0, 2], d[1, 2], d[3, 4], d[3, 5], d[4, 5]]
+    between = d[np.ix_([0, 1, 2], [3, 4, 5])].ravel()
+    assert np.median(between) >= 1.6 * np.median(inside)  # the median alone keeps them apart
+    assert merge_split_groups(d, lab, quantile=0.5)[1] == []
+    out, merges = merge_split_groups(d, lab)
+    assert merges == [([0, 1, 2], [3, 4, 5])] and out.tolist() == [0] * 6 + [1] * 5 + [2] * 5
+    apart = d.copy()
+    apart[np.ix_([0, 1, 2], [3, 4, 5])] = apart[np.ix_([3, 4, 5], [0, 1, 2])] = 2.0
+    for q in (0.0, 0.25, 0.5):
+        assert merge_split_groups(apart, lab, quantile=q)[1] == []
 
 
 def test_merge_split_groups_merges_a_group_cut_in_three():
