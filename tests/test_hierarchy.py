@@ -563,6 +563,32 @@ def test_a_lump_of_small_racks_is_cut_again(kw, before, after, cut, monkeypatch)
     assert ami(truth, infer_hierarchy(p.latency).labels) == pytest.approx(before, abs=5e-4)
 
 
+def test_a_group_a_host_moved_into_is_cut_again(monkeypatch):
+    """2 rows of 10 racks of 2-4 hosts (benchmarks/structure.py --large: sim-9 of seed 51): before the moves
+    no group is loose, one holds two hosts of a rack of 3 and a rack of 2; the rack's third host moves into
+    it, and the group of 5 is then as far apart inside as from the rest of its row; the cut runs again
+    after the moves and splits it into the two racks (0.929 -> 0.955)."""
+    import plink.structure.hierarchy as hier
+
+    p = simulate_datacenter(racks=10, rows=2, hosts_per_rack=(2, 4), outlier_scale=1.0, jitter=0.196, tenant_us=1.455,
+                            noisy_hosts=0.06, outlier_frac=0.039, asymmetry=0.2, missing_frac=0.046, seed=1552069026)
+    truth = racks_of(p)
+    h = infer_hierarchy(p.latency)
+    assert h.scores["moved_to_nearest"] == [2]
+    assert [hosts for hosts, _ in h.scores["split_loose"]] == [[2, 3, 7, 14, 47]]
+    assert ami(truth, h.labels) == pytest.approx(0.955, abs=5e-4)
+    cut = hier.split_loose_groups
+    calls = []
+
+    def first_only(raw, labels, *a, **k):  # the cut before the moves only
+        calls.append(1)
+        return cut(raw, labels, *a, **k) if len(calls) == 1 else (labels.copy(), [])
+
+    monkeypatch.setattr(hier, "split_loose_groups", first_only)
+    assert ami(truth, infer_hierarchy(p.latency).labels) == pytest.approx(0.929, abs=5e-4)
+    assert len(calls) == 2
+
+
 def test_split_loose_groups_cuts_only_a_group_as_loose_as_its_row():
     """Three racks of 2 left in one group (its median pair 4.0, as far as the rest of its row) beside six
     racks of 3 (1.0 inside): cut at sqrt(1.0 x 4.0) = 2, into the three racks. The guards, each shown to be

@@ -65,7 +65,9 @@ The pipeline (each step a pure function over numpy arrays):
 8. :func:`move_to_nearest`: a host whose nearest member of another group of
    its parent is :data:`NEAREST_MOVE` times closer than its nearest
    rack-mate moves there (profiles average over all N columns, in which
-   racks of 2-4 hosts differ in only a few).
+   racks of 2-4 hosts differ in only a few); when a host moved, step 6 runs
+   once more (a host moved into a group can leave it as loose as the rest of
+   its parent).
 
 Complexity: O(N^3) time for the profile distances (scipy ``cdist`` of N rows
 of length N), repeated for the two metrics and the permutation nulls (10
@@ -836,6 +838,9 @@ def hierarchy_from_matrix(x: np.ndarray, *, max_levels: int = 3, n_groups: int |
         cut, loose = split_loose_groups(measured, labels, parent)
         merged, merges = merge_split_groups(measured, cut, parent, looser=MERGE_LOOSER, quantile=MERGE_QUANTILE)
         polished, moved = move_to_nearest(measured, merged, parent, margin=NEAREST_MOVE)
+        if moved.size:  # a host moved into a group can leave it as loose as the rest of its parent: cut again
+            polished, loose_after = split_loose_groups(measured, polished, parent)
+            loose = loose + loose_after
         changed = np.r_[moved, [i for m in merges for part in m for i in part],
                         [i for hosts, _ in loose for i in hosts]].astype(int)
         if changed.size:  # a changed host's (and its group-mates') confidence: the silhouette in its parent
