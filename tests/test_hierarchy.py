@@ -737,6 +737,13 @@ def test_merge_split_groups_judges_the_split_on_the_lower_quartile():
     apart[np.ix_([0, 1, 2], [3, 4, 5])] = apart[np.ix_([3, 4, 5], [0, 1, 2])] = 2.0
     for q in (0.0, 0.25, 0.5):
         assert merge_split_groups(apart, lab, quantile=q)[1] == []
+    rounded, rlab = _row([3, 3, 5, 5])  # latencies rounded to whole units: 0 or 1 inside and between
+    rounded[:6, :6] = np.where(np.eye(6, dtype=bool), np.nan, 1.0)
+    for i, j in ((0, 1), (0, 2), (3, 4), (0, 3), (1, 4), (2, 5)):
+        rounded[i, j] = rounded[j, i] = 0.0  # lower quartiles 0 inside and between (medians 0.5 and 1)
+    assert merge_split_groups(rounded, rlab)[1] == [([0, 1, 2], [3, 4, 5])]
+    with pytest.raises(ValueError, match="quantile"):
+        merge_split_groups(d, lab, quantile=1.5)
 
 
 def test_merge_split_groups_merges_a_group_cut_in_three():

@@ -59,15 +59,16 @@ The pipeline (each step a pure function over numpy arrays):
    between the two (a group alone in its parent: when it is 1.6x looser than
    the groups of the other parents).
 7. :func:`merge_split_groups`: two groups of one parent that one group of
-   their hosts would not have been split into, and that together are a tight
+   their hosts would not have been split into (judged on the lower quartiles
+   of the pairs, :data:`MERGE_QUANTILE`), and that together are a tight
    group of the parent, merge (the best silhouette can cut a rack in two
    when a few of its pairs are inflated).
 8. :func:`move_to_nearest`: a host whose nearest member of another group of
    its parent is :data:`NEAREST_MOVE` times closer than its nearest
    rack-mate moves there (profiles average over all N columns, in which
    racks of 2-4 hosts differ in only a few); when a host moved, step 6 runs
-   once more (a host moved into a group can leave it as loose as the rest of
-   its parent).
+   once more, over every group (a host moved into a group can leave it as
+   loose as the rest of its parent, and moves change the parent's scale).
 
 Complexity: O(N^3) time for the profile distances (scipy ``cdist`` of N rows
 of length N), repeated for the two metrics and the permutation nulls (10
@@ -154,13 +155,13 @@ NEAREST_MOVE = 1.5
 #: on seeds 0-39, PlanetLab and Seattle; 40-59 drawn after)
 MERGE_LOOSER = 1.25
 #: the merge's first condition (would their split pass inside one small group?) compares the pairs between
-#: the two groups with those inside them at this quantile, not the median: noise and outliers only add delay,
-#: so a low quantile estimates the path, and one noisy host (every pair of it 2-5x) or a few outliers on the
-#: pairs between the two parts pushed their median between them past 1.6x that inside (seed 60's sim-1: a
-#: rack of 7 cut 4 + 3, one part holding a noisy host: medians 53.1 us against 26.8, 1.98x; lower quartiles
-#: 30.3 against 24.8, 1.22x). On benchmarks/structure.py --large seeds 0-79 the lower quartile raised 29 of 800
-#: cases and lowered none; the median for every condition at the lower quartile raised 44 and lowered seed 53's
-#: sim-9 0.967 -> 0.941 (below 0.95)
+#: the two groups with those inside them at this quantile (the lower quartile), not at their medians: noise
+#: and outliers only add delay, so the low end of the pairs estimates the path. With medians, one noisy host
+#: (every pair of it 2-5x) or a few outliers among the pairs between the parts kept a rack cut in two apart
+#: (seed 60's sim-1: a rack of 7 cut 4 + 3, one part holding a noisy host: medians 53.1 us between against
+#: 26.8 inside, 1.98x; lower quartiles 30.3 against 24.8, 1.22x). On benchmarks/structure.py --large seeds
+#: 0-79 this raised 29 of 800 cases and lowered none. Tried and not kept: every condition of the merge on
+#: lower quartiles instead of medians (raised 44, but lowered seed 53's sim-9 from 0.967 to 0.941)
 MERGE_QUANTILE = 0.25
 
 
@@ -838,7 +839,7 @@ def hierarchy_from_matrix(x: np.ndarray, *, max_levels: int = 3, n_groups: int |
         cut, loose = split_loose_groups(measured, labels, parent)
         merged, merges = merge_split_groups(measured, cut, parent, looser=MERGE_LOOSER, quantile=MERGE_QUANTILE)
         polished, moved = move_to_nearest(measured, merged, parent, margin=NEAREST_MOVE)
-        if moved.size:  # a host moved into a group can leave it as loose as the rest of its parent: cut again
+        if moved.size:  # a group a host moved into can be as loose as the rest of its parent now: cut again
             polished, loose_after = split_loose_groups(measured, polished, parent)
             loose = loose + loose_after
         changed = np.r_[moved, [i for m in merges for part in m for i in part],
@@ -1084,14 +1085,15 @@ def merge_split_groups(raw: np.ndarray, labels: np.ndarray, parent: np.ndarray |
     ``raw``: symmetric latencies (NaN = missing); ``labels``: the finest groups;
     ``parent``: the next level up (None: one parent).  Groups ``A`` and ``B`` of
     one parent, 2 hosts or more each and fewer than ``max_size`` together, merge
-    when, on medians of the latencies as measured (``w`` inside ``A`` and ``B``,
-    ``b`` between them, ``o`` from them to the rest of the parent, ``u`` over all
-    pairs of ``A + B``; ``w_q`` and ``b_q`` the ``quantile`` of the pairs of ``w`` and ``b``):
+    when, on the latencies as measured (``w_q`` and ``b_q``: the ``quantile``, by default
+    the lower quartile, :data:`MERGE_QUANTILE`, of the pairs inside ``A`` and ``B`` and
+    of those between them; medians ``w`` of the pairs inside ``A`` and ``B``, ``o`` from
+    them to the rest of the parent, ``u`` over all pairs of ``A + B``):
 
     - the split between them would not be significant inside one group of their size:
       ``b_q < effect * w_q`` (:data:`EFFECT_MIN_SMALL`, what a split of a small group needs;
-      at the lower quartile, :data:`MERGE_QUANTILE`: noise only adds delay, so one noisy
-      host in a part no longer makes the parts look apart);
+      or ``b_q <= w_q``, for latencies rounded to 0; on lower quartiles because noise only
+      adds delay, so one noisy host in a part no longer makes the parts look apart);
     - ``A + B`` would be a significant group of its parent: ``o >= effect * u``;
     - and no looser than the parent's other groups: ``u`` at most ``looser`` times the
       median of their own ``u``.
@@ -1101,14 +1103,15 @@ def merge_split_groups(raw: np.ndarray, labels: np.ndarray, parent: np.ndarray |
     the best silhouette cut it 3 + 3: ``b_q`` is 1.07 ``w_q`` (33.4 us against 31.3;
     medians 44.0 and 32.5), ``o`` 2.4 ``u`` (79.5 against 33.6).  Two racks of a row
     of racks of 2-4 hosts are often only 1.2x apart, but then the rest of the row is
-    about as far (``o`` near ``b``), so the two are no significant group (the second
-    condition).  On
-    PlanetLab's RTTs nearby groups would merge into groups looser than the others of
-    their parent (the last condition).  The pair with the smallest ``b_q / w_q`` merges
+    about as far (``o`` near the pairs between them), so the two are no significant
+    group (the second condition).  On PlanetLab's RTTs nearby groups would merge into
+    groups looser than the others of their parent (the last condition).  The pair with the smallest ``b_q / w_q`` merges
     first, then the conditions are judged again (a group cut in three merges whole).
     Returns ``(labels, merges)``, each merge as the two host lists.  O(K N^2) per pass
     for K groups, one pass per merge and one more.
     """
+    if not 0.0 <= quantile <= 1.0:
+        raise ValueError(f"quantile must be in [0, 1], got {quantile}")
     lab = labels.copy()
     n = len(lab)
     par = np.zeros(n, dtype=int) if parent is None else np.asarray(parent)
@@ -1127,8 +1130,8 @@ def merge_split_groups(raw: np.ndarray, labels: np.ndarray, parent: np.ndarray |
                     continue
                 w = _finite_median(np.r_[own[a], own[b]])
                 wq = _finite_quantile(np.r_[own[a], own[b]], quantile)
-                bt = _finite_quantile(raw[np.ix_(ma, mb)].ravel(), quantile)
-                if not (wq > 0 and bt < effect * wq):
+                bq = _finite_quantile(raw[np.ix_(ma, mb)].ravel(), quantile)
+                if not (w > 0 and (bq <= wq or bq < effect * wq)):
                     continue
                 siblings = np.flatnonzero(gpar == gpar[a])
                 siblings = siblings[(siblings != a) & (siblings != b)]
@@ -1142,8 +1145,9 @@ def merge_split_groups(raw: np.ndarray, labels: np.ndarray, parent: np.ndarray |
                 others = others[np.isfinite(others)]
                 if not (o > w and o >= effect * u and others.size and u <= looser * float(np.median(others))):
                     continue
-                if best is None or bt / wq < best[0]:
-                    best = (bt / wq, a, b)
+                ratio = bq / wq if wq > 0 else 0.0
+                if best is None or ratio < best[0]:
+                    best = (ratio, a, b)
         if best is None:
             return lab, merges
         _, a, b = best
