@@ -754,3 +754,25 @@ def test_merge_split_groups_merges_a_group_cut_in_three():
     d[:6, :6] = np.where(np.eye(6, dtype=bool), np.nan, np.where(lab[:6, None] == lab[None, :6], 1.0, 1.1))
     out, merges = merge_split_groups(d, lab)
     assert len(merges) == 2 and out.tolist() == [0] * 6 + [1] * 6 + [2] * 6
+
+
+def test_render_structure_says_levels_only_when_there_are_several_and_never_rounds_a_low_host_up():
+    """One level: no "(finest level first)"; a host of confidence 0.2496 is low (< 0.25) and its group's and the
+    overall minimum show 0.24, not 0.25 (what an outside user saw on Skyplane's RTTs)."""
+    from rich.console import Console
+
+    from plink.cli.structure import render_structure
+    from plink.data.groupfile import Groups
+
+    lab = np.array([0, 0, 0, 1, 1, 1])
+    conf = np.array([0.9, 0.8, 0.2496, 0.7, 0.6, 0.5])
+    one = Groups([f"h{i}" for i in range(6)], lab, levels=[lab], confidence=conf)
+    console = Console(record=True, width=120)
+    render_structure(one, console)
+    text = console.export_text()
+    assert "6 hosts: 2 groups" in text and "finest level first" not in text
+    assert "0.65 / 0.24" in text and "min 0.24" in text and "low (< 0.25): h2" in text
+    two = Groups([f"h{i}" for i in range(6)], lab, levels=[lab, np.zeros(6, dtype=int)], confidence=conf)
+    console = Console(record=True, width=120)
+    render_structure(two, console)
+    assert "6 hosts: 2 / 1 groups (finest level first)" in console.export_text()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 
 import click
 import numpy as np
@@ -31,6 +32,11 @@ def render_groups_report(groups, console) -> None:
     print_table(console, t)
 
 
+def _floor2(x: float) -> str:
+    """``x`` to 2 decimals, rounded down: a host under the 0.25 of "low" never shows as 0.25."""
+    return f"{math.floor(x * 100 + 1e-9) / 100:.2f}"
+
+
 def render_structure(groups, console) -> None:
     """What the inferred hierarchy says: groups per level, sizes, members, how sure."""
     from rich.table import Table
@@ -40,7 +46,7 @@ def render_structure(groups, console) -> None:
     n = len(groups.hosts)
     head = " / ".join(str(int(lv.max()) + 1) for lv in levels)
     title = (f"{n} hosts: 1 group" if len(levels) == 1 and int(levels[0].max()) == 0
-             else f"{n} hosts: {head} groups (finest level first)")
+             else f"{n} hosts: {head} groups" + (" (finest level first)" if len(levels) > 1 else ""))
     t = Table(title=title, title_justify="left", show_edge=False)
     t.add_column("level")
     t.add_column("groups", justify="right")
@@ -63,7 +69,7 @@ def render_structure(groups, console) -> None:
         shown = ", ".join(names[:8]) + (f", ... (+{len(names) - 8})" if len(names) > 8 else "")
         row = [str(k), str(len(members))]
         if conf is not None:
-            row.append(f"{conf[members].mean():.2f} / {conf[members].min():.2f}")
+            row.append(f"{conf[members].mean():.2f} / {_floor2(conf[members].min())}")
         g.add_row(*row, shown)
         if k >= 39:
             g.add_row("...", "", *([""] if conf is not None else []), f"{groups.k - 40} more groups")
@@ -75,7 +81,7 @@ def render_structure(groups, console) -> None:
             from plink.structure.hierarchy import LOW_CONFIDENCE
 
             low = [groups.hosts[i] for i in np.flatnonzero(conf < LOW_CONFIDENCE)]
-        line = f"confidence: mean {conf.mean():.2f}, min {conf.min():.2f}"
+        line = f"confidence: mean {conf.mean():.2f}, min {_floor2(conf.min())}"
         line += (f"; low (< 0.25): {', '.join(low[:12])}{' ...' if len(low) > 12 else ''}" if low
                  else "; no low-confidence host")
         console.print(line)
@@ -110,8 +116,12 @@ def group(probefile, n_groups, method, max_levels, elasticity, alpha, dims, no_h
 
     Default (--method hierarchy): compares hosts by their whole row of
     latencies, clusters them (average linkage) and keeps a split only when it
-    beats the same split on shuffled data; prints the groups per level, their
-    hosts and how sure plink is of each host.  --groups K fixes K.
+    beats the same split on shuffled data, then corrects what noise does to
+    the clusters (a rack cut in two is merged, a group as loose as its row is
+    cut again, a host goes to the rack it is much nearer; README, "plink
+    group"); prints the groups per level, their hosts and how sure plink is of
+    each host (on stderr; without -o stdout is the groups file).  --groups K
+    fixes K.
     --method balanced is the dissertation's ProbeEmbed + balanced k-means
     into sqrt(N) equal groups (what 2LHA uses).  With ground truth in the
     probe file, reports the AMI against the true racks.
