@@ -448,8 +448,9 @@ def test_a_host_moves_to_the_rack_it_is_much_nearer(kw, before, monkeypatch):
 
 
 def test_move_to_nearest_keeps_pairs_parents_and_unmeasured_hosts():
-    """The rule's guards: no move under the margin, none out of a group of 2, none across parents,
-    none of a host with no measured group-mate."""
+    """The rule's guards: no move under the margin, none across parents, none of a host with no measured
+    group-mate, none out of a group of 2 whose other host would move too; a host leaving a group of 2 takes the
+    host it leaves to that host's nearest (no group of 1)."""
     from plink.structure.hierarchy import move_to_nearest
 
     d = np.full((7, 7), 10.0)
@@ -465,11 +466,38 @@ def test_move_to_nearest_keeps_pairs_parents_and_unmeasured_hosts():
     assert move_to_nearest(d, lab, margin=4.0)[1].size == 0  # 3x < 4x
     assert move_to_nearest(d, lab, parent=np.array([0, 0, 0, 1, 1, 1, 1]))[1].size == 0  # other parent
     pair = np.array([0, 0, 0, 1, 1, 1, 2])
-    pair[3] = 2  # host 5's group is {4, 5}: it stays
+    pair[3] = 2  # host 5's group is {4, 5}, but 4 would move too (to host 3): neither moves
     assert move_to_nearest(d, pair)[1].size == 0
+    alone = d.copy()
+    alone[3, 4] = alone[4, 3] = 2.5  # now only 5 moves, and 4, left alone, goes to its nearest (host 3)
+    alone[3, 6] = alone[6, 3] = 1.0  # (a tight pair {3, 6}: 3 stays)
+    out, moved = move_to_nearest(alone, pair)
+    assert out.tolist() == [0, 0, 0, 1, 1, 0, 1] and moved.tolist() == [4, 5]
+    tight = d.copy()
+    tight[4, 5] = tight[5, 4] = 1.0  # tight pairs: 5 is no nearer to hosts 0-2 than to 4 (and 3 to 4 than to 6)
+    tight[3, 6] = tight[6, 3] = 1.0
+    assert move_to_nearest(tight, pair)[1].size == 0
     gone = d.copy()
     gone[5, [3, 4]] = gone[[3, 4], 5] = np.nan  # no measured group-mate: it stays
     assert move_to_nearest(gone, lab)[1].size == 0
+
+
+def test_a_host_leaves_a_group_of_two_it_is_far_from(monkeypatch):
+    """2 rows of 10 racks of 2-4 hosts (benchmarks/structure.py --large: sim-9 of seed 61): host 43 is 30.2 us
+    from a rack-mate but sat in a group of 2 with host 17, 61.0 us away (17's own rack-mate pair is
+    unmeasured); it moves to its rack, and 17, left alone, joins the group of its nearest host (until
+    2026-11-28 11:40 a group of 2 stayed whole: 0.943, the AMI without moves)."""
+    import plink.structure.hierarchy as hier
+
+    p = simulate_datacenter(racks=10, rows=2, hosts_per_rack=(2, 4), outlier_scale=1.0, jitter=0.087, tenant_us=0.52,
+                            noisy_hosts=0.038, outlier_frac=0.032, asymmetry=0.156, missing_frac=0.044, seed=66827474)
+    truth = racks_of(p)
+    h = infer_hierarchy(p.latency)
+    assert h.scores["moved_to_nearest"] == [17, 43]
+    assert ami(truth, h.labels) == pytest.approx(0.953, abs=5e-4)
+    assert np.bincount(h.labels).min() >= 2
+    monkeypatch.setattr(hier, "NEAREST_MOVE", np.inf)
+    assert ami(truth, infer_hierarchy(p.latency).labels) == pytest.approx(0.943, abs=5e-4)
 
 
 def test_move_to_nearest_does_not_chain():

@@ -873,12 +873,18 @@ def move_to_nearest(raw: np.ndarray, labels: np.ndarray, parent: np.ndarray | No
 
     One pass, every move judged on ``labels`` as given, the largest ratio first: a
     host does not move when the host that draws it (its nearest in the other group)
-    would move too, when a host has been drawn to it, or when its group would keep
-    fewer than 2 (a group of 2 stays whole). So moves do not chain: visited in turn
-    and repeated until nothing moved (until 2026-11-28 03:20), hosts of Skyplane's
-    inter-region throughputs followed one another until some sat in a group none of
-    whose members was near them (31 of 63 moved).  A host without a measured
-    group-mate stays.  Returns ``(labels, moved)``.  O(N^2).
+    would move too, or when a host has been drawn to it. So moves do not chain: visited
+    in turn and repeated until nothing moved (until 2026-11-28 03:20), hosts of
+    Skyplane's inter-region throughputs followed one another until some sat in a group
+    none of whose members was near them (31 of 63 moved).  A host may leave a group of
+    2 (until 2026-11-28 11:40 a group of 2 stayed whole) unless its group-mate would move
+    too or draws a host (letting both hosts of a pair move lowered seed 47's sim-9 from
+    0.949 to 0.906); the host it leaves alone then joins the group of its own nearest host
+    (no group of 1 is made: ``plink schedule`` would fall back to average linkage).
+    Seed 61's sim-9 in ``benchmarks/structure.py --large``: a host 30.2 us from a
+    rack-mate sat in a group of 2 with a host 61.0 us from it (whose own rack-mate pair
+    is unmeasured).  A host without a measured group-mate stays.  Returns
+    ``(labels, moved)``, the labels renumbered when a group emptied.  O(N^2).
     """
     lab = labels.copy()
     n = len(lab)
@@ -888,7 +894,7 @@ def move_to_nearest(raw: np.ndarray, labels: np.ndarray, parent: np.ndarray | No
     wants = []  # (ratio, host, group, the member of that group nearest the host)
     for i in range(n):
         own = lab[i]
-        if sizes[own] <= 2:
+        if sizes[own] < 2:
             continue
         ok = np.isfinite(raw[i]) & (par == par[i])
         ok[i] = False
@@ -901,14 +907,27 @@ def move_to_nearest(raw: np.ndarray, labels: np.ndarray, parent: np.ndarray | No
     movers = {i for _, i, _, _ in wants}
     drew: set[int] = set()  # hosts a moved host was drawn to
     moved = []
+    left = []  # hosts a moved host left alone in a group of 2
     for _, i, g, j in sorted(wants, key=lambda w: (-w[0], w[1])):
-        if j in movers or i in drew or sizes[lab[i]] <= 2:
+        if j in movers or i in drew or sizes[lab[i]] < 2:
             continue
+        if sizes[lab[i]] == 2:  # out of a group of 2 only when its mate neither moves nor draws a host
+            mate = int(next(h for h in np.flatnonzero(lab == lab[i]) if h != i))
+            if mate in movers or mate in drew:
+                continue
+            left.append(mate)
         sizes[lab[i]] -= 1
         sizes[g] += 1
         lab[i] = g
         drew.add(j)
         moved.append(i)
+    for h in left:  # alone now: to the group of its nearest host (it has one: the pair was measured)
+        ok = np.isfinite(raw[h]) & (par == par[h])
+        ok[h] = False
+        lab[h] = lab[int(np.flatnonzero(ok)[np.argmin(raw[h, ok])])]
+        moved.append(h)
+    if (np.bincount(lab, minlength=k) == 0).any():  # a group of 2 emptied: labels 0..k'-1 again
+        lab = _relabel(lab)
     return lab, np.array(sorted(moved), dtype=int)
 
 
