@@ -486,7 +486,7 @@ def test_a_host_leaves_a_group_of_two_it_is_far_from(monkeypatch):
     """2 rows of 10 racks of 2-4 hosts (benchmarks/structure.py --large: sim-9 of seed 61): host 43 is 30.2 us
     from a rack-mate but sat in a group of 2 with host 17, 61.0 us away (17's own rack-mate pair is
     unmeasured); it moves to its rack, and 17, left alone, joins the group of its nearest host (until
-    2026-11-28 11:40 a group of 2 stayed whole: 0.943, the AMI without moves)."""
+    2026-11-28 11:57 UTC a group of 2 stayed whole: 0.943, the AMI without moves)."""
     import plink.structure.hierarchy as hier
 
     p = simulate_datacenter(racks=10, rows=2, hosts_per_rack=(2, 4), outlier_scale=1.0, jitter=0.087, tenant_us=0.52,

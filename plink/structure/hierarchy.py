@@ -877,10 +877,11 @@ def move_to_nearest(raw: np.ndarray, labels: np.ndarray, parent: np.ndarray | No
     in turn and repeated until nothing moved (until 2026-11-28 03:20), hosts of
     Skyplane's inter-region throughputs followed one another until some sat in a group
     none of whose members was near them (31 of 63 moved).  A host may leave a group of
-    2 (until 2026-11-28 11:40 a group of 2 stayed whole) unless its group-mate would move
-    too or draws a host (letting both hosts of a pair move lowered seed 47's sim-9 from
-    0.949 to 0.906); the host it leaves alone then joins the group of its own nearest host
-    (no group of 1 is made: ``plink schedule`` would fall back to average linkage).
+    2 (until 2026-11-28 11:57 UTC a group of 2 stayed whole) unless its group-mate would
+    move too or draws a host (letting both hosts of a pair move lowered seed 47's sim-9
+    from 0.949 to 0.906); the host it leaves alone then joins the group of its own
+    nearest host rather than stay alone (a group of 1 makes ``plink schedule`` fall back
+    to average linkage).
     Seed 61's sim-9 in ``benchmarks/structure.py --large``: a host 30.2 us from a
     rack-mate sat in a group of 2 with a host 61.0 us from it (whose own rack-mate pair
     is unmeasured).  A host without a measured group-mate stays.  Returns
@@ -1124,8 +1125,9 @@ def merge_split_groups(raw: np.ndarray, labels: np.ndarray, parent: np.ndarray |
     of racks of 2-4 hosts are often only 1.2x apart, but then the rest of the row is
     about as far (``o`` near the pairs between them), so the two are no significant
     group (the second condition).  On PlanetLab's RTTs nearby groups would merge into
-    groups looser than the others of their parent (the last condition).  The pair with the smallest ``b_q / w_q`` merges
-    first, then the conditions are judged again (a group cut in three merges whole).
+    groups looser than the others of their parent (the last condition).  The pair with
+    the smallest ``b_q / w_q`` merges first, then the conditions are judged again (a
+    group cut in three merges whole).
     Returns ``(labels, merges)``, each merge as the two host lists.  O(K N^2) per pass
     for K groups, one pass per merge and one more.
     """
@@ -1147,8 +1149,8 @@ def merge_split_groups(raw: np.ndarray, labels: np.ndarray, parent: np.ndarray |
                 ma, mb = members[a], members[b]
                 if min(len(ma), len(mb)) < 2 or len(ma) + len(mb) >= max_size or gpar[a] != gpar[b]:
                     continue
-                w = _finite_median(np.r_[own[a], own[b]])
-                wq = _finite_quantile(np.r_[own[a], own[b]], quantile)
+                inside = np.r_[own[a], own[b]]
+                w, wq = _finite_median(inside), _finite_quantile(inside, quantile)
                 bq = _finite_quantile(raw[np.ix_(ma, mb)].ravel(), quantile)
                 if not (w > 0 and (bq <= wq or bq < effect * wq)):
                     continue
