@@ -57,12 +57,17 @@ The pipeline (each step a pure function over numpy arrays):
    several small racks the parent's split left together; when the parent's
    other groups are 1.6x tighter than that, it is cut again on the scale
    between the two (a group alone in its parent: when it is 1.6x looser than
-   the groups of the other parents).
+   the groups of the other parents); so is a group whose median pair is
+   nearer the rest of its parent than its parent's racks (on a log scale),
+   into parts whose every pair between them is that far (two racks of 2
+   left in one group).
 7. :func:`merge_split_groups`: two groups of one parent that one group of
    their hosts would not have been split into (judged on the lower quartiles
    of the pairs, :data:`MERGE_QUANTILE`), and that together are a tight
    group of the parent, merge (the best silhouette can cut a rack in two
-   when a few of its pairs are inflated).
+   when a few of its pairs are inflated); then :func:`join_lone_hosts`: a
+   host a split left alone joins the group of its nearest host when that
+   host is nearer the parent's racks' scale than the rest of the parent.
 8. :func:`move_to_nearest`: a host whose nearest member of another group of
    its parent is :data:`NEAREST_MOVE` times closer than its nearest
    rack-mate moves there (profiles average over all N columns, in which
@@ -830,7 +835,7 @@ def hierarchy_from_matrix(x: np.ndarray, *, max_levels: int = 3, n_groups: int |
         levels += [lv for lv in _coarser(_distances(x, metric="log"), levels[-1], max_levels - len(levels), lat=x)
                    if 2 * (lv.max() + 1) <= levels[-1].max() + 1]
     labels = levels[0]
-    moved = np.zeros(0, dtype=int)
+    moved = joined = np.zeros(0, dtype=int)
     merges: list = []
     loose: list = []
     if labels.max() > 0:
@@ -838,11 +843,12 @@ def hierarchy_from_matrix(x: np.ndarray, *, max_levels: int = 3, n_groups: int |
         measured = x if raw is None else raw
         cut, loose = split_loose_groups(measured, labels, parent)
         merged, merges = merge_split_groups(measured, cut, parent, looser=MERGE_LOOSER, quantile=MERGE_QUANTILE)
+        merged, joined = join_lone_hosts(measured, merged, parent)
         polished, moved = move_to_nearest(measured, merged, parent, margin=NEAREST_MOVE)
         if moved.size:  # a group a host moved into can be as loose as the rest of its parent now: cut again
             polished, loose_after = split_loose_groups(measured, polished, parent)
             loose = loose + loose_after
-        changed = np.r_[moved, [i for m in merges for part in m for i in part],
+        changed = np.r_[moved, joined, [i for m in merges for part in m for i in part],
                         [i for hosts, _ in loose for i in hosts]].astype(int)
         if changed.size:  # a changed host's (and its group-mates') confidence: the silhouette in its parent
             levels[0] = labels = _relabel(polished)
@@ -855,7 +861,8 @@ def hierarchy_from_matrix(x: np.ndarray, *, max_levels: int = 3, n_groups: int |
     if labels.max() == 0:
         conf = np.ones(n)
     scores = {"k": int(labels.max() + 1), "levels": len(levels), "splits": splits, "threshold": SILHOUETTE_MIN,
-              "split_loose": loose, "merged": merges, "moved_to_nearest": [int(i) for i in moved]}
+              "split_loose": loose, "merged": merges, "joined_lone": [int(i) for i in joined],
+              "moved_to_nearest": [int(i) for i in moved]}
     return Hierarchy(labels, levels, conf, scores)
 
 
@@ -879,9 +886,12 @@ def move_to_nearest(raw: np.ndarray, labels: np.ndarray, parent: np.ndarray | No
     none of whose members was near them (31 of 63 moved).  A host may leave a group of
     2 (until 2026-11-28 11:57 UTC a group of 2 stayed whole) unless its group-mate would
     move too or draws a host (letting both hosts of a pair move lowered seed 47's sim-9
-    from 0.949 to 0.906); the host it leaves alone then joins the group of its own
-    nearest host rather than stay alone (a group of 1 makes ``plink schedule`` fall back
-    to average linkage).
+    from 0.949 to 0.906); the host it leaves alone, unless a host was drawn to it since,
+    then joins the group of its own nearest host rather than stay alone (a group of 1
+    makes ``plink schedule`` fall back to average linkage), following the chain when that
+    host was left alone too (:func:`_attach_lone`; two such hosts each other's nearest
+    form a group of 2; until 2026-11-28 15:25 UTC each joined its nearest host's group as
+    it was then, which could leave a group of 1).
     Seed 61's sim-9 in ``benchmarks/structure.py --large``: a host 30.2 us from a
     rack-mate sat in a group of 2 with a host 61.0 us from it (whose own rack-mate pair
     is unmeasured).  A host without a measured group-mate stays.  Returns
@@ -922,14 +932,67 @@ def move_to_nearest(raw: np.ndarray, labels: np.ndarray, parent: np.ndarray | No
         lab[i] = g
         drew.add(j)
         moved.append(i)
-    for h in left:  # alone now: to the group of its nearest host (it has one: the pair was measured)
-        ok = np.isfinite(raw[h]) & (par == par[h])
-        ok[h] = False
-        lab[h] = lab[int(np.flatnonzero(ok)[np.argmin(raw[h, ok])])]
-        moved.append(h)
-    if (np.bincount(lab, minlength=k) == 0).any():  # a group of 2 emptied: labels 0..k'-1 again
+    alone = [h for h in left if (lab == lab[h]).sum() == 1]  # (a host drawn to it since: not alone)
+    if alone:  # each to the group of its nearest host in its parent, following chains (_attach_lone)
+        lab = _attach_lone(np.where(par[:, None] == par[None, :], raw, np.nan), lab, only=alone)
+        moved += alone
+    elif (np.bincount(lab, minlength=k) == 0).any():  # a group of 2 emptied: labels 0..k'-1 again
         lab = _relabel(lab)
     return lab, np.array(sorted(moved), dtype=int)
+
+
+def join_lone_hosts(raw: np.ndarray, labels: np.ndarray, parent: np.ndarray | None = None
+                    ) -> tuple[np.ndarray, np.ndarray]:
+    """Put a host alone in its group into the group of its nearest host when that host is at a rack's distance.
+
+    ``raw``: symmetric latencies (NaN = missing); ``labels``: the finest groups; ``parent``:
+    the next level up (None: one parent).  Host ``i`` alone in its group, its nearest host
+    ``j`` of its parent at ``d`` (the smallest latency: noise only adds delay): ``i`` joins
+    ``j``'s group when ``d < sqrt(r * o)``, nearer the parent's groups' scale ``r`` (the median
+    of their median pairs) than the distance ``o`` from ``i`` to the rest of its parent (the
+    median of its latencies there), on a log scale.  A host far from every other (a noisy
+    one, or a region alone) stays alone.  Every lone host is judged on ``labels`` as given
+    (one joins a group of 2 hosts or more, never another lone host).  Run after the merge,
+    before :func:`move_to_nearest` (since 2026-11-28 15:25 UTC; until then a host a split
+    left alone stayed alone).  Seed 58's sim-9 in ``benchmarks/structure.py --large``: a
+    host 35.1 us from a rack-mate and 53.7 us or more from every other host was a group of
+    its own (its pair with the rack's third host 134 us); its row's groups 31.3 us inside
+    (median), the rest of its row 68.9 us from it: 35.1 < 46.4, it joins its rack-mate's
+    group (0.913 -> 0.929).  Over the 800 simulated cases of seeds 0-79 it raised 5
+    (all sim-9) and lowered one: seed 48's sim-9, 0.977 -> 0.962, a host whose only
+    rack-mate pair is unmeasured, which then joins the nearest rack instead of staying
+    alone (the data cannot place it).  Returns ``(labels, joined)``.  O(N^2).
+    """
+    lab = labels.copy()
+    n = len(lab)
+    par = np.zeros(n, dtype=int) if parent is None else np.asarray(parent)
+    sizes = np.bincount(lab)
+    lone = [int(i) for i in np.flatnonzero(sizes[lab] == 1)]
+    if not lone:
+        return lab, np.zeros(0, dtype=int)
+    k = int(lab.max()) + 1
+    members = [np.flatnonzero(lab == g) for g in range(k)]
+    u = np.array([_finite_median(_inside_pairs(raw, m)) if len(m) >= 2 else np.nan for m in members])
+    joined = []
+    for i in lone:
+        ok = np.isfinite(raw[i]) & (par == par[i])
+        ok[i] = False
+        if not ok.any():
+            continue
+        groups = np.unique(lab[par == par[i]])
+        r = u[groups]
+        r = r[np.isfinite(r)]
+        if not r.size:
+            continue
+        j = int(np.flatnonzero(ok)[np.argmin(raw[i, ok])])
+        d, o = float(raw[i, j]), _finite_median(raw[i, ok])
+        if sizes[lab[j]] >= 2 and d < np.sqrt(float(np.median(r)) * o):
+            joined.append(i)
+    for i in joined:  # (judged on the groups as given: a lone host joins a group of 2 or more)
+        ok = np.isfinite(raw[i]) & (par == par[i])
+        ok[i] = False
+        lab[i] = lab[int(np.flatnonzero(ok)[np.argmin(raw[i, ok])])]
+    return (_relabel(lab) if joined else lab), np.array(joined, dtype=int)
 
 
 def _finite_median(v: np.ndarray) -> float:
@@ -980,18 +1043,22 @@ def _median_linkage(d: np.ndarray, below: float) -> np.ndarray:
     return lab
 
 
-def _attach_lone(d: np.ndarray, sub: np.ndarray) -> np.ndarray:
+def _attach_lone(d: np.ndarray, sub: np.ndarray, only=None) -> np.ndarray:
     """Labels ``sub`` of the hosts of symmetric ``d`` with every host alone in its part attached.
 
     Each lone host links to the host it has the smallest latency to (noise only adds
     delay); following the links, a host reaches either a part of 2 hosts or more, which it
     joins, or two lone hosts each other's nearest, which start a part of their own with
     the hosts that reach them (rack-mates whose pairs noise spoilt).  A host with no
-    measured latency joins the largest part.  Independent of the hosts' order; O(n^2).
+    measured latency joins the largest part.  ``only``: attach just these of the lone
+    hosts (None: all; the others stay alone, and a chain that reaches one ends there as at
+    a part).  Independent of the hosts' order; O(n^2).
     """
     sub = sub.copy()
     sizes = np.bincount(sub)
     lone = np.flatnonzero(sizes[sub] == 1)
+    if only is not None:
+        lone = np.intersect1d(lone, np.asarray(only, dtype=int))
     if not lone.size:
         return sub
     f = np.where(np.isfinite(d), d, np.inf)
@@ -1009,7 +1076,7 @@ def _attach_lone(d: np.ndarray, sub: np.ndarray) -> np.ndarray:
             label = root[j]
         elif j in path:  # a cycle of lone hosts (each other's nearest): a part of its own
             label, nxt = nxt, nxt + 1
-        elif sizes[sub[j]] >= 2:  # reached a host of a part
+        elif sizes[sub[j]] >= 2 or path:  # reached a host of a part (or a lone host not to attach)
             label = int(sub[j])
         else:  # no measured latency
             label = largest
@@ -1021,8 +1088,8 @@ def _attach_lone(d: np.ndarray, sub: np.ndarray) -> np.ndarray:
 
 
 def split_loose_groups(raw: np.ndarray, labels: np.ndarray, parent: np.ndarray | None = None, *,
-                       loose: float = EFFECT_MIN, tight: float = EFFECT_MIN_SMALL, min_size: int = 4
-                       ) -> tuple[np.ndarray, list[tuple[list[int], list[int]]]]:
+                       loose: float = EFFECT_MIN, tight: float = EFFECT_MIN_SMALL, min_size: int = 4,
+                       row_scale: bool = True) -> tuple[np.ndarray, list[tuple[list[int], list[int]]]]:
     """Split the groups that are no group: as loose inside as they are far from the rest of their parent.
 
     ``raw``: symmetric latencies (NaN = missing); ``labels``: the finest groups;
@@ -1045,7 +1112,17 @@ def split_loose_groups(raw: np.ndarray, labels: np.ndarray, parent: np.ndarray |
     alone in its parent (a row whose own split was not significant) has no rest to be
     compared with: then ``o`` is its own median pair ``u`` and ``r`` that of the groups
     of the other parents, and it is cut when ``u >= tight * r`` (seed 72's sim-9, drawn
-    after the rest was chosen: one row of 10 racks left whole, 0.595 -> 0.910).
+    after the rest was chosen: one row of 10 racks left whole, 0.595 -> 0.910).  A group
+    that passes the test of any split (``o >= loose * u``) is cut the same way when its
+    median pair is nearer ``o`` than ``r`` on a log scale (``u >= sqrt(r * o)``; two racks
+    of 2 in one group: two tight pairs and four at the row's distance), but only if every
+    pair between two of its parts is ``sqrt(r * o)`` or more: noise only adds delay, so
+    the halves of one noisy rack keep a pair at the rack's scale between them
+    (``row_scale``, since 2026-11-28 15:25 UTC; False: such groups stay whole).  Seed 76's
+    sim-9: a group of 5 of two racks (2 + 3), ``u`` 56.7 us, ``o`` 69.7, ``r`` 28.8: cut at
+    44.8 into its racks, the nearest pair between them 49.2 us (0.931 -> 0.957); seed 44's
+    sim-4: a rack of 6 with noisy pairs (``u`` 46.0, cut at 45.5) whose parts have a pair
+    of 26.4 us between them stays whole.
 
     Seed 19's sim-9 in ``benchmarks/structure.py --large`` (2 rows of 10 racks of
     2-4): one group of 10 hosts from 4 racks, median pair 72.6 us against 75.5 to the
@@ -1077,10 +1154,13 @@ def split_loose_groups(raw: np.ndarray, labels: np.ndarray, parent: np.ndarray |
         rest = np.flatnonzero((par == gpar[g]) & (lab != g))
         if rest.size:
             o = _finite_median(raw[np.ix_(m, rest)].ravel())
-            if not o < loose * u[g]:
+            # a group by the test of any split, but its median pair nearer the distance between racks
+            # than a rack's (on a log scale): cut only into parts whose every pair is that far apart
+            on_scale = not o < loose * u[g]
+            if on_scale and not (row_scale and u[g] >= np.sqrt(r * o)):
                 continue
         else:  # alone in its parent (a row the split left whole): no rest to compare with
-            o = float(u[g])
+            o, on_scale = float(u[g]), False
         if not tight * r <= o:
             continue
         d = raw[np.ix_(m, m)]
@@ -1089,6 +1169,10 @@ def split_loose_groups(raw: np.ndarray, labels: np.ndarray, parent: np.ndarray |
         if (sizes >= 2).sum() < 2:
             continue
         sub = _attach_lone(d, sub)  # (labels 0..parts-1, as _median_linkage's)
+        if on_scale:  # (noise only adds delay: halves of one rack have a pair at the rack's scale)
+            apart = d[sub[:, None] != sub[None, :]]
+            if not _finite_quantile(apart, 0.0) >= np.sqrt(r * o):
+                continue
         splits.append(([int(i) for i in m], [int(v) for v in sub]))
         for q in range(1, sub.max() + 1):
             lab[m[sub == q]] = nxt
