@@ -139,7 +139,7 @@ def test_racks_of_two_a_host_without_its_mate_stays_alone(racks, rows, seed):
     spoilt was folded into another pair, which then lost a host too (24 racks: 20 groups, AMI 0.786
     against average linkage given K 0.888). The cut as the tree leaves it competes now, such a
     host alone, with confidence 0: plink is not below average linkage, and the rack counts are right
-    but for 24 racks (25 groups since 2026-11-28 15:25 UTC, AMI 0.888 -> 0.927: two racks of 2 left in
+    but for 24 racks (25 groups since 2026-11-28 15:22 UTC, AMI 0.888 -> 0.927: two racks of 2 left in
     one group are cut apart on the row's scale, and a rack whose one pair noise spoilt is two hosts
     alone, as it was)."""
     p = simulate_datacenter(racks=racks, rows=rows, hosts_per_rack=2, seed=seed, jitter=0.1, tenant_us=1.0,
@@ -158,7 +158,7 @@ def test_a_row_of_32_or_more_racks_of_two(racks, noisy):
     """A row of 32 or 40 racks of 2 (64, 80 hosts) was one group, even noise-free: groups of 2 were
     tried in splits of under 64 hosts only, and K = N/2 was not a candidate cut (no gap among the 12
     largest in the tree). Average linkage given K scores 0.970 on the noisy one; plink 0.987 with 41 groups
-    (0.962 with 40 until 2026-11-28 15:25 UTC, when racks of 2 left in one group came to be cut apart on the
+    (0.962 with 40 until 2026-11-28 15:22 UTC, when racks of 2 left in one group came to be cut apart on the
     row's scale: a rack whose one pair noise spoilt is two hosts alone)."""
     kw = dict(jitter=0.1, tenant_us=1.0, noisy_hosts=0.05, outlier_frac=0.03, asymmetry=0.1,
               missing_frac=0.02) if noisy else {}
@@ -536,7 +536,7 @@ def test_join_lone_hosts_puts_a_host_alone_with_its_nearest_at_a_racks_distance(
 def test_a_host_a_split_left_alone_joins_its_rack(kw, before, after, host, monkeypatch):
     """2 rows of 10 racks of 2-4 hosts (benchmarks/structure.py --large: sim-9 of seeds 58 and 13): the
     row's split left a host alone whose nearest host is a rack-mate at a rack's distance; it joins that
-    host's group (until 2026-11-28 15:25 UTC it stayed a group of 1: the AMI before)."""
+    host's group (until 2026-11-28 15:22 UTC it stayed a group of 1: the AMI before)."""
     import plink.structure.hierarchy as hier
 
     p = simulate_datacenter(racks=10, rows=2, hosts_per_rack=(2, 4), outlier_scale=1.0, **kw)
@@ -648,7 +648,7 @@ def test_two_racks_in_one_group_on_the_rows_scale_are_cut(kw, before, after, mon
     """2 rows of 10 racks of 2-4 hosts (benchmarks/structure.py --large: sim-9 of seeds 29 and 76): a group of
     5 hosts of two racks passes the test of any split (the rest of its row 1.2-1.5x farther than its median
     pair) but its median pair is nearer the row's scale than the racks' and no pair between its two racks
-    is at a rack's scale: split_loose_groups cuts it into the racks (since 2026-11-28 15:25 UTC; without
+    is at a rack's scale: split_loose_groups cuts it into the racks (since 2026-11-28 15:22 UTC; without
     row_scale the AMI is the figure the benchmark had before)."""
     import functools
 
@@ -909,7 +909,7 @@ def test_render_structure_says_levels_only_when_there_are_several_and_never_roun
 def test_hosts_left_alone_follow_each_other_and_no_group_of_one_is_made():
     """Hosts 0 and 2 leave their groups of 2 (each 6x nearer to another group); host 1, left alone, is
     nearest host 3, itself left alone, whose nearest is host 5: both join host 5's group (until
-    2026-11-28 15:25 UTC host 1 joined host 3's group as it then was, and 3 left it: a group of 1).  Two
+    2026-11-28 15:22 UTC host 1 joined host 3's group as it then was, and 3 left it: a group of 1).  Two
     hosts left alone that are each other's nearest form a group of 2."""
     from plink.structure.hierarchy import move_to_nearest
 

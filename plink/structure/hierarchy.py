@@ -890,7 +890,7 @@ def move_to_nearest(raw: np.ndarray, labels: np.ndarray, parent: np.ndarray | No
     then joins the group of its own nearest host rather than stay alone (a group of 1
     makes ``plink schedule`` fall back to average linkage), following the chain when that
     host was left alone too (:func:`_attach_lone`; two such hosts each other's nearest
-    form a group of 2; until 2026-11-28 15:25 UTC each joined its nearest host's group as
+    form a group of 2; until 2026-11-28 15:22 UTC each joined its nearest host's group as
     it was then, which could leave a group of 1).
     Seed 61's sim-9 in ``benchmarks/structure.py --large``: a host 30.2 us from a
     rack-mate sat in a group of 2 with a host 61.0 us from it (whose own rack-mate pair
@@ -953,7 +953,7 @@ def join_lone_hosts(raw: np.ndarray, labels: np.ndarray, parent: np.ndarray | No
     median of its latencies there), on a log scale.  A host far from every other (a noisy
     one, or a region alone) stays alone.  Every lone host is judged on ``labels`` as given
     (one joins a group of 2 hosts or more, never another lone host).  Run after the merge,
-    before :func:`move_to_nearest` (since 2026-11-28 15:25 UTC; until then a host a split
+    before :func:`move_to_nearest` (since 2026-11-28 15:22 UTC; until then a host a split
     left alone stayed alone).  Seed 58's sim-9 in ``benchmarks/structure.py --large``: a
     host 35.1 us from a rack-mate and 53.7 us or more from every other host was a group of
     its own (its pair with the rack's third host 134 us); its row's groups 31.3 us inside
@@ -1118,7 +1118,7 @@ def split_loose_groups(raw: np.ndarray, labels: np.ndarray, parent: np.ndarray |
     of 2 in one group: two tight pairs and four at the row's distance), but only if every
     pair between two of its parts is ``sqrt(r * o)`` or more: noise only adds delay, so
     the halves of one noisy rack keep a pair at the rack's scale between them
-    (``row_scale``, since 2026-11-28 15:25 UTC; False: such groups stay whole).  Seed 76's
+    (``row_scale``, since 2026-11-28 15:22 UTC; False: such groups stay whole).  Seed 76's
     sim-9: a group of 5 of two racks (2 + 3), ``u`` 56.7 us, ``o`` 69.7, ``r`` 28.8: cut at
     44.8 into its racks, the nearest pair between them 49.2 us (0.931 -> 0.957); seed 44's
     sim-4: a rack of 6 with noisy pairs (``u`` 46.0, cut at 45.5) whose parts have a pair
