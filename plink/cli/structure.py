@@ -119,9 +119,9 @@ def group(probefile, n_groups, method, max_levels, elasticity, alpha, dims, no_h
     beats the same split on shuffled data, then corrects what noise does to
     the clusters (a rack cut in two is merged, a group as loose as its row is
     cut again, a host left alone joins its nearest host's group and one much
-    nearer another rack moves there; README, "plink group"); prints the groups per level, their hosts and how sure plink is of
-    each host (on stderr; without -o stdout is the groups file).  --groups K
-    fixes K.
+    nearer another rack moves there; README, "plink group"); prints the
+    groups per level, their hosts and how sure plink is of each host (on
+    stderr; without -o stdout is the groups file).  --groups K fixes K.
     --method balanced is the dissertation's ProbeEmbed + balanced k-means
     into sqrt(N) equal groups (what 2LHA uses).  With ground truth in the
     probe file, reports the AMI against the true racks.

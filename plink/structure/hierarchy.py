@@ -970,29 +970,22 @@ def join_lone_hosts(raw: np.ndarray, labels: np.ndarray, parent: np.ndarray | No
     lone = [int(i) for i in np.flatnonzero(sizes[lab] == 1)]
     if not lone:
         return lab, np.zeros(0, dtype=int)
-    k = int(lab.max()) + 1
-    members = [np.flatnonzero(lab == g) for g in range(k)]
-    u = np.array([_finite_median(_inside_pairs(raw, m)) if len(m) >= 2 else np.nan for m in members])
-    joined = []
+    # each group's median pair (NaN for a group of 1: no pair)
+    u = np.array([_finite_median(_inside_pairs(raw, np.flatnonzero(lab == g))) for g in range(len(sizes))])
+    nearest = {}  # lone host -> the host whose group it joins
     for i in lone:
         ok = np.isfinite(raw[i]) & (par == par[i])
         ok[i] = False
-        if not ok.any():
-            continue
-        groups = np.unique(lab[par == par[i]])
-        r = u[groups]
+        r = u[np.unique(lab[par == par[i]])]
         r = r[np.isfinite(r)]
-        if not r.size:
+        if not ok.any() or not r.size:
             continue
         j = int(np.flatnonzero(ok)[np.argmin(raw[i, ok])])
-        d, o = float(raw[i, j]), _finite_median(raw[i, ok])
-        if sizes[lab[j]] >= 2 and d < np.sqrt(float(np.median(r)) * o):
-            joined.append(i)
-    for i in joined:  # (judged on the groups as given: a lone host joins a group of 2 or more)
-        ok = np.isfinite(raw[i]) & (par == par[i])
-        ok[i] = False
-        lab[i] = lab[int(np.flatnonzero(ok)[np.argmin(raw[i, ok])])]
-    return (_relabel(lab) if joined else lab), np.array(joined, dtype=int)
+        if sizes[lab[j]] >= 2 and raw[i, j] < np.sqrt(float(np.median(r)) * _finite_median(raw[i, ok])):
+            nearest[i] = j
+    for i, j in nearest.items():  # (judged on the groups as given: a lone host joins a group of 2 or more)
+        lab[i] = lab[j]
+    return (_relabel(lab) if nearest else lab), np.array(list(nearest), dtype=int)
 
 
 def _finite_median(v: np.ndarray) -> float:
@@ -1154,24 +1147,26 @@ def split_loose_groups(raw: np.ndarray, labels: np.ndarray, parent: np.ndarray |
         rest = np.flatnonzero((par == gpar[g]) & (lab != g))
         if rest.size:
             o = _finite_median(raw[np.ix_(m, rest)].ravel())
+            cut_at = float(np.sqrt(r * o))  # halfway from a rack of the parent to the rest, on a log scale
             # a group by the test of any split, but its median pair nearer the distance between racks
-            # than a rack's (on a log scale): cut only into parts whose every pair is that far apart
+            # than a rack's: cut only into parts whose every pair is that far apart
             on_scale = not o < loose * u[g]
-            if on_scale and not (row_scale and u[g] >= np.sqrt(r * o)):
+            if on_scale and not (row_scale and u[g] >= cut_at):
                 continue
         else:  # alone in its parent (a row the split left whole): no rest to compare with
             o, on_scale = float(u[g]), False
+            cut_at = float(np.sqrt(r * o))
         if not tight * r <= o:
             continue
         d = raw[np.ix_(m, m)]
-        sub = _median_linkage(d, float(np.sqrt(r * o)))
+        sub = _median_linkage(d, cut_at)
         sizes = np.bincount(sub)
         if (sizes >= 2).sum() < 2:
             continue
         sub = _attach_lone(d, sub)  # (labels 0..parts-1, as _median_linkage's)
         if on_scale:  # (noise only adds delay: halves of one rack have a pair at the rack's scale)
             apart = d[sub[:, None] != sub[None, :]]
-            if not _finite_quantile(apart, 0.0) >= np.sqrt(r * o):
+            if not _finite_quantile(apart, 0.0) >= cut_at:
                 continue
         splits.append(([int(i) for i in m], [int(v) for v in sub]))
         for q in range(1, sub.max() + 1):
