@@ -118,7 +118,8 @@ def group(probefile, n_groups, method, max_levels, elasticity, alpha, dims, no_h
     latencies, clusters them (average linkage) and keeps a split only when it
     beats the same split on shuffled data, then corrects what noise does to
     the clusters (a rack cut in two is merged, a group as loose as its row is
-    cut again, a host left alone joins its nearest host's group and one much
+    cut again, into its racks or into the one rack it holds and the hosts
+    left, a host left alone joins its nearest host's group and one much
     nearer another rack moves there; README, "plink group"); prints the
     groups per level, their hosts and how sure plink is of each host (on
     stderr; without -o stdout is the groups file).  --groups K fixes K.

@@ -57,10 +57,12 @@ The pipeline (each step a pure function over numpy arrays):
    several small racks the parent's split left together; when the parent's
    other groups are 1.6x tighter than that, it is cut again on the scale
    between the two (a group alone in its parent: when it is 1.6x looser than
-   the groups of the other parents); so is a group whose median pair is
-   nearer the rest of its parent than its parent's racks (on a log scale),
-   into parts whose every pair between them is that far (two racks of 2
-   left in one group).
+   the groups of the other parents); so is a group of at least a typical
+   group's size whose median pair is nearer the rest of its parent than its
+   parent's racks (on a log scale), into parts whose every pair between them
+   is a quarter of the way from the racks to the rest (two racks of 2 left in
+   one group); a cut that finds one rack and leaves 2 hosts or more cuts a
+   group of 1.25x a typical group's size into that rack and the hosts left.
 7. :func:`merge_split_groups`: two groups of one parent that one group of
    their hosts would not have been split into (judged on the lower quartiles
    of the pairs, :data:`MERGE_QUANTILE`), and that together are a tight
@@ -131,6 +133,10 @@ EFFECT_PAIRS_SMALL = 3.0
 #: of the distance to the other racks); on Skyplane's RTTs the Gulf's pair is 0.25 of it, Japan's and Korea's 8
 #: regions cut with Osaka's pair apart 0.18, South Africa's pair 5.4
 PAIRS_SMALL_APART = 0.125
+#: a loose group whose cut finds one rack (one part of 2 hosts or more) is cut into it and the hosts it
+#: left when the group has at least this many times the hosts of a typical group of its parent (the median):
+#: racks of 2-4 left together, not a rack of 5-9 with two noisy hosts (split_loose_groups' one_part)
+ONE_PART_SIZE = 1.25
 #: a *tight pair*: two hosts this many times closer to each other than either is to any other host
 #: (a 2-host rack; noise rarely makes so tight a pair)
 PAIR_TIGHT = 1.6
@@ -1082,7 +1088,8 @@ def _attach_lone(d: np.ndarray, sub: np.ndarray, only=None) -> np.ndarray:
 
 def split_loose_groups(raw: np.ndarray, labels: np.ndarray, parent: np.ndarray | None = None, *,
                        loose: float = EFFECT_MIN, tight: float = EFFECT_MIN_SMALL, min_size: int = 4,
-                       row_scale: bool = True) -> tuple[np.ndarray, list[tuple[list[int], list[int]]]]:
+                       row_scale: bool = True, one_part: bool = True, apart: float = 0.25
+                       ) -> tuple[np.ndarray, list[tuple[list[int], list[int]]]]:
     """Split the groups that are no group: as loose inside as they are far from the rest of their parent.
 
     ``raw``: symmetric latencies (NaN = missing); ``labels``: the finest groups;
@@ -1108,14 +1115,27 @@ def split_loose_groups(raw: np.ndarray, labels: np.ndarray, parent: np.ndarray |
     after the rest was chosen: one row of 10 racks left whole, 0.595 -> 0.910).  A group
     that passes the test of any split (``o >= loose * u``) is cut the same way when its
     median pair is nearer ``o`` than ``r`` on a log scale (``u >= sqrt(r * o)``; two racks
-    of 2 in one group: two tight pairs and four at the row's distance), but only if every
-    pair between two of its parts is ``sqrt(r * o)`` or more: noise only adds delay, so
-    the halves of one noisy rack keep a pair at the rack's scale between them
-    (``row_scale``, since 2026-11-28 15:22 UTC; False: such groups stay whole).  Seed 76's
-    sim-9: a group of 5 of two racks (2 + 3), ``u`` 56.7 us, ``o`` 69.7, ``r`` 28.8: cut at
-    44.8 into its racks, the nearest pair between them 49.2 us (0.931 -> 0.957); seed 44's
-    sim-4: a rack of 6 with noisy pairs (``u`` 46.0, cut at 45.5) whose parts have a pair
-    of 26.4 us between them stays whole.
+    of 2 in one group: two tight pairs and four at the row's distance) and it has at least
+    the hosts of a typical group of its parent (the median; a group of 5 among racks of 5-9
+    is a rack with noisy pairs), but only if every pair between two of its parts is
+    ``r * (o / r) ** apart`` or more, ``apart`` = 0.25 of the way from a rack to the rest on
+    a log scale (``sqrt(r * sqrt(r * o))``; 0.5 is the cut's level): noise only adds delay, so the halves of one noisy rack keep a pair at the rack's
+    scale between them, while two racks' nearest pair is at least the row's base
+    distance (``row_scale``, since 2026-11-28 15:22 UTC, the size and the quarter since
+    2026-11-28 17:16 UTC, when the bar was ``sqrt(r * o)``; False: such groups stay whole).
+    Seed 76's sim-9: a group of 5 of two racks (2 + 3), ``u`` 56.7 us, ``o`` 69.7, ``r``
+    28.8: cut at 44.8 into its racks, the nearest pair between them 49.2 us (0.931 ->
+    0.957); seed 25's: three racks of 2 in a group of 6, ``u`` 61.3, ``o`` 72.9, ``r`` 32.7,
+    cut at 48.8, the nearest pair between racks 46.3 us, over the bar of 40.0 (0.930 ->
+    0.973); seed 44's sim-4: a rack of 6 with noisy pairs (``u`` 46.0, cut at 45.5) whose
+    parts have a pair of 26.4 us between them stays whole.  When the cut finds one part of
+    2 hosts or more and leaves 2 hosts or more, the group is cut into that part and the
+    hosts left (a rack whose one pair noise inflated, or a rack of 2 and a stray host) if
+    it has ``ONE_PART_SIZE`` times the hosts of a typical group of its parent, the hosts
+    left have a median pair under ``o`` and every pair between the two parts passes the
+    same bar (``one_part``, since 2026-11-28 17:16 UTC).  Seed 63's sim-9: a group of 5,
+    racks of 2 (37.4 us inside), 2 (49.2: over the cut at 47.6) and a stray host, cut into
+    the first rack and the other three (0.936 -> 0.960).
 
     Seed 19's sim-9 in ``benchmarks/structure.py --large`` (2 rows of 10 racks of
     2-4): one group of 10 hosts from 4 racks, median pair 72.6 us against 75.5 to the
@@ -1144,6 +1164,7 @@ def split_loose_groups(raw: np.ndarray, labels: np.ndarray, parent: np.ndarray |
         if not others:
             continue
         r = float(np.median(u[others]))
+        typical = float(np.median([len(members[h]) for h in others]))  # hosts in a group of the parent
         rest = np.flatnonzero((par == gpar[g]) & (lab != g))
         if rest.size:
             o = _finite_median(raw[np.ix_(m, rest)].ravel())
@@ -1151,7 +1172,8 @@ def split_loose_groups(raw: np.ndarray, labels: np.ndarray, parent: np.ndarray |
             # a group by the test of any split, but its median pair nearer the distance between racks
             # than a rack's: cut only into parts whose every pair is that far apart
             on_scale = not o < loose * u[g]
-            if on_scale and not (row_scale and u[g] >= cut_at):
+            # (and not a group of a typical rack's size: among racks of 5-9, a rack with noisy pairs)
+            if on_scale and not (row_scale and u[g] >= cut_at and len(m) >= typical):
                 continue
         else:  # alone in its parent (a row the split left whole): no rest to compare with
             o, on_scale = float(u[g]), False
@@ -1161,12 +1183,18 @@ def split_loose_groups(raw: np.ndarray, labels: np.ndarray, parent: np.ndarray |
         d = raw[np.ix_(m, m)]
         sub = _median_linkage(d, cut_at)
         sizes = np.bincount(sub)
-        if (sizes >= 2).sum() < 2:
+        parts = int((sizes >= 2).sum())
+        if parts >= 2:
+            sub = _attach_lone(d, sub)  # (labels 0..parts-1, as _median_linkage's)
+        elif parts == 1 and one_part and len(m) - sizes.max() >= 2 and len(m) >= ONE_PART_SIZE * typical:
+            sub = (sub != int(np.argmax(sizes))).astype(int)  # the one part, and the hosts it left together
+            if not _finite_median(_inside_pairs(d, np.flatnonzero(sub == 1))) < o:
+                continue  # (the hosts left are as far apart as the parent's racks: no rack)
+        else:
             continue
-        sub = _attach_lone(d, sub)  # (labels 0..parts-1, as _median_linkage's)
-        if on_scale:  # (noise only adds delay: halves of one rack have a pair at the rack's scale)
-            apart = d[sub[:, None] != sub[None, :]]
-            if not _finite_quantile(apart, 0.0) >= cut_at:
+        if on_scale or parts == 1:  # (noise only adds delay: halves of one rack have a pair at the rack's scale)
+            between = d[sub[:, None] != sub[None, :]]
+            if not _finite_quantile(between, 0.0) >= r * (o / r) ** apart:
                 continue
         splits.append(([int(i) for i in m], [int(v) for v in sub]))
         for q in range(1, sub.max() + 1):
