@@ -1105,7 +1105,7 @@ def split_loose_groups(raw: np.ndarray, labels: np.ndarray, parent: np.ndarray |
     that scale: hosts are joined (:func:`_median_linkage`) while the median pair between
     them is under ``sqrt(r * o)``, halfway from a rack of the parent to the distance
     between its racks (on a log scale).  The group is left as it is unless the cut finds
-    2 parts of 2 hosts or more; a host that joins no one (its rack-mates' pairs spoilt by
+    2 parts of 2 hosts or more (or one, below); a host that joins no one (its rack-mates' pairs spoilt by
     noise, or its rack-mates in another group) goes to the part, as cut, it has the
     smallest latency to (noise only adds delay; the largest part if none is measured):
     a group of one would make ``plink schedule`` fall back to average linkage.  A group
@@ -1119,10 +1119,11 @@ def split_loose_groups(raw: np.ndarray, labels: np.ndarray, parent: np.ndarray |
     the hosts of a typical group of its parent (the median; a group of 5 among racks of 5-9
     is a rack with noisy pairs), but only if every pair between two of its parts is
     ``r * (o / r) ** apart`` or more, ``apart`` = 0.25 of the way from a rack to the rest on
-    a log scale (``sqrt(r * sqrt(r * o))``; 0.5 is the cut's level): noise only adds delay, so the halves of one noisy rack keep a pair at the rack's
-    scale between them, while two racks' nearest pair is at least the row's base
-    distance (``row_scale``, since 2026-11-28 15:22 UTC, the size and the quarter since
-    2026-11-28 17:16 UTC, when the bar was ``sqrt(r * o)``; False: such groups stay whole).
+    a log scale (``sqrt(r * sqrt(r * o))``; 0.5 is the cut's level): noise only adds delay,
+    so the halves of one noisy rack keep a pair at the rack's scale between them, while two
+    racks' nearest pair is at least the row's base distance (``row_scale``, since
+    2026-11-28 15:22 UTC; the size and the quarter since 2026-11-28 17:16 UTC, the bar
+    ``sqrt(r * o)`` until then; False: such groups stay whole).
     Seed 76's sim-9: a group of 5 of two racks (2 + 3), ``u`` 56.7 us, ``o`` 69.7, ``r``
     28.8: cut at 44.8 into its racks, the nearest pair between them 49.2 us (0.931 ->
     0.957); seed 25's: three racks of 2 in a group of 6, ``u`` 61.3, ``o`` 72.9, ``r`` 32.7,
