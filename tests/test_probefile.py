@@ -313,6 +313,12 @@ def test_messages_name_the_default_path():
     assert _err(from_dict, {"format": "x"}).startswith("<probe>: not a plink probe file")
 
 
+def test_a_json_without_format_says_what_a_probe_file_has():
+    """Some other JSON document (no "format" field) is named as such, not as "format is None"."""
+    msg = _err(from_dict, {"a": 1})
+    assert msg == '<probe>: not a plink probe file (no "format" field; a probe file has "format": "plink-probe")'
+
+
 def test_load_json_names_the_file(tmp_path):
     from plink.data.probefile import load_json
 

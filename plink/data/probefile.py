@@ -476,6 +476,9 @@ def from_dict(doc: Any, path: str = "<probe>", notes: list[str] | None = None) -
     if not isinstance(doc, dict):
         raise ProbeFileError(f"{path}: not a plink probe file (top level is not a JSON object)")
     fmt = doc.get("format")
+    if "format" not in doc:
+        raise ProbeFileError(f"{path}: not a plink probe file (no \"format\" field; a probe file has "
+                             f"\"format\": \"{FORMAT}\")")
     if fmt != FORMAT:
         raise ProbeFileError(f"{path}: not a plink probe file (format is {fmt!r}, expected {FORMAT!r})")
     version = doc.get("version")
