@@ -339,6 +339,17 @@ def _run(argv, capsys):
     return exc.value.code, out, err
 
 
+def test_cli_group_of_one_group_prints_no_confidence(tmp_path, capsys):
+    """One group (no split significant): a host's silhouette is not defined, so no confidence figure is
+    printed for it (it printed "1.00 / 1.00" until 2026-11-28, which read as certainty)."""
+    m = tmp_path / "flat.csv"
+    m.write_text("\n".join(",".join("0" if i == j else "100" for j in range(6)) for i in range(6)) + "\n")
+    code, _, err = _run(["group", str(m), "-o", str(tmp_path / "g.json")], capsys)
+    assert code == 0, err
+    assert err.startswith("6 hosts: 1 group\n")
+    assert "confidence: - (one group" in err and "1.00 / 1.00" not in err
+
+
 def test_cli_group_and_show_print_the_structure(tmp_path, capsys):
     dc = tmp_path / "dc.json"
     code, _, err = _run(["simulate", "--racks", "3", "--rows", "2", "--hosts-per-rack", "5-7", "--seed", "2",

@@ -68,14 +68,16 @@ def render_structure(groups, console) -> None:
         names = [groups.hosts[i] for i in members]
         shown = ", ".join(names[:8]) + (f", ... (+{len(names) - 8})" if len(names) > 8 else "")
         row = [str(k), str(len(members))]
-        if conf is not None:
-            row.append(f"{conf[members].mean():.2f} / {_floor2(conf[members].min())}")
+        if conf is not None:  # (one group: a host's silhouette is not defined, "-")
+            row.append(f"{conf[members].mean():.2f} / {_floor2(conf[members].min())}" if groups.k > 1 else "-")
         g.add_row(*row, shown)
         if k >= 39:
             g.add_row("...", "", *([""] if conf is not None else []), f"{groups.k - 40} more groups")
             break
     print_table(console, g)
-    if conf is not None:
+    if conf is not None and groups.k == 1:
+        console.print("confidence: - (one group: nothing to tell its hosts apart from)")
+    elif conf is not None:
         low = m.get("low_confidence_hosts")
         if low is None:
             from plink.structure.hierarchy import LOW_CONFIDENCE
