@@ -434,6 +434,16 @@ def test_order_names_a_host_never_measured_which_group_refuses(tmp_path):
     assert "1 host(s) without a single measured pair (h2)" in " ".join(proc.stderr.split())
 
 
+def test_an_unknown_unit_is_told_the_units_not_every_spelling(tmp_path):
+    m = tmp_path / "m.csv"
+    m.write_text("0,1,2\n1,0,2\n2,2,0\n")
+    proc = run("group", str(m), "--unit", "furlongs")
+    assert_one_line_error(proc, 2, "'furlongs' is not a unit plink reads: us, ms, s, ns (latency) or Gbit/s")
+    assert "'MS'" not in proc.stderr and "GiB/s" in proc.stderr
+    assert_one_line_error(run("order", str(m), "--bandwidth-matrix", str(m), "--bandwidth-unit", "x"), 2,
+                          "'x' is not a unit plink reads")
+
+
 def test_order_of_a_bandwidth_matrix_says_bandwidth_not_latency(tmp_path):
     m = tmp_path / "bw.csv"
     rows = [[100 if i == j else (25 if i // 3 == j // 3 else 5) for j in range(6)] for i in range(6)]

@@ -145,6 +145,15 @@ def test_wrong_kind_warnings():
     assert "diagonal is the largest value" in kind_warning(diag, "latency", "x")
 
 
+@pytest.mark.parametrize("unit, gbit", [("GiB/s", 8.589934592), ("MiB/s", 0.008388608), ("GB/s", 8.0),
+                                         ("MB/s", 0.008)])
+def test_binary_bandwidth_units_keep_their_size(tmp_path, unit, gbit):
+    """GiB/s is 2**30 bytes a second, 7.4% more than GB/s (it was read as GB/s until 2026-11-28)."""
+    (tmp_path / "bw.csv").write_text("0,2,1\n2,0,1\n1,1,0\n")
+    p = load_input(tmp_path / "bw.csv", kind="bandwidth", unit=unit).probe
+    assert p.bandwidth[0, 1] == pytest.approx(2 * gbit, rel=1e-12)
+
+
 def test_latency_and_bandwidth_together(tmp_path):
     m, _ = blocks()
     lat = np.where(m > 0, 1e5 / np.where(m > 0, m, 1), 0)

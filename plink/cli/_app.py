@@ -153,7 +153,17 @@ def matrix_input_options(hosts_flag: str = "--hosts"):
     ``--bandwidth-matrix`` and ``--bandwidth-unit``, and passes the command one keyword
     ``load_input``: a function PATH -> ProbeData that reads with them (notes to stderr).
     """
-    from plink.data.inputs import UNITS
+    from plink.data.inputs import BANDWIDTH_UNITS, LATENCY_UNITS, UNITS
+
+    class UnitChoice(click.Choice):
+        """The units and their other spellings; an unknown one is told the units, not every spelling."""
+
+        def fail(self, message, param=None, ctx=None):
+            if message.startswith(("'", '"')) and "is not one of" in message:
+                message = (message.split(" is not one of")[0] + " is not a unit plink reads: "
+                           + ", ".join(LATENCY_UNITS) + " (latency) or " + ", ".join(BANDWIDTH_UNITS)
+                           + " (bandwidth), or another spelling of one (Gbps, MBps, msec, ...)")
+            super().fail(message, param, ctx)
 
     def decorate(f):
         import functools
@@ -183,12 +193,12 @@ def matrix_input_options(hosts_flag: str = "--hosts"):
             click.option("--kind", type=click.Choice(["latency", "bandwidth"]), default="latency", show_default=True,
                          help="What a plain matrix holds: latency (lower is closer) or bandwidth (higher is "
                               "closer; its inverse is the distance, dissertation 4.2.1)."),
-            click.option("--unit", type=click.Choice(UNITS), metavar="UNIT",
+            click.option("--unit", type=UnitChoice(UNITS), metavar="UNIT",
                          help="Unit of a plain matrix: us, ms, s, ns (latency; default us) or Gbit/s, Mbit/s, "
-                              "GB/s, MB/s, Gbps, MBps, ... (bandwidth; default Gbit/s)."),
+                              "GB/s, MB/s, GiB/s, Gbps, MBps, ... (bandwidth; default Gbit/s)."),
             click.option("--bandwidth-matrix", type=click.Path(dir_okay=False),
                          help="A bandwidth matrix (same hosts, same order) to add to a latency matrix or probe file."),
-            click.option("--bandwidth-unit", type=click.Choice(UNITS), metavar="UNIT",
+            click.option("--bandwidth-unit", type=UnitChoice(UNITS), metavar="UNIT",
                          help="Unit of --bandwidth-matrix (default Gbit/s)."),
         ]):
             wrapper = opt(wrapper)
