@@ -202,7 +202,8 @@ def _prober(hosts_file, probe_file, hosts_format="auto", load_input=None, max_ho
 @click.option("--time-limit", default=5.0, show_default=True, type=float,
               help="Seconds of order search (reading the matrix and inferring its groups come on top: "
                    "up to about a minute at ~500 hosts on 2 cores).")
-@click.option("--seed", default=0, show_default=True, type=click.IntRange(0, 2**32 - 1))
+@click.option("--seed", default=0, show_default=True, type=click.IntRange(0, 2**32 - 1),
+              help="Random seed of the order search at each re-probe.")
 @click.option("--initial-order", type=click.Path(dir_okay=False),
               help="The order in use now (plain/JSON order file), compared against on the first run.")
 @click.option("--emit", "emit_items", multiple=True, metavar="FORMAT:PATH",

@@ -160,7 +160,8 @@ def _check_format_options(fmt: str, slots: int, groups_file: str | None) -> None
 @click.option("--groups", "groups_file", type=click.Path(dir_okay=False),
               help="Groups file (plink group): also start from the grouping; the switches of --format slurm-topology. "
                    "It may name more hosts than the probe (a rack map of the whole site).")
-@click.option("--seed", default=0, show_default=True, type=click.IntRange(0, 2**32 - 1))
+@click.option("--seed", default=0, show_default=True, type=click.IntRange(0, 2**32 - 1),
+              help="Random seed of the order search (its random starts and moves); a search cut short by --time-limit can still differ between runs.")
 @click.option("--format", "fmt", type=click.Choice(FORMATS), default=None,
               help="Order file (plain, json) or launcher file (see 'plink emit --help') written with -o or to stdout "
                    "[default: json when -o names a .json file, else plain].")

@@ -48,7 +48,8 @@ def parse_hosts_per_rack(text: str) -> int | tuple[int, int]:
 @click.option("--host-gbps", default=25.0, show_default=True, help="Bandwidth inside a rack (Gbit/s).")
 @click.option("--oversubscription", default=4.0, show_default=True, help="Bandwidth divisor per level above the rack.")
 @click.option("--no-shuffle", is_flag=True, help="Keep hosts in rack order (default: random order).")
-@click.option("--seed", default=0, show_default=True, type=click.IntRange(0, 2**32 - 1))
+@click.option("--seed", default=0, show_default=True, type=click.IntRange(0, 2**32 - 1),
+              help="Random seed: the same seed and options give the same datacenter.")
 @click.option("-o", "--output", type=click.Path(dir_okay=False, allow_dash=True), callback=stdout_if_dash, help="Probe file to write (default: stdout).")
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON summary on stdout (needs -o).")
 def simulate(output, as_json, no_shuffle, hosts_per_rack, **kw) -> None:

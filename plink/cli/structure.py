@@ -106,7 +106,8 @@ def render_structure(groups, console) -> None:
 @click.option("--alpha", default=1.0, show_default=True, type=float, help="balanced: ProbeEmbed exponent in [1, 2].")
 @click.option("--dims", default=10, show_default=True, type=int, help="balanced: embedding dimensions.")
 @click.option("--no-heights", is_flag=True, help="balanced: do not fit per-host startup costs.")
-@click.option("--seed", default=0, show_default=True, type=click.IntRange(0, 2**32 - 1))
+@click.option("--seed", default=0, show_default=True, type=click.IntRange(0, 2**32 - 1),
+              help="Random seed: of the shuffled copies a split is tested against (hierarchy), of ProbeEmbed and k-means (balanced).")
 @click.option("--plot", type=click.Path(dir_okay=False), callback=plot_file,
               help="Write a picture of the groups (needs matplotlib; the format follows the extension, PNG without one).")
 @click.option("-o", "--output", type=click.Path(dir_okay=False, allow_dash=True), callback=stdout_if_dash, help="Groups file to write (default: stdout).")
