@@ -444,6 +444,15 @@ def test_an_unknown_unit_is_told_the_units_not_every_spelling(tmp_path):
                           "'x' is not a unit plink reads")
 
 
+def test_group_of_one_host_says_so(tmp_path):
+    """A 1 x 1 matrix: no pair, so no structure; said as such, not as a host to probe again."""
+    m = tmp_path / "one.csv"
+    m.write_text("5\n")
+    proc = run("group", str(m))
+    assert proc.returncode == 1 and "Traceback" not in proc.stderr
+    assert proc.stderr.strip().splitlines()[-1] == "plink: error: one host (h0): no pair to measure; groups need 2 hosts or more"
+
+
 def test_order_of_a_bandwidth_matrix_says_bandwidth_not_latency(tmp_path):
     m = tmp_path / "bw.csv"
     rows = [[100 if i == j else (25 if i // 3 == j // 3 else 5) for j in range(6)] for i in range(6)]

@@ -825,6 +825,8 @@ def check_every_host_measured(probe) -> np.ndarray:
     (structure inference cannot place it); else return the measured-pair mask (diagonal False)."""
     measured = measured_pairs(probe)
     lonely = np.flatnonzero(~measured.any(axis=1))
+    if probe.n == 1:
+        raise PlinkError(f"one host ({probe.names[0]}): no pair to measure; groups need 2 hosts or more")
     if lonely.size:
         raise PlinkError(f"host {probe.names[lonely[0]]} has 0 measured pairs: probe it again or leave it out")
     return measured
