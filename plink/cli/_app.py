@@ -158,12 +158,12 @@ def matrix_input_options(hosts_flag: str = "--hosts"):
     class UnitChoice(click.Choice):
         """The units and their other spellings; an unknown one is told the units, not every spelling."""
 
-        def fail(self, message, param=None, ctx=None):
-            if message.startswith(("'", '"')) and "is not one of" in message:
-                message = (message.split(" is not one of")[0] + " is not a unit plink reads: "
-                           + ", ".join(LATENCY_UNITS) + " (latency) or " + ", ".join(BANDWIDTH_UNITS)
-                           + " (bandwidth), or another spelling of one (Gbps, MBps, msec, ...)")
-            super().fail(message, param, ctx)
+        def convert(self, value, param, ctx):
+            if value not in self.choices:
+                self.fail(f"{value!r} is not a unit plink reads: " + ", ".join(LATENCY_UNITS) + " (latency) or "
+                          + ", ".join(BANDWIDTH_UNITS) + " (bandwidth), or another spelling of one (Gbps, MBps, "
+                          "msec, ...)", param, ctx)
+            return super().convert(value, param, ctx)
 
     def decorate(f):
         import functools
