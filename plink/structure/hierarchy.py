@@ -1169,16 +1169,15 @@ def split_loose_groups(raw: np.ndarray, labels: np.ndarray, parent: np.ndarray |
         rest = np.flatnonzero((par == gpar[g]) & (lab != g))
         if rest.size:
             o = _finite_median(raw[np.ix_(m, rest)].ravel())
-            cut_at = float(np.sqrt(r * o))  # halfway from a rack of the parent to the rest, on a log scale
-            # a group by the test of any split, but its median pair nearer the distance between racks
-            # than a rack's: cut only into parts whose every pair is that far apart
-            on_scale = not o < loose * u[g]
-            # (and not a group of a typical rack's size: among racks of 5-9, a rack with noisy pairs)
-            if on_scale and not (row_scale and u[g] >= cut_at and len(m) >= typical):
-                continue
+            on_scale = not o < loose * u[g]  # a group by the test of any split
         else:  # alone in its parent (a row the split left whole): no rest to compare with
             o, on_scale = float(u[g]), False
-            cut_at = float(np.sqrt(r * o))
+        cut_at = float(np.sqrt(r * o))  # halfway from a rack of the parent to the rest, on a log scale
+        # a group by the test of any split is cut only when its median pair is nearer the distance between
+        # racks than a rack's, and not when it has fewer hosts than a typical group of the parent (among
+        # racks of 5-9, a rack with noisy pairs); its parts must then be apart (below)
+        if on_scale and not (row_scale and u[g] >= cut_at and len(m) >= typical):
+            continue
         if not tight * r <= o:
             continue
         d = raw[np.ix_(m, m)]
