@@ -107,7 +107,7 @@ def test_help_shows_examples():
         (["order", "{dc}", "--size", "1.5"], 2, "invalid size '1.5': a number of bytes must be whole"),
         (["order", "{dc}", "--algo", "bcube", "--base", "3"], 1, "power of 3"),
         (["order", "{dc}", "--algo", "bcube", "--base", "1"], 2, "BCube base must be an integer >= 2, got 1"),
-        (["group", "{dc}", "--groups", "0"], 2, "number of groups must be a positive integer, got 0"),
+        (["group", "{dc}", "--groups", "0"], 2, "--groups must be a positive integer, got 0"),
         (["order", "{tmp}/absent.json"], 1, "no such file"),
         (["order", "{tmp}/garbage.json"], 1, "invalid JSON"),
         (["order", "{tmp}/wrong.json"], 1, "not a plink probe file"),
@@ -450,7 +450,18 @@ def test_group_of_one_host_says_so(tmp_path):
     m.write_text("5\n")
     proc = run("group", str(m))
     assert proc.returncode == 1 and "Traceback" not in proc.stderr
-    assert proc.stderr.strip().splitlines()[-1] == "plink: error: one host (h0): no pair to measure; groups need 2 hosts or more"
+    assert proc.stderr.strip().splitlines()[-1] == (f"plink: error: {m}: one host (h0): no pair to measure; "
+                                                    "groups need 2 hosts or more")
+
+
+def test_every_error_has_one_prefix(dc):
+    """Usage errors (click's) and input errors (plink's) both start 'plink: error:', so one grep finds
+    them; a usage error then points at its own command's --help."""
+    usage = run("order", str(dc), "--algo", "foo")
+    assert_one_line_error(usage, 2, "Invalid value for '--algo'")
+    assert usage.stderr.startswith("plink: error: ") and usage.stderr.rstrip().endswith("(see 'plink order --help')")
+    bad = run("group", str(dc) + ".missing")
+    assert bad.returncode == 1 and bad.stderr.startswith("plink: error: ")
 
 
 def test_order_of_a_bandwidth_matrix_says_bandwidth_not_latency(tmp_path):
@@ -471,8 +482,8 @@ def test_bad_group_counts_are_refused_before_the_matrix_is_read(tmp_path):
     m = tmp_path / "asym.csv"  # reading it prints a note (symmetrised pairs): the error must come alone
     m.write_text("0,1,9,9\n2,0,9,9\n9,9,0,1\n9,9,1,0\n")
     assert "symmetrised" in run("group", str(m)).stderr
-    assert_one_line_error(run("group", str(m), "--groups", "0"), 2, "number of groups must be a positive integer")
-    assert_one_line_error(run("group", str(m), "--levels", "0"), 2, "--levels (max_levels) must be a positive integer")
+    assert_one_line_error(run("group", str(m), "--groups", "0"), 2, "--groups must be a positive integer")
+    assert_one_line_error(run("group", str(m), "--levels", "0"), 2, "--levels must be a positive integer")
 
 
 def test_bad_order_options_are_refused_before_the_matrix_is_read(tmp_path):

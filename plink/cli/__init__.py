@@ -67,7 +67,7 @@ def main(argv: list[str] | None = None) -> None:
             sys.exit(EXIT_USAGE)
         cmd = exc.ctx.command_path if exc.ctx is not None else "plink"
         msg = " ".join(exc.format_message().split())
-        click.echo(f"{cmd}: error: {msg} (see '{cmd} --help')", err=True)
+        click.echo(f"plink: error: {msg} (see '{cmd} --help')", err=True)  # one prefix for every error
         sys.exit(EXIT_USAGE)
     except click.ClickException as exc:
         if debug:

@@ -149,18 +149,25 @@ def group(probefile, n_groups, method, max_levels, elasticity, alpha, dims, no_h
 
     # before the matrix is read (its notes would come out first)
     if n_groups is not None:
-        check_positive_int(n_groups, "number of groups")
-    check_positive_int(max_levels, "--levels (max_levels)")
+        check_positive_int(n_groups, "--groups")
+    check_positive_int(max_levels, "--levels")
     probe = load_input(probefile)
-    if method == "balanced":
-        from plink.structure.group import group_hosts
+    from plink.errors import OptionError, PlinkError
 
-        result = group_hosts(probe, n_groups=n_groups, elasticity=elasticity, alpha=alpha, dims=dims,
-                             heights=not no_heights, seed=seed)
-    else:
-        from plink.structure.hierarchy import infer_groups
+    try:
+        if method == "balanced":
+            from plink.structure.group import group_hosts
 
-        result = infer_groups(probe, n_groups=n_groups, max_levels=max_levels, seed=seed)
+            result = group_hosts(probe, n_groups=n_groups, elasticity=elasticity, alpha=alpha, dims=dims,
+                                 heights=not no_heights, seed=seed)
+        else:
+            from plink.structure.hierarchy import infer_groups
+
+            result = infer_groups(probe, n_groups=n_groups, max_levels=max_levels, seed=seed)
+    except OptionError:
+        raise
+    except PlinkError as exc:  # the matrix cannot be grouped (one host, a host never measured): name the file
+        raise type(exc)(f"{probefile}: {exc}") from None
     if plot:
         if result.coordinates is not None:
             from plink.plots import plot_groups
