@@ -89,6 +89,10 @@ def schedule(probefile, groups_file, size, chunk, capacity, compact, output, as_
     and reports rounds, bytes, cross-group bytes and the predicted time
     against a flat ring and a sharded parameter server.
 
+    PROBEFILE is a plink probe file (.json) or a plain matrix (.csv/.tsv/.txt/.npy;
+    latency, or bandwidth with --kind bandwidth; host names from a header row, a
+    name column or --hosts).
+
     \b
     Example:
       plink simulate --racks 4 --hosts-per-rack 4 --bandwidth --seed 1 -o dc.json

@@ -130,6 +130,10 @@ def group(probefile, n_groups, method, max_levels, elasticity, alpha, dims, no_h
     into sqrt(N) equal groups (what 2LHA uses).  With ground truth in the
     probe file, reports the AMI against the true racks.
 
+    PROBEFILE is a plink probe file (.json) or a plain matrix (.csv/.tsv/.txt/.npy;
+    latency, or bandwidth with --kind bandwidth; host names from a header row, a
+    name column or --hosts).
+
     \b
     Example:
       plink simulate --racks 4 --rows 2 --hosts-per-rack 5-9 --seed 1 -o dc.json
@@ -242,6 +246,10 @@ def show(probefile, groups_file, plot, orderfile, as_json, no_structure, load_in
     --groups, else inferred as 'plink group' does (--no-structure skips it).
     --plot draws the hierarchy (one bar per level) beside the heatmap in
     hierarchy order, so racks show up as blocks.
+
+    PROBEFILE is a plink probe file (.json) or a plain matrix (.csv/.tsv/.txt/.npy;
+    latency, or bandwidth with --kind bandwidth; host names from a header row, a
+    name column or --hosts).
 
     \b
     Example:
