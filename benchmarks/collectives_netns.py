@@ -750,7 +750,8 @@ def analyse(doc: dict) -> tuple[str, dict]:
                          f"re-measures at {f['best_held_out']:.2f} x that half's best")
         if ro:
             rr = doc["runoff"]
-            where = "; ".join(f"{x['passes']} in cluster {x['cluster']}" for x in rr["sessions"])
+            where = "; ".join(f"{x['passes']} in the first passes' cluster" if x["cluster"] == "the first passes'"
+                              else f"{x['passes']} in a cluster {x['cluster']}" for x in rr["sessions"])
             lines.append(f"  runoff: {ro['runoff_orders']} contenders (plink's orders and every order within "
                          f"{rr['within']:g}x the best above) timed {rr['passes']} more passes over ({where}); "
                          f"held out over all {passes + rr['passes']} passes (the best chosen by half of them, "

@@ -23,3 +23,8 @@ class OptionError(PlinkError):
 
 class ProbeFileError(PlinkError):
     """A probe, group or order file that cannot be read or is invalid."""
+
+
+class UnitError(OptionError, ProbeFileError):
+    """A unit that does not fit the matrix kind (``--kind bandwidth --unit ms``): an option
+    error (exit 2), and a :class:`ProbeFileError` to code that reads matrices."""

@@ -450,8 +450,7 @@ def test_group_of_one_host_says_so(tmp_path):
     m.write_text("5\n")
     proc = run("group", str(m))
     assert proc.returncode == 1 and "Traceback" not in proc.stderr
-    assert proc.stderr.strip().splitlines()[-1] == (f"plink: error: {m}: one host (h0): no pair to measure; "
-                                                    "groups need 2 hosts or more")
+    assert proc.stderr.strip().splitlines()[-1] == "plink: error: one host (h0): no pair to measure; groups need 2 hosts or more"
 
 
 def test_every_error_has_one_prefix(dc):
@@ -505,3 +504,21 @@ def test_no_span_note_where_no_row_is_a_span(dc, tmp_path):
     text = " ".join(proc.stderr.split())
     assert "spans capacities" not in text
     assert "NICs assumed" not in text and "oversubscribed case" not in text  # no bytes: capacities do not matter
+
+
+def test_a_missing_option_file_is_named_by_its_option(dc, tmp_path):
+    """`--groups 0` said '0: no such file'; the option that reads it is named now."""
+    for argv in (["order", str(dc), "--groups", "0"], ["show", str(dc), "--groups", "0"],
+                 ["schedule", str(dc), "--size", "1MiB", "--groups", "0", "-o", str(tmp_path / "s.json")]):
+        assert_one_line_error(run(*argv), 1, "plink: error: --groups 0: no such file")
+    assert_one_line_error(run("show", str(dc), "--plot", str(tmp_path / "p.png"), "--order", "absent.txt"), 1,
+                          "plink: error: --order absent.txt: no such file")
+
+
+def test_a_unit_of_the_other_kind_is_a_usage_error(tmp_path):
+    """--kind bandwidth --unit ms is an option that does not fit: exit 2 like any bad option value."""
+    m = tmp_path / "m.csv"
+    m.write_text("0,1,2\n1,0,1\n2,1,0\n")
+    assert_one_line_error(run("group", str(m), "--kind", "bandwidth", "--unit", "ms"), 2,
+                          "'ms' is not a bandwidth unit")
+    assert_one_line_error(run("order", str(m), "--unit", "Gbit/s"), 2, "'Gbit/s' is not a latency unit")

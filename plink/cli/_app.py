@@ -50,6 +50,16 @@ def _same_file(a, b) -> bool:
         return False
 
 
+def check_option_files(inputs: dict) -> None:
+    """A one-line error naming the option when a file an option reads (``--groups 0``) does not
+    exist; ``inputs``: ``{option: path or None}`` (arguments say their file in their own errors)."""
+    from plink.errors import ProbeFileError
+
+    for flag, path in inputs.items():
+        if flag.startswith("-") and path not in (None, "-") and not os.path.lexists(path):
+            raise ProbeFileError(f"{flag} {path}: no such file")
+
+
 def refuse_input_as_output(outputs: dict, inputs: dict) -> None:
     """A usage error, before any work, when an output path is one of the command's input files
     (the same file, also through a symlink or a hard link): writing it would replace what the

@@ -6,7 +6,7 @@ import json
 
 import click
 
-from plink.cli._app import (cli, _echo_json, matrix_input_options, note_groups_beyond, refuse_input_as_output,
+from plink.cli._app import (check_option_files, cli, _echo_json, matrix_input_options, note_groups_beyond, refuse_input_as_output,
                             size_value, stdout_if_dash)
 from plink.cli.order import _check_format_options
 from plink.errors import PlinkError
@@ -60,6 +60,7 @@ def emit_cmd(orderfile, fmt, slots, groups_file, algo, output) -> None:
     if algo is not None and fmt != "env":
         raise click.UsageError(f"--algo is for --format env (the {fmt} format does not depend on the algorithm)")
     refuse_input_as_output({"-o": output}, {"ORDERFILE": orderfile, "--groups": groups_file})
+    check_option_files({"ORDERFILE": orderfile, "--groups": groups_file})
     hosts = read_order_hosts(orderfile)
     searched = _order_file_algo(orderfile)
     if algo is None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from plink.cli._app import (_echo_json, _stderr_console, cli, existing_dir, matrix_input_options,
+from plink.cli._app import (check_option_files, _echo_json, _stderr_console, cli, existing_dir, matrix_input_options,
                             note_groups_beyond, print_table, refuse_input_as_output, size_value)
 from plink.errors import PlinkError
 
@@ -109,6 +109,7 @@ def schedule(probefile, groups_file, size, chunk, capacity, compact, output, as_
     if as_json and output is not None and is_stdout(output):
         raise click.UsageError("-o - and --json would both write to stdout: write the schedule to a file")
     refuse_input_as_output({"-o": output}, {"PROBEFILE": probefile, "--groups": groups_file})
+    check_option_files({"PROBEFILE": probefile, "--groups": groups_file})
     probe = load_input(probefile)
     labels = None
     if groups_file:

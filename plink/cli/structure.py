@@ -8,7 +8,7 @@ import math
 import click
 import numpy as np
 
-from plink.cli._app import (cli, _echo_json, check_picture_format, matrix_input_options, _stderr_console, _stdout_console, plot_file,
+from plink.cli._app import (check_option_files, cli, _echo_json, check_picture_format, matrix_input_options, _stderr_console, _stdout_console, plot_file,
                             print_table, refuse_input_as_output, stdout_if_dash)
 
 
@@ -120,10 +120,11 @@ def group(probefile, n_groups, method, max_levels, elasticity, alpha, dims, no_h
     Default (--method hierarchy): compares hosts by their whole row of
     latencies, clusters them (average linkage) and keeps a split only when it
     beats the same split on shuffled data, then corrects what noise does to
-    the clusters (a rack cut in two is merged, a group as loose as its row is
-    cut again, into its racks or into the one rack it holds and the hosts
-    left, a host left alone joins its nearest host's group and one much
-    nearer another rack moves there; README, "plink group"); prints the
+    the clusters, in this order: a group as loose as its row is cut again
+    (into its racks, or into the one rack it holds and the hosts left), a
+    rack cut in two is merged, a host left alone joins its nearest host's
+    group, and one much nearer another rack moves there (README, "plink
+    group"; docs/structure.md says why).  Prints the
     groups per level, their hosts and how sure plink is of each host (on
     stderr; without -o stdout is the groups file).  --groups K fixes K.
     --method balanced is the dissertation's ProbeEmbed + balanced k-means
@@ -156,22 +157,15 @@ def group(probefile, n_groups, method, max_levels, elasticity, alpha, dims, no_h
         check_positive_int(n_groups, "--groups")
     check_positive_int(max_levels, "--levels")
     probe = load_input(probefile)
-    from plink.errors import OptionError, PlinkError
+    if method == "balanced":
+        from plink.structure.group import group_hosts
 
-    try:
-        if method == "balanced":
-            from plink.structure.group import group_hosts
+        result = group_hosts(probe, n_groups=n_groups, elasticity=elasticity, alpha=alpha, dims=dims,
+                             heights=not no_heights, seed=seed)
+    else:
+        from plink.structure.hierarchy import infer_groups
 
-            result = group_hosts(probe, n_groups=n_groups, elasticity=elasticity, alpha=alpha, dims=dims,
-                                 heights=not no_heights, seed=seed)
-        else:
-            from plink.structure.hierarchy import infer_groups
-
-            result = infer_groups(probe, n_groups=n_groups, max_levels=max_levels, seed=seed)
-    except OptionError:
-        raise
-    except PlinkError as exc:  # the matrix cannot be grouped (one host, a host never measured): name the file
-        raise type(exc)(f"{probefile}: {exc}") from None
+        result = infer_groups(probe, n_groups=n_groups, max_levels=max_levels, seed=seed)
     if plot:
         if result.coordinates is not None:
             from plink.plots import plot_groups
@@ -262,6 +256,7 @@ def show(probefile, groups_file, plot, orderfile, as_json, no_structure, load_in
     if orderfile and not plot:
         raise click.BadParameter("--order draws the before/after heatmaps of --plot PNG", param_hint="--order")
     refuse_input_as_output({"--plot": plot}, {"PROBEFILE": probefile, "--groups": groups_file, "--order": orderfile})
+    check_option_files({"PROBEFILE": probefile, "--groups": groups_file, "--order": orderfile})
     check_picture_format(plot)
 
     probe = load_input(probefile)

@@ -37,7 +37,7 @@ from pathlib import Path
 import numpy as np
 
 from plink.data.probefile import count_asymmetric, default_host_names
-from plink.errors import ProbeFileError
+from plink.errors import ProbeFileError, UnitError
 
 #: ``ProbeData.meta["bandwidth_source"]`` of a bandwidth matrix read from a file (``--kind bandwidth``,
 #: ``--bandwidth-matrix``): each pair's path measured on its own, which the shared model then uses as
@@ -82,16 +82,16 @@ _NAME_COLUMNS = ("name", "host", "hostname", "node", "address", "region", "ip")
 
 def _norm_unit(unit: str | None, kind: str) -> str:
     if kind not in KINDS:
-        raise ProbeFileError(f"unknown matrix kind {kind!r} (use latency or bandwidth)")
+        raise UnitError(f"unknown matrix kind {kind!r} (use latency or bandwidth)")
     if unit is None:
         return "us" if kind == "latency" else "Gbit/s"
     unit = _BANDWIDTH_ALIASES.get(unit, _LATENCY_ALIASES.get(unit, unit))
     if kind == "latency" and unit not in LATENCY_UNITS:
         hint = " (a bandwidth unit: pass --kind bandwidth)" if unit in BANDWIDTH_UNITS else ""
-        raise ProbeFileError(f"{unit!r} is not a latency unit (use {', '.join(LATENCY_UNITS)}){hint}")
+        raise UnitError(f"{unit!r} is not a latency unit (use {', '.join(LATENCY_UNITS)}){hint}")
     if kind == "bandwidth" and unit not in BANDWIDTH_UNITS:
         hint = " (a latency unit: pass --kind latency)" if unit in LATENCY_UNITS else ""
-        raise ProbeFileError(f"{unit!r} is not a bandwidth unit (use {', '.join(BANDWIDTH_UNITS)}){hint}")
+        raise UnitError(f"{unit!r} is not a bandwidth unit (use {', '.join(BANDWIDTH_UNITS)}){hint}")
     return unit
 
 
