@@ -178,8 +178,9 @@ def plot_heatmaps_before_after(probe, order: Sequence[int], path, *, labels: Seq
 def plot_hierarchy(probe, groups, path, *, title: str = "") -> None:
     """The inferred hierarchy beside the latency heatmap ordered by it.
 
-    Left: one bar per level (finest on the right, next to the matrix), a colour
-    per group, and the hosts' confidence (dark = sure); right: the matrix with
+    Left: one bar per level (finest on the right, next to the matrix): a colour
+    per finest group, light and dark grey in turn for the groups of coarser
+    levels; and the hosts' confidence (dark = sure); right: the matrix with
     hosts sorted by coarsest level, then finer ones, white lines between the
     finest groups and red lines between groups of the level above.  O(N^2).
     """
@@ -189,14 +190,19 @@ def plot_hierarchy(probe, groups, path, *, title: str = "") -> None:
     levels = [np.asarray(lv)[idx] for lv in (groups.levels or [groups.labels])]
     conf = None if groups.confidence is None else np.asarray(groups.confidence)[idx]
     order = np.lexsort(tuple(levels))
-    cols = [lv[order] % 20 for lv in reversed(levels)]  # coarse .. fine, left to right
+    # coarse .. fine, left to right: the finest groups in tab20's colours, every coarser level in two
+    # alternating greys (its groups are contiguous in this order), so no rack shares its row's colour
+    cols = [lv[order] % 20 if k == len(levels) - 1 else 20 + lv[order] % 2 for k, lv in enumerate(reversed(levels))]
     ncol = len(cols) + (conf is not None)
     fig = plt.figure(figsize=(8.5, 6.5))
     gs = fig.add_gridspec(1, 2, width_ratios=[0.06 * ncol + 0.02, 1.0], wspace=0.03)
     ax0 = fig.add_subplot(gs[0])
     ax1 = fig.add_subplot(gs[1])
     bars = np.stack(cols, axis=1).astype(float)
-    ax0.imshow(bars, aspect="auto", cmap="tab20", vmin=0, vmax=19, interpolation="nearest",
+    from matplotlib.colors import ListedColormap
+
+    palette = ListedColormap(list(plt.get_cmap("tab20").colors) + ["#d9d9d9", "#8c8c8c"])
+    ax0.imshow(bars, aspect="auto", cmap=palette, vmin=-0.5, vmax=21.5, interpolation="nearest",
                extent=(0, len(cols), probe.n - 0.5, -0.5))
     names = [f"L{len(levels) - i}" for i in range(len(levels))]
     if conf is not None:
