@@ -81,8 +81,8 @@ Complexity: O(N^3) time for the profile distances (scipy ``cdist`` of N rows
 of length N), repeated for the two metrics and the permutation nulls (10
 per split of <= 32 hosts, 4 up to 128, 2 above), so O(N^3) with a constant
 of about 6-10 at the top level; O(N^2) memory; each candidate silhouette
-O(N^2).  Measured on the shared 2-core machine: N = 102 in 3-10 s, N = 192
-in 18 s (``benchmarks/structure.py``).  Deterministic for a given
+O(N^2).  Measured on a quiet 2-core machine: N = 192 in 2.6 s, N = 344 in
+2.7 s (``benchmarks/structure.py --large``; several times that when the cores are shared).  Deterministic for a given
 ``random_state`` (it seeds the permutation nulls; None means 0).
 
 Measured against the classical baselines given the true K in
@@ -160,10 +160,9 @@ NEAREST_MOVE = 1.5
 #: before that: two groups of one parent merge when their split would not pass the test for splitting a small
 #: group and together they would be a significant group of the parent (:func:`merge_split_groups`), unless the
 #: merged group is more than this many times looser (median pair, as measured) than the median of the parent's
-#: other groups. On benchmarks/structure.py --large seeds 0-59 the merge raised 13 of 600 cases and lowered none
-#: (seed 17's sim-4: a rack of 6 cut 3 + 3, 0.964 -> 1.000). Without this condition PlanetLab's 138 groups became
-#: 123 (median RTT within a group 1.17 -> 2.61 ms) and Seattle's 21 became 13; with it both keep theirs (chosen
-#: on seeds 0-39, PlanetLab and Seattle; 40-59 drawn after)
+#: other groups: without it the merge joined neighbouring groups of wide-area matrices (when it came in,
+#: PlanetLab's 138 groups became 123, the median RTT within a group 1.17 -> 2.61 ms). docs/structure.md,
+#: "A rack cut in two is merged", has the cases and figures
 MERGE_LOOSER = 1.25
 #: the merge's first condition (would their split pass inside one small group?) compares the pairs between
 #: the two groups with those inside them at this quantile (the lower quartile), not at their medians: noise
@@ -884,23 +883,17 @@ def move_to_nearest(raw: np.ndarray, labels: np.ndarray, parent: np.ndarray | No
     the 1-3 columns in which racks of 2-4 hosts of one row differ, and put a host
     whose rack-mate pairs noise inflated in a neighbouring rack.
 
-    One pass, every move judged on ``labels`` as given, the largest ratio first: a
-    host does not move when the host that draws it (its nearest in the other group)
-    would move too, or when a host has been drawn to it. So moves do not chain: visited
-    in turn and repeated until nothing moved (until 2026-11-28 03:20), hosts of
-    Skyplane's inter-region throughputs followed one another until some sat in a group
-    none of whose members was near them (31 of 63 moved).  A host may leave a group of
-    2 (until 2026-11-28 11:57 UTC a group of 2 stayed whole) unless its group-mate would
-    move too or draws a host (letting both hosts of a pair move lowered seed 47's sim-9
-    from 0.949 to 0.906); the host it leaves alone, unless a host was drawn to it since,
-    then joins the group of its own nearest host rather than stay alone (a group of 1
-    makes ``plink schedule`` fall back to average linkage), following the chain when that
-    host was left alone too (:func:`_attach_lone`; two such hosts each other's nearest
-    form a group of 2; until 2026-11-28 15:22 UTC each joined its nearest host's group as
-    it was then, which could leave a group of 1).
-    Seed 61's sim-9 in ``benchmarks/structure.py --large``: a host 30.2 us from a
-    rack-mate sat in a group of 2 with a host 61.0 us from it (whose own rack-mate pair
-    is unmeasured).  A host without a measured group-mate stays.  Returns
+    One pass, every move judged on ``labels`` as given, the largest ratio first, and
+    moves never chain: a host stays when the host that draws it (its nearest in the
+    other group) would move too, or when a host has been drawn to it (moving hosts in
+    turn until nothing moved sent hosts of an inter-region matrix after one another
+    into groups none of whose members was near them).  A host may leave a group of 2
+    unless its group-mate would move too or draws a host; the host it leaves alone then
+    joins the group of its own nearest host (a group of 1 makes ``plink schedule``
+    fall back to average linkage), following the chain when that host was left alone
+    too (:func:`_attach_lone`; two such hosts each other's nearest form a group of 2).
+    Why, and what each rule changed: docs/structure.md, "A host nearer another rack
+    moves there".  A host without a measured group-mate stays.  Returns
     ``(labels, moved)``, the labels renumbered when a group emptied.  O(N^2).
     """
     lab = labels.copy()
@@ -1093,56 +1086,42 @@ def split_loose_groups(raw: np.ndarray, labels: np.ndarray, parent: np.ndarray |
     """Split the groups that are no group: as loose inside as they are far from the rest of their parent.
 
     ``raw``: symmetric latencies (NaN = missing); ``labels``: the finest groups;
-    ``parent``: the next level up (None: one parent).  A group of ``min_size`` hosts or
-    more whose median pair ``u`` is not ``loose`` times closer than the median ``o`` from
-    its hosts to the rest of its parent (:data:`EFFECT_MIN`, what any split needs) would
-    not have been split off as a group: it is several small racks a split of the parent
-    left together (the best cut of a row of racks of 2-4 hosts folds the racks it
-    cannot tell apart into one remainder).  When the parent's other groups of 2 hosts or
-    more (none: those of the other parents) are groups, their median pair (the median of
-    their medians, ``r``) ``tight`` times closer than ``o`` (:data:`EFFECT_MIN_SMALL`), the
-    loose group is cut again on
-    that scale: hosts are joined (:func:`_median_linkage`) while the median pair between
-    them is under ``sqrt(r * o)``, halfway from a rack of the parent to the distance
-    between its racks (on a log scale).  The group is left as it is unless the cut finds
-    2 parts of 2 hosts or more (or one, below); a host that joins no one (its rack-mates' pairs spoilt by
-    noise, or its rack-mates in another group) goes to the part, as cut, it has the
-    smallest latency to (noise only adds delay; the largest part if none is measured):
-    a group of one would make ``plink schedule`` fall back to average linkage.  A group
-    alone in its parent (a row whose own split was not significant) has no rest to be
-    compared with: then ``o`` is its own median pair ``u`` and ``r`` that of the groups
-    of the other parents, and it is cut when ``u >= tight * r`` (seed 72's sim-9, drawn
-    after the rest was chosen: one row of 10 racks left whole, 0.595 -> 0.910).  A group
-    that passes the test of any split (``o >= loose * u``) is cut the same way when its
-    median pair is nearer ``o`` than ``r`` on a log scale (``u >= sqrt(r * o)``; two racks
-    of 2 in one group: two tight pairs and four at the row's distance) and it has at least
-    the hosts of a typical group of its parent (the median; a group of 5 among racks of 5-9
-    is a rack with noisy pairs), but only if every pair between two of its parts is
-    ``r * (o / r) ** apart`` or more, ``apart`` = 0.25 of the way from a rack to the rest on
-    a log scale (``sqrt(r * sqrt(r * o))``; 0.5 is the cut's level): noise only adds delay,
-    so the halves of one noisy rack keep a pair at the rack's scale between them, while two
-    racks' nearest pair is at least the row's base distance (``row_scale``, since
-    2026-11-28 15:22 UTC; the size and the quarter since 2026-11-28 17:16 UTC, the bar
-    ``sqrt(r * o)`` until then; False: such groups stay whole).
-    Seed 76's sim-9: a group of 5 of two racks (2 + 3), ``u`` 56.7 us, ``o`` 69.7, ``r``
-    28.8: cut at 44.8 into its racks, the nearest pair between them 49.2 us (0.931 ->
-    0.957); seed 25's: three racks of 2 in a group of 6, ``u`` 61.3, ``o`` 72.9, ``r`` 32.7,
-    cut at 48.8, the nearest pair between racks 46.3 us, over the bar of 40.0 (0.930 ->
-    0.973); seed 44's sim-4: a rack of 6 with noisy pairs (``u`` 46.0, cut at 45.5) whose
-    parts have a pair of 26.4 us between them stays whole.  When the cut finds one part of
-    2 hosts or more and leaves 2 hosts or more, the group is cut into that part and the
-    hosts left (a rack whose one pair noise inflated, or a rack of 2 and a stray host) if
-    it has ``ONE_PART_SIZE`` times the hosts of a typical group of its parent, the hosts
-    left have a median pair under ``o`` and every pair between the two parts passes the
-    same bar (``one_part``, since 2026-11-28 17:16 UTC).  Seed 63's sim-9: a group of 5,
-    racks of 2 (37.4 us inside), 2 (49.2: over the cut at 47.6) and a stray host, cut into
-    the first rack and the other three (0.936 -> 0.960).
+    ``parent``: the next level up (None: one parent).  Names: ``u`` a group's median
+    pair; ``o`` the median from its hosts to the rest of its parent; ``r`` the median of
+    the median pairs of the parent's other groups of 2 hosts or more (none: those of the
+    other parents), the scale of a rack there.
 
-    Seed 19's sim-9 in ``benchmarks/structure.py --large`` (2 rows of 10 racks of
-    2-4): one group of 10 hosts from 4 racks, median pair 72.6 us against 75.5 to the
-    rest of its row, whose other racks have median pairs of 30.4-38.5 us (32.7 their
-    median); cut at 49.7 us, it is its 4 racks again (AMI 0.876 -> 0.963).  Returns
-    ``(labels, splits)``, each split as the group's hosts and their new labels inside it.
+    1. *A loose group*: ``min_size`` hosts or more and ``u`` not ``loose`` times closer
+       than ``o`` (:data:`EFFECT_MIN`, what any split needs): several small racks a
+       split of the parent left together (the best cut of a row of racks of 2-4 hosts
+       folds the racks it cannot tell apart into one remainder).  When the parent's
+       other groups are groups (``o >= tight * r``, :data:`EFFECT_MIN_SMALL`), it is cut
+       at ``sqrt(r * o)``, halfway from a rack to the distance between racks on a log
+       scale: hosts are joined (:func:`_median_linkage`) while the median pair between
+       them is under that level.
+    2. *A group alone in its parent* (a row whose own split was not significant) has no
+       rest: it is cut the same way, ``o`` being its own ``u``, when ``u >= tight * r``
+       with ``r`` from the other parents.
+    3. *On the row's scale* (``row_scale``; False: such groups stay whole): a group that
+       passes the test of any split is cut the same way when ``u >= sqrt(r * o)`` (two
+       racks of 2 in one group: two tight pairs and four at the row's distance) and it
+       has at least the hosts of a typical group of its parent (their median), but only
+       when every pair between two of its parts is ``r * (o / r) ** apart`` or more:
+       noise only adds delay, so the halves of one noisy rack keep a pair at the rack's
+       scale between them, while two racks' nearest pair is at the row's base distance.
+
+    A cut is kept when it finds 2 parts of 2 hosts or more; a host that joins no one
+    goes to the part it has the smallest latency to (the largest part if none is
+    measured: a group of one would make ``plink schedule`` fall back to average
+    linkage).  With ``one_part``, a cut that finds one part of 2 hosts or more and leaves
+    2 hosts or more cuts the group into that part and the hosts left, when the group has
+    :data:`ONE_PART_SIZE` times the hosts of a typical group of its parent, the hosts
+    left have a median pair under ``o`` and every pair between the two parts passes the
+    bar of step 3.  The cases behind each rule and what each changed on the benchmarks:
+    docs/structure.md, "A group as loose as its row is cut again" and after.
+
+    Returns ``(labels, splits)``, each split as the group's hosts and their new labels
+    inside it.
     O(N^2) for the medians, and O(n^2) medians for each group of n hosts cut.
     """
     lab = labels.copy()
