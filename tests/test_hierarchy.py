@@ -561,6 +561,54 @@ def test_a_host_a_split_left_alone_joins_its_rack(kw, before, after, host, monke
     assert ami(truth, infer_hierarchy(p.latency).labels) == pytest.approx(before, abs=5e-4)
 
 
+def test_merge_split_groups_merges_two_halves_of_a_rack_on_the_parents_scale():
+    """Groups A (3 hosts, 1.0 inside), B (3 hosts, 2.0 inside) and two racks of 7 (2.0 inside) in one parent,
+    A and B 2.4 apart, every other pair 6.0. The lower quartile between A and B (2.4) is 2.4x that of their
+    own pairs (1.0, A's), so their split would pass inside one small group (1.6x); but 2.4 is no farther than
+    the parent's racks (at most 1.25 x 2.0) and A + B, 6 hosts, are fewer than a typical group of the parent
+    (7): the halves of one rack, merged. Not at 3.0 apart, nor when the other racks have 5 hosts (A + B would
+    be larger than a typical group), nor with ``scale=False``."""
+    from plink.structure.hierarchy import merge_split_groups
+
+    def parent(sizes, between):
+        lab = np.repeat(np.arange(len(sizes)), sizes)
+        d = np.full((len(lab), len(lab)), 6.0)
+        for g in range(len(sizes)):
+            d[np.ix_(lab == g, lab == g)] = 1.0 if g == 0 else 2.0
+        d[np.ix_(lab == 0, lab == 1)] = d[np.ix_(lab == 1, lab == 0)] = between
+        np.fill_diagonal(d, np.nan)
+        return d, lab
+
+    d, lab = parent([3, 3, 7, 7], 2.4)
+    out, merges = merge_split_groups(d, lab)
+    assert out.tolist() == [0] * 6 + [1] * 7 + [2] * 7 and len(merges) == 1
+    assert merge_split_groups(d, lab, scale=False)[1] == []
+    assert merge_split_groups(*parent([3, 3, 7, 7], 3.0))[1] == []
+    assert merge_split_groups(*parent([3, 3, 5, 5], 2.4))[1] == []
+
+
+def test_a_rack_cut_into_a_tight_part_and_a_loose_one_is_merged(monkeypatch):
+    """2 rows of 3 racks of 5-9 hosts (benchmarks/structure.py --large: sim-3 of seed 35): a rack of 6 was
+    cut 3 + 3, one part 17.6-23.2 us inside, the other (with a noisy host) 29.6-47.4; the lower quartile
+    between them, 36.7 us, is 1.9x the parts' (19.4), so the merge's test inside a small group did not
+    join them; but it is no farther than the row's racks (at most 1.25 x 32.7, the median pair of the row's
+    other racks, of 6 and 8 hosts) and the halves have fewer hosts than those: merged, 0.967 -> 1.000 (the
+    AMI without ``scale``)."""
+    import plink.structure.hierarchy as hier
+
+    p = simulate_datacenter(racks=3, rows=2, hosts_per_rack=(5, 9), outlier_scale=1.0, jitter=0.17817901108177836,
+                            tenant_us=0.8901924847440621, noisy_hosts=0.0975882689409102,
+                            outlier_frac=0.04880426741806933, asymmetry=0.04310296321052618,
+                            missing_frac=0.013115108507917741, seed=716973233)
+    truth = racks_of(p)
+    h = infer_hierarchy(p.latency)
+    assert len(h.scores["merged"]) == 1
+    assert ami(truth, h.labels) == pytest.approx(1.0)
+    orig = hier.merge_split_groups
+    monkeypatch.setattr(hier, "merge_split_groups", lambda *a, **kw: orig(*a, **kw, scale=False))
+    assert ami(truth, infer_hierarchy(p.latency).labels) == pytest.approx(0.967, abs=5e-4)
+
+
 def test_move_to_nearest_does_not_chain():
     """Host 3 is drawn to host 4 of another group, and host 4 to host 7 of a third: moved in turn, 3
     follows 4 into a group 4 then leaves, and on into the third (Skyplane's throughputs: 31 of 63

@@ -65,9 +65,11 @@ The pipeline (each step a pure function over numpy arrays):
    group of 1.25x a typical group's size into that rack and the hosts left.
 7. :func:`merge_split_groups`: two groups of one parent that one group of
    their hosts would not have been split into (judged on the lower quartiles
-   of the pairs, :data:`MERGE_QUANTILE`), and that together are a tight
-   group of the parent, merge (the best silhouette can cut a rack in two
-   when a few of its pairs are inflated); then :func:`join_lone_hosts`: a
+   of the pairs, :data:`MERGE_QUANTILE`; or whose pairs between them are no
+   farther than the parent's racks, when together they have fewer hosts than
+   a typical group of it), and that together are a tight group of the
+   parent, merge (the best silhouette can cut a rack in two when a few of its
+   pairs are inflated); then :func:`join_lone_hosts`: a
    host a split left alone joins the group of its nearest host when that
    host is nearer the parent's racks' scale than the rest of the parent.
 8. :func:`move_to_nearest`: a host whose nearest member of another group of
@@ -1184,7 +1186,7 @@ def split_loose_groups(raw: np.ndarray, labels: np.ndarray, parent: np.ndarray |
 
 def merge_split_groups(raw: np.ndarray, labels: np.ndarray, parent: np.ndarray | None = None, *,
                        looser: float = MERGE_LOOSER, effect: float = EFFECT_MIN_SMALL,
-                       max_size: int = SMALL_GROUP, quantile: float = MERGE_QUANTILE
+                       max_size: int = SMALL_GROUP, quantile: float = MERGE_QUANTILE, scale: bool = True
                        ) -> tuple[np.ndarray, list[tuple[list[int], list[int]]]]:
     """Merge two groups of one parent whose split would not pass the test for splitting a small group.
 
@@ -1200,6 +1202,11 @@ def merge_split_groups(raw: np.ndarray, labels: np.ndarray, parent: np.ndarray |
       ``b_q < effect * w_q`` (:data:`EFFECT_MIN_SMALL`, what a split of a small group needs;
       or ``b_q <= w_q``, for latencies rounded to 0; on lower quartiles because noise only
       adds delay, so one noisy host in a part no longer makes the parts look apart);
+      or (``scale``) the pairs between them are no farther than the parent's racks, ``b_q``
+      at most ``looser`` times ``r``, the median of the parent's other groups' ``u``, and
+      together they have fewer hosts than a typical group of the parent (the median of the
+      other groups' sizes): the two halves of a rack, one of them unusually tight, whose
+      split the test above judges against that tight half;
     - ``A + B`` would be a significant group of its parent: ``o >= effect * u``;
     - and no looser than the parent's other groups: ``u`` at most ``looser`` times the
       median of their own ``u``.
@@ -1213,7 +1220,8 @@ def merge_split_groups(raw: np.ndarray, labels: np.ndarray, parent: np.ndarray |
     group (the second condition).  On PlanetLab's RTTs nearby groups would merge into
     groups looser than the others of their parent (the last condition).  The pair with
     the smallest ``b_q / w_q`` merges first, then the conditions are judged again (a
-    group cut in three merges whole).
+    group cut in three merges whole).  The cases behind each condition and what each
+    changed: docs/structure.md, "A rack cut in two is merged".
     Returns ``(labels, merges)``, each merge as the two host lists.  O(K N^2) per pass
     for K groups, one pass per merge and one more.
     """
@@ -1238,7 +1246,8 @@ def merge_split_groups(raw: np.ndarray, labels: np.ndarray, parent: np.ndarray |
                 inside = np.r_[own[a], own[b]]
                 w, wq = _finite_median(inside), _finite_quantile(inside, quantile)
                 bq = _finite_quantile(raw[np.ix_(ma, mb)].ravel(), quantile)
-                if not (w > 0 and (bq <= wq or bq < effect * wq)):
+                apart = not (bq <= wq or bq < effect * wq)  # their split would pass inside one small group
+                if not w > 0 or (apart and not scale):
                     continue
                 siblings = np.flatnonzero(gpar == gpar[a])
                 siblings = siblings[(siblings != a) & (siblings != b)]
@@ -1247,10 +1256,17 @@ def merge_split_groups(raw: np.ndarray, labels: np.ndarray, parent: np.ndarray |
                 idx = np.r_[ma, mb]
                 rest = np.concatenate([members[g] for g in siblings])
                 o = _finite_median(raw[np.ix_(idx, rest)].ravel())
-                u = _finite_median(_inside_pairs(raw, idx))
                 others = u_own[siblings]
                 others = others[np.isfinite(others)]
-                if not (o > w and o >= effect * u and others.size and u <= looser * float(np.median(others))):
+                if not others.size:
+                    continue
+                r = float(np.median(others))  # the parent's racks' scale
+                # (scale) the halves of one rack: the pairs between them no farther than the parent's racks,
+                # and together fewer hosts than a typical group of the parent
+                if apart and not (bq <= looser * r and len(idx) < np.median([len(members[g]) for g in siblings])):
+                    continue
+                u = _finite_median(_inside_pairs(raw, idx))
+                if not (o > w and o >= effect * u and u <= looser * r):
                     continue
                 ratio = bq / wq if wq > 0 else 0.0
                 if best is None or ratio < best[0]:
