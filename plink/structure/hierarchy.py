@@ -155,9 +155,8 @@ METRICS = ("log", "near")
 #: last step: a host moves to another group of its parent (a rack of the same row) when its nearest member
 #: there is this many times closer, on the symmetric latencies as measured, than its nearest rack-mate
 #: (noise only adds delay, so a host's smallest latency to a group is the best estimate of its distance to
-#: it). Chosen on benchmarks/structure.py --large seeds 0-11: 1.3-2.0 change 3-8 of the 120 cases (most of
-#: them sim-9's racks of 2-4 hosts) and lower one by 0.001 at most; 1.2 lowers 3, 1.0 lowers 14. On seeds
-#: 12-19, drawn after, 1.5 changed one case (up). See move_to_nearest
+#: it). Chosen on benchmarks/structure.py --large (margins of 1.3-2.0 change a few of sim-9's racks of 2-4
+#: hosts; 1.2 and 1.0 lower cases: docs/structure.md). See move_to_nearest
 NEAREST_MOVE = 1.5
 #: before that: two groups of one parent merge when their split would not pass the test for splitting a small
 #: group and together they would be a significant group of the parent (:func:`merge_split_groups`), unless the
@@ -170,10 +169,8 @@ MERGE_LOOSER = 1.25
 #: the two groups with those inside them at this quantile (the lower quartile), not at their medians: noise
 #: and outliers only add delay, so the low end of the pairs estimates the path. With medians, one noisy host
 #: (every pair of it 2-5x) or a few outliers among the pairs between the parts kept a rack cut in two apart
-#: (seed 60's sim-1: a rack of 7 cut 4 + 3, one part holding a noisy host: medians 53.1 us between against
-#: 26.8 inside, 1.98x; lower quartiles 30.3 against 24.8, 1.22x). On benchmarks/structure.py --large seeds
-#: 0-79 this raised 29 of 800 cases and lowered none. Tried and not kept: every condition of the merge on
-#: lower quartiles instead of medians (raised 44, but lowered seed 53's sim-9 from 0.967 to 0.941)
+#: (a rack of 7 cut 4 + 3, one part holding a noisy host: 1.98x apart on medians, 1.22x on lower quartiles;
+#: docs/structure.md, "A rack cut in two is merged")
 MERGE_QUANTILE = 0.25
 
 
@@ -954,15 +951,10 @@ def join_lone_hosts(raw: np.ndarray, labels: np.ndarray, parent: np.ndarray | No
     median of its latencies there), on a log scale.  A host far from every other (a noisy
     one, or a region alone) stays alone.  Every lone host is judged on ``labels`` as given
     (one joins a group of 2 hosts or more, never another lone host).  Run after the merge,
-    before :func:`move_to_nearest` (since 2026-11-28 15:22 UTC; until then a host a split
-    left alone stayed alone).  Seed 58's sim-9 in ``benchmarks/structure.py --large``: a
-    host 35.1 us from a rack-mate and 53.7 us or more from every other host was a group of
-    its own (its pair with the rack's third host 134 us); its row's groups 31.3 us inside
-    (median), the rest of its row 68.9 us from it: 35.1 < 46.4, it joins its rack-mate's
-    group (0.913 -> 0.929).  Over the 800 simulated cases of seeds 0-79 it raised 5
-    (all sim-9) and lowered one: seed 48's sim-9, 0.977 -> 0.962, a host whose only
-    rack-mate pair is unmeasured, which then joins the nearest rack instead of staying
-    alone (the data cannot place it).  Returns ``(labels, joined)``.  O(N^2).
+    before :func:`move_to_nearest`.  A host whose only rack-mate pair is unmeasured joins
+    the nearest rack, which the data cannot tell from its own.  The cases behind the rule:
+    docs/structure.md, "A host left alone joins its nearest host".  Returns
+    ``(labels, joined)``.  O(N^2).
     """
     lab = labels.copy()
     n = len(lab)
