@@ -56,7 +56,7 @@ def check_option_files(inputs: dict) -> None:
     from plink.errors import ProbeFileError
 
     for flag, path in inputs.items():
-        if flag.startswith("-") and path not in (None, "-") and not os.path.lexists(path):
+        if path not in (None, "-") and not os.path.lexists(path):
             raise ProbeFileError(f"{flag} {path}: no such file")
 
 

@@ -60,7 +60,7 @@ def emit_cmd(orderfile, fmt, slots, groups_file, algo, output) -> None:
     if algo is not None and fmt != "env":
         raise click.UsageError(f"--algo is for --format env (the {fmt} format does not depend on the algorithm)")
     refuse_input_as_output({"-o": output}, {"ORDERFILE": orderfile, "--groups": groups_file})
-    check_option_files({"ORDERFILE": orderfile, "--groups": groups_file})
+    check_option_files({"--groups": groups_file})
     hosts = read_order_hosts(orderfile)
     searched = _order_file_algo(orderfile)
     if algo is None:

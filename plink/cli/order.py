@@ -215,7 +215,7 @@ def order(probefile, algo, size, base, time_limit, jobs, smt_time, groups_file, 
         fmt = "json" if output and output.lower().endswith(".json") else "plain"  # (-o - is None here)
     _check_format_options(fmt, slots, groups_file)
     refuse_input_as_output({"-o": output}, {"PROBEFILE": probefile, "--groups": groups_file})
-    check_option_files({"PROBEFILE": probefile, "--groups": groups_file})
+    check_option_files({"--groups": groups_file})
     refuse_json_with_dash(as_json, "the report (its 'hosts' are the order)")
     probe = load_input(probefile)
     writes = output is not None or not as_json  # (--json alone prints the report, no order file)

@@ -109,7 +109,7 @@ def schedule(probefile, groups_file, size, chunk, capacity, compact, output, as_
     if as_json and output is not None and is_stdout(output):
         raise click.UsageError("-o - and --json would both write to stdout: write the schedule to a file")
     refuse_input_as_output({"-o": output}, {"PROBEFILE": probefile, "--groups": groups_file})
-    check_option_files({"PROBEFILE": probefile, "--groups": groups_file})
+    check_option_files({"--groups": groups_file})
     probe = load_input(probefile)
     labels = None
     if groups_file:

@@ -256,7 +256,7 @@ def show(probefile, groups_file, plot, orderfile, as_json, no_structure, load_in
     if orderfile and not plot:
         raise click.BadParameter("--order draws the before/after heatmaps of --plot PNG", param_hint="--order")
     refuse_input_as_output({"--plot": plot}, {"PROBEFILE": probefile, "--groups": groups_file, "--order": orderfile})
-    check_option_files({"PROBEFILE": probefile, "--groups": groups_file, "--order": orderfile})
+    check_option_files({"--groups": groups_file, "--order": orderfile})
     check_picture_format(plot)
 
     probe = load_input(probefile)
