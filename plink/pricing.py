@@ -32,8 +32,9 @@ pair (isolated pairs do show what a NIC carries); without one, ``nic_gbps``
 (``--kind bandwidth``, ``--bandwidth-matrix``; each pair measured on its
 own) also limits each pair's flows (``Network.path``); ``plink probe``'s
 pairs are measured a round at a time, sharing uplinks, so they are not.  Uplinks: measured ones from the probe file (an uplink
-whose host set is not one group, e.g. measured for two racks together,
-becomes an outer level of links over those hosts); otherwise
+whose host set is several whole groups, e.g. measured for two racks together,
+becomes an outer level of links over those hosts; one that holds part of a
+group is not priced, its rate being no one link's); otherwise
 the conservative oversubscribed case, an uplink carries what one host NIC
 does (``contention.conservative_uplinks``) - isolated pairs never set an
 uplink, since one flow alone cannot see oversubscription.  ``Network.assumed`` lists
@@ -54,7 +55,6 @@ from plink.data.probefile import ProbeData
 from plink.errors import OptionError, PlinkError
 from plink.solvers.contention import Network, conservative_uplinks
 from plink.solvers.costmodels import PairCost
-from plink.structure.metrics import separation
 
 FILLS = ("low", "mid", "high")
 DEFAULT_NIC_GBPS = 10.0  #: assumed host NIC when no bandwidth was probed
@@ -172,35 +172,14 @@ def find_groups(probe: ProbeData, labels=None, seed: int = 0, use_bandwidth: boo
 
 
 def _infer(probe: ProbeData, seed: int, use_bandwidth: bool) -> Groups:
-    from plink.structure.hierarchy import infer_hierarchy
+    from plink.structure.probegroups import infer_probe_groups
 
-    def run(matrix):
-        # a host with no measured pair (unreachable in the probe) cannot be placed: it gets a group
-        # of its own, so its flows are priced as crossing group uplinks (the conservative case)
-        m = np.array(matrix, dtype=float)
-        np.fill_diagonal(m, np.nan)
-        seen = (np.isfinite(m) | np.isfinite(m.T)).any(axis=1)
-        lab = np.zeros(len(m), dtype=np.int64)
-        if seen.sum() >= 3:
-            lab[seen] = infer_hierarchy(m[np.ix_(seen, seen)], random_state=seed).labels
-        k = int(lab[seen].max()) + 1 if seen.any() else 0
-        lab[~seen] = k + np.arange(int((~seen).sum()))
-        lab = _relabel(lab)
-        return lab, separation(matrix, lab)
-
-    from plink.structure.metrics import choose_grouping
-
-    first = "inferred from inverse bandwidth" if probe.inverse_bandwidth else "inferred from latency"
-    found = [(*run(probe.structure_latency), probe.structure_latency, first)]
-    if probe.bandwidth is not None and use_bandwidth:
-        # the probe runs the pairs of a round at the same time, so cross-rack pairs share uplinks and
-        # measure slower: 1/bandwidth is a distance (§4.2.1), often clearer than latency on busy hosts
-        bw = probe.bandwidth
-        with np.errstate(divide="ignore", invalid="ignore"):
-            inv = np.where(bw > 0, 1.0 / bw, np.nan)
-        if np.isfinite(inv[~np.eye(probe.n, dtype=bool)]).sum() >= probe.n:
-            found.append((*run(inv), inv, "inferred from bandwidth"))
-    labels, conf, _, source = found[choose_grouping([(f[0], f[2]) for f in found])]
+    # the probe runs the pairs of a round at the same time, so cross-rack pairs share uplinks and
+    # measure slower: 1/bandwidth is a distance (§4.2.1), often clearer than latency on busy hosts
+    bw = probe.bandwidth if use_bandwidth else None
+    labels, conf, source = infer_probe_groups(
+        probe.structure_latency, bw, seed=seed,
+        latency_name="inverse bandwidth" if probe.inverse_bandwidth else "latency")
     return Groups(labels, source, conf)
 
 
@@ -256,15 +235,24 @@ def network(probe: ProbeData, groups: Groups, *, fill: str = "high", use_bandwid
         up = np.bincount(lab, weights=nic, minlength=k).astype(float)
     down = up.copy()
     measured = np.zeros(k, dtype=bool)
-    other = []  # measured uplinks whose host set is not one group: an outer level
+    other = []  # measured uplinks whose host set is several whole groups: an outer level
+    cut = []  # ... that hold part of a group: no link of these groups (measured over other groups)
     for u in getattr(probe, "uplinks", None) or []:
         hosts = sorted(int(h) for h in u.hosts)
         match = [g for g in range(k) if sorted(np.flatnonzero(lab == g).tolist()) == hosts]
         if match:
             up[match[0]], down[match[0]] = float(u.up_bps), float(u.down_bps)
             measured[match[0]] = True
-        else:
+        elif hosts and np.flatnonzero(np.isin(lab, lab[hosts])).tolist() == hosts:
             other.append(u)
+        else:
+            cut.append(u)
+    if cut:
+        # e.g. a rack and one host of another: its test's flows left through two racks' uplinks, so
+        # its rate is no one link's capacity (priced as one, it made an outer level cutting a rack)
+        notes.append(f"{len(cut)} measured uplink(s) not priced: each holds part of a group, so it is no "
+                     "link of these groups (measured over other groups; probe again, or give --groups "
+                     "that make each one a group)")
     kept, overlapping, seen = [], [], set()
     for u in other:  # an outer level is one link per host set: sets that share hosts cannot all be one
         hs = {int(h) for h in u.hosts}

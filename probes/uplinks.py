@@ -6,14 +6,12 @@ cross-rack flows *share* the rack uplink's ~385 Mbit/s (``../shared/notes``).
 A collective loads every rack uplink with all its flows at the same time, so
 this phase measures exactly that, after the latency rounds:
 
-1. **groups**: inferred from the latency matrix and, when ``--bandwidth`` measured one, from the
-   pair bandwidth matrix (as ``log(max / bandwidth)``: the pairs of a round run concurrently, so
-   cross-group pairs share uplinks and measure slower than in-group pairs, a signal that survives
-   busy hosts); the finer of two nested groupings, else the one with the higher silhouette
-   (:func:`infer_groups`); each with
-   :func:`plink.structure.hierarchy.infer_hierarchy` when it is installed,
-   else scipy's average linkage with the number of groups chosen by the
-   silhouette (``K = 1`` when no split scores >= ``min_silhouette``);
+1. **groups**: the groups ``plink order`` will price from the same matrices
+   (:func:`infer_groups`, :func:`plink.structure.probegroups.infer_probe_groups`): inferred
+   from the latency matrix and, when ``--bandwidth`` measured one, from the inverse pair
+   bandwidths (the pairs of a round run concurrently, so cross-group pairs share uplinks and
+   measure slower than in-group pairs, a signal that survives busy hosts); the finer of two
+   nested groupings, else the one with the higher silhouette;
 2. **one test per group** ``G``: every host of ``G`` sends to a distinct host
    outside ``G`` (up) and, at the same time, receives from another distinct
    outside host (down), for ``seconds``.  The outside hosts are taken round-robin
@@ -47,87 +45,38 @@ from plink.data.probefile import Uplink
 Stage = Callable[[list, float], dict]
 
 
-def infer_groups(latency: np.ndarray, min_silhouette: float = 0.25, random_state=0,
+def infer_groups(latency: np.ndarray, random_state=0,
                  bandwidth: np.ndarray | None = None) -> tuple[list[list[int]], str]:
     """Groups of hosts (lists of indices) from a latency matrix and/or the pair bandwidths, and the method used.
 
-    Groups are inferred from the latency and, when at least half the pairs
-    have a bandwidth, from ``log(max bandwidth / bandwidth)`` (pairs of a
-    round run at once, so cross-group pairs that shared an uplink measure
-    slower); where one grouping refines the other the finer one is used, else
-    the one whose silhouette on its own matrix is higher
-    (:func:`plink.structure.metrics.choose_grouping`, as
-    :func:`plink.pricing.find_groups` chooses).  Each inference is
-    ``plink.structure.hierarchy.infer_hierarchy`` (its finest level) when
-    available; else average linkage on the symmetrised matrix (missing pairs
-    = the largest measured value), K in 2..N/2 by the best silhouette, one
-    group when no K reaches ``min_silhouette``.  O(N^3) at most (linkage and
-    silhouettes)."""
+    The groups ``plink order`` will price, from the same matrices
+    (:func:`plink.structure.probegroups.infer_probe_groups`, as
+    :func:`plink.pricing.find_groups` infers them): the latency and, when it has
+    a value for at least N pairs, the inverse pair bandwidth (pairs of a round
+    run at once, so cross-group pairs that shared an uplink measure slower); of
+    two nested groupings the finer, else the better separated.  An uplink test
+    of other groups than those would measure no link the model prices
+    (``plink.pricing.network`` leaves such a test out).  One group when neither
+    matrix has a measured pair for every host.  O(that of ``infer_hierarchy`` on each matrix).
+    """
     lat = np.asarray(latency, dtype=float)
     n = lat.shape[0]
     if n < 4:
         return [list(range(n))], "too few hosts"
-    candidates = [("latency", lat)]
-    if bandwidth is not None and np.isfinite(bandwidth[~np.eye(n, dtype=bool)]).mean() > 0.5:
-        bw = np.asarray(bandwidth, dtype=float)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            # log(max / bw): in-group pairs all get the NIC rate (~0), cross-group pairs that shared an
-            # uplink in their round get a fraction of it; the log keeps a few starved pairs from dominating
-            candidates.append(("log(max bandwidth / bandwidth)",
-                               np.where(bw > 0, np.log(np.nanmax(bw) / bw), np.nan)))
-    from plink.structure.metrics import choose_grouping
+    from plink.structure.probegroups import infer_probe_groups
 
-    try:
-        from plink.structure.hierarchy import infer_hierarchy
-    except ImportError:
-        infer_hierarchy = None
-    found = []
     off = ~np.eye(n, dtype=bool)
-    for source, m in candidates:
-        seen = (np.isfinite(m) & off) | (np.isfinite(m.T) & off)
-        if not seen.any(axis=1).all():
-            continue  # a host with no value in this matrix (e.g. latency not measured yet)
-        if infer_hierarchy is not None:
-            labels = np.asarray(infer_hierarchy(m, random_state=random_state).labels)
-            method = f"plink.structure.hierarchy.infer_hierarchy on {source}"
-        else:
-            labels, method = _average_linkage(m, min_silhouette), f"average linkage on {source}, K by silhouette"
-        found.append((labels, m, method))
-    if not found:
+
+    def complete(m) -> bool:  # every host with a measured pair
+        return m is not None and ((np.isfinite(m) | np.isfinite(m.T)) & off).any(axis=1).all()
+
+    bw = None if bandwidth is None else np.asarray(bandwidth, dtype=float)
+    if not complete(lat) and not complete(bw):
         return [list(range(n))], "no complete matrix to group by"
-    labels, _, method = found[choose_grouping([(f[0], f[1]) for f in found])]
+    labels, _, source = infer_probe_groups(lat, bw, seed=random_state)
     groups = [np.flatnonzero(labels == k).tolist() for k in np.unique(labels)]
+    method = "plink.structure.hierarchy.infer_hierarchy " + source.replace("inferred from", "on")
     return sorted(groups, key=lambda g: g[0]), method
-
-
-def _distance(m: np.ndarray) -> np.ndarray:
-    """Symmetric, complete, zero-diagonal version of ``m`` (missing pairs = the largest value)."""
-    n = m.shape[0]
-    d = np.fmax(m, m.T)
-    off = ~np.eye(n, dtype=bool)
-    fill = np.nanmax(d[off]) if np.isfinite(d[off]).any() else 1.0
-    d = np.where(np.isnan(d), fill, d)
-    np.fill_diagonal(d, 0.0)
-    return d
-
-
-def _average_linkage(lat: np.ndarray, min_silhouette: float) -> np.ndarray:
-    from scipy.cluster.hierarchy import fcluster, linkage
-    from scipy.spatial.distance import squareform
-    from sklearn.metrics import silhouette_score
-
-    n = lat.shape[0]
-    d = _distance(lat)
-    z = linkage(squareform(d, checks=False), method="average")
-    best, best_s = np.zeros(n, dtype=int), min_silhouette
-    for k in range(2, n // 2 + 1):
-        labels = fcluster(z, k, criterion="maxclust") - 1
-        if len(np.unique(labels)) < 2:
-            continue
-        s = silhouette_score(d, labels, metric="precomputed")
-        if s > best_s + 1e-12:
-            best, best_s = labels, s
-    return best
 
 
 def _spread(outside: list[list[int]], shift: int) -> list[int]:

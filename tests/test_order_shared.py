@@ -400,6 +400,38 @@ def test_an_uplink_over_several_groups_next_to_the_groups_own_is_an_outer_level(
     assert len(net.outer) == 1 and any("share hosts" in note for note in net.notes)
 
 
+def test_an_uplink_holding_part_of_a_group_is_not_priced():
+    """An uplink test over a rack and one host of another (groups found at probe time that are not
+    the groups priced) measured two racks' uplinks at once: no link of these groups, so not priced."""
+    lat = np.full((6, 6), 10.0)
+    np.fill_diagonal(lat, 0)
+    pd = from_matrix(lat, [f"h{i}" for i in range(6)])
+    pd.uplinks = [SimpleNamespace(hosts=(0, 1, 2, 3), up_bps=2e8, down_bps=2e8),
+                  SimpleNamespace(hosts=(4, 5), up_bps=1e8, down_bps=1e8)]
+    net = network(pd, find_groups(pd, labels=np.array([0, 0, 0, 1, 1, 1])))
+    assert net.outer == () and "uplinks" in net.assumed
+    assert any("not priced: each holds part of a group" in note for note in net.notes)
+
+
+def test_proof_case_a_bandwidth_probe_prices_its_racks_alike():
+    """Proof case A, 2026-11-28 (4 racks of 4): the probe's uplink test grouped host pfr3h2 with rack 1,
+    so two measured uplinks cut racks 1 and 3. Priced as an outer level they made every rack-contiguous
+    ring whose rack 3 had pfr3h2 at its edge look 1.9x slower (1.52 s against 0.79 s; measured 0.79 s
+    both). Not priced, every ring with each rack in one block costs the same."""
+    doc = json.loads((Path(__file__).parent.parent / "benchmarks/results/2026-11-28-A-seed9/A.json").read_text())
+    pd = from_dict(doc["probes"]["bandwidth"])
+    groups = find_groups(pd)
+    racks = [doc["rack"][doc["hosts"].index(h.name)] for h in pd.hosts]
+    assert groups.k == 4 and len(set(zip(groups.labels.tolist(), racks))) == 4
+    net = network(pd, groups)
+    assert net.outer == () and any("2 measured uplink(s) not priced" in note for note in net.notes)
+    model = SharedCostModel("ring", net, doc["size_bytes"])
+    blocks = {name: model(np.array(doc["orders"][name]["order"]))
+              for name in ("plink-ring-lat", "plink-ring-bw", "rack-contiguous")}
+    assert max(blocks.values()) < 1.01 * min(blocks.values())
+    assert model(np.array(doc["orders"]["handout"]["order"])) > 3 * max(blocks.values())
+
+
 def test_zero_cost_order_gives_json_null_speedups_and_no_bandwidth_is_labelled_latency():
     lat = np.zeros((4, 4))  # built in code (a file's 0 is read as unmeasured): only pair 0-1 costs
     lat[0, 1] = lat[1, 0] = 10.0

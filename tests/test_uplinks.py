@@ -5,7 +5,7 @@ import pytest
 
 from plink.data.probefile import Uplink
 from plink.probes import uplinks
-from plink.probes.uplinks import _average_linkage, measure_uplinks, plan_flows
+from plink.probes.uplinks import measure_uplinks, plan_flows
 
 
 def racks_latency(sizes, inside=5.0, across=14.0, seed=0):
@@ -17,10 +17,13 @@ def racks_latency(sizes, inside=5.0, across=14.0, seed=0):
 
 
 @pytest.mark.parametrize("sizes", [[4, 4, 4, 4], [5, 3, 4, 4], [6, 2, 5, 3]])
-def test_average_linkage_finds_unequal_racks(sizes):
+def test_uplink_groups_are_unequal_racks(sizes):
     lat, rack = racks_latency(sizes)
     perm = np.random.default_rng(1).permutation(len(rack))   # hosts handed out in random order
-    labels = _average_linkage(lat[np.ix_(perm, perm)], 0.25)
+    groups, _ = uplinks.infer_groups(lat[np.ix_(perm, perm)])
+    labels = np.empty(len(rack), dtype=int)
+    for k, g in enumerate(groups):
+        labels[g] = k
     truth = rack[perm]
     # same partition: labels and truth determine each other
     assert len(set(zip(labels, truth))) == len(sizes) == len(set(labels))
@@ -30,7 +33,7 @@ def test_no_structure_gives_one_group():
     rng = np.random.default_rng(0)
     lat = 10 + rng.uniform(0, 1, (12, 12))
     np.fill_diagonal(lat, 0)
-    assert set(_average_linkage(lat, 0.25)) == {0}
+    assert uplinks.infer_groups(lat)[0] == [list(range(12))]
 
 
 def test_plan_flows_each_host_sends_and_receives_at_most_once():
@@ -146,3 +149,28 @@ def test_groups_from_bandwidth_when_latency_is_not_measured_yet():
     groups, method = uplinks.infer_groups(np.full((12, 12), np.nan), bandwidth=bw)
     assert sorted(map(sorted, groups)) == [[0, 1, 2, 3], [4, 5, 6, 7], [8, 9, 10, 11]] and "bandwidth" in method
     assert uplinks.infer_groups(np.full((12, 12), np.nan))[0] == [list(range(12))]
+
+
+def test_uplink_groups_are_the_groups_plink_order_prices():
+    """The probe measures the uplinks of the groups the cost model will price: the same rule on the
+    same matrices (``plink.structure.probegroups``). Busy hosts (latency says nothing) and a bandwidth
+    matrix whose cross-rack pairs were slow in one direction only (the direction that shared an uplink
+    in its round): a probe file keeps each pair's slower direction, and so must the uplink test's
+    grouping. Grouping on the faster direction (as the uplink test did until 2026-11-28) saw no racks
+    here, so it would have measured none of the uplinks ``plink order`` prices."""
+    from plink.data.probefile import Host, ProbeData
+    from plink.pricing import find_groups
+
+    rng = np.random.default_rng(5)
+    rack = np.repeat(np.arange(3), 4)
+    lat = 100 + rng.uniform(0, 60, (12, 12))
+    np.fill_diagonal(lat, 0)
+    same = rack[:, None] == rack[None, :]
+    slow = np.triu(~same, 1)  # a -> b of a cross-rack pair shared an uplink, b -> a did not
+    bw = np.where(slow, 0.1, 0.33) * rng.uniform(0.95, 1.05, (12, 12))
+    np.fill_diagonal(bw, np.nan)
+    groups, method = uplinks.infer_groups(lat, bandwidth=bw)
+    assert sorted(map(sorted, groups)) == [[0, 1, 2, 3], [4, 5, 6, 7], [8, 9, 10, 11]] and "bandwidth" in method
+    probe = ProbeData([Host(f"h{i}") for i in range(12)], lat, bandwidth=bw)
+    labels = find_groups(probe).labels
+    assert sorted(map(sorted, groups)) == sorted(np.flatnonzero(labels == k).tolist() for k in np.unique(labels))
