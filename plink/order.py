@@ -395,8 +395,8 @@ def _never_measured(probe: ProbeData) -> list[str]:
 #: what the shared model's seconds leave out (measured: README, "Proof against real collectives")
 NETWORK_PART = ("'predicted' is the network's part of the collective: the library's own work (copies, reductions; "
                 "on busy hosts the CPU they lose) is the same for every order and not in it, so the whole collective "
-                "speeds up less (on the netns cluster Gloo's ring measured the predicted speedup, Open MPI's "
-                "recursive doubling and tree up to 11% less, Rabenseifner 21-35% less, ring 48-58% less: README, "
+                "usually speeds up less (on the netns cluster Gloo's ring measured the predicted speedup, Open MPI's "
+                "recursive doubling and tree from 13% less to 8% more, Rabenseifner 20-35% less, ring 41-58% less: README, "
                 "'Proof against real collectives')")
 
 

@@ -1,0 +1,64 @@
+"""An experiment on saved proof runs: does pricing split orders by capacities measured with noise?
+
+For each case's ``--bandwidth`` probe, prints Spearman (predicted, measured) at the model's
+resolution (as ``collectives_netns.py --analyse-only`` judges it) twice: with the capacities
+as measured (plink's model), and with every NIC set to the median NIC and every group uplink to
+the median uplink (not plink's model: a test of whether the measured differences between links
+of one rate, a few percent, are what splits the orders of one pattern).
+
+Usage::
+
+    python benchmarks/pooled_capacities.py benchmarks/results/2026-11-28-A-seed10/A.json [more CASE.json ...]
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import sys
+
+import numpy as np
+from scipy.stats import spearmanr
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+from plink.data.probefile import from_dict  # noqa: E402
+from plink.pricing import find_groups, network  # noqa: E402
+from plink.solvers.contention import SharedCostModel  # noqa: E402
+from plink.solvers.resolution import ranks, resolution_for  # noqa: E402
+
+ALGOS = {"gloo_ring": "ring", "mpi_ring": "ring", "mpi_recursive_doubling": "rd", "mpi_rabenseifner": "hd",
+         "mpi_tree": "bintree"}
+
+
+def pooled(net):
+    """``net`` with every NIC at the median NIC and every group uplink at the median uplink."""
+    nic = np.full(net.n, float(np.median(net.nic_send)))
+    k = len(net.up)
+    return dataclasses.replace(net, nic_send=nic, nic_recv=nic.copy(), up=np.full(k, float(np.median(net.up))),
+                               down=np.full(k, float(np.median(net.down))))
+
+
+def main(paths: list[str]) -> None:
+    print("case file | collective | Spearman as measured | with pooled capacities")
+    for path in paths:
+        doc = json.load(open(path))
+        probe = from_dict(doc["probes"]["bandwidth"])
+        net = network(probe, find_groups(probe))
+        for coll, algo in ALGOS.items():
+            size = doc["size_bytes"] if coll.startswith("gloo") else doc["mpi_size_bytes"]
+            first = {}
+            for name, o in doc["orders"].items():
+                if coll in o["measured"]:
+                    first.setdefault(tuple(o["order"]), name)  # an order two names share counts once
+            names = list(first.values())
+            measured = np.array([doc["orders"][n]["measured"][coll] for n in names])
+            perms = np.array([doc["orders"][n]["order"] for n in names])
+            rho = [spearmanr(ranks(SharedCostModel(algo, x, size).batch(perms), resolution_for("shared")),
+                             measured)[0] for x in (net, pooled(net))]
+            print(f"{path} | {coll} | {rho[0]:.2f} | {rho[1]:.2f}")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
