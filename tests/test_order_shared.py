@@ -416,7 +416,7 @@ def test_an_uplink_holding_part_of_a_group_is_not_priced():
 def test_proof_case_a_bandwidth_probe_prices_its_racks_alike():
     """Proof case A, 2026-11-28 (4 racks of 4): the probe's uplink test grouped host pfr3h2 with rack 1,
     so two measured uplinks cut racks 1 and 3. Priced as an outer level they made every rack-contiguous
-    ring whose rack 3 had pfr3h2 at its edge look 1.9x slower (1.52 s against 0.79 s; measured 0.79 s
+    ring with pfr3h2 inside its rack's block look 1.9x slower (1.52 s against 0.79 s; measured 0.79 s
     both). Not priced, every ring with each rack in one block costs the same."""
     doc = json.loads((Path(__file__).parent.parent / "benchmarks/results/2026-11-28-A-seed9/A.json").read_text())
     pd = from_dict(doc["probes"]["bandwidth"])
