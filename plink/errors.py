@@ -28,3 +28,8 @@ class ProbeFileError(PlinkError):
 class UnitError(OptionError, ProbeFileError):
     """A unit that does not fit the matrix kind (``--kind bandwidth --unit ms``): an option
     error (exit 2), and a :class:`ProbeFileError` to code that reads matrices."""
+
+
+class UnmeasuredHostError(PlinkError):
+    """A host without a single measured pair, where structure inference must place every host
+    (``plink group``, ``plink schedule``): the commands add the file's name to the message."""

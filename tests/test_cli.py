@@ -428,7 +428,7 @@ def test_order_names_a_host_never_measured_which_group_refuses(tmp_path):
     rows = [[0, 1, 9, 9, 9], [1, 0, 9, 9, 9], [9, 9, 0, 1, 9], [9, 9, 1, 0, 9], [9, 9, 9, 9, 0]]
     rows = [["" if (i == 2 or j == 2) and i != j else str(v) for j, v in enumerate(r)] for i, r in enumerate(rows)]
     m.write_text("\n".join(",".join(r) for r in rows) + "\n")
-    assert_one_line_error(run("group", str(m)), 1, "host h2 has 0 measured pairs")
+    assert_one_line_error(run("group", str(m)), 1, f"{m}: host h2 has 0 measured pairs")
     proc = run("order", str(m), "--time-limit", "0.2")  # an order still places it, and says so
     assert proc.returncode == 0, proc.stderr
     assert "1 host(s) without a single measured pair (h2)" in " ".join(proc.stderr.split())
@@ -450,7 +450,7 @@ def test_group_of_one_host_says_so(tmp_path):
     m.write_text("5\n")
     proc = run("group", str(m))
     assert proc.returncode == 1 and "Traceback" not in proc.stderr
-    assert proc.stderr.strip().splitlines()[-1] == "plink: error: one host (h0): no pair to measure; groups need 2 hosts or more"
+    assert proc.stderr.strip().splitlines()[-1] == f"plink: error: {m}: one host (h0): no pair to measure; groups need 2 hosts or more"
 
 
 def test_every_error_has_one_prefix(dc):

@@ -131,7 +131,7 @@ def test_schedule_json_and_stdout_schedule_are_refused(tmp_path):
 
 
 def test_a_host_without_measured_pairs_is_named_as_group_names_it(tmp_path, capsys):
-    """schedule and group give the same message for a host that was never measured: its name."""
+    """schedule and group give the same message for a host that was never measured: the file and the host."""
     n = 6
     rows = [["" if (i == 4 or j == 4) and i != j else ("0" if i == j else "10") for j in range(n)] for i in range(n)]
     csv = tmp_path / "m.csv"
@@ -146,4 +146,4 @@ def test_a_host_without_measured_pairs_is_named_as_group_names_it(tmp_path, caps
         lines = [ln for ln in err.strip().splitlines() if not ln.startswith("plink: note")]
         assert code == 1 and len(lines) == 1, err
         errs.append(lines[0])
-    assert errs[0] == errs[1] == "plink: error: host h04 has 0 measured pairs: probe it again or leave it out"
+    assert errs[0] == errs[1] == f"plink: error: {csv}: host h04 has 0 measured pairs: probe it again or leave it out"

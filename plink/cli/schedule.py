@@ -6,7 +6,7 @@ import click
 
 from plink.cli._app import (check_option_files, _echo_json, _stderr_console, cli, existing_dir, matrix_input_options,
                             note_groups_beyond, print_table, refuse_input_as_output, size_value)
-from plink.errors import PlinkError
+from plink.errors import PlinkError, UnmeasuredHostError
 
 
 def render_schedule_summary(s: dict, console) -> None:
@@ -116,8 +116,11 @@ def schedule(probefile, groups_file, size, chunk, capacity, compact, output, as_
         groups = load_groups(groups_file)
         labels = groups.aligned_to(probe.names, extra_ok=True)
         note_groups_beyond(groups_file, groups, probe.names)
-    plan = plan_schedule(probe, labels, size=size, chunk=chunk,
-                         capacity=None if capacity == "auto" else capacity)
+    try:
+        plan = plan_schedule(probe, labels, size=size, chunk=chunk,
+                             capacity=None if capacity == "auto" else capacity)
+    except UnmeasuredHostError as exc:  # the message names the host; add the file
+        raise UnmeasuredHostError(f"{probefile}: {exc}") from None
     sched = Schedule.from_plan(plan, chunk)
     _check_assumed(assume_bandwidth)
     summary = summarize(sched, probe, assumed_gbps=assume_bandwidth)

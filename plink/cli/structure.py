@@ -10,6 +10,7 @@ import numpy as np
 
 from plink.cli._app import (check_option_files, cli, _echo_json, check_picture_format, matrix_input_options, _stderr_console, _stdout_console, plot_file,
                             print_table, refuse_input_as_output, stdout_if_dash)
+from plink.errors import UnmeasuredHostError
 
 
 def render_groups_report(groups, console) -> None:
@@ -165,7 +166,10 @@ def group(probefile, n_groups, method, max_levels, elasticity, alpha, dims, no_h
     else:
         from plink.structure.hierarchy import infer_groups
 
-        result = infer_groups(probe, n_groups=n_groups, max_levels=max_levels, seed=seed)
+        try:
+            result = infer_groups(probe, n_groups=n_groups, max_levels=max_levels, seed=seed)
+        except UnmeasuredHostError as exc:  # the message names the host; add the file
+            raise UnmeasuredHostError(f"{probefile}: {exc}") from None
     if plot:
         if result.coordinates is not None:
             from plink.plots import plot_groups

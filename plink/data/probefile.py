@@ -60,7 +60,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from plink import __version__
-from plink.errors import PlinkError, ProbeFileError
+from plink.errors import PlinkError, ProbeFileError, UnmeasuredHostError
 from plink.data.fileio import atomic_write_text, read_json, read_text
 
 FORMAT = "plink-probe"
@@ -821,12 +821,13 @@ def measured_pairs(probe) -> np.ndarray:
 
 
 def check_every_host_measured(probe) -> np.ndarray:
-    """Raise :class:`PlinkError` naming the first host of ``probe`` without a measured pair
-    (structure inference cannot place it); else return the measured-pair mask (diagonal False)."""
+    """Raise :class:`~plink.errors.UnmeasuredHostError` naming the first host of ``probe`` without a
+    measured pair (structure inference cannot place it); else return the measured-pair mask
+    (diagonal False)."""
     measured = measured_pairs(probe)
     lonely = np.flatnonzero(~measured.any(axis=1))
     if probe.n == 1:
-        raise PlinkError(f"one host ({probe.names[0]}): no pair to measure; groups need 2 hosts or more")
+        raise UnmeasuredHostError(f"one host ({probe.names[0]}): no pair to measure; groups need 2 hosts or more")
     if lonely.size:
-        raise PlinkError(f"host {probe.names[lonely[0]]} has 0 measured pairs: probe it again or leave it out")
+        raise UnmeasuredHostError(f"host {probe.names[lonely[0]]} has 0 measured pairs: probe it again or leave it out")
     return measured
