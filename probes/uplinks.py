@@ -63,15 +63,10 @@ def infer_groups(latency: np.ndarray, random_state=0,
     n = lat.shape[0]
     if n < 4:
         return [list(range(n))], "too few hosts"
-    from plink.structure.probegroups import infer_probe_groups
-
-    off = ~np.eye(n, dtype=bool)
-
-    def complete(m) -> bool:  # every host with a measured pair
-        return m is not None and ((np.isfinite(m) | np.isfinite(m.T)) & off).any(axis=1).all()
+    from plink.structure.probegroups import infer_probe_groups, placed_hosts
 
     bw = None if bandwidth is None else np.asarray(bandwidth, dtype=float)
-    if not complete(lat) and not complete(bw):
+    if not placed_hosts(lat).all() and (bw is None or not placed_hosts(bw).all()):
         return [list(range(n))], "no complete matrix to group by"
     labels, _, source = infer_probe_groups(lat, bw, seed=random_state)
     groups = [np.flatnonzero(labels == k).tolist() for k in np.unique(labels)]

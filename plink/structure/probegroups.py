@@ -27,22 +27,23 @@ import numpy as np
 
 from plink.structure.metrics import choose_grouping, separation
 
-__all__ = ["infer_probe_groups"]
+__all__ = ["infer_probe_groups", "placed_hosts"]
 
 
-def _placed(matrix: np.ndarray) -> np.ndarray:
-    """Hosts with at least one measured pair (either direction) in ``matrix``."""
-    m = np.array(matrix, dtype=float)
-    np.fill_diagonal(m, np.nan)
-    return (np.isfinite(m) | np.isfinite(m.T)).any(axis=1)
+def placed_hosts(matrix: np.ndarray) -> np.ndarray:
+    """Boolean mask of the hosts with at least one measured (finite) pair, either direction, in
+    ``matrix`` (the diagonal ignored). O(N^2)."""
+    m = np.asarray(matrix, dtype=float)
+    off = ~np.eye(len(m), dtype=bool)
+    return ((np.isfinite(m) | np.isfinite(m.T)) & off).any(axis=1)
 
 
-def _group(matrix: np.ndarray, seed: int) -> np.ndarray:
+def _group(matrix: np.ndarray, seen: np.ndarray, seed: int) -> np.ndarray:
+    """Finest-level labels of ``matrix``; each host not in ``seen`` a group of its own."""
     from plink.structure.hierarchy import infer_hierarchy
 
     m = np.array(matrix, dtype=float)
     np.fill_diagonal(m, np.nan)
-    seen = _placed(m)
     lab = np.zeros(len(m), dtype=np.int64)
     if seen.sum() >= 3:
         lab[seen] = infer_hierarchy(m[np.ix_(seen, seen)], random_state=seed).labels
@@ -70,9 +71,9 @@ def infer_probe_groups(latency: np.ndarray, bandwidth: np.ndarray | None = None,
             inv = np.where(bw > 0, 1.0 / bw, np.nan)
         if np.isfinite(inv[~np.eye(n, dtype=bool)]).sum() >= n:
             found.append((inv, "inferred from bandwidth"))
-    seen = [int(_placed(m).sum()) for m, _ in found]
-    found = [f for f, s in zip(found, seen) if s == max(seen)]  # a matrix not measured yet places nobody
-    cands = [(_group(m, seed), m, source) for m, source in found]
+    seen = [placed_hosts(m) for m, _ in found]
+    most = max(int(s.sum()) for s in seen)  # a matrix not measured yet places nobody
+    cands = [(_group(m, s, seed), m, source) for (m, source), s in zip(found, seen) if s.sum() == most]
     i = choose_grouping([(lab, m) for lab, m, _ in cands])
     lab, m, source = cands[i]
     return lab, separation(m, lab), source
