@@ -41,10 +41,16 @@ def pooled(net):
 
 
 def main(paths: list[str]) -> None:
+    if not paths:
+        sys.exit("usage: python benchmarks/pooled_capacities.py CASE.json [CASE.json ...]")
     print("case file | collective | Spearman as measured | with pooled capacities")
     for path in paths:
-        doc = json.load(open(path))
-        probe = from_dict(doc["probes"]["bandwidth"])
+        try:
+            with open(path) as f:
+                doc = json.load(f)
+            probe = from_dict(doc["probes"]["bandwidth"])
+        except (OSError, ValueError, KeyError, TypeError) as exc:
+            sys.exit(f"{path}: not a collectives_netns.py CASE.json with a --bandwidth probe ({exc!r})")
         net = network(probe, find_groups(probe))
         for coll, algo in ALGOS.items():
             size = doc["size_bytes"] if coll.startswith("gloo") else doc["mpi_size_bytes"]
