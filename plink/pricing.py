@@ -34,7 +34,9 @@ own) also limits each pair's flows (``Network.path``); ``plink probe``'s
 pairs are measured a round at a time, sharing uplinks, so they are not.  Uplinks: measured ones from the probe file (an uplink
 whose host set is several whole groups, e.g. measured for two racks together,
 becomes an outer level of links over those hosts; one that holds part of a
-group is not priced, its rate being no one link's); otherwise
+group is not priced, its rate being no one link's; the group uplinks' capacities,
+both directions, that differ by less than the uplink test's own noise across its
+passes are priced as one, :mod:`plink.structure.capacities`); otherwise
 the conservative oversubscribed case, an uplink carries what one host NIC
 does (``contention.conservative_uplinks``) - isolated pairs never set an
 uplink, since one flow alone cannot see oversubscription.  ``Network.assumed`` lists
@@ -183,6 +185,37 @@ def _infer(probe: ProbeData, seed: int, use_bandwidth: bool) -> Groups:
     return Groups(labels, source, conf)
 
 
+def _passes(u, key: str) -> list[float]:
+    """An uplink's passes in one direction (its one figure when the probe kept no passes)."""
+    got = u.extra.get(f"passes_{key}") if isinstance(getattr(u, "extra", None), dict) else None
+    if isinstance(got, list) and got and all(isinstance(v, (int, float)) and not isinstance(v, bool) and v > 0
+                                             for v in got):
+        return [float(v) for v in got]
+    return [float(getattr(u, key))]
+
+
+def _pool_uplinks(priced: list, up: np.ndarray, down: np.ndarray) -> str | None:
+    """Price the measured group uplinks (both directions, one kind of link) that differ by less
+    than the test's own noise as one capacity (:mod:`plink.structure.capacities`); ``up`` /
+    ``down`` are updated in place.  The note to show, or None when nothing was pooled."""
+    from plink.structure.capacities import capacity_classes
+
+    samples = [_passes(u, "up_bps") for _, u in priced] + [_passes(u, "down_bps") for _, u in priced]
+    if len(samples) < 2 or not all(v > 0 and np.isfinite(v) for s in samples for v in s):
+        return None
+    cc = capacity_classes(samples)
+    if not cc.pooled:
+        return None
+    m = len(priced)
+    for j, (g, _) in enumerate(priced):
+        up[g], down[g] = cc.values[j], cc.values[m + j]
+    sizes = [len(c) for c in cc.classes]
+    return (f"{len(samples)} measured uplink capacities (up and down) priced as {len(sizes)} "
+            f"({', '.join(f'{cc.values[c[0]] * 8e-6:.0f}' for c in cc.classes)} Mbit/s): the ones within "
+            f"{np.expm1(cc.width) * 100:.1f}% of each other differ by less than the test's noise "
+            f"(+-{np.expm1(cc.sigma) * 100:.1f}% per pass)")
+
+
 UPLINK_ASSUMPTIONS = ("oversubscribed", "non-blocking")  #: what an unmeasured group uplink is assumed to carry
 
 
@@ -237,16 +270,21 @@ def network(probe: ProbeData, groups: Groups, *, fill: str = "high", use_bandwid
     measured = np.zeros(k, dtype=bool)
     other = []  # measured uplinks whose host set is several whole groups: an outer level
     cut = []  # ... that hold part of a group: no link of these groups (measured over other groups)
+    priced = []  # (group, uplink) of the measured group uplinks
     for u in getattr(probe, "uplinks", None) or []:
         hosts = sorted(int(h) for h in u.hosts)
         match = [g for g in range(k) if sorted(np.flatnonzero(lab == g).tolist()) == hosts]
         if match:
             up[match[0]], down[match[0]] = float(u.up_bps), float(u.down_bps)
             measured[match[0]] = True
+            priced.append((match[0], u))
         elif hosts and np.flatnonzero(np.isin(lab, lab[hosts])).tolist() == hosts:
             other.append(u)
         else:
             cut.append(u)
+    note = _pool_uplinks(priced, up, down)
+    if note:
+        notes.append(note)
     if cut:
         # e.g. a rack and one host of another: its test's flows left through two racks' uplinks, so
         # its rate is no one link's capacity (priced as one, it made an outer level cutting a rack)

@@ -229,6 +229,7 @@ class _Options:
     self_ping: bool
     uplinks: bool
     kernel_stamps: bool
+    uplink_passes: int = 3
 
     def check(self) -> None:
         """Raise :class:`PlinkError` naming the first option out of range."""
@@ -248,6 +249,8 @@ class _Options:
             raise OptionError("--timeout must be in (0, 600] s")
         if (self.bandwidth or self.uplinks) and (not 0 < self.bw_seconds <= 600 or not 1 <= self.streams <= 64):
             raise OptionError("--bw-seconds must be in (0, 600] and --streams 1..64")
+        if not 1 <= self.uplink_passes <= 20:
+            raise OptionError("--uplink-passes must be 1..20")
 
 
 def probe_hosts(
@@ -274,6 +277,7 @@ def probe_hosts(
     self_ping: bool = True,
     uplinks: bool = False,
     kernel_stamps: bool = True,
+    uplink_passes: int = 3,
 ) -> ProbeData:
     """Measure pairwise latency (and bandwidth) between ``hosts``.
 
@@ -301,7 +305,8 @@ def probe_hosts(
     pairs)`` is called after each finished round (bandwidth, fping, icmp)
     or pass (``udp``).  ``uplinks``: after the rounds, measure each inferred
     group's shared uplink with all its hosts crossing the boundary at once
-    (:mod:`probes.uplinks`, ``bw_seconds`` per group).  ``kernel_stamps``
+    (:mod:`probes.uplinks`, ``uplink_passes`` interleaved tests of ``bw_seconds``
+    per group, their spread kept as the test's noise).  ``kernel_stamps``
     (``udp``): time each echo from the kernel's receive timestamps and take
     the reflector's own turnaround out (TWAMP-style, RFC 5357), so a busy
     host's late wake-ups do not count as network latency; False keeps the
@@ -314,7 +319,7 @@ def probe_hosts(
     options = _Options(method=method, count=count, interval=interval, timeout=timeout, bandwidth=bandwidth,
                        bw_seconds=bw_seconds, streams=streams, bw_tool=bw_tool, reply_timeout=reply_timeout,
                        passes=passes, max_count=max_count, tol=tol, self_ping=self_ping, uplinks=uplinks,
-                       kernel_stamps=kernel_stamps)
+                       kernel_stamps=kernel_stamps, uplink_passes=uplink_passes)
     options.check()
     entries = _as_entries(hosts)
     if len(entries) < 2:
@@ -613,8 +618,10 @@ class _Run:
             return _stage(fleet, requests, time.monotonic() + timeout)
 
         self.measured_uplinks.extend(measure_uplinks(stage, addresses, groups, seconds,
-                                                     reply_timeout=self.opt.reply_timeout, errors=self.errors))
+                                                     reply_timeout=self.opt.reply_timeout, errors=self.errors,
+                                                     passes=self.opt.uplink_passes))
         self.meta["uplinks"] = {"groups": how, "n_groups": len(groups), "seconds": seconds, "tool": "agent",
+                                "passes": self.opt.uplink_passes,
                                 "elapsed_s": round(time.monotonic() - t0, 3)}
 
     def _rounds_of(self, todo: list) -> list[tuple[int, list]]:

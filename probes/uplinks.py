@@ -20,8 +20,10 @@ this phase measures exactly that, after the latency rounds:
    flows per direction (a group larger than half the cluster gets fewer flows,
    still enough to fill a shared uplink);
 3. ``up_bps`` / ``down_bps`` = the sum of the flows' receiver-side rates, in
-   **bytes per second**, stored as :class:`plink.data.probefile.Uplink` in the
-   probe file's ``uplinks`` (the shared-link cost models read them).
+   **bytes per second**, the median of ``passes`` interleaved tests (default 3; each
+   pass's sums are kept, their spread is the test's noise), stored as
+   :class:`plink.data.probefile.Uplink` in the probe file's ``uplinks`` (the
+   shared-link cost models read them).
 
 The transport is a ``stage`` callable, ``stage(requests, timeout) -> {tag:
 reply | error string}`` with ``requests = [(host, op, kwargs, tag)]``: every
@@ -29,8 +31,8 @@ request is sent before any reply is awaited, so the flows of a test run
 concurrently.  :func:`session_stage` makes one from the probe's agent sessions
 (the agent's ``tcp_listen`` / ``tcp_send`` / ``tcp_result`` operations).
 
-Cost: one test of ``seconds`` (+ set-up) per group, K groups: O(K) wall time,
-O(N) flows per test.
+Cost: ``passes`` tests of ``seconds`` (+ set-up) per group, K groups: O(passes x K)
+wall time, O(N) flows per test.
 """
 
 from __future__ import annotations
@@ -153,26 +155,47 @@ def run_flows(stage: Stage, flows: list[tuple[int, int]], addresses: Sequence[st
 
 
 def measure_uplinks(stage: Stage, addresses: Sequence[str], groups: Sequence[Sequence[int]], seconds: float = 2.0,
-                    reply_timeout: float = 10.0, errors: list | None = None) -> list[Uplink]:
-    """One concurrent both-directions test per group (see the module docstring).
+                    reply_timeout: float = 10.0, errors: list | None = None, passes: int = 3) -> list[Uplink]:
+    """``passes`` concurrent both-directions tests per group (see the module docstring).
 
-    Groups whose test failed completely are left out (the reasons go to ``errors``);
-    a group with no host outside it (K = 1) has no uplink to measure."""
+    The passes are interleaved (pass 1 over every group, then pass 2, ...), so a burst of
+    other load lands on one pass of several groups rather than on every pass of one.  A
+    group's ``up_bps`` / ``down_bps`` are the medians of its passes, which are kept in
+    ``extra["passes_up_bps"]`` / ``extra["passes_down_bps"]``: their spread is the test's
+    measurement noise (:mod:`plink.structure.capacities` prices capacities that differ by
+    less than it as one).  Groups whose tests all failed are left out (the reasons go to
+    ``errors``); a group with no host outside it (K = 1) has no uplink to measure.
+    O(passes x K) tests of ``seconds``."""
+    if isinstance(passes, bool) or not isinstance(passes, int) or passes < 1:
+        raise ValueError(f"passes must be an integer >= 1, got {passes!r}")
+    plans = [plan_flows(groups, g) for g in range(len(groups))]
+    rates: list[tuple[list, list, list]] = [([], [], []) for _ in groups]  # per group: up sums, down sums, flow rates
+    failed = [0] * len(groups)
+    for _ in range(passes):
+        for g, (up, down) in enumerate(plans):
+            if not up:
+                continue
+            res = run_flows(stage, up + down, addresses, seconds, reply_timeout)
+            bad = [v for v in res.values() if isinstance(v, str)]
+            failed[g] += len(bad)
+            if errors is not None:
+                errors.extend(bad)
+            rate_up = [res[f] for f in up if not isinstance(res[f], str)]
+            rate_down = [res[f] for f in down if not isinstance(res[f], str)]
+            if rate_up and rate_down:
+                rates[g][0].append(float(sum(rate_up)))
+                rates[g][1].append(float(sum(rate_down)))
+                rates[g][2].append((rate_up, rate_down))
     out = []
     for g, hosts in enumerate(groups):
-        up, down = plan_flows(groups, g)
-        if not up:
+        ups, downs, flows = rates[g]
+        if not ups:
             continue
-        res = run_flows(stage, up + down, addresses, seconds, reply_timeout)
-        bad = [v for v in res.values() if isinstance(v, str)]
-        if errors is not None:
-            errors.extend(bad)
-        rate_up = [res[f] for f in up if not isinstance(res[f], str)]
-        rate_down = [res[f] for f in down if not isinstance(res[f], str)]
-        if not rate_up or not rate_down:
-            continue
-        out.append(Uplink(tuple(int(h) for h in hosts), float(sum(rate_up)), float(sum(rate_down)),
-                          {"flows": len(up), "failed_flows": len(bad), "seconds": seconds,
-                           "flow_up_bps": [round(v, 1) for v in rate_up],
-                           "flow_down_bps": [round(v, 1) for v in rate_down]}))
+        last_up, last_down = flows[-1]
+        extra = {"flows": len(plans[g][0]), "failed_flows": failed[g], "seconds": seconds,
+                 "flow_up_bps": [round(v, 1) for v in last_up], "flow_down_bps": [round(v, 1) for v in last_down]}
+        if passes > 1:
+            extra["passes_up_bps"] = [round(v, 1) for v in ups]
+            extra["passes_down_bps"] = [round(v, 1) for v in downs]
+        out.append(Uplink(tuple(int(h) for h in hosts), float(np.median(ups)), float(np.median(downs)), extra))
     return out

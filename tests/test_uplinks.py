@@ -101,6 +101,33 @@ def test_measure_uplinks_sees_the_shared_capacity_not_the_nic():
     assert fake.calls[1][1] == 8   # up and down flows at the same time
 
 
+def test_passes_are_interleaved_kept_and_their_median_priced():
+    """Each group is tested ``passes`` times, pass by pass over the groups (a burst of load hits one
+    pass of several groups, not every pass of one); the probe file keeps every pass."""
+    groups = [[0, 1], [2, 3], [4, 5]]
+    group_of = {h: g for g, hs in enumerate(groups) for h in hs}
+    fake = FakeAgents(group_of, uplink_bps=50e6, nic_bps=45e6)
+    tested, scale = [], iter([1.0, 1.0, 1.0, 0.5, 1.0, 1.0, 1.02, 0.98, 1.0])
+
+    def stage(requests, timeout):
+        out = fake(requests, timeout)
+        if requests[0][1] == "tcp_send":
+            tested.append(group_of[requests[0][3][0]])
+        if requests[0][1] == "tcp_result":
+            k = next(scale)
+            out = {tag: {**v, "bytes": v["bytes"] * k} for tag, v in out.items()}
+        return out
+
+    got = measure_uplinks(stage, [f"10.0.0.{i}" for i in range(6)], groups, passes=3)
+    assert tested == [0, 1, 2] * 3
+    assert got[0].extra["passes_up_bps"] == [50e6, 25e6, 51e6] and got[0].up_bps == 50e6  # the median
+    assert got[1].extra["passes_down_bps"] == [50e6, 50e6, 49e6] and got[1].down_bps == 50e6
+    one = measure_uplinks(FakeAgents(group_of, 50e6, 45e6), ["a"] * 6, groups, passes=1)
+    assert "passes_up_bps" not in one[0].extra
+    with pytest.raises(ValueError, match="passes"):
+        measure_uplinks(stage, ["a"] * 6, groups, passes=0)
+
+
 def test_failed_flows_are_reported_and_a_dead_group_left_out():
     groups = [[0, 1], [2, 3]]
 

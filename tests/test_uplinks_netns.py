@@ -51,4 +51,5 @@ def test_probe_uplinks_sees_the_shared_rack_uplink(cluster, tmp_path):
     for u in probe.uplinks:
         for rate in (u.up_bps, u.down_bps):
             assert 0.6 * 100e6 / 8 < rate < 1.1 * 100e6 / 8, (u, rate * 8e-6)
+        assert len(u.extra["passes_up_bps"]) == len(u.extra["passes_down_bps"]) == 3   # --uplink-passes 3
     assert probe.meta["uplinks"]["n_groups"] == 3

@@ -52,7 +52,8 @@ def _probe_summary(probe, output) -> dict:
                                   "max": round(float(bw.max()), 3)} if len(bw) else None)
     if probe.uplinks:
         out["uplinks"] = [{"hosts": [probe.hosts[i].name for i in u.hosts], "up_mbit": round(u.up_bps * 8e-6, 1),
-                           "down_mbit": round(u.down_bps * 8e-6, 1)} for u in probe.uplinks]
+                           "down_mbit": round(u.down_bps * 8e-6, 1),
+                           "passes": len(u.extra.get("passes_up_bps") or [None])} for u in probe.uplinks]
     return out
 
 
@@ -126,6 +127,9 @@ class _ProbeProgress:
 @click.option("--uplinks/--no-uplinks", default=None,
               help="After the rounds, measure each inferred group's shared uplink: all its hosts send across the "
                    "group boundary at once, both directions, --bw-seconds per group (default: on with --bandwidth).")
+@click.option("--uplink-passes", default=3, show_default=True, type=click.IntRange(1, 20),
+              help="Interleaved tests of each uplink; the median is kept, and their spread tells plink order "
+                   "which uplink capacities differ by no more than measurement noise (priced as one).")
 @click.option("--bw-tool", type=click.Choice(["auto", "agent", "iperf3"]), default="auto", show_default=True,
               help="Bandwidth tool; auto = the agent's own authenticated TCP test; iperf3 only when asked "
                    "(its server accepts any client while it runs).")
@@ -148,7 +152,8 @@ class _ProbeProgress:
 @click.option("--python", "python", default="python3", show_default=True, help="Python interpreter on the hosts.")
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON summary on stdout (needs -o).")
 @click.option("-q", "--quiet", is_flag=True, help="No progress and no summary (errors and missing hosts only).")
-def probe(hosts, output, method, count, interval, passes, max_count, tol, bandwidth, bw_seconds, streams, uplinks, bw_tool,
+def probe(hosts, output, method, count, interval, passes, max_count, tol, bandwidth, bw_seconds, streams, uplinks,
+          uplink_passes, bw_tool,
           resume, concurrency, timeout, retries, ssh_config, known_hosts, accept_new_host_keys, hosts_format, max_hosts,
           python, as_json, quiet) -> None:
     """Measure pairwise latency (and bandwidth) between HOSTS over SSH.
@@ -200,7 +205,7 @@ def probe(hosts, output, method, count, interval, passes, max_count, tol, bandwi
                              max_count=max_count, tol=tol, reply_timeout=timeout, bandwidth=bandwidth,
                              bw_seconds=bw_seconds, streams=streams, bw_tool=bw_tool, checkpoint=checkpoint,
                              resume=resume, progress=bar, ssh=opts,
-                             uplinks=bandwidth if uplinks is None else uplinks)
+                             uplinks=bandwidth if uplinks is None else uplinks, uplink_passes=uplink_passes)
     summary = _probe_summary(result, output)
     if output and checkpoint is None:
         result.save(output)
@@ -230,7 +235,8 @@ def probe(hosts, output, method, count, interval, passes, max_count, tol, bandwi
             for u in summary.get("uplinks", []):
                 click.echo(f"uplink of {len(u['hosts'])} hosts ({', '.join(u['hosts'][:4])}"
                            f"{', ...' if len(u['hosts']) > 4 else ''}): up {u['up_mbit']} / down {u['down_mbit']} "
-                           "Mbit/s with all of them crossing at once", err=True)
+                           "Mbit/s with all of them crossing at once"
+                           + (f" (median of {u['passes']} passes)" if u["passes"] > 1 else ""), err=True)
             if output:
                 click.echo(f"wrote {output}", err=True)
     if result.meta.get("aborted"):
