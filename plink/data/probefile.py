@@ -140,6 +140,12 @@ def _parse_uplinks(raw: Any, path: str) -> list[Uplink] | None:
                 raise ProbeFileError(f"{path}: uplinks[{k}].{key} is {v!r}, not a number")
         if not all(isinstance(h, int) and not isinstance(h, bool) for h in u["hosts"]):
             raise ProbeFileError(f"{path}: uplinks[{k}].hosts must be host indices (integers)")
+        for key in ("passes_up_bps", "passes_down_bps"):  # the uplink test's passes (plink probe keeps them)
+            v = u.get(key)
+            if v is not None and not (isinstance(v, list) and v and all(
+                    isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x) and x > 0
+                    for x in v)):
+                raise ProbeFileError(f"{path}: uplinks[{k}].{key} must be a list of positive numbers (bytes/s)")
         extra = {key: v for key, v in u.items() if key not in ("hosts", "up_bps", "down_bps")}
         out.append(Uplink(tuple(u["hosts"]), float(u["up_bps"]), float(u["down_bps"]), extra))
     return out
