@@ -1,10 +1,16 @@
 """An experiment on saved proof runs: does pricing split orders by capacities measured with noise?
 
 For each case's ``--bandwidth`` probe, prints Spearman (predicted, measured) at the model's
-resolution (as ``collectives_netns.py --analyse-only`` judges it) twice: with the capacities
-as measured (plink's model), and with every NIC set to the median NIC and every group uplink to
-the median uplink (not plink's model: a test of whether the measured differences between links
-of one rate, a few percent, are what splits the orders of one pattern).
+resolution (as ``collectives_netns.py --analyse-only`` judges it) three times:
+
+- as plink prices it (since a073e6a, group uplinks whose capacities differ by less than the
+  uplink test's own noise priced as one, ``plink.structure.capacities``; probes written before
+  kept one figure per uplink, and for them this is the next column);
+- with every measured uplink at its own figure (``network(..., pool_uplinks=False)``, plink's
+  model before a073e6a);
+- with every NIC set to the median NIC and every group uplink to the median uplink (not plink's
+  model: a test of whether the measured differences between links of one rate, a few percent,
+  are what splits the orders of one pattern).
 
 Usage::
 
@@ -43,7 +49,7 @@ def pooled(net):
 def main(paths: list[str]) -> None:
     if not paths:
         sys.exit("usage: python benchmarks/pooled_capacities.py CASE.json [CASE.json ...]")
-    print("case file | collective | Spearman as measured | with pooled capacities")
+    print("case file | collective | Spearman: as plink prices it | each uplink's own figure | all at the median")
     for path in paths:
         try:
             with open(path) as f:
@@ -51,7 +57,8 @@ def main(paths: list[str]) -> None:
             probe = from_dict(doc["probes"]["bandwidth"])
         except (OSError, ValueError, KeyError, TypeError) as exc:
             sys.exit(f"{path}: not a collectives_netns.py CASE.json with a --bandwidth probe ({exc!r})")
-        net = network(probe, find_groups(probe))
+        groups = find_groups(probe)
+        net, raw = network(probe, groups), network(probe, groups, pool_uplinks=False)
         for coll, algo in ALGOS.items():
             size = doc["size_bytes"] if coll.startswith("gloo") else doc["mpi_size_bytes"]
             first = {}
@@ -62,8 +69,8 @@ def main(paths: list[str]) -> None:
             measured = np.array([doc["orders"][n]["measured"][coll] for n in names])
             perms = np.array([doc["orders"][n]["order"] for n in names])
             rho = [spearmanr(ranks(SharedCostModel(algo, x, size).batch(perms), resolution_for("shared")),
-                             measured)[0] for x in (net, pooled(net))]
-            print(f"{path} | {coll} | {rho[0]:.2f} | {rho[1]:.2f}")
+                             measured)[0] for x in (net, raw, pooled(raw))]
+            print(f"{path} | {coll} | {rho[0]:.2f} | {rho[1]:.2f} | {rho[2]:.2f}")
 
 
 if __name__ == "__main__":

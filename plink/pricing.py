@@ -220,13 +220,15 @@ UPLINK_ASSUMPTIONS = ("oversubscribed", "non-blocking")  #: what an unmeasured g
 
 
 def network(probe: ProbeData, groups: Groups, *, fill: str = "high", use_bandwidth: bool = True,
-            nic_gbps: float | None = None, uplinks: str = "oversubscribed") -> Network:
+            nic_gbps: float | None = None, uplinks: str = "oversubscribed", pool_uplinks: bool = True) -> Network:
     """The shared-link network of ``probe`` (see module docstring); latency one-way = RTT / 2.
     Its ``assumed`` says which capacities were assumed, not measured.
 
     ``uplinks``: what a group uplink nobody measured carries: ``"oversubscribed"`` (default, what
     orders are searched under) one host NIC, ``"non-blocking"`` every NIC of the group at once (the
-    uplink never binds: the other end of what it could be, for reports)."""
+    uplink never binds: the other end of what it could be, for reports).  ``pool_uplinks=False``
+    prices every measured group uplink at its own figure, also where capacities differ by less
+    than the test's noise (for comparison; :mod:`plink.structure.capacities`)."""
     if uplinks not in UPLINK_ASSUMPTIONS:
         raise ValueError(f"uplinks must be one of {UPLINK_ASSUMPTIONS}, got {uplinks!r}")
     n = probe.n
@@ -282,7 +284,7 @@ def network(probe: ProbeData, groups: Groups, *, fill: str = "high", use_bandwid
             other.append(u)
         else:
             cut.append(u)
-    note = _pool_uplinks(priced, up, down)
+    note = _pool_uplinks(priced, up, down) if pool_uplinks else None
     if note:
         notes.append(note)
     if cut:

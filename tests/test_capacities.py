@@ -85,6 +85,8 @@ def test_network_prices_uplinks_within_noise_alike_and_says_so():
     net = network(pd, find_groups(pd, labels=lab))
     assert len(set(net.up.tolist())) == 1 and net.up.tolist() == net.down.tolist()
     assert any("8 measured uplink capacities (up and down) priced as 1" in note for note in net.notes)
+    raw = network(pd, find_groups(pd, labels=lab), pool_uplinks=False)  # each at its own median
+    assert raw.up.tolist() == [41.9e6, 41.5e6, 40.7e6, 42.1e6] and not any("priced as" in n for n in raw.notes)
     # the same medians from passes that agree to 0.1%: the slow rack is a capacity of its own
     pd, lab = _four_racks([_passes(c, 0.001) for c in (41.9e6, 41.5e6, 40.7e6, 42.1e6)])
     net = network(pd, find_groups(pd, labels=lab))
