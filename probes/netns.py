@@ -22,7 +22,7 @@ subnet ``S`` = e.g. ``"10.131"``)::
   no namespace has a default route, nothing leaves the testbed;
 * shaping with ``htb`` (there is no netem/fq here): every host link at
   ``host_mbit`` in both directions, every rack uplink (tor <-> first router)
-  at ``uplink_mbit`` in both directions, shared by the rack's hosts, so
+  at ``uplink_mbit`` (one rate, or one per rack) in both directions, shared by the rack's hosts, so
   concurrent cross-rack flows share it (oversubscription).  Packets shorter
   than 128 bytes (TCP ACKs, probes) get a small priority class, without which
   traffic in both directions over one uplink collapses in one direction.
@@ -289,7 +289,8 @@ class NetnsCluster:
 
     def __init__(self, racks: int | None = None, hosts_per_rack: int | Sequence[int] = 4, prefix: str | None = None,
                  subnet: str | None = None,
-                 host_mbit: float = 400, uplink_mbit: float = 400, extra_hops: int = 4, sshd: bool = True,
+                 host_mbit: float = 400, uplink_mbit: float | Sequence[float] = 400, extra_hops: int = 4,
+                 sshd: bool = True,
                  workdir: str | os.PathLike | None = None, clean_shell: bool = False,
                  busy: Mapping[str | int, float] | Sequence[str | int] | None = None, busy_period: float = 0.02,
                  busy_seconds: float = 3600.0, busy_cpu: int | Sequence[int] | None = None):
@@ -314,7 +315,12 @@ class NetnsCluster:
         self.prefix, self.subnet = prefix, subnet
         self._locks: list[int] = []
         self._uplink_made = False
+        rates = list(uplink_mbit) if isinstance(uplink_mbit, Sequence) else [uplink_mbit] * racks
+        if len(rates) != racks or not all(float(r) > 0 for r in rates):
+            raise ValueError(f"uplink_mbit must be one rate or one per rack ({racks}), each > 0")
         self.host_mbit, self.uplink_mbit = host_mbit, uplink_mbit
+        #: each rack's uplink rate, Mbit/s
+        self.uplink_rates = [float(r) for r in rates]
         self.extra_hops, self.sshd = extra_hops, sshd
         self.clean_shell = clean_shell
         if busy is None:
@@ -500,8 +506,8 @@ class NetnsCluster:
                 # downward: this rack's hosts via the previous hop
                 self._ip(b, "route", "add", f"{s}.{r + 1}.0/24", "via", f"{s}.{100 + r}.{base + 1}")
                 if k == 0:  # the rack uplink, shared by the rack's hosts
-                    self._shape(a, dev_a, self.uplink_mbit)
-                    self._shape(b, dev_b, self.uplink_mbit)
+                    self._shape(a, dev_a, self.uplink_rates[r])
+                    self._shape(b, dev_b, self.uplink_rates[r])
             for h in range(self.rack_sizes[r]):
                 name = f"{self.prefix}r{r}h{h}"
                 self._add_ns(name)

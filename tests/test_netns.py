@@ -176,6 +176,12 @@ def test_unequal_racks_argument_errors():
         NetnsCluster(racks=3, hosts_per_rack=[2, 2])
     with pytest.raises(ValueError, match="busy duty"):
         NetnsCluster(busy={0: 1.5})
+    with pytest.raises(ValueError, match=r"one per rack \(2\)"):
+        NetnsCluster(racks=2, uplink_mbit=[100, 200, 300])
+    with pytest.raises(ValueError, match="each > 0"):
+        NetnsCluster(hosts_per_rack=[2, 3], uplink_mbit=[100, 0])
+    assert NetnsCluster(hosts_per_rack=[2, 3], uplink_mbit=[100, 150]).uplink_rates == [100.0, 150.0]
+    assert NetnsCluster(racks=3, uplink_mbit=200).uplink_rates == [200.0] * 3
 
 
 @pytest.mark.parametrize("case", ["ok", "fails", "hangs"])
