@@ -201,3 +201,21 @@ def test_uplink_groups_are_the_groups_plink_order_prices():
     probe = ProbeData([Host(f"h{i}") for i in range(12)], lat, bandwidth=bw)
     labels = find_groups(probe).labels
     assert sorted(map(sorted, groups)) == sorted(np.flatnonzero(labels == k).tolist() for k in np.unique(labels))
+
+
+def test_uplink_passes_out_of_range_is_refused_before_any_connection(tmp_path):
+    import os
+    import subprocess
+    import sys
+
+    from plink.errors import OptionError
+    from plink.probes.probe import probe_hosts
+
+    with pytest.raises(OptionError, match=r"--uplink-passes must be 1\.\.20"):
+        probe_hosts(["a", "b"], uplinks=True, uplink_passes=0, connect=lambda *a: pytest.fail("connected"))
+    hosts = tmp_path / "hosts.txt"
+    hosts.write_text("a\nb\n")
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    p = subprocess.run([sys.executable, "-m", "plink", "probe", str(hosts), "--uplink-passes", "21"],
+                       capture_output=True, text=True, env=dict(os.environ, PYTHONPATH=root), timeout=60)
+    assert p.returncode == 2 and "--uplink-passes" in p.stderr and "Traceback" not in p.stderr
