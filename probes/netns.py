@@ -22,7 +22,7 @@ subnet ``S`` = e.g. ``"10.131"``)::
   no namespace has a default route, nothing leaves the testbed;
 * shaping with ``htb`` (there is no netem/fq here): every host link at
   ``host_mbit`` in both directions, every rack uplink (tor <-> first router)
-  at ``uplink_mbit`` (one rate, or one per rack) in both directions, shared by the rack's hosts, so
+  at ``uplink_mbit`` (one rate, or one per rack; 0: not shaped) in both directions, shared by the rack's hosts, so
   concurrent cross-rack flows share it (oversubscription).  Packets shorter
   than 128 bytes (TCP ACKs, probes) get a small priority class, without which
   traffic in both directions over one uplink collapses in one direction.
@@ -316,8 +316,8 @@ class NetnsCluster:
         self._locks: list[int] = []
         self._uplink_made = False
         rates = list(uplink_mbit) if isinstance(uplink_mbit, Sequence) else [uplink_mbit] * racks
-        if len(rates) != racks or not all(float(r) > 0 for r in rates):
-            raise ValueError(f"uplink_mbit must be one rate or one per rack ({racks}), each > 0")
+        if len(rates) != racks or not all(float(r) >= 0 for r in rates):
+            raise ValueError(f"uplink_mbit must be one rate or one per rack ({racks}), each >= 0 (0: not shaped)")
         self.host_mbit, self.uplink_mbit = host_mbit, uplink_mbit
         #: each rack's uplink rate, Mbit/s
         self.uplink_rates = [float(r) for r in rates]

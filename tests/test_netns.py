@@ -178,8 +178,9 @@ def test_unequal_racks_argument_errors():
         NetnsCluster(busy={0: 1.5})
     with pytest.raises(ValueError, match=r"one per rack \(2\)"):
         NetnsCluster(racks=2, uplink_mbit=[100, 200, 300])
-    with pytest.raises(ValueError, match="each > 0"):
-        NetnsCluster(hosts_per_rack=[2, 3], uplink_mbit=[100, 0])
+    with pytest.raises(ValueError, match="each >= 0"):
+        NetnsCluster(hosts_per_rack=[2, 3], uplink_mbit=[100, -1])
+    assert NetnsCluster(racks=2, uplink_mbit=0).uplink_rates == [0.0, 0.0]  # not shaped
     assert NetnsCluster(hosts_per_rack=[2, 3], uplink_mbit=[100, 150]).uplink_rates == [100.0, 150.0]
     assert NetnsCluster(racks=3, uplink_mbit=200).uplink_rates == [200.0] * 3
 
