@@ -1,0 +1,106 @@
+"""Where does Open MPI's ring lose time that no rank order changes?  Measured on the proof's cluster.
+
+In every proof run Open MPI's ring (coll_tuned 4) measured about twice its price on the fast
+orders (0.33-0.43 s for 0.19 s at 4 MiB) and near its price on the slow ones, so its measured
+speedups are 42-63% of the predicted.  This script times the ring on case A's cluster (4 racks
+of 4, 350 Mbit/s, prefix ``pf``, subnet ``10.201``, as ``collectives_netns.py``) for the
+rack-contiguous order (one flow per uplink) and the rack-interleaved one (four), at two sizes,
+with the proof's ``btl_tcp_flags`` and without ``need-csum`` (is it the checksums?), ``--reps``
+times each (3 runs a launch, the median), and prints measured / priced, the price being the
+ring's bytes, 2 (N-1)/N x size, over the busiest link.  A gap that stays the same when the size
+grows is a cost per step (the ring has 2 (N-1) = 30), not a rate.
+
+Run as root (about 4 min)::
+
+    python benchmarks/mpi_ring_overhead.py --json benchmarks/results/mpi-ring-overhead.json
+    python benchmarks/mpi_ring_overhead.py --analyse-only benchmarks/results/mpi-ring-overhead.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+import benchmarks.collectives_netns as proof  # noqa: E402
+
+SHAPE = {"hosts_per_rack": [4, 4, 4, 4], "host_mbit": 350, "uplink_mbit": 350, "extra_hops": 4}
+FLAGS = {"need-csum": "send,inplace,need-ack,need-csum", "no csum": "send,inplace,need-ack"}
+SIZES_MIB = (4, 16)
+
+
+def measure(reps: int) -> dict:
+    from plink.data.probefile import Host
+
+    rows = []
+    with proof.netns_lock(), tempfile.TemporaryDirectory(prefix="plink-mpiring-") as tmp:
+        tmp = Path(tmp)
+        exe = proof.compile_timer(tmp)
+        with proof.make_cluster(SHAPE, {}) as c:
+            names = [h.name for h in c.hosts]
+            racks = [c.rack_of(n) for n in names]
+            orders = {"rack-contiguous": proof.rack_contiguous(racks), "rack-interleaved": proof.rack_interleaved(racks)}
+            files = {k: proof.write_files(tmp, k, [Host(names[i], c.host(names[i]).address) for i in o])
+                     for k, o in orders.items()}
+            for rep in range(reps):
+                for mib in SIZES_MIB:
+                    for flag, value in FLAGS.items():
+                        for k, o in orders.items():
+                            t = proof.run_mpi(c, exe, files[k]["openmpi"], [names[i] for i in o], mib << 20, 3,
+                                              mca=(("btl_tcp_flags", value),), specs=["4"])["4"]
+                            rows.append({"rep": rep, "mib": mib, "flags": flag, "order": k, "seconds": t})
+                            proof.log(f"{mib} MiB, {flag}, {k}: median {statistics.median(t):.3f} s")
+    return {"format": "plink-mpi-ring-overhead", "version": 1, "cluster": SHAPE, "rows": rows}
+
+
+def report(doc: dict) -> None:
+    n = sum(doc["cluster"]["hosts_per_rack"])
+    rate = doc["cluster"]["uplink_mbit"] * 1e6 / 8
+    print("size | btl_tcp_flags | order | measured s (median of launches) | priced s | measured / priced | "
+          "measured - priced s")
+    for mib in SIZES_MIB:
+        for flag in FLAGS:
+            for k, flows in (("rack-contiguous", 1), ("rack-interleaved", 4)):
+                meds = [statistics.median(r["seconds"]) for r in doc["rows"]
+                        if r["mib"] == mib and r["flags"] == flag and r["order"] == k]
+                if not meds:
+                    continue
+                m = statistics.median(meds)
+                price = 2 * (n - 1) / n * (mib << 20) * flows / rate
+                print(f"{mib} MiB | {flag} | {k} | {m:.3f} | {price:.3f} | {m / price:.2f} | {m - price:+.3f}")
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--reps", type=int, default=2, help="launches per size, flags and order")
+    ap.add_argument("--json", help="save the runs here")
+    ap.add_argument("--analyse-only", metavar="JSON", help="re-print a saved run")
+    args = ap.parse_args(argv)
+    if args.analyse_only:
+        try:
+            doc = json.loads(Path(args.analyse_only).read_text())
+            if doc.get("format") != "plink-mpi-ring-overhead":
+                raise ValueError("not a mpi_ring_overhead.py file")
+        except (OSError, ValueError) as exc:
+            sys.exit(f"mpi_ring_overhead.py: {args.analyse_only}: {exc}")
+    else:
+        if not 1 <= args.reps <= 20:
+            sys.exit("mpi_ring_overhead.py: --reps must be 1..20")
+        doc = measure(args.reps)
+        if args.json:
+            from plink.data.fileio import atomic_write_text
+
+            atomic_write_text(Path(args.json), json.dumps(doc, indent=1) + "\n")
+    report(doc)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
