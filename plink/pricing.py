@@ -57,6 +57,7 @@ from plink.data.probefile import ProbeData
 from plink.errors import OptionError, PlinkError
 from plink.solvers.contention import Network, conservative_uplinks
 from plink.solvers.costmodels import PairCost
+from plink.structure.capacities import capacity_classes
 
 FILLS = ("low", "mid", "high")
 DEFAULT_NIC_GBPS = 10.0  #: assumed host NIC when no bandwidth was probed
@@ -186,20 +187,15 @@ def _infer(probe: ProbeData, seed: int, use_bandwidth: bool) -> Groups:
 
 
 def _passes(u, key: str) -> list[float]:
-    """An uplink's passes in one direction (its one figure when the probe kept no passes)."""
-    got = u.extra.get(f"passes_{key}") if isinstance(getattr(u, "extra", None), dict) else None
-    if isinstance(got, list) and got and all(isinstance(v, (int, float)) and not isinstance(v, bool) and v > 0
-                                             for v in got):
-        return [float(v) for v in got]
-    return [float(getattr(u, key))]
+    """An uplink's passes in one direction (its one figure when the probe kept no passes); a
+    probe file's are checked when it is read (``plink.data.probefile``)."""
+    return [float(v) for v in getattr(u, "extra", {}).get(f"passes_{key}") or [getattr(u, key)]]
 
 
 def _pool_uplinks(priced: list, up: np.ndarray, down: np.ndarray) -> str | None:
     """Price the measured group uplinks (both directions, one kind of link) that differ by less
     than the test's own noise as one capacity (:mod:`plink.structure.capacities`); ``up`` /
     ``down`` are updated in place.  The note to show, or None when nothing was pooled."""
-    from plink.structure.capacities import capacity_classes
-
     samples = [_passes(u, "up_bps") for _, u in priced] + [_passes(u, "down_bps") for _, u in priced]
     if len(samples) < 2 or not all(v > 0 and np.isfinite(v) for s in samples for v in s):
         return None
@@ -209,8 +205,7 @@ def _pool_uplinks(priced: list, up: np.ndarray, down: np.ndarray) -> str | None:
     m = len(priced)
     for j, (g, _) in enumerate(priced):
         up[g], down[g] = cc.values[j], cc.values[m + j]
-    sizes = [len(c) for c in cc.classes]
-    return (f"{len(samples)} measured uplink capacities (up and down) priced as {len(sizes)} "
+    return (f"{len(samples)} measured uplink capacities (up and down) priced as {len(cc.classes)} "
             f"({', '.join(f'{cc.values[c[0]] * 8e-6:.0f}' for c in cc.classes)} Mbit/s): the ones within "
             f"{np.expm1(cc.width) * 100:.1f}% of each other differ by less than the test's noise "
             f"(+-{np.expm1(cc.sigma) * 100:.1f}% per pass)")

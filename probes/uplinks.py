@@ -169,7 +169,9 @@ def measure_uplinks(stage: Stage, addresses: Sequence[str], groups: Sequence[Seq
     if isinstance(passes, bool) or not isinstance(passes, int) or passes < 1:
         raise ValueError(f"passes must be an integer >= 1, got {passes!r}")
     plans = [plan_flows(groups, g) for g in range(len(groups))]
-    rates: list[tuple[list, list, list]] = [([], [], []) for _ in groups]  # per group: up sums, down sums, flow rates
+    ups: list[list[float]] = [[] for _ in groups]  # per group: each pass's sum up, and down
+    downs: list[list[float]] = [[] for _ in groups]
+    last: dict[int, tuple[list, list]] = {}  # per group: the flow rates of its last pass that measured
     failed = [0] * len(groups)
     for _ in range(passes):
         for g, (up, down) in enumerate(plans):
@@ -183,19 +185,18 @@ def measure_uplinks(stage: Stage, addresses: Sequence[str], groups: Sequence[Seq
             rate_up = [res[f] for f in up if not isinstance(res[f], str)]
             rate_down = [res[f] for f in down if not isinstance(res[f], str)]
             if rate_up and rate_down:
-                rates[g][0].append(float(sum(rate_up)))
-                rates[g][1].append(float(sum(rate_down)))
-                rates[g][2].append((rate_up, rate_down))
+                ups[g].append(float(sum(rate_up)))
+                downs[g].append(float(sum(rate_down)))
+                last[g] = (rate_up, rate_down)
     out = []
     for g, hosts in enumerate(groups):
-        ups, downs, flows = rates[g]
-        if not ups:
+        if g not in last:
             continue
-        last_up, last_down = flows[-1]
+        last_up, last_down = last[g]
         extra = {"flows": len(plans[g][0]), "failed_flows": failed[g], "seconds": seconds,
                  "flow_up_bps": [round(v, 1) for v in last_up], "flow_down_bps": [round(v, 1) for v in last_down]}
         if passes > 1:
-            extra["passes_up_bps"] = [round(v, 1) for v in ups]
-            extra["passes_down_bps"] = [round(v, 1) for v in downs]
-        out.append(Uplink(tuple(int(h) for h in hosts), float(np.median(ups)), float(np.median(downs)), extra))
+            extra["passes_up_bps"] = [round(v, 1) for v in ups[g]]
+            extra["passes_down_bps"] = [round(v, 1) for v in downs[g]]
+        out.append(Uplink(tuple(int(h) for h in hosts), float(np.median(ups[g])), float(np.median(downs[g])), extra))
     return out

@@ -78,8 +78,13 @@ def _check(samples) -> list[np.ndarray]:
 def measurement_noise(samples: Sequence[Sequence[float]]) -> float | None:
     """The test's noise ``sigma`` on the log scale, from every link's repeated passes
     (step 1 of the module docstring); None when no link has two passes."""
+    return _noise(_check(samples))
+
+
+def _noise(links: list[np.ndarray]) -> float | None:
+    """:func:`measurement_noise` of passes already checked by :func:`_check`."""
     diffs = []
-    for a in _check(samples):
+    for a in links:
         x = np.log(a)
         i, j = np.triu_indices(x.size, 1)
         diffs.append(np.abs(x[i] - x[j]))
@@ -104,7 +109,7 @@ def capacity_classes(samples: Sequence[Sequence[float]], level_q=None) -> Capaci
     ``level_q(L, df)`` replaces the 95% studentized-range point (for tests)."""
     links = _check(samples)
     est = np.array([float(np.median(a)) for a in links])
-    sigma = measurement_noise(links)
+    sigma = _noise(links)
     order = [int(i) for i in np.argsort(est, kind="stable")]
     if sigma is None or len(links) < 2:
         return CapacityClasses(est, tuple((i,) for i in order), sigma, 0.0)
