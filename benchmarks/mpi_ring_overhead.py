@@ -19,7 +19,6 @@ Run as root (about 4 min)::
 from __future__ import annotations
 
 import argparse
-import json
 import statistics
 import sys
 import tempfile
@@ -36,7 +35,8 @@ FLAGS = {"need-csum": "send,inplace,need-ack,need-csum", "no csum": "send,inplac
 SIZES_MIB = (4, 16)
 
 
-def measure(reps: int) -> dict:
+def measure(args, save=None) -> dict:
+    """Time the ring ``args.reps`` times for each size, flags and order; the saved document."""
     from plink.data.probefile import Host
 
     rows = []
@@ -49,7 +49,7 @@ def measure(reps: int) -> dict:
             orders = {"rack-contiguous": proof.rack_contiguous(racks), "rack-interleaved": proof.rack_interleaved(racks)}
             files = {k: proof.write_files(tmp, k, [Host(names[i], c.host(names[i]).address) for i in o])
                      for k, o in orders.items()}
-            for rep in range(reps):
+            for rep in range(args.reps):
                 for mib in SIZES_MIB:
                     for flag, value in FLAGS.items():
                         for k, o in orders.items():
@@ -60,11 +60,12 @@ def measure(reps: int) -> dict:
     return {"format": "plink-mpi-ring-overhead", "version": 1, "cluster": SHAPE, "rows": rows}
 
 
-def report(doc: dict) -> None:
+def render(doc: dict) -> str:
+    """The table: measured against priced, per size, flags and order."""
     n = sum(doc["cluster"]["hosts_per_rack"])
     rate = doc["cluster"]["uplink_mbit"] * 1e6 / 8
-    print("size | btl_tcp_flags | order | measured s (median of launches) | priced s | measured / priced | "
-          "measured - priced s")
+    out = ["size | btl_tcp_flags | order | measured s (median of launches) | priced s | measured / priced | "
+           "measured - priced s"]
     for mib in SIZES_MIB:
         for flag in FLAGS:
             for k, flows in (("rack-contiguous", 1), ("rack-interleaved", 4)):
@@ -74,7 +75,8 @@ def report(doc: dict) -> None:
                     continue
                 m = statistics.median(meds)
                 price = 2 * (n - 1) / n * (mib << 20) * flows / rate
-                print(f"{mib} MiB | {flag} | {k} | {m:.3f} | {price:.3f} | {m / price:.2f} | {m - price:+.3f}")
+                out.append(f"{mib} MiB | {flag} | {k} | {m:.3f} | {price:.3f} | {m / price:.2f} | {m - price:+.3f}")
+    return "\n".join(out)
 
 
 def main(argv=None) -> int:
@@ -84,22 +86,14 @@ def main(argv=None) -> int:
     ap.add_argument("--analyse-only", metavar="JSON", help="re-print a saved run")
     args = ap.parse_args(argv)
     if args.analyse_only:
-        try:
-            doc = json.loads(Path(args.analyse_only).read_text())
-            if doc.get("format") != "plink-mpi-ring-overhead":
-                raise ValueError("not a mpi_ring_overhead.py file")
-        except (OSError, ValueError) as exc:
-            sys.exit(f"mpi_ring_overhead.py: {args.analyse_only}: {exc}")
-    else:
-        if not 1 <= args.reps <= 20:
-            sys.exit("mpi_ring_overhead.py: --reps must be 1..20")
-        doc = measure(args.reps)
-        if args.json:
-            from plink.data.fileio import atomic_write_text
-
-            atomic_write_text(Path(args.json), json.dumps(doc, indent=1) + "\n")
-    report(doc)
-    return 0
+        doc = proof.load_saved(ap, args.analyse_only)
+        if doc.get("format") != "plink-mpi-ring-overhead":
+            ap.error(f"{args.analyse_only} is not a mpi_ring_overhead.py file")
+        print(render(doc))
+        return 0
+    if not 1 <= args.reps <= 20:
+        ap.error("--reps must be 1..20")
+    return proof.measure_and_report(args, measure, render, tools=("mpirun.openmpi",))
 
 
 if __name__ == "__main__":

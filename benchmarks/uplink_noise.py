@@ -47,9 +47,8 @@ RACKS, HOSTS_PER_RACK, MBIT = 4, 4, 350.0
 RESOLUTION = 1.02
 
 
-def measure(args) -> dict:
-    """Probe each configuration ``--runs`` times; the saved document."""
-    from plink.data.fileio import atomic_write_text
+def measure(args, save) -> dict:
+    """Probe each configuration ``--runs`` times; the saved document (``save(doc)`` after each probe)."""
     from plink.probes.netns import NetnsCluster
 
     configs = {"equal": [MBIT] * RACKS, "slower": [MBIT] * (RACKS - 1) + [MBIT * args.slower]}
@@ -74,8 +73,7 @@ def measure(args) -> dict:
                     racks = {h["name"]: c.rack_of(h["name"]) for h in probe["hosts"]}
                     doc["runs"][name].append({"probe": probe, "rack": racks})
                     proof.log(f"{name} run {run}: plink probe --uplinks {time.monotonic() - t:.1f} s")
-                    if args.json:
-                        atomic_write_text(Path(args.json), json.dumps(doc, indent=1) + "\n")
+                    save(doc)
     return doc
 
 
@@ -111,32 +109,32 @@ def judge(run: dict, rates: list[float]) -> dict:
             "mbit": [round(float(np.median(s)) * 8e-6, 1) for s in samples], "links": links}
 
 
-def report(doc: dict) -> int:
-    """Print the table and the counts; 1 when the rule got a configuration wrong in any run."""
-    bad = 0
+def render(doc: dict) -> tuple[str, int]:
+    """The table and the counts, and 1 when the rule got a configuration wrong in any run (else 0)."""
+    out, bad = [], 0
     for name, rates in doc["configs"].items():
         runs = doc["runs"].get(name, [])
-        print(f"\n{name}: rack uplinks {', '.join(f'{r:g}' for r in rates)} Mbit/s; {len(runs)} probes")
-        print("run | medians (Mbit/s: r0 down, r0 up, r1 down, ...) | noise per pass | classes the rule prices | right "
-              "| one pass alone: largest ratio between equal-rate capacities")
-        right = split = 0
+        out.append(f"\n{name}: rack uplinks {', '.join(f'{r:g}' for r in rates)} Mbit/s; {len(runs)} probes")
+        out.append("run | medians (Mbit/s: r0 down, r0 up, r1 down, ...) | noise per pass | classes the rule prices "
+                   "| right | one pass alone: largest ratio between equal-rate capacities")
+        right = split = passes = 0
         for k, run in enumerate(runs):
             j = judge(run, rates)
             if "error" in j:
-                print(f"{k} | {j['error']}")
+                out.append(f"{k} | {j['error']}")
                 bad += 1
                 continue
             right += j["right"]
             split += sum(b > RESOLUTION for b in j["baseline"])
+            passes += len(j["baseline"])
             noise = "-" if j["sigma"] is None else f"+-{np.expm1(j['sigma']) * 100:.1f}%"
-            print(f"{k} | {' '.join(f'{m:g}' for m in j['mbit'])} | {noise} | "
-                  f"{' / '.join('{' + ', '.join(c) + '}' for c in j['classes'])} | {'yes' if j['right'] else 'NO'} | "
-                  f"{', '.join(f'{b:.3f}' for b in j['baseline'])}")
-        passes = sum(len(judge(r, rates).get("baseline", [])) for r in runs)
-        print(f"{name}: the rule priced the true capacities in {right} of {len(runs)} probes; single passes put "
-              f"two equal-rate capacities more than {(RESOLUTION - 1) * 100:.0f}% apart in {split} of {passes}")
+            out.append(f"{k} | {' '.join(f'{m:g}' for m in j['mbit'])} | {noise} | "
+                       f"{' / '.join('{' + ', '.join(c) + '}' for c in j['classes'])} | "
+                       f"{'yes' if j['right'] else 'NO'} | {', '.join(f'{b:.3f}' for b in j['baseline'])}")
+        out.append(f"{name}: the rule priced the true capacities in {right} of {len(runs)} probes; single passes put "
+                   f"two equal-rate capacities more than {(RESOLUTION - 1) * 100:.0f}% apart in {split} of {passes}")
         bad += len(runs) - right
-    return 1 if bad else 0
+    return "\n".join(out), 1 if bad else 0
 
 
 def main(argv=None) -> int:
@@ -149,16 +147,22 @@ def main(argv=None) -> int:
     ap.add_argument("--analyse-only", metavar="JSON", help="re-print the tables of a saved run")
     args = ap.parse_args(argv)
     if args.analyse_only:
-        try:
-            doc = json.loads(Path(args.analyse_only).read_text())
-            if doc.get("format") != "plink-uplink-noise":
-                raise ValueError("not a uplink_noise.py file")
-        except (OSError, ValueError) as exc:
-            sys.exit(f"uplink_noise.py: {args.analyse_only}: {exc}")
-        return report(doc)
+        doc = proof.load_saved(ap, args.analyse_only)
+        if doc.get("format") != "plink-uplink-noise":
+            ap.error(f"{args.analyse_only} is not a uplink_noise.py file")
+        text, code = render(doc)
+        print(text)
+        return code
     if not 1 <= args.runs <= 50 or not 0.5 <= args.slower < 1:
-        sys.exit("uplink_noise.py: --runs must be 1..50 and --slower in [0.5, 1)")
-    return report(measure(args))
+        ap.error("--runs must be 1..50 and --slower in [0.5, 1)")
+    codes = []
+
+    def text(doc):
+        t, code = render(doc)
+        codes.append(code)
+        return t
+
+    return proof.measure_and_report(args, measure, text) or codes[0]
 
 
 if __name__ == "__main__":
