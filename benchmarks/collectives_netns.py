@@ -158,12 +158,16 @@ def size_arg(ap, text: str) -> int:
         ap.error(str(exc))
 
 
-def load_saved(ap, path) -> dict:
-    """A saved raw-data file for ``--analyse-only``; a missing or broken one is ``ap.error``."""
+def load_saved(ap, path, fmt: str | None = None) -> dict:
+    """A saved raw-data file for ``--analyse-only``; a missing or broken one, or (with ``fmt``) one
+    whose ``format`` is not ``fmt``, is ``ap.error``."""
     try:
-        return json.loads(Path(path).read_text())
+        doc = json.loads(Path(path).read_text())
     except (OSError, ValueError) as exc:
         ap.error(f"cannot read {path}: {exc}")
+    if fmt is not None and (not isinstance(doc, dict) or doc.get("format") != fmt):
+        ap.error(f"{path} is not a {fmt} file")
+    return doc
 
 
 def measure_and_report(args, measure, render, tools: tuple = ()) -> int:

@@ -86,9 +86,7 @@ def main(argv=None) -> int:
     ap.add_argument("--analyse-only", metavar="JSON", help="re-print a saved run")
     args = ap.parse_args(argv)
     if args.analyse_only:
-        doc = proof.load_saved(ap, args.analyse_only)
-        if doc.get("format") != "plink-mpi-ring-overhead":
-            ap.error(f"{args.analyse_only} is not a mpi_ring_overhead.py file")
+        doc = proof.load_saved(ap, args.analyse_only, "plink-mpi-ring-overhead")
         print(render(doc))
         return 0
     if not 1 <= args.reps <= 20:

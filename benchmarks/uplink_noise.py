@@ -147,9 +147,7 @@ def main(argv=None) -> int:
     ap.add_argument("--analyse-only", metavar="JSON", help="re-print the tables of a saved run")
     args = ap.parse_args(argv)
     if args.analyse_only:
-        doc = proof.load_saved(ap, args.analyse_only)
-        if doc.get("format") != "plink-uplink-noise":
-            ap.error(f"{args.analyse_only} is not a uplink_noise.py file")
+        doc = proof.load_saved(ap, args.analyse_only, "plink-uplink-noise")
         text, code = render(doc)
         print(text)
         return code
