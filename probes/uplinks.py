@@ -11,7 +11,7 @@ this phase measures exactly that, after the latency rounds:
    from the latency matrix and, when ``--bandwidth`` measured one, from the inverse pair
    bandwidths (the pairs of a round run concurrently, so cross-group pairs share uplinks and
    measure slower than in-group pairs, a signal that survives busy hosts); the finer of two
-   nested groupings, else the one with the higher silhouette;
+   nested groupings, else the one with the higher silhouette on both matrices;
 2. **one test per group** ``G``: every host of ``G`` sends to a distinct host
    outside ``G`` (up) and, at the same time, receives from another distinct
    outside host (down), for ``seconds``.  The outside hosts are taken round-robin

@@ -10,8 +10,8 @@ Each matrix is grouped by :func:`plink.structure.hierarchy.infer_hierarchy` (its
 level). The inverse bandwidth is a distance because ``plink probe`` measures the pairs of a
 round at the same time, so cross-rack pairs share uplinks and measure slower (§4.2.1 of the
 dissertation). Of the groupings of the matrices that see the most hosts:
-where one refines the other, the finer; else the one with the higher silhouette on its own
-matrix (:func:`plink.structure.metrics.choose_grouping`). A host with no measured pair in a
+where one refines the other, the finer; else the one with the higher sum of silhouettes on
+both matrices (:func:`plink.structure.metrics.choose_grouping`). A host with no measured pair in a
 matrix gets a group of its own there (it cannot be placed; pricing its flows as crossing
 uplinks is the conservative case).
 
