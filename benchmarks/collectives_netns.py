@@ -725,6 +725,9 @@ def analyse(doc: dict) -> tuple[str, dict]:
         lat_name, bw_name = (order_name(algos["default"], tag, "default") for tag in ("lat", "bw"))
         if lat_name in orders and bw_name in orders:
             f["bw_over_lat_by_pass"] = pass_ratios(doc, coll, bw_name, lat_name, passes)
+            if shared_model_available() and "rack" in doc:
+                f["cross_rack_bytes"] = {tag: cross_rack_bytes(algos["default"], orders[key]["order"], doc["rack"], size)
+                                         for tag, key in (("lat", lat_name), ("bw", bw_name))}
         figs[coll] = f
         lines.append(f"\n{coll}: {meta['library']}; plink prices it as {algos['default']} (default model), "
                      f"{algos['pairsum']} (pairsum)")
@@ -774,10 +777,24 @@ def analyse(doc: dict) -> tuple[str, dict]:
               f"measured {f[f'speedup_{tag}_measured']:.2f}x" for tag in ("lat", "bw") if f"speedup_{tag}_predicted" in f]
         if sp:
             lines.append("  plink's order vs the hand-out order (default model): " + "; ".join(sp))
+        if "cross_rack_bytes" in f:
+            cb = f["cross_rack_bytes"]
+            lines.append(f"  bytes over rack uplinks (the true racks), plink's latency / --bandwidth order: "
+                         f"{cb['lat'] / 2**20:.1f} / {cb['bw'] / 2**20:.1f} MiB")
         rcb = f["rack_contiguous_over_best"]
         lines.append(f"  rack-contiguous / best {'-' if rcb is None else f'{rcb:.2f}'}; best: {f['best_order']} "
                      f"{best:.3f} s")
     return "\n".join(lines), figs
+
+
+def cross_rack_bytes(algo: str, order: list[int], rack: list[int], size: int) -> float:
+    """Bytes the steps of ``algo`` (``plink.solvers.contention.schedule``) send between hosts of different
+    true racks when rank ``r`` runs on host ``order[r]``.  O(flows)."""
+    from plink.solvers.contention import schedule
+
+    perm, rk = np.asarray(order), np.asarray(rack)
+    return float(sum(s.repeat * s.nbytes[rk[perm[s.src]] != rk[perm[s.dst]]].sum()
+                     for s in schedule(algo, len(perm), size)))
 
 
 def runoff_figures(doc: dict, coll: str, distinct: list[str], plinks: dict[str, str], passes: int) -> dict:

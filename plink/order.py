@@ -289,6 +289,8 @@ def order_hosts(
     cost_input = float(cm(identity))
     if best_cost > cost_input:  # never hand back something worse than what the user has
         best, best_cost = identity, cost_input
+    elif res.info.get("tie_break"):
+        notes.extend(_tie_break_note(res.info["tie_break"], best_cost))
     ranges = _ranges(cm, cm_low, identity, contiguous, best, rand)
     measured_only = _measured_only(model, cm, np.stack([identity, contiguous, best]), rand)
     scenarios = _capacity_scenarios(model, algo, probe, groups, size, base, use_bandwidth, nic_gbps, cm,
@@ -414,6 +416,17 @@ def _models(model: str, algo: str, probe: ProbeData, groups, n_missing: int, siz
         notes.append(NETWORK_PART)
     cm_low = _build(model, algo, probe, groups, "low", size, base, use_bandwidth, nic_gbps)[0] if n_missing else cm
     return cm, cm_low, kind, notes
+
+
+def _tie_break_note(tb: dict, cost: float) -> list[str]:
+    """The report's note when the search's tie-break (``solvers.groupsearch.fewer_uplink_bytes``)
+    took an order with fewer bytes over group uplinks than the cheapest one it found."""
+    before, after = tb["uplink_bytes_before"], tb["uplink_bytes"]
+    if not after < before:
+        return []
+    return [f"of the orders priced within {tb['tolerance']:.0%} of the best found (the model does not tell them "
+            f"apart), this one sends the fewest bytes over group uplinks: {after / 2**20:.4g} MiB instead of "
+            f"{before / 2**20:.4g} MiB, priced {(cost / tb['cost_before'] - 1) * 100:+.1f}%"]
 
 
 def _search(model: str, cm, identity: np.ndarray, notes: list[str], *, labels, time_limit, seed, jobs, smt_time,

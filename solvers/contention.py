@@ -632,6 +632,26 @@ class SharedCostModel:
         """Flows per link slot (the last slot, the intra-group dummy, counts flows that stay in a group)."""
         return np.bincount(self._link_index(hs, hd), minlength=self._L)
 
+    def has_uplinks(self) -> bool:
+        """Whether any level has two or more groups (so that a flow can cross an uplink)."""
+        return any(len(np.unique(lab)) > 1 for lab, _, _ in self.net.levels())
+
+    def uplink_bytes(self, perms) -> np.ndarray:
+        """Bytes each row of ``perms`` (``(M, N)``, or one order) sends over group uplinks, every
+        level a flow crosses counted once (the search's tie-break: traffic kept off shared uplinks
+        is exposed less to load the probe did not see).  O(M x flows x levels)."""
+        P = np.asarray(perms, dtype=np.int64)
+        one = P.ndim == 1
+        P = P[None, :] if one else P
+        total = np.zeros(P.shape[0])
+        for s in self.steps:
+            if not s.nbytes.any():
+                continue
+            hs, hd = P[:, s.src], P[:, s.dst]
+            for lab, _, _ in self.net.levels():
+                total += s.repeat * ((lab[hs] != lab[hd]) * s.nbytes).sum(axis=1)
+        return total[0] if one else total
+
     def max_uplink_flows(self, perm) -> int:
         """The largest number of flows of one step sharing one uplink direction (any level)."""
         p = np.asarray(perm, dtype=np.int64)

@@ -222,6 +222,32 @@ def test_bcube_matches_reference(nb, k, seed):
     assert m(p) == pytest.approx(want, rel=1e-9)
 
 
+@settings(max_examples=40, deadline=None)
+@given(n=st.integers(1, 13), k=st.integers(1, 4), seed=st.integers(0, 10**6),
+       algo=st.sampled_from(["ring", "hd", "rd", "dbt", "bintree"]), outer=st.booleans())
+def test_uplink_bytes_against_the_reference_steps(n, k, seed, algo, outer):
+    """Bytes over group uplinks: every flow of the reference steps that joins two groups, once per level
+    whose labels differ (the bytes-less latency steps of the reference carry none)."""
+    rng = np.random.default_rng(seed)
+    net = random_net(rng, n, k, outer)
+    m = SharedCostModel(algo, net, 2**20)
+    perms = np.array([rng.permutation(n) for _ in range(3)])
+    want = [sum(b * sum(lab[p[a]] != lab[p[c]] for lab, _, _ in net.levels())
+                for flows, _ in ref_steps(algo, n, 2**20) for a, c, b, *_ in flows) if n > 1 else 0.0 for p in perms]
+    assert m.uplink_bytes(perms) == pytest.approx(want, rel=1e-12, abs=1e-9)
+    assert m.uplink_bytes(perms[0]) == pytest.approx(want[0], rel=1e-12, abs=1e-9)
+    assert m.has_uplinks() == (len(np.unique(net.groups)) > 1 or any(len(np.unique(lab)) > 1 for lab, _, _ in net.outer))
+
+
+def test_uplink_bytes_of_a_ring_over_two_racks():
+    """4 hosts in 2 racks, ring of S: each of its 6 steps moves S/4 per flow; contiguous, 2 flows of
+    every step cross (3 S in all), interleaved all 4 (6 S)."""
+    net = _testbed(2, 2)
+    m = SharedCostModel("ring", net, 4e6)
+    assert m.uplink_bytes(np.array([0, 1, 2, 3])) == pytest.approx(3 * 4e6)
+    assert m.uplink_bytes(np.array([0, 2, 1, 3])) == pytest.approx(6 * 4e6)
+
+
 def _testbed(racks=4, per=4, rate=400e6 / 8):
     n = racks * per
     g = np.repeat(np.arange(racks), per)

@@ -231,6 +231,77 @@ def test_groups_of_a_bandwidth_probe_keep_the_racks_the_latency_separates():
     assert sorted(len(x) for x in groups) == [2, 3, 4, 5, 6] and "latency" in how
 
 
+
+def test_groups_of_a_bandwidth_probe_when_the_two_groupings_cross():
+    """Proof case D seed 13 (``benchmarks/results/2026-11-29-D-seed13``, racks of 6, 2, 5, 3, 4): the
+    inverse pair bandwidths dealt the rack of 2 to two other racks (a cross-rack pair alone on its
+    uplinks measures the full rate), so the two groupings cross and neither refines the other. Scored
+    on its own matrix the bandwidth's won (silhouette 0.566 against 0.465) and the probe measured its
+    uplink test on those groups; scored on both matrices the latency's 5 racks win (0.943 against 0.921)."""
+    from plink.probes.uplinks import infer_groups
+    from plink.structure.metrics import ami, refines, separation
+
+    doc = json.loads((Path(__file__).parent.parent / "benchmarks/results/2026-11-29-D-seed13/D.json").read_text())
+    pd = from_dict(doc["probes"]["bandwidth"])
+    racks = np.array([doc["rack"][doc["hosts"].index(h.name)] for h in pd.hosts])
+    g = find_groups(pd)
+    assert g.k == 5 and ami(racks, g.labels) == pytest.approx(1.0) and g.source == "inferred from latency"
+    groups, how = infer_groups(pd.structure_latency, bandwidth=pd.bandwidth)
+    assert sorted(len(x) for x in groups) == [2, 3, 4, 5, 6] and "latency" in how
+    # what the old rule saw: the bandwidth's grouping crosses the racks and wins on its own matrix
+    from plink.structure.probegroups import _group, placed_hosts
+
+    bw = np.fmin(pd.bandwidth, pd.bandwidth.T)
+    inv = np.where(bw > 0, 1.0 / bw, np.nan)
+    lat = np.fmin(pd.structure_latency, pd.structure_latency.T)
+    b = _group(inv, placed_hosts(inv), 0)
+    assert not refines(b, racks) and not refines(racks, b)
+    assert separation(inv, b) > separation(lat, racks)
+    assert separation(inv, b) + separation(lat, b) < separation(inv, racks) + separation(lat, racks)
+
+
+def _a11(kind="bandwidth"):
+    doc = json.loads((Path(__file__).parent.parent / "benchmarks/results/2026-11-29-A-seed11/A.json").read_text())
+    return doc, from_dict(doc["probes"][kind])
+
+
+def test_tie_break_keeps_the_price_and_sends_fewer_bytes_over_uplinks():
+    """Proof case A seed 11's --bandwidth probe (4 racks of 4, uplinks as fast as a NIC): Open MPI's tree
+    has many orders priced alike. With the same annealing (max_iter), the tie-break's order costs at most
+    2% more than the cheapest found and sends fewer bytes over the uplinks (that run's --bandwidth order
+    sent 72 MiB and measured 3-8% slower than the latency probe's, 40 MiB, priced 0.4% apart)."""
+    from plink.solvers.groupsearch import TIE_TOLERANCE, fewer_uplink_bytes
+
+    doc, pd = _a11()
+    m = SharedCostModel("bintree", network(pd, find_groups(pd), fill="high"), 4 * 2**20)
+    plain = minimise_shared(m, max_iter=2400, seed=0, tie_break=False)
+    tied = minimise_shared(m, max_iter=2400, seed=0)
+    tb = tied.info["tie_break"]
+    assert "tie_break" not in plain.info and TIE_TOLERANCE == 0.02
+    assert tb["cost_before"] == pytest.approx(plain.cost) and tb["uplink_bytes_before"] == m.uplink_bytes(plain.perm)
+    assert plain.cost <= tied.cost <= plain.cost * 1.02 + 1e-12
+    assert tb["uplink_bytes"] == m.uplink_bytes(tied.perm) < m.uplink_bytes(plain.perm)
+    assert m.uplink_bytes(tied.perm) <= 40 * 2**20
+    # the bound holds for any start, and no tolerance means no costlier order
+    order = np.array(doc["orders"]["plink-bintree-bw"]["order"])
+    perm, cost, _ = fewer_uplink_bytes(m, order, m(order), tolerance=0.0, iters=30, seed=1)
+    assert cost <= m(order) + 1e-12 and m.uplink_bytes(perm) <= m.uplink_bytes(order)
+    # the same seed and budget give the same order
+    assert minimise_shared(m, max_iter=2400, seed=0).perm.tolist() == tied.perm.tolist()
+
+
+def test_tie_break_is_reported_and_skipped_without_groups():
+    """plink order says when the tie-break took a costlier order than the cheapest found; one group:
+    no uplink to keep bytes off, no tie-break."""
+    _, pd = _a11()
+    res = order_hosts(pd, "bintree", size=4 * 2**20, max_iter=2400, seed=0)
+    tb = res.solver["tie_break"]
+    note = [x for x in res.notes if "fewest bytes over group uplinks" in x]
+    assert tb["uplink_bytes"] < tb["uplink_bytes_before"] and len(note) == 1
+    assert f"{tb['uplink_bytes'] / 2**20:.4g} MiB instead of {tb['uplink_bytes_before'] / 2**20:.4g} MiB" in note[0]
+    one = order_hosts(pd, "bintree", size=4 * 2**20, max_iter=600, seed=0, labels=np.zeros(pd.n, dtype=int))
+    assert "tie_break" not in one.solver and not any("fewest bytes" in x for x in one.notes)
+
 def _ratio_of(part, orders, rand):
     c = part.batch(orders)
     return {"input": c[0] / c[2], "random_median": float(np.median(part.batch(rand))) / c[2],
@@ -359,6 +430,24 @@ def test_ctrl_c_in_the_annealing_keeps_the_best_order_only_when_asked():
     with pytest.raises(KeyboardInterrupt):  # a library caller who did not ask gets the interrupt
         minimise_shared(_InterruptedAt("ring", net, 2**24, calls=40), **kw)
 
+
+
+def test_ctrl_c_in_the_tie_break_keeps_the_annealed_order_only_when_asked(monkeypatch):
+    import plink.solvers.groupsearch as gs
+
+    pd = simulate_datacenter(racks=4, hosts_per_rack=4, seed=1)
+    model = SharedCostModel("bintree", network(pd, find_groups(pd)), 2**24)
+
+    def interrupted(*a, **kw):
+        raise KeyboardInterrupt
+
+    plain = minimise_shared(model, max_iter=600, tie_break=False)
+    monkeypatch.setattr(gs, "fewer_uplink_bytes", interrupted)
+    res = minimise_shared(model, max_iter=600, keep_on_interrupt=True)
+    assert res.info["interrupted"] is True and "tie_break" not in res.info
+    assert res.perm.tolist() == plain.perm.tolist() and res.cost == plain.cost
+    with pytest.raises(KeyboardInterrupt):
+        minimise_shared(model, max_iter=600)
 
 def test_ctrl_c_in_the_exhaustive_search_keeps_the_best_start_only_when_asked(monkeypatch):
     """Small N goes to the exhaustive search; Ctrl-C there, when asked, gives the best starting

@@ -272,3 +272,21 @@ def test_pair_bandwidth_benchmark_scaling_subset_and_table(tmp_path):
     # both models price the three orders over the slow pair alike (tied) and plink's lowest
     assert "Spearman(predicted, measured) over 4 orders: shared 0.77, non-blocking 0.77, pair sum 0.77" in text
     assert "plink ring (shared): 1.00x the best measured; measured 5.75x faster than the median random order" in text
+
+
+def test_uplink_bytes_tally_on_a_shipped_run(capsys):
+    """benchmarks/uplink_bytes_tally.py on case A seed 11: plink's tree orders differ in bytes over the
+    racks' uplinks (latency probe's 40 MiB: 5 of the 15 edges cross racks, 8 MiB each; --bandwidth's 72 MiB:
+    9), the others not; a file that is not a proof run is a usage error."""
+    from pathlib import Path
+
+    from benchmarks.uplink_bytes_tally import main
+
+    run = Path(__file__).parent.parent / "benchmarks/results/2026-11-29-A-seed11/A.json"
+    assert main([str(run)]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert len(out) == 3 and out[1].startswith("2026-11-29-A-seed11/A | mpi_tree | 40 / 72 | ")
+    assert out[1].endswith("faster by 2.6%") and out[2].startswith("fewer bytes over the uplinks faster in 1 of 1")
+    with pytest.raises(SystemExit) as e:
+        main([str(Path(__file__))])
+    assert e.value.code == 2
