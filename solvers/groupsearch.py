@@ -71,6 +71,7 @@ from .solve import SolveResult, interrupted_result
 
 #: the tie-break's tolerance: orders priced within the model's resolution are not told apart by it
 TIE_TOLERANCE = RESOLUTION
+BATCH = 24  #: candidate orders priced per iteration, in the annealing and the tie-break
 
 
 def _transitive(model: SharedCostModel) -> bool:
@@ -226,7 +227,7 @@ def _propose(perm: np.ndarray, groups: np.ndarray, rng: np.random.Generator, k: 
 
 
 def anneal_shared(model: SharedCostModel, init, *, time_limit: float = 2.0, max_iter: int | None = None,
-                  seed: int = 0, batch: int = 24, deadline: float | None = None,
+                  seed: int = 0, batch: int = BATCH, deadline: float | None = None,
                   stopped: dict | None = None) -> tuple[np.ndarray, float, int]:
     """Batched annealing from ``init`` (see module docstring). Returns ``(perm, cost, iterations)``.
 
@@ -280,7 +281,7 @@ def anneal_shared(model: SharedCostModel, init, *, time_limit: float = 2.0, max_
 
 
 def fewer_uplink_bytes(model: SharedCostModel, perm, cost: float, *, tolerance: float = TIE_TOLERANCE,
-                       others=(), iters: int = 200, patience: int = 60, seed: int = 0, batch: int = 24,
+                       others=(), iters: int = 200, patience: int = 60, seed: int = 0, batch: int = BATCH,
                        deadline: float | None = None) -> tuple[np.ndarray, float, dict]:
     """The tie-break: among orders priced within ``tolerance`` of ``cost`` (the best found), one that
     sends the fewest bytes over group uplinks (``SharedCostModel.uplink_bytes``), then the cheapest.
@@ -313,7 +314,7 @@ def fewer_uplink_bytes(model: SharedCostModel, perm, cost: float, *, tolerance: 
         idle += 1
     info = {"tolerance": tolerance, "uplink_bytes_before": first_bytes, "uplink_bytes": cur_b,
             "cost_before": float(cost), "iterations": done}
-    return cur, float(model(cur)), info
+    return cur, cur_c, info
 
 
 def _starting_orders(model, init, starts) -> tuple[list, np.ndarray]:
@@ -366,7 +367,7 @@ def minimise_shared(model: SharedCostModel, *, init=None, starts=(), time_limit:
         perm, cost = start_perm, float(costs[k])
     info = {"start": name, "start_cost": float(costs[k]), "starts": len(cands), "iterations": iters}
     if tie and not stopped:
-        budget = max(25, -(-int(max_iter) // 24) // 5) if max_iter is not None else 200
+        budget = max(25, iters // 5) if max_iter is not None else 200  # (iters: the annealing's, all of max_iter)
         try:
             perm, cost, info["tie_break"] = fewer_uplink_bytes(
                 model, perm, cost, others=[p for _, p in cands], iters=budget, seed=seed,
