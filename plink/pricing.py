@@ -23,8 +23,9 @@ of the probe file's measured uplinks, ``ProbeData.uplinks`` with ``up_bps`` /
 the latency matrix and the inverse bandwidth matrix (the probe measures the pairs
 of a round concurrently, so cross-rack pairs share uplinks and measure slower: on
 the emulated 16-host cluster under load latency did not separate the racks and
-bandwidth did): of two nested groupings the finer, else the one better separating both
-matrices (:func:`plink.structure.metrics.choose_grouping`).
+bandwidth did): the latency's groups, each split where the inverse bandwidth's grouping
+splits it and the pairs between the parts measured far
+(:func:`plink.structure.probegroups.split_by_far_pairs`).
 
 **Capacities.**  NIC: with a bandwidth matrix, a host's fastest measured
 pair (isolated pairs do show what a NIC carries); without one, ``nic_gbps``
@@ -157,10 +158,12 @@ def find_groups(probe: ProbeData, labels=None, seed: int = 0, use_bandwidth: boo
     """Groups of ``probe``'s hosts: given ``labels``, else inferred, else the measured uplinks' host sets.
 
     Inferred from the latency matrix and, when the probe has one, from the
-    inverse bandwidth matrix; where one grouping refines the other the finer
-    one is used, else the one with the higher sum of silhouettes (``separation``)
-    on both matrices (:func:`plink.structure.metrics.choose_grouping`).
-    ``Groups.confidence`` is its silhouette on its own matrix.  When inference finds no structure (one group) and the probe
+    inverse bandwidth matrix: the latency's groups, each split where the
+    bandwidth's grouping splits it and the pairs between the parts measured far
+    (:func:`plink.structure.probegroups.split_by_far_pairs`; the bandwidth's
+    merges are not taken).  ``Groups.confidence`` is the silhouette of the
+    groups on the latency matrix (on the inverse bandwidth when the groups are
+    exactly the bandwidth's).  When inference finds no structure (one group) and the probe
     measured uplinks covering every host, their host sets are the groups.
     Measured uplinks that are not groups become an outer level of
     ``network``.

@@ -10,8 +10,9 @@ this phase measures exactly that, after the latency rounds:
    (:func:`infer_groups`, :func:`plink.structure.probegroups.infer_probe_groups`): inferred
    from the latency matrix and, when ``--bandwidth`` measured one, from the inverse pair
    bandwidths (the pairs of a round run concurrently, so cross-group pairs share uplinks and
-   measure slower than in-group pairs, a signal that survives busy hosts); the finer of two
-   nested groupings, else the one with the higher silhouette on both matrices;
+   measure slower than in-group pairs, a signal that survives busy hosts): the latency's
+   groups, each split where the bandwidth's grouping splits it and the pairs between the parts
+   measured far (:func:`plink.structure.probegroups.split_by_far_pairs`);
 2. **one test per group** ``G``: every host of ``G`` sends to a distinct host
    outside ``G`` (up) and, at the same time, receives from another distinct
    outside host (down), for ``seconds``.  The outside hosts are taken round-robin
@@ -56,7 +57,7 @@ def infer_groups(latency: np.ndarray, random_state=0,
     :func:`plink.pricing.find_groups` infers them): the latency and, when it has
     a value for at least N pairs, the inverse pair bandwidth (pairs of a round
     run at once, so cross-group pairs that shared an uplink measure slower); of
-    two nested groupings the finer, else the better separated.  An uplink test
+    the latency's groups, split where the bandwidth measured parts far apart.  An uplink test
     of other groups than those would measure no link the model prices
     (``plink.pricing.network`` leaves such a test out).  One group when neither
     matrix has a measured pair for every host.  O(that of ``infer_hierarchy`` on each matrix).

@@ -88,6 +88,12 @@ def render_structure(groups, console) -> None:
         line += (f"; low (< 0.25): {', '.join(low[:12])}{' ...' if len(low) > 12 else ''}" if low
                  else "; no low-confidence host")
         console.print(line)
+    if m.get("split_by_bandwidth"):
+        from plink.structure.probegroups import FAR_RATIO
+
+        k = m["split_by_bandwidth"]
+        console.print(f"split by the pair bandwidths: {k} more finest group{'s' if k > 1 else ''} than the "
+                      f"latency gives (parts measured {FAR_RATIO:g}x or more slower between than within)")
     if "ami" in m:
         console.print(f"AMI vs true {m.get('truth_level') or 'locations'}: {m['ami']:.3f}"
                       + (f" (levels: {', '.join(f'{v:.3f}' for v in m['ami_levels'])})" if m.get("ami_levels") else ""))
@@ -125,7 +131,9 @@ def group(probefile, n_groups, method, max_levels, elasticity, alpha, dims, no_h
     (into its racks, or into the one rack it holds and the hosts left), a
     rack cut in two is merged, a host left alone joins its nearest host's
     group, and one much nearer another rack moves there (README, "plink
-    group"; docs/structure.md says why).  Prints the
+    group"; docs/structure.md says why).  A probe with pair bandwidths
+    (plink probe --bandwidth) has its racks split where the bandwidths
+    measured the parts far apart, as plink order does.  Prints the
     groups per level, their hosts and how sure plink is of each host (on
     stderr; without -o stdout is the groups file).  --groups K fixes K.
     --method balanced is the dissertation's ProbeEmbed + balanced k-means

@@ -1429,7 +1429,11 @@ def infer_groups(probe, *, n_groups: int | None = None, max_levels: int = 3, see
     """``plink group``'s default: :class:`HierarchicalGrouper` on a probe -> :class:`~plink.data.groupfile.Groups`.
 
     ``n_groups``: None = K from the data, an int fixes K at the finest level.
-    The result carries ``levels`` and ``confidence``; its metrics hold the
+    With K from the data and a probe that has pair bandwidths (``plink probe
+    --bandwidth``), the finest level is split where the bandwidths measured
+    parts of a group far apart (:func:`plink.structure.probegroups.split_by_bandwidth`),
+    so the groups are the ones ``plink order`` prices; ``metrics["split_by_bandwidth"]``
+    counts the groups that added.  The result carries ``levels`` and ``confidence``; its metrics hold the
     group sizes per level, the mean / min confidence, the low-confidence hosts
     (below :data:`LOW_CONFIDENCE`), the scores that chose K, the run time and,
     when the probe has ground truth, the AMI of the finest level against the
@@ -1452,27 +1456,46 @@ def infer_groups(probe, *, n_groups: int | None = None, max_levels: int = 3, see
     est = HierarchicalGrouper("auto" if n_groups is None else int(n_groups), max_levels=max_levels,
                               random_state=seed).fit(probe)
     h = est.hierarchy_
+    levels = list(h.levels)
+    split = 0
+    bw = getattr(probe, "bandwidth", None)
+    if n_groups is None and bw is not None and not getattr(probe, "inverse_bandwidth", False):
+        # the groups plink order prices: the latency's, split where the bandwidth measured parts far
+        from plink.structure.probegroups import split_by_bandwidth
+
+        finest = split_by_bandwidth(h.labels, bw, seed=seed)
+        split = int(finest.max() - h.labels.max())
+        levels[0] = finest
+    labels = levels[0]
+    confidence = h.confidence
+    if split and h.n_groups == 1:  # the latency saw one group: how sure, from the bandwidths
+        from plink.structure.metrics import host_separation
+        from plink.structure.probegroups import inverse
+
+        confidence = np.clip(host_separation(inverse(bw), labels), 0.0, 1.0)  # as the latency's are
     seconds = time.perf_counter() - t0
     names = probe.names
-    low = np.flatnonzero(h.confidence < LOW_CONFIDENCE)
+    low = np.flatnonzero(confidence < LOW_CONFIDENCE)
     metrics: dict[str, Any] = {
-        "groups": h.n_groups,
-        "sizes": np.bincount(h.labels).tolist(),
-        "levels": [{"groups": int(lv.max() + 1), "sizes": np.bincount(lv).tolist()} for lv in h.levels],
-        "confidence_mean": round(float(h.confidence.mean()), 4),
-        "confidence_min": round(float(h.confidence.min()), 4),
-        "low_confidence_hosts": [names[i] for i in low[np.argsort(h.confidence[low])]],
+        "groups": int(labels.max() + 1),
+        "sizes": np.bincount(labels).tolist(),
+        "levels": [{"groups": int(lv.max() + 1), "sizes": np.bincount(lv).tolist()} for lv in levels],
+        "confidence_mean": round(float(confidence.mean()), 4),
+        "confidence_min": round(float(confidence.min()), 4),
+        "low_confidence_hosts": [names[i] for i in low[np.argsort(confidence[low])]],
         "coverage": round(probe.coverage(), 6),
         "group_seconds": round(seconds, 3),
         "scores": h.scores,
     }
+    if split:
+        metrics["split_by_bandwidth"] = split
     if probe.truth is not None and probe.truth.levels:
-        labels = probe.truth.labels
-        metrics["ami"] = round(ami([t[-1] for t in labels], h.labels), 6)
+        truth = probe.truth.labels
+        metrics["ami"] = round(ami([t[-1] for t in truth], labels), 6)
         metrics["truth_level"] = probe.truth.levels[-1]
-        metrics["ami_levels"] = [round(ami([t[max(0, len(t) - 1 - i)] for t in labels], lv), 6)
-                                 for i, lv in enumerate(h.levels)]
+        metrics["ami_levels"] = [round(ami([t[max(0, len(t) - 1 - i)] for t in truth], lv), 6)
+                                 for i, lv in enumerate(levels)]
     params = {"method": "hierarchy", "groups": None if n_groups is None else int(n_groups),
               "max_levels": int(max_levels), "seed": int(seed)}
-    return Groups(hosts=names, labels=h.labels, metrics=metrics, params=params, levels=list(h.levels),
-                  confidence=h.confidence)
+    return Groups(hosts=names, labels=labels, metrics=metrics, params=params, levels=levels,
+                  confidence=confidence)

@@ -4,8 +4,9 @@
 * :func:`ami`: adjusted mutual information of a grouping against true racks
   (scikit-learn's ``adjusted_mutual_info_score``).
 * :func:`relative_error`: median relative error of a fitted matrix.
-* :func:`separation`: silhouette of a grouping on a distance matrix;
-  :func:`choose_grouping`: which of several groupings inferred from different matrices to use.
+* :func:`separation`, :func:`host_separation`: silhouette of a grouping on a distance matrix,
+  overall and per host;
+  :func:`refines`: whether one grouping refines another.
 """
 
 from __future__ import annotations
@@ -128,11 +129,22 @@ def relative_error(fitted: np.ndarray, measured: np.ndarray) -> float:
     return float(np.median(np.abs(fv[ok] - mv[ok]) / mv[ok]))
 
 
+def _filled(matrix: np.ndarray) -> np.ndarray:
+    """``matrix`` symmetrised (the larger direction), missing pairs at the median, zero diagonal."""
+    d = np.fmax(matrix, np.asarray(matrix).T).astype(float)
+    n = len(d)
+    off = ~np.eye(n, dtype=bool)
+    d[~np.isfinite(d)] = float(np.median(d[off & np.isfinite(d)]))
+    np.fill_diagonal(d, 0.0)
+    return d
+
+
 def separation(matrix: np.ndarray, labels: np.ndarray) -> float:
     """Silhouette of ``labels`` on the symmetrised ``matrix`` (missing pairs at the median); 0 for one group.
 
-    Used to choose between groupings inferred from different matrices, so it
-    does not depend on how the inference scores itself.  O(N^2).
+    Scores a grouping on a matrix it may not have been inferred from, so it does not depend on
+    how the inference scores itself (the confidence of a probe's groups,
+    :mod:`plink.structure.probegroups`).  O(N^2).
     """
     from sklearn.metrics import silhouette_score
 
@@ -140,11 +152,20 @@ def separation(matrix: np.ndarray, labels: np.ndarray) -> float:
     n = len(labels)
     if k < 2 or k >= n:
         return 0.0
-    d = np.fmax(matrix, np.asarray(matrix).T).astype(float)
-    off = ~np.eye(n, dtype=bool)
-    d[~np.isfinite(d)] = float(np.median(d[off & np.isfinite(d)]))
-    np.fill_diagonal(d, 0.0)
-    return float(silhouette_score(d, labels, metric="precomputed"))
+    return float(silhouette_score(_filled(matrix), labels, metric="precomputed"))
+
+
+def host_separation(matrix: np.ndarray, labels: np.ndarray) -> np.ndarray:
+    """Each host's silhouette under ``labels`` on ``matrix``, prepared as :func:`separation` does
+    (scikit-learn's ``silhouette_samples``; 0 for a host alone in its group); all ones for one
+    group (nothing to tell the hosts apart from, as ``plink group`` reports it). O(N^2)."""
+    from sklearn.metrics import silhouette_samples
+
+    labels = np.asarray(labels)
+    k, n = len(np.unique(labels)), len(labels)
+    if k < 2 or k >= n:
+        return np.ones(n)
+    return silhouette_samples(_filled(matrix), labels, metric="precomputed")
 
 
 def refines(fine: np.ndarray, coarse: np.ndarray) -> bool:
@@ -152,43 +173,6 @@ def refines(fine: np.ndarray, coarse: np.ndarray) -> bool:
     fine, coarse = np.asarray(fine), np.asarray(coarse)
     pairs = np.unique(np.stack([fine, coarse]), axis=1)  # the distinct (fine, coarse) label pairs
     return len(np.unique(pairs[0])) == pairs.shape[1]
-
-
-def choose_grouping(candidates: Sequence[tuple[np.ndarray, np.ndarray]]) -> int:
-    """Index of the grouping to use among ``candidates``, ``(labels, matrix)`` inferred from different
-    matrices of the same hosts (latency, inverse pair bandwidth).
-
-    Where one grouping refines another, the finer one: each of its extra splits passed the structure
-    test on its own matrix, and the two ways of being wrong differ: two racks merged into one group
-    price the flows between them as free, one rack split in two only prices some of its flows as
-    crossing an uplink.  Pair bandwidths measured in concurrent rounds are noisy (a cross-rack pair
-    alone on its uplinks gets the full rate), and their coarser grouping often has the higher
-    silhouette: on the netns cluster (benchmarks/results/2026-11-27-D-seed4, racks of 6, 2, 5, 3, 4)
-    the inverse bandwidth merged the racks of 2 and 3 with silhouette 0.51, where the latency found
-    the 5 racks with 0.46.
-
-    Between groupings that cross, the higher sum of :func:`separation` over *every* candidate's
-    matrix: a grouping scored only on the matrix it was fitted to is scored in-sample, and the
-    inverse bandwidth's crossing grouping won that way on the same cluster
-    (benchmarks/results/2026-11-29-D-seed13: its rack of 2 dealt to two other racks, silhouette 0.566
-    on the inverse bandwidth against the latency's 5 true racks' 0.465 on the latency; on both
-    matrices 0.921 against 0.943).  O(C^2 N^2) for C candidates."""
-    score: dict[int, float] = {}
-
-    def total(i: int) -> float:
-        if i not in score:
-            score[i] = sum(separation(m, candidates[i][0]) for _, m in candidates)
-        return score[i]
-
-    best = 0
-    for i in range(1, len(candidates)):
-        lab, blab = candidates[i][0], candidates[best][0]
-        if refines(lab, blab) != refines(blab, lab):  # nested and different: the finer one
-            if refines(lab, blab):
-                best = i
-        elif not refines(lab, blab) and total(i) > total(best) + 1e-12:
-            best = i
-    return best
 
 
 def rack_auc(cross: np.ndarray, within: np.ndarray) -> float:

@@ -1,0 +1,172 @@
+"""The groups plink finds from a ``--bandwidth`` probe, against the true racks, on the saved proof runs.
+
+For every saved run of ``benchmarks/collectives_netns.py`` (its ``--bandwidth`` probe and the
+true racks), prints the AMI of: the latency's grouping alone, the inverse bandwidth's alone, the
+two earlier rules for choosing between them (the finer of nested groupings, else the higher
+silhouette on its own matrix, until 2026-11-29; else the higher sum of silhouettes on both
+matrices, until this rule) and plink's rule (``plink.structure.probegroups``: the latency's
+groups, split where the bandwidth's grouping splits them and measured the parts far apart).
+Then what the rule rests on, from the true racks: the in-rack pairs' inverse bandwidth over
+their median (largest), and the share of cross-rack pairs under ``FAR_RATIO`` times it (pairs
+alone on their uplinks read the full rate).
+
+In every saved run the latency alone finds the true racks, so the saved runs cannot tell the
+rules apart. ``--simulate S`` also draws S clusters per scenario with a probe's two matrices
+made the way the netns cluster makes them (:func:`simulated_probe`): 3-6 racks of 2-7 hosts
+in random order, the pair bandwidths of the circle-method rounds measured at the same time
+through shared rack uplinks, latency with in-rack 30-40 us and cross-rack 55-90 us; "quiet",
+"busy" (a third of the hosts add 0-40 us to every pair of theirs) and "flat" (the latency
+shows no racks: every pair 40-80 us). Deterministic, seconds, no root::
+
+    python benchmarks/probe_groups.py --simulate 100
+    python benchmarks/probe_groups.py benchmarks/results/2026-11-29-D-seed13/D.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parent.parent
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+from plink.data.probefile import from_dict  # noqa: E402
+from plink.probes.rounds import round_robin  # noqa: E402
+from plink.structure.metrics import ami, refines, separation  # noqa: E402
+from plink.structure.probegroups import FAR_RATIO, _group, infer_probe_groups, placed_hosts  # noqa: E402
+
+
+def _older(lat_lab, lat, bw_lab, inv, both: bool):
+    """The earlier rules: the finer of nested groupings, else the higher silhouette on its own
+    matrix (``both=False``) or summed over both matrices (``both=True``)."""
+    if refines(lat_lab, bw_lab) != refines(bw_lab, lat_lab):
+        return lat_lab if refines(lat_lab, bw_lab) else bw_lab
+    if refines(lat_lab, bw_lab):
+        return lat_lab
+    if both:
+        s_lat = separation(lat, lat_lab) + separation(inv, lat_lab)
+        s_bw = separation(lat, bw_lab) + separation(inv, bw_lab)
+    else:
+        s_lat, s_bw = separation(lat, lat_lab), separation(inv, bw_lab)
+    return bw_lab if s_bw > s_lat + 1e-12 else lat_lab
+
+
+def simulated_probe(seed: int, scenario: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(racks, latency_us, bandwidth)`` of a drawn cluster (see the module docstring).
+
+    Bandwidth: NIC rate 1; each rack's uplink carries 1-2 NIC rates each way; in every round of
+    :func:`plink.probes.rounds.round_robin` each pair exchanges both ways at once, a cross-rack
+    pair at ``min(1, uplink / cross-rack flows of its rack)`` over its two racks, +-2% noise."""
+    rng = np.random.default_rng(seed)
+    sizes = rng.integers(2, 8, rng.integers(3, 7))
+    racks = rng.permutation(np.repeat(np.arange(len(sizes)), sizes))
+    n = len(racks)
+    cap = rng.uniform(1.0, 2.0, len(sizes))
+    bw = np.full((n, n), np.nan)
+    for rnd in round_robin(n):
+        flows = np.zeros(len(sizes))
+        for a, b in rnd:
+            if racks[a] != racks[b]:
+                flows[racks[a]] += 1
+                flows[racks[b]] += 1
+        for a, b in rnd:
+            rate = 1.0 if racks[a] == racks[b] else min(1.0, cap[racks[a]] / flows[racks[a]],
+                                                         cap[racks[b]] / flows[racks[b]])
+            bw[a, b], bw[b, a] = rate * rng.normal(1, 0.02), rate * rng.normal(1, 0.02)
+    same = racks[:, None] == racks[None, :]
+    if scenario == "flat":
+        lat = rng.uniform(40, 80, (n, n))
+    else:
+        lat = np.where(same, rng.uniform(30, 40, (n, n)), rng.uniform(55, 90, (n, n)))
+        if scenario == "busy":
+            extra = np.where(rng.random(n) < 1 / 3, rng.uniform(0, 40, n), 0.0)
+            lat = lat + extra[:, None] + extra[None, :]
+    np.fill_diagonal(lat, 0.0)
+    return racks, lat, bw
+
+
+def _rules(racks, lat_raw, bw_raw) -> dict:
+    """AMI of each grouping (the columns) of one probe's two matrices against ``racks``."""
+    lat = np.fmin(lat_raw, lat_raw.T)
+    bw = np.fmin(bw_raw, bw_raw.T)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        inv = np.where(bw > 0, 1.0 / bw, np.nan)
+    lat_lab = _group(lat, placed_hosts(lat), 0)
+    bw_lab = _group(inv, placed_hosts(inv), 0)
+    lab, _, source = infer_probe_groups(lat_raw, bw_raw)
+    return {"latency": ami(racks, lat_lab), "bandwidth": ami(racks, bw_lab),
+            "own silhouette": ami(racks, _older(lat_lab, lat, bw_lab, inv, False)),
+            "sum of silhouettes": ami(racks, _older(lat_lab, lat, bw_lab, inv, True)),
+            "plink": ami(racks, lab), "source": source,
+            "found": f"{lat_lab.max() + 1} / {bw_lab.max() + 1} / {lab.max() + 1}"}
+
+
+def row(path: Path) -> dict | None:
+    """The figures of one saved run, or None when it has no ``--bandwidth`` probe."""
+    doc = json.loads(path.read_text())
+    if "bandwidth" not in doc.get("probes", {}):
+        return None
+    pd = from_dict(doc["probes"]["bandwidth"])
+    racks = np.array([doc["rack"][doc["hosts"].index(h.name)] for h in pd.hosts])
+    bw = np.fmin(pd.bandwidth, pd.bandwidth.T)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        inv = np.where(bw > 0, 1.0 / bw, np.nan)
+    off = ~np.eye(len(racks), dtype=bool)
+    same = (racks[:, None] == racks[None, :]) & off
+    level = np.nanmedian(inv[same])
+    cross = inv[~same & off]
+    return {"run": f"{path.parent.name}/{path.name}", "n": len(racks), "k": int(racks.max()) + 1,
+            **_rules(racks, pd.structure_latency, pd.bandwidth),
+            "in-rack max": float(np.nanmax(inv[same]) / level),
+            "cross under": float(np.mean(cross[np.isfinite(cross)] < FAR_RATIO * level))}
+
+
+COLUMNS = ["latency", "bandwidth", "own silhouette", "sum of silhouettes", "plink"]
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("files", nargs="*", type=Path,
+                    help="saved runs (default: every benchmarks/results/**/[A-E].json)")
+    ap.add_argument("--simulate", type=int, default=0, metavar="S",
+                    help="also S simulated clusters per scenario (seeds 0..S-1)")
+    a = ap.parse_args(argv)
+    if a.simulate < 0:
+        ap.error("--simulate must be >= 0")
+    files = a.files or sorted((ROOT / "benchmarks/results").glob("**/[A-E].json"))
+    rows = [r for r in (row(f) for f in files) if r is not None]
+    if not rows:
+        print("no saved run with a --bandwidth probe", file=sys.stderr)
+        return 1
+    print("AMI against the true racks of the groups of each run's --bandwidth probe")
+    print("| run | N | racks | " + " | ".join(COLUMNS) + " | groups found: latency / bandwidth / plink | plink's groups | in-rack max / median "
+          f"| cross-rack under {FAR_RATIO}x |")
+    print("|---" * (len(COLUMNS) + 7) + "|")
+    for r in rows:
+        print(f"| {r['run']} | {r['n']} | {r['k']} | " + " | ".join(f"{r[c]:.3f}" for c in COLUMNS)
+              + f" | {r['found']} | {r['source']} | {r['in-rack max']:.2f} | {r['cross under']:.0%} |")
+    print(f"\n{len(rows)} runs; AMI 1.000 (the true racks) in: "
+          + ", ".join(f"{c} {sum(r[c] > 1 - 1e-9 for r in rows)}" for c in COLUMNS))
+    print(f"in-rack pairs read at most {max(r['in-rack max'] for r in rows):.2f}x their median inverse "
+          f"bandwidth; cross-rack pairs under {FAR_RATIO}x of it: "
+          f"{min(r['cross under'] for r in rows):.0%}-{max(r['cross under'] for r in rows):.0%} per run")
+    if a.simulate:
+        print(f"\nsimulated ({a.simulate} seeds per scenario): mean AMI [true racks found] "
+              "(worst), per grouping")
+        print("| scenario | " + " | ".join(COLUMNS) + " |")
+        print("|---" * (len(COLUMNS) + 1) + "|")
+        for scenario in ("quiet", "busy", "flat"):
+            got = [_rules(*simulated_probe(seed, scenario)) for seed in range(a.simulate)]
+            print(f"| {scenario} | " + " | ".join(
+                f"{np.mean([g[c] for g in got]):.3f} [{sum(g[c] > 1 - 1e-9 for g in got)}] "
+                f"({min(g[c] for g in got):.2f})" for c in COLUMNS) + " |")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,162 @@
+"""The groups of a probe from its latency and inverse bandwidth (plink.structure.probegroups):
+the latency's groups, split only where the bandwidth says the parts are far apart."""
+
+import numpy as np
+import pytest
+
+from plink.structure.metrics import ami, refines, separation
+from plink.structure.probegroups import FAR_RATIO, _group, infer_probe_groups, placed_hosts, split_by_far_pairs
+
+TRUTH = np.array([0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 3, 3, 3, 3])  # racks of 4, 4, 2, 4
+
+
+def _matrix(labels, near, far, noise, seed):
+    rng = np.random.default_rng(seed)
+    n = len(labels)
+    m = np.where(labels[:, None] == labels[None, :], near, far) + rng.uniform(0, noise, (n, n))
+    m = np.minimum(m, m.T)
+    np.fill_diagonal(m, 0.0)
+    return m
+
+
+def _dealt_bandwidth(rack_of_two_pair: float) -> np.ndarray:
+    """Pair bandwidths (Mbit/s) of TRUTH's racks as a concurrent probe reads them: in-rack pairs at
+    the NIC's 300, cross-rack pairs at half that (a shared uplink), but the rack of 2's hosts read
+    at the full rate from racks 0 and 1 (pairs alone on their uplinks), and their own pair at
+    ``rack_of_two_pair``."""
+    inv = _matrix(TRUTH, 1 / 300, 1 / 150, 1e-5, 1)
+    np.fill_diagonal(inv, np.nan)
+    bw = 1.0 / inv
+    bw[8, :4] = bw[:4, 8] = bw[9, 4:8] = bw[4:8, 9] = 300.0
+    bw[8, 9] = bw[9, 8] = rack_of_two_pair
+    return bw
+
+
+def test_a_crossing_bandwidth_grouping_does_not_deal_a_rack_of_two_to_others():
+    """The inverse bandwidth's own grouping deals the rack of 2's hosts into racks 0 and 1 (as in
+    benchmarks/results/2026-11-29-D-seed13): the groupings cross. Its split of the rack of 2 is
+    between a pair read at the in-rack rate, so the latency's 4 racks stay."""
+    lat = _matrix(TRUTH, 35.0, 60.0, 8.0, 0)
+    bw = _dealt_bandwidth(300.0)
+    dealt = TRUTH.copy()
+    dealt[8], dealt[9] = 0, 1
+    assert split_by_far_pairs(TRUTH, dealt, 1.0 / bw).tolist() == TRUTH.tolist()
+    inferred = _group(1.0 / bw, placed_hosts(bw), 0)  # what the bandwidth alone finds: it crosses
+    assert not refines(inferred, TRUTH) and not refines(TRUTH, inferred)
+    lab, conf, source = infer_probe_groups(lat, bw)
+    assert ami(TRUTH, lab) == pytest.approx(1.0) and source == "inferred from latency"
+    assert conf == pytest.approx(separation(lat, lab))
+
+
+def test_a_split_the_bandwidth_measures_far_is_taken():
+    """The same, but the rack of 2's own pair measured at a third of the rate: that is evidence the
+    two hosts are apart (a pair bandwidth only drops when something is shared), so the latency's
+    group of 2 is split; the bandwidth's merges into racks 0 and 1 are still not taken."""
+    bw = _dealt_bandwidth(100.0)
+    dealt = TRUTH.copy()
+    dealt[8], dealt[9] = 0, 1
+    got = split_by_far_pairs(TRUTH, dealt, 1.0 / bw)
+    want = TRUTH.copy()
+    want[9], want[10:] = 3, 4
+    assert got.tolist() == want.tolist()
+    lab, _, source = infer_probe_groups(_matrix(TRUTH, 35.0, 60.0, 8.0, 0), bw)
+    assert lab.max() + 1 == 5 and refines(lab, TRUTH) and source == "inferred from latency, split by bandwidth"
+
+
+def test_a_flat_latency_takes_the_bandwidth_racks():
+    """Busy hosts: the latency shows no racks (one group); the concurrent bandwidths do (cross-rack
+    pairs at half the rate), so the bandwidth's grouping is the result, as before."""
+    rng = np.random.default_rng(3)
+    lat = 40.0 + rng.uniform(0, 30.0, (14, 14))
+    lat = np.minimum(lat, lat.T)
+    np.fill_diagonal(lat, 0.0)
+    inv = _matrix(TRUTH, 1 / 300, 1 / 150, 1e-5, 2)
+    np.fill_diagonal(inv, np.nan)
+    bw = 1.0 / inv
+    lab, _, source = infer_probe_groups(lat, bw)
+    assert ami(TRUTH, lab) == pytest.approx(1.0) and source == "inferred from bandwidth"
+
+
+def test_the_latency_splits_are_kept_where_the_bandwidth_merges():
+    """The bandwidth merges racks 0 and 1 (their pairs read at the full rate); the latency's finer
+    grouping stays: merged racks would price the flows between them as free."""
+    coarse = np.array([0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 2, 2, 2, 2])
+    inv = _matrix(coarse, 1.0, 2.0, 0.01, 4)
+    assert split_by_far_pairs(TRUTH, coarse, inv).tolist() == TRUTH.tolist()
+
+
+def test_parts_join_again_unless_far_and_unmeasured_pairs_are_no_evidence():
+    """One latency group of 6 that the bandwidth cuts in 3 parts: parts a|b measured far, b|c at
+    the in-group rate, so b and c join again; a part with no measured pair to the others stays with
+    them. Labels come back numbered by first appearance."""
+    lab = np.zeros(6, int)
+    other = np.array([2, 2, 0, 0, 1, 1])
+    inv = np.ones((6, 6))
+    inv[np.ix_([0, 1], [2, 3, 4, 5])] = inv[np.ix_([2, 3, 4, 5], [0, 1])] = FAR_RATIO * 1.1
+    assert split_by_far_pairs(lab, other, inv).tolist() == [0, 0, 1, 1, 1, 1]
+    inv[np.ix_([0, 1], [2, 3, 4, 5])] = inv[np.ix_([2, 3, 4, 5], [0, 1])] = FAR_RATIO * 0.9
+    assert split_by_far_pairs(lab, other, inv).tolist() == [0] * 6
+    inv[np.ix_([0, 1], [2, 3, 4, 5])] = inv[np.ix_([2, 3, 4, 5], [0, 1])] = np.nan
+    assert split_by_far_pairs(lab, other, inv).tolist() == [0] * 6
+    # no pair measured at all: the latency's groups, renumbered
+    assert split_by_far_pairs(np.array([5, 5, 2, 2]), np.array([0, 1, 0, 1]),
+                              np.full((4, 4), np.nan)).tolist() == [0, 0, 1, 1]
+
+
+def _merged_latency_probe():
+    """TRUTH's racks, but the latency cannot tell racks 2 and 3 apart (one group of 6, as two racks
+    behind one switch would look); the concurrent bandwidths can: their pairs share the uplinks
+    and read half the rate."""
+    from plink.data.probefile import Host, ProbeData
+
+    seen = np.array([0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 2, 2])
+    lat = _matrix(seen, 35.0, 60.0, 4.0, 5)
+    inv = _matrix(TRUTH, 1 / 300, 1 / 150, 1e-5, 6)
+    np.fill_diagonal(inv, np.nan)
+    return ProbeData(hosts=[Host(f"h{i:02d}") for i in range(14)], latency=lat, bandwidth=1e-3 / inv)
+
+
+def test_plink_group_shows_the_groups_plink_order_prices():
+    """``plink group`` (hierarchy.infer_groups) splits its finest level by the bandwidths as
+    ``plink order``'s pricing does, and says so; with --groups K it does not."""
+    from plink.pricing import find_groups
+    from plink.structure.hierarchy import infer_groups
+
+    probe = _merged_latency_probe()
+    g = infer_groups(probe)
+    assert ami(TRUTH, g.labels) == pytest.approx(1.0) and g.metrics["split_by_bandwidth"] == 1
+    assert g.metrics["groups"] == 4 and sorted(g.metrics["sizes"]) == [2, 4, 4, 4]
+    assert g.levels[0] is g.labels and all(refines(g.labels, lv) for lv in g.levels[1:])
+    priced = find_groups(probe)
+    assert ami(g.labels, priced.labels) == pytest.approx(1.0)
+    assert priced.source == "inferred from bandwidth"  # the split groups are exactly the bandwidth's
+    fixed = infer_groups(probe, n_groups=3)
+    assert fixed.metrics["groups"] == 3 and "split_by_bandwidth" not in fixed.metrics
+
+
+def test_plink_group_prints_the_split(tmp_path):
+    from click.testing import CliRunner
+
+    from plink.cli import cli
+
+    path = tmp_path / "probe.json"
+    _merged_latency_probe().save(path)
+    res = CliRunner().invoke(cli, ["group", str(path), "-o", str(tmp_path / "g.json")])
+    assert res.exit_code == 0, res.output
+    assert "14 hosts: 4" in res.output
+    assert "split by the pair bandwidths: 1 more finest group than" in res.output
+
+
+def test_plink_group_confidence_from_the_bandwidths_when_the_latency_saw_one_group():
+    from plink.data.probefile import Host, ProbeData
+    from plink.structure.hierarchy import infer_groups
+
+    rng = np.random.default_rng(3)
+    lat = 40.0 + rng.uniform(0, 30.0, (14, 14))
+    lat = np.minimum(lat, lat.T)
+    np.fill_diagonal(lat, 0.0)
+    inv = _matrix(TRUTH, 1 / 300, 1 / 150, 1e-5, 2)
+    np.fill_diagonal(inv, np.nan)
+    g = infer_groups(ProbeData(hosts=[Host(f"h{i}") for i in range(14)], latency=lat, bandwidth=1e-3 / inv))
+    assert ami(TRUTH, g.labels) == pytest.approx(1.0) and g.metrics["split_by_bandwidth"] == 3
+    assert 0.0 <= g.confidence.min() and g.confidence.max() <= 1.0 and g.confidence.mean() < 1.0
