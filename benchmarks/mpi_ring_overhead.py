@@ -2,7 +2,7 @@
 
 In every proof run Open MPI's ring (coll_tuned 4) measured about twice its price on the fast
 orders (0.33-0.43 s for 0.19 s at 4 MiB) and near its price on the slow ones, so its measured
-speedups are 42-66% of the predicted (README, "Where this stands").  This script times the ring on case A's cluster (4 racks
+speedups are 42-68% of the predicted (README, "Where this stands").  This script times the ring on case A's cluster (4 racks
 of 4, 350 Mbit/s, prefix ``pf``, subnet ``10.201``, as ``collectives_netns.py``) for the
 rack-contiguous order (one flow per uplink) and the rack-interleaved one (four), at two sizes,
 with the proof's ``btl_tcp_flags`` and without ``need-csum`` (is it the checksums?), ``--reps``

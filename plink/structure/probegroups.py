@@ -16,7 +16,7 @@ The two matrices err in opposite directions, and the groups are built on that
 near; a busy host can make its rack-mates look far. A pair bandwidth only drops because
 something is shared, so a pair measured slow is apart; a cross-rack pair alone on its uplinks
 measures the full rate and looks near. In every shipped probe of the netns cluster
-(``benchmarks/results/**/[A-E].json``, 34 with both matrices; ``benchmarks/probe_groups.py``) in-rack pairs read within 1.07x of
+(``benchmarks/results/**/[A-E].json``, 35 with both matrices; ``benchmarks/probe_groups.py``) in-rack pairs read within 1.07x of
 the median in-rack inverse bandwidth, cross-rack pairs 1.25x or more but for the 5-23% of them
 alone on their uplinks, which read 1.00x. So the groups are the latency's, each split where the
 bandwidth's grouping splits it *and* the pairs between the parts are far
