@@ -63,16 +63,22 @@ def test_a_split_the_bandwidth_measures_far_is_taken():
     assert lab.max() + 1 == 5 and refines(lab, TRUTH) and source == "inferred from latency, split by bandwidth"
 
 
-def test_a_flat_latency_takes_the_bandwidth_racks():
-    """Busy hosts: the latency shows no racks (one group); the concurrent bandwidths do (cross-rack
-    pairs at half the rate), so the bandwidth's grouping is the result, as before."""
+def _flat_latency_and_bandwidth():
+    """Busy hosts: the latency shows no racks (every pair 40-70 us); the concurrent bandwidths of
+    TRUTH's racks do (cross-rack pairs at half the rate)."""
     rng = np.random.default_rng(3)
     lat = 40.0 + rng.uniform(0, 30.0, (14, 14))
     lat = np.minimum(lat, lat.T)
     np.fill_diagonal(lat, 0.0)
     inv = _matrix(TRUTH, 1 / 300, 1 / 150, 1e-5, 2)
     np.fill_diagonal(inv, np.nan)
-    bw = 1.0 / inv
+    return lat, 1.0 / inv
+
+
+def test_a_flat_latency_takes_the_bandwidth_racks():
+    """The latency shows one group, the bandwidths the racks: the bandwidth's grouping is the
+    result, as before."""
+    lat, bw = _flat_latency_and_bandwidth()
     lab, _, source = infer_probe_groups(lat, bw)
     assert ami(TRUTH, lab) == pytest.approx(1.0) and source == "inferred from bandwidth"
 
@@ -146,17 +152,11 @@ def test_plink_group_prints_the_split(tmp_path):
     assert "14 hosts: 4" in res.output
     assert "split by the pair bandwidths: 1 more finest group than" in res.output
 
-
 def test_plink_group_confidence_from_the_bandwidths_when_the_latency_saw_one_group():
     from plink.data.probefile import Host, ProbeData
     from plink.structure.hierarchy import infer_groups
 
-    rng = np.random.default_rng(3)
-    lat = 40.0 + rng.uniform(0, 30.0, (14, 14))
-    lat = np.minimum(lat, lat.T)
-    np.fill_diagonal(lat, 0.0)
-    inv = _matrix(TRUTH, 1 / 300, 1 / 150, 1e-5, 2)
-    np.fill_diagonal(inv, np.nan)
-    g = infer_groups(ProbeData(hosts=[Host(f"h{i}") for i in range(14)], latency=lat, bandwidth=1e-3 / inv))
+    lat, bw = _flat_latency_and_bandwidth()
+    g = infer_groups(ProbeData(hosts=[Host(f"h{i}") for i in range(14)], latency=lat, bandwidth=bw / 1000))
     assert ami(TRUTH, g.labels) == pytest.approx(1.0) and g.metrics["split_by_bandwidth"] == 3
     assert 0.0 <= g.confidence.min() and g.confidence.max() <= 1.0 and g.confidence.mean() < 1.0
