@@ -38,7 +38,7 @@ if str(ROOT) not in sys.path:
 from plink.data.probefile import from_dict  # noqa: E402
 from plink.probes.rounds import round_robin  # noqa: E402
 from plink.structure.metrics import ami, refines, separation  # noqa: E402
-from plink.structure.probegroups import FAR_RATIO, _group, infer_probe_groups, placed_hosts  # noqa: E402
+from plink.structure.probegroups import FAR_RATIO, _group, infer_probe_groups, inverse, placed_hosts  # noqa: E402
 
 
 def _older(lat_lab, lat, bw_lab, inv, both: bool):
@@ -93,9 +93,7 @@ def simulated_probe(seed: int, scenario: str) -> tuple[np.ndarray, np.ndarray, n
 def _rules(racks, lat_raw, bw_raw) -> dict:
     """AMI of each grouping (the columns) of one probe's two matrices against ``racks``."""
     lat = np.fmin(lat_raw, lat_raw.T)
-    bw = np.fmin(bw_raw, bw_raw.T)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        inv = np.where(bw > 0, 1.0 / bw, np.nan)
+    inv = inverse(bw_raw)
     lat_lab = _group(lat, placed_hosts(lat), 0)
     bw_lab = _group(inv, placed_hosts(inv), 0)
     lab, _, source = infer_probe_groups(lat_raw, bw_raw)
@@ -113,9 +111,7 @@ def row(path: Path) -> dict | None:
         return None
     pd = from_dict(doc["probes"]["bandwidth"])
     racks = np.array([doc["rack"][doc["hosts"].index(h.name)] for h in pd.hosts])
-    bw = np.fmin(pd.bandwidth, pd.bandwidth.T)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        inv = np.where(bw > 0, 1.0 / bw, np.nan)
+    inv = inverse(pd.bandwidth)
     off = ~np.eye(len(racks), dtype=bool)
     same = (racks[:, None] == racks[None, :]) & off
     level = np.nanmedian(inv[same])

@@ -242,7 +242,7 @@ def test_groups_of_a_bandwidth_probe_when_the_two_groupings_cross(seed):
     (``split_by_far_pairs``): the latency's 5 racks are the groups."""
     from plink.probes.uplinks import infer_groups
     from plink.structure.metrics import ami, refines
-    from plink.structure.probegroups import FAR_RATIO, _group, placed_hosts
+    from plink.structure.probegroups import FAR_RATIO, _group, inverse, placed_hosts
 
     doc = json.loads((Path(__file__).parent.parent / f"benchmarks/results/2026-11-29-D-seed{seed}/D.json").read_text())
     pd = from_dict(doc["probes"]["bandwidth"])
@@ -252,8 +252,7 @@ def test_groups_of_a_bandwidth_probe_when_the_two_groupings_cross(seed):
     groups, how = infer_groups(pd.structure_latency, bandwidth=pd.bandwidth)
     assert sorted(len(x) for x in groups) == [2, 3, 4, 5, 6] and how.endswith("on latency")
     # what the bandwidth alone finds: it crosses the racks, splitting the rack of 2 ...
-    bw = np.fmin(pd.bandwidth, pd.bandwidth.T)
-    inv = np.where(bw > 0, 1.0 / bw, np.nan)
+    inv = inverse(pd.bandwidth)
     b = _group(inv, placed_hosts(inv), 0)
     assert not refines(b, racks) and not refines(racks, b)
     two = np.flatnonzero(racks == np.flatnonzero(np.bincount(racks) == 2)[0])
