@@ -135,6 +135,9 @@ def main(argv=None) -> int:
     if a.simulate < 0:
         ap.error("--simulate must be >= 0")
     files = a.files or sorted((ROOT / "benchmarks/results").glob("**/[A-E].json"))
+    for f in files:
+        if not f.is_file():
+            ap.error(f"{f}: no such file")
     rows = [r for r in (row(f) for f in files) if r is not None]
     if not rows:
         print("no saved run with a --bandwidth probe", file=sys.stderr)
