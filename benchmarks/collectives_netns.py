@@ -264,6 +264,9 @@ def plink_order(probe_path: Path, algo: str, out: Path, size: int, model: str = 
 # predictions
 
 
+_NETWORKS: dict = {}  #: id(probe) -> (probe, its network), for predict
+
+
 def predict(probe: ProbeData, order: list[int], algo: str, size: int, model: str = "default") -> float:
     """Predicted cost of ``order`` for ``algo`` by plink's cost model: ``default`` = what ``plink order``
     uses by default (the shared-link model in seconds when installed, else the pair sum);
@@ -275,8 +278,10 @@ def predict(probe: ProbeData, order: list[int], algo: str, size: int, model: str
         from plink.pricing import find_groups, network
         from plink.solvers.contention import SharedCostModel
 
-        net = network(probe, find_groups(probe), fill="high", use_bandwidth=True)
-        return float(SharedCostModel(algo, net, size)(perm))
+        net = _NETWORKS.get(id(probe), (None, None))
+        if net[0] is not probe:  # (the groups take most of the time; one network per probe)
+            net = _NETWORKS[id(probe)] = (probe, network(probe, find_groups(probe), fill="high", use_bandwidth=True))
+        return float(SharedCostModel(algo, net[1], size)(perm))
     try:
         from plink.pricing import pair_cost
     except ImportError:

@@ -15,16 +15,40 @@ entering it).  A flow crosses the sender's NIC, the receiver's NIC and, when
 sender and receiver sit in different groups, the sender group's ``up`` and
 the receiver group's ``down``.  Then ::
 
-    bandwidth = sum over steps of  max_links (bytes on link / capacity)
+    bandwidth = sum over steps of  max_links (bytes on link / capacity)   (ring, dbt)
+              = the last rank clock of the rounds below                   (hd, rd, bcube, bintree)
     latency   = the longest chain of messages (critical_latency)
     total     = latency + bandwidth
 
-(the latency is one-way, in seconds; capacities in bytes/s).  The bandwidth
-term is the max-min fair completion time of the step's flows when one link
-is the bottleneck; with equal caps it is exactly ``S_step x (largest number
-of flows sharing a link) / cap``.  Where each pair's path was measured on
-its own (``Network.path``: a bandwidth matrix from a file), a step also
-takes at least its slowest flow's ``bytes / path``.
+(the latency is one-way, in seconds; capacities in bytes/s).  A step's time
+is the max-min fair completion time of its flows when one link is the
+bottleneck; with equal caps it is exactly ``S_step x (largest number of
+flows sharing a link) / cap``.  Where each pair's path was measured on its
+own (``Network.path``: a bandwidth matrix from a file), a flow also takes at
+least ``bytes / path``.
+
+**Bandwidth on per-rank clocks** (hd, rd, bcube, bintree; since
+2026-11-29).  These run a few rounds of large messages, and no library puts
+a barrier between rounds: a rank starts its next exchange as soon as its
+own partner is ready.  So the term follows each rank's clock through the
+rounds in time order: a flow of a round starts when both its ranks' clocks
+have reached it (a rendezvous: large messages wait for the receiver), takes
+the time of the busiest link *it* crosses (every link's load is all the
+round's flows on it: static shares), and moves both clocks to its end; the
+term is the last clock.  A round whose cross-rack flows load an uplink then
+delays only the ranks behind those flows, not every rank.  It is never more
+than the sum of the rounds' busiest links, and equal to it when every rank
+meets the busiest link in every round (the ring and dbt keep the sum: a
+ring's clocks grow by its busiest link per step anyway, and dbt is one
+pipelined step).  Measured (``benchmarks/collectives_netns.py
+--analyse-only`` over the 35 saved runs): recursive doubling's Spearman
+with the orders the model does not tell apart tied, mean 0.905 -> 0.917
+(better in 12 runs, worse in 4; proof case A seed 15 0.81 -> 0.87, its own
+repeat 0.88); Rabenseifner and the tree unchanged on average (0.894, 0.956
+-> 0.955).  In case A seed 15 the step-synchronous sum priced three
+orders (partly-sorted-1 and plink's two bintree orders) 20% above the
+rack-contiguous one for recursive doubling; they measured 1.5-9% slower
+than it, and the clocks price them with it.
 
 The latency term follows each rank's clock, not the steps: a message sent
 when its sender's clock reads ``t`` arrives ``latency`` later, and the
@@ -89,8 +113,9 @@ library source named):
     send together in step ``h`` (leaves first, a parent's two children at
     once where they are of one height: they share its NIC); broadcast: the
     ranks of depth ``d`` receive ``S`` from their parent in step ``d`` (a
-    parent sends to both children at once).  Each step costs its busiest
-    link, as every step of the other algorithms does.  Measured with Open
+    parent sends to both children at once).  Its bandwidth runs on per-rank
+    clocks (below): a subtree that is done early sends up without waiting
+    for the others of its height.  Measured with Open
     MPI 4.1.4 (``benchmarks/collectives_netns.py``, 4 MiB): on 20 hosts in
     racks of 6, 2, 5, 3 and 4 (case D) the hand-out order is 16 busiest-link
     units of ``S / 300 Mbit/s`` (1.79 s; measured 1.80 s), plink's 14 (1.57 s;
@@ -419,17 +444,20 @@ def bintree_heights(n: int) -> np.ndarray:
     return h
 
 
-def bintree_steps(n: int, size: float) -> list[Step]:
-    """Open MPI allreduce algorithm 2 with unsegmented binary-tree reduce and broadcast (see module
-    docstring): the reduce by height, leaves first, then the broadcast by depth."""
-    if n < 2:
-        return []
+def _bintree_rounds(n: int, size: float) -> list[Step]:
+    """The tree's messages in time order (n >= 2): the reduce by height, leaves first, then the broadcast by depth."""
     e = np.array(bintree_edges(n), dtype=np.int64)
     par, ch, depth = e[:, 0], e[:, 1], e[:, 2]
     height = bintree_heights(n)[ch]
     steps = [_step(ch[height == h], par[height == h], size) for h in range(int(height.max()) + 1)]
     steps += [_step(par[depth == d], ch[depth == d], size) for d in range(1, int(depth.max()) + 1)]
-    return _merge(steps)
+    return steps
+
+
+def bintree_steps(n: int, size: float) -> list[Step]:
+    """Open MPI allreduce algorithm 2 with unsegmented binary-tree reduce and broadcast (see module
+    docstring): the reduce by height, leaves first, then the broadcast by depth."""
+    return _merge(_bintree_rounds(n, size)) if n >= 2 else []
 
 
 def _bcube_rounds(n: int, size: float, base: int) -> list[Step]:
@@ -453,6 +481,26 @@ def bcube_steps(n: int, size: float, base: int = 2) -> list[Step]:
     """Gloo's BCube (see module docstring); ``N = base^x`` only."""
     check_bcube(n, base)  # (N = 0 is refused; N = 1 has no rounds)
     return _merge(_bcube_rounds(n, size, base))
+
+
+def clocked_rounds(algo: str, n: int, size: float, base: int = 2) -> list[Step] | None:
+    """The steps of ``algo`` in time order, unmerged, for its bandwidth term on per-rank clocks;
+    ``None`` for ``ring`` and ``dbt``, whose bandwidth term is the sum of their steps' busiest
+    links (see the module docstring)."""
+    if n < 2 or algo in ("ring", "dbt"):
+        return None
+    if algo == "hd":
+        rounds = _hd_rounds(n, size)
+    elif algo == "rd":
+        rounds = _rd_rounds(n, size)
+    elif algo == "bcube":
+        check_bcube(n, base)
+        rounds = _bcube_rounds(n, size, base)
+    elif algo == "bintree":
+        rounds = _bintree_rounds(n, size)
+    else:
+        raise ValueError(f"unknown algorithm {algo!r} (choose from {', '.join(SHARED_ALGORITHMS)})")
+    return [s for s in rounds if len(s.src) and s.nbytes.any()]
 
 
 def schedule(algo: str, n: int, size: float, base: int = 2) -> list[Step]:
@@ -557,6 +605,25 @@ def critical_latency(algo: str, latency: np.ndarray, perms: np.ndarray, hops: li
 # evaluation
 
 
+def _advance_clocks(t: np.ndarray, s: Step, flow: np.ndarray, unique: tuple[bool, bool]) -> np.ndarray:
+    """Rank clocks ``t`` (M, N) after round ``s``, whose flows take ``flow`` (M, F) seconds: a flow
+    starts when both its ranks are ready and both are busy until it ends.  ``unique``: whether no
+    rank sends (receives) twice in the round."""
+    end = np.maximum(t[:, s.src], t[:, s.dst]) + flow
+    new = t.copy()
+    for ranks, once in zip((s.src, s.dst), unique):
+        if once:
+            new[:, ranks] = np.maximum(new[:, ranks], end)
+        else:
+            np.maximum.at(new, (np.arange(len(t))[:, None], ranks[None, :]), end)
+    return new
+
+
+def _once(s: Step) -> tuple[bool, bool]:
+    """Whether no rank sends, and whether no rank receives, twice in ``s``."""
+    return len(np.unique(s.src)) == len(s.src), len(np.unique(s.dst)) == len(s.dst)
+
+
 class SharedCostModel:
     """``model(perm) -> seconds`` of ``algo`` over ``net`` (see module docstring).
 
@@ -578,6 +645,8 @@ class SharedCostModel:
         self.n = net.n
         self.steps = schedule(algo, net.n, self.size, base)
         self.hops, self._clock_rank = latency_hops(algo, net.n, base)
+        self.rounds = clocked_rounds(algo, net.n, self.size, base)
+        self._once = [_once(s) for s in self.rounds or ()]
         self._inv = net.inverse_capacities()
         self._L = len(self._inv)
 
@@ -595,11 +664,11 @@ class SharedCostModel:
         net, L = self.net, self._L
         total = critical_latency(self.algo, net.latency, P, self.hops, self._clock_rank)
         soft = np.zeros(M)
-        dummy = L - 1
-        parts = 2 + 2 * len(net.levels())
-        rows = (np.arange(M) * L)[:, None]
+        clocked = self.rounds is not None
+        if clocked:
+            total += self._clocked_bandwidth(P, soft if smooth else None)
         for s in self.steps:
-            carries = s.nbytes.any()
+            carries = s.nbytes.any() and not clocked
             if not carries and not (smooth and s.latency):
                 continue  # a step without bytes is in the chain above; only the companion reads it
             hs = P[:, s.src]
@@ -607,10 +676,7 @@ class SharedCostModel:
             if s.latency and smooth:
                 soft += s.repeat * net.latency[hs, hd].mean(axis=1)
             if carries:
-                idx = net.link_index(hs, hd, dummy)
-                w = np.broadcast_to(np.tile(s.nbytes, parts), idx.shape)
-                loads = np.bincount((idx + rows).ravel(), weights=w.ravel(), minlength=M * L).reshape(M, L)
-                times = loads * self._inv
+                times, _ = self._link_times(hs, hd, s.nbytes)
                 step = times.max(axis=1)
                 if net.path is not None:  # no flow is faster than its pair's path alone
                     step = np.maximum(step, (s.nbytes / net.path[hs, hd]).max(axis=1))
@@ -618,6 +684,41 @@ class SharedCostModel:
                 if smooth:
                     soft += s.repeat * np.sqrt((times[:, :-1] ** 2).mean(axis=1))
         return (total, soft) if smooth else total
+
+    def _link_times(self, hs, hd, nbytes):
+        """``(seconds of every link's load (M, L), link slot of every (flow, link) (M, parts x F))``
+        of one step's flows ``hs -> hd`` (host arrays ``(M, F)``) of ``nbytes`` each."""
+        M, L = hs.shape[0], self._L
+        idx = self.net.link_index(hs, hd, L - 1)
+        parts = idx.shape[1] // hs.shape[1]
+        w = np.broadcast_to(np.tile(nbytes, parts), idx.shape)
+        rows = (np.arange(M) * L)[:, None]
+        loads = np.bincount((idx + rows).ravel(), weights=w.ravel(), minlength=M * L).reshape(M, L)
+        return loads * self._inv, idx
+
+    def _clocked_bandwidth(self, P: np.ndarray, soft: np.ndarray | None = None) -> np.ndarray:
+        """The bandwidth term on per-rank clocks (see the module docstring): a flow starts when both
+        its ranks are done with the previous round and takes its busiest link's time in its round
+        (every link's load is the round's flows on it); both ranks move on when it ends.  Adds the
+        smooth companion's link part (every round's root mean square link time) to ``soft`` if given.
+        O(M x flows)."""
+        M, n = P.shape
+        t = np.zeros((M, n))
+        seen: dict[tuple, tuple] = {}  # a round repeated (hd's all-gather mirrors its reduce-scatter) is priced once
+        for s, once in zip(self.rounds, self._once):
+            key = (s.src.tobytes(), s.dst.tobytes(), s.nbytes.tobytes())
+            if key not in seen:
+                hs, hd = P[:, s.src], P[:, s.dst]
+                times, idx = self._link_times(hs, hd, s.nbytes)
+                flow = np.take_along_axis(times, idx, axis=1).reshape(M, -1, len(s.src)).max(axis=1)
+                if self.net.path is not None:  # no flow is faster than its pair's path alone
+                    flow = np.maximum(flow, s.nbytes / self.net.path[hs, hd])
+                seen[key] = flow, (np.sqrt((times[:, :-1] ** 2).mean(axis=1)) if soft is not None else None)
+            flow, rms = seen[key]
+            if soft is not None:
+                soft += rms
+            t = _advance_clocks(t, s, flow, once)
+        return t.max(axis=1)
 
     def __call__(self, perm) -> float:
         p = np.asarray(perm)
@@ -673,7 +774,12 @@ def shared_lower_bound(model: SharedCostModel) -> float:
     edge), which is never below the former.  Per step, bandwidth >= the busiest
     rank's sent (and received) bytes over the fastest NIC, and, for the ring
     with two or more groups, ``S/N`` over the slowest uplink (every ring
-    leaves and enters every group at least once).  O(N^2 + flows).
+    leaves and enters every group at least once).  Where the bandwidth term
+    runs on per-rank clocks (hd, rd, BCube, bintree), the same clocks with
+    every flow at its ranks' sent (received) bytes of its round over the
+    fastest NIC (a flow is never faster: its sender's NIC carries at least
+    those bytes in its round; the clocks only grow with the flows' times).
+    O(N^2 + flows).
     """
     net = model.net
     n = model.n
@@ -686,6 +792,13 @@ def shared_lower_bound(model: SharedCostModel) -> float:
         floor = np.full((n, n), float(lat.min()))
         total = float(critical_latency(model.algo, floor, np.arange(n)[None, :], model.hops, model._clock_rank)[0])
     used = np.unique(net.groups)
+    if model.rounds is not None:  # per-rank clocks, every flow as fast as its ranks' bytes on the fastest NICs
+        t = np.zeros((1, n))
+        for s in model.rounds:
+            sent = np.bincount(s.src, weights=s.nbytes, minlength=n) / net.nic_send.max()
+            recv = np.bincount(s.dst, weights=s.nbytes, minlength=n) / net.nic_recv.max()
+            t = _advance_clocks(t, s, np.maximum(sent[s.src], recv[s.dst])[None, :], _once(s))
+        return total + float(t.max())
     for s in model.steps:
         if not s.nbytes.any():
             continue

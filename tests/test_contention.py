@@ -112,13 +112,17 @@ def ref_bcube(n, S, B):
     return steps
 
 
-def ref_price(steps, perm, lat, nic_s, nic_r, groups, up, down, outer=(), path=None):
-    """Bandwidth: per step, the busiest link, summed.  Latency: every
-    rank keeps a clock (a tree of dbt's two keeps its own); a message a -> b sent at a's
-    clock arrives latency[a, b] later and moves b's clock on to it if later; the last clock."""
+def ref_price(steps, perm, lat, nic_s, nic_r, groups, up, down, outer=(), path=None, clocked=False):
+    """Bandwidth: per step, the busiest link, summed; with ``clocked`` (rd, hd, BCube, bintree), on
+    per-rank clocks instead: a flow starts when both its ranks' clocks have reached it, takes the
+    time of the busiest link it crosses in its step, and moves both clocks on to its end; the last
+    clock.  Latency: every rank keeps a clock (a tree of dbt's two keeps its own); a message
+    a -> b sent at a's clock arrives latency[a, b] later and moves b's clock on to it if later;
+    the last clock.  The two terms add."""
     levels = [(groups, up, down), *outer]
     total = 0.0
     clock = {}
+    bw_clock = {}
     for flows, pays_latency in steps:
         load = {}
         if pays_latency:
@@ -136,11 +140,29 @@ def ref_price(steps, perm, lat, nic_s, nic_r, groups, up, down, outer=(), path=N
             for link in links:
                 load[link] = load.get(link, 0.0) + nbytes
         cap = {"s": [nic_s], "r": [nic_r], "u": [lv[1] for lv in levels], "d": [lv[2] for lv in levels]}
+        if clocked:
+            if not any(nbytes for _, _, nbytes, *_ in flows):
+                continue
+            new = dict(bw_clock)
+            for a, b, nbytes, *_ in flows:
+                ha, hb = perm[a], perm[b]
+                links = [("s", 0, ha), ("r", 0, hb)] + [(k, lv, lab[h]) for lv, (lab, _, _) in enumerate(levels)
+                                                          if lab[ha] != lab[hb] for k, h in (("u", ha), ("d", hb))]
+                took = max(load[k, lv, i] / cap[k][lv][i] for k, lv, i in links)
+                if path is not None and ha != hb:
+                    took = max(took, nbytes / path[ha][hb])
+                end = max(bw_clock.get(a, 0.0), bw_clock.get(b, 0.0)) + took
+                new[a], new[b] = max(new.get(a, 0.0), end), max(new.get(b, 0.0), end)
+            bw_clock = new
+            continue
         times = [v / cap[k][lv][i] for (k, lv, i), v in load.items()]
         if path is not None:  # a flow alone on its path
             times += [nbytes / path[perm[a]][perm[b]] for a, b, nbytes, *_ in flows if perm[a] != perm[b]]
         total += max(times, default=0.0)
-    return total + max(clock.values(), default=0.0)
+    return total + max(bw_clock.values(), default=0.0) + max(clock.values(), default=0.0)
+
+
+CLOCKED = ("hd", "rd", "bcube", "bintree")  #: the algorithms whose bandwidth term runs on per-rank clocks
 
 
 def ref_bintree(n, S):
@@ -204,7 +226,7 @@ def test_models_match_reference(n, k, seed, algo, size, outer, path):
     for _ in range(3):
         p = rng.permutation(n)
         want = ref_price(ref_steps(algo, n, size), p, net.latency, net.nic_send, net.nic_recv, net.groups,
-                         net.up, net.down, net.outer, net.path) if n > 1 else 0.0
+                         net.up, net.down, net.outer, net.path, clocked=algo in CLOCKED) if n > 1 else 0.0
         assert m(p) == pytest.approx(want, rel=1e-9, abs=1e-15)
         assert m.batch(p[None, :])[0] == pytest.approx(want, rel=1e-9, abs=1e-15)
 
@@ -218,7 +240,8 @@ def test_bcube_matches_reference(nb, k, seed):
     net = random_net(rng, n, k)
     m = SharedCostModel("bcube", net, 1e6, base=b)
     p = rng.permutation(n)
-    want = ref_price(ref_bcube(n, 1e6, b), p, net.latency, net.nic_send, net.nic_recv, net.groups, net.up, net.down)
+    want = ref_price(ref_bcube(n, 1e6, b), p, net.latency, net.nic_send, net.nic_recv, net.groups, net.up, net.down,
+                     clocked=True)
     assert m(p) == pytest.approx(want, rel=1e-9)
 
 
