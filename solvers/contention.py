@@ -292,7 +292,8 @@ class Step:
     ``latency``: whether the step's flows count in the search's smooth companion's latency
     (the bandwidth-only step of a pipelined tree does not; the latency term itself is the
     chain of messages, :func:`critical_latency`).  The step's bandwidth term is its busiest
-    link's time.
+    link's time (ring, dbt), or each flow's own busiest link on per-rank clocks (the others,
+    :func:`clocked_rounds`).
     """
 
     src: np.ndarray

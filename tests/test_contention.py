@@ -607,6 +607,26 @@ def test_ring_price_and_smooth_companion_by_hand():
     assert not isinstance(m.batch(orders), tuple)
 
 
+def test_recursive_doubling_on_rank_clocks_by_hand():
+    """8 ranks, 1 byte, NICs of 1 byte/s, no latency; the pairs 2-3 and 5-7 on paths of 1/3 byte/s.
+    Rounds: (0,1)(2,3)(4,5)(6,7), then (0,2)(1,3)(4,6)(5,7), then (0,4)(1,5)(2,6)(3,7).  Clocks
+    after round 1: ranks 2, 3 at 3 s, the others 1 s; after round 2: 0-3 at 4 s (they wait for
+    2 and 3), 4 and 6 at 2 s, 5 and 7 at 4 s; after round 3 all at 5 s.  The sum of the rounds'
+    busiest links would be 3 + 3 + 1 = 7 s: each slow pair delays only the ranks behind it."""
+    n = 8
+    path = np.ones((n, n))
+    for a, b in ((2, 3), (5, 7)):
+        path[a, b] = path[b, a] = 1 / 3
+    net = Network(np.zeros((n, n)), np.ones(n), np.ones(n), np.zeros(n, dtype=int), np.ones(1), np.ones(1), path=path)
+    m = SharedCostModel("rd", net, 1.0)
+    assert m(np.arange(n)) == pytest.approx(5.0, rel=1e-12)
+    # the ring keeps the sum of its steps' busiest links: 14 steps of 1/8 byte, each at the slow pair's 3/8 s
+    ring = SharedCostModel("ring", net, 1.0)
+    assert ring(np.array([0, 1, 2, 3, 4, 6, 5, 7])) == pytest.approx(14 * 3 / 8, rel=1e-12)
+    # the lower bound stays below: every flow at its 1 byte over the 1 byte/s NICs, 3 rounds
+    assert shared_lower_bound(m) == pytest.approx(3.0, rel=1e-12)
+
+
 def test_bintree_phases_by_hand():
     # 3 ranks: 0 -> 1, 0 -> 2; one group, send NICs 1 B/s and receive NICs 2 B/s so times are bytes or half
     lat = np.array([[0, 1, 2], [1, 0, 3], [2, 3, 0]]) * 1e-3
