@@ -398,7 +398,7 @@ def _never_measured(probe: ProbeData) -> list[str]:
 NETWORK_PART = ("'predicted' is the network's part of the collective: the library's own work (copies, reductions; "
                 "on busy hosts the CPU they lose) is the same for every order and not in it, so the whole collective "
                 "usually speeds up less (on the netns cluster Gloo's ring measured the predicted speedup, Open MPI's "
-                "recursive doubling and tree from 13% less to 13% more, Rabenseifner 17-34% less, ring 32-58% less: README, "
+                "recursive doubling 7-23% less, tree from 9% less to 13% more, Rabenseifner 21-34% less, ring 32-58% less: README, "
                 "'Proof against real collectives')")
 
 
