@@ -41,7 +41,7 @@ than the sum of the rounds' busiest links, and equal to it when every rank
 meets the busiest link in every round (the ring and dbt keep the sum: a
 ring's clocks grow by its busiest link per step anyway, and dbt is one
 pipelined step).  Measured (``benchmarks/collectives_netns.py
---analyse-only`` over the 35 saved runs): recursive doubling's Spearman
+--analyse-only`` over the 35 runs saved before it): recursive doubling's Spearman
 with the orders the model does not tell apart tied, mean 0.905 -> 0.917
 (better in 12 runs, worse in 4; proof case A seed 15 0.81 -> 0.87, its own
 repeat 0.88); Rabenseifner and the tree unchanged on average (0.894, 0.956
