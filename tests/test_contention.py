@@ -795,6 +795,23 @@ def test_no_steps_and_no_hops_below_two_ranks(algo):
         assert latency_hops(algo, n)[0] == []
 
 
+def test_clocked_rounds_which_algorithms_and_refusals():
+    """The ring and dbt keep the sum of their steps (no rounds); the others run their byte-carrying rounds
+    in time order, unmerged (Rabenseifner's all-gather mirrors its reduce-scatter: 2 x 3 rounds at N = 8)."""
+    from plink.solvers.contention import clocked_rounds
+
+    assert clocked_rounds("ring", 8, 1.0) is None and clocked_rounds("dbt", 8, 1.0) is None
+    assert clocked_rounds("rd", 1, 1.0) is None
+    assert [len(r.src) for r in clocked_rounds("hd", 8, 8.0)] == [8] * 6
+    assert [r.nbytes[0] for r in clocked_rounds("hd", 8, 8.0)] == [4.0, 2.0, 1.0, 1.0, 2.0, 4.0]
+    assert clocked_rounds("rd", 8, 0.0) == []  # no bytes: no bandwidth term
+    with pytest.raises(ValueError) as e:
+        clocked_rounds("tree", 8, 1.0)
+    assert str(e.value) == "unknown algorithm 'tree' (choose from ring, hd, rd, dbt, bcube, bintree)"
+    with pytest.raises(ValueError, match="power of 2"):
+        clocked_rounds("bcube", 6, 1.0)
+
+
 def test_latency_hops_check_bcube_sizes():
     from plink.solvers.contention import latency_hops
 
