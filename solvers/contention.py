@@ -484,24 +484,23 @@ def bcube_steps(n: int, size: float, base: int = 2) -> list[Step]:
     return _merge(_bcube_rounds(n, size, base))
 
 
+def _time_rounds(algo: str, n: int, size: float, base: int) -> list[Step]:
+    """The rounds of ``hd``, ``rd``, ``bcube`` or ``bintree`` (n >= 2) in time order, unmerged."""
+    if algo == "bcube":
+        check_bcube(n, base)
+        return _bcube_rounds(n, size, base)
+    return {"hd": _hd_rounds, "rd": _rd_rounds, "bintree": _bintree_rounds}[algo](n, size)
+
+
 def clocked_rounds(algo: str, n: int, size: float, base: int = 2) -> list[Step] | None:
     """The steps of ``algo`` in time order, unmerged, for its bandwidth term on per-rank clocks;
     ``None`` for ``ring`` and ``dbt``, whose bandwidth term is the sum of their steps' busiest
     links (see the module docstring)."""
     if n < 2 or algo in ("ring", "dbt"):
         return None
-    if algo == "hd":
-        rounds = _hd_rounds(n, size)
-    elif algo == "rd":
-        rounds = _rd_rounds(n, size)
-    elif algo == "bcube":
-        check_bcube(n, base)
-        rounds = _bcube_rounds(n, size, base)
-    elif algo == "bintree":
-        rounds = _bintree_rounds(n, size)
-    else:
+    if algo not in SHARED_ALGORITHMS:
         raise ValueError(f"unknown algorithm {algo!r} (choose from {', '.join(SHARED_ALGORITHMS)})")
-    return [s for s in rounds if len(s.src) and s.nbytes.any()]
+    return [s for s in _time_rounds(algo, n, size, base) if len(s.src) and s.nbytes.any()]
 
 
 def schedule(algo: str, n: int, size: float, base: int = 2) -> list[Step]:
@@ -550,11 +549,8 @@ def latency_hops(algo: str, n: int, base: int = 2) -> tuple[list[Hop], np.ndarra
     ranks = np.arange(n, dtype=np.int64)
     if n < 2 or algo == "ring":
         return [], ranks
-    if algo == "bcube":
-        check_bcube(n, base)
     if algo in ("hd", "rd", "bcube"):  # the messages of the bandwidth steps, in time order
-        rounds = {"hd": _hd_rounds, "rd": _rd_rounds}[algo](n, 0.0) if algo != "bcube" else _bcube_rounds(n, 0.0, base)
-        return [_hop(s.src, s.dst) for s in rounds if len(s.src)], ranks
+        return [_hop(s.src, s.dst) for s in _time_rounds(algo, n, 0.0, base) if len(s.src)], ranks
     if algo == "dbt":
         levels = dbt_levels(n)  # tree one, deepest first, positions == ranks
         hops = []
@@ -648,6 +644,9 @@ class SharedCostModel:
         self.hops, self._clock_rank = latency_hops(algo, net.n, base)
         self.rounds = clocked_rounds(algo, net.n, self.size, base)
         self._once = [_once(s) for s in self.rounds or ()]
+        first: dict[tuple, int] = {}  # a round repeated (hd's all-gather mirrors its reduce-scatter) is priced once
+        self._same_as = [first.setdefault((s.src.tobytes(), s.dst.tobytes(), s.nbytes.tobytes()), i)
+                         for i, s in enumerate(self.rounds or ())]
         self._inv = net.inverse_capacities()
         self._L = len(self._inv)
 
@@ -705,9 +704,8 @@ class SharedCostModel:
         O(M x flows)."""
         M, n = P.shape
         t = np.zeros((M, n))
-        seen: dict[tuple, tuple] = {}  # a round repeated (hd's all-gather mirrors its reduce-scatter) is priced once
-        for s, once in zip(self.rounds, self._once):
-            key = (s.src.tobytes(), s.dst.tobytes(), s.nbytes.tobytes())
+        seen: dict[int, tuple] = {}
+        for s, once, key in zip(self.rounds, self._once, self._same_as):
             if key not in seen:
                 hs, hd = P[:, s.src], P[:, s.dst]
                 times, idx = self._link_times(hs, hd, s.nbytes)
@@ -795,10 +793,10 @@ def shared_lower_bound(model: SharedCostModel) -> float:
     used = np.unique(net.groups)
     if model.rounds is not None:  # per-rank clocks, every flow as fast as its ranks' bytes on the fastest NICs
         t = np.zeros((1, n))
-        for s in model.rounds:
+        for s, once in zip(model.rounds, model._once):
             sent = np.bincount(s.src, weights=s.nbytes, minlength=n) / net.nic_send.max()
             recv = np.bincount(s.dst, weights=s.nbytes, minlength=n) / net.nic_recv.max()
-            t = _advance_clocks(t, s, np.maximum(sent[s.src], recv[s.dst])[None, :], _once(s))
+            t = _advance_clocks(t, s, np.maximum(sent[s.src], recv[s.dst])[None, :], once)
         return total + float(t.max())
     for s in model.steps:
         if not s.nbytes.any():

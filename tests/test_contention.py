@@ -131,6 +131,7 @@ def ref_price(steps, perm, lat, nic_s, nic_r, groups, up, down, outer=(), path=N
                 key_a, key_b = (tuple(tree), a), (tuple(tree), b)
                 new[key_b] = max(new.get(key_b, 0.0), clock.get(key_a, 0.0) + lat[perm[a]][perm[b]])
             clock = new
+        crossed = []  # the links of each flow
         for a, b, nbytes, *_ in flows:
             ha, hb = perm[a], perm[b]
             links = [("s", 0, ha), ("r", 0, hb)]
@@ -139,15 +140,14 @@ def ref_price(steps, perm, lat, nic_s, nic_r, groups, up, down, outer=(), path=N
                     links += [("u", lv, lab[ha]), ("d", lv, lab[hb])]
             for link in links:
                 load[link] = load.get(link, 0.0) + nbytes
+            crossed.append(links)
         cap = {"s": [nic_s], "r": [nic_r], "u": [lv[1] for lv in levels], "d": [lv[2] for lv in levels]}
         if clocked:
             if not any(nbytes for _, _, nbytes, *_ in flows):
                 continue
             new = dict(bw_clock)
-            for a, b, nbytes, *_ in flows:
+            for (a, b, nbytes, *_), links in zip(flows, crossed):
                 ha, hb = perm[a], perm[b]
-                links = [("s", 0, ha), ("r", 0, hb)] + [(k, lv, lab[h]) for lv, (lab, _, _) in enumerate(levels)
-                                                          if lab[ha] != lab[hb] for k, h in (("u", ha), ("d", hb))]
                 took = max(load[k, lv, i] / cap[k][lv][i] for k, lv, i in links)
                 if path is not None and ha != hb:
                     took = max(took, nbytes / path[ha][hb])

@@ -152,6 +152,7 @@ def test_plink_group_prints_the_split(tmp_path):
     assert "14 hosts: 4" in res.output
     assert "split by the pair bandwidths: 1 more finest group than" in res.output
 
+
 def test_plink_group_confidence_from_the_bandwidths_when_the_latency_saw_one_group():
     from plink.data.probefile import Host, ProbeData
     from plink.structure.hierarchy import infer_groups
