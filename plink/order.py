@@ -398,7 +398,7 @@ def _never_measured(probe: ProbeData) -> list[str]:
 NETWORK_PART = ("'predicted' is the network's part of the collective: the library's own work (copies, reductions; "
                 "on busy hosts the CPU they lose) is the same for every order and not in it, so the whole collective "
                 "usually speeds up less (on the netns cluster Gloo's ring from 9% less to 3% more than predicted, Open MPI's "
-                "recursive doubling 7-23% less, tree from 9% less to 7% more, Rabenseifner 22-34% less, ring 38-55% less: README, "
+                "recursive doubling 7-23% less, tree from 17% less to 7% more, Rabenseifner 24-34% less, ring 38-55% less: README, "
                 "'Proof against real collectives')")
 
 
