@@ -5,6 +5,9 @@ measured uplinks, or ``infer_hierarchy``) -> a cost model (``shared``: the
 collective's steps with NICs and group uplinks shared, in seconds, the
 default; ``pairsum``: the dissertation's §5.2.1 sum of pair costs, in µs)
 with missing pairs priced at the worst plausible value -> solver -> a report
+(priced, for the shared model's recursive doubling, Rabenseifner, BCube and
+tree up to 64 ranks, by the fluid model of ``solvers.fluid`` over the same
+network: the search's per-rank clocks are its fast surrogate)
 of what the order buys against the input order, the median of random orders
 (what a cloud hands out) and the rack-contiguous order (groups in index
 order: the best simple alternative).  Every figure of the report is also
@@ -25,10 +28,11 @@ import numpy as np
 
 from plink.data.fileio import finite_json
 from plink.solvers.contention import SHARED_ALGORITHMS, SharedCostModel, schedule, shared_lower_bound
+from plink.solvers.fluid import FLUID_EXHAUSTIVE_MAX, FluidCostModel, fluid_lower_bound, pricing_model
 from plink.solvers.costmodels import ALGORITHMS, CostModel, check_algorithm
-from plink.solvers.groupsearch import minimise_shared, rack_contiguous
+from plink.solvers.groupsearch import exact_count, exhaustive_shared, minimise_shared, rack_contiguous
 from plink.solvers.resolution import resolution_for, resolved
-from plink.solvers.solve import minimise
+from plink.solvers.solve import SolveResult, minimise
 
 from plink.errors import OptionError, PlinkError
 from plink.data.probefile import ProbeData, measured_pairs
@@ -268,10 +272,10 @@ def order_hosts(
     local search or annealing in ``jobs`` processes, optional Z3 for
     ``smt_time`` seconds).
 
-    Never returns an order costlier than the input order.  ``keep_on_interrupt``: Ctrl-C during
-    the search returns the best order so far (shared model), or the best of the search's warm
-    starts (pairsum: its progress is lost), with ``solver["interrupted"]`` set (what ``plink
-    order`` does); otherwise it propagates.
+    Never returns an order priced above the input order or the rack-contiguous one.
+    ``keep_on_interrupt``: Ctrl-C during the search returns the best order so far (shared
+    model), or the best of the search's warm starts (pairsum: its progress is lost), with
+    ``solver["interrupted"]`` set (what ``plink order`` does); otherwise it propagates.
     """
     start = time.perf_counter()
     _check_args(probe, algo, model=model, time_limit=time_limit, smt_time=smt_time, size=size, n_random=n_random,
@@ -285,17 +289,24 @@ def order_hosts(
     rand = random_orders(n, n_random, seed)
     res, lb_model = _search(model, cm, identity, notes, labels=labels, time_limit=time_limit, seed=seed, jobs=jobs,
                             smt_time=smt_time, max_iter=max_iter, keep_on_interrupt=keep_on_interrupt)
-    best, best_cost = res.perm, float(res.cost)
-    cost_input = float(cm(identity))
+    # what the report prices with: the fluid model where it applies (searched on the clocks: fast)
+    price, price_low = _pricing(model, cm, cm_low)
+    res = _exact_for_price(res, cm, price)
+    best, best_cost = res.perm, float(price(res.perm))
+    cost_input = float(price(identity))
+    cost_contiguous = float(price(contiguous))
     if best_cost > cost_input:  # never hand back something worse than what the user has
         best, best_cost = identity, cost_input
-    elif res.info.get("tie_break"):
-        notes.extend(_tie_break_note(res.info["tie_break"], best_cost))
-    ranges = _ranges(cm, cm_low, identity, contiguous, best, rand)
+    if best_cost > cost_contiguous:  # ... nor than the best simple alternative (where price and search differ)
+        best, best_cost = contiguous, cost_contiguous
+        notes.append("the search's order was priced above the rack-contiguous one: plink's order is the latter")
+    elif best is res.perm and res.info.get("tie_break"):
+        notes.extend(_tie_break_note(res.info["tie_break"], float(res.cost)))
+    ranges = _ranges(price, price_low, identity, contiguous, best, rand)
     measured_only = _measured_only(model, cm, np.stack([identity, contiguous, best]), rand)
-    scenarios = _capacity_scenarios(model, algo, probe, groups, size, base, use_bandwidth, nic_gbps, cm,
+    scenarios = _capacity_scenarios(model, algo, probe, groups, size, base, use_bandwidth, nic_gbps, price,
                                     np.stack([identity, contiguous, best]), rand, measured_only)
-    proven, lb = _lower_bound(model, res, cm, cm_low, lb_model, best_cost, n_missing, n)
+    proven, lb = _lower_bound(model, res, price, price_low, lb_model, best_cost, n_missing, n)
     if res.proven_optimal and n_missing:
         notes.append("optimal for the model with unmeasured pairs at their worst plausible value only")
     lonely = _never_measured(probe)
@@ -318,7 +329,7 @@ def order_hosts(
         missing_pairs=n_missing,
         proven_optimal=proven,
         lower_bound=lb,
-        solver={"name": res.method, **res.info},
+        solver={"name": res.method, **res.info, "priced_by": getattr(price, "kind", model)},
         elapsed=time.perf_counter() - start,
         cost_model=model,
         unit="s" if model == "shared" else "us",
@@ -397,9 +408,9 @@ def _never_measured(probe: ProbeData) -> list[str]:
 #: what the shared model's seconds leave out (measured: README, "Proof against real collectives")
 NETWORK_PART = ("'predicted' is the network's part of the collective: the library's own work (copies, reductions; "
                 "on busy hosts the CPU they lose) is the same for every order and not in it, so the whole collective "
-                "usually speeds up less (on the netns cluster Gloo's ring from 9% less to 3% more than predicted, Open MPI's "
-                "recursive doubling 7-23% less, tree from 17% less to 7% more, Rabenseifner 24-34% less, ring 38-55% less: README, "
-                "'Proof against real collectives')")
+                "usually speeds up less (on the netns cluster Gloo's ring from 9% less to 4% more than predicted, Open MPI's "
+                "recursive doubling from 13% less to 4% more, tree from 16% less to 7% more, Rabenseifner 21-33% less, ring "
+                "34-55% less: README, 'Proof against real collectives')")
 
 
 def _models(model: str, algo: str, probe: ProbeData, groups, n_missing: int, size: int, base: int,
@@ -440,6 +451,32 @@ def _search(model: str, cm, identity: np.ndarray, notes: list[str], *, labels, t
         notes.append("--smt-time applies to --model pairsum only: ignored")
     return minimise_shared(cm, init=identity, time_limit=time_limit, seed=seed, max_iter=max_iter,
                            keep_on_interrupt=keep_on_interrupt), None
+
+
+def _pricing(model: str, cm, cm_low):
+    """``(price, best-case price)``: the models the report prices with (``solvers.fluid.pricing_model``:
+    the fluid model for the shared model's clocked algorithms up to ``FLUID_MAX_RANKS`` ranks, which
+    ranked measured orders better than the search's clocks; else the search's own model)."""
+    if model != "shared":
+        return cm, cm_low
+    price = pricing_model(cm)
+    return price, (price if cm_low is cm else pricing_model(cm_low))
+
+
+def _exact_for_price(res, cm, price):
+    """The search's result, proven for ``price``: an exhaustive search of the search model proves
+    nothing about another model, so the same exhaustive search is run on ``price`` where it has
+    at most ``FLUID_EXHAUSTIVE_MAX`` orders (a few seconds), else the result is no longer proven."""
+    if price is cm or not res.proven_optimal or res.method == "trivial":
+        return res
+    if exact_count(price) > FLUID_EXHAUSTIVE_MAX:
+        return SolveResult(res.perm, res.cost, False, None, res.method,
+                           {**res.info, "proven_for": "the search model (clocks), not the price"})
+    perm, cost = exhaustive_shared(price)
+    cost_init = price(np.arange(price.n))
+    if cost > cost_init:
+        perm, cost = np.arange(price.n), cost_init
+    return SolveResult(perm, float(cost), True, float(cost), res.method, {**res.info, "priced_orders": exact_count(price)})
 
 
 def _ranges(cm, cm_low, identity: np.ndarray, contiguous: np.ndarray, best: np.ndarray,
@@ -495,7 +532,7 @@ def _capacity_scenarios(model: str, algo: str, probe: ProbeData, groups, size: i
     if "uplinks" in cm.net.assumed:
         net = network(probe, groups, fill="high", use_bandwidth=use_bandwidth, nic_gbps=nic_gbps,
                       uplinks="non-blocking")
-        out["uplinks non-blocking"] = _speedups(SharedCostModel(algo, net, size, base), orders, rand)
+        out["uplinks non-blocking"] = _speedups(type(cm)(algo, net, size, base), orders, rand)
     if measured_only:
         out["latencies alone"] = dict(measured_only["speedups"])
     return out
@@ -509,7 +546,7 @@ def _lower_bound(model: str, res, cm, cm_low, lb_model, best_cost: float, n_miss
     lb = best_cost if proven else None
     if not proven and n > 2:
         if model == "shared":
-            lb = shared_lower_bound(cm_low)
+            lb = fluid_lower_bound(cm_low) if isinstance(cm_low, FluidCostModel) else shared_lower_bound(cm_low)
         elif cm_low is cm:
             lb = lb_model
         else:

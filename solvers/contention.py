@@ -50,6 +50,13 @@ orders (partly-sorted-1 and plink's two bintree orders) 20% above the
 rack-contiguous one for recursive doubling; they measured 1.5-9% slower
 than it, and the clocks price them with it.
 
+**What ``plink order`` reports** for these four algorithms (up to 64 ranks,
+since 2026-11-29) is not this bandwidth term but the fluid one of
+``solvers.fluid`` over the same rounds: flows share every link max-min
+fairly, re-shared as each flow ends, instead of each taking its round's
+busiest link.  The clocks here stay the search's objective (fast in
+batches); the fluid model prices the orders the search found.
+
 The latency term follows each rank's clock, not the steps: a message sent
 when its sender's clock reads ``t`` arrives ``latency`` later, and the
 receiver moves on then (if it is not later itself).  The term is the last

@@ -194,8 +194,10 @@ def order(probefile, algo, size, base, time_limit, jobs, smt_time, groups_file, 
 
     The default --model shared prices the collective's real steps in seconds
     with host NICs and rack uplinks shared by concurrent flows (racks from
-    --groups, the probe's measured uplinks, or inferred from the latencies);
-    --model pairsum is the dissertation's sum of pair costs. The report
+    --groups, the probe's measured uplinks, or inferred from the latencies;
+    rd, hd, bcube and bintree up to 64 ranks: searched on per-rank clocks,
+    priced as a fluid, flows sharing links max-min fairly as they start and
+    end); --model pairsum is the dissertation's sum of pair costs. The report
     compares the input order, the median random order and the rack-contiguous
     order; unmeasured pairs are priced at their best and worst plausible
     value and the figures given as ranges. Small clusters get a certified

@@ -1,0 +1,257 @@
+"""The fluid price of a collective: its flows share every link max-min fairly, re-shared as flows start and end.
+
+``solvers.contention.SharedCostModel`` prices the rounds of hd, rd, BCube and
+bintree on per-rank clocks with *static* shares: a flow takes the time of the
+busiest link it crosses, that link's load being every flow of the round on it,
+whether those flows overlap in time or not.  That is what makes it fast enough
+to anneal over (O(flows) numpy per batch of orders), and it is pessimistic
+in two ways a real network is not:
+
+- a flow that shares a link with a flow that started earlier (or ends
+  sooner) gets the whole link once the other is gone;
+- a flow's share is set by its own bottleneck, not its round's busiest link;
+  flows that leave the busy link get the capacity it leaves unused
+  elsewhere.
+
+And it misses one way the network is worse: a rank that runs ahead into its
+next round shares links with ranks still in the previous one.
+
+:class:`FluidCostModel` prices the same rounds as a fluid (a standard
+flow-level model: Bertsekas & Gallager, *Data Networks*, 2nd ed. 1992,
+§6.5.2, max-min fairness by progressive filling): a flow of a round starts
+when both its ranks are done with every earlier round (as on the clocks); at
+every moment the running flows get max-min fair rates over the host NICs,
+the group uplinks of every level and, where the pairs' bandwidths were
+measured alone (``Network.path``), each flow's own path; rates are re-shared
+whenever a flow ends (and the flows it releases start).  The bandwidth term is
+the time the last flow ends; the latency term is the same chain of messages
+as the shared model's (``solvers.contention.critical_latency``).  The ring
+and dbt keep the shared model's price: a ring's steps are all alike and each
+rank sends one flow, so its clocks advance by the busiest link every step
+anyway; dbt is one pipelined step.
+
+Use: search on the shared model (fast), price what is reported with this one
+(``plink.order.order_hosts`` does both).  Measured on the emulated cluster
+(``benchmarks/collectives_netns.py``, README "How far to trust the
+prediction"): it ranks orders by their measured time at least as well as the
+clocks for recursive doubling and Rabenseifner, and better on the busy-host
+case D seed 20 that it was not designed on.
+
+Complexity: per order O(E x I x flows x levels), ``E <= flows`` events (a
+flow ending), ``I`` progressive-filling passes per event (distinct bottleneck
+rates, usually 1-3).  About 2-5 ms per order at 16 ranks; far slower than the
+shared model's batches, hence a price, not a search objective
+(:data:`FLUID_MAX_RANKS`).
+"""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+
+from .contention import SharedCostModel, shared_lower_bound
+
+#: above this many ranks ``plink order`` prices with the shared model's clocks: the report prices
+#: about 500 orders twice, and one order of Rabenseifner takes ~1 ms at 64 ranks, 13 ms at 128 and
+#: 60 ms at 256 (compiled)
+FLUID_MAX_RANKS = 64
+#: ``plink order`` re-runs an exhaustive search on the fluid model (to prove its order optimal for
+#: the price it reports) up to this many orders: 8! orders take about a second
+FLUID_EXHAUSTIVE_MAX = 40_320
+
+
+def max_min_rates(slots: np.ndarray, capacity: np.ndarray, private: np.ndarray | None = None) -> np.ndarray:
+    """Max-min fair rates of flows over shared links, by progressive filling.
+
+    ``slots``: ``(F, P)`` link indices each flow crosses (repeat an index, or point at a link of
+    infinite capacity, for fewer links); ``capacity``: ``(L,)`` per link (``inf`` allowed);
+    ``private``: optional ``(F,)`` cap of each flow alone (its own link).  Every flow gets the
+    largest rate such that no link is over capacity and no flow can gain without taking from
+    a flow whose rate is not larger (each flow has a saturated link on which its rate is the
+    largest).  Links a flow lists twice count it once.  O(I x F x P), ``I`` distinct rates.
+    """
+    slots = np.asarray(slots, dtype=np.int64)
+    F = len(slots)
+    rate = np.zeros(F)
+    if F == 0:
+        return rate
+    L = len(capacity)
+    # one entry per (flow, distinct link): a flow listing a link twice uses it once
+    srt = np.sort(slots, axis=1)
+    first = np.ones_like(srt, dtype=bool)
+    first[:, 1:] = srt[:, 1:] != srt[:, :-1]
+    flow_of = np.broadcast_to(np.arange(F)[:, None], srt.shape)[first]
+    link_of = srt[first]
+    remaining = np.asarray(capacity, dtype=float).copy()
+    live = np.ones(F, dtype=bool)
+    priv = None if private is None else np.asarray(private, dtype=float)
+    while live.any():
+        on = live[flow_of]
+        count = np.bincount(link_of[on], minlength=L)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            share = np.where(count > 0, remaining / np.maximum(count, 1), np.inf)
+        best = np.full(F, np.inf)
+        np.minimum.at(best, flow_of[on], share[link_of[on]])
+        if priv is not None:
+            best = np.minimum(best, priv)
+        best[~live] = np.inf
+        m = best.min()
+        if not np.isfinite(m):
+            raise ValueError("a flow crosses no link of finite capacity: its rate is unbounded")
+        freeze = live & (best <= m * (1 + 1e-12))
+        rate[freeze] = m
+        live &= ~freeze
+        hit = freeze[flow_of]
+        np.subtract.at(remaining, link_of[hit], m)
+        np.maximum(remaining, 0.0, out=remaining)
+    return rate
+
+
+class FluidCostModel(SharedCostModel):
+    """``model(perm) -> seconds`` of ``algo`` over ``net``, the bandwidth of hd, rd, BCube and
+    bintree priced as a fluid (see the module docstring); ring and dbt as the shared model.
+
+    Same arguments as :class:`~solvers.contention.SharedCostModel`; ``batch(perms, smooth=True)``
+    is the shared model's (the search's companion), the plain price is the fluid one.
+    """
+
+    kind = "fluid"
+
+    def __init__(self, algo, net, size, base: int = 2):
+        super().__init__(algo, net, size, base)
+        self._cap = np.where(self._inv > 0, 1.0 / np.where(self._inv > 0, self._inv, 1.0), np.inf)
+        rounds = self.rounds or []
+        if rounds:
+            self._src = np.concatenate([s.src for s in rounds])
+            self._dst = np.concatenate([s.dst for s in rounds])
+            self._bytes = np.concatenate([s.nbytes for s in rounds])
+            self._round = np.concatenate([np.full(len(s.src), i) for i, s in enumerate(rounds)])
+            # per rank, its flows per round: a rank moves on to its next round when its current one is done
+            n = self.n
+            self._todo0 = np.zeros((n, len(rounds)), dtype=np.int64)
+            np.add.at(self._todo0, (self._src, self._round), 1)
+            np.add.at(self._todo0, (self._dst, self._round), 1)
+
+    @classmethod
+    def like(cls, model: SharedCostModel) -> "FluidCostModel":
+        """The fluid model of the same collective and network as ``model``."""
+        return cls(model.algo, model.net, model.size, model.base)
+
+    def _clocked_bandwidth(self, P: np.ndarray, soft=None) -> np.ndarray:
+        if soft is not None:  # batch(smooth=True): the search's companion and price are the shared model's
+            return super()._clocked_bandwidth(P, soft)
+        return np.array([self.fluid_time(p) for p in P])
+
+    def fluid_time(self, perm) -> float:
+        """Seconds until the last flow of the clocked rounds ends for rank order ``perm``
+        (the bandwidth term; 0 for ring and dbt, which are not priced this way). O(E x I x flows)."""
+        if not self.rounds:
+            return 0.0
+        p = np.asarray(perm, dtype=np.int64)
+        net = self.net
+        hs, hd = p[self._src], p[self._dst]
+        slots = net.link_index(hs[:, None], hd[:, None], self._L - 1)
+        private = np.full(len(hs), np.inf) if net.path is None else net.path[hs, hd]
+        args = (slots, self._cap, private, self._bytes, self._round, self._src, self._dst, self._todo0)
+        kernel = _kernel()
+        return float(kernel(*args)) if kernel is not None else fluid_time_reference(*args)
+
+
+def pricing_model(model: SharedCostModel) -> SharedCostModel:
+    """What ``plink order`` prices ``model``'s orders with: the fluid model of the same collective and
+    network for the clocked algorithms (hd, rd, BCube, bintree) up to :data:`FLUID_MAX_RANKS` ranks,
+    else ``model`` itself."""
+    if model.rounds is None or model.n > FLUID_MAX_RANKS or isinstance(model, FluidCostModel):
+        return model
+    return FluidCostModel.like(model)
+
+
+def _kernel():
+    """The compiled event loop (``solvers._fluidkernel``), or None where numba cannot be loaded or
+    ``PLINK_NO_NUMBA`` is set (as for the ring search)."""
+    global _KERNEL
+    if os.environ.get("PLINK_NO_NUMBA", "") not in ("", "0"):
+        return None
+    if _KERNEL is False:
+        try:
+            from ._fluidkernel import fluid_time as kernel
+        except Exception:  # numba absent or unusable: the numpy loop
+            kernel = None
+        _KERNEL = kernel
+    return _KERNEL
+
+
+_KERNEL = False  #: not tried yet
+
+
+def fluid_time_reference(slots, cap, private, nbytes, rnd, src, dst, todo0) -> float:
+    """The event loop in numpy (the compiled kernel's reference, and its fallback without numba):
+    ``slots`` (F, P) link slots of each flow, ``cap`` (L,) link capacities, ``private`` (F,) each
+    flow's own cap (``inf``: none), ``nbytes``/``rnd``/``src``/``dst`` (F,) each flow's bytes,
+    round and ranks, ``todo0`` (N, R) each rank's flows per round.  Seconds until the last flow
+    ends. O(E x I x F x P)."""
+    left = np.asarray(nbytes, dtype=float).copy()
+    done = left <= 0
+    todo = todo0.copy()
+    np.subtract.at(todo, (src[done], rnd[done]), 1)
+    np.subtract.at(todo, (dst[done], rnd[done]), 1)
+    n_rounds = todo.shape[1]
+
+    def at():  # each rank's current round: its first with flows not done
+        busy = todo > 0
+        return np.where(busy.any(axis=1), busy.argmax(axis=1), n_rounds)
+
+    level = at()
+    t = 0.0
+    while not done.all():
+        run = np.flatnonzero(~done & (level[src] == rnd) & (level[dst] == rnd))
+        rate = max_min_rates(slots[run], cap, private[run])
+        need = left[run] / rate
+        dt = need.min()
+        t += dt
+        end = need <= dt * (1 + 1e-9)
+        left[run] -= rate * dt
+        fin = run[end]
+        left[fin] = 0.0
+        done[fin] = True
+        np.subtract.at(todo, (src[fin], rnd[fin]), 1)
+        np.subtract.at(todo, (dst[fin], rnd[fin]), 1)
+        level = at()
+    return float(t)
+
+
+def fluid_lower_bound(model: SharedCostModel) -> float:
+    """A valid lower bound on :class:`FluidCostModel` (and the shared model) over every order.
+
+    The latency term as :func:`solvers.contention.shared_lower_bound`.  Bandwidth, by induction
+    over the rounds on per-rank clocks ``t`` that never run ahead of the fluid's: a rank starts
+    its round's flows no earlier than ``t[rank]`` and its NIC carries at most the fastest NIC's
+    rate, so it is done no earlier than ``t[rank] + (its bytes of the round) / fastest NIC``
+    (sent and received apart), nor before each of its flows can end (``max(t[src], t[dst]) +
+    bytes / fastest NIC``).  Weaker than the shared model's own bound (there a flow takes its
+    rank's whole round: static shares), which does not hold here (a parent of the tree whose
+    children arrive apart receives them one after the other at full rate).  Ring and dbt: the
+    shared model's bound (their price is the shared model's).  O(N^2 + flows).
+    """
+    if model.rounds is None or model.n < 2:
+        return shared_lower_bound(model)
+    no_bytes = SharedCostModel(model.algo, model.net, 0.0, model.base)
+    total = shared_lower_bound(no_bytes)  # the latency part alone
+    net, n = model.net, model.n
+    t = np.zeros(n)
+    for s in model.rounds:
+        flow_end = np.maximum(t[s.src], t[s.dst]) + s.nbytes / min(net.nic_send.max(), net.nic_recv.max())
+        new = t.copy()
+        np.maximum.at(new, s.src, flow_end)
+        np.maximum.at(new, s.dst, flow_end)
+        sent = np.bincount(s.src, weights=s.nbytes, minlength=n) / net.nic_send.max()
+        recv = np.bincount(s.dst, weights=s.nbytes, minlength=n) / net.nic_recv.max()
+        active = np.zeros(n, dtype=bool)
+        active[s.src] = active[s.dst] = True
+        t = np.where(active, np.maximum(new, t + np.maximum(sent, recv)), t)
+    return total + float(t.max())
+
+
+__all__ = ["FLUID_EXHAUSTIVE_MAX", "FLUID_MAX_RANKS", "FluidCostModel", "fluid_lower_bound", "max_min_rates",
+           "pricing_model"]

@@ -1,0 +1,180 @@
+"""The fluid price (``solvers.fluid``): max-min fair rates, the event loop, its bound, and its use by ``plink order``."""
+
+import numpy as np
+import pytest
+
+from plink.solvers import fluid
+from plink.solvers.contention import Network, SharedCostModel, shared_lower_bound
+from plink.solvers.fluid import (FLUID_MAX_RANKS, FluidCostModel, fluid_lower_bound, fluid_time_reference,
+                                 max_min_rates, pricing_model)
+
+
+def _flat(n, cap=1.0):
+    """``n`` hosts in one group, every NIC ``cap`` bytes/s, no latency."""
+    return Network(latency=np.zeros((n, n)), nic_send=np.full(n, cap), nic_recv=np.full(n, cap),
+                   groups=np.zeros(n, dtype=int), up=[cap], down=[cap])
+
+
+def test_max_min_rates_textbook_example():
+    # link 0 (cap 1) carries flows 0, 1, 2; link 1 (cap 2) carries flows 2, 3 (Bertsekas & Gallager)
+    r = max_min_rates(np.array([[0, 0], [0, 0], [0, 1], [1, 1]]), np.array([1.0, 2.0]))
+    assert r == pytest.approx([1 / 3, 1 / 3, 1 / 3, 5 / 3])
+    # a flow's own cap binds first; the others share what it leaves
+    r = max_min_rates(np.array([[0], [0]]), np.array([1.0]), private=np.array([0.1, np.inf]))
+    assert r == pytest.approx([0.1, 0.9])
+    assert len(max_min_rates(np.zeros((0, 2), dtype=int), np.ones(1))) == 0
+    with pytest.raises(ValueError, match="no link of finite capacity"):
+        max_min_rates(np.array([[0]]), np.array([np.inf]))
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_max_min_rates_is_feasible_and_every_flow_has_a_bottleneck(seed):
+    rng = np.random.default_rng(seed)
+    F, L, P = 30, 8, 3
+    slots = rng.integers(0, L, (F, P))
+    cap = rng.uniform(0.5, 3.0, L)
+    private = np.where(rng.random(F) < 0.2, rng.uniform(0.01, 0.3, F), np.inf)
+    r = max_min_rates(slots, cap, private)
+    load = np.zeros(L)
+    for f in range(F):
+        for s in set(slots[f].tolist()):
+            load[s] += r[f]
+    assert np.all(load <= cap * (1 + 1e-9))
+    for f in range(F):  # max-min: a saturated link on which no flow gets more, or its own cap
+        own = r[f] >= private[f] * (1 - 1e-9)
+        sat = [s for s in set(slots[f].tolist()) if load[s] >= cap[s] * (1 - 1e-9)
+               and all(r[g] <= r[f] * (1 + 1e-9) for g in range(F) if s in slots[g])]
+        assert own or sat, f
+
+
+def test_a_parent_takes_its_children_one_after_the_other():
+    # Open MPI's tree over 6 ranks: 3 and 5 send to 1, 4 to 2 (NIC shared: 1 is done at 2 units, 2 at 1);
+    # 2's message reaches 0 at full rate from 1 to 2, then 1's from 2 to 3; 0 sends to both 3 -> 5;
+    # 1 sends to 3 and 5: 5 -> 7.  The clocks give each of 0's messages its whole round (2 units): 8.
+    net = _flat(6)
+    assert FluidCostModel("bintree", net, 1.0)(np.arange(6)) == pytest.approx(7.0)
+    assert SharedCostModel("bintree", net, 1.0)(np.arange(6)) == pytest.approx(8.0)
+    # so the shared model's bound (8) is no bound of the fluid; fluid_lower_bound is
+    assert shared_lower_bound(SharedCostModel("bintree", net, 1.0)) == pytest.approx(8.0)
+    assert fluid_lower_bound(FluidCostModel("bintree", net, 1.0)) <= 7.0
+
+
+def test_flows_on_one_uplink_cost_what_the_clocks_say():
+    # two racks, every rack-crossing flow of a round on one uplink: the busiest link binds both models
+    n = 8
+    g = np.repeat([0, 1], 4)
+    net = Network(latency=np.zeros((n, n)), nic_send=np.full(n, 4.0), nic_recv=np.full(n, 4.0), groups=g,
+                  up=[1.0, 1.0], down=[1.0, 1.0])
+    perm = np.array([0, 4, 1, 5, 2, 6, 3, 7])  # rd's first round: 4 flows each way over the uplinks
+    f, c = FluidCostModel("rd", net, 1.0), SharedCostModel("rd", net, 1.0)
+    assert f(perm) == pytest.approx(c(perm))
+    for algo in ("ring", "dbt"):  # priced as the shared model
+        assert FluidCostModel(algo, net, 1.0)(perm) == SharedCostModel(algo, net, 1.0)(perm)
+
+
+def _random_net(rng, n, path=False):
+    k = int(rng.integers(1, 4))
+    g = np.unique(rng.integers(0, k, n), return_inverse=True)[1]
+    k = int(g.max()) + 1
+    lat = rng.uniform(1e-5, 1e-4, (n, n))
+    outer = ((np.arange(n) % 2, [3.0, 2.5], [2.0, 3.5]),) if rng.random() < 0.5 else ()
+    return Network(latency=lat, nic_send=rng.uniform(0.5, 2.0, n), nic_recv=rng.uniform(0.5, 2.0, n), groups=g,
+                   up=rng.uniform(0.5, 3.0, k), down=rng.uniform(0.5, 3.0, k), outer=outer,
+                   path=rng.uniform(0.3, 3.0, (n, n)) if path else None)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_compiled_kernel_matches_the_numpy_reference_and_stays_above_the_bound(seed, monkeypatch):
+    rng = np.random.default_rng(seed)
+    for n, algo in ((7, "hd"), (12, "rd"), (11, "bintree"), (8, "bcube"), (16, "hd")):
+        net = _random_net(rng, n, path=seed % 2 == 1)
+        m = FluidCostModel(algo, net, 3.0)
+        perms = np.array([rng.permutation(n) for _ in range(8)])
+        got = m.batch(perms)
+        monkeypatch.setattr(fluid, "_KERNEL", None)  # the numpy loop
+        ref = m.batch(perms)
+        monkeypatch.setattr(fluid, "_KERNEL", False)
+        assert got == pytest.approx(ref, rel=1e-9)
+        assert np.all(got >= fluid_lower_bound(m) * (1 - 1e-12))
+
+
+def test_fluid_time_reference_handles_flows_without_bytes():
+    slots = np.array([[0, 1], [0, 1]])
+    t = fluid_time_reference(slots, np.array([1.0, 1.0]), np.full(2, np.inf), np.array([0.0, 2.0]),
+                             np.array([0, 1]), np.array([0, 0]), np.array([1, 1]), np.array([[1, 1], [1, 1]]))
+    assert t == pytest.approx(2.0)
+
+
+def test_pricing_model_where_it_applies():
+    net = _flat(8)
+    assert isinstance(pricing_model(SharedCostModel("hd", net, 1.0)), FluidCostModel)
+    ring = SharedCostModel("ring", net, 1.0)
+    assert pricing_model(ring) is ring
+    big = _flat(FLUID_MAX_RANKS + 1)
+    m = SharedCostModel("rd", big, 1.0)
+    assert pricing_model(m) is m
+    f = FluidCostModel("rd", net, 1.0)
+    assert pricing_model(f) is f
+    # the search's companion is the shared model's
+    p = np.arange(8)[None, :]
+    assert np.all(np.array(f.batch(p, smooth=True)) == np.array(SharedCostModel("rd", net, 1.0).batch(p, smooth=True)))
+
+
+def test_order_hosts_prices_with_the_fluid_and_proves_small_orders_for_it():
+    from plink.data.probefile import Host, ProbeData
+    from plink.order import order_hosts
+
+    rng = np.random.default_rng(3)
+    n = 6
+    lat = rng.uniform(50, 60, (n, n))
+    lat[:3, :3] = lat[3:, 3:] = rng.uniform(5, 6, (3, 3))
+    lat = (lat + lat.T) / 2
+    np.fill_diagonal(lat, 0)
+    probe = ProbeData([Host(f"h{i}") for i in range(n)], lat)
+    r = order_hosts(probe, "bintree", size=2**20, time_limit=1, n_random=20)
+    assert r.solver["priced_by"] == "fluid"
+    assert r.proven_optimal and r.solver["priced_orders"] == 720  # 6! orders: searched again on the price
+    from plink.order import _models  # the price of every order, by the fluid model of the same network
+    from plink.pricing import find_groups
+    cm = _models("shared", "bintree", probe, find_groups(probe, None, 0, True), 0, 2**20, 2, True, None)[0]
+    price = FluidCostModel.like(cm)
+    assert r.cost_plink == pytest.approx(price(np.array(r.order)))
+    assert r.cost_input == pytest.approx(price(np.arange(n)))
+    import itertools
+    assert r.cost_plink == pytest.approx(min(price.batch(np.array(list(itertools.permutations(range(n)))))))
+    ring = order_hosts(probe, "ring", size=2**20, time_limit=1, n_random=20)
+    assert ring.solver["priced_by"] == "shared"
+
+
+def test_order_hosts_never_hands_back_an_order_priced_above_rack_contiguous(monkeypatch):
+    """Where the price is not the search's model, the search's order can be priced above the
+    rack-contiguous one; plink then hands back the latter (here the search is replaced by one
+    that returns the input order, which crosses the racks in every round)."""
+    import plink.order as po
+    from plink.data.probefile import Host, ProbeData
+    from plink.pricing import find_groups
+    from plink.solvers.solve import SolveResult
+
+    n = 8
+
+    def probe_of(rack):
+        lat = np.where(rack[:, None] == rack[None, :], 5.0, 80.0)
+        np.fill_diagonal(lat, 0)
+        return ProbeData([Host(f"h{i}") for i in range(n)], lat)
+
+    base = np.repeat([0, 1], 4)
+    cm = po._models("shared", "rd", probe_of(base), find_groups(probe_of(base), None, 0, True), 0, 2**20, 2,
+                    True, None)[0]
+    rng = np.random.default_rng(0)
+    perms = np.array([rng.permutation(n) for _ in range(50)])
+    bad = perms[np.argmax(FluidCostModel.like(cm).batch(perms))]
+    assert FluidCostModel.like(cm)(bad) > 1.5 * FluidCostModel.like(cm)(np.arange(n))
+    probe = probe_of(base[bad])  # its input order is the priciest order above
+
+    def fake(model, cm, identity, notes, **kw):
+        return SolveResult(identity, float(cm(identity)), False, None, "fake", {}), None
+
+    monkeypatch.setattr(po, "_search", fake)
+    r = po.order_hosts(probe, "rd", size=2**20, time_limit=1, n_random=10)
+    assert len(set(base[bad][r.order[:4]])) == 1 and r.cost_plink == r.cost_contiguous < r.cost_input / 1.5
+    assert any("priced above the rack-contiguous one" in n for n in r.notes)
