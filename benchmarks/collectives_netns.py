@@ -269,19 +269,29 @@ _NETWORKS: dict = {}  #: id(probe) -> (probe, its network), for predict
 
 def predict(probe: ProbeData, order: list[int], algo: str, size: int, model: str = "default") -> float:
     """Predicted cost of ``order`` for ``algo`` by plink's cost model: ``default`` = what ``plink order``
-    uses by default (the shared-link model in seconds when installed, else the pair sum);
+    reports by default (the shared-link model in seconds when installed, its clocked algorithms priced as
+    a fluid, ``solvers.fluid``; else the pair sum); ``clocks`` = the shared model the search minimises
+    (per-rank clocks with static shares: what the report priced with until 2026-11-29);
     ``pairsum`` = the dissertation's §5.2.1 pair sum of latencies (µs)."""
     from plink.solvers import costmodels
 
     perm = np.asarray(order)
-    if model == "default" and shared_model_available():
+    if model in ("default", "clocks") and shared_model_available():
         from plink.pricing import find_groups, network
         from plink.solvers.contention import SharedCostModel
 
         net = _NETWORKS.get(id(probe), (None, None))
         if net[0] is not probe:  # (the groups take most of the time; one network per probe)
             net = _NETWORKS[id(probe)] = (probe, network(probe, find_groups(probe), fill="high", use_bandwidth=True))
-        return float(SharedCostModel(algo, net[1], size)(perm))
+        cm = SharedCostModel(algo, net[1], size)
+        if model == "default":
+            try:
+                from plink.solvers.fluid import pricing_model
+            except ImportError:  # (before 2026-11-29 plink priced with the search's model)
+                pass
+            else:
+                cm = pricing_model(cm)
+        return float(cm(perm))
     try:
         from plink.pricing import pair_cost
     except ImportError:
@@ -668,6 +678,8 @@ def analyse(doc: dict) -> tuple[str, dict]:
     orders = doc["orders"]
     models = doc.get("models", ["default"])
     preds = [("latency", "default"), ("latency", "pairsum"), ("bandwidth", "default")]
+    # the search's own model, beside the price (they differ for the clocked algorithms: solvers.fluid)
+    clocks = [("latency", "clocks"), ("bandwidth", "clocks")] if shared_model_available() else []
     lines.append(f"case {doc['case']}: {doc['description']}; Gloo {doc['size_bytes'] / 2**20:g} MiB, "
                  f"Open MPI {doc['mpi_size_bytes'] / 2**20:g} MiB; median of {doc['repeats'] * doc.get('gloo_passes', 1)} runs "
                  f"(Gloo: {doc.get('gloo_passes', 1)} passes over the orders), "
@@ -679,11 +691,12 @@ def analyse(doc: dict) -> tuple[str, dict]:
         if len(names) < 3:
             continue
         algos = run_algos(doc, coll)
+        algos["clocks"] = algos["default"]
         size = doc["size_bytes"] if coll.startswith("gloo") else doc["mpi_size_bytes"]
         meas = np.array([orders[n]["measured"][coll] for n in names])
         best = float(meas.min())
         pred = {(k, m): np.array([predict(probes[k], orders[n]["order"], algos[m], size, m) for n in names])
-                for k, m in preds}
+                for k, m in preds + clocks}
         # an order that two names share was measured once and counts once
         first = {}
         for i, n in enumerate(names):
@@ -701,7 +714,7 @@ def analyse(doc: dict) -> tuple[str, dict]:
         for (k, m), p in pred.items():
             f[f"spearman_{k}_{m}"] = float(spearmanr(p[uniq], meas[uniq])[0])
             # the same, with the orders the model does not tell apart (plink.solvers.resolution) tied
-            res = resolution_for("pairsum" if m == "pairsum" else "shared")
+            res = resolution_for("pairsum" if m == "pairsum" else "shared")  # (clocks: the shared model's)
             f[f"spearman_{k}_{m}_resolved"] = float(spearmanr(ranks(p[uniq], res), meas[uniq])[0])
             f[f"spearman_{k}_{m}_ceiling"] = tie_ceiling(p[uniq], res)
         f["pairs"] = {m: gap_agreement(pred[("latency", m)][uniq], meas[uniq]) for m in ("default", "pairsum")}
@@ -746,6 +759,10 @@ def analyse(doc: dict) -> tuple[str, dict]:
         lines.append(f"  ... with orders priced within the model's resolution tied ({RESOLUTION:.0%}; pairsum "
                      f"{resolution_for('pairsum'):.0%}): " + ", ".join(
             f"{k} probe/{m} {f[f'spearman_{k}_{m}_resolved']:.2f}" for k, m in preds))
+        if clocks:
+            lines.append("  ... priced by the search's per-rank clocks instead (plink's price until 2026-11-29; the "
+                         "same for the ring and dbt): " + ", ".join(
+                f"{k} probe {f[f'spearman_{k}_clocks_resolved']:.2f}" for k, _ in clocks))
         if rel is not None:
             lines.append(f"  the measurement against a repeat of itself ({halves} against the other, "
                          f"Spearman stepped up to all runs by Spearman-Brown): {rel:.2f}")

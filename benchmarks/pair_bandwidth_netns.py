@@ -200,12 +200,14 @@ def measure(args, save) -> dict:
 
 
 def predictions(doc: dict) -> dict[str, dict[str, dict[str, float]]]:
-    """``pred[spec][model][order]``: seconds by the shared-link model, the pair-sum cost (its own units)."""
+    """``pred[spec][model][order]``: seconds by the shared-link model as ``plink order`` prices it (the fluid
+    model for the butterflies, ``solvers.fluid.pricing_model``), the pair-sum cost (its own units)."""
     from plink.data.probefile import Host, ProbeData, new_meta
     from plink.data.inputs import MATRIX_BANDWIDTH, bandwidth_to_distance_us
     from plink.pricing import find_groups, network, pair_cost
     from plink.solvers.contention import SharedCostModel
     from plink.solvers.costmodels import CostModel
+    from plink.solvers.fluid import pricing_model
 
     bw = np.array(doc["bandwidth_mbit"], dtype=float) / 1e3  # Gbit/s, as plink holds it
     n = len(bw)
@@ -223,8 +225,8 @@ def predictions(doc: dict) -> dict[str, dict[str, dict[str, float]]]:
     pc = pair_cost(probe, True, groups.labels, "high")[0]
     out: dict = {}
     for spec, (_, shared_algo, pair_algo) in SPECS.items():
-        sm = SharedCostModel(shared_algo, net, doc["size_bytes"])
-        fm = SharedCostModel(shared_algo, free, doc["size_bytes"])
+        sm = pricing_model(SharedCostModel(shared_algo, net, doc["size_bytes"]))
+        fm = pricing_model(SharedCostModel(shared_algo, free, doc["size_bytes"]))
         pm = CostModel(pair_algo, pc, doc["size_bytes"])
         out[spec] = {"shared": {k: float(sm(np.array(o))) for k, o in doc["orders"].items()},
                      "non-blocking": {k: float(fm(np.array(o))) for k, o in doc["orders"].items()},

@@ -32,6 +32,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from plink.data.probefile import from_dict  # noqa: E402
 from plink.pricing import find_groups, network  # noqa: E402
 from plink.solvers.contention import SharedCostModel  # noqa: E402
+from plink.solvers.fluid import pricing_model  # noqa: E402  (what plink order prices with)
 from plink.solvers.resolution import ranks, resolution_for  # noqa: E402
 
 ALGOS = {"gloo_ring": "ring", "mpi_ring": "ring", "mpi_recursive_doubling": "rd", "mpi_rabenseifner": "hd",
@@ -68,7 +69,7 @@ def main(paths: list[str]) -> None:
             names = list(first.values())
             measured = np.array([doc["orders"][n]["measured"][coll] for n in names])
             perms = np.array([doc["orders"][n]["order"] for n in names])
-            rho = [spearmanr(ranks(SharedCostModel(algo, x, size).batch(perms), resolution_for("shared")),
+            rho = [spearmanr(ranks(pricing_model(SharedCostModel(algo, x, size)).batch(perms), resolution_for("shared")),
                              measured)[0] for x in (net, raw, pooled(raw))]
             print(f"{path} | {coll} | {rho[0]:.2f} | {rho[1]:.2f} | {rho[2]:.2f}")
 

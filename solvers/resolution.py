@@ -5,11 +5,13 @@ are not 0.3% apart on a real network: what separates them is probe noise in
 the model's small terms (the latency of a bandwidth-bound collective) and
 load at the moment of measuring. Measured against real collectives
 (``benchmarks/collectives_netns.py --analyse-only`` prints the table), with
-plink's shared-link model (the default) the order of two orders priced less
-than 0.5% apart came out as predicted in 44-50% of the pairs, 0.5-2% apart in
-56-66%, 2-5% in 69-78%, 5-10% in 81-84%, 10% or more in 96-97% (three runs
+plink's shared-link model (the default, as priced since 2026-11-29: the
+butterflies and the tree as a fluid) the order of two orders priced less
+than 0.5% apart came out as predicted in 45-49% of the pairs, 0.5-2% apart in
+56-69%, 2-5% in 60-81%, 5-10% in 79-85%, 10% or more in 98% (three runs
 of 3 clusters x 5 collectives x 14-20 orders on the emulated cluster; pairs
-share orders, so they are not independent). 2% was read off the first run
+share orders, so they are not independent; README, "How far to trust a
+prediction"). 2% was read off the first run with the model of its day
 (a judgement: below it the model is right little more often than a coin,
 and a 2-5% gap is still reversed about a quarter of the time); the two runs
 measured after agree. The dissertation's pair sum (``pairsum``) resolves far

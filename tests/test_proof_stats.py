@@ -290,3 +290,24 @@ def test_uplink_bytes_tally_on_a_shipped_run(capsys):
     with pytest.raises(SystemExit) as e:
         main([str(Path(__file__))])
     assert e.value.code == 2
+
+
+def test_price_models_on_a_shipped_run(capsys):
+    """benchmarks/price_models.py on case D seed 20 (a run the fluid price was not designed on): the
+    search's clocks ranked recursive doubling's measured orders 0.888 and the tree's 0.872 (both probes,
+    orders within 2% tied), the fluid price 0.974 and 0.939 / 0.946; a file that is not a proof case is
+    a usage error."""
+    from pathlib import Path
+
+    from benchmarks.price_models import main
+
+    run = Path(__file__).parent.parent / "benchmarks/results/2026-11-29-D-seed20/D.json"
+    assert main([str(run), "--runs"]) == 0
+    rows = [ln.split() for ln in capsys.readouterr().out.splitlines()]
+    assert ["2026-11-29-D-seed20/D.json", "mpi_recursive_doubling", "latency", "clocks", "0.888", "fluid",
+            "0.974"] in rows
+    assert ["2026-11-29-D-seed20/D.json", "mpi_tree", "bandwidth", "clocks", "0.872", "fluid", "0.946"] in rows
+    assert ["mpi_tree", "latency", "1", "0.872", "0.939", "1", "/", "0", "1", "->", "0"] in rows
+    with pytest.raises(SystemExit) as e:
+        main([str(Path(__file__))])
+    assert e.value.code == 2
