@@ -32,14 +32,17 @@ anyway; dbt is one pipelined step.
 
 Use: search on the shared model (fast), price what is reported with this one
 (``plink.order.order_hosts`` does both).  Measured on the emulated cluster
-(``benchmarks/collectives_netns.py``, README "How far to trust the
-prediction"): it ranks orders by their measured time at least as well as the
-clocks for recursive doubling and Rabenseifner, and better on the busy-host
-case D seed 20 that it was not designed on.
+over the 40 saved proof runs (``benchmarks/price_models.py``, README "Cost
+models"): it ranks orders by their measured time better than the clocks on
+the mean (recursive doubling 0.918 -> 0.926, Rabenseifner 0.898 -> 0.912,
+the tree 0.953 -> 0.958, Spearman with orders within 2% tied), not in every
+run (worse in 6-14 of 40; case A seed 15's recursive doubling 0.87 -> 0.78),
+and much better on the busy-host case D seed 20 that it was not designed on.
 
 Complexity: per order O(E x I x flows x levels), ``E <= flows`` events (a
 flow ending), ``I`` progressive-filling passes per event (distinct bottleneck
-rates, usually 1-3).  About 2-5 ms per order at 16 ranks; far slower than the
+rates).  Compiled (``solvers._fluidkernel``): about 0.1 ms per order at 16
+ranks, 1.2 ms at 64 and 13 ms at 128 for Rabenseifner; far slower than the
 shared model's batches, hence a price, not a search objective
 (:data:`FLUID_MAX_RANKS`).
 """
