@@ -472,10 +472,7 @@ def _exact_for_price(res, cm, price):
     if exact_count(price) > FLUID_EXHAUSTIVE_MAX:
         return SolveResult(res.perm, res.cost, False, None, res.method,
                            {**res.info, "proven_for": "the search model (clocks), not the price"})
-    perm, cost = exhaustive_shared(price)
-    cost_init = price(np.arange(price.n))
-    if cost > cost_init:
-        perm, cost = np.arange(price.n), cost_init
+    perm, cost = exhaustive_shared(price)  # (every order is priced: none beats it, the input included)
     return SolveResult(perm, float(cost), True, float(cost), res.method, {**res.info, "priced_orders": exact_count(price)})
 
 

@@ -53,7 +53,7 @@ import os
 
 import numpy as np
 
-from .contention import SharedCostModel, shared_lower_bound
+from .contention import SharedCostModel, _advance_clocks, shared_lower_bound
 
 #: above this many ranks ``plink order`` prices with the shared model's clocks: the report prices
 #: about 500 orders twice, and one order of Rabenseifner takes ~1 ms at 64 ranks, 13 ms at 128 and
@@ -242,12 +242,10 @@ def fluid_lower_bound(model: SharedCostModel) -> float:
     no_bytes = SharedCostModel(model.algo, model.net, 0.0, model.base)
     total = shared_lower_bound(no_bytes)  # the latency part alone
     net, n = model.net, model.n
+    fastest = min(net.nic_send.max(), net.nic_recv.max())
     t = np.zeros(n)
-    for s in model.rounds:
-        flow_end = np.maximum(t[s.src], t[s.dst]) + s.nbytes / min(net.nic_send.max(), net.nic_recv.max())
-        new = t.copy()
-        np.maximum.at(new, s.src, flow_end)
-        np.maximum.at(new, s.dst, flow_end)
+    for s, once in zip(model.rounds, model._once):
+        new = _advance_clocks(t[None, :], s, (s.nbytes / fastest)[None, :], once)[0]  # each flow's own end
         sent = np.bincount(s.src, weights=s.nbytes, minlength=n) / net.nic_send.max()
         recv = np.bincount(s.dst, weights=s.nbytes, minlength=n) / net.nic_recv.max()
         active = np.zeros(n, dtype=bool)
