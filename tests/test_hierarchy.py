@@ -681,7 +681,7 @@ def test_a_rack_cut_around_a_noisy_host_is_merged_on_the_lower_quartile(shape, k
     (dict(jitter=0.191, tenant_us=1.899, noisy_hosts=0.089, outlier_frac=0.027, asymmetry=0.195, missing_frac=0.033,
           seed=1125229905), 0.874, 0.966, [(9, 4)]),
     (dict(jitter=0.122, tenant_us=1.804, noisy_hosts=0.061, outlier_frac=0.038, asymmetry=0.017, missing_frac=0.04,
-          seed=1082724195), 0.776, 0.892, [(5, 2), (8, 4)]),
+          seed=1082724195), 0.776, 0.909, [(5, 3), (8, 4)]),
     (dict(jitter=0.184, tenant_us=1.828, noisy_hosts=0.074, outlier_frac=0.023, asymmetry=0.101, missing_frac=0.015,
           seed=483156329), 0.595, 0.933, [(25, 11)])])
 def test_a_lump_of_small_racks_is_cut_again(kw, before, after, cut, monkeypatch):
@@ -895,9 +895,12 @@ def test_racks_of_two_left_together_are_cut_on_the_rows_scale_and_one_by_one(kw,
 
 
 def test_split_loose_groups_puts_a_host_that_joins_no_one_in_a_part():
-    """A host that joins no one follows the host it has the smallest latency to: into that host's part,
-    or, with a lone host that has it as its nearest too, into a part of their own (rack-mates whose pair
-    noise spoilt); one with no measured latency joins the largest part. No group of one, in any order."""
+    """A host that joins no one in split_loose_groups goes into the part of the host it has the smallest
+    latency to when that latency is under the cut (a rack's distance), or, with a lone host that has it
+    as its nearest too, into a part of their own (rack-mates whose pair noise spoilt); else it stays
+    alone (its rack-mate's pair unmeasured: no rack of the row is its own). _attach_lone, which
+    split_loose_groups calls with the hosts to attach, follows the nearest hosts: no group of one, in any
+    order; one with no measured latency joins the largest part."""
     from plink.structure.hierarchy import _attach_lone, split_loose_groups
 
     d, lab = _row([3] * 6 + [2] * 3)
@@ -905,8 +908,11 @@ def test_split_loose_groups_puts_a_host_that_joins_no_one_in_a_part():
     d[22, 23] = d[23, 22] = 2.1  # the last rack of 2 spoilt: 2.1 > the cut at 2, but still each other's nearest
     d[22, 18] = d[18, 22] = 2.5
     assert split_loose_groups(d, lab)[1] == [(list(range(18, 24)), [0, 0, 1, 1, 2, 2])]
-    d[23, 20] = d[20, 23] = 2.0  # host 23's nearest is now part 1, and host 22 follows it there
-    assert split_loose_groups(d, lab)[1] == [(list(range(18, 24)), [0, 0, 1, 1, 1, 1])]
+    near = d.copy()
+    near[23, 20] = near[20, 23] = 1.9  # host 23 is at a rack's distance from part 1: it joins it; host 22's
+    assert split_loose_groups(near, lab)[1] == [(list(range(18, 24)), [0, 0, 1, 1, 2, 1])]  # nearest is over it
+    d[23, 20] = d[20, 23] = 2.0  # host 23's nearest is part 1's host 20, at the cut: both stay alone
+    assert split_loose_groups(d, lab)[1] == [(list(range(18, 24)), [0, 0, 1, 1, 2, 3])]
     lump = d[18:, 18:]
     cut = [0, 0, 1, 1, 2, 3]  # the median linkage's parts: hosts 22 and 23 alone
     for perm in ([5, 4, 3, 2, 1, 0], [4, 0, 5, 1, 3, 2]):  # the same parts whatever the hosts' order
@@ -1075,3 +1081,52 @@ def test_hosts_left_alone_follow_each_other_and_no_group_of_one_is_made():
     pair[3, 5] = pair[5, 3] = 10.0  # now 3's nearest is 1: the two form a group of their own
     out, moved = move_to_nearest(pair, lab)
     assert {tuple(np.flatnonzero(out == g)) for g in range(out.max() + 1)} == {(0, 4, 5, 6), (1, 3), (2, 7, 8, 9)}
+
+
+@pytest.mark.parametrize("kw, before, after, alone", [
+    (dict(jitter=0.160, tenant_us=0.594, noisy_hosts=0.090, outlier_frac=0.028, asymmetry=0.046, missing_frac=0.02,
+          seed=2094435896), 0.9444, 0.9642, [15]),
+    (dict(jitter=0.171, tenant_us=1.901, noisy_hosts=0.061, outlier_frac=0.044, asymmetry=0.092, missing_frac=0.024,
+          seed=751756549), 0.8592, 0.9361, [9, 39, 40, 46, 52])])
+def test_a_host_near_no_one_stays_alone_when_a_lump_is_cut(kw, before, after, alone, monkeypatch):
+    """2 rows of 10 racks of 2-4 hosts (benchmarks/structure.py --large: sim-9 of seeds 128 and 89): hosts of
+    a lump of small racks whose every measured latency inside it is over the cut (host 15 of seed 128: its
+    rack-mate pair unmeasured, its nearest host at the row's distance) stay alone instead of joining the
+    nearest part, a rack they are not in. With LONE_STAY off (every lone host attached, as until
+    2026-11-29) the AMI is the benchmark's figure from before."""
+    import plink.structure.hierarchy as hier
+
+    p = simulate_datacenter(racks=10, rows=2, hosts_per_rack=(2, 4), outlier_scale=1.0, **kw)
+    truth = racks_of(p)
+    h = infer_hierarchy(p.latency)
+    sizes = np.bincount(h.labels)
+    assert np.flatnonzero(sizes[h.labels] == 1).tolist() == alone
+    assert ami(truth, h.labels) == pytest.approx(after, abs=5e-4)
+    assert all(h.confidence[i] == 0.0 for i in alone)  # (a host alone has no silhouette: named as unsure)
+    monkeypatch.setattr(hier, "LONE_STAY", False)
+    h = infer_hierarchy(p.latency)
+    assert np.bincount(h.labels).min() >= 2
+    assert ami(truth, h.labels) == pytest.approx(before, abs=5e-4)
+
+
+def test_structure_benchmark_summarises_a_range_of_seeds(capsys):
+    """benchmarks/structure.py --seeds A-B: a line per seed, then README's summary row ("Where this
+    stands"), its counts and mean ranges those of the lines; not A-B is a usage error."""
+    import re
+
+    from benchmarks.structure import main
+
+    code = main(["--seeds", "4-5", "--cases", "1", "--no-embed"])
+    out = capsys.readouterr().out.splitlines()
+    lines = [ln for ln in out if ln.startswith("seed")]
+    assert [ln.split(":")[0] for ln in lines] == ["seed    4", "seed    5"]
+    means = [[float(v) for v in re.findall(r"mean (\d\.\d+)", ln)] for ln in lines]
+    missed = sum(ln.count(" (best baseline ") for ln in lines)
+    cells = [c.strip() for c in out[-1].strip("|").split("|")]
+    auto, best = sorted(m[0] for m in means), sorted(m[1] for m in means)
+    assert cells[:3] == ["4-5", "2", str(missed)]
+    assert cells[-1] == f"{auto[0]:.3f}-{auto[1]:.3f} / {best[0]:.3f}-{best[1]:.3f}"
+    assert code == (1 if missed else 0)
+    with pytest.raises(SystemExit) as e:
+        main(["--seeds", "4"])
+    assert e.value.code == 2

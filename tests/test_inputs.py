@@ -286,8 +286,31 @@ def test_schedule_uses_structure_inference_when_installed(monkeypatch):
     found["labels"] = np.zeros(24, dtype=int)  # no structure found: bounded average linkage
     labels, source = default_groups(p)
     assert source.startswith("fallback") and labels.max() >= 1
-    found["labels"] = np.r_[np.zeros(23, dtype=int), 1]  # a singleton group: fallback too
+    found["labels"] = np.r_[np.zeros(23, dtype=int), 1]  # a singleton group, nothing to join it with: fallback
     assert default_groups(p)[1].startswith("fallback")
+
+
+def test_schedule_puts_a_host_alone_in_its_group_with_its_nearest_host(monkeypatch):
+    import sys
+    import types
+
+    from plink.schedule.plan import default_groups
+    from plink.structure.hierarchy import attach_lone_hosts
+
+    p = load_input(DATA / "planetlab24_rtt_ms.csv", unit="ms").probe
+    fake = types.ModuleType("plink.structure.hierarchy")
+    given = np.r_[np.arange(23) % 3, 3]  # host 23 alone in group 3
+    fake.infer_hierarchy = lambda lat: types.SimpleNamespace(labels=given)
+    fake.attach_lone_hosts = attach_lone_hosts
+    monkeypatch.setitem(sys.modules, "plink.structure.hierarchy", fake)
+    labels, source = default_groups(p)
+    lat = np.fmin(p.structure_latency, p.structure_latency.T)
+    np.fill_diagonal(lat, np.inf)
+    nearest = int(np.nanargmin(lat[23]))
+    assert f"1 host(s) it left alone (near no rack) put in the group of their nearest host: " \
+           f"{p.names[23]} -> {p.names[nearest]}" in source
+    assert labels.max() == 2 and np.bincount(labels).min() >= 2 and labels[23] == labels[nearest]
+    assert [len(set(labels[given == g])) for g in range(3)] == [1, 1, 1]  # the other groups as found
 
 
 def test_an_implausible_median_rtt_is_warned_about_as_a_unit_mixup(tmp_path):

@@ -63,9 +63,9 @@ def render_schedule_summary(s: dict, console) -> None:
 @cli.command()
 @click.argument("probefile", type=click.Path(dir_okay=False))
 @click.option("--groups", "groups_file", type=click.Path(dir_okay=False),
-              help="Groups file from 'plink group' (default: the finest groups plink group finds; "
-                   "when it finds none, average linkage into sqrt(N) groups). It may name more hosts than "
-                   "the probe (a rack map of the whole site).")
+              help="Groups file from 'plink group', taken as it is (default: the finest groups plink group finds, "
+                   "a host it leaves alone put with its nearest host; when it finds none, average linkage into "
+                   "sqrt(N) groups). It may name more hosts than the probe (a rack map of the whole site).")
 @click.option("--size", required=True, callback=size_value, help="All-reduce buffer size (bytes, or KiB/MiB/GiB/KB/MB/GB).")
 @click.option("--chunk", default="64KiB", show_default=True, callback=size_value, help="Chunk size.")
 @click.option("--capacity", type=click.Choice(["auto", "cardinality", "bandwidth"]), default="auto",
@@ -134,7 +134,10 @@ def schedule(probefile, groups_file, size, chunk, capacity, compact, output, as_
     sched.save(output, form)
     summary["output"] = output
     summary["form"] = form
+    summary["groups_source"] = plan.meta["groups"]
     _render_or_json(summary, as_json)
+    if not as_json and "left alone" in plan.meta["groups"]:
+        click.echo(f"note: groups from {plan.meta['groups']}", err=True)
     if not as_json and "note_form" in summary:
         click.echo(summary["note_form"], err=True)
     if not as_json:

@@ -128,9 +128,11 @@ def group(probefile, n_groups, method, max_levels, elasticity, alpha, dims, no_h
     latencies, clusters them (average linkage) and keeps a split only when it
     beats the same split on shuffled data, then corrects what noise does to
     the clusters, in this order: a group as loose as its row is cut again
-    (into its racks, or into the one rack it holds and the hosts left), a
-    rack cut in two is merged, a host left alone joins its nearest host's
-    group, and one much nearer another rack moves there (README, "plink
+    (into its racks, or into the one rack it holds and the hosts left; a
+    host there near no one stays alone, a group of 1), a rack cut in two is
+    merged, a host left alone joins its nearest host's group when that host
+    is near on the racks' scale, and one much nearer another rack moves
+    there (README, "plink
     group"; docs/structure.md says why).  A probe with pair bandwidths
     (plink probe --bandwidth) has its racks split where the bandwidths
     measured the parts far apart, as plink order does.  Prints the

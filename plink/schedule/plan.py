@@ -245,8 +245,12 @@ def default_groups(probe: ProbeData) -> tuple[np.ndarray, str]:
     """Groups of ``plink schedule`` without ``--groups``, and where they came from.
 
     The structure inference of :mod:`plink.structure.hierarchy` (``infer_hierarchy``, its
-    finest level) when it is installed and finds groups of at least 2 hosts each; otherwise
-    (no such module, no structure found, or a singleton group) :func:`fallback_groups`.
+    finest level) when it is installed and finds 2 groups or more, a host it left alone in a
+    group of its own put in the group of the host it has the smallest latency to (the
+    inference leaves a host alone when it is near no rack; the schedule aggregates it with
+    its nearest hosts all the same; the message names such hosts); otherwise (no such module,
+    no structure found, or a single group left) :func:`fallback_groups`.  Groups given with
+    ``--groups`` are taken as they are.
     """
     try:
         from plink.structure.hierarchy import infer_hierarchy
@@ -254,10 +258,27 @@ def default_groups(probe: ProbeData) -> tuple[np.ndarray, str]:
         infer_hierarchy = None
     if infer_hierarchy is not None and probe.n >= 4:
         check_every_host_measured(probe)  # names the host, as plink group does (and hierarchy by index could not)
-        lab = np.asarray(infer_hierarchy(probe.structure_latency).labels, dtype=np.int64)
+        lat = probe.structure_latency
+        lab = np.asarray(infer_hierarchy(lat).labels, dtype=np.int64)
+        lone = np.flatnonzero(np.bincount(lab)[lab] == 1)
+        joined = ""
+        if lone.size and lab.max() >= 1:
+            try:
+                from plink.structure.hierarchy import attach_lone_hosts
+            except ImportError:
+                pass
+            else:
+                lab = np.asarray(attach_lone_hosts(lat, lab), dtype=np.int64)
+                d = np.fmin(lat, lat.T)
+                np.fill_diagonal(d, np.nan)
+                near = [int(np.nanargmin(d[i])) for i in lone]
+                names = ", ".join(f"{probe.names[i]} -> {probe.names[j]}" for i, j in zip(lone[:5], near))
+                more = f" and {lone.size - 5} more" if lone.size > 5 else ""
+                joined = (f"; {lone.size} host(s) it left alone (near no rack) put in the group of their "
+                          f"nearest host: {names}{more}")
         sizes = np.bincount(lab)
         if len(sizes) >= 2 and sizes.min() >= 2:
-            return lab, f"structure inference (infer_hierarchy): {len(sizes)} groups"
+            return lab, f"structure inference (infer_hierarchy): {len(sizes)} groups{joined}"
     labels = fallback_groups(probe)
     return labels, (f"fallback: average-linkage clustering of latency into round(sqrt({probe.n})) groups, "
                     "sizes bounded to N/(2k)..2N/k")

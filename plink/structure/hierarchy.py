@@ -63,6 +63,9 @@ The pipeline (each step a pure function over numpy arrays):
    is a quarter of the way from the racks to the rest (two racks of 2 left in
    one group); a cut that finds one rack and leaves 2 hosts or more cuts a
    group of 1.25x a typical group's size into that rack and the hosts left.
+   A host that joins no part follows its nearest host there when that
+   latency is under the cut; with every latency over it, it stays alone
+   (:data:`LONE_STAY`: its rack-mate pairs unmeasured or spoilt).
 7. :func:`merge_split_groups`: two groups of one parent that one group of
    their hosts would not have been split into (judged on the lower quartiles
    of the pairs, :data:`MERGE_QUANTILE`; or whose pairs between them are no
@@ -172,6 +175,10 @@ MERGE_LOOSER = 1.25
 #: (a rack of 7 cut 4 + 3, one part holding a noisy host: 1.98x apart on medians, 1.22x on lower quartiles;
 #: docs/structure.md, "A rack cut in two is merged")
 MERGE_QUANTILE = 0.25
+#: in a lump of small racks cut again (:func:`split_loose_groups`), a host whose every measured latency
+#: there is over the cut (its rack-mate pair unmeasured or spoilt) stays alone rather than join the
+#: nearest part, a rack it is not in (False: every such host joins, as until 2026-11-29)
+LONE_STAY = True
 
 
 @dataclass
@@ -888,8 +895,7 @@ def move_to_nearest(raw: np.ndarray, labels: np.ndarray, parent: np.ndarray | No
     turn until nothing moved sent hosts of an inter-region matrix after one another
     into groups none of whose members was near them).  A host may leave a group of 2
     unless its group-mate would move too or draws a host; the host it leaves alone then
-    joins the group of its own nearest host (a group of 1 makes ``plink schedule``
-    fall back to average linkage), following the chain when that host was left alone
+    joins the group of its own nearest host, following the chain when that host was left alone
     too (:func:`_attach_lone`; two such hosts each other's nearest form a group of 2).
     Why, and what each rule changed: docs/structure.md, "A host nearer another rack
     moves there".  A host without a measured group-mate stays.  Returns
@@ -952,7 +958,8 @@ def join_lone_hosts(raw: np.ndarray, labels: np.ndarray, parent: np.ndarray | No
     one, or a region alone) stays alone.  Every lone host is judged on ``labels`` as given
     (one joins a group of 2 hosts or more, never another lone host).  Run after the merge,
     before :func:`move_to_nearest`.  A host whose only rack-mate pair is unmeasured joins
-    the nearest rack, which the data cannot tell from its own.  The cases behind the rule:
+    the nearest rack when it passes that test, which the data cannot tell from its own.  The
+    cases behind the rule:
     docs/structure.md, "A host left alone joins its nearest host".  Returns
     ``(labels, joined)``.  O(N^2).
     """
@@ -1027,6 +1034,32 @@ def _median_linkage(d: np.ndarray, below: float) -> np.ndarray:
     for g, members in enumerate(clusters.values()):
         lab[members] = g
     return lab
+
+
+def attach_lone_hosts(latency, labels) -> np.ndarray:
+    """``labels`` with every host alone in its group put in the group of the host it has the
+    smallest latency to (``min(d_ij, d_ji)``; two lone hosts each other's nearest form a group of
+    2), for what needs a partner for every host (``plink schedule``'s aggregation).  O(N^2)."""
+    lat = np.asarray(latency, dtype=float)
+    return _attach_lone(symmetrise_min(lat), np.asarray(labels, dtype=int))
+
+
+def _near_someone(d: np.ndarray, sub: np.ndarray, below: float) -> np.ndarray:
+    """The hosts alone in their part of ``sub`` that :func:`_attach_lone` should attach: those with a
+    measured latency under ``below`` to another host of ``d`` (symmetric, NaN = missing), and two
+    lone hosts each other's nearest (rack-mates whose pair noise spoilt).  The others are near no
+    one.  O(n^2)."""
+    lone = np.flatnonzero(np.bincount(sub)[sub] == 1)
+    if not lone.size:
+        return lone
+    f = np.where(np.isfinite(d), d, np.inf)
+    np.fill_diagonal(f, np.inf)
+    nearest = np.argmin(f, axis=1)
+    alone = np.zeros(len(sub), dtype=bool)
+    alone[lone] = True
+    near = f[lone].min(axis=1)
+    mutual = alone[nearest[lone]] & (nearest[nearest[lone]] == lone) & np.isfinite(near)
+    return lone[(near < below) | mutual]
 
 
 def _attach_lone(d: np.ndarray, sub: np.ndarray, only=None) -> np.ndarray:
@@ -1105,9 +1138,10 @@ def split_loose_groups(raw: np.ndarray, labels: np.ndarray, parent: np.ndarray |
        scale between them, while two racks' nearest pair is at the row's base distance.
 
     A cut is kept when it finds 2 parts of 2 hosts or more; a host that joins no one
-    goes to the part it has the smallest latency to (the largest part if none is
-    measured: a group of one would make ``plink schedule`` fall back to average
-    linkage).  With ``one_part``, a cut that finds one part of 2 hosts or more and leaves
+    goes to the part it has the smallest latency to when that latency is under the cut,
+    and two such hosts each other's nearest form a part; any other stays alone
+    (:data:`LONE_STAY`; ``plink schedule`` puts it with its nearest host).  With
+    ``one_part``, a cut that finds one part of 2 hosts or more and leaves
     2 hosts or more cuts the group into that part and the hosts left, when the group has
     :data:`ONE_PART_SIZE` times the hosts of a typical group of its parent, the hosts
     left have a median pair under ``o`` and every pair between the two parts passes the
@@ -1158,7 +1192,7 @@ def split_loose_groups(raw: np.ndarray, labels: np.ndarray, parent: np.ndarray |
         sizes = np.bincount(sub)
         parts = int((sizes >= 2).sum())
         if parts >= 2:
-            sub = _attach_lone(d, sub)  # (labels 0..parts-1, as _median_linkage's)
+            sub = _attach_lone(d, sub, only=_near_someone(d, sub, cut_at) if LONE_STAY else None)
         elif parts == 1 and one_part and len(m) - sizes.max() >= 2 and len(m) >= ONE_PART_SIZE * typical:
             sub = (sub != int(np.argmax(sizes))).astype(int)  # the one part, and the hosts it left together
             if not _finite_median(_inside_pairs(d, np.flatnonzero(sub == 1))) < o:
