@@ -424,3 +424,24 @@ def test_no_unit_warning_when_the_name_agrees_or_says_nothing_clear(tmp_path, na
     f = tmp_path / name
     f.write_text("0,300,400,500\n300,0,450,350\n400,450,0,380\n500,350,380,0\n")
     assert not [w for w in load_input(f, **args).warnings if "file name" in w]
+
+
+def test_group_names_the_hosts_it_left_alone(tmp_path, capsys):
+    """plink group prints the hosts alone in a finest group (near no rack) and lists them in --json as
+    alone_hosts; none without such a host (2 rows of 10 racks of 2-4 hosts, sim-9 of seed 128 of
+    benchmarks/structure.py --large: vm015's one rack-mate pair unmeasured)."""
+    from plink.data.simulate import simulate_datacenter
+
+    p = simulate_datacenter(racks=10, rows=2, hosts_per_rack=(2, 4), outlier_scale=1.0, jitter=0.160,
+                            tenant_us=0.594, noisy_hosts=0.090, outlier_frac=0.028, asymmetry=0.046,
+                            missing_frac=0.02, seed=2094435896)
+    p.save(tmp_path / "p.json")
+    code, out, err = run(["group", str(tmp_path / "p.json"), "--json"], capsys)
+    assert code == 0 and json.loads(out)["metrics"]["alone_hosts"] == ["vm015"]
+    code, out, err = run(["group", str(tmp_path / "p.json"), "-o", str(tmp_path / "g.json")], capsys)
+    assert code == 0 and "alone (a group of their own, near no rack; plink schedule puts each with its " \
+                          "nearest host): vm015" in " ".join(err.split())
+    clean = simulate_datacenter(racks=3, hosts_per_rack=4, seed=1)
+    clean.save(tmp_path / "c.json")
+    code, out, err = run(["group", str(tmp_path / "c.json"), "--json"], capsys)
+    assert code == 0 and json.loads(out)["metrics"]["alone_hosts"] == [] and "alone (" not in err

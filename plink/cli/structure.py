@@ -88,6 +88,10 @@ def render_structure(groups, console) -> None:
         line += (f"; low (< 0.25): {', '.join(low[:12])}{' ...' if len(low) > 12 else ''}" if low
                  else "; no low-confidence host")
         console.print(line)
+    alone = m.get("alone_hosts")
+    if alone:
+        console.print(f"alone (a group of their own, near no rack; plink schedule puts each with its nearest "
+                      f"host): {', '.join(alone[:12])}{' ...' if len(alone) > 12 else ''}")
     if m.get("split_by_bandwidth"):
         from plink.structure.probegroups import FAR_RATIO
 

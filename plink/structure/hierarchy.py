@@ -1469,7 +1469,7 @@ def infer_groups(probe, *, n_groups: int | None = None, max_levels: int = 3, see
     so the groups are the ones ``plink order`` prices; ``metrics["split_by_bandwidth"]``
     counts the groups that added.  The result carries ``levels`` and ``confidence``; its metrics hold the
     group sizes per level, the mean / min confidence, the low-confidence hosts
-    (below :data:`LOW_CONFIDENCE`), the scores that chose K, the run time and,
+    (below :data:`LOW_CONFIDENCE`), the hosts alone in a finest group (``alone_hosts``), the scores that chose K, the run time and,
     when the probe has ground truth, the AMI of the finest level against the
     true racks (and of each coarser level against the truth level above).
     O(N^3) time, O(N^2) memory.
@@ -1510,6 +1510,7 @@ def infer_groups(probe, *, n_groups: int | None = None, max_levels: int = 3, see
     seconds = time.perf_counter() - t0
     names = probe.names
     low = np.flatnonzero(confidence < LOW_CONFIDENCE)
+    alone = np.flatnonzero(np.bincount(labels)[labels] == 1) if labels.max() > 0 else np.zeros(0, dtype=int)
     metrics: dict[str, Any] = {
         "groups": int(labels.max() + 1),
         "sizes": np.bincount(labels).tolist(),
@@ -1517,6 +1518,7 @@ def infer_groups(probe, *, n_groups: int | None = None, max_levels: int = 3, see
         "confidence_mean": round(float(confidence.mean()), 4),
         "confidence_min": round(float(confidence.min()), 4),
         "low_confidence_hosts": [names[i] for i in low[np.argsort(confidence[low])]],
+        "alone_hosts": [names[i] for i in alone],  # a finest group of their own: near no rack
         "coverage": round(probe.coverage(), 6),
         "group_seconds": round(seconds, 3),
         "scores": h.scores,
