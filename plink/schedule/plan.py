@@ -268,11 +268,9 @@ def default_groups(probe: ProbeData) -> tuple[np.ndarray, str]:
             except ImportError:
                 pass
             else:
-                lab = np.asarray(attach_lone_hosts(lat, lab), dtype=np.int64)
-                d = np.fmin(lat, lat.T)
-                np.fill_diagonal(d, np.nan)
-                near = [int(np.nanargmin(d[i])) for i in lone]
-                names = ", ".join(f"{probe.names[i]} -> {probe.names[j]}" for i, j in zip(lone[:5], near))
+                lab, near = attach_lone_hosts(lat, lab)
+                lab = np.asarray(lab, dtype=np.int64)
+                names = ", ".join(f"{probe.names[i]} -> {probe.names[near[i]]}" for i in lone[:5])
                 more = f" and {lone.size - 5} more" if lone.size > 5 else ""
                 joined = (f"; {lone.size} host(s) it left alone (near no rack) put in the group of their "
                           f"nearest host: {names}{more}")

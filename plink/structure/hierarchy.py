@@ -1036,33 +1036,20 @@ def _median_linkage(d: np.ndarray, below: float) -> np.ndarray:
     return lab
 
 
-def attach_lone_hosts(latency, labels) -> np.ndarray:
+def attach_lone_hosts(latency, labels) -> tuple[np.ndarray, dict[int, int]]:
     """``labels`` with every host alone in its group put in the group of the host it has the
     smallest latency to (``min(d_ij, d_ji)``; two lone hosts each other's nearest form a group of
-    2), for what needs a partner for every host (``plink schedule``'s aggregation).  O(N^2)."""
-    lat = np.asarray(latency, dtype=float)
-    return _attach_lone(symmetrise_min(lat), np.asarray(labels, dtype=int))
-
-
-def _near_someone(d: np.ndarray, sub: np.ndarray, below: float) -> np.ndarray:
-    """The hosts alone in their part of ``sub`` that :func:`_attach_lone` should attach: those with a
-    measured latency under ``below`` to another host of ``d`` (symmetric, NaN = missing), and two
-    lone hosts each other's nearest (rack-mates whose pair noise spoilt).  The others are near no
-    one.  O(n^2)."""
-    lone = np.flatnonzero(np.bincount(sub)[sub] == 1)
-    if not lone.size:
-        return lone
+    2), for what needs a partner for every host (``plink schedule``'s aggregation), and that
+    nearest host of each lone host (one with no measured latency left out).  O(N^2)."""
+    d = symmetrise_min(np.asarray(latency, dtype=float))
+    lab = np.asarray(labels, dtype=int)
     f = np.where(np.isfinite(d), d, np.inf)
-    np.fill_diagonal(f, np.inf)
-    nearest = np.argmin(f, axis=1)
-    alone = np.zeros(len(sub), dtype=bool)
-    alone[lone] = True
-    near = f[lone].min(axis=1)
-    mutual = alone[nearest[lone]] & (nearest[nearest[lone]] == lone) & np.isfinite(near)
-    return lone[(near < below) | mutual]
+    nearest = {int(i): int(np.argmin(f[i])) for i in np.flatnonzero(np.bincount(lab)[lab] == 1)
+               if np.isfinite(f[i]).any()}
+    return _attach_lone(d, lab), nearest
 
 
-def _attach_lone(d: np.ndarray, sub: np.ndarray, only=None) -> np.ndarray:
+def _attach_lone(d: np.ndarray, sub: np.ndarray, only=None, below: float | None = None) -> np.ndarray:
     """Labels ``sub`` of the hosts of symmetric ``d`` with every host alone in its part attached.
 
     Each lone host links to the host it has the smallest latency to (noise only adds
@@ -1071,17 +1058,23 @@ def _attach_lone(d: np.ndarray, sub: np.ndarray, only=None) -> np.ndarray:
     the hosts that reach them (rack-mates whose pairs noise spoilt).  A host with no
     measured latency joins the largest part.  ``only``: attach just these of the lone
     hosts (None: all; the others stay alone, and a chain that reaches one ends there as at
-    a part).  Independent of the hosts' order; O(n^2).
+    a part).  ``below``: of those, just the ones with a measured latency under it, and two
+    lone hosts each other's nearest; the others are near no one (:data:`LONE_STAY`).
+    Independent of the hosts' order; O(n^2).
     """
     sub = sub.copy()
     sizes = np.bincount(sub)
     lone = np.flatnonzero(sizes[sub] == 1)
+    f = np.where(np.isfinite(d), d, np.inf)
+    np.fill_diagonal(f, np.inf)
+    if below is not None and lone.size:
+        near, arg = f[lone].min(axis=1), np.argmin(f[lone], axis=1)
+        mutual = (sizes[sub[arg]] == 1) & (np.argmin(f[arg], axis=1) == lone) & np.isfinite(near)
+        lone = lone[(near < below) | mutual]
     if only is not None:
         lone = np.intersect1d(lone, np.asarray(only, dtype=int))
     if not lone.size:
         return sub
-    f = np.where(np.isfinite(d), d, np.inf)
-    np.fill_diagonal(f, np.inf)
     nearest = {int(i): int(np.argmin(f[i])) for i in lone if np.isfinite(f[i]).any()}
     largest = int(np.argmax(sizes))
     nxt = int(sub.max()) + 1
@@ -1192,7 +1185,7 @@ def split_loose_groups(raw: np.ndarray, labels: np.ndarray, parent: np.ndarray |
         sizes = np.bincount(sub)
         parts = int((sizes >= 2).sum())
         if parts >= 2:
-            sub = _attach_lone(d, sub, only=_near_someone(d, sub, cut_at) if LONE_STAY else None)
+            sub = _attach_lone(d, sub, below=cut_at if LONE_STAY else None)
         elif parts == 1 and one_part and len(m) - sizes.max() >= 2 and len(m) >= ONE_PART_SIZE * typical:
             sub = (sub != int(np.argmax(sizes))).astype(int)  # the one part, and the hosts it left together
             if not _finite_median(_inside_pairs(d, np.flatnonzero(sub == 1))) < o:
