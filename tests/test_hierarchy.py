@@ -593,7 +593,8 @@ def test_a_rack_cut_into_a_tight_part_and_a_loose_one_is_merged(monkeypatch):
     between them, 36.7 us, is 1.9x the parts' (19.4), so the merge's test inside a small group did not
     join them; but it is no farther than the row's racks (at most 1.25 x 32.7, the median pair of the row's
     other racks, of 6 and 8 hosts) and the halves have fewer hosts than those: merged, 0.967 -> 1.000 (the
-    AMI without ``scale``)."""
+    AMI without ``scale``). The cut was "near"'s alone: since SMALL_BOTH the rack is not cut at all (the
+    same AMI, nothing to merge), so the merge is checked with that rule off."""
     import plink.structure.hierarchy as hier
 
     p = simulate_datacenter(racks=3, rows=2, hosts_per_rack=(5, 9), outlier_scale=1.0, jitter=0.17817901108177836,
@@ -601,6 +602,9 @@ def test_a_rack_cut_into_a_tight_part_and_a_loose_one_is_merged(monkeypatch):
                             outlier_frac=0.04880426741806933, asymmetry=0.04310296321052618,
                             missing_frac=0.013115108507917741, seed=716973233)
     truth = racks_of(p)
+    h = infer_hierarchy(p.latency)
+    assert h.scores["merged"] == [] and ami(truth, h.labels) == pytest.approx(1.0)
+    monkeypatch.setattr(hier, "SMALL_BOTH", False)
     h = infer_hierarchy(p.latency)
     assert len(h.scores["merged"]) == 1
     assert ami(truth, h.labels) == pytest.approx(1.0)
@@ -638,11 +642,14 @@ def test_a_rack_cut_in_two_by_inflated_pairs_is_merged(shape, kw, before, monkey
     """Racks of 5-9 hosts (benchmarks/structure.py --large: sim-4 of seed 17, sim-0 of seed 34, sim-1 of
     seed 22): a few inflated pairs made the best cut split one rack 3 + 3, whose parts are far nearer each
     other than the rest of their row is; merge_split_groups puts them back together. Without it the
-    AMI is the figure the benchmark had before."""
+    AMI is the figure the benchmark had before. Two of these cuts were one profile distance's alone, which
+    since SMALL_BOTH is not made (the same AMI): the merge is checked with that rule off."""
     import plink.structure.hierarchy as hier
 
     p = simulate_datacenter(hosts_per_rack=(5, 9), outlier_scale=1.0, **shape, **kw)
     truth = racks_of(p)
+    assert ami(truth, infer_hierarchy(p.latency).labels) == pytest.approx(1.0)
+    monkeypatch.setattr(hier, "SMALL_BOTH", False)
     h = infer_hierarchy(p.latency)
     assert len(h.scores["merged"]) == 1
     assert ami(truth, h.labels) == pytest.approx(1.0)
@@ -661,11 +668,15 @@ def test_a_rack_cut_around_a_noisy_host_is_merged_on_the_lower_quartile(shape, k
     """Racks of 5-9 hosts (benchmarks/structure.py --large: sim-1 of seed 60, sim-5 of seed 4, sim-4 of seed
     66): a rack cut in two whose parts' pairs between them have a median past 1.6x that inside, pushed up by a
     noisy host or outliers, while their lower quartiles are 1.0-1.2x apart; merged on the lower quartile
-    (MERGE_QUANTILE), not on the median (the AMI the benchmark had before)."""
+    (MERGE_QUANTILE), not on the median (the AMI the benchmark had before). Two of these cuts were one
+    profile distance's alone, which since SMALL_BOTH is not made (the same AMI): the merge is checked with
+    that rule off."""
     import plink.structure.hierarchy as hier
 
     p = simulate_datacenter(hosts_per_rack=(5, 9), outlier_scale=1.0, **shape, **kw)
     truth = racks_of(p)
+    assert ami(truth, infer_hierarchy(p.latency).labels) == pytest.approx(after, abs=5e-4)
+    monkeypatch.setattr(hier, "SMALL_BOTH", False)
     h = infer_hierarchy(p.latency)
     assert len(h.scores["merged"]) == 1
     assert ami(truth, h.labels) == pytest.approx(after, abs=5e-4)
@@ -1107,6 +1118,29 @@ def test_a_host_near_no_one_stays_alone_when_a_lump_is_cut(kw, before, after, al
     h = infer_hierarchy(p.latency)
     assert np.bincount(h.labels).min() >= 2
     assert ami(truth, h.labels) == pytest.approx(before, abs=5e-4)
+
+
+def test_a_small_group_is_cut_only_when_both_distances_agree(monkeypatch):
+    """1 row of 10 racks of 5-9 hosts (benchmarks/structure.py --large: seed 113's sim-4): a rack of 7, a few
+    of whose pairs noise inflated, is one group of the top split; inside it the "log" profile distance finds
+    a cut (4 + 3) and "near" none. Both must agree in a group that small (SMALL_BOTH): the rack stays whole,
+    and the split's scores say why. With the rule off (either metric, as until 2026-11-29) the rack is cut,
+    the benchmark's figure from before (0.979, 0.021 under spectral clustering given K)."""
+    import plink.structure.hierarchy as hier
+
+    p = simulate_datacenter(racks=10, rows=1, hosts_per_rack=(5, 9), jitter=0.0740, tenant_us=1.7157,
+                            noisy_hosts=0.0741, outlier_frac=0.0312, outlier_scale=1.0, asymmetry=0.1999,
+                            missing_frac=0.0428, seed=553818111)
+    truth = racks_of(p)
+    h = infer_hierarchy(p.latency)
+    assert ami(truth, h.labels) == pytest.approx(1.0)
+    inner = [s for s in h.scores["splits"] if s["path"] and "reason" in s]
+    assert len(inner) == 1 and inner[0]["k"] == 1 and "only 'log' found a split" in inner[0]["reason"]
+    assert inner[0]["metrics"]["log"]["k"] == 2 and inner[0]["metrics"]["near"]["k"] == 1
+    monkeypatch.setattr(hier, "SMALL_BOTH", False)
+    h = infer_hierarchy(p.latency)
+    assert h.n_groups == 11
+    assert ami(truth, h.labels) == pytest.approx(0.9785, abs=5e-4)
 
 
 def test_structure_benchmark_summarises_a_range_of_seeds(capsys):

@@ -47,6 +47,8 @@ The pipeline (each step a pure function over numpy arrays):
    split takes others), and the pairs it separates are :data:`EFFECT_MIN`
    times farther (median) than those it keeps together.  Of the two metrics'
    significant cuts the one beating its null by most wins; none: K = 1.
+   Inside a group of fewer than :data:`SMALL_GROUP` hosts found already (a rack, or
+   a few), a cut needs both metrics to find it significant (:data:`SMALL_BOTH`).
 5. Recursion: each group found is split again the same way, on profiles over
    its own members (finer levels, e.g. racks inside rows) until no
    significant split remains or ``max_levels`` is reached; when the first
@@ -179,6 +181,13 @@ MERGE_QUANTILE = 0.25
 #: there is over the cut (its rack-mate pair unmeasured or spoilt) stays alone rather than join the
 #: nearest part, a rack it is not in (False: every such host joins, as until 2026-11-29)
 LONE_STAY = True
+#: inside a group of fewer than SMALL_GROUP hosts found already, a split is taken only when both profile
+#: distances (METRICS) find one significant (split_group; the pairs far apart of EFFECT_PAIRS_SMALL
+#: excepted). One alone cut a rack of 6-7 hosts, a few of whose pairs noise inflated, in two: seed 113's
+#: and 117's sim-4 ("log" only) and seed 52's sim-1 ("near" only) in benchmarks/structure.py --large, three
+#: of its four baseline-margin misses. False: either metric suffices, as until 2026-11-29. What it
+#: changed: docs/structure.md, "A small group is cut only when both distances agree"
+SMALL_BOTH = True
 
 
 @dataclass
@@ -567,7 +576,9 @@ def split_group(x: np.ndarray, rng: np.random.Generator, n_null: int | None = No
 
     Tries both profile distances (:data:`METRICS`); of the significant splits
     (:func:`_split_one`) the one whose silhouette beats its permutation null by
-    the most wins.  ``pairs``: whether groups of 2 are tried too, ``"top"`` (or True)
+    the most wins. With ``pairs="small"`` (a group of fewer than :data:`SMALL_GROUP`
+    hosts found already) both must find a significant split (:data:`SMALL_BOTH`; a cut
+    into pairs far apart excepted).  ``pairs``: whether groups of 2 are tried too, ``"top"`` (or True)
     for the top level, ``"inner"`` inside a group found already (see :func:`_split_one`).
     Returns ``(labels, scores, p)`` with ``p`` the distances of the chosen metric.
     O(n_null * n^3).
@@ -579,9 +590,15 @@ def split_group(x: np.ndarray, rng: np.random.Generator, n_null: int | None = No
         sc["metric"] = metric
         tried.append((lab, sc, p))
     ok = [t for t in tried if t[0].max() > 0]
-    if not ok:
+    one_only = (SMALL_BOTH and pairs == "small" and 0 < len(ok) < len(tried)
+                and not any("pairs" in t[1] for t in ok))
+    if not ok or one_only:
         lab, sc, p = tried[-1]
-        return lab, {"k": 1, "metrics": {t[1]["metric"]: t[1] for t in tried}}, p
+        out = {"k": 1, "metrics": {t[1]["metric"]: t[1] for t in tried}}
+        if one_only:
+            out["reason"] = (f"inside a small group only {ok[0][1]['metric']!r} found a split; "
+                             "both profile distances must")
+        return np.zeros(x.shape[0], dtype=int), out, p
     lab, sc, p = max(ok, key=lambda t: t[1]["best_silhouette"] - t[1]["null_silhouette"])
     return lab, {"k": int(lab.max() + 1), "metric": sc["metric"], "metrics": {t[1]["metric"]: t[1] for t in tried}}, p
 
