@@ -233,13 +233,16 @@ def test_groups_of_a_bandwidth_probe_keep_the_racks_the_latency_separates():
 
 
 @pytest.mark.parametrize("seed", [13, 14])
-def test_groups_of_a_bandwidth_probe_when_the_two_groupings_cross(seed):
+def test_groups_of_a_bandwidth_probe_when_the_two_groupings_cross(seed, monkeypatch):
     """Proof case D seeds 13 and 14 (``benchmarks/results/2026-11-29-D-seed13``, ``-seed14``, racks of
     6, 2, 5, 3, 4): the inverse pair bandwidths split the rack of 2 and dealt its hosts to other racks
     (a cross-rack pair alone on its uplinks measures the full rate), so the two groupings cross. In
     seed 13 the bandwidth's grouping won on its silhouette and the probe measured its uplink test on
     those groups. The rack of 2's own pair measured at the in-group rate, so that split is not taken
-    (``split_by_far_pairs``): the latency's 5 racks are the groups."""
+    (``split_by_far_pairs``): the latency's 5 racks are the groups. Since SMALL_BOTH (a small group is cut
+    only when both profile distances find a cut) seed 14's bandwidth alone no longer cuts its lumps again:
+    3 groups the racks refine, merges that are not taken either; with that rule off it crosses as before."""
+    import plink.structure.hierarchy as hierarchy
     from plink.probes.uplinks import infer_groups
     from plink.structure.metrics import ami, refines
     from plink.structure.probegroups import FAR_RATIO, _group, inverse, placed_hosts
@@ -254,6 +257,10 @@ def test_groups_of_a_bandwidth_probe_when_the_two_groupings_cross(seed):
     # what the bandwidth alone finds: it crosses the racks, splitting the rack of 2 ...
     inv = inverse(pd.bandwidth)
     b = _group(inv, placed_hosts(inv), 0)
+    if seed == 14:
+        assert refines(racks, b) and b.max() + 1 == 3
+        monkeypatch.setattr(hierarchy, "SMALL_BOTH", False)
+        b = _group(inv, placed_hosts(inv), 0)
     assert not refines(b, racks) and not refines(racks, b)
     two = np.flatnonzero(racks == np.flatnonzero(np.bincount(racks) == 2)[0])
     assert b[two[0]] != b[two[1]]
