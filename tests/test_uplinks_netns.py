@@ -47,7 +47,9 @@ def test_probe_uplinks_sees_the_shared_rack_uplink(cluster, tmp_path):
     probe = load(out)
     assert probe.bandwidth is not None   # --bandwidth: pair tests, then the uplinks (on by default)
     racks = {frozenset(probe.index(h.name) for h in cluster.hosts if h.rack == r) for r in range(3)}
-    assert {frozenset(u.hosts) for u in probe.uplinks} == racks
+    # (on a miss: the groups' source and the latencies they came from, to tell noise from a rule)
+    assert {frozenset(u.hosts) for u in probe.uplinks} == racks, (
+        probe.meta["uplinks"], [[round(float(v), 1) for v in row] for row in probe.structure_latency])
     for u in probe.uplinks:
         for rate in (u.up_bps, u.down_bps):
             assert 0.6 * 100e6 / 8 < rate < 1.1 * 100e6 / 8, (u, rate * 8e-6)
