@@ -593,7 +593,7 @@ def split_group(x: np.ndarray, rng: np.random.Generator, n_null: int | None = No
     one_only = (SMALL_BOTH and pairs == "small" and 0 < len(ok) < len(tried)
                 and not any("pairs" in t[1] for t in ok))
     if not ok or one_only:
-        lab, sc, p = tried[-1]
+        p = tried[-1][2]
         out = {"k": 1, "metrics": {t[1]["metric"]: t[1] for t in tried}}
         if one_only:
             out["reason"] = (f"inside a small group only {ok[0][1]['metric']!r} found a split; "
