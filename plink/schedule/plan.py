@@ -253,7 +253,7 @@ def default_groups(probe: ProbeData) -> tuple[np.ndarray, str]:
     ``--groups`` are taken as they are.
     """
     try:
-        from plink.structure.hierarchy import attach_lone_hosts, infer_hierarchy
+        from plink.structure.hierarchy import infer_hierarchy
     except ImportError:
         infer_hierarchy = None
     if infer_hierarchy is not None and probe.n >= 4:
@@ -263,12 +263,17 @@ def default_groups(probe: ProbeData) -> tuple[np.ndarray, str]:
         lone = np.flatnonzero(np.bincount(lab)[lab] == 1)
         joined = ""
         if lone.size and lab.max() >= 1:
-            lab, near = attach_lone_hosts(lat, lab)
-            lab = np.asarray(lab, dtype=np.int64)
-            names = ", ".join(f"{probe.names[i]} -> {probe.names[near[i]]}" for i in lone[:5])
-            more = f" and {lone.size - 5} more" if lone.size > 5 else ""
-            joined = (f"; {lone.size} host(s) it left alone (near no rack) put in the group of their "
-                      f"nearest host: {names}{more}")
+            try:
+                from plink.structure.hierarchy import attach_lone_hosts
+            except ImportError:
+                pass
+            else:
+                lab, near = attach_lone_hosts(lat, lab)
+                lab = np.asarray(lab, dtype=np.int64)
+                names = ", ".join(f"{probe.names[i]} -> {probe.names[near[i]]}" for i in lone[:5])
+                more = f" and {lone.size - 5} more" if lone.size > 5 else ""
+                joined = (f"; {lone.size} host(s) it left alone (near no rack) put in the group of their "
+                          f"nearest host: {names}{more}")
         sizes = np.bincount(lab)
         if len(sizes) >= 2 and sizes.min() >= 2:
             return lab, f"structure inference (infer_hierarchy): {len(sizes)} groups{joined}"
