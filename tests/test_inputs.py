@@ -290,7 +290,7 @@ def test_schedule_uses_structure_inference_when_installed(monkeypatch):
     assert default_groups(p)[1].startswith("fallback")
 
 
-def test_schedule_puts_a_host_alone_in_its_group_with_its_nearest_host(monkeypatch):
+def test_schedule_puts_a_host_alone_in_its_group_with_its_nearest_host(monkeypatch, tmp_path):
     import sys
     import types
 
@@ -311,6 +311,19 @@ def test_schedule_puts_a_host_alone_in_its_group_with_its_nearest_host(monkeypat
            f"{p.names[23]} -> {p.names[nearest]}" in source
     assert labels.max() == 2 and np.bincount(labels).min() >= 2 and labels[23] == labels[nearest]
     assert [len(set(labels[given == g])) for g in range(3)] == [1, 1, 1]  # the other groups as found
+    # the CLI repeats that message as a note on stderr (with --json it is the summary's groups_source)
+    from click.testing import CliRunner
+
+    from plink.cli import cli
+
+    args = ["schedule", str(DATA / "planetlab24_rtt_ms.csv"), "--unit", "ms", "--size", "1MiB",
+            "-o", str(tmp_path / "s.json")]
+    res = CliRunner().invoke(cli, args)
+    assert res.exit_code == 0, res.output
+    assert f"note: groups from {source}" in res.stderr
+    res = CliRunner().invoke(cli, args + ["--json"])
+    assert res.exit_code == 0 and "note: groups from" not in res.stderr
+    assert json.loads(res.stdout)["groups_source"] == source
 
 
 def test_an_implausible_median_rtt_is_warned_about_as_a_unit_mixup(tmp_path):

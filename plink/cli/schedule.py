@@ -101,7 +101,7 @@ def schedule(probefile, groups_file, size, chunk, capacity, compact, output, as_
     """
     from plink.data.groupfile import load_groups
     from plink.schedule.dag import Schedule
-    from plink.schedule.plan import plan_schedule
+    from plink.schedule.plan import LONE_JOINED, plan_schedule
     from plink.schedule.verify import VERIFY_LIMIT, summarize
 
     from plink.data.fileio import is_stdout
@@ -136,7 +136,7 @@ def schedule(probefile, groups_file, size, chunk, capacity, compact, output, as_
     summary["form"] = form
     summary["groups_source"] = plan.meta["groups"]
     _render_or_json(summary, as_json)
-    if not as_json and "left alone" in plan.meta["groups"]:
+    if not as_json and LONE_JOINED in plan.meta["groups"]:
         click.echo(f"note: groups from {plan.meta['groups']}", err=True)
     if not as_json and "note_form" in summary:
         click.echo(summary["note_form"], err=True)

@@ -241,6 +241,11 @@ def fallback_groups(probe: ProbeData, k: int | None = None, elasticity: float = 
     return np.array([remap[int(r)] for r in labels], dtype=np.int64)
 
 
+#: the words :func:`default_groups` names the hosts it put with their nearest host by (``plink schedule``
+#: then repeats its message as a note)
+LONE_JOINED = "host(s) it left alone"
+
+
 def default_groups(probe: ProbeData) -> tuple[np.ndarray, str]:
     """Groups of ``plink schedule`` without ``--groups``, and where they came from.
 
@@ -272,7 +277,7 @@ def default_groups(probe: ProbeData) -> tuple[np.ndarray, str]:
                 lab = np.asarray(lab, dtype=np.int64)
                 names = ", ".join(f"{probe.names[i]} -> {probe.names[near[i]]}" for i in lone[:5])
                 more = f" and {lone.size - 5} more" if lone.size > 5 else ""
-                joined = (f"; {lone.size} host(s) it left alone (near no rack) put in the group of their "
+                joined = (f"; {lone.size} {LONE_JOINED} (near no rack) put in the group of their "
                           f"nearest host: {names}{more}")
         sizes = np.bincount(lab)
         if len(sizes) >= 2 and sizes.min() >= 2:
