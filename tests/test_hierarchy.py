@@ -1120,6 +1120,53 @@ def test_a_host_near_no_one_stays_alone_when_a_lump_is_cut(kw, before, after, al
     assert ami(truth, h.labels) == pytest.approx(before, abs=5e-4)
 
 
+def test_excess_latency_is_a_busy_hosts_delay_and_not_a_missing_rack_mate():
+    """4 racks of 4 (in-rack 30 us, cross-rack 60 us): host 5 adds 25 us to every pair of its own, host 0's
+    two rack-mate pairs are unmeasured. Host 5's excess is its 25 us; host 0's and every other host's is 0."""
+    from plink.structure.hierarchy import excess_latency
+
+    racks = np.repeat(np.arange(4), 4)
+    lat = np.where(racks[:, None] == racks[None, :], 30.0, 60.0)
+    lat[5, :] += 25.0
+    lat[:, 5] += 25.0
+    np.fill_diagonal(lat, 0.0)
+    lat[0, 1] = lat[1, 0] = lat[0, 2] = lat[2, 0] = np.nan
+    ex = excess_latency(lat)
+    assert ex[5] == pytest.approx(25.0)
+    assert ex[0] == pytest.approx(0.0)
+    assert np.allclose(np.delete(ex, 5), 0.0)
+    only = np.full((4, 4), np.nan)
+    only[0, 1] = only[1, 0] = 5.0
+    assert np.isnan(excess_latency(only)[2]) and excess_latency(np.zeros((2, 2))).tolist() == [0.0, 0.0]
+
+
+def test_a_busy_host_over_the_cut_joins_its_rack_when_the_rest_stay_far(monkeypatch):
+    """5 racks of 2-7 hosts, in-rack 30-40 us, cross-rack 55-90 us, a third of the hosts busy (0-40 us added to
+    every pair of theirs), as benchmarks/probe_groups.py --simulate's busy probes. Hosts 1, 2 and 5 are busy
+    hosts of one rack: their every pair is 63-98 us, over the cut of the lump they are in, but their
+    rack-mates stay 23-28 us nearer than anyone else. With their overhead (excess_latency) taken off
+    (LONE_SHIFT) they join that rack; without it (LONE_STAY alone, as until 2026-11-30) they stay alone."""
+    import plink.structure.hierarchy as hier
+
+    rng = np.random.default_rng(41)
+    sizes = rng.integers(2, 8, rng.integers(3, 7))
+    racks = rng.permutation(np.repeat(np.arange(len(sizes)), sizes))
+    n = len(racks)
+    same = racks[:, None] == racks[None, :]
+    lat = np.where(same, rng.uniform(30, 40, (n, n)), rng.uniform(55, 90, (n, n)))
+    extra = np.where(rng.random(n) < 1 / 3, rng.uniform(0, 40, n), 0.0)
+    lat = lat + extra[:, None] + extra[None, :]
+    np.fill_diagonal(lat, 0.0)
+    assert np.bincount(racks).tolist() == [7, 6, 6, 6, 2]
+    h = infer_hierarchy(lat)
+    assert ami(racks, h.labels) == pytest.approx(1.0)
+    monkeypatch.setattr(hier, "LONE_SHIFT", False)
+    h = infer_hierarchy(lat)
+    sizes = np.bincount(h.labels)
+    assert np.flatnonzero(sizes[h.labels] == 1).tolist() == [1, 2, 5]
+    assert ami(racks, h.labels) == pytest.approx(0.8794, abs=5e-4)
+
+
 def test_a_small_group_is_cut_only_when_both_distances_agree(monkeypatch):
     """1 row of 10 racks of 5-9 hosts (benchmarks/structure.py --large: seed 113's sim-4): a rack of 7, a few
     of whose pairs noise inflated, is one group of the top split; inside it the "log" profile distance finds

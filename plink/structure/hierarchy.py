@@ -66,7 +66,10 @@ The pipeline (each step a pure function over numpy arrays):
    one group); a cut that finds one rack and leaves 2 hosts or more cuts a
    group of 1.25x a typical group's size into that rack and the hosts left.
    A host that joins no part follows its nearest host there when that
-   latency is under the cut; with every latency over it, it stays alone
+   latency is under the cut, or when, the host's own overhead
+   (:func:`excess_latency`) taken off, its median latency to that part is
+   under the cut and every other part's over it (:data:`LONE_SHIFT`: a busy
+   host); otherwise it stays alone
    (:data:`LONE_STAY`: its rack-mate pairs unmeasured or spoilt).
 7. :func:`merge_split_groups`: two groups of one parent that one group of
    their hosts would not have been split into (judged on the lower quartiles
@@ -181,6 +184,17 @@ MERGE_QUANTILE = 0.25
 #: there is over the cut (its rack-mate pair unmeasured or spoilt) stays alone rather than join the
 #: nearest part, a rack it is not in (False: every such host joins, as until 2026-11-29)
 LONE_STAY = True
+#: ... except a host whose latencies, lowered by its own overhead (:func:`excess_latency`: how much slower it
+#: is than the other hosts to the same targets), are under the cut to its nearest host's part (their median)
+#: and over it to every other part: a busy host adds its delay to every pair of its own
+#: (benchmarks/probe_groups.py --simulate, busy seeds 40 and 41: every pair of 3 hosts 63-98 us, over a cut
+#: of ~50 us, their rack-mates 23-29 us nearer than anyone else). Its first forms also attached hosts whose
+#: rack-mate pair is unmeasured (the overhead taken as the nearest latency minus a rack's scale: seeds 28's
+#: and 107's sim-9 in benchmarks/structure.py --large) and noisy hosts near one host of a part (the nearest
+#: latency instead of the part's median: seeds 53's sim-9 and 117's sim-4); an overhead not under the host's
+#: nearest latency is a host far from everyone (PlanetLab's h137, 37-38 ms from every host), not a busy one.
+#: False: each stays alone
+LONE_SHIFT = True
 #: inside a group of fewer than SMALL_GROUP hosts found already, a split is taken only when both profile
 #: distances (METRICS) find one significant (split_group; the pairs far apart of EFFECT_PAIRS_SMALL
 #: excepted). One alone cut a rack of 6-7 hosts, a few of whose pairs noise inflated, in two: seed 113's
@@ -1066,7 +1080,28 @@ def attach_lone_hosts(latency, labels) -> tuple[np.ndarray, dict[int, int]]:
     return _attach_lone(d, lab), nearest
 
 
-def _attach_lone(d: np.ndarray, sub: np.ndarray, only=None, below: float | None = None) -> np.ndarray:
+def excess_latency(s: np.ndarray) -> np.ndarray:
+    """Each host's overhead: the median over targets ``k`` of how much its latency to ``k``
+    exceeds the median latency of all hosts to ``k``.
+
+    ``s``: symmetric latencies (NaN = missing).  A busy host adds its delay to every pair
+    of its own, so it is slower than the others to every target; a host is not made to
+    look busy by its rack-mate pair being unmeasured or spoilt (unlike a host's nearest
+    latencies, :func:`remove_host_overheads`), as most targets are in racks of neither.
+    NaN for a host with no measured latency.  O(N^2).
+    """
+    x = np.array(s, dtype=float)
+    n = x.shape[0]
+    if n < 3:
+        return np.zeros(n)
+    np.fill_diagonal(x, np.nan)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # (all-NaN rows and columns: NaN)
+        return np.nanmedian(x - np.nanmedian(x, axis=0)[None, :], axis=1)
+
+
+def _attach_lone(d: np.ndarray, sub: np.ndarray, only=None, below: float | None = None,
+                 overhead: np.ndarray | None = None) -> np.ndarray:
     """Labels ``sub`` of the hosts of symmetric ``d`` with every host alone in its part attached.
 
     Each lone host links to the host it has the smallest latency to (noise only adds
@@ -1077,6 +1112,10 @@ def _attach_lone(d: np.ndarray, sub: np.ndarray, only=None, below: float | None 
     hosts (None: all; the others stay alone, and a chain that reaches one ends there as at
     a part).  ``below``: of those, just the ones with a measured latency under it, and two
     lone hosts each other's nearest; the others are near no one (:data:`LONE_STAY`).
+    ``overhead`` (with ``below``; per host of ``d``, see :func:`excess_latency`): also a
+    host whose latencies, lowered by its overhead, are under ``below`` to its nearest
+    host's part (their median) and over it to every other part, its overhead under its
+    nearest latency (:data:`LONE_SHIFT`).
     Independent of the hosts' order; O(n^2).
     """
     sub = sub.copy()
@@ -1087,7 +1126,19 @@ def _attach_lone(d: np.ndarray, sub: np.ndarray, only=None, below: float | None 
     if below is not None and lone.size:
         near, arg = f[lone].min(axis=1), np.argmin(f[lone], axis=1)
         mutual = (sizes[sub[arg]] == 1) & (np.argmin(f[arg], axis=1) == lone) & np.isfinite(near)
-        lone = lone[(near < below) | mutual]
+        keep = (near < below) | mutual
+        if overhead is not None and LONE_SHIFT:
+            # with the host's own overhead taken off: its median latency to its nearest host's part under
+            # the cut, and every latency to the other parts over it
+            oh = np.maximum(np.nan_to_num(np.asarray(overhead, dtype=float)[lone], nan=0.0), 0.0)
+            same = sub[None, :] == sub[arg][:, None]
+            other = np.where(same, np.inf, f[lone]).min(axis=1)
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", RuntimeWarning)
+                to_part = np.nanmedian(np.where(same & np.isfinite(f[lone]), f[lone], np.nan), axis=1)
+            # (an overhead as large as the host's nearest latency is no overhead: a host far from everyone)
+            keep |= (oh < near) & (to_part - oh < below) & (other - oh >= below)
+        lone = lone[keep]
     if only is not None:
         lone = np.intersect1d(lone, np.asarray(only, dtype=int))
     if not lone.size:
@@ -1172,6 +1223,7 @@ def split_loose_groups(raw: np.ndarray, labels: np.ndarray, parent: np.ndarray |
     gpar = par[[m[0] for m in members]] if k else np.zeros(0, dtype=int)
     splits: list[tuple[list[int], list[int]]] = []
     nxt = k
+    excess = None
     for g in range(k):
         m = members[g]
         if len(m) < min_size or not np.isfinite(u[g]):
@@ -1202,7 +1254,9 @@ def split_loose_groups(raw: np.ndarray, labels: np.ndarray, parent: np.ndarray |
         sizes = np.bincount(sub)
         parts = int((sizes >= 2).sum())
         if parts >= 2:
-            sub = _attach_lone(d, sub, below=cut_at if LONE_STAY else None)
+            if excess is None:
+                excess = excess_latency(raw)
+            sub = _attach_lone(d, sub, below=cut_at if LONE_STAY else None, overhead=excess[m])
         elif parts == 1 and one_part and len(m) - sizes.max() >= 2 and len(m) >= ONE_PART_SIZE * typical:
             sub = (sub != int(np.argmax(sizes))).astype(int)  # the one part, and the hosts it left together
             if not _finite_median(_inside_pairs(d, np.flatnonzero(sub == 1))) < o:
@@ -1462,7 +1516,8 @@ class HierarchicalGrouper:
 
 
 __all__ = ["Hierarchy", "HierarchicalGrouper", "infer_hierarchy", "infer_groups", "hierarchy_from_matrix",
-           "profile_distances", "remove_host_overheads", "symmetrise_min", "denoise_profile", "best_split",
+           "profile_distances", "remove_host_overheads", "excess_latency", "symmetrise_min", "denoise_profile",
+           "best_split",
            "check_latency", "SILHOUETTE_MIN"]
 
 
