@@ -937,6 +937,19 @@ def test_split_loose_groups_puts_a_host_that_joins_no_one_in_a_part():
     assert _attach_lone(np.full((3, 3), np.nan), np.array([0, 0, 1])).tolist() == [0, 0, 0]
 
 
+def test_attach_lone_hosts_names_each_lone_hosts_nearest_other_host_whatever_the_diagonal():
+    """plink schedule's partner for a host alone: the host it has the smallest latency to, never
+    itself, with a zero diagonal (a matrix as read) as with NaN (a probe's)."""
+    from plink.structure.hierarchy import attach_lone_hosts
+
+    lat = np.array([[0, 1, 5, 5, 6], [1, 0, 5, 5, 6], [5, 5, 0, 2, 3], [5, 5, 2, 0, 4], [6, 6, 3, 4, 0]], float)
+    for diag in (0.0, np.nan):
+        m = lat.copy()
+        np.fill_diagonal(m, diag)
+        labels, nearest = attach_lone_hosts(m, [0, 0, 1, 1, 2])
+        assert nearest == {4: 2} and labels.tolist() == [0, 0, 1, 1, 1]
+
+
 def test_split_loose_groups_cuts_a_group_alone_in_its_parent_on_the_other_parents_scale():
     """A row left whole (one group in its parent: no rest to compare with) is cut when its median pair is
     1.6x that of the groups of the other rows; a row that is one rack is not (nor with a looser rack in

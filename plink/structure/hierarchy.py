@@ -1075,6 +1075,7 @@ def attach_lone_hosts(latency, labels) -> tuple[np.ndarray, dict[int, int]]:
     d = symmetrise_min(np.asarray(latency, dtype=float))
     lab = np.asarray(labels, dtype=int)
     f = np.where(np.isfinite(d), d, np.inf)
+    np.fill_diagonal(f, np.inf)  # (a host is not its own nearest, whatever its diagonal holds)
     nearest = {int(i): int(np.argmin(f[i])) for i in np.flatnonzero(np.bincount(lab)[lab] == 1)
                if np.isfinite(f[i]).any()}
     return _attach_lone(d, lab), nearest
