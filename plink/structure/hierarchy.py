@@ -1096,9 +1096,14 @@ def excess_latency(s: np.ndarray) -> np.ndarray:
     if n < 3:
         return np.zeros(n)
     np.fill_diagonal(x, np.nan)
+    return _nanmedian_rows(x - _nanmedian_rows(x.T)[None, :])
+
+
+def _nanmedian_rows(a: np.ndarray) -> np.ndarray:
+    """The median of the non-NaN values of each row of ``a``; NaN, without a warning, for a row with none."""
     with warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)  # (all-NaN rows and columns: NaN)
-        return np.nanmedian(x - np.nanmedian(x, axis=0)[None, :], axis=1)
+        warnings.simplefilter("ignore", RuntimeWarning)
+        return np.nanmedian(a, axis=1)
 
 
 def _attach_lone(d: np.ndarray, sub: np.ndarray, only=None, below: float | None = None,
@@ -1134,9 +1139,7 @@ def _attach_lone(d: np.ndarray, sub: np.ndarray, only=None, below: float | None 
             oh = np.maximum(np.nan_to_num(np.asarray(overhead, dtype=float)[lone], nan=0.0), 0.0)
             same = sub[None, :] == sub[arg][:, None]
             other = np.where(same, np.inf, f[lone]).min(axis=1)
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore", RuntimeWarning)
-                to_part = np.nanmedian(np.where(same & np.isfinite(f[lone]), f[lone], np.nan), axis=1)
+            to_part = _nanmedian_rows(np.where(same & np.isfinite(f[lone]), f[lone], np.nan))
             # (an overhead as large as the host's nearest latency is no overhead: a host far from everyone)
             keep |= (oh < near) & (to_part - oh < below) & (other - oh >= below)
         lone = lone[keep]
@@ -1518,8 +1521,7 @@ class HierarchicalGrouper:
 
 __all__ = ["Hierarchy", "HierarchicalGrouper", "infer_hierarchy", "infer_groups", "hierarchy_from_matrix",
            "profile_distances", "remove_host_overheads", "excess_latency", "symmetrise_min", "denoise_profile",
-           "best_split",
-           "check_latency", "SILHOUETTE_MIN"]
+           "best_split", "check_latency", "SILHOUETTE_MIN"]
 
 
 LOW_CONFIDENCE = 0.25  #: hosts below this confidence are named in reports
