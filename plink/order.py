@@ -7,7 +7,9 @@ default; ``pairsum``: the dissertation's §5.2.1 sum of pair costs, in µs)
 with missing pairs priced at the worst plausible value -> solver -> a report
 (priced, for the shared model's recursive doubling, Rabenseifner, BCube and
 tree up to 64 ranks, by the fluid model of ``solvers.fluid`` over the same
-network: the search's per-rank clocks are its fast surrogate)
+network: the search's per-rank clocks are its fast surrogate, and the order
+returned is the annealed one or a starting order the fluid prices lower,
+``solvers.groupsearch.by_price``)
 of what the order buys against the input order, the median of random orders
 (what a cloud hands out) and the rack-contiguous order (groups in index
 order: the best simple alternative).  Every figure of the report is also
@@ -287,10 +289,10 @@ def order_hosts(
     identity = np.arange(n)
     contiguous = rack_contiguous(groups.labels)
     rand = random_orders(n, n_random, seed)
-    res, lb_model = _search(model, cm, identity, notes, labels=labels, time_limit=time_limit, seed=seed, jobs=jobs,
-                            smt_time=smt_time, max_iter=max_iter, keep_on_interrupt=keep_on_interrupt)
     # what the report prices with: the fluid model where it applies (searched on the clocks: fast)
     price, price_low = _pricing(model, cm, cm_low)
+    res, lb_model = _search(model, cm, identity, notes, labels=labels, time_limit=time_limit, seed=seed, jobs=jobs,
+                            smt_time=smt_time, max_iter=max_iter, keep_on_interrupt=keep_on_interrupt, price=price)
     res = _exact_for_price(res, cm, price)
     best, best_cost = res.perm, float(price(res.perm))
     cost_input = float(price(identity))
@@ -441,8 +443,9 @@ def _tie_break_note(tb: dict, cost: float) -> list[str]:
 
 
 def _search(model: str, cm, identity: np.ndarray, notes: list[str], *, labels, time_limit, seed, jobs, smt_time,
-            max_iter, keep_on_interrupt: bool = False):
-    """``(solver result, the pairsum solver's lower bound or None)``: the model's solver, started from ``identity``."""
+            max_iter, keep_on_interrupt: bool = False, price=None):
+    """``(solver result, the pairsum solver's lower bound or None)``: the model's solver, started from
+    ``identity`` (the shared model's: its annealed order, or a starting order ``price`` prices lower)."""
     if model == "pairsum":
         res = minimise(cm, init=identity, labels=labels, time_limit=time_limit, seed=seed, jobs=jobs,
                        smt_time=smt_time, max_iter=max_iter, keep_on_interrupt=keep_on_interrupt)
@@ -450,7 +453,7 @@ def _search(model: str, cm, identity: np.ndarray, notes: list[str], *, labels, t
     if smt_time > 0:
         notes.append("--smt-time applies to --model pairsum only: ignored")
     return minimise_shared(cm, init=identity, time_limit=time_limit, seed=seed, max_iter=max_iter,
-                           keep_on_interrupt=keep_on_interrupt), None
+                           keep_on_interrupt=keep_on_interrupt, price=price), None
 
 
 def _pricing(model: str, cm, cm_low):

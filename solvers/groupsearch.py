@@ -15,10 +15,16 @@ it), not by a sum of hops.  What works:
    and the heavy first steps of halving-doubling / BCube and the subtrees of
    the tree stay inside groups.  Candidates: the groups in index order
    (rack-contiguous), groups by size (largest first, so power-of-two
-   groups are aligned blocks of ``hd``/``rd``/BCube), and, for up to 7
-   groups, every cyclic order of the groups (``(G-1)!``); inside a group a
+   groups are aligned blocks of ``hd``/``rd``/BCube), and, for up to 6
+   groups, every order of the groups (``G!``; for the ring, which costs the
+   same rotated, and for 7 groups, the ``(G-1)!`` cyclic orders); inside a group a
    nearest-neighbour path by latency, entered at the host closest to the
-   previous group's exit host.  **Group-interleaved starts** too (round-robin
+   previous group's exit host.  Until 2026-11-30 every algorithm got the
+   cyclic orders only, so the first rank's group was fixed: for
+   Rabenseifner over 24 ranks in 6 racks (proof case E, seed 23) the best of
+   them was priced 10% above the best order of the racks (the first 16 ranks
+   fold in pairs, so which racks come first matters), and the annealing did
+   not close the gap.  **Group-interleaved starts** too (round-robin
    over the groups, in index order and largest first): they spread every
    step's flows evenly over the uplinks, which is what Open MPI's binary tree
    (every edge carries S at once) wants; on unequal racks annealing from the
@@ -47,6 +53,18 @@ it), not by a sum of hops.  What works:
    faster in 14 of 19 (Open MPI's tree 7 of 11, recursive doubling 3 of 4,
    Rabenseifner 4 of 4; ``benchmarks/uplink_bytes_tally.py`` over the runs of
    2026-11-23 to 11-29).
+5. **By price** (:func:`by_price`, when the caller reports with another
+   model than the search's, as ``plink order`` does with the fluid one):
+   the annealed order, or one of the ``PRICED_STARTS`` starts the clocks
+   price lowest when the price is more than the tie tolerance lower.  The
+   clocks and the fluid disagree most for Rabenseifner on unequal racks:
+   on the saved proof probes the annealed order was priced 1.02-1.33x a
+   start in 13 of 252 searches.  With every group order as a start too,
+   over those 252 searches (``python benchmarks/search_starts.py``, same
+   seed and iterations): the order is priced >2% lower in 18 (down to
+   0.77x; Rabenseifner 12, recursive doubling 6), >2% higher in 3
+   (recursive doubling, up to 1.045x: another annealing path), geometric
+   mean 0.992.
 
 Complexity: exact O(evals x flows); per annealing iteration O(batch x
 flows).  Deterministic for a seed with ``max_iter`` (candidate orders priced);
@@ -72,6 +90,11 @@ from .solve import SolveResult, interrupted_result
 #: the tie-break's tolerance: orders priced within the model's resolution are not told apart by it
 TIE_TOLERANCE = RESOLUTION
 BATCH = 24  #: candidate orders priced per iteration, in the annealing and the tie-break
+#: group orders enumerated as starts, at most: every order of up to 6 groups; of 7 groups (and for the
+#: ring) the cyclic ones.  Every order of 7 groups (5,040) took 1.4 s to build and price at 128 ranks
+MAX_GROUP_ORDERS = 720
+#: starting orders (the cheapest on the search's model) that ``by_price`` prices with the report's model
+PRICED_STARTS = 32
 
 
 def _transitive(model: SharedCostModel) -> bool:
@@ -123,15 +146,23 @@ def _path(lat: np.ndarray, hosts: np.ndarray, start: int) -> list[int]:
     return out
 
 
-def contiguous_order(lat: np.ndarray, groups: np.ndarray, group_order) -> np.ndarray:
-    """Hosts group by group in ``group_order``; inside a group a nearest-neighbour path."""
+def contiguous_order(lat: np.ndarray, groups: np.ndarray, group_order, paths: dict | None = None) -> np.ndarray:
+    """Hosts group by group in ``group_order``; inside a group a nearest-neighbour path, entered at
+    the host nearest the previous group's last one.  ``paths``: a dict kept between calls, so that
+    many group orders share each ``(group, entry host)`` path (``group_starts``)."""
     out: list[int] = []
     for g in group_order:
         hosts = np.flatnonzero(groups == g)
         if len(hosts) == 0:
             continue
         start = int(hosts[0]) if not out else int(hosts[np.argmin(lat[out[-1], hosts])])
-        out += _path(lat, hosts, start)
+        key = (g, start)
+        path = None if paths is None else paths.get(key)
+        if path is None:
+            path = _path(lat, hosts, start)
+            if paths is not None:
+                paths[key] = path
+        out += path
     return np.array(out, dtype=np.int64)
 
 
@@ -168,9 +199,14 @@ def group_starts(model: SharedCostModel, max_groups_enumerated: int = 7) -> list
            ("groups-interleaved", interleaved_order(lat, g, present)),
            ("groups-interleaved-by-size", interleaved_order(lat, g, by_size))]
     if 2 < len(present) <= max_groups_enumerated:
-        first, rest = present[0], present[1:]
+        # a ring costs the same rotated, so its cyclic orders of the groups are all of them; every other
+        # algorithm tells a rotation apart (which groups the first ranks are: the non power-of-two fold of
+        # hd/rd, the tree's root), so it gets every order while they are at most MAX_GROUP_ORDERS
+        paths: dict = {}
+        cyclic = model.algo == "ring" or math.factorial(len(present)) > MAX_GROUP_ORDERS
+        head, rest = ((present[0],), present[1:]) if cyclic else ((), present)
         for perm in itertools.permutations(rest):
-            out.append(("group-orders", contiguous_order(lat, g, (first,) + perm)))
+            out.append(("group-orders", contiguous_order(lat, g, head + perm, paths)))
     elif len(present) > max_groups_enumerated:
         # groups in nearest-neighbour order over mean inter-group latency
         k = len(present)
@@ -326,13 +362,46 @@ def _starting_orders(model, init, starts) -> tuple[list, np.ndarray]:
     return cands, model.batch(np.array([p for _, p in cands]))
 
 
+def by_price(price, model: SharedCostModel, perm, others, *, tolerance: float = TIE_TOLERANCE,
+             keep: int = PRICED_STARTS) -> tuple[np.ndarray, float, dict | None]:
+    """The search's ``perm``, or the order ``price`` (another model of the same collective, e.g. the
+    fluid one of ``solvers.fluid``) prices lowest when that is more than ``tolerance`` below it.
+
+    The candidates are ``perm`` and the ``keep`` orders of ``others`` (the search's starting
+    orders) that ``model`` prices lowest.  The search minimises ``model``; where the report prices
+    with ``price``, the order it anneals to can be priced above a starting order it left (on the
+    saved proof probes, Rabenseifner's annealed order was priced up to 1.33x a start:
+    ``benchmarks/search_starts.py``).
+    Of the candidates within ``tolerance`` of the cheapest, the fewest bytes over group uplinks
+    wins, as in the tie-break.  Returns ``(order, its price, info or None when perm stays)``.
+    O(keep) prices plus sorting the starts.
+    """
+    perm = np.asarray(perm, dtype=np.int64)
+    others = [np.asarray(o, dtype=np.int64) for o in others]
+    if others:
+        order = np.argsort(model.batch(np.array(others)), kind="stable")[:keep]
+        others = [others[i] for i in order]
+    pool = [perm] + others
+    pc = np.array([float(price(o)) for o in pool])
+    j = int(np.argmin(pc))
+    if not pc[j] * (1.0 + tolerance) < pc[0]:
+        return perm, float(pc[0]), None
+    near = np.flatnonzero(pc <= pc[j] * (1.0 + tolerance) + 1e-15)
+    pb = model.uplink_bytes(np.array([pool[i] for i in near]))
+    k = int(near[np.lexsort((pc[near], pb))[0]])
+    return pool[k], float(pc[k]), {"price_before": float(pc[0]), "price": float(pc[k]), "candidates": len(pool)}
+
+
 def minimise_shared(model: SharedCostModel, *, init=None, starts=(), time_limit: float = 5.0, seed: int = 0,
                     max_iter: int | None = None, exact: bool = True,
                     max_evals: int = EXHAUSTIVE_MAX_EVALS, keep_on_interrupt: bool = False,
-                    tie_break: bool = True) -> SolveResult:
+                    tie_break: bool = True, price=None) -> SolveResult:
     """Minimise the shared-link model over rank orders (see module docstring); with ``tie_break``
     (default), of the orders priced within ``TIE_TOLERANCE`` of the best found, the one with the
-    fewest bytes over group uplinks (:func:`fewer_uplink_bytes`; not after an exhaustive search)."""
+    fewest bytes over group uplinks (:func:`fewer_uplink_bytes`; not after an exhaustive search).
+    ``price``: the model the caller reports with, when not ``model``; the result is then the
+    annealed order or a starting order priced lower by ``price`` (:func:`by_price`), and its
+    ``cost`` is ``model``'s."""
     if not (time_limit > 0):
         raise ValueError(f"time limit must be > 0 seconds, got {time_limit}")
     t_start = time.perf_counter()
@@ -376,5 +445,10 @@ def minimise_shared(model: SharedCostModel, *, init=None, starts=(), time_limit:
             if not keep_on_interrupt:
                 raise
             stopped["interrupted"] = True
+    if price is not None and price is not model and not stopped.get("interrupted"):
+        perm, _, repriced = by_price(price, model, perm, [p for _, p in cands])
+        if repriced is not None:
+            cost = float(model(perm))
+            info["by_price"] = repriced
     info.update({"seconds": round(time.perf_counter() - t_start, 3), **stopped})
     return SolveResult(perm, cost, False, None, "group-anneal", info)
