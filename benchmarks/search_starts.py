@@ -33,7 +33,7 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 import plink.solvers.groupsearch as gs  # noqa: E402
-from benchmarks.collectives_netns import run_algos  # noqa: E402
+from benchmarks.collectives_netns import load_saved, run_algos  # noqa: E402
 from plink.data.probefile import from_dict  # noqa: E402
 from plink.order import order_hosts  # noqa: E402
 
@@ -60,12 +60,13 @@ def main(argv=None) -> int:
     ap.add_argument("--max-iter", type=int, default=1000, help="annealing iterations (default 1000)")
     ap.add_argument("--json", help="also write the rows here")
     args = ap.parse_args(argv)
-    files = [Path(f) for f in args.files] or sorted((ROOT / "benchmarks" / "results").glob("**/[A-E].json"))
+    results = ROOT / "benchmarks" / "results"
+    files = [Path(f).resolve() for f in args.files] or sorted(results.glob("**/[A-E].json"))
     rows = []
     print(f"{'run':<34} {'probe':<9} {'algo':<7} {'old':>8} {'new':>8} {'new/old':>7}  by_price")
     for f in files:
-        doc = json.loads(f.read_text())
-        if "probes" not in doc or "collectives" not in doc:
+        doc = load_saved(ap, f)
+        if not isinstance(doc, dict) or "probes" not in doc or "collectives" not in doc:
             continue
         algos = sorted({run_algos(doc, c)["default"] for c in doc["collectives"] if c.startswith("mpi")} - {"ring"})
         for kind in ("latency", "bandwidth"):
@@ -75,7 +76,7 @@ def main(argv=None) -> int:
             for algo in algos:
                 old = search(probe, algo, doc["mpi_size_bytes"], True, args.max_iter)
                 new = search(probe, algo, doc["mpi_size_bytes"], False, args.max_iter)
-                r = {"run": str(f.relative_to(ROOT / "benchmarks" / "results")) if f.is_relative_to(ROOT) else str(f),
+                r = {"run": str(f.relative_to(results)) if f.resolve().is_relative_to(results) else str(f),
                      "probe": kind, "algo": algo, "old": old["price"], "new": new["price"],
                      "by_price": new["by_price"], "same": old["order"] == new["order"]}
                 rows.append(r)

@@ -58,13 +58,13 @@ it), not by a sum of hops.  What works:
    the annealed order, or one of the ``PRICED_STARTS`` starts the clocks
    price lowest when the price is more than the tie tolerance lower.  The
    clocks and the fluid disagree most for Rabenseifner on unequal racks:
-   on the saved proof probes the annealed order was priced 1.02-1.33x a
-   start in 13 of 252 searches.  With every group order as a start too,
-   over those 252 searches (``python benchmarks/search_starts.py``, same
-   seed and iterations): the order is priced >2% lower in 18 (down to
-   0.77x; Rabenseifner 12, recursive doubling 6), >2% higher in 3
+   on the 43 shipped proof runs the annealed order was priced 1.02-1.33x a
+   start in 14 of 258 searches.  With every group order as a start too,
+   over those 258 searches (``python benchmarks/search_starts.py``, same
+   seed and iterations): the order is priced >2% lower in 21 (down to
+   0.77x; Rabenseifner 14, recursive doubling 7), >2% higher in 3
    (recursive doubling, up to 1.045x: another annealing path), geometric
-   mean 0.992.
+   mean 0.991.
 
 Complexity: exact O(evals x flows); per annealing iteration O(batch x
 flows).  Deterministic for a seed with ``max_iter`` (candidate orders priced);
@@ -91,7 +91,8 @@ from .solve import SolveResult, interrupted_result
 TIE_TOLERANCE = RESOLUTION
 BATCH = 24  #: candidate orders priced per iteration, in the annealing and the tie-break
 #: group orders enumerated as starts, at most: every order of up to 6 groups; of 7 groups (and for the
-#: ring) the cyclic ones.  Every order of 7 groups (5,040) took 1.4 s to build and price at 128 ranks
+#: ring) the cyclic ones.  Every order of 7 groups (5,040) took 1.4 s to build and price for hd at 128
+#: ranks (timed once on this machine, a random network: a scratch measurement, not a benchmark)
 MAX_GROUP_ORDERS = 720
 #: starting orders (the cheapest on the search's model) that ``by_price`` prices with the report's model
 PRICED_STARTS = 32
@@ -317,20 +318,23 @@ def anneal_shared(model: SharedCostModel, init, *, time_limit: float = 2.0, max_
 
 
 def fewer_uplink_bytes(model: SharedCostModel, perm, cost: float, *, tolerance: float = TIE_TOLERANCE,
-                       others=(), iters: int = 200, patience: int = 60, seed: int = 0, batch: int = BATCH,
-                       deadline: float | None = None) -> tuple[np.ndarray, float, dict]:
+                       others=(), other_costs=None, iters: int = 200, patience: int = 60, seed: int = 0,
+                       batch: int = BATCH, deadline: float | None = None) -> tuple[np.ndarray, float, dict]:
     """The tie-break: among orders priced within ``tolerance`` of ``cost`` (the best found), one that
     sends the fewest bytes over group uplinks (``SharedCostModel.uplink_bytes``), then the cheapest.
 
     Starts from the cheapest-in-bytes of ``perm`` and ``others`` (e.g. the search's starting orders)
-    inside the bound, then descends by the annealer's moves (batches of ``batch``) for up to ``iters``
+    inside the bound (``other_costs``: ``model``'s prices of ``others`` when the caller has them), then
+    descends by the annealer's moves (batches of ``batch``) for up to ``iters``
     iterations, stopping after ``patience`` without a gain or at ``deadline``.  Returns
     ``(perm, its cost, info)``; ``info`` gives the bytes before and after.  O(iters x batch x flows).
     """
     bound = cost * (1.0 + tolerance) + 1e-15
     groups = model.net.groups
     pool = [np.asarray(perm, dtype=np.int64)] + [np.asarray(o, dtype=np.int64) for o in others]
-    pc, pb = model.batch(np.array(pool)), model.uplink_bytes(np.array(pool))
+    pc = (model.batch(np.array(pool)) if other_costs is None
+          else np.concatenate([model.batch(pool[0][None, :]), np.asarray(other_costs, dtype=float)]))
+    pb = model.uplink_bytes(np.array(pool))
     first_bytes = float(pb[0])
     ok = np.flatnonzero(pc <= bound)
     k = int(ok[np.lexsort((pc[ok], pb[ok]))[0]])
@@ -362,13 +366,14 @@ def _starting_orders(model, init, starts) -> tuple[list, np.ndarray]:
     return cands, model.batch(np.array([p for _, p in cands]))
 
 
-def by_price(price, model: SharedCostModel, perm, others, *, tolerance: float = TIE_TOLERANCE,
+def by_price(price, model: SharedCostModel, perm, others, *, costs=None, tolerance: float = TIE_TOLERANCE,
              keep: int = PRICED_STARTS) -> tuple[np.ndarray, float, dict | None]:
     """The search's ``perm``, or the order ``price`` (another model of the same collective, e.g. the
     fluid one of ``solvers.fluid``) prices lowest when that is more than ``tolerance`` below it.
 
     The candidates are ``perm`` and the ``keep`` orders of ``others`` (the search's starting
-    orders) that ``model`` prices lowest.  The search minimises ``model``; where the report prices
+    orders) that ``model`` prices lowest (``costs``: those prices, when the caller has them).  The
+    search minimises ``model``; where the report prices
     with ``price``, the order it anneals to can be priced above a starting order it left (on the
     saved proof probes, Rabenseifner's annealed order was priced up to 1.33x a start:
     ``benchmarks/search_starts.py``).
@@ -379,7 +384,8 @@ def by_price(price, model: SharedCostModel, perm, others, *, tolerance: float = 
     perm = np.asarray(perm, dtype=np.int64)
     others = [np.asarray(o, dtype=np.int64) for o in others]
     if others:
-        order = np.argsort(model.batch(np.array(others)), kind="stable")[:keep]
+        order = np.argsort(model.batch(np.array(others)) if costs is None else np.asarray(costs),
+                           kind="stable")[:keep]
         others = [others[i] for i in order]
     pool = [perm] + others
     pc = np.array([float(price(o)) for o in pool])
@@ -435,18 +441,19 @@ def minimise_shared(model: SharedCostModel, *, init=None, starts=(), time_limit:
     if cost > costs[k]:
         perm, cost = start_perm, float(costs[k])
     info = {"start": name, "start_cost": float(costs[k]), "starts": len(cands), "iterations": iters}
+    orders = [p for _, p in cands]
     if tie and not stopped:
         budget = max(25, iters // 5) if max_iter is not None else 200  # (iters: the annealing's, all of max_iter)
         try:
             perm, cost, info["tie_break"] = fewer_uplink_bytes(
-                model, perm, cost, others=[p for _, p in cands], iters=budget, seed=seed,
+                model, perm, cost, others=orders, other_costs=costs, iters=budget, seed=seed,
                 deadline=None if max_iter is not None else t_start + time_limit)
         except KeyboardInterrupt:  # Ctrl-C: the annealed order, as if there were no tie-break
             if not keep_on_interrupt:
                 raise
             stopped["interrupted"] = True
     if price is not None and price is not model and not stopped.get("interrupted"):
-        perm, _, repriced = by_price(price, model, perm, [p for _, p in cands])
+        perm, _, repriced = by_price(price, model, perm, orders, costs=costs)
         if repriced is not None:
             cost = float(model(perm))
             info["by_price"] = repriced
