@@ -7,6 +7,9 @@ new ``NetnsCluster`` of the case's shape (same prefix and subnet as the proof, h
 ``/tmp/plink-netns.lock``). Prints the median seconds per order and coll_tuned algorithm::
 
     sudo "$(command -v python)" benchmarks/proof_recheck.py A plink-ring-bw plink-rd-lat rack-contiguous
+
+``--order-file NAME=FILE`` adds an order the run did not have: ``plink order ... --format json -o
+FILE`` on one of the run's probes (its hosts by name), e.g. one made by a newer plink.
 """
 
 from __future__ import annotations
@@ -28,7 +31,9 @@ import benchmarks.collectives_netns as proof  # noqa: E402
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("case", choices=sorted(proof.CASES))
-    ap.add_argument("orders", nargs="+", help="order names in the case's JSON file")
+    ap.add_argument("orders", nargs="*", help="order names in the case's JSON file")
+    ap.add_argument("--order-file", action="append", default=[], metavar="NAME=FILE",
+                    help="also measure this order: the JSON of plink order --format json, hosts by name")
     ap.add_argument("--rounds", type=int, default=4, help="passes over the orders (3 runs each)")
     ap.add_argument("--data-dir", default=str(ROOT / "benchmarks" / "results"))
     args = ap.parse_args(argv)
@@ -43,6 +48,21 @@ def main(argv=None) -> int:
     unknown = [n for n in args.orders if n not in doc["orders"]]
     if unknown:
         ap.error(f"no such order in {args.case}.json: {', '.join(unknown)}")
+    index = {h: i for i, h in enumerate(doc["hosts"])}
+    for spec in args.order_file:
+        name, sep, file = spec.partition("=")
+        if not sep or not name or name in doc["orders"] or name in args.orders:
+            ap.error(f"--order-file {spec}: give NAME=FILE, a name the case's file does not use")
+        try:
+            hosts = [h["name"] for h in json.loads(Path(file).read_text())["hosts"]]
+        except (OSError, ValueError, KeyError, TypeError) as exc:
+            ap.error(f"cannot read the order {file}: {exc}")
+        if sorted(hosts) != sorted(index):
+            ap.error(f"{file}: its hosts are not the {args.case} run's")
+        doc["orders"][name] = {"order": [index[h] for h in hosts]}
+        args.orders.append(name)
+    if not args.orders:
+        ap.error("name an order of the run or give --order-file")
     reason = unavailable_reason(sshd=True)
     if reason:
         print(f"cannot build the emulated cluster: {reason}", file=sys.stderr)
