@@ -52,11 +52,15 @@ def main(argv=None) -> int:
     for spec in args.order_file:
         name, sep, file = spec.partition("=")
         if not sep or not name or name in doc["orders"] or name in args.orders:
-            ap.error(f"--order-file {spec}: give NAME=FILE, a name the case's file does not use")
+            ap.error(f"--order-file {spec}: give NAME=FILE, a name no other order of the run or of this command has")
         try:
-            hosts = [h["name"] for h in json.loads(Path(file).read_text())["hosts"]]
-        except (OSError, ValueError, KeyError, TypeError) as exc:
+            order = json.loads(Path(file).read_text())
+        except (OSError, ValueError) as exc:
             ap.error(f"cannot read the order {file}: {exc}")
+        try:
+            hosts = [h["name"] for h in order["hosts"]]
+        except (KeyError, TypeError):
+            ap.error(f"{file}: not an order (the JSON of plink order --format json: hosts with names)")
         if sorted(hosts) != sorted(index):
             ap.error(f"{file}: its hosts are not the {args.case} run's")
         doc["orders"][name] = {"order": [index[h] for h in hosts]}
