@@ -9,7 +9,9 @@ new ``NetnsCluster`` of the case's shape (same prefix and subnet as the proof, h
     sudo "$(command -v python)" benchmarks/proof_recheck.py A plink-ring-bw plink-rd-lat rack-contiguous
 
 ``--order-file NAME=FILE`` adds an order the run did not have: ``plink order ... --format json -o
-FILE`` on one of the run's probes (its hosts by name), e.g. one made by a newer plink.
+FILE`` on one of the run's probes (its hosts by name), e.g. one made by a newer plink.  Each cell
+gives the median and, in brackets, the 10th-90th percentile of the order's runs; ``--json FILE``
+keeps every run (written after each round, so an interrupted recheck keeps what it measured).
 """
 
 from __future__ import annotations
@@ -21,11 +23,14 @@ import sys
 import tempfile
 from pathlib import Path
 
+import numpy as np
+
 ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 import benchmarks.collectives_netns as proof  # noqa: E402
+from plink.data.fileio import missing_directory, write_json  # noqa: E402
 
 
 def main(argv=None) -> int:
@@ -36,7 +41,12 @@ def main(argv=None) -> int:
                     help="also measure this order: the JSON of plink order --format json, hosts by name")
     ap.add_argument("--rounds", type=int, default=4, help="passes over the orders (3 runs each)")
     ap.add_argument("--data-dir", default=str(ROOT / "benchmarks" / "results"))
+    ap.add_argument("--json", help="also write every run here: the orders (host names) and each order's runs per coll_tuned algorithm id")
     args = ap.parse_args(argv)
+    if args.rounds < 1:
+        ap.error("--rounds must be >= 1")
+    if args.json and missing_directory(args.json):
+        ap.error(f"--json {args.json}: no such directory {missing_directory(args.json)}")
     from plink.data.probefile import from_dict
     from plink.probes.netns import unavailable_reason
 
@@ -73,6 +83,8 @@ def main(argv=None) -> int:
         return 1
     probe_hosts = from_dict(doc["probes"]["latency"]).hosts
     runs: dict[str, dict[str, list]] = {n: {} for n in args.orders}
+    out = {"case": args.case, "data_dir": str(args.data_dir), "started": proof.utc(), "rounds_done": 0,
+           "orders": {n: [doc["hosts"][i] for i in doc["orders"][n]["order"]] for n in args.orders}, "runs": runs}
     with proof.netns_lock(), tempfile.TemporaryDirectory(prefix="plink-recheck-") as tmp:
         tmp = Path(tmp)
         exe = proof.compile_timer(tmp)
@@ -84,13 +96,22 @@ def main(argv=None) -> int:
                     got = proof.run_mpi(c, exe, files[n]["openmpi"], files[n]["hosts"], doc["mpi_size_bytes"], 3)
                     for spec_name, secs in got.items():
                         runs[n].setdefault(spec_name, []).extend(secs)
+                out["rounds_done"] = r + 1
+                if args.json:
+                    write_json(args.json, out)
                 proof.log(f"round {r + 1} of {args.rounds} done")
     names = {v[2]: k for k, v in proof.COLLECTIVES.items() if v[2]}
     width = max(len(n) for n in args.orders)
-    print(f"{'order':<{width}} " + " ".join(f"{names[s]:>24}" for s in names))
+    print(f"{'order':<{width}} " + " ".join(f"{names[s]:>26}" for s in names))
     for n in args.orders:
-        print(f"{n:<{width}} " + " ".join(f"{statistics.median(runs[n][s]):>24.4f}" for s in names))
+        print(f"{n:<{width}} " + " ".join(f"{cell(runs[n][s]):>26}" for s in names))
     return 0
+
+
+def cell(secs: list[float]) -> str:
+    """``median (p10-p90)`` of the runs, in seconds."""
+    p10, p90 = np.percentile(secs, [10, 90])
+    return f"{statistics.median(secs):.4f} ({p10:.3f}-{p90:.3f})"
 
 
 if __name__ == "__main__":
