@@ -8,8 +8,8 @@ new ``NetnsCluster`` of the case's shape (same prefix and subnet as the proof, h
 
     sudo "$(command -v python)" benchmarks/proof_recheck.py A plink-ring-bw plink-rd-lat rack-contiguous
 
-``--order-file NAME=FILE`` adds an order the run did not have: ``plink order ... --format json -o
-FILE`` on one of the run's probes (its hosts by name), e.g. one made by a newer plink.  Each cell
+``--order-file NAME=FILE`` adds an order the run did not have: ``plink order ... -o FILE`` (plain or
+``--format json``) on one of the run's probes (its hosts by name), e.g. one made by a newer plink.  Each cell
 gives the median and, in brackets, the 10th-90th percentile of the order's runs; ``--json FILE``
 keeps every run (written after each round, so an interrupted recheck keeps what it measured).
 """
@@ -31,6 +31,8 @@ if str(ROOT) not in sys.path:
 
 import benchmarks.collectives_netns as proof  # noqa: E402
 from plink.data.fileio import missing_directory, write_json  # noqa: E402
+from plink.data.orderfile import read_order  # noqa: E402
+from plink.errors import PlinkError  # noqa: E402
 
 
 def main(argv=None) -> int:
@@ -38,15 +40,17 @@ def main(argv=None) -> int:
     ap.add_argument("case", choices=sorted(proof.CASES))
     ap.add_argument("orders", nargs="*", help="order names in the case's JSON file")
     ap.add_argument("--order-file", action="append", default=[], metavar="NAME=FILE",
-                    help="also measure this order: the JSON of plink order --format json, hosts by name")
+                    help="also measure this order: an order file of plink order (plain or --format json), "
+                         "hosts by name")
     ap.add_argument("--rounds", type=int, default=4, help="passes over the orders (3 runs each)")
     ap.add_argument("--data-dir", default=str(ROOT / "benchmarks" / "results"))
     ap.add_argument("--json", help="also write every run here: the orders (host names) and each order's runs per coll_tuned algorithm id")
     args = ap.parse_args(argv)
     if args.rounds < 1:
         ap.error("--rounds must be >= 1")
-    if args.json and missing_directory(args.json):
-        ap.error(f"--json {args.json}: no such directory {missing_directory(args.json)}")
+    missing = args.json and missing_directory(args.json)
+    if missing:
+        ap.error(f"--json {args.json}: no such directory {missing}")
     from plink.data.probefile import from_dict
     from plink.probes.netns import unavailable_reason
 
@@ -64,13 +68,9 @@ def main(argv=None) -> int:
         if not sep or not name or name in doc["orders"] or name in args.orders:
             ap.error(f"--order-file {spec}: give NAME=FILE, a name no other order of the run or of this command has")
         try:
-            order = json.loads(Path(file).read_text())
-        except (OSError, ValueError) as exc:
-            ap.error(f"cannot read the order {file}: {exc}")
-        try:
-            hosts = [h["name"] for h in order["hosts"]]
-        except (KeyError, TypeError):
-            ap.error(f"{file}: not an order (the JSON of plink order --format json: hosts with names)")
+            hosts = read_order(file)
+        except PlinkError as exc:
+            ap.error(str(exc))
         if sorted(hosts) != sorted(index):
             ap.error(f"{file}: its hosts are not the {args.case} run's")
         doc["orders"][name] = {"order": [index[h] for h in hosts]}
