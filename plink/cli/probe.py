@@ -165,6 +165,11 @@ def probe(hosts, output, method, count, interval, passes, max_count, tol, bandwi
     N-1 rounds of disjoint pairs (a bye each for odd N). Host keys must be in
     known_hosts unless --accept-new-host-keys.
 
+    Latency alone takes seconds; --bandwidth (52-85 s for 16-24 hosts with
+    --bw-seconds 1) also measures what the racks' uplinks carry, and its
+    groups are surer: latencies alone can read a rack of 2 and its
+    neighbour as one rack (README, "Proof against real collectives").
+
     \b
     Exit codes: 0 complete matrix; 3 incomplete matrix (unreachable or dead
     hosts, or every host lost; the file is still written, pairs missing as
@@ -172,8 +177,8 @@ def probe(hosts, output, method, count, interval, passes, max_count, tol, bandwi
 
     \b
     Example:
-      plink probe hosts.txt -o probe.json
-      plink probe hosts.txt --bandwidth --bw-seconds 3 -o probe.json
+      plink probe hosts.txt --bandwidth -o probe.json
+      plink probe hosts.txt -o probe.json              # latency only
       plink probe hosts.txt --uplinks -o probe.json    # latency + shared uplinks only
       plink probe hosts.txt -o probe.json --resume     # after a crash / exit 3
       plink order probe.json --algo ring -o order.txt
