@@ -411,7 +411,7 @@ def _never_measured(probe: ProbeData) -> list[str]:
 NETWORK_PART = ("'predicted' is the network's part of the collective: the library's own work (copies, reductions; "
                 "on busy hosts the CPU they lose) is the same for every order and not in it, so the whole collective "
                 "usually speeds up less (on the netns cluster Gloo's ring from 17% less to 8% more than predicted, Open "
-                "MPI's recursive doubling from 32% less to 1% more, tree from 7% less to 7% more, Rabenseifner 15-29% less, "
+                "MPI's recursive doubling from 32% less to 1% more, tree from 7% less to 7% more, Rabenseifner 17-29% less, "
                 "ring 30-55% less: README, 'Proof against real collectives')")
 
 

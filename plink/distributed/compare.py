@@ -16,7 +16,7 @@ gets the same numbers and takes the same decision.  The medians are compared.
 
 On the proof cluster of ``benchmarks/collectives_netns.py`` (README, "Where this
 stands") Open MPI's measured speedups were 45-70% of the shared model's prediction
-for its ring, 71-85% for Rabenseifner, 68-101% for recursive doubling, 93-107% for
+for its ring, 71-83% for Rabenseifner, 68-101% for recursive doubling, 93-107% for
 the tree (Gloo's 83-108%), because copies and reductions (the same in every order) take
 part of the time: the prediction is of the network's part, this is
 of the whole.  A median of a few runs is noisy too: ``wins`` (rounds in which
