@@ -21,7 +21,7 @@ cheapest of the run's measured orders by the same proxy.  How far the proxy can 
 printed too: its Spearman over each run's measured orders, per collective.
 
 For every saved proof run with both probes (``benchmarks/results/**/[A-E].json``).  A line per
-run and algorithm where a pick differs from ``found`` by more than 2%, then the tally.  About 4
+run and algorithm where a pick differs from ``found`` by more than 2%, then the tally.  About 1-4
 minutes on 2 cores (``--jobs 2``), deterministic (``--max-iter``), no root::
 
     python benchmarks/robust_groupings.py

@@ -32,11 +32,12 @@ anyway; dbt is one pipelined step.
 
 Use: search on the shared model (fast), price what is reported with this one
 (``plink.order.order_hosts`` does both).  Measured on the emulated cluster
-over the 40 saved proof runs (``benchmarks/price_models.py``, README "Cost
-models"): it ranks orders by their measured time better than the clocks on
-the mean (recursive doubling 0.918 -> 0.926, Rabenseifner 0.898 -> 0.912,
-the tree 0.953 -> 0.958, Spearman with orders within 2% tied), not in every
-run (worse in 6-14 of 40; case A seed 15's recursive doubling 0.87 -> 0.78),
+over the 46 saved proof runs (``benchmarks/price_models.py``, README "Cost
+models"; latency probe): it ranks orders by their measured time better than
+the clocks on the mean (recursive doubling 0.915 -> 0.926, Rabenseifner
+0.902 -> 0.915, the tree 0.950 -> 0.954, Spearman with orders within 2%
+tied), not in every run (worse in 6-17 of 46 per collective and probe; case
+A seed 15's recursive doubling 0.87 -> 0.78),
 and much better on the busy-host case D seed 20 that it was not designed on.
 
 Complexity: per order O(E x I x flows x levels), ``E <= flows`` events (a
