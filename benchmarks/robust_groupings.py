@@ -30,13 +30,12 @@ minutes on 2 cores (``--jobs 2``), deterministic (``--max-iter``), no root::
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 import numpy as np
-from scipy.cluster.hierarchy import fcluster, linkage
-from scipy.spatial.distance import squareform
 from scipy.stats import spearmanr
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -44,6 +43,7 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from benchmarks.collectives_netns import load_saved, order_name, run_algos  # noqa: E402
+from benchmarks.structure import linkage_labels, raw_symmetric  # noqa: E402
 from plink.data.probefile import from_dict  # noqa: E402
 from plink.order import order_hosts  # noqa: E402
 from plink.pricing import find_groups, network  # noqa: E402
@@ -51,6 +51,7 @@ from plink.solvers.contention import SharedCostModel  # noqa: E402
 from plink.solvers.fluid import pricing_model  # noqa: E402
 from plink.solvers.groupsearch import rack_contiguous  # noqa: E402
 
+RESULTS = ROOT / "benchmarks" / "results"
 PICKS = ("found", "minimax", "within2")
 CHANGED = 0.02  #: a pick counts as better / worse than ``found`` beyond this (the model's resolution)
 
@@ -62,20 +63,15 @@ def price(probe, labels, algo: str, size: int):
 
 def split_groupings(probe, labels: np.ndarray) -> list[np.ndarray]:
     """``labels`` with one group of 4 or more hosts split in two by average linkage of the
-    latencies (the smaller of the two directions; a missing pair at the group's median), one
-    grouping per such group."""
+    latencies (the structure benchmark's baseline: the smaller of the two directions, a missing
+    pair at the group's median), one grouping per such group."""
     lat = np.asarray(probe.structure_latency, dtype=float)
-    sym = np.fmin(lat, lat.T)
     out = []
     for g in range(int(labels.max()) + 1):
         m = np.flatnonzero(labels == g)
         if len(m) < 4:
             continue
-        sub = sym[np.ix_(m, m)]
-        off = ~np.eye(len(m), dtype=bool)
-        sub = np.where(np.isfinite(sub), sub, np.median(sub[off & np.isfinite(sub)]))
-        np.fill_diagonal(sub, 0.0)
-        cut = fcluster(linkage(squareform(sub, checks=False), "average"), 2, "maxclust")
+        cut = linkage_labels(raw_symmetric(lat[np.ix_(m, m)]), 2, "average")
         lab = labels.copy()
         lab[m[cut == 2]] = labels.max() + 1
         out.append(lab)
@@ -99,15 +95,12 @@ def picks(probe, algo: str, size: int, max_iter: int) -> tuple[dict[str, np.ndar
 def run_file(path: Path, max_iter: int) -> tuple[list[str], dict[str, list[float]], dict[str, float]] | None:
     """``(lines to print, {pick: its proxy price over found's, per search}, {collective: proxy's
     Spearman})`` for one proof data file, or None when it lacks a probe."""
-    import json
-
     doc = json.loads(path.read_text())
     if not isinstance(doc, dict) or not {"latency", "bandwidth"} <= set(doc.get("probes", {})):
         return None
-    results = ROOT / "benchmarks" / "results"
     lat, bw = from_dict(doc["probes"]["latency"]), from_dict(doc["probes"]["bandwidth"])
     racks = np.asarray(doc["rack"])
-    run = str(path.relative_to(results)) if path.is_relative_to(results) else str(path)
+    run = str(path.relative_to(RESULTS)) if path.is_relative_to(RESULTS) else str(path)
     lines, ratios, rho, seen = [], {p: [] for p in PICKS}, {}, set()
     for coll in doc["collectives"]:
         algo = run_algos(doc, coll)["default"]
@@ -135,8 +128,9 @@ def main(argv=None) -> int:
     ap.add_argument("--max-iter", type=int, default=1000, help="annealing iterations per search (default 1000)")
     ap.add_argument("--jobs", type=int, default=2, help="processes (default 2)")
     args = ap.parse_args(argv)
-    results = ROOT / "benchmarks" / "results"
-    files = [Path(f).resolve() for f in args.files] or sorted(results.glob("**/[A-E].json"))
+    if args.max_iter < 1:
+        ap.error("--max-iter must be >= 1")
+    files = [Path(f).resolve() for f in args.files] or sorted(RESULTS.glob("**/[A-E].json"))
     for f in files:
         load_saved(ap, f)  # (a missing or broken file: a usage error before any work)
     ratios = {p: [] for p in PICKS}
