@@ -1,19 +1,22 @@
-"""Choosing an order robustly over the plausible groupings of a latency probe: tried on the saved
-proof probes, not kept.
+"""Choosing an order robustly over the plausible groupings of a latency probe: what ``plink
+order``'s hedge (``solvers.hedge``) does, screened on the saved proof probes.
 
 The latency alone cannot tell a rack of 2 from part of its neighbour: in proof case D seed 25 the
 latency probe's groups put a rack of 2 with a rack of 5, and plink's recursive-doubling order,
 cheap only if the 7 were one rack, measured 1.30x the best (README, "Proof against real
-collectives").  The idea tried here: besides the grouping plink finds, take as plausible each
-grouping with one found group of 4 or more hosts split in two by average linkage of its latencies;
-run plink's search under each (``order_hosts(labels=...)``, the same seed and ``--max-iter``:
-deterministic), add the found grouping's rack-contiguous order, and pick from these candidates
+collectives").  The idea: besides the grouping plink finds, take as plausible each grouping with
+one found group of 4 or more hosts split in two by average linkage of its latencies
+(``plink.structure.probegroups.splits_in_two``); run plink's search under each
+(``order_hosts(labels=...)``, the same seed and ``--max-iter``: deterministic), add the found
+grouping's rack-contiguous order, and pick from these candidates
 
-- ``found``: the search under the found grouping alone (what ``plink order`` does);
+- ``found``: the search under the found grouping alone (``plink order --no-hedge``);
 - ``minimax``: the least worst regret over the groupings (regret: an order's price under a
-  grouping over the cheapest candidate's price under it);
-- ``within2``: the least worst regret among the candidates priced within 2% (the model's
-  resolution) of the cheapest under the found grouping.
+  grouping over the cheapest candidate's price under it); tried, not kept;
+- ``plink``: what ``plink order`` returns (``order_hosts``, hedging by default): the least worst
+  regret among the candidates priced within 2% (the model's resolution) of the cheapest under the
+  found grouping, moving from ``found`` only for a worst regret lower by more than 2%
+  (``solvers.hedge.hedged_pick``).
 
 Each pick is judged by a proxy, as no new collective is timed: its price (the fluid model, as
 ``plink order`` reports) with the run's ``--bandwidth`` probe and the true racks, over the
@@ -43,16 +46,17 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from benchmarks.collectives_netns import load_saved, order_name, run_algos  # noqa: E402
-from benchmarks.structure import linkage_labels, raw_symmetric  # noqa: E402
 from plink.data.probefile import from_dict  # noqa: E402
 from plink.order import order_hosts  # noqa: E402
 from plink.pricing import find_groups, network  # noqa: E402
 from plink.solvers.contention import SharedCostModel  # noqa: E402
 from plink.solvers.fluid import pricing_model  # noqa: E402
 from plink.solvers.groupsearch import rack_contiguous  # noqa: E402
+from plink.solvers.hedge import regrets  # noqa: E402
+from plink.structure.probegroups import splits_in_two  # noqa: E402
 
 RESULTS = ROOT / "benchmarks" / "results"
-PICKS = ("found", "minimax", "within2")
+PICKS = ("found", "minimax", "plink")
 CHANGED = 0.02  #: a pick counts as better / worse than ``found`` beyond this (the model's resolution)
 
 
@@ -61,35 +65,17 @@ def price(probe, labels, algo: str, size: int):
     return pricing_model(SharedCostModel(algo, network(probe, find_groups(probe, labels)), size, 2))
 
 
-def split_groupings(probe, labels: np.ndarray) -> list[np.ndarray]:
-    """``labels`` with one group of 4 or more hosts split in two by average linkage of the
-    latencies (the structure benchmark's baseline: the smaller of the two directions, a missing
-    pair at the group's median), one grouping per such group."""
-    lat = np.asarray(probe.structure_latency, dtype=float)
-    out = []
-    for g in range(int(labels.max()) + 1):
-        m = np.flatnonzero(labels == g)
-        if len(m) < 4:
-            continue
-        cut = linkage_labels(raw_symmetric(lat[np.ix_(m, m)]), 2, "average")
-        lab = labels.copy()
-        lab[m[cut == 2]] = labels.max() + 1
-        out.append(lab)
-    return out
-
-
 def picks(probe, algo: str, size: int, max_iter: int) -> tuple[dict[str, np.ndarray], int]:
     """``({pick: order}, number of split groupings)`` for ``probe``'s latencies (see module docstring)."""
     found = find_groups(probe).labels
-    groupings = [found] + split_groupings(probe, found)
+    groupings = [found] + splits_in_two(probe.structure_latency, found)
     cands = [np.asarray(order_hosts(probe, algo, size=size, seed=0, max_iter=max_iter, n_random=20,
                                     labels=lab).order) for lab in groupings]
     cands.append(rack_contiguous(found))
     prices = np.array([[float(p(o)) for o in cands] for p in (price(probe, lab, algo, size) for lab in groupings)])
-    regret = (prices / prices.min(axis=1, keepdims=True)).max(axis=0)
-    near = np.flatnonzero(prices[0] <= prices[0].min() * (1 + CHANGED))
-    return {"found": cands[0], "minimax": cands[int(np.argmin(regret))],
-            "within2": cands[int(near[np.argmin(regret[near])])]}, len(groupings) - 1
+    plink = order_hosts(probe, algo, size=size, seed=0, max_iter=max_iter, n_random=20)  # (hedges by default)
+    return {"found": cands[0], "minimax": cands[int(np.argmin(regrets(prices)))],
+            "plink": np.asarray(plink.order)}, len(groupings) - 1
 
 
 def run_file(path: Path, max_iter: int) -> tuple[list[str], dict[str, list[float]], dict[str, float]] | None:

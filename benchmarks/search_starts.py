@@ -48,7 +48,7 @@ def search(probe, algo: str, size: int, old: bool, max_iter: int) -> dict:
     if old:
         gs.MAX_GROUP_ORDERS, gs.by_price = 0, _kept  # (0: the cyclic orders only)
     try:
-        res = order_hosts(probe, algo, size=size, seed=0, max_iter=max_iter, n_random=20)
+        res = order_hosts(probe, algo, size=size, seed=0, max_iter=max_iter, n_random=20, hedge=False)
     finally:
         gs.MAX_GROUP_ORDERS, gs.by_price = saved
     return {"price": res.cost_plink, "order": [int(i) for i in res.order], "by_price": res.solver.get("by_price")}

@@ -33,12 +33,14 @@ from plink.solvers.contention import SHARED_ALGORITHMS, SharedCostModel, schedul
 from plink.solvers.fluid import FLUID_EXHAUSTIVE_MAX, FluidCostModel, fluid_lower_bound, pricing_model
 from plink.solvers.costmodels import ALGORITHMS, CostModel, check_algorithm
 from plink.solvers.groupsearch import exact_count, exhaustive_shared, minimise_shared, rack_contiguous
-from plink.solvers.resolution import resolution_for, resolved
+from plink.solvers.hedge import hedged_pick, regrets
+from plink.solvers.resolution import RESOLUTION, resolution_for, resolved
 from plink.solvers.solve import SolveResult, minimise
 
 from plink.errors import OptionError, PlinkError
 from plink.data.probefile import ProbeData, measured_pairs
-from plink.pricing import find_groups, network, pair_cost  # noqa: F401  (pair_cost: public since 0.1)
+from plink.pricing import Groups, find_groups, network, pair_cost  # noqa: F401  (pair_cost: public since 0.1)
+from plink.structure.probegroups import splits_in_two
 
 DEFAULT_SIZE = 25 * 1024**2  #: bytes; PyTorch DDP's default gradient bucket (25 MiB)
 DEFAULT_TIME_LIMIT = 5.0  #: seconds of search
@@ -251,6 +253,7 @@ def order_hosts(
     model: str = "shared",
     nic_gbps: float | None = None,
     keep_on_interrupt: bool = False,
+    hedge: bool = True,
 ) -> OrderResult:
     """Search for a rank order of ``probe``'s hosts minimising ``algo``'s cost.
 
@@ -274,6 +277,13 @@ def order_hosts(
     local search or annealing in ``jobs`` processes, optional Z3 for
     ``smt_time`` seconds).
 
+    ``hedge`` (shared model, groups inferred from latencies alone): the latencies cannot tell a
+    rack from two, so the search is also run under each grouping with one found group of 4 or more
+    hosts split in two (``plink.structure.probegroups.splits_in_two``; the searches share
+    ``time_limit``, or run ``max_iter`` iterations each), and of the orders priced within the
+    model's resolution (2%) of the best, the one whose worst price over those groupings is the
+    least above that grouping's best is returned (``solvers.hedge.hedged_pick``; ``solver["hedge"]``).
+
     Never returns an order priced above the input order or the rack-contiguous one.
     ``keep_on_interrupt``: Ctrl-C during the search returns the best order so far (shared
     model), or the best of the search's warm starts (pairsum: its progress is lost), with
@@ -291,7 +301,9 @@ def order_hosts(
     rand = random_orders(n, n_random, seed)
     # what the report prices with: the fluid model where it applies (searched on the clocks: fast)
     price, price_low = _pricing(model, cm, cm_low)
-    res, lb_model = _search(model, cm, identity, notes, labels=labels, time_limit=time_limit, seed=seed, jobs=jobs,
+    splits = _hedge_groupings(probe, groups, model, labels, use_bandwidth) if hedge else []
+    share = time_limit / (1 + len(splits))  # (the hedge's searches share the time)
+    res, lb_model = _search(model, cm, identity, notes, labels=labels, time_limit=share, seed=seed, jobs=jobs,
                             smt_time=smt_time, max_iter=max_iter, keep_on_interrupt=keep_on_interrupt, price=price)
     res = _exact_for_price(res, cm, price)
     best, best_cost = res.perm, float(price(res.perm))
@@ -304,6 +316,15 @@ def order_hosts(
         notes.append("the search's order was priced above the rack-contiguous one: plink's order is the latter")
     elif best is res.perm and res.info.get("tie_break"):
         notes.extend(_tie_break_note(res.info["tie_break"], float(res.cost)))
+    if splits and not res.info.get("interrupted"):
+        hedged = _hedged(splits, best, [identity, contiguous], price, algo=algo, probe=probe, groups=groups,
+                         size=size, base=base, use_bandwidth=use_bandwidth, nic_gbps=nic_gbps, time_limit=share,
+                         seed=seed, max_iter=max_iter, keep_on_interrupt=keep_on_interrupt)
+        res.info["hedge"] = hedged["info"]
+        if hedged["order"] is not None:
+            best, best_cost = hedged["order"], float(price(hedged["order"]))
+            res = SolveResult(res.perm, res.cost, False, None, res.method, res.info)
+            notes.append(hedged["note"])
     ranges = _ranges(price, price_low, identity, contiguous, best, rand)
     measured_only = _measured_only(model, cm, np.stack([identity, contiguous, best]), rand)
     scenarios = _capacity_scenarios(model, algo, probe, groups, size, base, use_bandwidth, nic_gbps, price,
@@ -454,6 +475,60 @@ def _search(model: str, cm, identity: np.ndarray, notes: list[str], *, labels, t
         notes.append("--smt-time applies to --model pairsum only: ignored")
     return minimise_shared(cm, init=identity, time_limit=time_limit, seed=seed, max_iter=max_iter,
                            keep_on_interrupt=keep_on_interrupt, price=price), None
+
+
+def _hedge_groupings(probe: ProbeData, groups, model: str, labels, use_bandwidth: bool) -> list[np.ndarray]:
+    """The groupings ``order_hosts`` hedges over besides ``groups`` (``splits_in_two``): only for
+    the shared model when the groups were inferred from latencies alone (no groups given, no
+    bandwidth matrix used); else none."""
+    if (model != "shared" or labels is not None or groups.source != "inferred from latency"
+            or (use_bandwidth and probe.bandwidth is not None)):
+        return []
+    return splits_in_two(probe.structure_latency, groups.labels)
+
+
+def _hedged(splits: list[np.ndarray], best: np.ndarray, simple: list[np.ndarray], price, *, algo: str,
+            probe: ProbeData, groups, size: int, base: int, use_bandwidth: bool, nic_gbps, time_limit: float,
+            seed: int, max_iter, keep_on_interrupt: bool) -> dict[str, Any]:
+    """The hedge of ``order_hosts``: the search under each grouping of ``splits``, then
+    ``hedged_pick`` over the candidates (``best`` first, the searches' orders, ``simple``: the
+    input and rack-contiguous orders) priced under ``groups`` (by ``price``) and under each
+    split, among those priced no higher than the simple orders.  ``{"order": the pick, or None
+    when it is ``best``; "info": for ``solver["hedge"]``; "note": the report's note}``."""
+    t0 = time.perf_counter()
+    prices_by = [price]
+    cands = [best]
+    try:
+        for lab in splits:
+            g = Groups(lab, "split of a latency group (hedge)")
+            cm_g = _build("shared", algo, probe, g, "high", size, base, use_bandwidth, nic_gbps)[0]
+            price_g = pricing_model(cm_g)
+            r = _exact_for_price(minimise_shared(cm_g, init=np.arange(probe.n), time_limit=time_limit, seed=seed,
+                                                 max_iter=max_iter, price=price_g), cm_g, price_g)
+            prices_by.append(price_g)
+            cands.append(np.asarray(r.perm))
+    except KeyboardInterrupt:  # Ctrl-C: the found grouping's order, as without the hedge
+        if not keep_on_interrupt:
+            raise
+        return {"order": None, "note": "", "info": {"groupings": len(splits), "interrupted": True}}
+    cands += simple
+    prices = np.array([[float(p(o)) for o in cands] for p in prices_by])
+    allowed = prices[0] <= prices[0][-len(simple):].min()  # (never above the input or rack-contiguous order)
+    k = hedged_pick(prices, allowed=allowed)
+    worst = regrets(prices)
+    info = {"groupings": len(splits), "candidates": len(cands), "regret_found": round(float(worst[0]), 4),
+            "regret": round(float(worst[k]), 4), "changed": bool(not np.array_equal(cands[k], best)),
+            "seconds": round(time.perf_counter() - t0, 3)}
+    if not info["changed"]:
+        return {"order": None, "note": "", "info": info}
+    info["picked"] = ["search", *(f"search under split {i + 1}" for i in range(len(splits))), "input",
+                      "rack-contiguous"][k]
+    note = (f"hedged over {len(splits)} grouping(s) with one latency group split in two (latencies alone cannot "
+            f"tell a rack from two): this order ({info['picked']}) is priced "
+            f"{(prices[0][k] / prices[0][0] - 1) * 100:+.1f}% against the search's under the groups found, and at "
+            f"worst {(worst[k] - 1) * 100:.1f}% above the best under a grouping, against "
+            f"{(worst[0] - 1) * 100:.1f}% (--no-hedge: the search's order)")
+    return {"order": np.asarray(cands[k]), "note": note, "info": info}
 
 
 def _pricing(model: str, cm, cm_low):

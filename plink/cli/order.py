@@ -171,6 +171,9 @@ def _check_format_options(fmt: str, slots: int, groups_file: str | None) -> None
 @click.option("--json", "as_json", is_flag=True,
               help="Print the report as JSON on stdout (its 'hosts' are the order; the order file needs -o FILE).")
 @click.option("--no-bandwidth", is_flag=True, help="Ignore a bandwidth matrix; cost by latency only.")
+@click.option("--no-hedge", is_flag=True,
+              help="With groups inferred from latencies alone, do not also search under the groupings with one "
+                   "group split in two (the hedge: see below).")
 @click.option("--model", "cost_model", type=click.Choice(["shared", "pairsum"]), default="shared", show_default=True,
               help="shared: the collective's steps with NICs and rack uplinks shared (seconds); "
                    "pairsum: the dissertation's sum of pair costs.")
@@ -178,7 +181,7 @@ def _check_format_options(fmt: str, slots: int, groups_file: str | None) -> None
               help="Host NIC speed for --model shared when the probe has no bandwidth [assumed 10].")
 @matrix_input_options()
 def order(probefile, algo, size, base, time_limit, jobs, smt_time, groups_file, seed, fmt, slots, output, as_json,
-          no_bandwidth, cost_model, nic_gbps, load_input) -> None:
+          no_bandwidth, no_hedge, cost_model, nic_gbps, load_input) -> None:
     """Find the rank order that minimises the collective's cost model.
 
     PROBEFILE is a plink probe file (.json) or a plain matrix (.csv/.tsv/.txt/.npy;
@@ -202,6 +205,14 @@ def order(probefile, algo, size, base, time_limit, jobs, smt_time, groups_file, 
     order; unmeasured pairs are priced at their best and worst plausible
     value and the figures given as ranges. Small clusters get a certified
     optimum of the chosen model; a lower bound is printed when informative.
+
+    Latencies alone cannot tell a rack from two (a rack of 2 beside a rack
+    of 5 read as one in a measured case): when no bandwidth matrix or
+    --groups gave the racks, the search also runs under each grouping with
+    one group of 4+ hosts split in two (sharing --time-limit), and of the
+    orders priced within 2% of the best, plink takes the one least far
+    above the best under its worst grouping (--no-hedge: off). Probing
+    with --bandwidth is the better fix.
 
     \b
     Launcher files (--slots N processes per host; every format: 'plink emit --help'):
@@ -237,7 +248,7 @@ def order(probefile, algo, size, base, time_limit, jobs, smt_time, groups_file, 
         result = order_hosts(
             probe, algo, size=size, time_limit=time_limit, seed=seed, base=base,
             use_bandwidth=not no_bandwidth, jobs=jobs, smt_time=smt_time, labels=labels, model=cost_model,
-            nic_gbps=nic_gbps, keep_on_interrupt=True,
+            nic_gbps=nic_gbps, keep_on_interrupt=True, hedge=not no_hedge,
         )
     text = _render_order(result, probe, fmt, slots, labels, output) if writes else ""
     if output:

@@ -48,7 +48,8 @@ import numpy as np
 
 from plink.structure.metrics import separation
 
-__all__ = ["FAR_RATIO", "infer_probe_groups", "inverse", "placed_hosts", "split_by_bandwidth", "split_by_far_pairs"]
+__all__ = ["FAR_RATIO", "SPLIT_MIN_SIZE", "infer_probe_groups", "inverse", "placed_hosts", "split_by_bandwidth",
+           "split_by_far_pairs", "splits_in_two"]
 
 #: Two parts of a latency group stay apart only when the median inverse bandwidth of the pairs
 #: between them is at least this many times the in-group level (the median over the pairs both
@@ -56,6 +57,10 @@ __all__ = ["FAR_RATIO", "infer_probe_groups", "inverse", "placed_hosts", "split_
 #: sharing an uplink 1.25x and more; the 1.25 is the looseness hierarchy.py merges under
 #: (``MERGE_LOOSER``).
 FAR_RATIO = 1.25
+
+#: :func:`splits_in_two` splits groups of at least this many hosts: a rack of 2 beside a rack of
+#: 2 or more is the smallest merge latencies cannot rule out (``benchmarks/robust_groupings.py``).
+SPLIT_MIN_SIZE = 4
 
 
 def placed_hosts(matrix: np.ndarray) -> np.ndarray:
@@ -182,3 +187,43 @@ def split_by_far_pairs(labels: np.ndarray, other: np.ndarray, inverse_bandwidth:
                 if not len(between) or float(np.median(between)) < far * level:
                     parent[root(int(a))] = root(int(b))
     return _canonical(np.array([root(int(k)) for k in meet]))
+
+
+def splits_in_two(latency: np.ndarray, labels: np.ndarray, min_size: int = SPLIT_MIN_SIZE) -> list[np.ndarray]:
+    """The groupings that latencies alone cannot rule out beside ``labels``: one per group of
+    ``min_size`` or more hosts, ``labels`` with that group split in two by average linkage of
+    ``latency`` (µs, may be asymmetric, NaN = not measured) over its hosts: the faster direction
+    of each pair, a pair measured in neither at the group's median (a group with no pair measured
+    inside is not split).  The new part gets label
+    ``labels.max() + 1``.
+
+    Why: a rack of 2 and its neighbour can read as one group by latency, and no statistic of the
+    latencies told the two true splits from the 147 spurious ones of the shipped proof probes
+    (README, "Hedging over groupings"); ``plink order`` prices its candidate orders under each
+    of these groupings (:func:`plink.solvers.hedge.hedged_pick`).  O(sum of g^2 log g) over the
+    groups' sizes g.
+    """
+    from scipy.cluster.hierarchy import fcluster, linkage
+    from scipy.spatial.distance import squareform
+
+    lat = np.asarray(latency, dtype=float)
+    labels = np.asarray(labels)
+    out = []
+    for g in np.unique(labels):
+        m = np.flatnonzero(labels == g)
+        if len(m) < max(min_size, 2):
+            continue
+        s = lat[np.ix_(m, m)].copy()
+        np.fill_diagonal(s, np.nan)
+        s = np.fmin(s, s.T)
+        if not np.isfinite(s).any():  # (no pair measured inside: nothing to split by)
+            continue
+        s = np.where(np.isfinite(s), s, np.nanmedian(s))
+        np.fill_diagonal(s, 0.0)
+        cut = fcluster(linkage(squareform(s, checks=False), method="average"), 2, criterion="maxclust")
+        if cut.max() < 2:  # (every pair at one distance: no split to hedge against)
+            continue
+        lab = labels.copy()
+        lab[m[cut == 2]] = labels.max() + 1
+        out.append(lab)
+    return out
