@@ -8,12 +8,13 @@ under each grouping with one found group split in two, :func:`plink.structure.pr
 priced under every grouping, and keeps, of those priced within ``tolerance`` of the cheapest under
 the found grouping (the model's resolution: it does not tell them apart), the one with the least
 worst *regret*: its price under a grouping over the cheapest candidate's under that grouping,
-maximised over the groupings.
+maximised over the groupings; the search's own order (candidate 0) stays unless the pick's worst
+regret is lower by more than ``tolerance`` too.
 
 Screened on the saved proof probes (``benchmarks/robust_groupings.py``, 230 searches of 46 runs,
 judged by the fluid price with the runs' bandwidth probes and true racks): better than the found
-grouping's order by more than 2% in 9, never worse by more than 0.3%, geometric mean 0.998.
-Measured on E seed 24 (README, "Hedging over groupings"): the tree's order 10% faster.
+grouping's order by more than 2% in 9, never worse by more than 0.2%, geometric mean 0.998.
+Measured with real collectives: README, "Hedging over the plausible groupings".
 Without the tolerance (least worst regret over every candidate) it was as often worse as better.
 
 Complexity: O(G * C) for G groupings and C candidates, given their prices.

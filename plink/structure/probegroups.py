@@ -199,7 +199,7 @@ def splits_in_two(latency: np.ndarray, labels: np.ndarray, min_size: int = SPLIT
 
     Why: a rack of 2 and its neighbour can read as one group by latency, and no statistic of the
     latencies told the two true splits from the 147 spurious ones of the shipped proof probes
-    (README, "Hedging over groupings"); ``plink order`` prices its candidate orders under each
+    (README, "Hedging over the plausible groupings"); ``plink order`` prices its candidate orders under each
     of these groupings (:func:`plink.solvers.hedge.hedged_pick`).  O(sum of g^2 log g) over the
     groups' sizes g.
     """
