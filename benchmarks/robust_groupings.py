@@ -28,6 +28,10 @@ run and algorithm where a pick differs from ``found`` by more than 2%, then the 
 minutes on 2 cores (``--jobs 2``), deterministic (``--max-iter``), no root::
 
     python benchmarks/robust_groupings.py
+
+``--time-limit 3 --seeds 3``: instead, ``plink order``'s pick against ``--no-hedge`` with
+time-limited searches, as the proof runs make their orders (``--seed 0 --time-limit 3``), for
+seeds 0-2: how much of a pick is search luck.  Not deterministic; about a minute per run file.
 """
 
 from __future__ import annotations
@@ -78,7 +82,17 @@ def picks(probe, algo: str, size: int, max_iter: int) -> tuple[dict[str, np.ndar
             "plink": np.asarray(plink.order)}, len(groupings) - 1
 
 
-def run_file(path: Path, max_iter: int) -> tuple[list[str], dict[str, list[float]], dict[str, float]] | None:
+def timed_picks(probe, algo: str, size: int, time_limit: float, seed: int) -> tuple[dict[str, np.ndarray], int]:
+    """``picks`` as ``plink order`` makes them by default, time-limited (so not deterministic):
+    ``found`` with ``--no-hedge`` and ``plink`` with it, each given ``time_limit`` seconds."""
+    found = order_hosts(probe, algo, size=size, seed=seed, time_limit=time_limit, n_random=20, hedge=False)
+    plink = order_hosts(probe, algo, size=size, seed=seed, time_limit=time_limit, n_random=20)
+    return ({"found": np.asarray(found.order), "plink": np.asarray(plink.order)},
+            int(plink.solver.get("hedge", {}).get("groupings", 0)))
+
+
+def run_file(path: Path, max_iter: int, time_limit: float | None = None,
+             seeds: int = 1) -> tuple[list[str], dict[str, list[float]], dict[str, float]] | None:
     """``(lines to print, {pick: its proxy price over found's, per search}, {collective: proxy's
     Spearman})`` for one proof data file, or None when it lacks a probe."""
     doc = json.loads(path.read_text())
@@ -98,13 +112,17 @@ def run_file(path: Path, max_iter: int) -> tuple[list[str], dict[str, list[float
         if (algo, size) in seen or order_name(algo, "lat", "default") not in doc["orders"]:
             continue
         seen.add((algo, size))
-        chosen, splits = picks(lat, algo, size, max_iter)
         best = min(pred)
-        r = {p: float(proxy(o)) / best for p, o in chosen.items()}
-        for p in PICKS:
-            ratios[p].append(r[p] / r["found"])
-        if any(abs(r[p] / r["found"] - 1) > CHANGED for p in PICKS):
-            lines.append(f"{run:<34} {algo:<8} {splits:>6} " + " ".join(f"{r[p]:>8.3f}" for p in PICKS))
+        for seed in range(seeds) if time_limit else [None]:
+            chosen, splits = (picks(lat, algo, size, max_iter) if seed is None
+                              else timed_picks(lat, algo, size, time_limit, seed))
+            r = {p: float(proxy(o)) / best for p, o in chosen.items()}
+            for p in r:
+                ratios[p].append(r[p] / r["found"])
+            if any(abs(r[p] / r["found"] - 1) > CHANGED for p in r):
+                name = run if seed is None else f"{run} s{seed}"
+                lines.append(f"{name:<34} {algo:<8} {splits:>6} " + " ".join(
+                    f"{r[p]:>8.3f}" if p in r else f"{'-':>8}" for p in PICKS))
     return lines, ratios, rho
 
 
@@ -112,10 +130,17 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("files", nargs="*", help="proof data files (default: every saved one)")
     ap.add_argument("--max-iter", type=int, default=1000, help="annealing iterations per search (default 1000)")
+    ap.add_argument("--time-limit", type=float, default=None,
+                    help="instead: time-limited searches as plink order makes them, SECONDS each, plink's pick "
+                         "against --no-hedge only (not deterministic)")
+    ap.add_argument("--seeds", type=int, default=3, help="with --time-limit: searches per run and algorithm, "
+                                                         "seeds 0.. (default 3)")
     ap.add_argument("--jobs", type=int, default=2, help="processes (default 2)")
     args = ap.parse_args(argv)
     if args.max_iter < 1:
         ap.error("--max-iter must be >= 1")
+    if args.time_limit is not None and not (0 < args.time_limit <= 600) or args.seeds < 1:
+        ap.error("--time-limit must be in (0, 600] seconds and --seeds >= 1")
     files = [Path(f).resolve() for f in args.files] or sorted(RESULTS.glob("**/[A-E].json"))
     for f in files:
         load_saved(ap, f)  # (a missing or broken file: a usage error before any work)
@@ -124,7 +149,8 @@ def main(argv=None) -> int:
     print(f"{'run':<34} {'algo':<8} {'splits':>6} " + " ".join(f"{p:>8}" for p in PICKS)
           + "   (proxy price / the best measured order's)")
     with ProcessPoolExecutor(max(1, args.jobs)) as pool:
-        for got in pool.map(run_file, files, [args.max_iter] * len(files)):
+        for got in pool.map(run_file, files, [args.max_iter] * len(files), [args.time_limit] * len(files),
+                            [args.seeds] * len(files)):
             if got is None:
                 continue
             lines, r, rh = got
@@ -140,6 +166,8 @@ def main(argv=None) -> int:
     n = len(ratios["found"])
     print(f"\nagainst 'found' over {n} searches (proxy price ratio):")
     for p in PICKS[1:]:
+        if not ratios[p]:
+            continue
         v = np.array(ratios[p])
         print(f"  {p:<8} better by > {CHANGED:.0%}: {int((v < 1 - CHANGED).sum()):>3}   worse by > {CHANGED:.0%}: "
               f"{int((v > 1 + CHANGED).sum()):>3}   geo mean {np.exp(np.log(v).mean()):.3f}   "
