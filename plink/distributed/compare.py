@@ -15,9 +15,9 @@ times are combined with one ``all_reduce(MAX)`` at the end), so every rank
 gets the same numbers and takes the same decision.  The medians are compared.
 
 On the proof cluster of ``benchmarks/collectives_netns.py`` (README, "Where this
-stands") Open MPI's measured speedups were 45-70% of the shared model's prediction
-for its ring, 71-83% for Rabenseifner, 68-101% for recursive doubling, 93-107% for
-the tree (Gloo's 83-108%), because copies and reductions (the same in every order) take
+stands") Open MPI's measured speedups were 46-70% of the shared model's prediction
+for its ring, 70-83% for Rabenseifner, 85-101% for recursive doubling, 90-107% for
+the tree (Gloo's 102-108%), because copies and reductions (the same in every order) take
 part of the time: the prediction is of the network's part, this is
 of the whole.  A median of a few runs is noisy too: ``wins`` (rounds in which
 the candidate was the faster) shows how consistent a difference is: on shared
