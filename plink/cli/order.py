@@ -206,13 +206,14 @@ def order(probefile, algo, size, base, time_limit, jobs, smt_time, groups_file, 
     value and the figures given as ranges. Small clusters get a certified
     optimum of the chosen model; a lower bound is printed when informative.
 
-    Latencies alone cannot tell a rack from two (a rack of 2 beside a rack
-    of 5 read as one in a measured case): when no bandwidth matrix or
-    --groups gave the racks, the search also runs under each grouping with
-    one group of 4+ hosts split in two (sharing --time-limit), and of the
-    orders priced within 2% of the best, plink takes the one least far
-    above the best under its worst grouping (--no-hedge: off). Probing
-    with --bandwidth is the better fix.
+    The hedge: latencies alone cannot tell a rack from two (a rack of 2
+    beside a rack of 5 read as one in a measured case). With --model
+    shared, when no bandwidth matrix or --groups gave the racks, the
+    search also runs under each grouping with one group of 4+ hosts split
+    in two (sharing --time-limit), and of the orders priced within 2% of
+    the best, plink takes the one least far above the best under its
+    worst grouping (--no-hedge: off). Probing with --bandwidth is the
+    better fix.
 
     \b
     Launcher files (--slots N processes per host; every format: 'plink emit --help'):
