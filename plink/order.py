@@ -322,7 +322,7 @@ def order_hosts(
                          seed=seed, max_iter=max_iter, keep_on_interrupt=keep_on_interrupt)
         res.info["hedge"] = hedged["info"]
         if hedged["order"] is not None:
-            best, best_cost = hedged["order"], float(price(hedged["order"]))
+            best, best_cost = hedged["order"], hedged["cost"]
             res = SolveResult(res.perm, res.cost, False, None, res.method, res.info)
             notes.append(hedged["note"])
     ranges = _ranges(price, price_low, identity, contiguous, best, rand)
@@ -494,7 +494,8 @@ def _hedged(splits: list[np.ndarray], best: np.ndarray, simple: list[np.ndarray]
     ``hedged_pick`` over the candidates (``best`` first, the searches' orders, ``simple``: the
     input and rack-contiguous orders) priced under ``groups`` (by ``price``) and under each
     split, among those priced no higher than the simple orders.  ``{"order": the pick, or None
-    when it is ``best``; "info": for ``solver["hedge"]``; "note": the report's note}``."""
+    when it is ``best``; "cost": its price (with an order); "info": for ``solver["hedge"]``;
+    "note": the report's note}``."""
     t0 = time.perf_counter()
     prices_by = [price]
     cands = [best]
@@ -528,7 +529,7 @@ def _hedged(splits: list[np.ndarray], best: np.ndarray, simple: list[np.ndarray]
             f"{(prices[0][k] / prices[0][0] - 1) * 100:+.1f}% against the search's under the groups found, and at "
             f"worst {(worst[k] - 1) * 100:.1f}% above the best under a grouping, against "
             f"{(worst[0] - 1) * 100:.1f}% (--no-hedge: the search's order)")
-    return {"order": np.asarray(cands[k]), "note": note, "info": info}
+    return {"order": np.asarray(cands[k]), "cost": float(prices[0][k]), "note": note, "info": info}
 
 
 def _pricing(model: str, cm, cm_low):

@@ -206,6 +206,8 @@ def splits_in_two(latency: np.ndarray, labels: np.ndarray, min_size: int = SPLIT
     from scipy.cluster.hierarchy import fcluster, linkage
     from scipy.spatial.distance import squareform
 
+    from plink.structure.hierarchy import symmetrise_min
+
     lat = np.asarray(latency, dtype=float)
     labels = np.asarray(labels)
     out = []
@@ -213,9 +215,7 @@ def splits_in_two(latency: np.ndarray, labels: np.ndarray, min_size: int = SPLIT
         m = np.flatnonzero(labels == g)
         if len(m) < max(min_size, 2):
             continue
-        s = lat[np.ix_(m, m)].copy()
-        np.fill_diagonal(s, np.nan)
-        s = np.fmin(s, s.T)
+        s = symmetrise_min(lat[np.ix_(m, m)])
         if not np.isfinite(s).any():  # (no pair measured inside: nothing to split by)
             continue
         s = np.where(np.isfinite(s), s, np.nanmedian(s))
