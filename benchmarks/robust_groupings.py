@@ -32,6 +32,8 @@ minutes on 2 cores (``--jobs 2``), deterministic (``--max-iter``), no root::
 ``--time-limit 3 --seeds 3``: instead, ``plink order``'s pick against ``--no-hedge`` with
 time-limited searches, as the proof runs make their orders (``--seed 0 --time-limit 3``), for
 seeds 0-2: how much of a pick is search luck.  Not deterministic; about a minute per run file.
+``--main-share F`` with it: the search under the groups found gets F of the time and the split
+groupings' searches share the rest (``plink.order.HEDGE_MAIN_SHARE``; default: equal shares).
 """
 
 from __future__ import annotations
@@ -51,6 +53,7 @@ if str(ROOT) not in sys.path:
 
 from benchmarks.collectives_netns import load_saved, order_name, run_algos  # noqa: E402
 from plink.data.probefile import from_dict  # noqa: E402
+import plink.order  # noqa: E402
 from plink.order import order_hosts  # noqa: E402
 from plink.pricing import find_groups, network  # noqa: E402
 from plink.solvers.contention import SharedCostModel  # noqa: E402
@@ -89,6 +92,11 @@ def timed_picks(probe, algo: str, size: int, time_limit: float, seed: int) -> tu
     plink = order_hosts(probe, algo, size=size, seed=seed, time_limit=time_limit, n_random=20)
     return ({"found": np.asarray(found.order), "plink": np.asarray(plink.order)},
             int(plink.solver.get("hedge", {}).get("groupings", 0)))
+
+
+def _main_share(share: float | None) -> None:
+    """(A worker's initializer) the hedge's share of ``--time-limit`` for the search under the groups found."""
+    plink.order.HEDGE_MAIN_SHARE = share
 
 
 def run_file(path: Path, max_iter: int, time_limit: float | None = None,
@@ -135,12 +143,17 @@ def main(argv=None) -> int:
                          "against --no-hedge only (not deterministic)")
     ap.add_argument("--seeds", type=int, default=3, help="with --time-limit: searches per run and algorithm, "
                                                          "seeds 0.. (default 3)")
+    ap.add_argument("--main-share", type=float, default=None,
+                    help="with --time-limit: the share of it the search under the groups found gets, the split "
+                         "groupings' searches sharing the rest (default: every search the same share)")
     ap.add_argument("--jobs", type=int, default=2, help="processes (default 2)")
     args = ap.parse_args(argv)
     if args.max_iter < 1:
         ap.error("--max-iter must be >= 1")
     if args.time_limit is not None and not (0 < args.time_limit <= 600) or args.seeds < 1:
         ap.error("--time-limit must be in (0, 600] seconds and --seeds >= 1")
+    if args.main_share is not None and (args.time_limit is None or not (0 < args.main_share < 1)):
+        ap.error("--main-share must be in (0, 1), with --time-limit")
     files = [Path(f).resolve() for f in args.files] or sorted(RESULTS.glob("**/[A-E].json"))
     for f in files:
         load_saved(ap, f)  # (a missing or broken file: a usage error before any work)
@@ -148,7 +161,7 @@ def main(argv=None) -> int:
     rho: dict[str, list[float]] = {}
     print(f"{'run':<34} {'algo':<8} {'splits':>6} " + " ".join(f"{p:>8}" for p in PICKS)
           + "   (proxy price / the best measured order's)")
-    with ProcessPoolExecutor(max(1, args.jobs)) as pool:
+    with ProcessPoolExecutor(max(1, args.jobs), initializer=_main_share, initargs=(args.main_share,)) as pool:
         for got in pool.map(run_file, files, [args.max_iter] * len(files), [args.time_limit] * len(files),
                             [args.seeds] * len(files)):
             if got is None:

@@ -157,3 +157,15 @@ def test_cli_no_hedge(e24, tmp_path):
     assert json.loads(on.stdout)["solver"]["hedge"]["groupings"] == 5
     assert "hedge" not in json.loads(off.stdout)["solver"]
     assert "--no-hedge" in runner.invoke(cli, ["order", "--help"]).output
+
+
+def test_hedge_time_shares(monkeypatch):
+    """The searches of the hedge share ``--time-limit``: equal shares by default, or the found
+    grouping's search a given share (``HEDGE_MAIN_SHARE``) and the splits the rest; all of it
+    without a split."""
+    import plink.order as po
+    assert po._hedge_times(3.0, 0) == (3.0, 0.0)
+    assert po._hedge_times(3.0, 5) == pytest.approx((0.5, 0.5))
+    monkeypatch.setattr(po, "HEDGE_MAIN_SHARE", 0.5)
+    assert po._hedge_times(3.0, 5) == pytest.approx((1.5, 0.3))
+    assert po._hedge_times(3.0, 0) == (3.0, 0.0)
