@@ -33,7 +33,8 @@ minutes on 2 cores (``--jobs 2``), deterministic (``--max-iter``), no root::
 time-limited searches, as the proof runs make their orders (``--seed 0 --time-limit 3``), for
 seeds 0-2: how much of a pick is search luck.  Not deterministic; about a minute per run file.
 ``--main-share F`` with it: the search under the groups found gets F of the time and the split
-groupings' searches share the rest (``plink.order.HEDGE_MAIN_SHARE``; default: equal shares).
+groupings' searches share the rest (``plink.order.HEDGE_MAIN_SHARE``, default plink's: 0.5);
+``equal``: every search the same share.
 """
 
 from __future__ import annotations
@@ -94,9 +95,11 @@ def timed_picks(probe, algo: str, size: int, time_limit: float, seed: int) -> tu
             int(plink.solver.get("hedge", {}).get("groupings", 0)))
 
 
-def _main_share(share: float | None) -> None:
-    """(A worker's initializer) the hedge's share of ``--time-limit`` for the search under the groups found."""
-    plink.order.HEDGE_MAIN_SHARE = share
+def _main_share(share: str | None) -> None:
+    """(A worker's initializer) the hedge's share of ``--time-limit`` for the search under the groups
+    found: ``"equal"``, a number, or None for plink's own."""
+    if share is not None:
+        plink.order.HEDGE_MAIN_SHARE = None if share == "equal" else float(share)
 
 
 def run_file(path: Path, max_iter: int, time_limit: float | None = None,
@@ -143,17 +146,23 @@ def main(argv=None) -> int:
                          "against --no-hedge only (not deterministic)")
     ap.add_argument("--seeds", type=int, default=3, help="with --time-limit: searches per run and algorithm, "
                                                          "seeds 0.. (default 3)")
-    ap.add_argument("--main-share", type=float, default=None,
+    ap.add_argument("--main-share", default=None,
                     help="with --time-limit: the share of it the search under the groups found gets, the split "
-                         "groupings' searches sharing the rest (default: every search the same share)")
+                         "groupings' searches sharing the rest, or 'equal' (default: plink's, "
+                         f"{plink.order.HEDGE_MAIN_SHARE})")
     ap.add_argument("--jobs", type=int, default=2, help="processes (default 2)")
     args = ap.parse_args(argv)
     if args.max_iter < 1:
         ap.error("--max-iter must be >= 1")
     if args.time_limit is not None and not (0 < args.time_limit <= 600) or args.seeds < 1:
         ap.error("--time-limit must be in (0, 600] seconds and --seeds >= 1")
-    if args.main_share is not None and (args.time_limit is None or not (0 < args.main_share < 1)):
-        ap.error("--main-share must be in (0, 1), with --time-limit")
+    if args.main_share is not None:
+        try:
+            ok = args.main_share == "equal" or 0 < float(args.main_share) < 1
+        except ValueError:
+            ok = False
+        if not ok or args.time_limit is None:
+            ap.error("--main-share must be 'equal' or in (0, 1), with --time-limit")
     files = [Path(f).resolve() for f in args.files] or sorted(RESULTS.glob("**/[A-E].json"))
     for f in files:
         load_saved(ap, f)  # (a missing or broken file: a usage error before any work)

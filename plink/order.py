@@ -279,8 +279,10 @@ def order_hosts(
 
     ``hedge`` (shared model, groups inferred from latencies alone): the latencies cannot tell a
     rack from two, so the search is also run under each grouping with one found group of 4 or more
-    hosts split in two (``plink.structure.probegroups.splits_in_two``; the searches share
-    ``time_limit``, or run ``max_iter`` iterations each), and of the orders priced within the
+    hosts split in two (``plink.structure.probegroups.splits_in_two``; at most
+    ``HEDGE_MAX_SPLITS``, the largest groups'; the search under the groups found gets
+    ``HEDGE_MAIN_SHARE`` of ``time_limit`` and these share the rest, or every search runs
+    ``max_iter`` iterations), and of the orders priced within the
     model's resolution (2%) of the best, the one whose worst price over those groupings is the
     least above that grouping's best is returned (``solvers.hedge.hedged_pick``; ``solver["hedge"]``).
 
@@ -478,9 +480,11 @@ def _search(model: str, cm, identity: np.ndarray, notes: list[str], *, labels, t
 
 
 #: with the hedge on, the share of ``time_limit`` the search under the groups found gets (the
-#: split groupings' searches share the rest); None: every search the same share.  Giving it half
-#: made no difference measured (``benchmarks/robust_groupings.py --time-limit 3 --main-share 0.5``).
-HEDGE_MAIN_SHARE: float | None = None
+#: split groupings' searches share the rest); None: every search the same share.  On the proof
+#: probes half and equal shares measured alike (``benchmarks/robust_groupings.py --time-limit 3
+#: --main-share equal``); with many groups equal shares starve it (PlanetLab's ring, 5 s: priced
+#: 1.06x the search given all of the time; README, "Hedging over the plausible groupings").
+HEDGE_MAIN_SHARE: float | None = 0.5
 
 
 def _hedge_times(time_limit: float, k: int) -> tuple[float, float]:
@@ -492,14 +496,26 @@ def _hedge_times(time_limit: float, k: int) -> tuple[float, float]:
     return time_limit * HEDGE_MAIN_SHARE, time_limit * (1 - HEDGE_MAIN_SHARE) / k
 
 
+#: the hedge searches under at most this many split groupings: those of the largest groups (a
+#: merge of two racks is larger than either), so its cost stays that of a few searches however many
+#: groups there are (PlanetLab's 490 hosts in 155 groups: 6x the time without the cap)
+HEDGE_MAX_SPLITS = 5
+
+
 def _hedge_groupings(probe: ProbeData, groups, model: str, labels, use_bandwidth: bool) -> list[np.ndarray]:
-    """The groupings ``order_hosts`` hedges over besides ``groups`` (``splits_in_two``): only for
-    the shared model when the groups were inferred from latencies alone (no groups given, no
-    bandwidth matrix used); else none."""
+    """The groupings ``order_hosts`` hedges over besides ``groups`` (``splits_in_two``, at most
+    ``HEDGE_MAX_SPLITS``, the largest groups' first): only for the shared model when the groups
+    were inferred from latencies alone (no groups given, no bandwidth matrix used); else none."""
     if (model != "shared" or labels is not None or groups.source != "inferred from latency"
             or (use_bandwidth and probe.bandwidth is not None)):
         return []
-    return splits_in_two(probe.structure_latency, groups.labels)
+    found = np.asarray(groups.labels)
+    splits = splits_in_two(probe.structure_latency, found)
+    if len(splits) <= HEDGE_MAX_SPLITS:
+        return splits
+    size = [int((found == found[np.flatnonzero(lab != found)[0]]).sum()) for lab in splits]
+    keep = sorted(sorted(range(len(splits)), key=lambda i: -size[i])[:HEDGE_MAX_SPLITS])  # (stable: ties by index)
+    return [splits[i] for i in keep]
 
 
 def _hedged(splits: list[np.ndarray], best: np.ndarray, simple: list[np.ndarray], price, *, algo: str,

@@ -9,7 +9,7 @@ import pytest
 from click.testing import CliRunner
 
 from plink.cli import cli
-from plink.data.probefile import from_dict
+from plink.data.probefile import from_dict, from_matrix
 from plink.order import order_hosts
 from plink.pricing import Groups, find_groups, network
 from plink.solvers.contention import SharedCostModel
@@ -160,12 +160,32 @@ def test_cli_no_hedge(e24, tmp_path):
 
 
 def test_hedge_time_shares(monkeypatch):
-    """The searches of the hedge share ``--time-limit``: equal shares by default, or the found
-    grouping's search a given share (``HEDGE_MAIN_SHARE``) and the splits the rest; all of it
-    without a split."""
+    """The searches of the hedge share ``--time-limit``: the found grouping's search half of it
+    by default (``HEDGE_MAIN_SHARE``) and the splits the rest, or every search the same share;
+    all of it without a split."""
     import plink.order as po
     assert po._hedge_times(3.0, 0) == (3.0, 0.0)
-    assert po._hedge_times(3.0, 5) == pytest.approx((0.5, 0.5))
-    monkeypatch.setattr(po, "HEDGE_MAIN_SHARE", 0.5)
     assert po._hedge_times(3.0, 5) == pytest.approx((1.5, 0.3))
+    monkeypatch.setattr(po, "HEDGE_MAIN_SHARE", None)
+    assert po._hedge_times(3.0, 5) == pytest.approx((0.5, 0.5))
     assert po._hedge_times(3.0, 0) == (3.0, 0.0)
+
+
+def test_hedge_keeps_the_largest_groups_splits(monkeypatch):
+    """At most ``HEDGE_MAX_SPLITS`` split groupings, those of the largest groups, in their order."""
+    import plink.order as po
+    rng = np.random.default_rng(0)
+    sizes = [4, 7, 5, 4, 6, 4, 8]
+    found = np.repeat(np.arange(len(sizes)), sizes)
+    n = len(found)
+    lat = np.where(found[:, None] == found[None, :], 10.0, 100.0) + rng.uniform(0, 1, (n, n))
+    probe = from_matrix(lat)
+    groups = Groups(found, "inferred from latency")
+    every = splits_in_two(probe.structure_latency, found)
+    assert len(every) == len(sizes)
+    monkeypatch.setattr(po, "HEDGE_MAX_SPLITS", 3)
+    kept = po._hedge_groupings(probe, groups, "shared", None, True)
+    split_group = [int(found[np.flatnonzero(lab != found)[0]]) for lab in kept]
+    assert split_group == [1, 4, 6]  # (sizes 7, 6 and 8, in the groups' order)
+    monkeypatch.setattr(po, "HEDGE_MAX_SPLITS", 10)
+    assert len(po._hedge_groupings(probe, groups, "shared", None, True)) == len(sizes)

@@ -210,7 +210,8 @@ def order(probefile, algo, size, base, time_limit, jobs, smt_time, groups_file, 
     beside a rack of 5 read as one in a measured case). With --model
     shared, when no bandwidth matrix or --groups gave the racks, the
     search also runs under each grouping with one group of 4+ hosts split
-    in two (sharing --time-limit), and of the orders priced within 2% of
+    in two (at most 5, the largest groups'; they share half of
+    --time-limit, the main search gets the other), and of the orders priced within 2% of
     the best, plink takes the one least far above the best under its
     worst grouping (--no-hedge: off). Probing with --bandwidth is the
     better fix.
