@@ -55,7 +55,7 @@ if str(ROOT) not in sys.path:
 from benchmarks.collectives_netns import load_saved, order_name, run_algos  # noqa: E402
 from plink.data.probefile import from_dict  # noqa: E402
 import plink.order  # noqa: E402
-from plink.order import order_hosts  # noqa: E402
+from plink.order import HEDGE_MAX_SPLITS, order_hosts  # noqa: E402
 from plink.pricing import find_groups, network  # noqa: E402
 from plink.solvers.contention import SharedCostModel  # noqa: E402
 from plink.solvers.fluid import pricing_model  # noqa: E402
@@ -76,7 +76,7 @@ def price(probe, labels, algo: str, size: int):
 def picks(probe, algo: str, size: int, max_iter: int) -> tuple[dict[str, np.ndarray], int]:
     """``({pick: order}, number of split groupings)`` for ``probe``'s latencies (see module docstring)."""
     found = find_groups(probe).labels
-    groupings = [found] + splits_in_two(probe.structure_latency, found)
+    groupings = [found] + splits_in_two(probe.structure_latency, found, max_splits=HEDGE_MAX_SPLITS)
     cands = [np.asarray(order_hosts(probe, algo, size=size, seed=0, max_iter=max_iter, n_random=20,
                                     labels=lab).order) for lab in groupings]
     cands.append(rack_contiguous(found))

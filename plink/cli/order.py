@@ -211,10 +211,10 @@ def order(probefile, algo, size, base, time_limit, jobs, smt_time, groups_file, 
     shared, when no bandwidth matrix or --groups gave the racks, the
     search also runs under each grouping with one group of 4+ hosts split
     in two (at most 5, the largest groups'; they share half of
-    --time-limit, the main search gets the other), and of the orders priced within 2% of
-    the best, plink takes the one least far above the best under its
-    worst grouping (--no-hedge: off). Probing with --bandwidth is the
-    better fix.
+    --time-limit, the main search gets the other), and of the orders
+    priced within 2% of the best, plink takes the one least far above the
+    best under its worst grouping (--no-hedge: off). Probing with
+    --bandwidth is the better fix.
 
     \b
     Launcher files (--slots N processes per host; every format: 'plink emit --help'):

@@ -189,13 +189,15 @@ def split_by_far_pairs(labels: np.ndarray, other: np.ndarray, inverse_bandwidth:
     return _canonical(np.array([root(int(k)) for k in meet]))
 
 
-def splits_in_two(latency: np.ndarray, labels: np.ndarray, min_size: int = SPLIT_MIN_SIZE) -> list[np.ndarray]:
+def splits_in_two(latency: np.ndarray, labels: np.ndarray, min_size: int = SPLIT_MIN_SIZE,
+                  max_splits: int | None = None) -> list[np.ndarray]:
     """The groupings that latencies alone cannot rule out beside ``labels``: one per group of
     ``min_size`` or more hosts, ``labels`` with that group split in two by average linkage of
     ``latency`` (µs, may be asymmetric, NaN = not measured) over its hosts: the faster direction
     of each pair, a pair measured in neither at the group's median (a group with no pair measured
     inside is not split).  The new part gets label
-    ``labels.max() + 1``.
+    ``labels.max() + 1``.  With ``max_splits``: only the largest groups' splits, at most that
+    many (groups of one size in label order), still returned in label order.
 
     Why: a rack of 2 and its neighbour can read as one group by latency, and no statistic of the
     latencies told the two true splits from the 147 spurious ones of the shipped proof probes
@@ -210,9 +212,13 @@ def splits_in_two(latency: np.ndarray, labels: np.ndarray, min_size: int = SPLIT
 
     lat = np.asarray(latency, dtype=float)
     labels = np.asarray(labels)
-    out = []
-    for g in np.unique(labels):
-        m = np.flatnonzero(labels == g)
+    groups, sizes = np.unique(labels, return_counts=True)
+    visit = range(len(groups)) if max_splits is None else np.argsort(-sizes, kind="stable")
+    out = {}
+    for i in visit:
+        if max_splits is not None and len(out) >= max_splits:
+            break
+        m = np.flatnonzero(labels == groups[i])
         if len(m) < max(min_size, 2):
             continue
         s = symmetrise_min(lat[np.ix_(m, m)])
@@ -225,5 +231,5 @@ def splits_in_two(latency: np.ndarray, labels: np.ndarray, min_size: int = SPLIT
             continue
         lab = labels.copy()
         lab[m[cut == 2]] = labels.max() + 1
-        out.append(lab)
-    return out
+        out[int(i)] = lab
+    return [out[i] for i in sorted(out)]
