@@ -4,7 +4,8 @@ link / link rate" price each step, and is there a shared spine bottleneck beside
 Run as root (network namespaces, sshd, iperf3, Open MPI with its headers; ~6 min)::
 
     sudo "$(command -v python)" benchmarks/hd_steps_netns.py [--mbit 350] [--size 4MiB] [--passes 2] \\
-        [--seed 7] [--json benchmarks/results/hd_steps-350.json]
+        [--seed 7] [--mpi-mca btl_tcp_flags=send,inplace,need-ack,need-csum] \\
+        [--json benchmarks/results/hd_steps-350.json]
     python benchmarks/hd_steps_netns.py --analyse-only benchmarks/results/hd_steps-350.json
 
 While holding ``/tmp/plink-netns.lock`` the script builds the proof's cluster (16 hosts, 4 racks of 4,
@@ -159,9 +160,10 @@ def run_iperf(c, pairs, seconds: float = IPERF_SECONDS) -> list[float]:
                 p.wait()
 
 
-def run_steps(c, exe: Path, hostfile: Path, want: list[str], size: int, repeats: int) -> dict:
-    """One ``mpirun.openmpi --map-by seq`` of hd_steps (``collectives_netns.mpirun``)."""
-    got = {r.get("what", "hosts"): r for r in mpirun(c, hostfile, want, [str(exe), str(size), "1", str(repeats)])}
+def run_steps(c, exe: Path, hostfile: Path, want: list[str], size: int, repeats: int, mca: tuple = ()) -> dict:
+    """One ``mpirun.openmpi --map-by seq`` of hd_steps (``collectives_netns.mpirun``, ``mca`` pairs added)."""
+    got = {r.get("what", "hosts"): r
+           for r in mpirun(c, hostfile, want, [str(exe), str(size), "1", str(repeats)], mca=mca)}
     if got["allreduce"]["read_back"] != 6 or not got["allreduce"]["correct"]:
         raise RuntimeError(f"MPI_Allreduce: algorithm read back {got['allreduce']['read_back']}, "
                            f"correct={got['allreduce']['correct']}")
@@ -174,7 +176,8 @@ def measure(args, save) -> dict:
     doc = {"format": "plink-hd-steps", "version": 1, "command": " ".join(sys.argv), "started": utc(),
            "cluster": {"hosts_per_rack": HOSTS_PER_RACK, "host_mbit": args.mbit, "uplink_mbit": args.mbit,
                        "extra_hops": EXTRA_HOPS},
-           "size_bytes": args.size, "repeats": args.repeats, "passes": args.passes, "seed": args.seed}
+           "size_bytes": args.size, "repeats": args.repeats, "passes": args.passes, "seed": args.seed,
+           "mpi_mca": [list(kv) for kv in args.mpi_mca]}
     with netns_lock(), tempfile.TemporaryDirectory(prefix="plink-hd-steps-") as tmp:
         tmp = Path(tmp)
         exe = compile_timer(tmp, SRC)
@@ -201,7 +204,7 @@ def measure(args, save) -> dict:
                     files = write_files(tmp, name, [Host(h, c.host(h).address) for h in want])
                     t = time.monotonic()
                     doc["mpi"][name].append({"pass": p, **run_steps(c, exe, files["openmpi"], want, args.size,
-                                                                     args.repeats)})
+                                                                     args.repeats, args.mpi_mca)})
                     log(f"pass {p} {name}: {time.monotonic() - t:.0f} s")
                     save(doc)
             doc["finished"] = utc()
@@ -216,7 +219,8 @@ def analyse(doc: dict) -> tuple[str, dict]:
     cl, size, racks = doc["cluster"], doc["size_bytes"], doc["racks"]
     lines = [f"hd steps on {len(racks)} hosts, racks {cl['hosts_per_rack']}, host/uplink {cl['host_mbit']:g}/"
              f"{cl['uplink_mbit']:g} Mbit/s, {cl['extra_hops']} extra hops; {size / 2**20:g} MiB; {doc['passes']} "
-             f"passes x {doc['repeats']} repeats; {doc['started']} - {doc.get('finished', 'unfinished')}", "",
+             f"passes x {doc['repeats']} repeats; {doc['started']} - {doc.get('finished', 'unfinished')}"
+             + "".join(f"; mpirun --mca {k} {v}" for k, v in (doc.get("mpi_mca") or [])), "",
              f"iperf3, {doc['iperf']['seconds']} s per flow: Mbit/s per rack uplink direction, per pass"]
     per_dir = {}
     for name, pat in doc["iperf"]["patterns"].items():
@@ -277,11 +281,16 @@ def main(argv=None) -> int:
     ap.add_argument("--seed", type=int, default=7, help="seed of the two random orders")
     ap.add_argument("--json", help="save the raw data here (as soon as it exists)")
     ap.add_argument("--analyse-only", metavar="FILE", help="re-print the tables of a saved --json file")
+    ap.add_argument("--mpi-mca", nargs="+", default=[], metavar="NAME=VALUE",
+                    help="more Open MPI settings, e.g. btl_tcp_flags=send,inplace,need-ack,need-csum (the proof's)")
     args = ap.parse_args(argv)
     if args.analyse_only:
         print(analyse(load_saved(ap, args.analyse_only))[0])
         return 0
     args.size = size_arg(ap, args.size)
+    if any("=" not in kv or not kv.split("=", 1)[0] for kv in args.mpi_mca):
+        ap.error("--mpi-mca takes NAME=VALUE pairs")
+    args.mpi_mca = tuple(tuple(kv.split("=", 1)) for kv in args.mpi_mca)
     if args.mbit * sum(HOSTS_PER_RACK) > 6500:
         ap.error("keep hosts x link rate <= ~6 Gbit/s on this machine")
     return measure_and_report(args, measure, lambda doc: analyse(doc)[0], tools=("iperf3",))
