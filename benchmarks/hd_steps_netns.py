@@ -5,7 +5,7 @@ Run as root (network namespaces, sshd, iperf3, Open MPI with its headers; ~6 min
 
     sudo "$(command -v python)" benchmarks/hd_steps_netns.py [--mbit 350] [--size 4MiB] [--passes 2] \\
         [--seed 7] [--mpi-mca btl_tcp_flags=send,inplace,need-ack,need-csum] \\
-        [--json benchmarks/results/hd_steps-350.json]
+        [--sysctl net.ipv4.tcp_slow_start_after_idle=0] [--json benchmarks/results/hd_steps-350.json]
     python benchmarks/hd_steps_netns.py --analyse-only benchmarks/results/hd_steps-350.json
 
 While holding ``/tmp/plink-netns.lock`` the script builds the proof's cluster (16 hosts, 4 racks of 4,
@@ -26,7 +26,9 @@ It prints per order and step "flows on the busiest link : model s / measured s",
 prices a step of B bytes as B x flows / rate on its busiest link (a rack uplink direction shared
 by ``flows`` exchanges, or the host NIC), then the Pearson correlation of model and measured over
 all steps and the measured / model ratios of NIC-bound and uplink-bound steps. ``--json`` keeps
-the raw data; ``--analyse-only FILE`` re-prints it (no root needed).
+the raw data; ``--analyse-only FILE`` re-prints it (no root needed). ``--mpi-mca NAME=VALUE`` adds Open
+MPI settings (the proof's ``btl_tcp_flags``), ``--sysctl NAME=VALUE`` sets a kernel setting in every
+host's namespace (experiments, e.g. ``net.ipv4.tcp_slow_start_after_idle=0``); both are recorded.
 """
 
 from __future__ import annotations
@@ -177,13 +179,16 @@ def measure(args, save) -> dict:
            "cluster": {"hosts_per_rack": HOSTS_PER_RACK, "host_mbit": args.mbit, "uplink_mbit": args.mbit,
                        "extra_hops": EXTRA_HOPS},
            "size_bytes": args.size, "repeats": args.repeats, "passes": args.passes, "seed": args.seed,
-           "mpi_mca": [list(kv) for kv in args.mpi_mca]}
+           "mpi_mca": [list(kv) for kv in args.mpi_mca], "sysctl": [list(kv) for kv in args.sysctl]}
     with netns_lock(), tempfile.TemporaryDirectory(prefix="plink-hd-steps-") as tmp:
         tmp = Path(tmp)
         exe = compile_timer(tmp, SRC)
         with make_cluster(doc["cluster"], {}) as c:
             racks = [h.rack for h in c.hosts]
             doc.update(hosts=[h.name for h in c.hosts], racks=racks)
+            for h in c.hosts:  # per-namespace kernel settings (--sysctl), on every host
+                for k, v in args.sysctl:
+                    c.exec(h.name, ["sysctl", "-qw", f"{k}={v}"], check=True, capture_output=True)
             by_rack = [[h.index for h in c.hosts if h.rack == r] for r in range(len(HOSTS_PER_RACK))]
             pats = iperf_patterns(by_rack)
             doc["iperf"] = {"seconds": IPERF_SECONDS,
@@ -220,7 +225,8 @@ def analyse(doc: dict) -> tuple[str, dict]:
     lines = [f"hd steps on {len(racks)} hosts, racks {cl['hosts_per_rack']}, host/uplink {cl['host_mbit']:g}/"
              f"{cl['uplink_mbit']:g} Mbit/s, {cl['extra_hops']} extra hops; {size / 2**20:g} MiB; {doc['passes']} "
              f"passes x {doc['repeats']} repeats; {doc['started']} - {doc.get('finished', 'unfinished')}"
-             + "".join(f"; mpirun --mca {k} {v}" for k, v in (doc.get("mpi_mca") or [])), "",
+             + "".join(f"; mpirun --mca {k} {v}" for k, v in (doc.get("mpi_mca") or []))
+             + "".join(f"; sysctl {k}={v}" for k, v in (doc.get("sysctl") or [])), "",
              f"iperf3, {doc['iperf']['seconds']} s per flow: Mbit/s per rack uplink direction, per pass"]
     per_dir = {}
     for name, pat in doc["iperf"]["patterns"].items():
@@ -283,6 +289,8 @@ def main(argv=None) -> int:
     ap.add_argument("--analyse-only", metavar="FILE", help="re-print the tables of a saved --json file")
     ap.add_argument("--mpi-mca", nargs="+", default=[], metavar="NAME=VALUE",
                     help="more Open MPI settings, e.g. btl_tcp_flags=send,inplace,need-ack,need-csum (the proof's)")
+    ap.add_argument("--sysctl", nargs="+", default=[], metavar="NAME=VALUE",
+                    help="kernel settings of every host's namespace, e.g. net.ipv4.tcp_slow_start_after_idle=0")
     args = ap.parse_args(argv)
     if args.analyse_only:
         print(analyse(load_saved(ap, args.analyse_only))[0])
@@ -291,6 +299,10 @@ def main(argv=None) -> int:
     if any("=" not in kv or not kv.split("=", 1)[0] for kv in args.mpi_mca):
         ap.error("--mpi-mca takes NAME=VALUE pairs")
     args.mpi_mca = tuple(tuple(kv.split("=", 1)) for kv in args.mpi_mca)
+    if any("=" not in kv or not kv.split("=", 1)[0].replace(".", "").replace("_", "").isalnum()
+           for kv in args.sysctl):
+        ap.error("--sysctl takes NAME=VALUE pairs (NAME: letters, digits, dots, underscores)")
+    args.sysctl = tuple(tuple(kv.split("=", 1)) for kv in args.sysctl)
     if args.mbit * sum(HOSTS_PER_RACK) > 6500:
         ap.error("keep hosts x link rate <= ~6 Gbit/s on this machine")
     return measure_and_report(args, measure, lambda doc: analyse(doc)[0], tools=("iperf3",))
