@@ -28,7 +28,8 @@ by ``flows`` exchanges, or the host NIC), then the Pearson correlation of model 
 all steps and the measured / model ratios of NIC-bound and uplink-bound steps. ``--json`` keeps
 the raw data; ``--analyse-only FILE`` re-prints it (no root needed). ``--mpi-mca NAME=VALUE`` adds Open
 MPI settings (the proof's ``btl_tcp_flags``), ``--sysctl NAME=VALUE`` sets a kernel setting in every
-host's namespace (experiments, e.g. ``net.ipv4.tcp_slow_start_after_idle=0``); both are recorded.
+host's namespace and ``--quickack`` adds ``quickack 1`` to every host's routes (experiments: TCP's slow
+start after idle, delayed acknowledgements); all are recorded.
 """
 
 from __future__ import annotations
@@ -179,7 +180,8 @@ def measure(args, save) -> dict:
            "cluster": {"hosts_per_rack": HOSTS_PER_RACK, "host_mbit": args.mbit, "uplink_mbit": args.mbit,
                        "extra_hops": EXTRA_HOPS},
            "size_bytes": args.size, "repeats": args.repeats, "passes": args.passes, "seed": args.seed,
-           "mpi_mca": [list(kv) for kv in args.mpi_mca], "sysctl": [list(kv) for kv in args.sysctl]}
+           "mpi_mca": [list(kv) for kv in args.mpi_mca], "sysctl": [list(kv) for kv in args.sysctl],
+           "quickack": bool(args.quickack)}
     with netns_lock(), tempfile.TemporaryDirectory(prefix="plink-hd-steps-") as tmp:
         tmp = Path(tmp)
         exe = compile_timer(tmp, SRC)
@@ -189,6 +191,12 @@ def measure(args, save) -> dict:
             for h in c.hosts:  # per-namespace kernel settings (--sysctl), on every host
                 for k, v in args.sysctl:
                     c.exec(h.name, ["sysctl", "-qw", f"{k}={v}"], check=True, capture_output=True)
+                if args.quickack:  # every route of the host acknowledges at once (no delayed ACKs)
+                    routes = c.exec(h.name, ["ip", "-4", "-o", "route", "show"], check=True, capture_output=True,
+                                    text=True).stdout.splitlines()
+                    for r in routes:
+                        c.exec(h.name, ["ip", "route", "change", *r.split(), "quickack", "1"], check=True,
+                               capture_output=True)
             by_rack = [[h.index for h in c.hosts if h.rack == r] for r in range(len(HOSTS_PER_RACK))]
             pats = iperf_patterns(by_rack)
             doc["iperf"] = {"seconds": IPERF_SECONDS,
@@ -226,7 +234,8 @@ def analyse(doc: dict) -> tuple[str, dict]:
              f"{cl['uplink_mbit']:g} Mbit/s, {cl['extra_hops']} extra hops; {size / 2**20:g} MiB; {doc['passes']} "
              f"passes x {doc['repeats']} repeats; {doc['started']} - {doc.get('finished', 'unfinished')}"
              + "".join(f"; mpirun --mca {k} {v}" for k, v in (doc.get("mpi_mca") or []))
-             + "".join(f"; sysctl {k}={v}" for k, v in (doc.get("sysctl") or [])), "",
+             + "".join(f"; sysctl {k}={v}" for k, v in (doc.get("sysctl") or []))
+             + ("; routes with quickack 1" if doc.get("quickack") else ""), "",
              f"iperf3, {doc['iperf']['seconds']} s per flow: Mbit/s per rack uplink direction, per pass"]
     per_dir = {}
     for name, pat in doc["iperf"]["patterns"].items():
@@ -291,6 +300,8 @@ def main(argv=None) -> int:
                     help="more Open MPI settings, e.g. btl_tcp_flags=send,inplace,need-ack,need-csum (the proof's)")
     ap.add_argument("--sysctl", nargs="+", default=[], metavar="NAME=VALUE",
                     help="kernel settings of every host's namespace, e.g. net.ipv4.tcp_slow_start_after_idle=0")
+    ap.add_argument("--quickack", action="store_true",
+                    help="every host's routes with quickack 1 (TCP acknowledges at once, no delayed ACKs)")
     args = ap.parse_args(argv)
     if args.analyse_only:
         print(analyse(load_saved(ap, args.analyse_only))[0])
