@@ -158,6 +158,15 @@ def size_arg(ap, text: str) -> int:
         ap.error(str(exc))
 
 
+def pairs_arg(ap, values: list[str], option: str, name_ok=bool, names: str = "") -> tuple[tuple[str, str], ...]:
+    """``NAME=VALUE`` options (``--mpi-mca``) as ``(name, value)`` pairs; one whose name is empty or
+    fails ``name_ok`` is ``ap.error`` (one line, exit 2; ``names`` says what a name may be)."""
+    pairs = tuple(tuple(kv.split("=", 1)) for kv in values if "=" in kv)
+    if len(pairs) < len(values) or not all(name_ok(k) for k, _ in pairs):
+        ap.error(f"{option} takes NAME=VALUE pairs{names}")
+    return pairs
+
+
 def load_saved(ap, path, fmt: str | None = None) -> dict:
     """A saved raw-data file for ``--analyse-only``; a missing or broken one, or (with ``fmt``) one
     whose ``format`` is not ``fmt``, is ``ap.error``."""
@@ -1103,9 +1112,7 @@ def main(argv=None) -> int:
     if args.runoff_only and args.analyse_only:
         ap.error("--runoff-only and --analyse-only exclude each other")
     args.size, args.mpi_size = size_arg(ap, args.size), size_arg(ap, args.mpi_size)
-    if any("=" not in kv or not kv.split("=", 1)[0] for kv in args.mpi_mca):
-        ap.error("--mpi-mca takes NAME=VALUE pairs")
-    args.mpi_mca = [tuple(kv.split("=", 1)) for kv in args.mpi_mca]
+    args.mpi_mca = pairs_arg(ap, args.mpi_mca, "--mpi-mca")
     if not args.analyse_only and args.mbit * max(sum(CASES[k]["hosts_per_rack"]) for k in args.cases) > 6500:
         ap.error("keep hosts x link rate <= ~6 Gbit/s on this machine")
     data_dir = Path(args.data_dir)

@@ -50,8 +50,8 @@ import numpy as np  # noqa: E402
 from scipy.stats import pearsonr, spearmanr  # noqa: E402
 
 from benchmarks.collectives_netns import (  # noqa: E402
-    compile_timer, load_saved, log, make_cluster, measure_and_report, mpirun, netns_lock, rack_contiguous,
-    rack_interleaved, size_arg, utc, write_files)
+    compile_timer, load_saved, log, make_cluster, measure_and_report, mpirun, netns_lock, pairs_arg,
+    rack_contiguous, rack_interleaved, size_arg, utc, write_files)
 
 SRC = ROOT / "benchmarks" / "mpi" / "hd_steps.c"
 HOSTS_PER_RACK = [4, 4, 4, 4]
@@ -307,13 +307,9 @@ def main(argv=None) -> int:
         print(analyse(load_saved(ap, args.analyse_only))[0])
         return 0
     args.size = size_arg(ap, args.size)
-    if any("=" not in kv or not kv.split("=", 1)[0] for kv in args.mpi_mca):
-        ap.error("--mpi-mca takes NAME=VALUE pairs")
-    args.mpi_mca = tuple(tuple(kv.split("=", 1)) for kv in args.mpi_mca)
-    if any("=" not in kv or not kv.split("=", 1)[0].replace(".", "").replace("_", "").isalnum()
-           for kv in args.sysctl):
-        ap.error("--sysctl takes NAME=VALUE pairs (NAME: letters, digits, dots, underscores)")
-    args.sysctl = tuple(tuple(kv.split("=", 1)) for kv in args.sysctl)
+    args.mpi_mca = pairs_arg(ap, args.mpi_mca, "--mpi-mca")
+    args.sysctl = pairs_arg(ap, args.sysctl, "--sysctl", lambda k: k.replace(".", "").replace("_", "").isalnum(),
+                            " (NAME: letters, digits, dots, underscores)")
     if args.mbit * sum(HOSTS_PER_RACK) > 6500:
         ap.error("keep hosts x link rate <= ~6 Gbit/s on this machine")
     return measure_and_report(args, measure, lambda doc: analyse(doc)[0], tools=("iperf3",))
