@@ -85,13 +85,20 @@ def masks(n: int) -> list[int]:
     return rs + rs[::-1]
 
 
-def step_flows(rank_racks, mask: int) -> int:
-    """Most exchanges on one rack uplink direction when every rank r sends to r ^ mask (0: none cross)."""
+def uplink_loads(rank_racks, mask: int) -> tuple[dict, dict]:
+    """Exchanges on each rack's uplink, out (``up``) and in (``down``), when every rank r sends to
+    r ^ mask; racks none of whose exchanges cross are absent."""
     up, down = {}, {}
     for r, rack in enumerate(rank_racks):
         peer = rank_racks[r ^ mask]
         if peer != rack:
             up[rack], down[peer] = up.get(rack, 0) + 1, down.get(peer, 0) + 1
+    return up, down
+
+
+def step_flows(rank_racks, mask: int) -> int:
+    """Most exchanges on one rack uplink direction when every rank r sends to r ^ mask (0: none cross)."""
+    up, down = uplink_loads(rank_racks, mask)
     return max([*up.values(), *down.values(), 0])
 
 

@@ -37,35 +37,30 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 import benchmarks.collectives_netns as proof  # noqa: E402
+from benchmarks.hd_steps_netns import uplink_loads  # noqa: E402
 from benchmarks.price_models import case_files  # noqa: E402
 
 COLLECTIVES = {"mpi_rabenseifner": "halving", "mpi_recursive_doubling": "whole"}
 
 
-def step_shares(hosts: list[str], rack: dict[str, int], data: str) -> tuple[float, float]:
-    """(uniform step time, total step time) of an exchange butterfly over ``hosts`` in rank order.
+def step_shares(rank_racks: list, data: str) -> tuple[float, float]:
+    """(uniform step time, total step time) of an exchange butterfly whose rank ``r`` sits in rack
+    ``rank_racks[r]``.
 
     Step ``k`` pairs rank ``r`` with ``r xor 2^k`` and costs its data fraction (``halving``:
     ``2^-(k+1)``; ``whole``: 1) times the most flows on any uplink direction (at least 1). A step
     is uniform when every rack's uplink carries the same number of flows out and in (and some)."""
-    n = len(hosts)
-    racks = set(rack[h] for h in hosts)
+    n = len(rank_racks)
+    racks = set(rank_racks)
     uniform = total = 0.0
-    mask, frac = 1, 0.5 if data == "halving" else 1.0
-    while mask < n:
-        load: dict[tuple[str, int], int] = {}
-        for r in range(n):
-            a, b = rack[hosts[r]], rack[hosts[r ^ mask]]
-            if a != b:
-                load[("out", a)] = load.get(("out", a), 0) + 1
-                load[("in", b)] = load.get(("in", b), 0) + 1
-        most = max(load.values(), default=0)
+    for k in range(n.bit_length() - 1):
+        frac = 0.5 ** (k + 1) if data == "halving" else 1.0
+        up, down = uplink_loads(rank_racks, 1 << k)
+        loads = [*up.values(), *down.values()]
+        most = max(loads, default=0)
         total += frac * max(1, most)
-        if len(load) == 2 * len(racks) and len(set(load.values())) == 1:
+        if len(up) == len(down) == len(racks) and len(set(loads)) == 1:
             uniform += frac * most
-        mask <<= 1
-        if data == "halving":
-            frac /= 2
     return uniform, total
 
 
@@ -78,10 +73,6 @@ def run_rows(doc: dict, coll: str) -> np.ndarray | None:
         return None
     probe = from_dict(doc["probes"]["latency"])
     algo = proof.run_algos(doc, coll)["default"]
-    rack = {}
-    for o in doc["orders"].values():
-        for i, h in zip(o["order"], o["hosts"]):
-            rack[h] = doc["rack"][i]
     rows, seen = [], set()
     for o in doc["orders"].values():
         if coll not in o["measured"] or tuple(o["order"]) in seen:
@@ -90,7 +81,7 @@ def run_rows(doc: dict, coll: str) -> np.ndarray | None:
         n = len(o["hosts"])
         if n & (n - 1):
             return None
-        uni, tot = step_shares(o["hosts"], rack, COLLECTIVES[coll])
+        uni, tot = step_shares([doc["rack"][i] for i in o["order"]], COLLECTIVES[coll])
         price = proof.predict(probe, o["order"], algo, doc["mpi_size_bytes"], "default")
         rows.append((np.log(price), np.log(o["measured"][coll]), uni / tot))
     return np.array(rows) if len(rows) >= 5 else None

@@ -5,21 +5,20 @@ import numpy as np
 
 from benchmarks.uniform_crossing import residuals, step_shares
 
-RACK = {f"r{r}h{h}": r for r in range(4) for h in range(4)}
-CONTIGUOUS = [f"r{r}h{h}" for r in range(4) for h in range(4)]
-INTERLEAVED = [f"r{r}h{h}" for h in range(4) for r in range(4)]
+CONTIGUOUS = [r for r in range(4) for h in range(4)]    # the rack of each rank
+INTERLEAVED = [r for h in range(4) for r in range(4)]
 
 
 def test_contiguous_crosses_racks_only_in_the_small_halving_steps():
     # steps 1 and 2 stay in the rack (1/2 + 1/4); steps 4 and 8 put 4 flows on every uplink,
     # both directions (4 x (1/8 + 1/16) = 0.75)
-    assert step_shares(CONTIGUOUS, RACK, "halving") == (0.75, 1.5)
+    assert step_shares(CONTIGUOUS, "halving") == (0.75, 1.5)
     # recursive doubling moves the whole vector every step: 1 + 1 + 4 + 4
-    assert step_shares(CONTIGUOUS, RACK, "whole") == (8.0, 10.0)
+    assert step_shares(CONTIGUOUS, "whole") == (8.0, 10.0)
 
 
 def test_interleaved_crosses_every_uplink_in_the_large_steps():
-    uniform, total = step_shares(INTERLEAVED, RACK, "halving")
+    uniform, total = step_shares(INTERLEAVED, "halving")
     assert (uniform, total) == (3.0, 3.0 + 0.125 + 0.0625)
 
 
@@ -29,7 +28,7 @@ def test_a_step_loading_the_uplinks_unevenly_is_not_uniform():
     # still load every uplink with 4
     swapped = list(CONTIGUOUS)
     swapped[0], swapped[4] = swapped[4], swapped[0]
-    assert step_shares(swapped, RACK, "halving") == (0.75, 0.5 * 2 + 0.25 * 2 + 0.125 * 4 + 0.0625 * 4)
+    assert step_shares(swapped, "halving") == (0.75, 0.5 * 2 + 0.25 * 2 + 0.125 * 4 + 0.0625 * 4)
 
 
 def test_residuals_are_what_the_price_does_not_explain():
