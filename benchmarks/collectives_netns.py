@@ -321,7 +321,7 @@ def make_cluster(shape: dict, busy: dict):
     return NetnsCluster(hosts_per_rack=shape["hosts_per_rack"], prefix=PREFIX, subnet=SUBNET,
                         host_mbit=shape["host_mbit"], uplink_mbit=shape["uplink_mbit"],
                         extra_hops=shape["extra_hops"], sshd=True, clean_shell=True, busy=busy, busy_cpu=[0, 1],
-                        busy_seconds=6 * 3600.0)  # a case with its runoff takes ~1 h: the default 1 h nearly
+                        busy_seconds=6 * 3600.0, queue_packets=shape.get("queue_packets"))  # a case with its runoff takes ~1 h: the default 1 h nearly
     # stopped case D's busy loops before its last run (10 s to spare)
 
 

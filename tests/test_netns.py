@@ -183,6 +183,10 @@ def test_unequal_racks_argument_errors():
     assert NetnsCluster(racks=2, uplink_mbit=0).uplink_rates == [0.0, 0.0]  # not shaped
     assert NetnsCluster(hosts_per_rack=[2, 3], uplink_mbit=[100, 150]).uplink_rates == [100.0, 150.0]
     assert NetnsCluster(racks=3, uplink_mbit=200).uplink_rates == [200.0] * 3
+    for bad in (0, -5, 200_000):
+        with pytest.raises(ValueError, match="queue_packets"):
+            NetnsCluster(queue_packets=bad)
+    assert NetnsCluster().queue_packets is None and NetnsCluster(queue_packets="64").queue_packets == 64
 
 
 @pytest.mark.parametrize("case", ["ok", "fails", "hangs"])
