@@ -14,8 +14,9 @@ from ._ringkernel import _jit
 
 
 @_jit
-def fluid_time(slots, cap, private, nbytes, rnd, src, dst, todo0):  # pragma: no cover - compiled
-    """Seconds until the last flow ends (see ``solvers.fluid.FluidCostModel.fluid_time``)."""
+def fluid_time(slots, cap, private, nbytes, rnd, src, dst, todo0, w):  # pragma: no cover - compiled
+    """Seconds until the last flow ends (see ``solvers.fluid.FluidCostModel.fluid_time``); ``w`` the
+    flows' weights (weighted max-min shares; all 1: plain max-min)."""
     F, P = slots.shape
     L = cap.shape[0]
     n, R = todo0.shape
@@ -40,7 +41,7 @@ def fluid_time(slots, cap, private, nbytes, rnd, src, dst, todo0):  # pragma: no
     live = np.empty(F, dtype=np.bool_)
     best = np.empty(F, dtype=np.float64)
     remaining = np.empty(L, dtype=np.float64)
-    count = np.empty(L, dtype=np.int64)
+    count = np.empty(L, dtype=np.float64)  # live weight per link
     t = 0.0
     while n_done < F:
         a = 0
@@ -51,20 +52,20 @@ def fluid_time(slots, cap, private, nbytes, rnd, src, dst, todo0):  # pragma: no
         # progressive filling over the running flows
         for j in range(L):
             remaining[j] = cap[j]
-            count[j] = 0
+            count[j] = 0.0
         for i in range(a):
             live[i] = True
             for q in range(P):
                 s = slots[run[i], q]
                 if np.isfinite(cap[s]):
-                    count[s] += 1
+                    count[s] += w[run[i]]
         n_live = a
         while n_live > 0:
             m = np.inf
             for i in range(a):
                 if live[i]:
                     f = run[i]
-                    b = private[f]
+                    b = private[f] / w[f]
                     for q in range(P):
                         s = slots[f, q]
                         if np.isfinite(cap[s]):
@@ -81,13 +82,13 @@ def fluid_time(slots, cap, private, nbytes, rnd, src, dst, todo0):  # pragma: no
                 if live[i] and best[i] <= lim:
                     live[i] = False
                     n_live -= 1
-                    rate[i] = m
                     f = run[i]
+                    rate[i] = m * w[f]
                     for q in range(P):
                         s = slots[f, q]
                         if np.isfinite(cap[s]):
-                            remaining[s] = max(remaining[s] - m, 0.0)
-                            count[s] -= 1
+                            remaining[s] = max(remaining[s] - m * w[f], 0.0)
+                            count[s] -= w[f]
         dt = np.inf
         for i in range(a):
             need = left[run[i]] / rate[i]

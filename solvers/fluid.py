@@ -65,7 +65,8 @@ FLUID_MAX_RANKS = 64
 FLUID_EXHAUSTIVE_MAX = 40_320
 
 
-def max_min_rates(slots: np.ndarray, capacity: np.ndarray, private: np.ndarray | None = None) -> np.ndarray:
+def max_min_rates(slots: np.ndarray, capacity: np.ndarray, private: np.ndarray | None = None,
+                  weights: np.ndarray | None = None) -> np.ndarray:
     """Max-min fair rates of flows over shared links, by progressive filling.
 
     ``slots``: ``(F, P)`` link indices each flow crosses (repeat an index, or point at a link of
@@ -73,13 +74,19 @@ def max_min_rates(slots: np.ndarray, capacity: np.ndarray, private: np.ndarray |
     ``private``: optional ``(F,)`` cap of each flow alone (its own link).  Every flow gets the
     largest rate such that no link is over capacity and no flow can gain without taking from
     a flow whose rate is not larger (each flow has a saturated link on which its rate is the
-    largest).  Links a flow lists twice count it once.  O(I x F x P), ``I`` distinct rates.
+    largest).  Links a flow lists twice count it once.  ``weights``: optional ``(F,)`` positive
+    weights for *weighted* max-min fairness (rates ``weight x level``, the levels max-min fair;
+    Bertsekas & Gallager §6.5.2): a flow of weight 2 gets twice the share of a flow of weight 1
+    on the link they both saturate.  O(I x F x P), ``I`` distinct levels.
     """
     slots = np.asarray(slots, dtype=np.int64)
     F = len(slots)
     rate = np.zeros(F)
     if F == 0:
         return rate
+    w = np.ones(F) if weights is None else np.asarray(weights, dtype=float)
+    if w.shape != (F,) or not np.all(w > 0) or not np.all(np.isfinite(w)):
+        raise ValueError("weights must be one finite positive number per flow")
     L = len(capacity)
     # one entry per (flow, distinct link): a flow listing a link twice uses it once
     srt = np.sort(slots, axis=1)
@@ -92,22 +99,22 @@ def max_min_rates(slots: np.ndarray, capacity: np.ndarray, private: np.ndarray |
     priv = None if private is None else np.asarray(private, dtype=float)
     while live.any():
         on = live[flow_of]
-        count = np.bincount(link_of[on], minlength=L)
+        count = np.bincount(link_of[on], weights=w[flow_of[on]], minlength=L)  # live weight per link
         with np.errstate(divide="ignore", invalid="ignore"):
-            share = np.where(count > 0, remaining / np.maximum(count, 1), np.inf)
-        best = np.full(F, np.inf)
+            share = np.where(count > 0, remaining / np.where(count > 0, count, 1.0), np.inf)
+        best = np.full(F, np.inf)  # each flow's level: its tightest link's share per unit of weight
         np.minimum.at(best, flow_of[on], share[link_of[on]])
         if priv is not None:
-            best = np.minimum(best, priv)
+            best = np.minimum(best, priv / w)
         best[~live] = np.inf
         m = best.min()
         if not np.isfinite(m):
             raise ValueError("a flow crosses no link of finite capacity: its rate is unbounded")
         freeze = live & (best <= m * (1 + 1e-12))
-        rate[freeze] = m
+        rate[freeze] = m * w[freeze]
         live &= ~freeze
         hit = freeze[flow_of]
-        np.subtract.at(remaining, link_of[hit], m)
+        np.subtract.at(remaining, link_of[hit], m * w[flow_of[hit]])
         np.maximum(remaining, 0.0, out=remaining)
     return rate
 
@@ -147,9 +154,18 @@ class FluidCostModel(SharedCostModel):
             return super()._clocked_bandwidth(P, soft)
         return np.array([self.fluid_time(p) for p in P])
 
-    def fluid_time(self, perm) -> float:
+    @property
+    def n_flows(self) -> int:
+        """Flows of the clocked rounds (the length of ``fluid_time``'s ``weights``); 0 for ring and dbt."""
+        return len(self._src) if self.rounds else 0
+
+    def fluid_time(self, perm, weights=None) -> float:
         """Seconds until the last flow of the clocked rounds ends for rank order ``perm``
-        (the bandwidth term; 0 for ring and dbt, which are not priced this way). O(E x I x flows)."""
+        (the bandwidth term; 0 for ring and dbt, which are not priced this way). O(E x I x flows).
+
+        ``weights``: optional per-flow weights (:attr:`n_flows` of them, the rounds' flows in order)
+        for weighted max-min shares instead of equal ones: an experiment's knob (unequal TCP
+        shares, ``benchmarks/unequal_shares.py``), not used by the price."""
         if not self.rounds:
             return 0.0
         p = np.asarray(perm, dtype=np.int64)
@@ -157,9 +173,31 @@ class FluidCostModel(SharedCostModel):
         hs, hd = p[self._src], p[self._dst]
         slots = net.link_index(hs[:, None], hd[:, None], self._L - 1)
         private = np.full(len(hs), np.inf) if net.path is None else net.path[hs, hd]
-        args = (slots, self._cap, private, self._bytes, self._round, self._src, self._dst, self._todo0)
+        w = np.ones(len(hs)) if weights is None else np.asarray(weights, dtype=float)
+        if w.shape != (len(hs),) or not np.all(w > 0) or not np.all(np.isfinite(w)):
+            raise ValueError(f"weights must be {len(hs)} finite positive numbers, one per flow")
+        args = (slots, self._cap, private, self._bytes, self._round, self._src, self._dst, self._todo0, w)
         kernel = _kernel()
         return float(kernel(*args)) if kernel is not None else fluid_time_reference(*args)
+
+
+    def round_ends(self, perm, weights=None) -> np.ndarray:
+        """``(N, R)`` seconds at which each rank is done with each clocked round in the fluid of
+        rank order ``perm`` (NaN where a rank has no flow in a round): when its steps end, to
+        set beside a trace of the real collective (``benchmarks/hd_steps_netns.py``).  Ranks
+        are rank indices, not hosts; latency not included.  The numpy loop (no compiled
+        version): O(E x I x flows x levels)."""
+        if not self.rounds:
+            return np.zeros((self.n, 0))
+        p = np.asarray(perm, dtype=np.int64)
+        net = self.net
+        hs, hd = p[self._src], p[self._dst]
+        slots = net.link_index(hs[:, None], hd[:, None], self._L - 1)
+        private = np.full(len(hs), np.inf) if net.path is None else net.path[hs, hd]
+        ends = np.full(self._todo0.shape, np.nan)
+        fluid_time_reference(slots, self._cap, private, self._bytes, self._round, self._src, self._dst,
+                             self._todo0, weights, ends)
+        return ends
 
 
 def pricing_model(model: SharedCostModel) -> SharedCostModel:
@@ -189,12 +227,16 @@ def _kernel():
 _KERNEL = False  #: not tried yet
 
 
-def fluid_time_reference(slots, cap, private, nbytes, rnd, src, dst, todo0) -> float:
+def fluid_time_reference(slots, cap, private, nbytes, rnd, src, dst, todo0, weights=None,
+                         ends: np.ndarray | None = None) -> float:
     """The event loop in numpy (the compiled kernel's reference, and its fallback without numba):
     ``slots`` (F, P) link slots of each flow, ``cap`` (L,) link capacities, ``private`` (F,) each
     flow's own cap (``inf``: none), ``nbytes``/``rnd``/``src``/``dst`` (F,) each flow's bytes,
-    round and ranks, ``todo0`` (N, R) each rank's flows per round.  Seconds until the last flow
-    ends. O(E x I x F x P)."""
+    round and ranks, ``todo0`` (N, R) each rank's flows per round, ``weights`` (F,) optional
+    weights of weighted max-min shares (``max_min_rates``); ``ends``: an optional (N, R) array
+    that gets the time each rank is done with each round of its own (others left as they are).
+    Seconds until the last flow ends. O(E x I x F x P)."""
+    w = np.ones(len(nbytes)) if weights is None else np.asarray(weights, dtype=float)
     left = np.asarray(nbytes, dtype=float).copy()
     done = left <= 0
     todo = todo0.copy()
@@ -210,7 +252,7 @@ def fluid_time_reference(slots, cap, private, nbytes, rnd, src, dst, todo0) -> f
     t = 0.0
     while not done.all():
         run = np.flatnonzero(~done & (level[src] == rnd) & (level[dst] == rnd))
-        rate = max_min_rates(slots[run], cap, private[run])
+        rate = max_min_rates(slots[run], cap, private[run], w[run])
         need = left[run] / rate
         dt = need.min()
         t += dt
@@ -221,6 +263,10 @@ def fluid_time_reference(slots, cap, private, nbytes, rnd, src, dst, todo0) -> f
         done[fin] = True
         np.subtract.at(todo, (src[fin], rnd[fin]), 1)
         np.subtract.at(todo, (dst[fin], rnd[fin]), 1)
+        if ends is not None:
+            for r, k in zip(np.concatenate([src[fin], dst[fin]]), np.concatenate([rnd[fin], rnd[fin]])):
+                if todo[r, k] == 0:
+                    ends[r, k] = t
         level = at()
     return float(t)
 

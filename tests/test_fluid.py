@@ -178,3 +178,62 @@ def test_order_hosts_never_hands_back_an_order_priced_above_rack_contiguous(monk
     r = po.order_hosts(probe, "rd", size=2**20, time_limit=1, n_random=10)
     assert len(set(base[bad][r.order[:4]])) == 1 and r.cost_plink == r.cost_contiguous < r.cost_input / 1.5
     assert any("priced above the rack-contiguous one" in n for n in r.notes)
+
+
+def test_weighted_max_min_rates():
+    # one link of capacity 4: weights 1 and 3 get 1 and 3
+    assert max_min_rates(np.array([[0], [0]]), np.array([4.0]), weights=np.array([1.0, 3.0])) == pytest.approx([1, 3])
+    # the textbook example with flow 3 weighted 2 (it is alone on link 1's rest: unchanged), then flow 2
+    # weighted 2: link 0 levels at 1/4 (flows 0, 1 get 1/4, flow 2 gets 1/2), flow 3 takes link 1's 3/2
+    slots = np.array([[0, 0], [0, 0], [0, 1], [1, 1]])
+    assert max_min_rates(slots, np.array([1.0, 2.0]), weights=np.array([1, 1, 1, 2.0])) == pytest.approx(
+        [1 / 3, 1 / 3, 1 / 3, 5 / 3])
+    assert max_min_rates(slots, np.array([1.0, 2.0]), weights=np.array([1, 1, 2, 1.0])) == pytest.approx(
+        [1 / 4, 1 / 4, 1 / 2, 3 / 2])
+    # a flow's own cap still binds in bytes/s, whatever its weight
+    assert max_min_rates(np.array([[0], [0]]), np.array([1.0]), private=np.array([0.1, np.inf]),
+                         weights=np.array([5.0, 1.0])) == pytest.approx([0.1, 0.9])
+    # equal weights are plain max-min
+    rng = np.random.default_rng(0)
+    slots = rng.integers(0, 5, (20, 3))
+    cap = rng.uniform(0.5, 2.0, 5)
+    assert max_min_rates(slots, cap, weights=np.full(20, 2.5)) == pytest.approx(max_min_rates(slots, cap))
+    for bad in ([1.0], [1.0, 0.0], [1.0, np.inf]):
+        with pytest.raises(ValueError, match="weights"):
+            max_min_rates(np.array([[0], [0]]), np.array([1.0]), weights=np.array(bad))
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_weighted_fluid_time_compiled_matches_the_reference(seed, monkeypatch):
+    rng = np.random.default_rng(10 + seed)
+    for n, algo in ((8, "hd"), (12, "rd"), (11, "bintree")):
+        net = _random_net(rng, n, path=seed == 1)
+        m = FluidCostModel(algo, net, 3.0)
+        perm = rng.permutation(n)
+        w = np.exp(0.5 * rng.standard_normal(m.n_flows))
+        got = m.fluid_time(perm, w)
+        assert m.fluid_time(perm, np.ones(m.n_flows)) == pytest.approx(m.fluid_time(perm), rel=1e-12)
+        monkeypatch.setattr(fluid, "_KERNEL", None)  # the numpy loop
+        assert m.fluid_time(perm, w) == pytest.approx(got, rel=1e-9)
+        monkeypatch.setattr(fluid, "_KERNEL", False)
+        with pytest.raises(ValueError, match="weights"):
+            m.fluid_time(perm, np.ones(m.n_flows + 1))
+    assert FluidCostModel("ring", _flat(4), 1.0).n_flows == 0
+
+
+def test_round_ends_of_a_parent_taking_its_children_in_turn():
+    # the tree of test_a_parent_takes_its_children_one_after_the_other: rank 0 is done at 7
+    m = FluidCostModel("bintree", _flat(6), 1.0)
+    ends = m.round_ends(np.arange(6))
+    assert ends.shape == (6, len(m.rounds))
+    assert np.nanmax(ends) == pytest.approx(m.fluid_time(np.arange(6))) == pytest.approx(7.0)
+    # every rank's rounds end in order, and a rank without a flow in a round has NaN there
+    for r in range(6):
+        e = ends[r][~np.isnan(ends[r])]
+        assert len(e) and np.all(np.diff(e) >= 0)
+    assert np.isnan(ends).any()
+    # Rabenseifner on 4 ranks of one group, 1 byte/s NICs, 4 bytes: 2, then 1 (halves), then 1, 2
+    hd = FluidCostModel("hd", _flat(4), 4.0)
+    e = hd.round_ends(np.arange(4))
+    real = [k for k in range(e.shape[1]) if not np.isnan(e[:, k]).all()]
+    assert e[:, real] == pytest.approx(np.tile(np.cumsum([2.0, 1.0, 1.0, 2.0]), (4, 1)))
