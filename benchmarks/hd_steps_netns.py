@@ -5,7 +5,8 @@ Run as root (network namespaces, sshd, iperf3, Open MPI with its headers; ~6 min
 
     sudo "$(command -v python)" benchmarks/hd_steps_netns.py [--mbit 350] [--size 4MiB] [--passes 2] \\
         [--seed 7] [--mpi-mca btl_tcp_flags=send,inplace,need-ack,need-csum] \\
-        [--sysctl net.ipv4.tcp_slow_start_after_idle=0] [--json benchmarks/results/hd_steps-350.json]
+        [--sysctl net.ipv4.tcp_slow_start_after_idle=0] [--quickack] [--queue-packets 64] \\
+        [--json benchmarks/results/hd_steps-350.json]
     python benchmarks/hd_steps_netns.py --analyse-only benchmarks/results/hd_steps-350.json
 
 While holding ``/tmp/plink-netns.lock`` the script builds the proof's cluster (16 hosts, 4 racks of 4,
@@ -20,16 +21,22 @@ host links and rack uplinks at ``--mbit``, 4 extra router hops per rack; ``make_
    for 6 orders (rack-contiguous, rack-interleaved, two partly interleaved, two random from
    ``--seed``; ``--passes`` passes, every other one reversed): the real ``MPI_Allreduce`` (coll_tuned
    algorithm 6, Rabenseifner), its 8 exchanges emulated with ``MPI_Sendrecv`` separated by barriers
-   (slowest rank per step), and the exchanges back to back with the local sums.
+   (slowest rank per step), the exchanges back to back with the local sums, and the same again
+   with every rank noting when it ends each exchange (the trace; since 2026-11-30 19:00 UTC); and
+   TCP's counters summed over the hosts around each ``mpirun`` (``TCP_COUNTERS``, ``nstat``).
 
 It prints per order and step "flows on the busiest link : model s / measured s", where the model
 prices a step of B bytes as B x flows / rate on its busiest link (a rack uplink direction shared
 by ``flows`` exchanges, or the host NIC), then the Pearson correlation of model and measured over
-all steps and the measured / model ratios of NIC-bound and uplink-bound steps. ``--json`` keeps
+all steps and the measured / model ratios of NIC-bound and uplink-bound steps; from the trace, per
+order and step, when the last rank ends it and the ranks' spread, how busy the rack uplinks were,
+how far apart the exchanges become ready and how long each takes once ready, beside the ends in
+plink's fluid price (``FluidCostModel.round_ends``); then the TCP counters. ``--json`` keeps
 the raw data; ``--analyse-only FILE`` re-prints it (no root needed). ``--mpi-mca NAME=VALUE`` adds Open
 MPI settings (the proof's ``btl_tcp_flags``), ``--sysctl NAME=VALUE`` sets a kernel setting in every
 host's namespace and ``--quickack`` adds ``quickack 1`` to every host's routes (experiments: TCP's slow
-start after idle, delayed acknowledgements); all are recorded.
+start after idle, delayed acknowledgements); ``--queue-packets N`` gives every shaped link a queue of
+N packets instead of the veth's 1000 (bufferbloat); all are recorded.
 """
 
 from __future__ import annotations
@@ -58,6 +65,9 @@ HOSTS_PER_RACK = [4, 4, 4, 4]
 EXTRA_HOPS = 4
 IPERF_SECONDS = 5
 IPERF_PORT = 5300
+#: TCP counters summed over the hosts around every mpirun (``nstat``): retransmitted segments,
+#: retransmission timeouts, tail loss probes
+TCP_COUNTERS = ("TcpRetransSegs", "TcpExtTCPTimeouts", "TcpExtTCPLossProbes")
 ALONE, EVERY = "rack 0's uplink alone (4 up, 4 down)", "every rack uplink at once, r -> r+1 (16)"
 
 
@@ -111,6 +121,70 @@ def step_model(rank_racks, size: int, host_mbit: float, uplink_mbit: float) -> l
         rate = uplink_mbit / f if uplink else host_mbit
         out.append((f if uplink else 1, "uplink" if uplink else "nic", nbytes * 8 / (rate * 1e6)))
     return out
+
+
+def uplink_busy(ends: np.ndarray, rank_racks: list[int], size: int, uplink_mbit: float) -> np.ndarray:
+    """Per step, how busy the rack uplinks were in a traced run, from every rank's step ends
+    ``ends`` ``(runs, ranks, steps)``: for each uplink direction the step's exchanges cross, the bytes
+    they carry over ``uplink_mbit`` x the window from the first of its exchanges being ready (both
+    ranks done with the step before) to the last one's end (the later of its two ranks'); median over
+    the runs of the mean over the directions.  NaN for steps that cross no uplink."""
+    runs, n, steps = ends.shape
+    start = np.concatenate([np.zeros((runs, n, 1)), ends[:, :, :-1]], axis=2)
+    out = np.full(steps, np.nan)
+    for s, mask in enumerate(masks(n)):
+        peer = np.arange(n) ^ mask
+        ready = np.maximum(start[:, :, s], start[:, peer, s])
+        done = np.maximum(ends[:, :, s], ends[:, peer, s])
+        nbytes = size / (2 * mask)
+        per_run = []
+        for k in range(runs):
+            fill = []
+            for direction in (0, 1):  # out of a rack (its ranks send), into it (its ranks receive)
+                by_rack: dict[int, list[int]] = {}
+                for r in range(n):
+                    if rank_racks[r] != rank_racks[peer[r]]:
+                        by_rack.setdefault(rank_racks[r] if direction == 0 else rank_racks[peer[r]], []).append(r)
+                for rs in by_rack.values():
+                    window = done[k, rs].max() - ready[k, rs].min()
+                    fill.append(len(rs) * nbytes * 8 / (uplink_mbit * 1e6) / window)
+            if fill:
+                per_run.append(np.mean(fill))
+        if per_run:
+            out[s] = float(np.median(per_run))
+    return out
+
+
+def exchange_times(ends: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """From every rank's step ends ``(runs, ranks, steps)``: per run and step, how far apart the ranks
+    are in becoming ready for the step (both a rank and its partner done with the step before; the
+    latest less the earliest), ``(runs, steps)``; and per rank and step the median over the runs of
+    how long its exchange took once ready (its own end less that), ``(ranks, steps)``."""
+    runs, n, steps = ends.shape
+    start = np.concatenate([np.zeros((runs, n, 1)), ends[:, :, :-1]], axis=2)
+    ready = np.empty_like(ends)
+    for s, mask in enumerate(masks(n)):
+        peer = np.arange(n) ^ mask
+        ready[:, :, s] = np.maximum(start[:, :, s], start[:, peer, s])
+    return ready.max(axis=1) - ready.min(axis=1), np.median(ends - ready, axis=0)
+
+
+def fluid_ends(racks: list[int], order: list[int], size: int, host_mbit: float, uplink_mbit: float):
+    """``(ranks, 2 log2 n)`` seconds at which each rank ends each exchange of Rabenseifner in plink's
+    fluid price (``FluidCostModel.round_ends``) on this cluster's nominal rates; None without plink's
+    shared-link model."""
+    try:
+        from plink.solvers.contention import Network
+        from plink.solvers.fluid import FluidCostModel
+    except ImportError:
+        return None
+    n, g = len(racks), np.asarray(racks, dtype=np.int64)
+    k = int(g.max()) + 1
+    nic, up = np.full(n, host_mbit * 1e6 / 8), np.full(k, uplink_mbit * 1e6 / 8)
+    model = FluidCostModel("hd", Network(latency=np.zeros((n, n)), nic_send=nic, nic_recv=nic, groups=g, up=up,
+                                         down=up), size)
+    ends = model.round_ends(np.asarray(order))
+    return ends[:, ~np.isnan(ends).all(axis=0)]  # (a power of two: no fold rounds)
 
 
 def iperf_patterns(by_rack: list[list[int]]) -> dict[str, list[tuple[int, int]]]:
@@ -170,6 +244,18 @@ def run_iperf(c, pairs, seconds: float = IPERF_SECONDS) -> list[float]:
                 p.wait()
 
 
+def tcp_counters(c) -> dict[str, int]:
+    """``TCP_COUNTERS`` summed over every host's namespace (absolute values; ``nstat -as`` keeps no history)."""
+    out = dict.fromkeys(TCP_COUNTERS, 0)
+    for h in c.hosts:
+        for line in c.exec(h.name, ["nstat", "-asz", *TCP_COUNTERS], check=True, capture_output=True,
+                           text=True).stdout.splitlines():
+            f = line.split()
+            if len(f) >= 2 and f[0] in out:
+                out[f[0]] += int(f[1])
+    return out
+
+
 def run_steps(c, exe: Path, hostfile: Path, want: list[str], size: int, repeats: int, mca: tuple = ()) -> dict:
     """One ``mpirun.openmpi --map-by seq`` of hd_steps (``collectives_netns.mpirun``, ``mca`` pairs added)."""
     got = {r.get("what", "hosts"): r
@@ -177,7 +263,10 @@ def run_steps(c, exe: Path, hostfile: Path, want: list[str], size: int, repeats:
     if got["allreduce"]["read_back"] != 6 or not got["allreduce"]["correct"]:
         raise RuntimeError(f"MPI_Allreduce: algorithm read back {got['allreduce']['read_back']}, "
                            f"correct={got['allreduce']['correct']}")
-    return {k: got[k]["seconds"] for k in ("allreduce", "steps", "free")}
+    out = {k: got[k]["seconds"] for k in ("allreduce", "steps", "free")}
+    if "trace" in got:  # every rank's step ends, back to back (hd_steps.c since 2026-11-30 19:10 UTC)
+        out["trace"] = got["trace"]["ends"]
+    return out
 
 
 def measure(args, save) -> dict:
@@ -185,7 +274,7 @@ def measure(args, save) -> dict:
 
     doc = {"format": "plink-hd-steps", "version": 1, "command": " ".join(sys.argv), "started": utc(),
            "cluster": {"hosts_per_rack": HOSTS_PER_RACK, "host_mbit": args.mbit, "uplink_mbit": args.mbit,
-                       "extra_hops": EXTRA_HOPS},
+                       "extra_hops": EXTRA_HOPS, "queue_packets": args.queue_packets},
            "size_bytes": args.size, "repeats": args.repeats, "passes": args.passes, "seed": args.seed,
            "mpi_mca": [list(kv) for kv in args.mpi_mca], "sysctl": [list(kv) for kv in args.sysctl],
            "quickack": bool(args.quickack)}
@@ -222,9 +311,11 @@ def measure(args, save) -> dict:
                 for name in (list(orders) if p % 2 == 0 else list(orders)[::-1]):
                     want = [c.hosts[i].name for i in orders[name]]
                     files = write_files(tmp, name, [Host(h, c.host(h).address) for h in want])
-                    t = time.monotonic()
+                    t, before = time.monotonic(), tcp_counters(c)
                     doc["mpi"][name].append({"pass": p, **run_steps(c, exe, files["openmpi"], want, args.size,
                                                                      args.repeats, args.mpi_mca)})
+                    after = tcp_counters(c)
+                    doc["mpi"][name][-1]["tcp"] = {k: after[k] - before[k] for k in TCP_COUNTERS}
                     log(f"pass {p} {name}: {time.monotonic() - t:.0f} s")
                     save(doc)
             doc["finished"] = utc()
@@ -242,7 +333,8 @@ def analyse(doc: dict) -> tuple[str, dict]:
              f"passes x {doc['repeats']} repeats; {doc['started']} - {doc.get('finished', 'unfinished')}"
              + "".join(f"; mpirun --mca {k} {v}" for k, v in (doc.get("mpi_mca") or []))
              + "".join(f"; sysctl {k}={v}" for k, v in (doc.get("sysctl") or []))
-             + ("; routes with quickack 1" if doc.get("quickack") else ""), "",
+             + ("; routes with quickack 1" if doc.get("quickack") else "")
+             + (f"; queues of {q} packets" if (q := doc["cluster"].get("queue_packets")) else ""), "",
              f"iperf3, {doc['iperf']['seconds']} s per flow: Mbit/s per rack uplink direction, per pass"]
     per_dir = {}
     for name, pat in doc["iperf"]["patterns"].items():
@@ -291,6 +383,45 @@ def analyse(doc: dict) -> tuple[str, dict]:
         figs["spearman_orders"] = float(spearmanr(tot_model, tot_ar)[0])
         lines.append(f"  Spearman(model sum, MPI_Allreduce) over the {len(tot_ar)} orders: "
                      f"{figs['spearman_orders']:.2f}")
+    traced = {name: [rep for r in doc["mpi"].get(name) or [] for rep in r.get("trace") or []] for name in doc["orders"]}
+    if any(traced.values()):
+        lines += ["", "Back to back, every rank's step ends (median of runs), per step 'when the last rank ends it, "
+                  "less when the last ended the step before / the first rank's end to the last's', ms; total s; "
+                  "below each order how busy the rack uplinks were (median over the runs of the bytes a "
+                  "direction carries in the step over its rate x the time from the first of its exchanges' ranks "
+                  "being ready to the last one's end, mean over the directions), its exchanges 'spread of the "
+                  "times their ranks are both ready: fastest-slowest exchange once both are' (ms, each rank's median "
+                  "over the runs), and the ends in plink's fluid price "
+                  "(solvers.fluid, equal max-min shares, no latency)",
+                  f"  {'order':<17}" + "".join(f"{x:>12}" for x in labels) + f"{'total':>8}"]
+        for name, reps in traced.items():
+            if not reps:
+                continue
+            E = np.array(reps)  # (runs, ranks, steps)
+            last = E.max(axis=1)
+            inc = np.median(np.diff(np.concatenate([np.zeros((len(E), 1)), last], axis=1), axis=1), axis=0)
+            spread = np.median(E.max(axis=1) - E.min(axis=1), axis=0)
+            lines.append(f"  {name:<17}" + "".join(f"{f'{1e3 * a:.0f}/{1e3 * b:.0f}':>12}" for a, b in zip(inc, spread))
+                         + f"{np.median(last[:, -1]):8.3f}")
+            busy = uplink_busy(E, [racks[i] for i in doc["orders"][name]], size, cl["uplink_mbit"])
+            lines.append(f"  {'  uplinks busy':<17}" + "".join(f"{'' if np.isnan(b) else f'{b:.0%}':>12}" for b in busy))
+            ready, took = exchange_times(E)
+            lines.append(f"  {'  exchanges':<17}" + "".join(
+                f"{f'{1e3 * np.median(r):.0f}:{1e3 * t.min():.0f}-{1e3 * t.max():.0f}':>12}"
+                for r, t in zip(ready.T, took.T)))
+            fl = fluid_ends(racks, doc["orders"][name], size, cl["host_mbit"], cl["uplink_mbit"])
+            if fl is not None:
+                last = np.nanmax(fl, axis=0)
+                fin = np.nanmax(fl, axis=0) - np.nanmin(fl, axis=0)
+                lines.append(f"  {'  the fluid':<17}" + "".join(
+                    f"{f'{1e3 * a:.0f}/{1e3 * b:.0f}':>12}" for a, b in zip(np.diff(np.r_[0.0, last]), fin))
+                    + f"{last[-1]:8.3f}")
+    tcp = {name: [r["tcp"] for r in doc["mpi"].get(name) or [] if "tcp" in r] for name in doc["orders"]}
+    if any(tcp.values()):
+        lines += ["", "TCP counters summed over the hosts, per mpirun of every part above (" + ", ".join(TCP_COUNTERS)
+                  + "), per pass"]
+        for name, runs in tcp.items():
+            lines.append(f"  {name:<17} " + "  ".join("/".join(str(r[k]) for k in TCP_COUNTERS) for r in runs))
     return "\n".join(lines), figs
 
 
@@ -309,6 +440,8 @@ def main(argv=None) -> int:
                     help="kernel settings of every host's namespace, e.g. net.ipv4.tcp_slow_start_after_idle=0")
     ap.add_argument("--quickack", action="store_true",
                     help="every host's routes with quickack 1 (TCP acknowledges at once, no delayed ACKs)")
+    ap.add_argument("--queue-packets", type=int, metavar="N",
+                    help="packets every shaped link may queue (default: the veth's txqueuelen, 1000)")
     args = ap.parse_args(argv)
     if args.analyse_only:
         print(analyse(load_saved(ap, args.analyse_only))[0])
@@ -317,6 +450,8 @@ def main(argv=None) -> int:
     args.mpi_mca = pairs_arg(ap, args.mpi_mca, "--mpi-mca")
     args.sysctl = pairs_arg(ap, args.sysctl, "--sysctl", lambda k: k.replace(".", "").replace("_", "").isalnum(),
                             " (NAME: letters, digits, dots, underscores)")
+    if args.queue_packets is not None and not 1 <= args.queue_packets <= 100_000:
+        ap.error("--queue-packets must be 1..100000")
     if args.mbit * sum(HOSTS_PER_RACK) > 6500:
         ap.error("keep hosts x link rate <= ~6 Gbit/s on this machine")
     return measure_and_report(args, measure, lambda doc: analyse(doc)[0], tools=("iperf3",))

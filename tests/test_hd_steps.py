@@ -6,7 +6,8 @@ import numpy as np
 import pytest
 
 from benchmarks.hd_steps_netns import (
-    ALONE, EVERY, analyse, iperf_patterns, link_rates, main, make_orders, masks, step_flows, step_model)
+    ALONE, EVERY, TCP_COUNTERS, analyse, exchange_times, fluid_ends, iperf_patterns, link_rates, main, make_orders, masks, step_flows,
+    step_model, uplink_busy)
 
 RACKS = [0] * 4 + [1] * 4 + [2] * 4 + [3] * 4
 MIB4 = 4 << 20
@@ -86,3 +87,69 @@ def test_analyse_only(tmp_path, capsys):
     assert main(["--analyse-only", str(path)]) == 0
     assert "Pearson(model, measured) over 24 steps of 3 orders" in capsys.readouterr().out
     assert np.isfinite(analyse(json.loads(path.read_text()))[1]["spearman_orders"])
+
+
+def test_fluid_ends_of_rack_contiguous_and_interleaved():
+    # contiguous: every step inside a rack or one flow per uplink; in the fluid each step takes its
+    # bytes at the NIC's rate (48 ms for 2 MiB at 350 Mbit/s), except the in-rack mask-4/8 steps that
+    # share no link either: the ends are the step model's sums, the same for every rank
+    for name in ("rack-contiguous", "rack-interleaved"):
+        order = make_orders(RACKS, 7)[name]
+        ends = fluid_ends(RACKS, order, MIB4, 350, 350)
+        assert ends.shape == (16, 8)
+        model = np.cumsum([m for _, _, m in step_model([RACKS[i] for i in order], MIB4, 350, 350)])
+        assert ends == pytest.approx(np.tile(model, (16, 1)), rel=1e-9)
+
+
+def test_analyse_prints_the_trace_beside_the_fluid_and_the_tcp_counters():
+    doc = synthetic()
+    for name, runs in doc["mpi"].items():
+        model = np.cumsum([m for _, _, m in step_model([RACKS[i] for i in doc["orders"][name]], MIB4, 350, 350)])
+        for k, r in enumerate(runs):
+            # rank r ends each step 1 ms x r after the model's end: the last rank (15) 15 ms late every step
+            r["trace"] = [[(model + 1e-3 * rank).tolist() for rank in range(16)]] * 2
+            r["tcp"] = dict(zip(TCP_COUNTERS, (100 + k, k, 7)))
+    text = analyse(doc)[0]
+    table = text[text.index("Back to back, every rank"):]
+    row = next(line for line in table.splitlines() if line.strip().startswith("rack-interleaved"))
+    assert row.split()[1:3] == ["207/15", "96/15"] and row.split()[-1] == f"{0.611 + 0.015:.3f}"
+    below = table.splitlines()[table.splitlines().index(row) + 1:][:3]
+    assert [b.split()[0] for b in below] == ["uplinks", "exchanges", "the"]
+    assert below[2].split()[2:4] == ["192/0", "96/0"]
+    # step 0: all ready at 0, rank r's exchange takes the price + r ms; step 1 (partner r ^ 2): rank r is
+    # ready at the price + max(r, r ^ 2) ms (2 for rank 0, 15 for 13 and 15: 13 ms apart) and takes the
+    # price less max(r, r ^ 2) - r ms (2 ms when r's bit 1 is clear)
+    assert below[1].split()[1:3] == ["0:192-207", "13:94-96"]
+    assert "rack-interleaved  100/0/7  101/1/7" in text
+    # without traces and counters (runs before 2026-11-30 19:00 UTC) neither table is printed
+    assert "Back to back, every rank" not in analyse(synthetic())[0] and "TCP counters" not in analyse(synthetic())[0]
+
+
+def test_queue_packets_must_be_positive(capsys):
+    with pytest.raises(SystemExit):
+        main(["--queue-packets", "0"])
+    assert "--queue-packets must be 1..100000" in capsys.readouterr().err
+
+
+def test_exchange_times_and_uplink_busy_of_a_traced_run():
+    # rack-interleaved: steps 0, 1, 6, 7 cross every uplink (4 exchanges per direction); every rank
+    # ends each step exactly at the step model's sum (one run), then the same with rank 0 late
+    order = make_orders(RACKS, 7)["rack-interleaved"]
+    rr = [RACKS[i] for i in order]
+    model = np.array([m for _, _, m in step_model(rr, MIB4, 350, 350)])
+    ends = np.tile(np.cumsum(model), (1, 16, 1))
+    ready, took = exchange_times(ends)
+    assert ready == pytest.approx(np.zeros((1, 8)), abs=1e-12)
+    assert took == pytest.approx(np.tile(model, (16, 1)))
+    busy = uplink_busy(ends, rr, MIB4, 350)
+    assert np.isnan(busy[2:6]).all()
+    assert busy[[0, 1, 6, 7]] == pytest.approx([1.0] * 4)  # 4 flows x bytes / rate: the step model's time
+    late = ends.copy()
+    late[0, 0, 0] += model[0]  # rank 0 ends the first step twice as late: its rack's uplink windows double
+    ready, took = exchange_times(late)
+    assert took[0, 0] == pytest.approx(2 * model[0]) and ready[0, 1] == pytest.approx(model[0])
+    b = uplink_busy(late, rr, MIB4, 350)
+    # step 0: rank 0's exchange with rank 1 (another rack) ends with the later of the two, so it doubles the
+    # windows of 4 of the 8 directions: out of and into each of the two racks
+    assert b[0] == pytest.approx((4 * 1.0 + 4 * 0.5) / 8)
+    assert b[[6, 7]] == pytest.approx([1.0] * 2)  # (the allgather: untouched)

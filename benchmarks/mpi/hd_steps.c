@@ -13,6 +13,7 @@
  *   {"what": "allreduce", "read_back": 6, "correct": true, "seconds": [...]}
  *   {"what": "steps", "seconds": [[step 0, .., step 2L-1], ...]}
  *   {"what": "free", "seconds": [...]}
+ *   {"what": "trace", "ends": [[[rank 0's step 0 end, ..], [rank 1's ..], ..], ...]}
  *   {"hosts": [host of rank 0, 1, ...]}
  */
 #include <mpi.h>
@@ -117,6 +118,37 @@ int main(int argc, char **argv) {
         printf("{\"what\": \"free\", \"seconds\": ");
         print_list(free_t, reps);
         printf("}\n");
+        fflush(stdout);
+    }
+
+    /* 4. back to back again, every rank's step ends */
+    double *mine = calloc((size_t)nsteps + 1, sizeof(double));
+    double *all = rank == 0 ? calloc((size_t)n * (nsteps + 1), sizeof(double)) : NULL;
+    if (rank == 0) printf("{\"what\": \"trace\", \"ends\": [");
+    for (int r = 0; r < warmup + reps; r++) {
+        MPI_Barrier(MPI_COMM_WORLD);
+        mine[0] = MPI_Wtime();
+        for (int s = 0; s < nsteps; s++) {
+            int mask = s < L ? 1 << s : 1 << (nsteps - 1 - s), c = count / (2 * mask), peer = rank ^ mask;
+            MPI_Sendrecv(a, c, MPI_FLOAT, peer, s, b, c, MPI_FLOAT, peer, s, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+            if (s < L) for (int k = 0; k < c; k++) o[k] = a[k] + b[k];
+            mine[s + 1] = MPI_Wtime();
+        }
+        MPI_Gather(mine, nsteps + 1, MPI_DOUBLE, all, nsteps + 1, MPI_DOUBLE, 0, MPI_COMM_WORLD);
+        if (rank == 0 && r >= warmup) {
+            double first = all[0];
+            for (int i = 1; i < n; i++) if (all[i * (nsteps + 1)] < first) first = all[i * (nsteps + 1)];
+            printf("%s[", r > warmup ? ", " : "");
+            for (int i = 0; i < n; i++) {
+                for (int s = 1; s <= nsteps; s++) all[i * (nsteps + 1) + s] -= first;
+                printf("%s", i ? ", " : "");
+                print_list(all + i * (nsteps + 1) + 1, nsteps);
+            }
+            printf("]");
+        }
+    }
+    if (rank == 0) {
+        printf("]}\n");
         fflush(stdout);
     }
 
