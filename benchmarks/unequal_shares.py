@@ -1,0 +1,116 @@
+"""Do unequal TCP shares explain the price's misranking of Rabenseifner's orders?  Over every saved proof run.
+
+The fluid price (``solvers.fluid``) shares every link max-min fairly.  TCP does not: flows that share a
+bottleneck get unequal rates (``benchmarks/hd_steps_netns.py``'s iperf3 lines: 4 flows over one 333
+Mbit/s uplink direction got 69-97 Mbit/s each), so some exchanges of a step end late and hold up the
+next step of their ranks.  This prices each saved run's orders with *weighted* max-min shares, every
+flow's weight drawn from a log-normal of spread ``sigma`` (mean over ``--draws`` draws, seeded), and ranks
+the orders against their measured times as ``benchmarks/price_models.py`` does (Spearman, orders priced
+within 2% tied), for recursive doubling and Rabenseifner, from the latency and the ``--bandwidth``
+probe.  Sigma 0 is plink's price.  Prints the mean over the runs per sigma, how many runs each sigma
+ranks better / worse than sigma 0, and the runs under the 0.9 target; ``--runs`` lists every run.
+Deterministic; about a minute::
+
+    python benchmarks/unequal_shares.py
+    python benchmarks/unequal_shares.py --sigmas 0 0.3 --draws 32 --runs
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+import numpy as np
+from scipy.stats import spearmanr
+
+ROOT = Path(__file__).resolve().parent.parent
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+import benchmarks.collectives_netns as proof  # noqa: E402
+from benchmarks.price_models import case_files  # noqa: E402
+
+COLLECTIVES = ("mpi_recursive_doubling", "mpi_rabenseifner")
+
+
+def unequal_price(model, perm, sigma: float, draws: int, seed: int = 0) -> float:
+    """``model``'s price of ``perm`` (a ``FluidCostModel``) with log-normal(0, ``sigma``) flow weights,
+    mean over ``draws`` draws (the same draws for every order); ``sigma`` 0: the price itself."""
+    if sigma == 0:
+        return float(model(perm))
+    latency = float(model(perm)) - model.fluid_time(perm)
+    rng = np.random.default_rng(seed)
+    return latency + float(np.mean([model.fluid_time(perm, np.exp(sigma * rng.standard_normal(model.n_flows)))
+                                    for _ in range(draws)]))
+
+
+def run_rows(doc: dict, sigmas, draws: int) -> dict:
+    """``{(collective, probe): [Spearman per sigma]}`` of one saved run."""
+    from plink.solvers.fluid import FluidCostModel
+
+    probes = {k: proof.from_dict(v) for k, v in doc["probes"].items()}
+    orders, out = doc["orders"], {}
+    for coll in COLLECTIVES:
+        names = [n for n in orders if coll in orders[n]["measured"]]
+        if len(names) < 3:
+            continue
+        algo = proof.run_algos(doc, coll)["default"]
+        first: dict = {}
+        for i, n in enumerate(names):
+            first.setdefault(tuple(orders[n]["order"]), i)
+        uniq = sorted(first.values())
+        meas = np.array([orders[names[i]]["measured"][coll] for i in uniq])
+        for kind in ("latency", "bandwidth"):
+            probe = probes[kind]
+            proof.predict(probe, orders[names[0]]["order"], algo, doc["mpi_size_bytes"])  # builds its network
+            model = FluidCostModel(algo, proof._NETWORKS[id(probe)][1], doc["mpi_size_bytes"])
+            res = proof.resolution_for("shared")
+            out[(coll, kind)] = [float(spearmanr(proof.ranks(np.array([unequal_price(
+                model, orders[names[i]]["order"], s, draws) for i in uniq]), res), meas)[0]) for s in sigmas]
+    return out
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("files", nargs="*", help="saved proof cases (default: every one under --results)")
+    ap.add_argument("--results", default=str(ROOT / "benchmarks" / "results"))
+    ap.add_argument("--sigmas", nargs="+", type=float, default=[0.0, 0.2, 0.4, 0.7],
+                    help="log-normal spreads of the flow weights (0: plink's price)")
+    ap.add_argument("--draws", type=int, default=16, help="draws of the weights per order")
+    ap.add_argument("--runs", action="store_true", help="print every run's figures")
+    args = ap.parse_args(argv)
+    if not args.sigmas or any(s < 0 or not np.isfinite(s) for s in args.sigmas) or args.draws < 1:
+        ap.error("--sigmas must be >= 0 and --draws >= 1")
+    if not proof.shared_model_available():
+        ap.error("needs plink's shared-link model (plink.solvers.contention)")
+    sigmas = [0.0] + [s for s in args.sigmas if s != 0]
+    rows: dict = {}
+    for path in [Path(f) for f in args.files] or case_files(Path(args.results)):
+        try:
+            doc = json.loads(path.read_text())
+            got = run_rows(doc, sigmas, args.draws)
+        except (OSError, ValueError, KeyError) as exc:
+            ap.error(f"{path}: not a saved proof case ({exc.__class__.__name__}: {exc})")
+        name = f"{path.parent.name}/{path.name}"
+        for key, sp in got.items():
+            rows.setdefault(key, []).append(sp)
+            if args.runs:
+                print(f"{name:<40} {key[0]:<24} {key[1]:<9} " + " ".join(f"{x:.3f}" for x in sp))
+    print(f"Spearman(price, measured), orders priced within 2% tied, mean over the runs; flow weights "
+          f"log-normal, {args.draws} draws")
+    print(f"{'collective':<24} {'probe':<9} {'runs':>4} " + " ".join(f"{f's={s:g}':>17}" for s in sigmas))
+    print(f"{'':<24} {'':<9} {'':>4} " + " ".join(f"{'mean b/w <0.9':>17}" for _ in sigmas))
+    for (coll, kind), r in rows.items():
+        a = np.array(r)
+        cells = []
+        for j in range(len(sigmas)):
+            b, w = int(np.sum(a[:, j] > a[:, 0] + 1e-9)), int(np.sum(a[:, j] < a[:, 0] - 1e-9))
+            cells.append(f"{f'{a[:, j].mean():.3f} {b}/{w} {int(np.sum(a[:, j] < 0.9))}':>17}")
+        print(f"{coll:<24} {kind:<9} {len(r):>4} " + " ".join(cells))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
