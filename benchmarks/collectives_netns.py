@@ -336,6 +336,22 @@ def order_files(c, outdir: Path, name: str, hosts) -> dict:
     return {**write_files(outdir, name, hosts), "hosts": [h.name for h in hosts]}
 
 
+def set_quickack(c, on: bool = True) -> None:
+    """``quickack 1`` (or ``0``) on every route of every host of cluster ``c``: TCP acknowledges every
+    segment at once instead of delaying acknowledgements (an experiment's knob; the proof keeps the
+    kernel's default, delayed)."""
+    for h in c.hosts:
+        routes = c.exec(h.name, ["ip", "-4", "-o", "route", "show"], check=True, capture_output=True,
+                        text=True).stdout.splitlines()
+        for r in routes:
+            f = r.split()
+            if "quickack" in f:  # drop the old setting before giving the new one
+                i = f.index("quickack")
+                del f[i:i + 2]
+            c.exec(h.name, ["ip", "route", "change", *f, "quickack", "1" if on else "0"], check=True,
+                   capture_output=True)
+
+
 def write_files(outdir: Path, name: str, hosts) -> dict[str, Path]:
     from plink.launch import emitters
 

@@ -58,7 +58,7 @@ from scipy.stats import pearsonr, spearmanr  # noqa: E402
 
 from benchmarks.collectives_netns import (  # noqa: E402
     compile_timer, load_saved, log, make_cluster, measure_and_report, mpirun, netns_lock, pairs_arg,
-    rack_contiguous, rack_interleaved, size_arg, utc, write_files)
+    rack_contiguous, rack_interleaved, set_quickack, size_arg, utc, write_files)
 
 SRC = ROOT / "benchmarks" / "mpi" / "hd_steps.c"
 HOSTS_PER_RACK = [4, 4, 4, 4]
@@ -287,12 +287,8 @@ def measure(args, save) -> dict:
             for h in c.hosts:  # per-namespace kernel settings (--sysctl), on every host
                 for k, v in args.sysctl:
                     c.exec(h.name, ["sysctl", "-qw", f"{k}={v}"], check=True, capture_output=True)
-                if args.quickack:  # every route of the host acknowledges at once (no delayed ACKs)
-                    routes = c.exec(h.name, ["ip", "-4", "-o", "route", "show"], check=True, capture_output=True,
-                                    text=True).stdout.splitlines()
-                    for r in routes:
-                        c.exec(h.name, ["ip", "route", "change", *r.split(), "quickack", "1"], check=True,
-                               capture_output=True)
+            if args.quickack:  # every route of every host acknowledges at once (no delayed ACKs)
+                set_quickack(c)
             by_rack = [[h.index for h in c.hosts if h.rack == r] for r in range(len(HOSTS_PER_RACK))]
             pats = iperf_patterns(by_rack)
             doc["iperf"] = {"seconds": IPERF_SECONDS,
