@@ -35,6 +35,7 @@ ROOT = Path(__file__).resolve().parent.parent
 MODULES: dict[str, tuple[str, list[str], list[str] | None]] = {
     "costmodels": ("plink/solvers/costmodels.py", ["tests/test_costmodels.py"], None),
     "contention": ("plink/solvers/contention.py", ["tests/test_contention.py"], None),
+    "fluid": ("plink/solvers/fluid.py", ["tests/test_fluid.py"], None),
     "exact": ("plink/solvers/exact.py", ["tests/test_solvers_exact.py"], None),
     "bounds": ("plink/solvers/bounds.py", ["tests/test_solvers_exact.py"], None),
     "hostlist": ("plink/data/hostlist.py", ["tests/test_hostlist.py"], None),

@@ -237,3 +237,81 @@ def test_round_ends_of_a_parent_taking_its_children_in_turn():
     e = hd.round_ends(np.arange(4))
     real = [k for k in range(e.shape[1]) if not np.isnan(e[:, k]).all()]
     assert e[:, real] == pytest.approx(np.tile(np.cumsum([2.0, 1.0, 1.0, 2.0]), (4, 1)))
+
+
+def test_the_compiled_kernel_is_used_unless_plink_no_numba(monkeypatch):
+    pytest.importorskip("numba")
+    monkeypatch.setattr(fluid, "_KERNEL", False)  # not tried yet
+    for value, compiled in ((None, True), ("0", True), ("", True), ("1", False), ("yes", False)):
+        if value is None:
+            monkeypatch.delenv("PLINK_NO_NUMBA", raising=False)
+        else:
+            monkeypatch.setenv("PLINK_NO_NUMBA", value)
+        assert (fluid._kernel() is not None) == compiled, value
+    monkeypatch.delenv("PLINK_NO_NUMBA", raising=False)
+
+    def boom(*a, **k):
+        raise AssertionError("the numpy loop ran")
+
+    monkeypatch.setattr(fluid, "fluid_time_reference", boom)
+    assert FluidCostModel("hd", _flat(4), 4.0).fluid_time(np.arange(4)) == pytest.approx(6.0)
+
+
+@pytest.mark.parametrize("algo,n", [("bintree", 6), ("bintree", 11), ("hd", 8), ("rd", 6), ("bcube", 9)])
+def test_fluid_lower_bound_is_at_least_every_ranks_nic_time(algo, n):
+    # the bound's clocks add, per round, the larger of what a rank sends and receives over the fastest NIC:
+    # so it is at least the largest sum of those over the rounds (and at most the price)
+    base = 3 if algo == "bcube" else 2
+    m = FluidCostModel(algo, _flat(n, cap=2.0), 3.0, base)
+    nic = np.zeros(n)
+    for s in m.rounds:
+        sent = np.bincount(s.src, weights=s.nbytes, minlength=n)
+        recv = np.bincount(s.dst, weights=s.nbytes, minlength=n)
+        nic += np.maximum(sent, recv) / 2.0
+    lb = fluid_lower_bound(m)
+    assert nic.max() > 0 and nic.max() * (1 - 1e-12) <= lb <= m(np.arange(n)) * (1 + 1e-12)
+
+
+def test_a_pairs_own_path_caps_its_flow():
+    # 2 ranks, NICs of 1 byte/s, the pair's path 0.5: Rabenseifner's 2 exchanges of 1 byte take 2 s each
+    net = Network(latency=np.zeros((2, 2)), nic_send=np.ones(2), nic_recv=np.ones(2), groups=np.zeros(2, dtype=int),
+                  up=[1.0], down=[1.0], path=np.full((2, 2), 0.5))
+    m = FluidCostModel("hd", net, 2.0)
+    assert m.fluid_time([0, 1]) == pytest.approx(4.0)
+    assert np.nanmax(m.round_ends([0, 1])) == pytest.approx(4.0)
+    free = FluidCostModel("hd", _flat(2), 2.0)
+    assert free.fluid_time([0, 1]) == pytest.approx(2.0)
+
+
+def test_ring_and_dbt_have_no_fluid_rounds():
+    for algo in ("ring", "dbt"):
+        m = FluidCostModel(algo, _flat(4), 1.0)
+        assert m.fluid_time(np.arange(4)) == 0.0
+        assert m.round_ends(np.arange(4)).shape == (4, 0)
+
+
+def test_fluid_time_weights_are_checked_and_reach_round_ends():
+    m = FluidCostModel("hd", _racks_net(), 4.0)
+    perm = np.array([0, 2, 1, 3])  # the first and last exchanges cross the shared uplinks
+    for bad in (np.zeros(m.n_flows), np.full(m.n_flows, np.inf), -np.ones(m.n_flows)):
+        with pytest.raises(ValueError, match="weights"):
+            m.fluid_time(perm, bad)
+    w = np.exp(np.random.default_rng(1).standard_normal(m.n_flows))
+    ends, plain = m.round_ends(perm, w), m.round_ends(perm)
+    assert np.nanmax(ends) == pytest.approx(m.fluid_time(perm, w))
+    assert not np.allclose(np.nan_to_num(ends), np.nan_to_num(plain))
+
+
+def _racks_net():
+    """4 hosts in 2 groups of 2, fast NICs (10 bytes/s), group uplinks of 1 byte/s."""
+    return Network(latency=np.zeros((4, 4)), nic_send=np.full(4, 10.0), nic_recv=np.full(4, 10.0),
+                   groups=np.array([0, 0, 1, 1]), up=[1.0, 1.0], down=[1.0, 1.0])
+
+
+def test_like_and_init_keep_the_base():
+    shared = SharedCostModel("bcube", _flat(9), 1.0, base=3)
+    f = FluidCostModel.like(shared)
+    assert f.base == 3 and f.size == 1.0 and f.algo == "bcube"
+    perm = np.random.default_rng(2).permutation(9)
+    assert f(perm) == pytest.approx(FluidCostModel("bcube", _flat(9), 1.0, 3)(perm))
+    assert pricing_model(SharedCostModel("rd", _flat(FLUID_MAX_RANKS), 1.0)).kind == "fluid"
