@@ -32,11 +32,11 @@ anyway; dbt is one pipelined step.
 
 Use: search on the shared model (fast), price what is reported with this one
 (``plink.order.order_hosts`` does both).  Measured on the emulated cluster
-over the 49 saved proof runs (``benchmarks/price_models.py``, README "Cost
+over the 50 saved proof runs (``benchmarks/price_models.py``, README "Cost
 models"; latency probe): it ranks orders by their measured time better than
-the clocks on the mean (recursive doubling 0.914 -> 0.926, Rabenseifner
-0.904 -> 0.916, the tree 0.952 -> 0.955, Spearman with orders within 2%
-tied), not in every run (worse in 7-18 of 49 per collective and probe; case
+the clocks on the mean (recursive doubling 0.914 -> 0.924, Rabenseifner
+0.903 -> 0.916, the tree 0.951 -> 0.954, Spearman with orders within 2%
+tied), not in every run (worse in 7-18 of 50 per collective and probe; case
 A seed 15's recursive doubling 0.87 -> 0.78),
 and much better on the busy-host case D seed 20 that it was not designed on.
 

@@ -58,9 +58,9 @@ it), not by a sum of hops.  What works:
    the annealed order, or one of the ``PRICED_STARTS`` starts the clocks
    price lowest when the price is more than the tie tolerance lower.  The
    clocks and the fluid disagree most for Rabenseifner on unequal racks:
-   on the 49 shipped proof runs the annealed order was priced 1.02-1.33x a
-   start in 18 of 294 searches.  With every group order as a start too,
-   over those 294 searches (``python benchmarks/search_starts.py``, same
+   on the 50 shipped proof runs the annealed order was priced 1.02-1.33x a
+   start in 18 of 300 searches.  With every group order as a start too,
+   over those 300 searches (``python benchmarks/search_starts.py``, same
    seed and iterations): the order is priced >2% lower in 26 (down to
    0.77x; Rabenseifner 18, recursive doubling 8), >2% higher in 3
    (recursive doubling, up to 1.045x: another annealing path), geometric

@@ -11,7 +11,7 @@ worst *regret*: its price under a grouping over the cheapest candidate's under t
 maximised over the groupings; the search's own order (candidate 0) stays unless the pick's worst
 regret is lower by more than ``tolerance`` too.
 
-Screened on the saved proof probes (``benchmarks/robust_groupings.py``, 245 searches of 49 runs,
+Screened on the saved proof probes (``benchmarks/robust_groupings.py``, 250 searches of 50 runs,
 judged by the fluid price with the runs' bandwidth probes and true racks): better than the found
 grouping's order by more than 2% in 10, never worse by more than 0.2%, geometric mean 0.998
 (searches of ``--max-iter 1000``; time-limited, the found grouping's search given half the time as
