@@ -65,6 +65,15 @@ FLUID_MAX_RANKS = 64
 FLUID_EXHAUSTIVE_MAX = 40_320
 
 
+def _weights(weights, n: int) -> np.ndarray:
+    """``n`` flow weights as floats (``None``: all 1); anything but ``n`` finite positive numbers is a
+    ``ValueError``."""
+    w = np.ones(n) if weights is None else np.asarray(weights, dtype=float)
+    if w.shape != (n,) or not np.all(w > 0) or not np.all(np.isfinite(w)):
+        raise ValueError(f"weights must be {n} finite positive numbers, one per flow")
+    return w
+
+
 def max_min_rates(slots: np.ndarray, capacity: np.ndarray, private: np.ndarray | None = None,
                   weights: np.ndarray | None = None) -> np.ndarray:
     """Max-min fair rates of flows over shared links, by progressive filling.
@@ -84,9 +93,7 @@ def max_min_rates(slots: np.ndarray, capacity: np.ndarray, private: np.ndarray |
     rate = np.zeros(F)
     if F == 0:
         return rate
-    w = np.ones(F) if weights is None else np.asarray(weights, dtype=float)
-    if w.shape != (F,) or not np.all(w > 0) or not np.all(np.isfinite(w)):
-        raise ValueError("weights must be one finite positive number per flow")
+    w = _weights(weights, F)
     L = len(capacity)
     # one entry per (flow, distinct link): a flow listing a link twice uses it once
     srt = np.sort(slots, axis=1)
@@ -168,18 +175,20 @@ class FluidCostModel(SharedCostModel):
         shares, ``benchmarks/unequal_shares.py``), not used by the price."""
         if not self.rounds:
             return 0.0
+        args = self._flow_args(perm, weights)
+        kernel = _kernel()
+        return float(kernel(*args)) if kernel is not None else fluid_time_reference(*args)
+
+    def _flow_args(self, perm, weights) -> tuple:
+        """The event loop's arguments for rank order ``perm`` (``fluid_time_reference``'s, in order):
+        each flow's link slots, own cap and (checked) weight beside the rounds' fixed arrays."""
         p = np.asarray(perm, dtype=np.int64)
         net = self.net
         hs, hd = p[self._src], p[self._dst]
         slots = net.link_index(hs[:, None], hd[:, None], self._L - 1)
         private = np.full(len(hs), np.inf) if net.path is None else net.path[hs, hd]
-        w = np.ones(len(hs)) if weights is None else np.asarray(weights, dtype=float)
-        if w.shape != (len(hs),) or not np.all(w > 0) or not np.all(np.isfinite(w)):
-            raise ValueError(f"weights must be {len(hs)} finite positive numbers, one per flow")
-        args = (slots, self._cap, private, self._bytes, self._round, self._src, self._dst, self._todo0, w)
-        kernel = _kernel()
-        return float(kernel(*args)) if kernel is not None else fluid_time_reference(*args)
-
+        return (slots, self._cap, private, self._bytes, self._round, self._src, self._dst, self._todo0,
+                _weights(weights, len(hs)))
 
     def round_ends(self, perm, weights=None) -> np.ndarray:
         """``(N, R)`` seconds at which each rank is done with each clocked round in the fluid of
@@ -189,14 +198,8 @@ class FluidCostModel(SharedCostModel):
         version): O(E x I x flows x levels)."""
         if not self.rounds:
             return np.zeros((self.n, 0))
-        p = np.asarray(perm, dtype=np.int64)
-        net = self.net
-        hs, hd = p[self._src], p[self._dst]
-        slots = net.link_index(hs[:, None], hd[:, None], self._L - 1)
-        private = np.full(len(hs), np.inf) if net.path is None else net.path[hs, hd]
         ends = np.full(self._todo0.shape, np.nan)
-        fluid_time_reference(slots, self._cap, private, self._bytes, self._round, self._src, self._dst,
-                             self._todo0, weights, ends)
+        fluid_time_reference(*self._flow_args(perm, weights), ends)
         return ends
 
 
@@ -236,7 +239,7 @@ def fluid_time_reference(slots, cap, private, nbytes, rnd, src, dst, todo0, weig
     weights of weighted max-min shares (``max_min_rates``); ``ends``: an optional (N, R) array
     that gets the time each rank is done with each round of its own (others left as they are).
     Seconds until the last flow ends. O(E x I x F x P)."""
-    w = np.ones(len(nbytes)) if weights is None else np.asarray(weights, dtype=float)
+    w = _weights(weights, len(nbytes))
     left = np.asarray(nbytes, dtype=float).copy()
     done = left <= 0
     todo = todo0.copy()
