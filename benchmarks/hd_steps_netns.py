@@ -123,6 +123,19 @@ def step_model(rank_racks, size: int, host_mbit: float, uplink_mbit: float) -> l
     return out
 
 
+def ready_times(ends: np.ndarray) -> np.ndarray:
+    """From every rank's step ends ``(runs, ranks, steps)``: when each rank is ready for each step's
+    exchange, both it and its partner (rank ``r ^ mask``) done with the step before (0 for the
+    first), ``(runs, ranks, steps)``."""
+    runs, n, _ = ends.shape
+    start = np.concatenate([np.zeros((runs, n, 1)), ends[:, :, :-1]], axis=2)
+    ready = np.empty_like(ends)
+    for s, mask in enumerate(masks(n)):
+        peer = np.arange(n) ^ mask
+        ready[:, :, s] = np.maximum(start[:, :, s], start[:, peer, s])
+    return ready
+
+
 def uplink_busy(ends: np.ndarray, rank_racks: list[int], size: int, uplink_mbit: float) -> np.ndarray:
     """Per step, how busy the rack uplinks were in a traced run, from every rank's step ends
     ``ends`` ``(runs, ranks, steps)``: for each uplink direction the step's exchanges cross, the bytes
@@ -130,42 +143,32 @@ def uplink_busy(ends: np.ndarray, rank_racks: list[int], size: int, uplink_mbit:
     ranks done with the step before) to the last one's end (the later of its two ranks'); median over
     the runs of the mean over the directions.  NaN for steps that cross no uplink."""
     runs, n, steps = ends.shape
-    start = np.concatenate([np.zeros((runs, n, 1)), ends[:, :, :-1]], axis=2)
+    ready = ready_times(ends)
     out = np.full(steps, np.nan)
     for s, mask in enumerate(masks(n)):
         peer = np.arange(n) ^ mask
-        ready = np.maximum(start[:, :, s], start[:, peer, s])
         done = np.maximum(ends[:, :, s], ends[:, peer, s])
-        nbytes = size / (2 * mask)
-        per_run = []
-        for k in range(runs):
-            fill = []
-            for direction in (0, 1):  # out of a rack (its ranks send), into it (its ranks receive)
-                by_rack: dict[int, list[int]] = {}
-                for r in range(n):
-                    if rank_racks[r] != rank_racks[peer[r]]:
-                        by_rack.setdefault(rank_racks[r] if direction == 0 else rank_racks[peer[r]], []).append(r)
-                for rs in by_rack.values():
-                    window = done[k, rs].max() - ready[k, rs].min()
-                    fill.append(len(rs) * nbytes * 8 / (uplink_mbit * 1e6) / window)
-            if fill:
-                per_run.append(np.mean(fill))
-        if per_run:
-            out[s] = float(np.median(per_run))
+        # the ranks whose exchanges cross each uplink direction: out of a rack (its ranks send), into it
+        groups: dict[tuple[int, int], list[int]] = {}
+        for r in range(n):
+            if rank_racks[r] != rank_racks[peer[r]]:
+                groups.setdefault((0, rank_racks[r]), []).append(r)
+                groups.setdefault((1, rank_racks[peer[r]]), []).append(r)
+        if not groups:
+            continue
+        seconds = size / (2 * mask) * 8 / (uplink_mbit * 1e6)  # one exchange's bytes alone on the uplink
+        fill = [[len(rs) * seconds / (done[k, rs].max() - ready[k, rs, s].min()) for rs in groups.values()]
+                for k in range(runs)]
+        out[s] = float(np.median(np.mean(fill, axis=1)))
     return out
 
 
 def exchange_times(ends: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """From every rank's step ends ``(runs, ranks, steps)``: per run and step, how far apart the ranks
-    are in becoming ready for the step (both a rank and its partner done with the step before; the
-    latest less the earliest), ``(runs, steps)``; and per rank and step the median over the runs of
-    how long its exchange took once ready (its own end less that), ``(ranks, steps)``."""
-    runs, n, steps = ends.shape
-    start = np.concatenate([np.zeros((runs, n, 1)), ends[:, :, :-1]], axis=2)
-    ready = np.empty_like(ends)
-    for s, mask in enumerate(masks(n)):
-        peer = np.arange(n) ^ mask
-        ready[:, :, s] = np.maximum(start[:, :, s], start[:, peer, s])
+    are in becoming ready for the step (``ready_times``; the latest less the earliest), ``(runs,
+    steps)``; and per rank and step the median over the runs of how long its exchange took once ready
+    (its own end less that), ``(ranks, steps)``."""
+    ready = ready_times(ends)
     return ready.max(axis=1) - ready.min(axis=1), np.median(ends - ready, axis=0)
 
 
@@ -408,7 +411,7 @@ def analyse(doc: dict) -> tuple[str, dict]:
             fl = fluid_ends(racks, doc["orders"][name], size, cl["host_mbit"], cl["uplink_mbit"])
             if fl is not None:
                 last = np.nanmax(fl, axis=0)
-                fin = np.nanmax(fl, axis=0) - np.nanmin(fl, axis=0)
+                fin = last - np.nanmin(fl, axis=0)
                 lines.append(f"  {'  the fluid':<17}" + "".join(
                     f"{f'{1e3 * a:.0f}/{1e3 * b:.0f}':>12}" for a, b in zip(np.diff(np.r_[0.0, last]), fin))
                     + f"{last[-1]:8.3f}")
