@@ -276,6 +276,18 @@ def plink_order(probe_path: Path, algo: str, out: Path, size: int, model: str = 
 _NETWORKS: dict = {}  #: id(probe) -> (probe, its network), for predict
 
 
+def price_network(probe: ProbeData):
+    """The shared-link model's network of ``probe`` as ``predict`` prices with it (``plink.pricing.network``
+    over the groups ``plink`` finds, missing pairs at their high end, bandwidth used), built once per
+    probe object (the groups take most of the time)."""
+    from plink.pricing import find_groups, network
+
+    net = _NETWORKS.get(id(probe), (None, None))
+    if net[0] is not probe:
+        net = _NETWORKS[id(probe)] = (probe, network(probe, find_groups(probe), fill="high", use_bandwidth=True))
+    return net[1]
+
+
 def predict(probe: ProbeData, order: list[int], algo: str, size: int, model: str = "default") -> float:
     """Predicted cost of ``order`` for ``algo`` by plink's cost model: ``default`` = what ``plink order``
     reports by default (the shared-link model in seconds when installed, its clocked algorithms priced as
@@ -286,13 +298,9 @@ def predict(probe: ProbeData, order: list[int], algo: str, size: int, model: str
 
     perm = np.asarray(order)
     if model in ("default", "clocks") and shared_model_available():
-        from plink.pricing import find_groups, network
         from plink.solvers.contention import SharedCostModel
 
-        net = _NETWORKS.get(id(probe), (None, None))
-        if net[0] is not probe:  # (the groups take most of the time; one network per probe)
-            net = _NETWORKS[id(probe)] = (probe, network(probe, find_groups(probe), fill="high", use_bandwidth=True))
-        cm = SharedCostModel(algo, net[1], size)
+        cm = SharedCostModel(algo, price_network(probe), size)
         if model == "default":
             try:
                 from plink.solvers.fluid import pricing_model

@@ -63,9 +63,7 @@ def run_rows(doc: dict, sigmas, draws: int) -> dict:
         uniq = sorted(first.values())
         meas = np.array([orders[names[i]]["measured"][coll] for i in uniq])
         for kind in ("latency", "bandwidth"):
-            probe = probes[kind]
-            proof.predict(probe, orders[names[0]]["order"], algo, doc["mpi_size_bytes"])  # builds its network
-            model = FluidCostModel(algo, proof._NETWORKS[id(probe)][1], doc["mpi_size_bytes"])
+            model = FluidCostModel(algo, proof.price_network(probes[kind]), doc["mpi_size_bytes"])
             res = proof.resolution_for("shared")
             out[(coll, kind)] = [float(spearmanr(proof.ranks(np.array([unequal_price(
                 model, orders[names[i]]["order"], s, draws) for i in uniq]), res), meas)[0]) for s in sigmas]
