@@ -43,6 +43,10 @@ in racks 5+3+6+2+4+4 with 2 busy hosts, run at 250 Mbit/s, to check D's fixes on
    and 90th percentile over the splits beside it. ``--runoff-only`` runs just this step on saved
    ``CASE.json`` files, in a cluster rebuilt to their shape, and adds its passes to the file's.
 
+``--sysctl NAME=VALUE`` sets kernel settings in every host's namespace for the whole case, probes
+included (an experiment: e.g. ``'net.ipv4.tcp_wmem=4096 16384 65536'`` caps the TCP send buffers);
+they are saved in ``CASE.json`` and a runoff-only run applies them again.
+
 Exits 1 when a done-when target of issue 10 is not met (see ``targets``).
 """
 
@@ -360,6 +364,20 @@ def set_quickack(c, on: bool = True) -> None:
                    capture_output=True)
 
 
+def set_sysctl(c, pairs) -> None:
+    """Kernel settings ``(name, value)`` (``--sysctl``) in every host's namespace of cluster ``c``
+    (``sysctl -w``; the root namespace is untouched): an experiment's knob, recorded in the data."""
+    for h in c.hosts:
+        for k, v in pairs:
+            c.exec(h.name, ["sysctl", "-qw", f"{k}={v}"], check=True, capture_output=True)
+
+
+def sysctl_arg(ap, values: list[str]) -> tuple[tuple[str, str], ...]:
+    """``--sysctl NAME=VALUE`` pairs (``pairs_arg``); a name is letters, digits, dots and underscores."""
+    return pairs_arg(ap, values, "--sysctl", lambda k: k.replace(".", "").replace("_", "").isalnum(),
+                     " (NAME: letters, digits, dots, underscores)")
+
+
 def write_files(outdir: Path, name: str, hosts) -> dict[str, Path]:
     from plink.launch import emitters
 
@@ -496,6 +514,7 @@ def run_case(case: str, args, data_path: Path) -> dict:
                  "size_bytes": args.size, "mpi_size_bytes": args.mpi_size, "repeats": args.repeats,
                  "gloo_passes": args.gloo_passes, "mpi_passes": args.mpi_passes,
                  "mpi_mca": [list(kv) for kv in args.mpi_mca],
+                 "sysctl": [list(kv) for kv in args.sysctl],
                  "collectives": {k: {"library": v[0], "algo": {m: algo_for(k, m) for m in ("default", "pairsum")},
                                      "coll_tuned": v[2]} for k, v in COLLECTIVES.items()},
                  "models": list(args.models),
@@ -508,6 +527,7 @@ def run_case(case: str, args, data_path: Path) -> dict:
         t0 = time.monotonic()
         with make_cluster(doc["cluster"], spec["busy"]) as c:
             doc["cluster"]["busy"] = c.busy_hosts()
+            set_sysctl(c, args.sysctl)  # before the probes: a user sets it on every host
             log(f"case {case}: {spec['what']}: {len(c.hosts)} hosts up in {time.monotonic() - t0:.1f} s; "
                 f"busy {doc['cluster']['busy']}")
             # the cloud hands the hosts out in a random order
@@ -692,6 +712,7 @@ def runoff_only(case: str, doc: dict, data_path: Path, args) -> dict:
         with make_cluster(doc["cluster"], CASES[case]["busy"]) as c:
             if sorted(h.name for h in c.hosts) != sorted(doc["hosts"]) or c.busy_hosts() != doc["cluster"]["busy"]:
                 raise RuntimeError(f"case {case}: the rebuilt cluster is not the saved one")
+            set_sysctl(c, [tuple(kv) for kv in doc.get("sysctl") or []])  # the saved run's kernel settings
             log(f"case {case}: runoff in a rebuilt cluster ({len(c.hosts)} hosts)")
             run_runoff(c, doc, tmp, exe, args.runoff, args.runoff_within, save, cluster=f"rebuilt, {utc()}")
     return doc
@@ -718,7 +739,8 @@ def analyse(doc: dict) -> tuple[str, dict]:
                  f"(Gloo: {doc.get('gloo_passes', 1)} passes over the orders), "
                  f"{doc['repeats'] * doc.get('mpi_passes', 1)} (MPI: {doc.get('mpi_passes', 1)} passes); "
                  f"{len(orders)} orders"
-                 + "".join(f"; mpirun --mca {k} {v}" for k, v in (doc.get("mpi_mca") or [])))
+                 + "".join(f"; mpirun --mca {k} {v}" for k, v in (doc.get("mpi_mca") or []))
+                 + "".join(f"; sysctl {k}={v}" for k, v in (doc.get("sysctl") or [])))
     for coll, meta in doc["collectives"].items():
         names = [n for n in orders if coll in orders[n]["measured"]]
         if len(names) < 3:
@@ -1121,6 +1143,9 @@ def main(argv=None) -> int:
     ap.add_argument("--no-mpi", action="store_true")
     ap.add_argument("--mpi-mca", nargs="+", default=[], metavar="NAME=VALUE",
                     help="more Open MPI settings for the timed runs, e.g. btl_tcp_flags=send,inplace,need-ack,need-csum")
+    ap.add_argument("--sysctl", nargs="+", default=[], metavar="NAME=VALUE",
+                    help="kernel settings of every host's namespace for the whole case (probes too), e.g. "
+                         "'net.ipv4.tcp_wmem=4096 16384 65536'; recorded in CASE.json")
     ap.add_argument("--models", nargs="+", default=["default"], choices=["default", "pairsum"],
                     help="plink order's cost models whose orders are measured (default: plink order's default)")
     ap.add_argument("--runoff", type=int, default=4, metavar="PASSES",
@@ -1137,6 +1162,9 @@ def main(argv=None) -> int:
         ap.error("--runoff-only and --analyse-only exclude each other")
     args.size, args.mpi_size = size_arg(ap, args.size), size_arg(ap, args.mpi_size)
     args.mpi_mca = pairs_arg(ap, args.mpi_mca, "--mpi-mca")
+    args.sysctl = sysctl_arg(ap, args.sysctl)
+    if args.runoff_only and args.sysctl:
+        ap.error("--runoff-only takes the saved case's --sysctl; give none")
     if not args.analyse_only and args.mbit * max(sum(CASES[k]["hosts_per_rack"]) for k in args.cases) > 6500:
         ap.error("keep hosts x link rate <= ~6 Gbit/s on this machine")
     data_dir = Path(args.data_dir)

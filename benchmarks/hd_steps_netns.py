@@ -58,7 +58,7 @@ from scipy.stats import pearsonr, spearmanr  # noqa: E402
 
 from benchmarks.collectives_netns import (  # noqa: E402
     compile_timer, load_saved, log, make_cluster, measure_and_report, mpirun, netns_lock, pairs_arg,
-    rack_contiguous, rack_interleaved, set_quickack, size_arg, utc, write_files)
+    rack_contiguous, rack_interleaved, set_quickack, set_sysctl, size_arg, sysctl_arg, utc, write_files)
 
 SRC = ROOT / "benchmarks" / "mpi" / "hd_steps.c"
 HOSTS_PER_RACK = [4, 4, 4, 4]
@@ -287,9 +287,7 @@ def measure(args, save) -> dict:
         with make_cluster(doc["cluster"], {}) as c:
             racks = [h.rack for h in c.hosts]
             doc.update(hosts=[h.name for h in c.hosts], racks=racks)
-            for h in c.hosts:  # per-namespace kernel settings (--sysctl), on every host
-                for k, v in args.sysctl:
-                    c.exec(h.name, ["sysctl", "-qw", f"{k}={v}"], check=True, capture_output=True)
+            set_sysctl(c, args.sysctl)  # per-namespace kernel settings, on every host
             if args.quickack:  # every route of every host acknowledges at once (no delayed ACKs)
                 set_quickack(c)
             by_rack = [[h.index for h in c.hosts if h.rack == r] for r in range(len(HOSTS_PER_RACK))]
@@ -447,8 +445,7 @@ def main(argv=None) -> int:
         return 0
     args.size = size_arg(ap, args.size)
     args.mpi_mca = pairs_arg(ap, args.mpi_mca, "--mpi-mca")
-    args.sysctl = pairs_arg(ap, args.sysctl, "--sysctl", lambda k: k.replace(".", "").replace("_", "").isalnum(),
-                            " (NAME: letters, digits, dots, underscores)")
+    args.sysctl = sysctl_arg(ap, args.sysctl)
     if args.queue_packets is not None and not 1 <= args.queue_packets <= 100_000:
         ap.error("--queue-packets must be 1..100000")
     if args.mbit * sum(HOSTS_PER_RACK) > 6500:
