@@ -166,16 +166,23 @@ class FluidCostModel(SharedCostModel):
         """Flows of the clocked rounds (the length of ``fluid_time``'s ``weights``); 0 for ring and dbt."""
         return len(self._src) if self.rounds else 0
 
-    def fluid_time(self, perm, weights=None) -> float:
+    def fluid_time(self, perm, weights=None, sndbuf: float | None = None) -> float:
         """Seconds until the last flow of the clocked rounds ends for rank order ``perm``
         (the bandwidth term; 0 for ring and dbt, which are not priced this way). O(E x I x flows).
 
         ``weights``: optional per-flow weights (:attr:`n_flows` of them, the rounds' flows in order)
         for weighted max-min shares instead of equal ones: an experiment's knob (unequal TCP
-        shares, ``benchmarks/unequal_shares.py``), not used by the price."""
+        shares, ``benchmarks/unequal_shares.py``), not used by the price.  ``sndbuf``: optional
+        bytes of every sender's socket buffer, so that a rank moves on before its sends are
+        delivered (``fluid_time_reference``; numpy loop only): another experiment's knob
+        (``benchmarks/send_buffers.py``), not used by the price."""
         if not self.rounds:
             return 0.0
+        if sndbuf is not None and not (np.isfinite(sndbuf) and sndbuf >= 0):
+            raise ValueError("sndbuf must be a finite number of bytes >= 0")
         args = self._flow_args(perm, weights)
+        if sndbuf is not None:
+            return fluid_time_reference(*args, sndbuf=float(sndbuf))
         kernel = _kernel()
         return float(kernel(*args)) if kernel is not None else fluid_time_reference(*args)
 
@@ -190,16 +197,16 @@ class FluidCostModel(SharedCostModel):
         return (slots, self._cap, private, self._bytes, self._round, self._src, self._dst, self._todo0,
                 _weights(weights, len(hs)))
 
-    def round_ends(self, perm, weights=None) -> np.ndarray:
+    def round_ends(self, perm, weights=None, sndbuf: float | None = None) -> np.ndarray:
         """``(N, R)`` seconds at which each rank is done with each clocked round in the fluid of
         rank order ``perm`` (NaN where a rank has no flow in a round): when its steps end, to
         set beside a trace of the real collective (``benchmarks/hd_steps_netns.py``).  Ranks
-        are rank indices, not hosts; latency not included.  The numpy loop (no compiled
-        version): O(E x I x flows x levels)."""
+        are rank indices, not hosts; latency not included; ``weights`` and ``sndbuf`` as in
+        :meth:`fluid_time`.  The numpy loop (no compiled version): O(E x I x flows x levels)."""
         if not self.rounds:
             return np.zeros((self.n, 0))
         ends = np.full(self._todo0.shape, np.nan)
-        fluid_time_reference(*self._flow_args(perm, weights), ends)
+        fluid_time_reference(*self._flow_args(perm, weights), ends, sndbuf=sndbuf)
         return ends
 
 
@@ -231,17 +238,26 @@ _KERNEL = False  #: not tried yet
 
 
 def fluid_time_reference(slots, cap, private, nbytes, rnd, src, dst, todo0, weights=None,
-                         ends: np.ndarray | None = None) -> float:
+                         ends: np.ndarray | None = None, sndbuf: float | None = None) -> float:
     """The event loop in numpy (the compiled kernel's reference, and its fallback without numba):
     ``slots`` (F, P) link slots of each flow, ``cap`` (L,) link capacities, ``private`` (F,) each
     flow's own cap (``inf``: none), ``nbytes``/``rnd``/``src``/``dst`` (F,) each flow's bytes,
     round and ranks, ``todo0`` (N, R) each rank's flows per round, ``weights`` (F,) optional
     weights of weighted max-min shares (``max_min_rates``); ``ends``: an optional (N, R) array
     that gets the time each rank is done with each round of its own (others left as they are).
+
+    ``sndbuf``: optional bytes of a sender's socket buffer.  A flow starts when both its ranks
+    are at its round (as without it); its *sender* is done with it once at most ``sndbuf`` bytes
+    are left (the rest sits in the kernel's buffer), so the sender may move on while the flow
+    still drains and shares links with its next round's flows; the receiver is done with it when
+    it is delivered.  None (the price): both are done at delivery.
     Seconds until the last flow ends. O(E x I x F x P)."""
     w = _weights(weights, len(nbytes))
     left = np.asarray(nbytes, dtype=float).copy()
+    buf = -1.0 if sndbuf is None else float(sndbuf)  # -1: a sender is released at delivery only
     done = left <= 0
+    sent = done.copy()  # the sender is done with the flow
+    started = done.copy()
     todo = todo0.copy()
     np.subtract.at(todo, (src[done], rnd[done]), 1)
     np.subtract.at(todo, (dst[done], rnd[done]), 1)
@@ -251,25 +267,45 @@ def fluid_time_reference(slots, cap, private, nbytes, rnd, src, dst, todo0, weig
         busy = todo > 0
         return np.where(busy.any(axis=1), busy.argmax(axis=1), n_rounds)
 
+    def release(fs, ranks, t):  # the flows fs are done for ``ranks`` (their src or dst) at time t
+        np.subtract.at(todo, (ranks, rnd[fs]), 1)
+        if ends is not None:
+            for r, k in zip(ranks, rnd[fs]):
+                if todo[r, k] == 0:
+                    ends[r, k] = t
+
     level = at()
     t = 0.0
     while not done.all():
-        run = np.flatnonzero(~done & (level[src] == rnd) & (level[dst] == rnd))
+        while True:  # flows whose ranks are both at their round start; small ones free their senders at once
+            new = ~started & (level[src] == rnd) & (level[dst] == rnd)
+            started |= new
+            rel = np.flatnonzero(new & ~sent & (left <= buf))
+            if not len(rel):
+                break
+            sent[rel] = True
+            release(rel, src[rel], t)
+            level = at()
+        run = np.flatnonzero(started & ~done)
         rate = max_min_rates(slots[run], cap, private[run], w[run])
         need = left[run] / rate
-        dt = need.min()
+        pend = ~sent[run]
+        need_rel = np.where(pend, (left[run] - buf) / rate, np.inf) if buf >= 0 else np.full(len(run), np.inf)
+        dt = min(need.min(), need_rel.min())
         t += dt
         end = need <= dt * (1 + 1e-9)
+        rel = run[pend & ~end & (need_rel <= dt * (1 + 1e-9))]
         left[run] -= rate * dt
         fin = run[end]
         left[fin] = 0.0
         done[fin] = True
-        np.subtract.at(todo, (src[fin], rnd[fin]), 1)
-        np.subtract.at(todo, (dst[fin], rnd[fin]), 1)
-        if ends is not None:
-            for r, k in zip(np.concatenate([src[fin], dst[fin]]), np.concatenate([rnd[fin], rnd[fin]])):
-                if todo[r, k] == 0:
-                    ends[r, k] = t
+        left[rel] = np.minimum(left[rel], buf)
+        sent[rel] = True
+        release(rel, src[rel], t)
+        fs = fin[~sent[fin]]  # senders not yet released are released at delivery
+        sent[fin] = True
+        release(fs, src[fs], t)
+        release(fin, dst[fin], t)
         level = at()
     return float(t)
 

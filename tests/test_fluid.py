@@ -315,3 +315,42 @@ def test_like_and_init_keep_the_base():
     perm = np.random.default_rng(2).permutation(9)
     assert f(perm) == pytest.approx(FluidCostModel("bcube", _flat(9), 1.0, 3)(perm))
     assert pricing_model(SharedCostModel("rd", _flat(FLUID_MAX_RANKS), 1.0)).kind == "fluid"
+
+
+def _two_steps(sndbuf, ends=None):
+    """Rank 0 sends 2 bytes to rank 1 (round 0), then receives 2 bytes from rank 2 (round 1); every
+    rank's send and receive side is a link of 1 byte/s of its own (send r: link r, receive r: 3 + r)."""
+    slots = np.array([[0, 4], [2, 3]])
+    todo0 = np.array([[1, 1], [1, 0], [0, 1]])
+    return fluid_time_reference(slots, np.ones(6), np.full(2, np.inf), np.array([2.0, 2.0]), np.array([0, 1]),
+                                np.array([0, 2]), np.array([1, 0]), todo0, None, ends, sndbuf=sndbuf)
+
+
+def test_a_sender_moves_on_once_its_bytes_fit_the_send_buffer():
+    # without a buffer rank 0 waits for its send to be delivered (2 s), then receives (2 s more)
+    assert _two_steps(None) == pytest.approx(4.0) == _two_steps(0.0)
+    # a buffer that holds the message: rank 0 receives at once, both flows end at 2
+    assert _two_steps(2.0) == pytest.approx(2.0) == _two_steps(64.0)
+    # a buffer of 1 byte: rank 0 moves on at 1 s, its receive ends at 3, its send drains at 2
+    ends = np.full((3, 2), np.nan)
+    assert _two_steps(1.0, ends) == pytest.approx(3.0)
+    assert ends[0] == pytest.approx([1.0, 3.0])  # the sender is done with round 0 before delivery
+    assert ends[1, 0] == pytest.approx(2.0)  # the receiver at delivery
+    assert ends[2, 1] == pytest.approx(2.0)  # rank 2's 2 bytes: 1 left (its buffer) at 2 s
+
+
+def test_send_buffers_change_nothing_for_symmetric_exchanges_and_are_checked():
+    # Rabenseifner on one flat group: every exchange is symmetric, so each rank's receive ends
+    # when its send does, whatever the buffer
+    m = FluidCostModel("hd", _flat(8), 8.0)
+    perm = np.random.default_rng(3).permutation(8)
+    for b in (None, 0.0, 1.0, 3.0, 100.0):
+        assert m.fluid_time(perm, sndbuf=b) == pytest.approx(m.fluid_time(perm))
+    # across shared uplinks the price can change, and the default (None) is the plain price
+    r = FluidCostModel("rd", _racks_net(), 4.0)
+    for p in ([0, 2, 1, 3], [0, 1, 2, 3]):
+        assert r.fluid_time(p, sndbuf=None) == r.fluid_time(p)
+        assert np.nanmax(r.round_ends(p, sndbuf=4.0)) == pytest.approx(r.fluid_time(p, sndbuf=4.0))
+    for bad in (-1.0, np.nan, np.inf):
+        with pytest.raises(ValueError, match="sndbuf"):
+            m.fluid_time(perm, sndbuf=bad)
