@@ -722,6 +722,33 @@ def runoff_only(case: str, doc: dict, data_path: Path, args) -> dict:
 # report
 
 
+def saved_cases(results: Path, settings: bool = False) -> list[Path]:
+    """Every saved run of this benchmark under ``results``, sorted: ``X.json`` (``X`` a case) with
+    probes and orders.  Runs made with ``--sysctl`` (experiments with other kernel settings) only
+    with ``settings``: the benchmarks over the saved runs judge the proof's, made with the
+    kernel's defaults."""
+    out = []
+    for p in sorted(Path(results).rglob("*.json")):
+        if p.stem not in CASES:
+            continue
+        try:
+            doc = json.loads(p.read_text())
+        except (OSError, ValueError):
+            continue
+        if isinstance(doc, dict) and "probes" in doc and "orders" in doc and (settings or not doc.get("sysctl")):
+            out.append(p)
+    return out
+
+
+def first_of_each(orders: dict, names: list[str]) -> list[int]:
+    """Indices into ``names`` of the first name of each distinct order (``orders[name]["order"]``),
+    ascending: an order that two names share was measured once and counts once."""
+    first: dict = {}
+    for i, n in enumerate(names):
+        first.setdefault(tuple(orders[n]["order"]), i)
+    return sorted(first.values())
+
+
 def analyse(doc: dict) -> tuple[str, dict]:
     """The table and the figures of one case, from the saved data alone.
 
@@ -752,11 +779,7 @@ def analyse(doc: dict) -> tuple[str, dict]:
         best = float(meas.min())
         pred = {(k, m): np.array([predict(probes[k], orders[n]["order"], algos[m], size, m) for n in names])
                 for k, m in preds + clocks}
-        # an order that two names share was measured once and counts once
-        first = {}
-        for i, n in enumerate(names):
-            first.setdefault(tuple(orders[n]["order"]), i)
-        uniq = sorted(first.values())
+        uniq = first_of_each(orders, names)
         distinct = [names[i] for i in uniq]
         rc = orders.get("rack-contiguous", {}).get("measured", {}).get(coll)
         passes = doc.get("gloo_passes" if coll.startswith("gloo") else "mpi_passes", 1)
@@ -781,7 +804,7 @@ def analyse(doc: dict) -> tuple[str, dict]:
                 if key in orders and coll in orders[key]["measured"]:
                     f[f"plink_{tag}_{m}_over_best"] = float(orders[key]["measured"][coll] / best)
                     f[f"plink_{tag}_{m}_held_out"] = held_out(orders, distinct, coll,
-                                                              names[first[tuple(orders[key]["order"])]], passes)
+                                                              next(n for n in distinct if orders[n]["order"] == orders[key]["order"]), passes)
         ro = runoff_figures(doc, coll, distinct, {f"plink_{tag}_{m}": order_name(algos[m], tag, m)
                                                   for m in models for tag in ("lat", "bw")}, passes)
         if ro:

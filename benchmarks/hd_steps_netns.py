@@ -7,7 +7,7 @@ Run as root (network namespaces, sshd, iperf3, Open MPI with its headers; ~6 min
         [--seed 7] [--mpi-mca btl_tcp_flags=send,inplace,need-ack,need-csum] \\
         [--sysctl net.ipv4.tcp_slow_start_after_idle=0] [--quickack] [--queue-packets 64] \\
         [--json benchmarks/results/hd_steps-350.json]
-    python benchmarks/hd_steps_netns.py --analyse-only benchmarks/results/hd_steps-350.json
+    python benchmarks/hd_steps_netns.py --analyse-only benchmarks/results/hd_steps-350.json [--sndbuf 4MiB]
 
 While holding ``/tmp/plink-netns.lock`` the script builds the proof's cluster (16 hosts, 4 racks of 4,
 host links and rack uplinks at ``--mbit``, 4 extra router hops per rack; ``make_cluster`` of
@@ -172,10 +172,12 @@ def exchange_times(ends: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return ready.max(axis=1) - ready.min(axis=1), np.median(ends - ready, axis=0)
 
 
-def fluid_ends(racks: list[int], order: list[int], size: int, host_mbit: float, uplink_mbit: float):
+def fluid_ends(racks: list[int], order: list[int], size: int, host_mbit: float, uplink_mbit: float,
+               sndbuf: float | None = None):
     """``(ranks, 2 log2 n)`` seconds at which each rank ends each exchange of Rabenseifner in plink's
-    fluid price (``FluidCostModel.round_ends``) on this cluster's nominal rates; None without plink's
-    shared-link model."""
+    fluid price (``FluidCostModel.round_ends``) on this cluster's nominal rates, with ``sndbuf``
+    bytes of send buffer per sender (None: the price's, senders done at delivery); None without
+    plink's shared-link model."""
     try:
         from plink.solvers.contention import Network
         from plink.solvers.fluid import FluidCostModel
@@ -186,7 +188,7 @@ def fluid_ends(racks: list[int], order: list[int], size: int, host_mbit: float, 
     nic, up = np.full(n, host_mbit * 1e6 / 8), np.full(k, uplink_mbit * 1e6 / 8)
     model = FluidCostModel("hd", Network(latency=np.zeros((n, n)), nic_send=nic, nic_recv=nic, groups=g, up=up,
                                          down=up), size)
-    ends = model.round_ends(np.asarray(order))
+    ends = model.round_ends(np.asarray(order), sndbuf=sndbuf)
     return ends[:, ~np.isnan(ends).all(axis=0)]  # (a power of two: no fold rounds)
 
 
@@ -323,7 +325,9 @@ def measure(args, save) -> dict:
 # report (from the saved data alone)
 
 
-def analyse(doc: dict) -> tuple[str, dict]:
+def analyse(doc: dict, sndbuf: float | None = None) -> tuple[str, dict]:
+    """The tables and figures of a saved run; ``sndbuf``: also the fluid's ends with senders done
+    once at most that many bytes are left (``solvers.fluid``'s send-buffer knob)."""
     cl, size, racks = doc["cluster"], doc["size_bytes"], doc["racks"]
     lines = [f"hd steps on {len(racks)} hosts, racks {cl['hosts_per_rack']}, host/uplink {cl['host_mbit']:g}/"
              f"{cl['uplink_mbit']:g} Mbit/s, {cl['extra_hops']} extra hops; {size / 2**20:g} MiB; {doc['passes']} "
@@ -406,13 +410,15 @@ def analyse(doc: dict) -> tuple[str, dict]:
             lines.append(f"  {'  exchanges':<17}" + "".join(
                 f"{f'{1e3 * np.median(r):.0f}:{1e3 * t.min():.0f}-{1e3 * t.max():.0f}':>12}"
                 for r, t in zip(ready.T, took.T)))
-            fl = fluid_ends(racks, doc["orders"][name], size, cl["host_mbit"], cl["uplink_mbit"])
-            if fl is not None:
-                last = np.nanmax(fl, axis=0)
-                fin = last - np.nanmin(fl, axis=0)
-                lines.append(f"  {'  the fluid':<17}" + "".join(
-                    f"{f'{1e3 * a:.0f}/{1e3 * b:.0f}':>12}" for a, b in zip(np.diff(np.r_[0.0, last]), fin))
-                    + f"{last[-1]:8.3f}")
+            for buf, what in ((None, "  the fluid"), (sndbuf, f"  buffered {sndbuf / 2**10:g}K" if sndbuf else "")):
+                fl = None if not what else fluid_ends(racks, doc["orders"][name], size, cl["host_mbit"],
+                                                      cl["uplink_mbit"], buf)
+                if fl is not None:
+                    last = np.nanmax(fl, axis=0)
+                    fin = last - np.nanmin(fl, axis=0)
+                    lines.append(f"  {what:<17}" + "".join(
+                        f"{f'{1e3 * a:.0f}/{1e3 * b:.0f}':>12}" for a, b in zip(np.diff(np.r_[0.0, last]), fin))
+                        + f"{last[-1]:8.3f}")
     tcp = {name: [r["tcp"] for r in doc["mpi"].get(name) or [] if "tcp" in r] for name in doc["orders"]}
     if any(tcp.values()):
         lines += ["", "TCP counters summed over the hosts, per mpirun of every part above (" + ", ".join(TCP_COUNTERS)
@@ -431,6 +437,9 @@ def main(argv=None) -> int:
     ap.add_argument("--seed", type=int, default=7, help="seed of the two random orders")
     ap.add_argument("--json", help="save the raw data here (as soon as it exists)")
     ap.add_argument("--analyse-only", metavar="FILE", help="re-print the tables of a saved --json file")
+    ap.add_argument("--sndbuf", metavar="SIZE",
+                    help="with --analyse-only: also the fluid's step ends with every sender done once at most "
+                         "SIZE bytes are left (e.g. 4MiB, the kernel's largest autotuned send buffer)")
     ap.add_argument("--mpi-mca", nargs="+", default=[], metavar="NAME=VALUE",
                     help="more Open MPI settings, e.g. btl_tcp_flags=send,inplace,need-ack,need-csum (the proof's)")
     ap.add_argument("--sysctl", nargs="+", default=[], metavar="NAME=VALUE",
@@ -440,8 +449,10 @@ def main(argv=None) -> int:
     ap.add_argument("--queue-packets", type=int, metavar="N",
                     help="packets every shaped link may queue (default: the veth's txqueuelen, 1000)")
     args = ap.parse_args(argv)
+    if args.sndbuf is not None and not args.analyse_only:
+        ap.error("--sndbuf goes with --analyse-only")
     if args.analyse_only:
-        print(analyse(load_saved(ap, args.analyse_only))[0])
+        print(analyse(load_saved(ap, args.analyse_only), None if args.sndbuf is None else size_arg(ap, args.sndbuf))[0])
         return 0
     args.size = size_arg(ap, args.size)
     args.mpi_mca = pairs_arg(ap, args.mpi_mca, "--mpi-mca")

@@ -32,18 +32,9 @@ COLLECTIVES = ("mpi_recursive_doubling", "mpi_rabenseifner", "mpi_tree")
 
 
 def case_files(results: Path) -> list[Path]:
-    """Every saved proof case under ``results``: ``X.json`` (X a case of the proof) with probes and orders."""
-    out = []
-    for p in sorted(results.rglob("*.json")):
-        if p.stem not in proof.CASES:
-            continue
-        try:
-            doc = json.loads(p.read_text())
-        except (OSError, ValueError):
-            continue
-        if isinstance(doc, dict) and "probes" in doc and "orders" in doc:
-            out.append(p)
-    return out
+    """Every saved proof run under ``results`` made with the kernel's settings
+    (``collectives_netns.saved_cases``)."""
+    return proof.saved_cases(results)
 
 
 def main(argv=None) -> int:

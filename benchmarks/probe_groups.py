@@ -35,6 +35,7 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
+from benchmarks.collectives_netns import saved_cases  # noqa: E402
 from plink.data.probefile import from_dict  # noqa: E402
 from plink.probes.rounds import round_robin  # noqa: E402
 from plink.structure.metrics import ami, refines, separation  # noqa: E402
@@ -128,13 +129,13 @@ COLUMNS = ["latency", "bandwidth", "own silhouette", "sum of silhouettes", "plin
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("files", nargs="*", type=Path,
-                    help="saved runs (default: every benchmarks/results/**/[A-E].json)")
+                    help="saved runs (default: every proof run under benchmarks/results made with the kernel's settings)")
     ap.add_argument("--simulate", type=int, default=0, metavar="S",
                     help="also S simulated clusters per scenario (seeds 0..S-1)")
     a = ap.parse_args(argv)
     if a.simulate < 0:
         ap.error("--simulate must be >= 0")
-    files = a.files or sorted((ROOT / "benchmarks/results").glob("**/[A-E].json"))
+    files = a.files or saved_cases(ROOT / "benchmarks" / "results")
     for f in files:
         if not f.is_file():
             ap.error(f"{f}: no such file")

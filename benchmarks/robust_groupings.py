@@ -23,9 +23,10 @@ Each pick is judged by a proxy, as no new collective is timed: its price (the fl
 cheapest of the run's measured orders by the same proxy.  How far the proxy can be trusted is
 printed too: its Spearman over each run's measured orders, per collective.
 
-For every saved proof run with both probes (``benchmarks/results/**/[A-E].json``).  A line per
-run and algorithm where a pick differs from ``found`` by more than 2%, then the tally.  About 1-4
-minutes on 2 cores (``--jobs 2``), deterministic (``--max-iter``), no root::
+For every saved proof run with both probes (``collectives_netns.saved_cases``: the runs under
+``benchmarks/results`` made with the kernel's settings).  A line per run and algorithm where a
+pick differs from ``found`` by more than 2%, then the tally.  About 1-4 minutes on 2 cores
+(``--jobs 2``), deterministic (``--max-iter``), no root::
 
     python benchmarks/robust_groupings.py
 
@@ -52,7 +53,7 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from benchmarks.collectives_netns import load_saved, order_name, run_algos  # noqa: E402
+from benchmarks.collectives_netns import load_saved, order_name, run_algos, saved_cases  # noqa: E402
 from plink.data.probefile import from_dict  # noqa: E402
 import plink.order  # noqa: E402
 from plink.order import HEDGE_MAX_SPLITS, order_hosts  # noqa: E402
@@ -163,7 +164,7 @@ def main(argv=None) -> int:
             ok = False
         if not ok or args.time_limit is None:
             ap.error("--main-share must be 'equal' or in (0, 1), with --time-limit")
-    files = [Path(f).resolve() for f in args.files] or sorted(RESULTS.glob("**/[A-E].json"))
+    files = [Path(f).resolve() for f in args.files] or saved_cases(RESULTS)
     for f in files:
         load_saved(ap, f)  # (a missing or broken file: a usage error before any work)
     ratios = {p: [] for p in PICKS}

@@ -10,10 +10,10 @@ changes to the search (``plink.solvers.groupsearch``):
 - **by_price**: the annealed order, or one of the 32 starts the clocks price lowest when the fluid
   prices it more than the tie tolerance (2%) lower.
 
-For every saved proof run (``benchmarks/results/**/[A-E].json``), both probes and every non-ring
-algorithm plink priced that run's collectives with, runs ``order_hosts`` with the same seed and
-``--max-iter`` (deterministic) twice, with the changes (``new``) and without (``old``: the two switched
-off in this process only), and prints the fluid price of each order and the tally.  A price, not a
+For every saved proof run made with the kernel's settings (``collectives_netns.saved_cases``), both
+probes and every non-ring algorithm plink priced that run's collectives with, runs ``order_hosts``
+with the same seed and ``--max-iter`` (deterministic) twice, with the changes (``new``) and without
+(``old``: the two switched off in this process only), and prints the fluid price of each order and the tally.  A price, not a
 measured time: the proof runs measure (``collectives_netns.py``).  About 5 minutes, no root::
 
     python benchmarks/search_starts.py
@@ -33,7 +33,7 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 import plink.solvers.groupsearch as gs  # noqa: E402
-from benchmarks.collectives_netns import load_saved, run_algos  # noqa: E402
+from benchmarks.collectives_netns import load_saved, run_algos, saved_cases  # noqa: E402
 from plink.data.probefile import from_dict  # noqa: E402
 from plink.order import order_hosts  # noqa: E402
 
@@ -61,7 +61,7 @@ def main(argv=None) -> int:
     ap.add_argument("--json", help="also write the rows here")
     args = ap.parse_args(argv)
     results = ROOT / "benchmarks" / "results"
-    files = [Path(f).resolve() for f in args.files] or sorted(results.glob("**/[A-E].json"))
+    files = [Path(f).resolve() for f in args.files] or saved_cases(results)
     rows = []
     print(f"{'run':<34} {'probe':<9} {'algo':<7} {'old':>8} {'new':>8} {'new/old':>7}  by_price")
     for f in files:

@@ -46,28 +46,54 @@ def unequal_price(model, perm, sigma: float, draws: int, seed: int = 0) -> float
                                     for _ in range(draws)]))
 
 
-def run_rows(doc: dict, sigmas, draws: int) -> dict:
-    """``{(collective, probe): [Spearman per sigma]}`` of one saved run."""
+def variant_rows(doc: dict, collectives, prices) -> dict:
+    """``{(collective, probe): [Spearman per price]}`` of one saved run: its distinct orders priced by
+    each of ``prices`` (callables ``(model, perm) -> seconds``, ``model`` the ``FluidCostModel`` of the
+    run's probe) and ranked against their measured times, orders priced within 2% tied."""
     from plink.solvers.fluid import FluidCostModel
 
     probes = {k: proof.from_dict(v) for k, v in doc["probes"].items()}
     orders, out = doc["orders"], {}
-    for coll in COLLECTIVES:
+    for coll in collectives:
         names = [n for n in orders if coll in orders[n]["measured"]]
         if len(names) < 3:
             continue
         algo = proof.run_algos(doc, coll)["default"]
-        first: dict = {}
-        for i, n in enumerate(names):
-            first.setdefault(tuple(orders[n]["order"]), i)
-        uniq = sorted(first.values())
+        uniq = proof.first_of_each(orders, names)
         meas = np.array([orders[names[i]]["measured"][coll] for i in uniq])
         for kind in ("latency", "bandwidth"):
             model = FluidCostModel(algo, proof.price_network(probes[kind]), doc["mpi_size_bytes"])
             res = proof.resolution_for("shared")
-            out[(coll, kind)] = [float(spearmanr(proof.ranks(np.array([unequal_price(
-                model, orders[names[i]]["order"], s, draws) for i in uniq]), res), meas)[0]) for s in sigmas]
+            out[(coll, kind)] = [float(spearmanr(proof.ranks(np.array([price(
+                model, orders[names[i]]["order"]) for i in uniq]), res), meas)[0]) for price in prices]
     return out
+
+
+def variant_table(ap, files, collectives, prices, labels, runs: bool = False) -> str:
+    """Every saved run of ``files`` through ``variant_rows``; the table of the mean Spearman per price,
+    how many runs each ranks better / worse than the first price, and how many fall under 0.9
+    (``runs``: every run's figures printed first).  A file that is not a saved case is ``ap.error``."""
+    rows: dict = {}
+    for path in files:
+        try:
+            got = variant_rows(json.loads(path.read_text()), collectives, prices)
+        except (OSError, ValueError, KeyError) as exc:
+            ap.error(f"{path}: not a saved proof case ({exc.__class__.__name__}: {exc})")
+        name = f"{path.parent.name}/{path.name}"
+        for key, sp in got.items():
+            rows.setdefault(key, []).append(sp)
+            if runs:
+                print(f"{name:<40} {key[0]:<24} {key[1]:<9} " + " ".join(f"{x:.3f}" for x in sp))
+    out = [f"{'collective':<24} {'probe':<9} {'runs':>4} " + " ".join(f"{lab:>17}" for lab in labels),
+           f"{'':<24} {'':<9} {'':>4} " + " ".join(f"{'mean b/w <0.9':>17}" for _ in labels)]
+    for (coll, kind), r in rows.items():
+        a = np.array(r)
+        cells = []
+        for j in range(len(labels)):
+            b, w = int(np.sum(a[:, j] > a[:, 0] + 1e-9)), int(np.sum(a[:, j] < a[:, 0] - 1e-9))
+            cells.append(f"{f'{a[:, j].mean():.3f} {b}/{w} {int(np.sum(a[:, j] < 0.9))}':>17}")
+        out.append(f"{coll:<24} {kind:<9} {len(r):>4} " + " ".join(cells))
+    return "\n".join(out)
 
 
 def main(argv=None) -> int:
@@ -84,29 +110,12 @@ def main(argv=None) -> int:
     if not proof.shared_model_available():
         ap.error("needs plink's shared-link model (plink.solvers.contention)")
     sigmas = [0.0] + [s for s in args.sigmas if s != 0]
-    rows: dict = {}
-    for path in [Path(f) for f in args.files] or case_files(Path(args.results)):
-        try:
-            doc = json.loads(path.read_text())
-            got = run_rows(doc, sigmas, args.draws)
-        except (OSError, ValueError, KeyError) as exc:
-            ap.error(f"{path}: not a saved proof case ({exc.__class__.__name__}: {exc})")
-        name = f"{path.parent.name}/{path.name}"
-        for key, sp in got.items():
-            rows.setdefault(key, []).append(sp)
-            if args.runs:
-                print(f"{name:<40} {key[0]:<24} {key[1]:<9} " + " ".join(f"{x:.3f}" for x in sp))
+    prices = [lambda m, p, s=s: unequal_price(m, p, s, args.draws) for s in sigmas]
+    table = variant_table(ap, [Path(f) for f in args.files] or case_files(Path(args.results)), COLLECTIVES,
+                          prices, [f"s={s:g}" for s in sigmas], args.runs)
     print(f"Spearman(price, measured), orders priced within 2% tied, mean over the runs; flow weights "
           f"log-normal, {args.draws} draws")
-    print(f"{'collective':<24} {'probe':<9} {'runs':>4} " + " ".join(f"{f's={s:g}':>17}" for s in sigmas))
-    print(f"{'':<24} {'':<9} {'':>4} " + " ".join(f"{'mean b/w <0.9':>17}" for _ in sigmas))
-    for (coll, kind), r in rows.items():
-        a = np.array(r)
-        cells = []
-        for j in range(len(sigmas)):
-            b, w = int(np.sum(a[:, j] > a[:, 0] + 1e-9)), int(np.sum(a[:, j] < a[:, 0] - 1e-9))
-            cells.append(f"{f'{a[:, j].mean():.3f} {b}/{w} {int(np.sum(a[:, j] < 0.9))}':>17}")
-        print(f"{coll:<24} {kind:<9} {len(r):>4} " + " ".join(cells))
+    print(table)
     return 0
 
 

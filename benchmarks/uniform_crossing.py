@@ -73,11 +73,9 @@ def run_rows(doc: dict, coll: str) -> np.ndarray | None:
         return None
     probe = from_dict(doc["probes"]["latency"])
     algo = proof.run_algos(doc, coll)["default"]
-    rows, seen = [], set()
-    for o in doc["orders"].values():
-        if coll not in o["measured"] or tuple(o["order"]) in seen:
-            continue
-        seen.add(tuple(o["order"]))
+    rows, orders = [], doc["orders"]
+    names = [n for n in orders if coll in orders[n]["measured"]]
+    for o in (orders[names[i]] for i in proof.first_of_each(orders, names)):
         n = len(o["hosts"])
         if n & (n - 1):
             return None

@@ -121,6 +121,11 @@ def test_analyse_prints_the_trace_beside_the_fluid_and_the_tcp_counters():
     # price less max(r, r ^ 2) - r ms (2 ms when r's bit 1 is clear)
     assert below[1].split()[1:3] == ["0:192-207", "13:94-96"]
     assert "rack-interleaved  100/0/7  101/1/7" in text
+    # with --sndbuf the fluid's ends with buffered senders follow (the same here: every exchange symmetric)
+    below = analyse(doc, 4 * 2**20)[0].splitlines()
+    i = next(j for j, line in enumerate(below) if line.strip().startswith("rack-interleaved") and "/15" in line)
+    assert below[i + 3].split()[:2] == ["the", "fluid"] and below[i + 4].split()[:2] == ["buffered", "4096K"]
+    assert below[i + 4].split()[2:] == below[i + 3].split()[2:]
     # without traces and counters (runs before 2026-11-30 19:00 UTC) neither table is printed
     assert "Back to back, every rank" not in analyse(synthetic())[0] and "TCP counters" not in analyse(synthetic())[0]
 
@@ -129,6 +134,12 @@ def test_queue_packets_must_be_positive(capsys):
     with pytest.raises(SystemExit):
         main(["--queue-packets", "0"])
     assert "--queue-packets must be 1..100000" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        main(["--sndbuf", "4MiB"])  # an analysis option only
+    assert "--sndbuf goes with --analyse-only" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        main(["--sysctl", "net.ipv4.tcp_wmem;x=1"])
+    assert "--sysctl takes NAME=VALUE pairs" in capsys.readouterr().err
 
 
 def test_exchange_times_and_uplink_busy_of_a_traced_run():

@@ -311,3 +311,16 @@ def test_price_models_on_a_shipped_run(capsys):
     with pytest.raises(SystemExit) as e:
         main([str(Path(__file__))])
     assert e.value.code == 2
+
+
+def test_proof_sysctl_option_is_checked(capsys):
+    from benchmarks.collectives_netns import first_of_each, main
+
+    for argv, err in ((["--sysctl", "a b=1"], "--sysctl takes NAME=VALUE pairs"),
+                      (["--runoff-only", "--sysctl", "net.core.wmem_max=1"], "--runoff-only takes the saved case's")):
+        with pytest.raises(SystemExit):
+            main(argv)
+        assert err in capsys.readouterr().err
+    # one name per distinct order, the first, in the order given
+    orders = {"a": {"order": [0, 1]}, "b": {"order": [1, 0]}, "c": {"order": [0, 1]}, "d": {"order": [2, 3]}}
+    assert first_of_each(orders, ["c", "a", "b", "d"]) == [0, 2, 3]
