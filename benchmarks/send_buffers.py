@@ -70,7 +70,7 @@ def main(argv=None) -> int:
     labels = ["none" if s is None else f"{s / 2**10:g} KiB" for s in sizes]
     # the first column is plink's price; with --sigma the others are priced with unequal shares too
     prices = [lambda m, p: buffered_price(m, p, None)] + [
-        lambda m, p, s=s: buffered_price(m, p, s, args.sigma, args.draws) for s in sizes if args.sigma > 0 or s]
+        lambda m, p, s=s: buffered_price(m, p, s, args.sigma, args.draws) for s in sizes if args.sigma > 0 or s is not None]
     if args.sigma > 0:
         labels = ["price"] + [f"s={args.sigma:g}, {lab}" for lab in labels]
     table = variant_table(ap, [Path(f) for f in args.files] or case_files(Path(args.results)),
