@@ -410,9 +410,11 @@ def analyse(doc: dict, sndbuf: float | None = None) -> tuple[str, dict]:
             lines.append(f"  {'  exchanges':<17}" + "".join(
                 f"{f'{1e3 * np.median(r):.0f}:{1e3 * t.min():.0f}-{1e3 * t.max():.0f}':>12}"
                 for r, t in zip(ready.T, took.T)))
-            for buf, what in ((None, "  the fluid"), (sndbuf, f"  buffered {sndbuf / 2**10:g}K" if sndbuf else "")):
-                fl = None if not what else fluid_ends(racks, doc["orders"][name], size, cl["host_mbit"],
-                                                      cl["uplink_mbit"], buf)
+            variants = [(None, "  the fluid")]
+            if sndbuf is not None:
+                variants.append((sndbuf, f"  buffered {sndbuf / 2**10:g}K"))
+            for buf, what in variants:
+                fl = fluid_ends(racks, doc["orders"][name], size, cl["host_mbit"], cl["uplink_mbit"], buf)
                 if fl is not None:
                     last = np.nanmax(fl, axis=0)
                     fin = last - np.nanmin(fl, axis=0)

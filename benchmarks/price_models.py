@@ -1,7 +1,8 @@
 """The fluid price against the search's per-rank clocks, over every saved proof run.
 
-For each case file under ``benchmarks/results`` (the proof's saved runs: probes, orders and measured
-times), ``collectives_netns.analyse`` prices the run's orders with plink's price (``default``: the
+For each case file under ``benchmarks/results`` (the proof's saved runs made with the kernel's
+settings, ``collectives_netns.saved_cases``: probes, orders and measured times),
+``collectives_netns.analyse`` prices the run's orders with plink's price (``default``: the
 fluid model of ``solvers.fluid`` for recursive doubling, Rabenseifner and the tree) and with the
 clocks the search minimises (``clocks``), from the latency and the ``--bandwidth`` probe, and ranks
 them against the measured times (Spearman, orders priced within 2% of one another tied).  Prints,
@@ -31,12 +32,6 @@ import benchmarks.collectives_netns as proof  # noqa: E402
 COLLECTIVES = ("mpi_recursive_doubling", "mpi_rabenseifner", "mpi_tree")
 
 
-def case_files(results: Path) -> list[Path]:
-    """Every saved proof run under ``results`` made with the kernel's settings
-    (``collectives_netns.saved_cases``)."""
-    return proof.saved_cases(results)
-
-
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("files", nargs="*", help="saved proof cases (default: every one under --results)")
@@ -45,7 +40,7 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
     results = Path(args.results)
     rows: dict[tuple[str, str], list[tuple[str, float, float]]] = {}
-    files = [Path(f) for f in args.files] or case_files(results)
+    files = [Path(f) for f in args.files] or proof.saved_cases(results)
     for path in files:
         try:
             doc = json.loads(path.read_text())

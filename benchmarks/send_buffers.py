@@ -7,7 +7,7 @@ while its message still drains, and its next exchange shares its links with the 
 (``benchmarks/hd_steps_netns.py``: capping the buffers at 64 KiB made ``MPI_Allreduce`` rank six orders
 as priced, Spearman 0.99 against 0.75).  This prices every saved run's orders with the fluid's
 ``sndbuf`` knob (a sender is done with a flow once at most ``sndbuf`` bytes are left; the receiver at
-delivery) for each ``--sndbuf`` and ranks them against their measured times as
+delivery; ``unequal_shares.unequal_price``) for each ``--sndbuf`` and ranks them against their measured times as
 ``benchmarks/price_models.py`` does (Spearman, orders priced within 2% tied), for recursive doubling,
 Rabenseifner and the tree, from the latency and the ``--bandwidth`` probe.  ``none`` is plink's
 price.  Prints the mean over the runs per buffer size, how many runs each ranks better / worse than
@@ -31,22 +31,9 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 import benchmarks.collectives_netns as proof  # noqa: E402
-from benchmarks.price_models import case_files  # noqa: E402
-from benchmarks.unequal_shares import variant_table  # noqa: E402
+from benchmarks.unequal_shares import unequal_price, variant_table  # noqa: E402
 
 COLLECTIVES = ("mpi_recursive_doubling", "mpi_rabenseifner", "mpi_tree")
-
-
-def buffered_price(model, perm, sndbuf: float | None, sigma: float = 0.0, draws: int = 1, seed: int = 0) -> float:
-    """``model``'s price of ``perm`` (a ``FluidCostModel``) with senders released ``sndbuf`` bytes
-    before delivery and, for ``sigma`` > 0, log-normal(0, ``sigma``) flow weights (mean over ``draws``
-    draws, the same for every order: ``benchmarks/unequal_shares.py``); None and 0: the price itself."""
-    price = float(model(perm))
-    if sndbuf is None and sigma == 0:
-        return price
-    rng = np.random.default_rng(seed)
-    ws = [None] if sigma == 0 else [np.exp(sigma * rng.standard_normal(model.n_flows)) for _ in range(draws)]
-    return price - model.fluid_time(perm) + float(np.mean([model.fluid_time(perm, w, sndbuf) for w in ws]))
 
 
 def main(argv=None) -> int:
@@ -69,11 +56,12 @@ def main(argv=None) -> int:
     sizes = [None] + [s for s in sizes if s is not None]
     labels = ["none" if s is None else f"{s / 2**10:g} KiB" for s in sizes]
     # the first column is plink's price; with --sigma the others are priced with unequal shares too
-    prices = [lambda m, p: buffered_price(m, p, None)] + [
-        lambda m, p, s=s: buffered_price(m, p, s, args.sigma, args.draws) for s in sizes if args.sigma > 0 or s is not None]
+    prices = [lambda m, p: unequal_price(m, p, 0.0, 1)] + [
+        lambda m, p, s=s: unequal_price(m, p, args.sigma, args.draws, sndbuf=s)
+        for s in sizes if args.sigma > 0 or s is not None]
     if args.sigma > 0:
         labels = ["price"] + [f"s={args.sigma:g}, {lab}" for lab in labels]
-    table = variant_table(ap, [Path(f) for f in args.files] or case_files(Path(args.results)),
+    table = variant_table(ap, [Path(f) for f in args.files] or proof.saved_cases(Path(args.results)),
                           args.collectives, prices, labels, args.runs)
     print("Spearman(price, measured), orders priced within 2% tied, mean over the runs; senders done "
           "with a flow when at most sndbuf bytes are left")

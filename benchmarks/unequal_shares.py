@@ -30,20 +30,21 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 import benchmarks.collectives_netns as proof  # noqa: E402
-from benchmarks.price_models import case_files  # noqa: E402
 
 COLLECTIVES = ("mpi_recursive_doubling", "mpi_rabenseifner")
 
 
-def unequal_price(model, perm, sigma: float, draws: int, seed: int = 0) -> float:
+def unequal_price(model, perm, sigma: float, draws: int, seed: int = 0, sndbuf: float | None = None) -> float:
     """``model``'s price of ``perm`` (a ``FluidCostModel``) with log-normal(0, ``sigma``) flow weights,
-    mean over ``draws`` draws (the same draws for every order); ``sigma`` 0: the price itself."""
-    if sigma == 0:
-        return float(model(perm))
-    latency = float(model(perm)) - model.fluid_time(perm)
+    mean over ``draws`` draws (the same draws for every order), and with senders released ``sndbuf``
+    bytes before delivery (``benchmarks/send_buffers.py``); ``sigma`` 0 and ``sndbuf`` None: the
+    price itself."""
+    price = float(model(perm))
+    if sigma == 0 and sndbuf is None:
+        return price
     rng = np.random.default_rng(seed)
-    return latency + float(np.mean([model.fluid_time(perm, np.exp(sigma * rng.standard_normal(model.n_flows)))
-                                    for _ in range(draws)]))
+    weights = [None] if sigma == 0 else (np.exp(sigma * rng.standard_normal(model.n_flows)) for _ in range(draws))
+    return price - model.fluid_time(perm) + float(np.mean([model.fluid_time(perm, w, sndbuf) for w in weights]))
 
 
 def variant_rows(doc: dict, collectives, prices) -> dict:
@@ -111,7 +112,7 @@ def main(argv=None) -> int:
         ap.error("needs plink's shared-link model (plink.solvers.contention)")
     sigmas = [0.0] + [s for s in args.sigmas if s != 0]
     prices = [lambda m, p, s=s: unequal_price(m, p, s, args.draws) for s in sigmas]
-    table = variant_table(ap, [Path(f) for f in args.files] or case_files(Path(args.results)), COLLECTIVES,
+    table = variant_table(ap, [Path(f) for f in args.files] or proof.saved_cases(Path(args.results)), COLLECTIVES,
                           prices, [f"s={s:g}" for s in sigmas], args.runs)
     print(f"Spearman(price, measured), orders priced within 2% tied, mean over the runs; flow weights "
           f"log-normal, {args.draws} draws")

@@ -1,8 +1,8 @@
 """Where the price errs on Open MPI's butterflies: orders whose steps load every rack uplink alike.
 
-For each saved proof run (``benchmarks/results/**/X.json``, X a case of the proof) with a power-of-two
-number of hosts, every distinct order measured for the collective is priced as ``plink order``
-prices it (``collectives_netns.predict``, latency probe), and its measured time is fitted on the price
+For each saved proof run (``collectives_netns.saved_cases``: ``benchmarks/results/**/X.json``, X a
+case of the proof, made with the kernel's settings) with a power-of-two number of hosts, every
+distinct order measured for the collective is priced as ``plink order`` prices it (``collectives_netns.predict``, latency probe), and its measured time is fitted on the price
 within the run (least squares on the logs, both centred on the run's mean). The residual is what
 the price misses. Beside it, from the true racks alone: the share of the order's time, by a simple
 step count (each exchange step costs its data fraction times the most flows on any uplink
@@ -38,7 +38,6 @@ if str(ROOT) not in sys.path:
 
 import benchmarks.collectives_netns as proof  # noqa: E402
 from benchmarks.hd_steps_netns import uplink_loads  # noqa: E402
-from benchmarks.price_models import case_files  # noqa: E402
 
 COLLECTIVES = {"mpi_rabenseifner": "halving", "mpi_recursive_doubling": "whole"}
 
@@ -99,7 +98,7 @@ def main(argv=None) -> int:
     ap.add_argument("--share", type=float, default=0.7, help="an order is 'uniform' above this share")
     ap.add_argument("--runs", action="store_true", help="print each run's correlation")
     args = ap.parse_args(argv)
-    files = [Path(f) for f in args.files] or case_files(Path(args.results))
+    files = [Path(f) for f in args.files] or proof.saved_cases(Path(args.results))
     for coll in COLLECTIVES:
         res, share, per_run = [], [], []
         for path in files:

@@ -178,11 +178,9 @@ class FluidCostModel(SharedCostModel):
         (``benchmarks/send_buffers.py``), not used by the price."""
         if not self.rounds:
             return 0.0
-        if sndbuf is not None and not (np.isfinite(sndbuf) and sndbuf >= 0):
-            raise ValueError("sndbuf must be a finite number of bytes >= 0")
         args = self._flow_args(perm, weights)
         if sndbuf is not None:
-            return fluid_time_reference(*args, sndbuf=float(sndbuf))
+            return fluid_time_reference(*args, sndbuf=sndbuf)
         kernel = _kernel()
         return float(kernel(*args)) if kernel is not None else fluid_time_reference(*args)
 
@@ -250,8 +248,11 @@ def fluid_time_reference(slots, cap, private, nbytes, rnd, src, dst, todo0, weig
     are at its round (as without it); its *sender* is done with it once at most ``sndbuf`` bytes
     are left (the rest sits in the kernel's buffer), so the sender may move on while the flow
     still drains and shares links with its next round's flows; the receiver is done with it when
-    it is delivered.  None (the price): both are done at delivery.
+    it is delivered.  None (the price): both are done at delivery; anything but None or a finite
+    number >= 0 is a ``ValueError``.
     Seconds until the last flow ends. O(E x I x F x P)."""
+    if sndbuf is not None and not (np.isfinite(sndbuf) and sndbuf >= 0):
+        raise ValueError("sndbuf must be a finite number of bytes >= 0")
     w = _weights(weights, len(nbytes))
     left = np.asarray(nbytes, dtype=float).copy()
     buf = -1.0 if sndbuf is None else float(sndbuf)  # -1: a sender is released at delivery only

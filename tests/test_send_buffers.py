@@ -7,7 +7,8 @@ import numpy as np
 import pytest
 
 from benchmarks.collectives_netns import saved_cases
-from benchmarks.send_buffers import buffered_price, main
+from benchmarks.send_buffers import main
+from benchmarks.unequal_shares import unequal_price
 from plink.solvers.contention import Network
 from plink.solvers.fluid import FluidCostModel
 
@@ -15,7 +16,7 @@ ROOT = Path(__file__).resolve().parent.parent
 RUN = ROOT / "benchmarks" / "results" / "2026-11-30-C-seed30" / "C.json"
 
 
-def test_buffered_price_is_the_price_without_a_buffer_and_lower_where_rates_differ():
+def test_the_price_with_buffered_senders_is_the_price_without_a_buffer_and_lower_where_rates_differ():
     # 8 ranks over NICs of unequal rates and two uplinks: an exchange's two directions end apart, so
     # a buffered sender moves on before its partner has all of it
     rng = np.random.default_rng(0)
@@ -24,14 +25,14 @@ def test_buffered_price_is_the_price_without_a_buffer_and_lower_where_rates_diff
                   groups=np.arange(n) % 2, up=np.array([1.0, 0.7]), down=np.array([0.8, 1.2]))
     m = FluidCostModel("hd", net, 4.0)
     perm = np.arange(n)
-    assert buffered_price(m, perm, None) == m(perm)
-    assert buffered_price(m, perm, 0.0) == pytest.approx(m(perm))  # released at delivery: the price
-    got = buffered_price(m, perm, 1.0)
+    assert unequal_price(m, perm, 0.0, 1, sndbuf=None) == m(perm)
+    assert unequal_price(m, perm, 0.0, 1, sndbuf=0.0) == pytest.approx(m(perm))  # released at delivery: the price
+    got = unequal_price(m, perm, 0.0, 1, sndbuf=1.0)
     assert got < m(perm) - 1.0
     assert got == pytest.approx(m(perm) - m.fluid_time(perm) + m.fluid_time(perm, sndbuf=1.0))
     # unequal shares on top are seeded: the same draws give the same price, other draws another
-    assert buffered_price(m, perm, 1.0, 0.5, 3) == buffered_price(m, perm, 1.0, 0.5, 3)
-    assert buffered_price(m, perm, 1.0, 0.5, 3) != buffered_price(m, perm, 1.0, 0.5, 3, seed=1)
+    assert unequal_price(m, perm, 0.5, 3, sndbuf=1.0) == unequal_price(m, perm, 0.5, 3, sndbuf=1.0)
+    assert unequal_price(m, perm, 0.5, 3, sndbuf=1.0) != unequal_price(m, perm, 0.5, 3, seed=1, sndbuf=1.0)
 
 
 def test_main_over_one_saved_run(capsys):
