@@ -31,9 +31,8 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 import benchmarks.collectives_netns as proof  # noqa: E402
+from benchmarks.price_models import COLLECTIVES  # noqa: E402  (the clocked collectives price_models ranks)
 from benchmarks.unequal_shares import unequal_price, variant_table  # noqa: E402
-
-COLLECTIVES = ("mpi_recursive_doubling", "mpi_rabenseifner", "mpi_tree")
 
 
 def main(argv=None) -> int:
