@@ -520,7 +520,12 @@ ENV_HEAD = """\
 # NCCL numbers nodes in the order their first rank appears: its inter-node ring follows
 # that node order and its trees are built over it; the GPU order inside a node is NCCL's own.
 """
-GLOO = "# Gloo (torch.distributed on CPU) runs a ring in rank order; no variable selects another algorithm.\n"
+GLOO = "# Gloo (torch.distributed on CPU) runs a ring in rank order: this order is for it too.\n"
+
+
+def _gloo(algo):
+    return (f"# Gloo (torch.distributed on CPU) runs a ring in rank order whatever is set here; this order was made "
+            f"for {algo}, so for Gloo make a ring order (plink order --algo ring).\n")
 OMPI = """\
 # Open MPI (coll/tuned):
 export OMPI_MCA_coll_tuned_use_dynamic_rules=1
@@ -532,23 +537,25 @@ export MASTER_ADDR=10.0.0.7
 """
 
 
-def _no_nccl(name):
-    return f"# NCCL has no {name} all-reduce: this order helps Gloo and MPI, not NCCL (NCCL_ALGO left unset).\n"
+def _no_nccl(name, mpi=True):
+    return f"# NCCL has no {name} all-reduce (NCCL_ALGO left unset)" + (
+        "; Open MPI does (below).\n" if mpi else
+        "; nor have Open MPI's coll/tuned or Gloo under torch.distributed: no variable here runs it.\n")
 
 
 # Open MPI's coll/tuned numbers (ompi_info --all): allreduce 2 = nonoverlapping (reduce + bcast),
 # 3 = recursive doubling, 4 = ring, 6 = rabenseifner; reduce 4 = binary; bcast 5 = binary tree.
 ENV_GOLDEN = {
     "ring": "export NCCL_ALGO=Ring\n" + GLOO + OMPI.format("4  # ring"),
-    "dbt": "export NCCL_ALGO=Tree   # NCCL's double binary tree over the node order\n" + GLOO,
-    "hd": _no_nccl("halving-doubling") + GLOO
+    "dbt": "export NCCL_ALGO=Tree   # NCCL's double binary tree over the node order\n" + _gloo("dbt"),
+    "hd": _no_nccl("halving-doubling") + _gloo("hd")
     + OMPI.format("6  # rabenseifner: recursive-halving reduce-scatter + doubling all-gather"),
-    "rd": _no_nccl("recursive-doubling") + GLOO + OMPI.format("3  # recursive doubling"),
-    "bintree": _no_nccl("binary-tree") + GLOO
+    "rd": _no_nccl("recursive-doubling") + _gloo("rd") + OMPI.format("3  # recursive doubling"),
+    "bintree": _no_nccl("binary-tree") + _gloo("bintree")
     + OMPI.format("2  # reduce (binary tree) + broadcast (binary tree)")
     + "export OMPI_MCA_coll_tuned_reduce_algorithm=4\nexport OMPI_MCA_coll_tuned_bcast_algorithm=5\n"
     + "# (their segment sizes left at 0, whole messages level by level: as plink priced the order)\n",
-    "bcube": _no_nccl("BCube") + GLOO,
+    "bcube": _no_nccl("BCube", mpi=False) + _gloo("bcube"),
 }
 
 

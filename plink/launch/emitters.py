@@ -369,17 +369,22 @@ def env_hints(hosts: Sequence, algo: str = "ring", slots=1) -> str:
         "# NCCL numbers nodes in the order their first rank appears: its inter-node ring follows",
         "# that node order and its trees are built over it; the GPU order inside a node is NCCL's own.",
     ]
+    ompi = {"ring": "4  # ring", "rd": "3  # recursive doubling",
+            "bintree": "2  # reduce (binary tree) + broadcast (binary tree)", "hd": "6  # rabenseifner: recursive-halving reduce-scatter + doubling all-gather"}
     if algo == "ring":
         lines += ["export NCCL_ALGO=Ring"]
     elif algo == "dbt":
         lines += ["export NCCL_ALGO=Tree   # NCCL's double binary tree over the node order"]
     else:
         name = {"hd": "halving-doubling", "rd": "recursive-doubling", "bintree": "binary-tree", "bcube": "BCube"}[algo]
-        lines += [f"# NCCL has no {name} all-reduce: "
-                  "this order helps Gloo and MPI, not NCCL (NCCL_ALGO left unset)."]
-    lines += ["# Gloo (torch.distributed on CPU) runs a ring in rank order; no variable selects another algorithm."]
-    ompi = {"ring": "4  # ring", "rd": "3  # recursive doubling",
-            "bintree": "2  # reduce (binary tree) + broadcast (binary tree)", "hd": "6  # rabenseifner: recursive-halving reduce-scatter + doubling all-gather"}
+        lines += [f"# NCCL has no {name} all-reduce (NCCL_ALGO left unset)"
+                  + ("; Open MPI does (below)." if algo in ompi else
+                     "; nor have Open MPI's coll/tuned or Gloo under torch.distributed: no variable here runs it.")]
+    if algo == "ring":
+        lines += ["# Gloo (torch.distributed on CPU) runs a ring in rank order: this order is for it too."]
+    else:
+        lines += [f"# Gloo (torch.distributed on CPU) runs a ring in rank order whatever is set here; this order was "
+                  f"made for {algo}, so for Gloo make a ring order (plink order --algo ring)."]
     if algo in ompi:
         lines += [
             "# Open MPI (coll/tuned):",
