@@ -77,6 +77,15 @@ def _grey_diagonal(ax, n: int) -> None:
 
 
 MAX_NAMED = 40  #: up to this many hosts, the axes carry their names
+MAX_CUTS = 40  #: a level's group boundaries are drawn on a heatmap only up to this many groups
+
+
+def _cuts(ordered: np.ndarray) -> np.ndarray:
+    """Where the group changes along ``ordered`` (labels in display order), as line positions; none
+    when there are more than ``MAX_CUTS`` groups: at PlanetLab's 163 the lines covered the matrix
+    and read as the missing pairs, which are white too."""
+    cuts = np.flatnonzero(ordered[1:] != ordered[:-1]) + 0.5
+    return cuts if len(np.unique(ordered)) <= MAX_CUTS else cuts[:0]
 
 
 def _name_ticks(ax, names: Sequence[str], *, x: bool = True, y: bool = True) -> bool:
@@ -105,9 +114,7 @@ def plot_heatmap(probe, order: np.ndarray, path, *, labels: np.ndarray | None = 
     _grey_diagonal(ax, probe.n)
     fig.colorbar(im, ax=ax, label=_what(probe))
     if labels is not None:
-        ordered = labels[order]
-        cuts = np.flatnonzero(ordered[1:] != ordered[:-1]) + 0.5
-        for c in cuts:
+        for c in _cuts(labels[order]):
             ax.axhline(c, color="white", lw=0.6)
             ax.axvline(c, color="white", lw=0.6)
     named = _name_ticks(ax, [probe.names[i] for i in order])
@@ -159,7 +166,7 @@ def plot_heatmaps_before_after(probe, order: Sequence[int], path, *, labels: Seq
         _grey_diagonal(ax, n)
         if labels is not None:
             lab = np.asarray(labels)[perm]
-            cuts = np.flatnonzero(lab[1:] != lab[:-1]) + 0.5
+            cuts = _cuts(lab)
             if len(cuts) <= len(set(lab.tolist())):  # only where each group is one block
                 for c in cuts:
                     ax.axhline(c, color="white", lw=0.7)
@@ -182,7 +189,8 @@ def plot_hierarchy(probe, groups, path, *, title: str = "") -> None:
     per finest group, light and dark grey in turn for the groups of coarser
     levels; and the hosts' confidence (dark = sure); right: the matrix with
     hosts sorted by coarsest level, then finer ones, white lines between the
-    finest groups and red lines between groups of the level above.  O(N^2).
+    finest groups and red lines between groups of the level above (a level's lines only up to
+    ``MAX_CUTS`` groups; its bar on the left shows any number).  O(N^2).
     """
     plt = _pyplot()
     pos = {h: i for i, h in enumerate(groups.hosts)}
@@ -228,8 +236,7 @@ def plot_hierarchy(probe, groups, path, *, title: str = "") -> None:
     fig.colorbar(im, ax=ax1, label=f"{_what(probe)[:-1]}; top 2% clipped)", fraction=0.046)
     for lev, colour, lw in ((0, "white", 0.5), (1, "red", 1.0)):
         if lev < len(levels):
-            o = levels[lev][order]
-            for c in np.flatnonzero(o[1:] != o[:-1]) + 0.5:
+            for c in _cuts(levels[lev][order]):
                 ax1.axhline(c, color=colour, lw=lw)
                 ax1.axvline(c, color=colour, lw=lw)
     counts = " / ".join(str(int(lv.max()) + 1) for lv in levels)

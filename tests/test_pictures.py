@@ -90,3 +90,33 @@ def test_heatmaps_leave_the_diagonal_blank_and_name_the_hosts(tmp_path, monkeypa
     big = from_matrix(np.ones((plots.MAX_NAMED + 1,) * 2), [f"h{i}" for i in range(plots.MAX_NAMED + 1)])
     plots.plot_heatmap(big, np.arange(big.n), tmp_path / "big.png")
     assert "h0" not in drawn[str(tmp_path / "big.png")][0][1]  # too many to read: index ticks
+
+
+def test_group_boundaries_are_drawn_only_where_they_leave_the_matrix_readable(tmp_path, monkeypatch):
+    """The lines between groups are white, like the missing pairs: at PlanetLab's 163 groups they
+    covered the heatmap and read as missing data. A level's lines are drawn up to MAX_CUTS groups
+    (its bar beside the matrix shows any number); the coarser level's red lines still are."""
+    import numpy as np
+
+    from plink import plots
+    from plink.data.groupfile import Groups
+
+    probe = simulate_datacenter(racks=plots.MAX_CUTS + 5, hosts_per_rack=2, rows=3, seed=1)
+    fine = np.arange(probe.n) // 2
+    coarse = fine * 3 // (probe.n // 2)  # 3 rows
+    assert plots._cuts(fine).size == 0 and plots._cuts(coarse).tolist() == [
+        i + 0.5 for i in range(probe.n - 1) if coarse[i] != coarse[i + 1]]
+    few = np.arange(probe.n) * plots.MAX_CUTS // probe.n
+    assert len(plots._cuts(few)) == plots.MAX_CUTS - 1
+    lines = {}
+    real_save = plots._save
+
+    def keep(fig, path):
+        lines[str(path)] = [(line.get_color(), ax) for ax in fig.axes for line in ax.get_lines()]
+        real_save(fig, path)
+
+    monkeypatch.setattr(plots, "_save", keep)
+    groups = Groups(hosts=probe.names, labels=fine, levels=[fine, coarse])
+    plots.plot_hierarchy(probe, groups, tmp_path / "h.png")
+    colours = [c for c, _ in lines[str(tmp_path / "h.png")]]
+    assert colours and set(colours) == {"red"} and len(colours) == 2 * 2  # 3 rows: 2 cuts, both axes
