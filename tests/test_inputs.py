@@ -213,6 +213,19 @@ def test_newline_in_a_name_never_reaches_a_hostfile(tmp_path, capsys):
     assert code == 1 and "whitespace or a control character" in err and not out.exists()
 
 
+def test_a_tab_in_a_csv_header_name_is_named_not_taken_for_a_separator(tmp_path):
+    """A comma-separated file whose header holds a name with a tab in it used to be read as
+    tab-separated (a tab in the first line) and failed with "row names do not match the column
+    names"; a file is tab-separated when every line has a tab, so the name is what is refused.
+    A real TSV still reads."""
+    m = tmp_path / "m.csv"
+    m.write_text("a\tb,c,d\n0,1,2\n1,0,1\n2,1,0\n")
+    with pytest.raises(ProbeFileError, match=r"host name 'a\\tb' holds whitespace or a control character"):
+        load_input(m)
+    m.write_text("a\tc\td\n0\t1\t2\n1\t0\t1\n2\t1\t0\n")
+    assert load_input(m).probe.names == ["a", "c", "d"]
+
+
 # ---------------------------------------------------------------------------
 # host-list expansion cap
 

@@ -619,7 +619,7 @@ _DECIMAL_COMMA = re.compile(r"^\s*[-+]?\d+,\d+(?:[eE][-+]?\d+)?\s*$")  #: 1,5 (a
 
 def csv_rows(text: str, path, what: str, empty_cells: bool = False) -> tuple[list[str], list[list[str]]]:
     """The non-blank, non-comment lines of a CSV/TSV ``text`` and their cells (tab-separated when
-    the first line has a tab, semicolon-separated when it has semicolons and no comma, as
+    every line has a tab, semicolon-separated when it has semicolons and no comma, as
     spreadsheets write CSV in many locales); ProbeFileError naming ``path`` and ``what`` when
     there is nothing. ``empty_cells`` (matrices): a line of separators only (``\t\t\t``: a matrix
     row never measured) is a row of empty cells, not a blank line, and in a semicolon-separated
@@ -636,7 +636,9 @@ def csv_rows(text: str, path, what: str, empty_cells: bool = False) -> tuple[lis
     first = lines[0]
     decimal_comma = empty_cells and "\t" not in first and ";" in first and all(
         "," not in c or _DECIMAL_COMMA.match(c) for c in first.split(";"))
-    sep = "\t" if "\t" in first else ";" if ";" in first and ("," not in first or decimal_comma) else ","
+    # a tab in the first line only (a header's name holding one) does not make the file tab-separated
+    tabbed = "\t" in first and all("\t" in ln for ln in lines[1:])
+    sep = "\t" if tabbed else ";" if ";" in first and ("," not in first or decimal_comma) else ","
     try:
         rows = list(csv.reader(io.StringIO("\n".join(lines)), dialect="excel", delimiter=sep))
     except csv.Error as exc:
