@@ -213,6 +213,26 @@ def test_newline_in_a_name_never_reaches_a_hostfile(tmp_path, capsys):
     assert code == 1 and "whitespace or a control character" in err and not out.exists()
 
 
+def test_names_differing_only_in_case_are_one_host_in_every_reader(tmp_path):
+    """A resolver, the host-list reader and every launcher file take ``X`` and ``x`` for one host;
+    the matrix and probe readers took them for two, so ``plink group`` grouped them apart and only
+    writing a launcher file failed, without naming the input. Each reader refuses them, naming it."""
+    m = tmp_path / "m.csv"
+    m.write_text("X,x,n2\n0,1,2\n1,0,1\n2,1,0\n")
+    with pytest.raises(ProbeFileError, match=r"m\.csv: duplicate host name 'x' \(as 'X': names differing only in case"):
+        load_input(m)
+    doc = {"format": "plink-probe", "version": 1, "hosts": [{"name": "vm0"}, {"name": "VM0"}, {"name": "c"}],
+           "latency_us": [[0, 1, 2], [1, 0, 1], [2, 1, 0]]}
+    p = tmp_path / "p.json"
+    p.write_text(json.dumps(doc))
+    with pytest.raises(ProbeFileError, match=r"p\.json: duplicate host 'VM0' \(as 'vm0'"):
+        load_input(p)
+    m.write_text("0,1,2\n1,0,1\n2,1,0\n")
+    (tmp_path / "h.txt").write_text("a\nb\nA\n")
+    with pytest.raises(ProbeFileError, match="duplicate host"):
+        load_input(m, hosts=str(tmp_path / "h.txt"))
+
+
 def test_a_tab_in_a_csv_header_name_is_named_not_taken_for_a_separator(tmp_path):
     """A comma-separated file whose header holds a name with a tab in it used to be read as
     tab-separated (a tab in the first line) and failed with "row names do not match the column

@@ -125,6 +125,19 @@ def check_host_name(name: str, what: str = "host name") -> str:
     return name
 
 
+def duplicate_name(names: Sequence[str]) -> str | None:
+    """The first name of ``names`` that repeats an earlier one, with what it repeats when the two
+    differ in case (one host to a resolver, to the host-list reader and to every launcher file);
+    None when every name is its own host.  O(N)."""
+    seen: dict[str, str] = {}
+    for n in names:
+        first = seen.get(n.lower())
+        if first is not None:
+            return f"{n!r}" + (f" (as {first!r}: names differing only in case are one host)" if first != n else "")
+        seen[n.lower()] = n
+    return None
+
+
 def _split_spec(spec: str | os.PathLike) -> tuple[str, str | None]:
     """``(path, column)`` of a ``--hosts`` spec: a path, or ``path:COLUMN`` (a path that exists wins)."""
     spec = str(spec)
@@ -167,9 +180,11 @@ def read_host_names(spec: str | os.PathLike, max_hosts: int | None = None) -> li
     seen: dict[str, int] = {}
     for i, n in enumerate(names):
         check_host_name(n, f"{path}: host name")
-        if n in seen:
-            raise ProbeFileError(f"{path}: duplicate host name {n!r} (entries {seen[n] + 1} and {i + 1})")
-        seen[n] = i
+        if n.lower() in seen:
+            first = names[seen[n.lower()]]
+            raise ProbeFileError(f"{path}: duplicate host name {n!r} (entries {seen[n.lower()] + 1} and {i + 1}"
+                                 + (f", as {first!r}: names differing only in case are one host)" if first != n else ")"))
+        seen[n.lower()] = i
     if not names:
         raise ProbeFileError(f"{path}: no host names")
     return names
@@ -414,9 +429,9 @@ def load_input(
         names = default_host_names(n)
     for nm in names:
         check_host_name(nm, f"{path}: host name")
-    if len(set(names)) != len(names):
-        dup = next(x for x in names if names.count(x) > 1)
-        raise ProbeFileError(f"{path}: duplicate host name {dup!r}")
+    dup = duplicate_name(names)
+    if dup is not None:
+        raise ProbeFileError(f"{path}: duplicate host name {dup}")
     warn = kind_warning(np.array(raw, dtype=float), kind, str(path)) if raw.ndim == 2 and raw.shape[0] == raw.shape[1] else None
     if warn:
         out.warnings.append(warn)

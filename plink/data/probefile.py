@@ -321,8 +321,7 @@ def validate(data: ProbeData) -> None:
     n = len(data.hosts)
     if n == 0:
         raise ProbeFileError("probe data has no hosts")
-    seen: set[str] = set()
-    from plink.data.inputs import check_host_name
+    from plink.data.inputs import check_host_name, duplicate_name
 
     for h in data.hosts:
         check_host_name(h.name)
@@ -330,9 +329,9 @@ def validate(data: ProbeData) -> None:
             value = getattr(h, what)
             if value is not None:
                 check_host_name(value, f"host {h.name!r}: {what}")
-        if h.name in seen:
-            raise ProbeFileError(f"duplicate host {h.name!r}")
-        seen.add(h.name)
+    dup = duplicate_name([h.name for h in data.hosts])
+    if dup is not None:
+        raise ProbeFileError(f"duplicate host {dup}")
     for label, m in (
         ("latency", data.latency),
         ("latency_median", data.latency_median),
