@@ -181,8 +181,10 @@ def _infer(probe: ProbeData, seed: int, use_bandwidth: bool) -> Groups:
     from plink.structure.probegroups import infer_probe_groups
 
     # the probe runs the pairs of a round at the same time, so cross-rack pairs share uplinks and
-    # measure slower: 1/bandwidth is a distance (§4.2.1), often clearer than latency on busy hosts
-    bw = probe.bandwidth if use_bandwidth else None
+    # measure slower: 1/bandwidth is a distance (§4.2.1), often clearer than latency on busy hosts.
+    # A bandwidth-only matrix is already the distance grouped (``structure_latency``): splitting
+    # its groups by the same matrix again would cut them (``plink group`` does not either)
+    bw = probe.bandwidth if use_bandwidth and not probe.inverse_bandwidth else None
     labels, conf, source = infer_probe_groups(
         probe.structure_latency, bw, seed=seed,
         latency_name="inverse bandwidth" if probe.inverse_bandwidth else "latency")

@@ -680,3 +680,22 @@ def test_plink_order_is_never_priced_above_its_cheapest_starts():
     assert res.cost_plink == pytest.approx(price(np.array(res.order)))
     assert res.cost_plink <= cheapest * (1 + TIE_TOLERANCE)
     assert res.solver["by_price"]["price_before"] > 1.2 * res.cost_plink
+
+
+def test_a_bandwidth_only_matrix_is_priced_on_the_groups_plink_group_finds():
+    """A bandwidth matrix read alone (``--kind bandwidth``) is grouped on its inverse: ``plink order``
+    must price the groups ``plink group`` and ``plink show`` report. It used to split those groups again
+    by the same matrix (as it splits a probe's latency groups by its bandwidths), which cut Skyplane's
+    63 throughputs into 11 groups against 8 and ARCHER's 192 hosts into 40 against 16, and the shipped
+    16-region slice into 2 against 1."""
+    from plink.data.inputs import load_input
+    from plink.structure.hierarchy import infer_groups
+    from plink.structure.metrics import ami
+
+    data = Path(__file__).parent / "data"
+    probe = load_input(data / "skyplane16_throughput_gbps.csv", hosts=str(data / "skyplane16_throughput_hosts.csv"),
+                       kind="bandwidth", unit="Gbit/s").probe
+    assert probe.inverse_bandwidth
+    priced, reported = find_groups(probe), infer_groups(probe)
+    assert priced.k == reported.labels.max() + 1
+    assert ami(priced.labels, reported.labels) == pytest.approx(1.0)
