@@ -522,3 +522,10 @@ def test_a_unit_of_the_other_kind_is_a_usage_error(tmp_path):
     assert_one_line_error(run("group", str(m), "--kind", "bandwidth", "--unit", "ms"), 2,
                           "'ms' is not a bandwidth unit")
     assert_one_line_error(run("order", str(m), "--unit", "Gbit/s"), 2, "'Gbit/s' is not a latency unit")
+
+
+def test_an_empty_output_path_is_a_usage_error(dc):
+    """``-o ''`` (an unset shell variable) wrote the order to stdout without a word; every path option
+    refuses it, and says what writes to stdout where one can."""
+    assert_one_line_error(run("order", str(dc), "-o", ""), 2, "'-o' / '--output': empty path (- is stdout)")
+    assert_one_line_error(run("group", str(dc), "--plot", ""), 2, "'--plot': empty path")

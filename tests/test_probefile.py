@@ -101,6 +101,9 @@ def test_missing_latency_key():
     del d["latency_us"]
     with pytest.raises(ProbeFileError, match="missing 'latency_us'"):
         from_dict(d)
+    d["latency_us"] = None  # read as "not square (shape )" before
+    with pytest.raises(ProbeFileError, match=r"^p\.json: 'latency_us' is null: it must be the matrix"):
+        from_dict(d, "p.json")
 
 
 @pytest.mark.parametrize("literal, message", [("NaN", "use null"), ("Infinity", "infinite")])
@@ -523,8 +526,8 @@ def test_from_matrix_checks_and_keeps():
     (dict(bandwidth=np.ones((2, 2))), "bandwidth matrix is 2x2 but there are 3 hosts"),
     (dict(latency=[[0, 1, np.inf], [1, 0, 1], [1, 1, 0]]), "latency value at row 0, column 2 (a -> c) is infinite"),
     (dict(latency_median=[[0, 1, 1], [1, 0, 1], [1, -2, 0]]),
-     "latency_median value at row 2, column 1 (c -> b) is negative (-2)"),
-    (dict(latency_p90=[[0, 1, 1], [1, 0, 1], [-1, 1, 0]]), "latency_p90 value at row 2, column 0 (c -> a) is negative (-1)"),
+     "latency_median value at row 2, column 1 (c -> b) is negative (-2 us)"),
+    (dict(latency_p90=[[0, 1, 1], [1, 0, 1], [-1, 1, 0]]), "latency_p90 value at row 2, column 0 (c -> a) is negative (-1 us)"),
     (dict(latency=[[0, 1, 1], [1, 5, 1], [1, 1, 0]]),
      "latency diagonal at host 1 (b) is 5: a host's distance to itself must be 0 or null"),
     (dict(hosts=[Host("a", address="no such host!"), Host("b"), Host("c")]), "host 'a': address"),
@@ -572,7 +575,7 @@ def test_the_better_direction_of_an_asymmetric_matrix_is_kept():
 def test_the_better_direction_is_checked_like_the_others():
     hosts = [Host("a"), Host("b")]
     bw = np.array([[np.nan, 1.0], [1.0, np.nan]])
-    for best, msg in (([[0, -1.0], [-1.0, 0]], "latency_best value at row 0, column 1 (a -> b) is negative (-1)"),
+    for best, msg in (([[0, -1.0], [-1.0, 0]], "latency_best value at row 0, column 1 (a -> b) is negative (-1 us)"),
                       ([[5.0, 1], [1, 0]], "latency_best diagonal at host 0 (a) is 5: a host's distance to itself must be 0 or null")):
         with pytest.raises(ProbeFileError) as e:
             ProbeData(hosts=hosts, latency=np.zeros((2, 2)), bandwidth=bw, latency_best=np.array(best))

@@ -15,7 +15,11 @@ EXIT_USAGE = 2
 
 def existing_dir(ctx, param, value):
     """Click callback of an output path: a file in a directory that does not exist is a usage
-    error at once, not after the work (a search of minutes); ``-`` passes."""
+    error at once, not after the work (a search of minutes); ``-`` passes, an empty path does not
+    (``-o ''``, an unset shell variable, wrote to stdout without a word)."""
+    if value == "":
+        dash = param is not None and param.type is not None and getattr(param.type, "allow_dash", False)
+        raise click.BadParameter("empty path" + (" (- is stdout)" if dash else ""))
     if value is not None:
         from plink.data.fileio import missing_directory
         from plink.errors import PlinkError

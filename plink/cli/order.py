@@ -173,7 +173,7 @@ def _check_format_options(fmt: str, slots: int, groups_file: str | None) -> None
 @click.option("--no-bandwidth", is_flag=True, help="Ignore a bandwidth matrix; cost by latency only.")
 @click.option("--no-hedge", is_flag=True,
               help="With groups inferred from latencies alone, do not also search under the groupings with one "
-                   "group split in two (the hedge: see below).")
+                   "group split in two (the hedge: see above).")
 @click.option("--model", "cost_model", type=click.Choice(["shared", "pairsum"]), default="shared", show_default=True,
               help="shared: the collective's steps with NICs and rack uplinks shared (seconds); "
                    "pairsum: the dissertation's sum of pair costs.")

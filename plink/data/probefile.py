@@ -361,7 +361,8 @@ def validate(data: ProbeData) -> None:
         bad = m < 0
         if bad.any():
             i, j = np.argwhere(bad)[0]
-            raise ProbeFileError(f"{label} value at row {i}, column {j} {_where(data, i, j)} is negative ({m[i, j]:g})")
+            raise ProbeFileError(f"{label} value at row {i}, column {j} {_where(data, i, j)} is negative "
+                                 f"({m[i, j]:g} us)")
         diag = np.diagonal(m)
         bad_diag = ~np.isnan(diag) & (diag != 0)
         if bad_diag.any():
@@ -512,8 +513,9 @@ def from_dict(doc: Any, path: str = "<probe>", notes: list[str] | None = None) -
                 raise ProbeFileError(f"{path}: hosts[{k}].{opt} must be a string")
         hosts.append(Host(h["name"], h.get("address"), h.get("ssh")))
     n = len(hosts)
-    if "latency_us" not in doc:
-        raise ProbeFileError(f"{path}: missing 'latency_us' matrix")
+    if doc.get("latency_us") is None:
+        raise ProbeFileError(f"{path}: missing 'latency_us' matrix" if "latency_us" not in doc else
+                             f"{path}: 'latency_us' is null: it must be the matrix (a list of rows)")
     mats = {k: _parse_matrix(doc, k, n, path) for k in _MATRIX_KEYS}
     for key, m in mats.items():
         if m is None:
