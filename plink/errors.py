@@ -14,6 +14,12 @@ class PlinkError(Exception):
     exit_code = 1
 
 
+class Terminated(BaseException):
+    """SIGTERM (``timeout``, Slurm, Kubernetes, ``kill``) in the ``plink`` command: raised in the main thread
+    so that what a command has measured is kept as on Ctrl-C (a ``BaseException``, as
+    ``KeyboardInterrupt``, so that no ``except Exception`` swallows it); exit 143."""
+
+
 class OptionError(PlinkError):
     """A parameter outside its range (``--jobs -3``, ``--time-limit nan``): a usage error, exit 2,
     as click gives for the ranges it checks itself."""

@@ -34,6 +34,7 @@ bw_seconds`` with bandwidth) plus connection setup;
 
 from __future__ import annotations
 
+import itertools
 import secrets
 import sys
 import time
@@ -335,6 +336,14 @@ def probe_hosts(
     return run.finish()
 
 
+def measured_anything(probe: ProbeData) -> bool:
+    """Whether ``probe`` holds one measured pair at least (a latency or a bandwidth off the diagonal):
+    one that reached no host is not written over the output file."""
+    off = ~np.eye(probe.n, dtype=bool)
+    return bool(np.isfinite(probe.latency[off]).any()
+                or (probe.bandwidth is not None and np.isfinite(probe.bandwidth[off]).any()))
+
+
 class _Run:
     """One run of :func:`probe_hosts`, phase by phase.
 
@@ -380,6 +389,12 @@ class _Run:
                 self.state.load(self.checkpoint, self.opt.method)
             if self.jpath.exists():
                 self.state.replay(self.jpath, self.opt.method)
+            if self.state.had_bw and not self.opt.bandwidth:
+                missing = sum(1 for a, b in itertools.combinations(range(self.n), 2) if not self.state.bw_done(a, b))
+                if missing:
+                    raise PlinkError(f"cannot resume {self.checkpoint} without --bandwidth: it was probed with it and "
+                                     f"{missing} of {self.n * (self.n - 1) // 2} pairs have no bandwidth yet "
+                                     "(give the first run's --bandwidth options again)")
         elif self.jpath is not None and self.jpath.exists():
             self.jpath.unlink()
 
@@ -738,8 +753,8 @@ class _Run:
         probe = state.to_probe(m)
         if self.measured_uplinks:
             probe.uplinks = list(self.measured_uplinks)
-        if self.checkpoint is not None:
-            probe.save(self.checkpoint)
+        if self.checkpoint is not None and measured_anything(probe):
+            probe.save(self.checkpoint)  # (a probe that measured nothing leaves the file as it was)
         return probe
 
 

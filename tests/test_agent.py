@@ -689,3 +689,66 @@ def test_site_prefixes_follow_a_virtual_environment(tmp_path, monkeypatch):
     cfg.unlink()
     (tmp_path / "bin" / "pyvenv.cfg").write_text("include-system-site-packages=false\n")
     assert agent_mod._site_prefixes(site) == [str(tmp_path)]
+
+
+def test_resume_without_bandwidth_of_a_bandwidth_probe_is_refused(tmp_path):
+    """A bandwidth probe stopped after its latency pass, resumed without --bandwidth, was called complete
+    with no bandwidth measured (and ``plink order`` priced the holes); it is refused, saying why."""
+    from plink.errors import PlinkError
+
+    hosts = [f"127.0.0.{i}" for i in range(20, 24)]
+    out = tmp_path / "probe.json"
+
+    def stop(r, pairs):
+        raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        probe_hosts(hosts, count=3, interval=0.002, bandwidth=True, bw_seconds=0.1, connect=start_local_agents,
+                    checkpoint=out, after_round=stop)
+    assert not load(out).meta["complete"]
+    with pytest.raises(PlinkError, match=r"without --bandwidth: it was probed with it and 6 of 6 pairs have no "
+                                         r"bandwidth yet"):
+        probe_hosts(hosts, count=3, interval=0.002, connect=start_local_agents, checkpoint=out, resume=True)
+
+
+def test_a_probe_that_reaches_no_host_leaves_the_output_file_as_it_was(tmp_path):
+    """A bad key, ssh config or known_hosts fails every host: such a probe replaced a good file with
+    an all-null matrix. It measures nothing, so it writes nothing."""
+    from plink.probes.probe import measured_anything
+
+    hosts = [f"127.0.0.{i}" for i in range(30, 33)]
+    out = tmp_path / "probe.json"
+    good = probe_hosts(hosts, count=3, interval=0.002, connect=start_local_agents, checkpoint=out)
+    assert measured_anything(good)
+    before = out.read_bytes()
+    refused = probe_hosts(hosts, count=3, interval=0.002, checkpoint=out,
+                          connect=lambda entries, key, deadline, on_done: ({}, {k: "refused" for k in range(len(entries))}))
+    assert not measured_anything(refused) and len(refused.meta["unreachable"]) == 3
+    assert out.read_bytes() == before and not (tmp_path / "probe.json.journal").exists()
+
+
+def test_the_summary_counts_missing_bandwidth_and_a_stop_says_what_was_kept(tmp_path):
+    """`plink probe --bandwidth` whose bandwidth pairs are missing (a host died in the bandwidth rounds)
+    printed "36/36 pairs" and exited 0; the summary counts the probe's own missing pairs (latency, or
+    bandwidth when it was asked for) and says how many bandwidths it has. After Ctrl-C or SIGTERM the
+    CLI says what the file kept."""
+    from plink.cli.probe import _kept, _probe_summary, _stat
+
+    hosts = [f"127.0.0.{i}" for i in range(40, 44)]
+    out = tmp_path / "probe.json"
+
+    def stop(r, pairs):
+        raise KeyboardInterrupt
+
+    before = _stat(out)
+    with pytest.raises(KeyboardInterrupt):
+        probe_hosts(hosts, count=3, interval=0.002, bandwidth=True, bw_seconds=0.1, connect=start_local_agents,
+                    checkpoint=out, after_round=stop)
+    part = load(out)
+    s = _probe_summary(part, str(out))
+    assert s["missing_pairs"] == 6 and s["missing_latency_pairs"] == 0 and s["missing_bandwidth_pairs"] == 6
+    assert s["exit_code"] == 3
+    assert _kept(str(out), before, "SIGTERM") == (f"stopped by SIGTERM: 0 of 6 pairs measured (latency of 6, bandwidth of 0), kept in {out} "
+                                                  f"(rerun with -o {out} --resume)")
+    assert _kept(str(out), _stat(out), "Ctrl-C") == (f"stopped by Ctrl-C before any pair was measured: {out} "
+                                                     "left as it was")

@@ -179,10 +179,15 @@ def test_unknown_host_keys_are_refused_by_the_cli(cluster, tmp_path):
     kh.write_text("")
     hosts = tmp_path / "hosts.txt"
     hosts.write_text(f"{cluster.hosts[0].name}\n{cluster.hosts[4].name}\n")
-    args = ["probe", str(hosts), "-o", str(tmp_path / "p.json"), "--ssh-config", cluster.ssh_config,
+    out = tmp_path / "p.json"
+    out.write_text("a good probe file of an earlier run\n")
+    args = ["probe", str(hosts), "-o", str(out), "--ssh-config", cluster.ssh_config,
             "--known-hosts", str(kh), "--count", "3", "--retries", "0"]
     r = plink(*args)
-    assert r.returncode == 3 and "not in known_hosts" in r.stderr
+    # every host refused: nothing measured, one line, exit 1, and the file a user had is left as it was
+    assert r.returncode == 1 and len(r.stderr.strip().splitlines()) == 1, r.stderr
+    assert "nothing measured: 2 of 2 hosts unreachable" in r.stderr and "not in known_hosts" in r.stderr
+    assert f"{out} left as it was" in r.stderr and out.read_text() == "a good probe file of an earlier run\n"
     r = plink(*args, "--accept-new-host-keys")
     assert r.returncode == 0, r.stderr
     assert len(kh.read_text().splitlines()) == 2
@@ -221,6 +226,37 @@ def test_controller_killed_mid_probe_keeps_measured_pairs(cluster, tmp_path):
     done = load(out)
     assert done.meta["rounds_done"] == list(range(7)) and done.meta["schedule"][0]["pairs"] < 28
     assert not jp.exists()
+
+
+def test_sigterm_mid_probe_keeps_measured_pairs_like_ctrl_c(cluster, tmp_path):
+    """SIGTERM (timeout, Slurm, Kubernetes) killed the controller at once, leaving only the journal;
+    it now stops the probe as Ctrl-C does: the file keeps what was measured, the agents leave, exit 143."""
+    from plink.probes.journal import journal_path
+
+    out = tmp_path / "probe.json"
+    jp = journal_path(out)
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    args = [sys.executable, "-m", "plink", "probe", cluster.hostfile, "-o", str(out), "--ssh-config",
+            cluster.ssh_config, "--count", "60", "--interval", "0.01", "--quiet"]
+    proc = subprocess.Popen(args, env=env, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    try:
+        end = time.monotonic() + 60
+        while time.monotonic() < end:
+            if jp.exists() and jp.read_text().count('["l"') >= 16:
+                break
+            time.sleep(0.05)
+        proc.terminate()
+        _, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 143, err
+    assert "stopped by SIGTERM:" in err and f"kept in {out} (rerun with -o {out} --resume)" in err
+    assert len(err.strip().splitlines()) == 1, err
+    part = load(out)
+    assert 0 < 28 - part.n_missing_pairs() < 28 and not jp.exists()
+    assert_nothing_left(cluster)
 
 
 def test_controller_partition_exits_3_and_agents_leave(cluster, tmp_path):

@@ -16,7 +16,7 @@ import click
 
 from plink.cli import launch, order, probe, schedule, simulate, structure  # noqa: F401  (register the commands)
 from plink.cli._app import EXIT_FAILURE, EXIT_OK, EXIT_USAGE, cli
-from plink.errors import PlinkError
+from plink.errors import PlinkError, Terminated
 
 __all__ = ["cli", "main"]
 
@@ -35,6 +35,19 @@ def _quiet_stdout() -> None:
         pass
 
 
+def _terminate_as_interrupt() -> None:
+    """SIGTERM raises :class:`Terminated` in the main thread, so a command cleans up as on Ctrl-C (a probe
+    keeps what it measured in its file); without it the process died at once, leaving only the journal."""
+    import signal
+    import threading
+
+    def raise_terminated(signum, frame):
+        raise Terminated()
+
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGTERM, raise_terminated)
+
+
 def main(argv: list[str] | None = None) -> None:
     """Console entry point: one-line errors, documented exit codes."""
     args = sys.argv[1:] if argv is None else list(argv)
@@ -49,6 +62,7 @@ def main(argv: list[str] | None = None) -> None:
         warnings.simplefilter("ignore")
         logging.getLogger("paramiko").addHandler(logging.NullHandler())
         logging.getLogger("paramiko").propagate = False
+    _terminate_as_interrupt()
     try:
         # without standalone mode click returns a command's ctx.exit() code
         rc = cli.main(args=args, prog_name="plink", standalone_mode=False)
@@ -82,6 +96,9 @@ def main(argv: list[str] | None = None) -> None:
     except KeyboardInterrupt:
         click.echo("plink: interrupted", err=True)
         sys.exit(130)
+    except Terminated:
+        click.echo("plink: terminated (SIGTERM)", err=True)
+        sys.exit(143)
     except BrokenPipeError:
         _quiet_stdout()
         sys.exit(EXIT_FAILURE)

@@ -7,7 +7,7 @@ import sys
 import click
 
 from plink.cli._app import EXIT_OK, _echo_json, _stderr_console, cli, refuse_input_as_output, stdout_if_dash
-from plink.errors import PlinkError
+from plink.errors import PlinkError, Terminated
 
 EXIT_INCOMPLETE = 3
 
@@ -18,6 +18,48 @@ class IncompleteMatrix(PlinkError):
     exit_code = EXIT_INCOMPLETE
 
 
+class Interrupted(PlinkError):
+    """Ctrl-C (exit 130) or SIGTERM (143) during the probe: what was kept, and how to go on."""
+
+    def __init__(self, message: str, exit_code: int):
+        super().__init__(message)
+        self.exit_code = exit_code
+
+
+def _stat(path) -> tuple | None:
+    import os
+
+    try:
+        st = os.stat(path) if path else None
+    except OSError:
+        return None
+    return None if st is None else (st.st_ino, st.st_mtime_ns, st.st_size)
+
+
+def _kept(checkpoint, before, how: str) -> str:
+    """What a probe stopped by ``how`` left in ``checkpoint`` (its measured pairs, written as it stopped)."""
+    from plink.data.probefile import load
+    from plink.probes.journal import journal_path
+
+    if checkpoint is None:
+        return f"stopped by {how}: nothing written (no -o file)"
+    after = _stat(checkpoint)
+    if after is None or after == before:
+        if journal_path(checkpoint).exists():
+            return f"stopped by {how}: the pairs measured are in {journal_path(checkpoint)} (rerun with -o {checkpoint} --resume)"
+        return f"stopped by {how} before any pair was measured: {checkpoint} left as it was"
+    try:
+        p = load(checkpoint)
+    except PlinkError:
+        return f"stopped by {how}: rerun with -o {checkpoint} --resume"
+    s = _probe_summary(p, checkpoint)
+    pairs = s["pairs"]
+    split = (f" (latency of {pairs - s['missing_latency_pairs']}, bandwidth of {pairs - s['missing_bandwidth_pairs']})"
+             if s.get("missing_bandwidth_pairs") else "")
+    return (f"stopped by {how}: {pairs - s['missing_pairs']} of {pairs} pairs measured{split}, kept in {checkpoint} "
+            f"(rerun with -o {checkpoint} --resume)")
+
+
 def _probe_summary(probe, output) -> dict:
     import numpy as np
 
@@ -25,11 +67,15 @@ def _probe_summary(probe, output) -> dict:
     n = probe.n
     lat = probe.latency[np.triu_indices(n, 1)]
     lat = lat[np.isfinite(lat)]
+    # a pair is missing when it lacks its latency or, in a probe with bandwidth, its bandwidth
+    # (the probe's own count, which knows whether bandwidth was asked for)
+    missing = meta.get("missing_pairs")
     out = {
         "output": output or "-",
         "hosts": n,
         "pairs": n * (n - 1) // 2,
-        "missing_pairs": probe.n_missing_pairs(),
+        "missing_pairs": missing if isinstance(missing, int) else probe.n_missing_pairs(),
+        "missing_latency_pairs": probe.n_missing_pairs(),
         "complete": bool(meta.get("complete")),
         "method": meta.get("method"),
         "rounds": meta.get("rounds"),
@@ -46,6 +92,8 @@ def _probe_summary(probe, output) -> dict:
         out["latency_us"] = {"min": round(float(lat.min()), 2), "median": round(float(np.median(lat)), 2),
                              "max": round(float(lat.max()), 2)}
     if probe.bandwidth is not None:
+        both = np.isfinite(probe.bandwidth) | np.isfinite(probe.bandwidth.T)
+        out["missing_bandwidth_pairs"] = int((~both[np.triu_indices(n, 1)]).sum())
         bw = probe.bandwidth[np.triu_indices(n, 1)]
         bw = bw[np.isfinite(bw)]
         out["bandwidth_gbps"] = ({"min": round(float(bw.min()), 3), "median": round(float(np.median(bw)), 3),
@@ -173,7 +221,9 @@ def probe(hosts, output, method, count, interval, passes, max_count, tol, bandwi
     \b
     Exit codes: 0 complete matrix; 3 incomplete matrix (unreachable or dead
     hosts, or every host lost; the file is still written, pairs missing as
-    null; rerun with --resume to fill them in); 1 error; 2 usage error.
+    null; rerun with --resume to fill them in); 1 error (also no host reached:
+    nothing measured, -o left as it was); 2 usage error; 130 / 143 stopped
+    by Ctrl-C / SIGTERM (the file keeps what was measured).
 
     \b
     Example:
@@ -205,13 +255,25 @@ def probe(hosts, output, method, count, interval, passes, max_count, tol, bandwi
                       connect_timeout=timeout, command_timeout=max(timeout, 30.0), retries=retries,
                       concurrency=concurrency, python=python)
     show_progress = not quiet and not as_json and sys.stderr.isatty()
-    with _ProbeProgress(show_progress) as bar:
-        result = probe_hosts(entries, method=method, count=count, interval=interval, passes=passes,
-                             max_count=max_count, tol=tol, reply_timeout=timeout, bandwidth=bandwidth,
-                             bw_seconds=bw_seconds, streams=streams, bw_tool=bw_tool, checkpoint=checkpoint,
-                             resume=resume, progress=bar, ssh=opts,
-                             uplinks=bandwidth if uplinks is None else uplinks, uplink_passes=uplink_passes)
+    before = _stat(checkpoint)
+    try:
+        with _ProbeProgress(show_progress) as bar:
+            result = probe_hosts(entries, method=method, count=count, interval=interval, passes=passes,
+                                 max_count=max_count, tol=tol, reply_timeout=timeout, bandwidth=bandwidth,
+                                 bw_seconds=bw_seconds, streams=streams, bw_tool=bw_tool, checkpoint=checkpoint,
+                                 resume=resume, progress=bar, ssh=opts,
+                                 uplinks=bandwidth if uplinks is None else uplinks, uplink_passes=uplink_passes)
+    except (KeyboardInterrupt, Terminated) as exc:
+        raise Interrupted(_kept(checkpoint, before, "SIGTERM" if isinstance(exc, Terminated) else "Ctrl-C"),
+                          143 if isinstance(exc, Terminated) else 130) from None
     summary = _probe_summary(result, output)
+    from plink.probes.probe import measured_anything
+
+    if not measured_anything(result):  # every host unreachable (a bad key, config or known_hosts): no file
+        gone = {**summary["unreachable"], **summary["dead"]}
+        first = next(iter(gone.values()), result.meta.get("aborted") or "no pair answered")
+        raise PlinkError(f"nothing measured: {len(gone)} of {summary['hosts']} hosts unreachable (first: {first})"
+                         + (f"; {output} left as it was" if output else ""))
     if output and checkpoint is None:
         result.save(output)
     if not output:
@@ -228,6 +290,9 @@ def probe(hosts, output, method, count, interval, passes, max_count, tol, bandwi
             line = (f"probed {summary['hosts']} hosts, {summary['pairs'] - summary['missing_pairs']}/"
                     f"{summary['pairs']} pairs in {summary['rounds_run']} round{'' if summary['rounds_run'] == 1 else 's'}, "
                     f"{summary['elapsed_s']:.1f} s")
+            if summary.get("missing_bandwidth_pairs"):
+                line += (f" (bandwidth of {summary['pairs'] - summary['missing_bandwidth_pairs']}/"
+                         f"{summary['pairs']}, latency of {summary['pairs'] - summary['missing_latency_pairs']})")
             if lat["median"] is not None:
                 line += f"; latency p10 min/median/max {lat['min']}/{lat['median']}/{lat['max']} us"
             if summary.get("bandwidth_gbps"):
