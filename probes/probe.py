@@ -118,6 +118,7 @@ class _State:
         self.sent: dict[tuple[int, int], int] = {}
         self.self_rtts: dict[int, list] = {}
         self.old_meta: dict = {}
+        self.left_out: list[str] = []  # hosts of a resumed file that the host list leaves out
 
     # -- what is done ------------------------------------------------------
     def lat_done(self, a: int, b: int) -> bool:
@@ -146,26 +147,33 @@ class _State:
         except PlinkError as exc:
             raise PlinkError(f"cannot resume from {path}: {exc}") from None
         names = [e.name for e in self.entries]
-        if old.names != names:
+        pos = {h: i for i, h in enumerate(old.names)}
+        if not all(h in pos for h in names):  # a host the file does not have: another probe
+            new = next(h for h in names if h not in pos)
             raise ProbeFileError(
-                f"cannot resume from {path}: its hosts differ from the host list "
-                f"({len(old.names)} vs {len(names)} hosts, or another order)"
+                f"cannot resume from {path}: its hosts differ from the host list ({new} is not in it; a host "
+                "list may leave hosts of the file out, not add any)"
             )
         if old.meta.get("method") not in (None, method):
             raise ProbeFileError(f"cannot resume from {path}: it was probed with --method {old.meta.get('method')}")
+        # the file's hosts the list leaves out (e.g. one that died) are dropped with their pairs
+        idx = np.array([pos[h] for h in names], dtype=np.int64)
+        sub = np.ix_(idx, idx)
+        kept = set(names)
+        self.left_out = [h for h in old.names if h not in kept]
         self.old_meta = dict(old.meta)
-        self.lat = old.latency.copy()
+        self.lat = old.latency[sub].copy()
         np.fill_diagonal(self.lat, np.nan)
         for attr, m in (("med", old.latency_median), ("p90", old.latency_p90)):
             if m is not None:
-                setattr(self, attr, m.copy())
+                setattr(self, attr, m[sub].copy())
         if old.bandwidth is not None:
-            self.bw = old.bandwidth.copy()
+            self.bw = old.bandwidth[sub].copy()
             self.had_bw = True
         loss = old.meta.get("loss")
-        if isinstance(loss, list) and len(loss) == self.n:
-            self.loss = np.array([[np.nan if v is None else v for v in row] for row in loss], dtype=float)
-        self.addresses = [h.address for h in old.hosts]
+        if isinstance(loss, list) and len(loss) == old.n:
+            self.loss = np.array([[np.nan if v is None else v for v in row] for row in loss], dtype=float)[sub]
+        self.addresses = [old.hosts[i].address for i in idx]
 
     def replay(self, path: Path, method: str) -> None:
         lat, bw, addrs = read_journal(path, [e.name for e in self.entries], method)
@@ -424,6 +432,8 @@ class _Run:
             bandwidth=({"tool": o.bw_tool, "seconds": o.bw_seconds, "streams": o.streams} if o.bandwidth
                        else self.state.old_meta.get("bandwidth")),
         )
+        if self.state.left_out:
+            meta["left_out"] = list(self.state.left_out)
         if resume and isinstance(old_samples, int) and self.lat_todo and old_samples != o.count:
             meta["samples_note"] = (f"pairs measured with {old_samples} (first run) and {o.count} (resume) samples; "
                                     "'samples' is the smaller")

@@ -752,3 +752,28 @@ def test_the_summary_counts_missing_bandwidth_and_a_stop_says_what_was_kept(tmp_
                                                   f"(rerun with -o {out} --resume)")
     assert _kept(str(out), _stat(out), "Ctrl-C") == (f"stopped by Ctrl-C before any pair was measured: {out} "
                                                      "left as it was")
+
+
+def test_resume_with_a_host_left_out_keeps_the_other_pairs(tmp_path):
+    """A host that died or never answered: `plink group` says "leave it out", and the way is the host
+    list without it and --resume (which refused any other host list): its pairs go, the others' are
+    kept and nothing is measured again. A host the file does not have is still refused."""
+    from plink.errors import PlinkError
+
+    hosts = [f"127.0.0.{i}" for i in range(50, 54)]
+    out = tmp_path / "probe.json"
+
+    def all_but_the_last(entries, key, deadline, on_done):
+        sessions, failures = start_local_agents(entries[:-1], key, deadline, on_done)
+        return sessions, {**failures, len(entries) - 1: "connection refused"}
+
+    first = probe_hosts(hosts, count=3, interval=0.002, connect=all_but_the_last, checkpoint=out)
+    assert not first.meta["complete"] and first.n_missing_pairs() == 3
+    calls = []
+    left = probe_hosts(hosts[2::-1], count=3, interval=0.002, checkpoint=out, resume=True,
+                       connect=lambda *a: calls.append(a) or ({}, {}))
+    assert calls == [] and left.meta["complete"] and left.meta["left_out"] == [hosts[3]]
+    assert left.names == hosts[2::-1] and load(out).names == hosts[2::-1]
+    np.testing.assert_allclose(left.latency, first.latency[np.ix_([2, 1, 0], [2, 1, 0])], atol=1e-3)
+    with pytest.raises(PlinkError, match=r"127\.0\.0\.60 is not in it"):
+        probe_hosts(hosts[:2] + ["127.0.0.60"], count=3, connect=start_local_agents, checkpoint=out, resume=True)

@@ -181,7 +181,8 @@ class _ProbeProgress:
 @click.option("--bw-tool", type=click.Choice(["auto", "agent", "iperf3"]), default="auto", show_default=True,
               help="Bandwidth tool; auto = the agent's own authenticated TCP test; iperf3 only when asked "
                    "(its server accepts any client while it runs).")
-@click.option("--resume", is_flag=True, help="Continue the interrupted probe in -o: measure only missing pairs.")
+@click.option("--resume", is_flag=True, help="Continue the interrupted probe in -o: measure only missing pairs (hosts of the file that "
+                   "HOSTS leaves out, e.g. a dead one, are dropped with their pairs).")
 @click.option("--concurrency", default=16, show_default=True, type=click.IntRange(1, 16),
               help="SSH connections opened at a time.")
 @click.option("--timeout", default=10.0, show_default=True, type=click.FloatRange(0, 600, min_open=True),
@@ -299,6 +300,8 @@ def probe(hosts, output, method, count, interval, passes, max_count, tol, bandwi
                 b = summary["bandwidth_gbps"]
                 line += f"; bandwidth min/median/max {b['min']}/{b['median']}/{b['max']} Gbit/s"
             click.echo(line, err=True)
+            if result.meta.get("left_out"):
+                click.echo(f"plink probe: left out (not in {hosts}): {', '.join(result.meta['left_out'])}", err=True)
             skipped = (result.meta.get("uplinks") or {}).get("skipped")
             if skipped:
                 click.echo(f"plink probe: uplinks not measured: {skipped}", err=True)

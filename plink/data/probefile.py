@@ -838,5 +838,7 @@ def check_every_host_measured(probe) -> np.ndarray:
     if probe.n == 1:
         raise UnmeasuredHostError(f"one host ({probe.names[0]}): no pair to measure; groups need 2 hosts or more")
     if lonely.size:
-        raise UnmeasuredHostError(f"host {probe.names[lonely[0]]} has 0 measured pairs: probe it again or leave it out")
+        how = (" (take it out of the host list and rerun plink probe with --resume: the other pairs are kept)"
+               if probe.meta.get("schedule") is not None else "")  # a file plink probe wrote
+        raise UnmeasuredHostError(f"host {probe.names[lonely[0]]} has 0 measured pairs: probe it again or leave it out{how}")
     return measured
