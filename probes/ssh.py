@@ -317,6 +317,23 @@ def _connect_once(target: Target, options: SSHOptions, config, depth: int = 0):
     return client
 
 
+def _network_reason(exc: BaseException, target: Target) -> str:
+    """One line for a failed connection, in the user's terms (the host name that did not resolve, the
+    address and port that refused or did not answer, and why) instead of a Python exception's name."""
+    import paramiko
+
+    if isinstance(exc, socket.gaierror):
+        return f"cannot resolve {target.hostname} ({exc.strerror or exc})"
+    if isinstance(exc, paramiko.ssh_exception.NoValidConnectionsError):
+        why = "; ".join(f"{addr[0]} port {addr[1]}: {e.strerror or e}" for addr, e in exc.errors.items())
+        return f"cannot connect: {why}"
+    if isinstance(exc, (socket.timeout, TimeoutError)):
+        return f"no answer from {target.hostname} port {target.port} (timed out)"
+    if isinstance(exc, OSError) and exc.strerror:
+        return f"{exc.strerror} ({target.hostname} port {target.port})"
+    return f"{type(exc).__name__}: {exc}".rstrip(": ")
+
+
 def connect(target: Target, options: SSHOptions, config=None):
     """An authenticated ``paramiko.SSHClient`` to ``target``.
 
@@ -347,8 +364,11 @@ def connect(target: Target, options: SSHOptions, config=None):
         except SSHError as exc:
             err = f"{where}: {exc}"
             retryable = "jump host" in str(exc)
+        except FileNotFoundError as exc:  # an IdentityFile / --identity that is not there: no retry helps
+            raise SSHError(f"{where}: identity file {exc.filename or exc} not found (IdentityFile in the ssh "
+                           "config)") from None
         except (OSError, socket.timeout, paramiko.SSHException, EOFError) as exc:
-            err = f"{where}: {type(exc).__name__}: {exc}".rstrip(": ")
+            err = f"{where}: {_network_reason(exc, target)}"
             retryable = True
         if not retryable or attempt >= options.retries:
             raise SSHError(err)

@@ -6,6 +6,7 @@ cluster (skipped, with the reason, without root / ip netns / sshd).
 
 import shlex
 import subprocess
+import socket
 import time
 from pathlib import Path
 
@@ -87,6 +88,31 @@ def test_auth_failures_are_not_retried(monkeypatch):
     with pytest.raises(SSHError, match="authentication failed"):
         connect(resolve(HostEntry("h"), paramiko.SSHConfig(), opts), opts, paramiko.SSHConfig())
     assert len(calls) == 1
+
+
+@pytest.mark.parametrize("exc, said, tries", [
+    (socket.gaierror(-2, "Name or service not known"), "cannot resolve h (Name or service not known)", 2),
+    (paramiko.ssh_exception.NoValidConnectionsError({("10.9.9.9", 22): OSError(113, "No route to host")}),
+     "cannot connect: 10.9.9.9 port 22: No route to host", 2),
+    (socket.timeout("timed out"), "no answer from h port 22 (timed out)", 2),
+    (FileNotFoundError(2, "No such file or directory", "/home/u/.ssh/nokey"),
+     "identity file /home/u/.ssh/nokey not found (IdentityFile in the ssh config)", 1),
+])
+def test_network_failures_are_said_in_the_users_terms(monkeypatch, exc, said, tries):
+    """The outside-in check read 'gaierror: [Errno -2] ...' and 'NoValidConnectionsError: [Errno None]
+    Unable to connect to port 22' (the cause, no route to host, lost); a missing identity file was
+    retried for every host."""
+    calls = []
+
+    def fail(*a, **k):
+        calls.append(1)
+        raise exc
+
+    monkeypatch.setattr(ssh_mod, "_connect_once", fail)
+    opts = SSHOptions(retries=1, backoff=0.01)
+    with pytest.raises(SSHError) as info:
+        connect(resolve(HostEntry("h"), paramiko.SSHConfig(), opts), opts, paramiko.SSHConfig())
+    assert str(info.value).endswith(said) and len(calls) == tries
 
 
 # ---------------------------------------------------------------------------
