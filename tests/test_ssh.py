@@ -5,8 +5,8 @@ cluster (skipped, with the reason, without root / ip netns / sshd).
 """
 
 import shlex
-import subprocess
 import socket
+import subprocess
 import time
 from pathlib import Path
 
