@@ -529,3 +529,15 @@ def test_an_empty_output_path_is_a_usage_error(dc):
     refuses it, and says what writes to stdout where one can."""
     assert_one_line_error(run("order", str(dc), "-o", ""), 2, "'-o' / '--output': empty path (- is stdout)")
     assert_one_line_error(run("group", str(dc), "--plot", ""), 2, "'--plot': empty path")
+
+
+def test_an_order_proven_on_the_clocks_only_is_not_called_proven_for_its_price(tmp_path):
+    """9 hosts, hd: the search is exhaustive on the per-rank clocks, but the fluid price has too many
+    orders to search again, so the result is not proven for the price shown. The line read "proven
+    optimal: no (solver: exhaustive, ...)", which contradicts itself; it says what was proven."""
+    probe = tmp_path / "s9.json"
+    assert run("simulate", "--racks", "3", "--hosts-per-rack", "3", "--seed", "1", "-o", str(probe)).returncode == 0
+    proc = run("order", str(probe), "--algo", "hd", "-o", str(tmp_path / "o.txt"))
+    assert proc.returncode == 0, proc.stderr
+    text = " ".join(proc.stderr.split())
+    assert "proven optimal: no: proven for the search's model (the per-rank clocks), not for this price" in text

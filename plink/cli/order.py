@@ -94,6 +94,8 @@ def render_order_report(result, console) -> None:
         extra = f", lower bound {_fmt_cost(result, result.lower_bound)}: at most {gap:.1%} above optimal"
     if smt and not result.proven_optimal:
         extra += f"; Z3: {smt['status']} after {smt['seconds']:.1f} s"
+    if result.solver.get("proven_for"):  # an exhaustive search of the clocks, too many orders to redo on the price
+        proof = "no: proven for the search's model (the per-rank clocks), not for this price"
     console.print(f"proven optimal: {proof} (solver: {solver}{extra}); {result.elapsed:.1f} s")
     ties = [label for label, name in rows if not result.span_resolved(name)]
     if ties:
