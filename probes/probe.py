@@ -58,7 +58,7 @@ from .sampling import host_overhead, is_stable, p10_interval, quantile_sorted
 class ProgressEvent:
     """What a progress callback receives."""
 
-    phase: str  # "connect", "round", "done"
+    phase: str  # "connect", "round", "uplinks", "done"
     done: int  # hosts connected / rounds finished
     total: int
     message: str = ""

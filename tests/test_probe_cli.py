@@ -49,3 +49,19 @@ def test_bad_host_lists_are_one_line_errors(tmp_path):
     r = plink("probe", str(one))
     assert r.returncode == 1 and "at least 2 hosts" in r.stderr
     assert not (tmp_path / "p.json").exists()
+
+
+def test_the_progress_bar_has_a_stage_for_bandwidth_and_uplinks():
+    """The bandwidth rounds kept the latency pass's bar (its total of 1: "round 5/9 ... 4/1") and the
+    uplink test showed nothing; each stage has its bar and its own total now."""
+    from plink.cli.probe import _ProbeProgress
+    from plink.probes.probe import ProgressEvent
+
+    with _ProbeProgress(True) as bar:
+        for ev in [("connect", 0, 4, ""), ("connect", 4, 4, ""), ("round", 0, 1, "pass 1: 6 pairs, 1 x 3 rounds"),
+                   ("round", 0, 3, "bandwidth round 1/3"), ("round", 2, 3, "bandwidth round 3/3"),
+                   ("uplinks", 0, 1, "shared uplinks"), ("uplinks", 1, 1, "shared uplinks")]:
+            bar(ProgressEvent(*ev, 0.0))
+        tasks = [(t.description, t.completed, t.total) for t in bar.progress.tasks]
+    assert tasks == [("connecting", 4, 4), ("probing pass 1: 6 pairs, 1 x 3 rounds", 1, 1),
+                     ("probing bandwidth round 3/3", 3, 3), ("shared uplinks", 1, 1)]

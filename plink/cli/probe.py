@@ -135,12 +135,17 @@ class _ProbeProgress:
     def __call__(self, ev) -> None:
         if self.progress is None:
             return
-        if ev.phase != self.phase and ev.phase in ("connect", "round"):
-            self.phase = ev.phase
-            label = "connecting" if ev.phase == "connect" else "probing rounds"
-            self.task = self.progress.add_task(label, total=max(ev.total, 1))
-        if self.task is not None and ev.phase in ("connect", "round"):
-            self.progress.update(self.task, completed=ev.done)
+        if ev.phase in ("connect", "round", "uplinks"):
+            # a bar per stage: connecting, the latency passes, the bandwidth rounds, the uplink test (each
+            # with its own total; the bandwidth rounds kept the latency pass's total of 1 before)
+            stage = (ev.phase, ev.phase == "round" and (ev.message or "").startswith("bandwidth"))
+            if stage != self.phase:
+                if self.task is not None:  # the stage before is over
+                    self.progress.update(self.task, completed=self.progress.tasks[-1].total)
+                self.phase = stage
+                label = {"connect": "connecting", "round": "probing rounds", "uplinks": "shared uplinks"}[ev.phase]
+                self.task = self.progress.add_task(label, total=max(ev.total, 1))
+            self.progress.update(self.task, completed=ev.done, total=max(ev.total, 1))
             if ev.phase == "round" and ev.message:
                 self.progress.update(self.task, description=f"probing {ev.message}")
         if ev.phase == "connect" and ev.message:
