@@ -249,7 +249,7 @@ def cli(debug: bool) -> None:
     \b
     Typical use, right before mpirun / torchrun:
       plink probe hosts.txt -o probe.json
-      plink order probe.json --algo ring -o hosts.txt
+      plink order probe.json --algo ring -o ranks.txt   (not over hosts.txt)
     \b
     Try it without a cluster:
       plink simulate --racks 8 --hosts-per-rack 8 --seed 1 -o dc.json
