@@ -366,6 +366,11 @@ def test_cli_emit_from_order_file(dc, tmp_path):
     assert "NCCL_ALGO=Tree" in env.stdout and "note" not in env.stderr  # the order file's algorithm
     env = run("emit", str(js), "--format", "env", "--algo", "ring")  # another: said, not silent
     assert "NCCL_ALGO=Ring" in env.stdout and "searched for dbt" in env.stderr
+    plain = tmp_path / "ranks.txt"  # a plain host list does not say its collective: a ring, said
+    plain.write_text("\n".join(order) + "\n")
+    env = run("emit", str(plain), "--format", "env")
+    assert "NCCL_ALGO=Ring" in env.stdout and "does not say which collective" in env.stderr
+    assert "note" not in run("emit", str(plain), "--format", "env", "--algo", "hd").stderr
     out = tmp_path / "nodes.torchrun"
     assert run("emit", str(js), "--format", "torchrun", "-o", str(out)).returncode == 0
     assert f'plink node-rank {out}' in out.read_text() and read_order(out) == order

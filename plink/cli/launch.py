@@ -63,6 +63,9 @@ def emit_cmd(orderfile, fmt, slots, groups_file, algo, output) -> None:
     check_option_files({"--groups": groups_file})
     hosts = read_order_hosts(orderfile)
     searched = _order_file_algo(orderfile)
+    if algo is None and searched is None and fmt == "env":
+        click.echo(f"plink: note: {orderfile} does not say which collective its order was made for (a plain host "
+                   "list): this environment is for a ring; --algo names another", err=True)
     if algo is None:
         algo = searched or "ring"
     elif searched and searched != algo:
