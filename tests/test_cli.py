@@ -541,3 +541,20 @@ def test_an_order_proven_on_the_clocks_only_is_not_called_proven_for_its_price(t
     assert proc.returncode == 0, proc.stderr
     text = " ".join(proc.stderr.split())
     assert "proven optimal: no: proven for the search's model (the per-rank clocks), not for this price" in text
+
+
+def test_show_names_the_measured_uplinks_and_how_pair_bandwidths_were_taken(tmp_path):
+    """A --bandwidth probe's pair bandwidths are taken half the pairs at a time, so the same path reads
+    57-383 Mbit/s by what its round shared (the outside-in check); `plink show` printed them bare and
+    left out the uplink test, the figures the price uses for the racks. Case A seed 31's probe."""
+    doc = json.loads(open(os.path.join(ROOT, "benchmarks/results/2026-11-30-A-seed31/A.json")).read())
+    probe = tmp_path / "bw.json"
+    probe.write_text(json.dumps(doc["probes"]["bandwidth"]))
+    proc = run("show", str(probe), "--no-structure")
+    assert proc.returncode == 0, proc.stderr
+    text = " ".join(proc.stdout.split())
+    assert text.count("hosts (") == 4 and "all crossing at once" in text
+    assert "note: pair bandwidths were measured half the hosts' pairs at a time" in text
+    summary = json.loads(run("show", str(probe), "--no-structure", "--json").stdout)
+    assert summary["bandwidth_concurrent"] and len(summary["uplinks"]) == 4
+    assert all(200 < u["up_mbit"] < 400 for u in summary["uplinks"])

@@ -224,7 +224,10 @@ def render_show(summary, console) -> None:
         t.add_row("latency (RTT)", "  ".join(f"{k} {format_us(v)}" for k, v in pct.items()))
     pct = summary.get("bandwidth_gbps")
     if pct:
-        t.add_row("bandwidth (Gbit/s)", "  ".join(f"{k} {v:g}" for k, v in pct.items()))
+        t.add_row("pair bandwidth (Gbit/s)", "  ".join(f"{k} {v:g}" for k, v in pct.items()))
+    for u in summary.get("uplinks", []):
+        t.add_row(f"uplink of {u['hosts']} hosts ({u['first']}, ...)",
+                  f"up {u['up_mbit']:g} / down {u['down_mbit']:g} Mbit/s, all crossing at once")
     if summary.get("truth_counts"):
         t.add_row("ground truth", ", ".join(f"{v} {k}{'' if v == 1 else 's'}" for k, v in summary["truth_counts"].items()))
     if "groups" in summary:
@@ -239,6 +242,10 @@ def render_show(summary, console) -> None:
             if key in summary:
                 t.add_row(label, f"{summary[key]:g} Gbit/s")
     print_table(console, t)
+    if summary.get("bandwidth_concurrent"):
+        console.print("note: pair bandwidths were measured half the hosts' pairs at a time, so a pair whose round "
+                      "shared a rack uplink reads less than its path alone; the uplink rows are what a rack's hosts "
+                      "get crossing at once")
 
 
 @cli.command()

@@ -44,6 +44,13 @@ def summarize(probe, groups=None) -> dict[str, Any]:
     if probe.bandwidth is not None:
         bw = probe.bandwidth[iu]
         out["bandwidth_gbps"] = _pct(bw[~np.isnan(bw)], 4)
+        # plink probe measures pair bandwidth N/2 pairs at a time: a pair whose round shared an uplink
+        # reads less than its path; what the racks' uplinks carry is the uplink test's
+        out["bandwidth_concurrent"] = bool(probe.meta.get("bandwidth")) and not probe.inverse_bandwidth
+    if probe.uplinks:
+        out["uplinks"] = [{"hosts": len(u.hosts), "first": probe.names[u.hosts[0]] if len(u.hosts) else None,
+                           "up_mbit": round(u.up_bps * 8e-6, 1), "down_mbit": round(u.down_bps * 8e-6, 1)}
+                          for u in probe.uplinks]
     if probe.truth is not None:
         out["truth_levels"] = list(probe.truth.levels)
         out["truth_counts"] = {
