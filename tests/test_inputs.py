@@ -233,6 +233,15 @@ def test_names_differing_only_in_case_are_one_host_in_every_reader(tmp_path):
         load_input(m, hosts=str(tmp_path / "h.txt"))
 
 
+def test_a_host_list_given_for_a_matrix_is_named_as_one(tmp_path):
+    """`plink order hosts.txt` (the host list instead of the probe file, an easy first mistake) read
+    "row names do not match the column names"."""
+    m = tmp_path / "hosts.txt"
+    m.write_text("# the cluster\nroot@10.0.0.1\nroot@10.0.0.2:2222\nnode3 slots=4\n")
+    with pytest.raises(ProbeFileError, match=r"hosts\.txt: one name per line and no number: a host list, not a matrix"):
+        load_input(m)
+
+
 def test_a_tab_in_a_csv_header_name_is_named_not_taken_for_a_separator(tmp_path):
     """A comma-separated file whose header holds a name with a tab in it used to be read as
     tab-separated (a tab in the first line) and failed with "row names do not match the column

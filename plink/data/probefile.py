@@ -700,6 +700,10 @@ def read_matrix_csv(path: str | os.PathLike, notes: list[str] | None = None) -> 
         raise ProbeFileError(f"{path}: {len(lines)} rows: more than {_MAX_ROWS} hosts")
     if len(rows[0]) == 1 and " " in lines[0].strip():
         rows = [ln.split() for ln in lines]
+    if all(len(r) == 1 for r in rows) and not any(_is_number(r[0]) for r in rows):
+        # one name per line (user@host:port, slots=...): the host list plink probe reads, given for a matrix
+        raise ProbeFileError(f"{path}: one name per line and no number: a host list, not a matrix "
+                             f"('plink probe {path} -o probe.json' measures the matrix this command reads)")
     if _separator_ends_every_line(rows):
         rows = [r[:-1] for r in rows]  # (some exporters write one): no column
     names: list[str] | None = None
