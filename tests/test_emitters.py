@@ -482,7 +482,7 @@ c3
 c3
 """,
     "torchrun": """\
-# plink node ranks for torchrun static rendezvous (3 nodes x 2 processes).
+# plink node ranks for torchrun static rendezvous (3 nodes x 2 processes each).
 # On every node (node rank = line number below, from 0):
 #   torchrun --nnodes=3 --nproc-per-node=2 --node-rank="$(plink node-rank order.json)" \\
 #       --master-addr=10.0.0.7 --master-port=29500 train.py

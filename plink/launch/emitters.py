@@ -307,7 +307,7 @@ def torchrun_map(hosts: Sequence, slots=1, *, order_file: str = "order.json", ma
         raise PlinkError("torchrun runs the same --nproc-per-node on every node: give one slot count")
     master = master_address(hs)
     out = _header([
-        f"plink node ranks for torchrun static rendezvous ({len(hs)} nodes x {per[0]} processes).",
+        f"plink node ranks for torchrun static rendezvous ({len(hs)} node{'s' * (len(hs) != 1)} x {per[0]} process{'es' * (per[0] != 1)} each).",
         "On every node (node rank = line number below, from 0):",
         f"  torchrun --nnodes={len(hs)} --nproc-per-node={per[0]} --node-rank=\"$(plink node-rank {shlex.quote(order_file)})\" \\",
         f"      --master-addr={shlex.quote(master)} --master-port={master_port} train.py",
