@@ -244,7 +244,7 @@ def probe(hosts, output, method, count, interval, passes, max_count, tol, bandwi
     from plink.probes.ssh import SSHOptions
 
     if as_json and not output:
-        raise click.UsageError("--json prints a summary on stdout, so the probe file needs -o")
+        raise click.UsageError("--json prints a summary on stdout, so the probe file needs -o FILE (not -)")
     if resume and not output:
         raise click.UsageError("--resume continues the probe file given with -o")
     # (a probe keeps its journal beside -o, and a new probe removes an old one)

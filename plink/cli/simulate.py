@@ -63,7 +63,7 @@ def simulate(output, as_json, no_shuffle, hosts_per_rack, **kw) -> None:
           --outliers 0.03 --missing 0.03 -o datacenter.json
     """
     if as_json and output is None:
-        raise click.UsageError("--json prints a summary on stdout, so the probe file needs -o")
+        raise click.UsageError("--json prints a summary on stdout, so the probe file needs -o FILE (not -)")
     from plink.data.simulate import simulate_datacenter
 
     probe = simulate_datacenter(shuffle=not no_shuffle, hosts_per_rack=parse_hosts_per_rack(hosts_per_rack), **kw)
