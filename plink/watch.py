@@ -698,7 +698,7 @@ def _check_args(*, model: str, window: int, min_gain: float, slots: int, emit: S
         if fmt == "plain" and slots != 1:
             raise OptionError("--emit plain:PATH writes one line per host: --slots applies to launcher formats")
         if fmt not in FORMATS or fmt in ("json", "slurm-topology"):
-            raise PlinkError(f"cannot keep a {fmt!r} file in sync (use one of: {', '.join(f for f in FORMATS if f not in ('json', 'slurm-topology'))})")
+            raise OptionError(f"--emit: cannot keep a {fmt!r} file in sync (use one of: {', '.join(f for f in FORMATS if f not in ('json', 'slurm-topology'))})")
     for fmt, path in emit:  # before anything is probed or written: an error changes nothing
         missing = missing_directory(path)
         if missing is not None:

@@ -523,6 +523,8 @@ def test_cli_emit_over_the_probe_file_is_refused(tmp_path):
     before = p.read_bytes()
     r = run("watch", str(tmp_path / "st"), "--probe-file", str(p), "--emit", f"openmpi:{p}")
     assert r.returncode == 2 and "is the file --probe-file reads" in r.stderr and p.read_bytes() == before
+    r = run("watch", str(tmp_path / "st"), "--probe-file", str(p), "--emit", f"bogus:{tmp_path / 'x'}")
+    assert r.returncode == 2 and "--emit: cannot keep a 'bogus' file in sync" in r.stderr  # a bad option: usage
 
 
 def test_nothing_measured_names_the_unreachable_hosts(tmp_path):
