@@ -71,7 +71,7 @@ def render_order_report(result, console) -> None:
     what = {"shared": "shared-link model, seconds", "pairsum": "pair-sum model (§5.2.1)"}[result.cost_model]
     g = result.groups
     title = (
-        f"{result.algo} over {len(result.hosts)} hosts, {format_size(result.size)}, {what}, {result.model}; "
+        f"{result.algo} over {len(result.hosts)} host{'s' * (len(result.hosts) != 1)}, {format_size(result.size)}, {what}, {result.model}; "
         f"{g.get('k', '?')} group(s) ({g.get('source', '?')})"
     )
     t = Table(title=title, title_justify="left", show_edge=False)
