@@ -119,6 +119,12 @@ class _State:
         self.self_rtts: dict[int, list] = {}
         self.old_meta: dict = {}
         self.left_out: list[str] = []  # hosts of a resumed file that the host list leaves out
+        # what a resumed file measured beyond the matrices (kept where this run measures nothing new):
+        # the faster direction of each pair, per-pair meta matrices, per-host overheads, the uplink test
+        self.old_best: np.ndarray | None = None
+        self.old_pair_meta: dict[str, np.ndarray] = {}
+        self.old_overhead: np.ndarray | None = None
+        self.old_uplinks: list = []
 
     # -- what is done ------------------------------------------------------
     def lat_done(self, a: int, b: int) -> bool:
@@ -174,6 +180,20 @@ class _State:
         if isinstance(loss, list) and len(loss) == old.n:
             self.loss = np.array([[np.nan if v is None else v for v in row] for row in loss], dtype=float)[sub]
         self.addresses = [old.hosts[i].address for i in idx]
+        if old.latency_best is not None:
+            self.old_best = old.latency_best[sub].copy()
+        for key, m in (("low", (old.meta.get("latency_p10_ci_us") or {}).get("low")),
+                       ("high", (old.meta.get("latency_p10_ci_us") or {}).get("high")),
+                       ("confidence", old.meta.get("confidence")), ("samples_received", old.meta.get("samples_received"))):
+            if isinstance(m, list) and len(m) == old.n and all(isinstance(r, list) and len(r) == old.n for r in m):
+                self.old_pair_meta[key] = np.array([[np.nan if v is None else v for v in r] for r in m], dtype=float)[sub]
+        oh = old.meta.get("host_overhead_us")
+        if isinstance(oh, list) and len(oh) == old.n:
+            self.old_overhead = np.array([np.nan if v is None else v for v in oh], dtype=float)[idx]
+        where = {int(i): k for k, i in enumerate(idx)}
+        for u in old.uplinks or ():  # an uplink whose hosts are all kept, in the new host indices
+            if all(h in where for h in u.hosts):
+                self.old_uplinks.append(type(u)(tuple(where[h] for h in u.hosts), u.up_bps, u.down_bps, dict(u.extra)))
 
     def replay(self, path: Path, method: str) -> None:
         lat, bw, addrs = read_journal(path, [e.name for e in self.entries], method)
@@ -209,10 +229,23 @@ class _State:
         loss = [[None if not np.isfinite(v) else round(float(v), 4) for v in row] for row in self.loss]
         meta = dict(meta, loss=loss)
         bw = self.bw if (self.want_bw or self.had_bw) else None
+        best = None
+        if self.old_best is not None:  # the file's faster directions where this run did not measure the pair
+            best = np.fmin(self.lat, self.lat.T)
+            keep = np.isfinite(self.old_best) & ~self.fresh()
+            best[keep] = self.old_best[keep]
         return ProbeData(
             hosts=hosts, latency=self.lat.copy(), latency_median=self.med.copy(), latency_p90=self.p90.copy(),
-            bandwidth=None if bw is None else bw.copy(), meta=meta,
+            bandwidth=None if bw is None else bw.copy(), meta=meta, latency_best=best,
         )
+
+    def fresh(self) -> np.ndarray:
+        """``(N, N)`` bool: the pairs this run has samples of (either direction)."""
+        f = np.zeros((self.n, self.n), dtype=bool)
+        for (s, d), rtts in self.samples.items():
+            if rtts:
+                f[s, d] = f[d, s] = True
+        return f
 
 
 def _matrix(m: np.ndarray, digits: int = 2) -> list:
@@ -457,6 +490,8 @@ class _Run:
         the probe file keeps what was measured.  The agents are closed in
         any case."""
         needed = sorted({h for p in self.lat_todo + self.bw_todo for h in p})
+        if self._uplinks_wanted():  # the uplink test loads every group's hosts at once: all of them
+            needed = list(range(self.n))
         self.report("connect", 0, len(needed))
         # One thread per SSH transport (paramiko): with hundreds of hosts a thread
         # that wakes for I/O waits up to the switch interval for the GIL at every
@@ -524,7 +559,7 @@ class _Run:
             self._latency_rounds()
         if self.bw_todo and not self.aborted:
             self._bandwidth_rounds()
-        if self.opt.uplinks and not self.aborted:
+        if self._uplinks_wanted() and not self.aborted:
             self.report("uplinks", 0, 1, "shared uplinks")
             self._uplinks()
             self.report("uplinks", 1, 1, "shared uplinks")
@@ -615,6 +650,12 @@ class _Run:
                                   "bw_tools": sorted(set(tools.values()))})
             if self._round_done(r, pairs):
                 break
+
+    def _uplinks_wanted(self) -> bool:
+        """Whether this run tests the shared uplinks: when asked, unless the resumed file has them
+        already (kept as they are: a resume measures what is missing, and a test over the hosts of the
+        missing pairs only would replace whole racks' figures by a part's)."""
+        return bool(self.opt.uplinks) and not self.state.old_uplinks
 
     def _uplinks(self) -> None:
         """The shared-uplink phase (:mod:`probes.uplinks`) over the fleet's live agents."""
@@ -753,9 +794,19 @@ class _Run:
                  elapsed_s=round(time.monotonic() - self.t_start, 3))
         if self.phases:
             m["phases_s"] = {k: round(v, 3) for k, v in self.phases.items()}
-        if state.samples:
+        old = state.old_pair_meta
+        if old:  # a resume: the file's figures for the pairs this run did not measure
+            stale = ~state.fresh()
+            for cur, key in ((lo, "low"), (hi, "high"), (conf, "confidence")):
+                if key in old:
+                    cur[stale] = old[key][stale]
+            if "samples_received" in old:
+                got = np.where(stale & np.isfinite(old["samples_received"]), old["samples_received"], got).astype(int)
+        if state.samples or old:
             m.update(latency_p10_ci_us={"low": _matrix(lo), "high": _matrix(hi)}, confidence=_matrix(conf, 3),
                      samples_received=got.tolist())
+        if state.old_overhead is not None:
+            h = np.where(np.isfinite(h), h, state.old_overhead)
         if np.isfinite(h).any():
             m["host_overhead_us"] = [None if not np.isfinite(v) else round(float(v), 2) for v in h]
         if self.aborted:
@@ -763,6 +814,10 @@ class _Run:
         probe = state.to_probe(m)
         if self.measured_uplinks:
             probe.uplinks = list(self.measured_uplinks)
+        elif state.old_uplinks:  # a resume keeps the file's uplink test (not run again, see _uplinks_wanted)
+            probe.uplinks = list(state.old_uplinks)
+            if "uplinks" not in m or "skipped" in (m.get("uplinks") or {}):
+                probe.meta["uplinks"] = dict(state.old_meta.get("uplinks") or {}, kept="from the resumed file")
         if self.checkpoint is not None and measured_anything(probe):
             probe.save(self.checkpoint)  # (a probe that measured nothing leaves the file as it was)
         return probe

@@ -777,3 +777,48 @@ def test_resume_with_a_host_left_out_keeps_the_other_pairs(tmp_path):
     np.testing.assert_allclose(left.latency, first.latency[np.ix_([2, 1, 0], [2, 1, 0])], atol=1e-3)
     with pytest.raises(PlinkError, match=r"127\.0\.0\.60 is not in it"):
         probe_hosts(hosts[:2] + ["127.0.0.60"], count=3, connect=start_local_agents, checkpoint=out, resume=True)
+
+
+def test_a_resume_keeps_what_the_file_measured(tmp_path, monkeypatch):
+    """A resume rewrote the file without its uplink test, its faster directions (latency_best_us) and
+    its per-pair confidence, intervals and per-host overheads; and with uplinks asked for it tested them
+    again over the hosts of the missing pairs only, writing a part of a rack over the whole rack's
+    figures. It keeps all of them for the pairs it does not measure, and the file's uplink test."""
+    import json
+
+    import plink.probes.uplinks as uplinks_mod
+    from plink.data.probefile import Uplink
+
+    hosts = [f"127.0.0.{i}" for i in range(60, 64)]
+    out = tmp_path / "probe.json"
+    first = probe_hosts(hosts, count=4, interval=0.002, connect=start_local_agents, checkpoint=out)
+    doc = json.loads(out.read_text())
+    n = len(hosts)
+    doc["latency_us"][0][1] = doc["latency_us"][1][0] = None  # one pair to measure again
+    doc["latency_us"][2][3], doc["latency_us"][3][2] = 7.0, 9.0  # asymmetric: its faster direction is 7
+    doc["latency_best_us"] = [[None if i == j else 7.0 if {i, j} == {2, 3} else doc["latency_us"][i][j]
+                               for j in range(n)] for i in range(n)]
+    doc["uplinks"] = [Uplink((0, 1), 4.0e7, 4.1e7).to_dict(), Uplink((2, 3), 4.2e7, 4.3e7).to_dict()]
+    out.write_text(json.dumps(doc))
+    before = load(out)
+
+    def no_test(*a, **k):
+        raise AssertionError("the uplink test ran again on a resume")
+
+    monkeypatch.setattr(uplinks_mod, "measure_uplinks", no_test)
+    done = probe_hosts(hosts, count=4, interval=0.002, connect=start_local_agents, checkpoint=out, resume=True,
+                       uplinks=True)
+    again = load(out)
+    assert done.meta["complete"] and np.isfinite(again.latency[0, 1])
+    assert [(u.hosts, u.up_bps) for u in again.uplinks] == [((0, 1), 4.0e7), ((2, 3), 4.2e7)]
+    assert again.meta["uplinks"]["kept"] == "from the resumed file"
+    assert again.latency_best[2, 3] == pytest.approx(7.0) and again.latency[2, 3] == pytest.approx(9.0)
+    kept = ~np.eye(n, dtype=bool)
+    kept[0, 1] = kept[1, 0] = False
+    for key in ("confidence", "samples_received"):
+        a, b = np.array(again.meta[key], dtype=float), np.array(before.meta[key], dtype=float)
+        np.testing.assert_allclose(a[kept], b[kept])
+    assert again.meta["samples_received"][0][1] == 4  # measured again
+    # hosts 2 and 3 were not connected again: their overheads are the file's
+    assert again.meta["host_overhead_us"][2:] == first.meta["host_overhead_us"][2:]
+    assert None not in again.meta["host_overhead_us"]

@@ -311,7 +311,7 @@ def probe(hosts, output, method, count, interval, passes, max_count, tol, bandwi
             if skipped:
                 click.echo(f"plink probe: uplinks not measured: {skipped}", err=True)
             for u in summary.get("uplinks", []):
-                click.echo(f"uplink of {len(u['hosts'])} hosts ({', '.join(u['hosts'][:4])}"
+                click.echo(f"uplink of {len(u['hosts'])} host{'s' * (len(u['hosts']) != 1)} ({', '.join(u['hosts'][:4])}"
                            f"{', ...' if len(u['hosts']) > 4 else ''}): up {u['up_mbit']} / down {u['down_mbit']} "
                            "Mbit/s with all of them crossing at once"
                            + (f" (median of {u['passes']} passes)" if u["passes"] > 1 else ""), err=True)

@@ -226,7 +226,7 @@ def render_show(summary, console) -> None:
     if pct:
         t.add_row("pair bandwidth (Gbit/s)", "  ".join(f"{k} {v:g}" for k, v in pct.items()))
     for u in summary.get("uplinks", []):
-        t.add_row(f"uplink of {u['hosts']} hosts ({u['first']}, ...)",
+        t.add_row(f"uplink of {u['hosts']} host{'s' * (u['hosts'] != 1)} ({u['first']}{', ...' * (u['hosts'] > 1)})",
                   f"up {u['up_mbit']:g} / down {u['down_mbit']:g} Mbit/s, all crossing at once")
     if summary.get("truth_counts"):
         t.add_row("ground truth", ", ".join(f"{v} {k}{'' if v == 1 else 's'}" for k, v in summary["truth_counts"].items()))
