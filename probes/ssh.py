@@ -330,7 +330,7 @@ def _network_reason(exc: BaseException, target: Target) -> str:
     if isinstance(exc, (socket.timeout, TimeoutError)):
         return f"no answer from {target.hostname} port {target.port} (timed out)"
     if isinstance(exc, OSError) and exc.strerror:
-        return f"{exc.strerror} ({target.hostname} port {target.port})"
+        return f"cannot connect: {target.hostname} port {target.port}: {exc.strerror}"
     return f"{type(exc).__name__}: {exc}".rstrip(": ")
 
 

@@ -95,6 +95,7 @@ def test_auth_failures_are_not_retried(monkeypatch):
     (paramiko.ssh_exception.NoValidConnectionsError({("10.9.9.9", 22): OSError(113, "No route to host")}),
      "cannot connect: 10.9.9.9 port 22: No route to host", 2),
     (socket.timeout("timed out"), "no answer from h port 22 (timed out)", 2),
+    (OSError(101, "Network is unreachable"), "cannot connect: h port 22: Network is unreachable", 2),
     (FileNotFoundError(2, "No such file or directory", "/home/u/.ssh/nokey"),
      "identity file /home/u/.ssh/nokey not found (IdentityFile in the ssh config)", 1),
 ])
