@@ -193,27 +193,37 @@ def test_unknown_host_keys_are_refused_by_the_cli(cluster, tmp_path):
     assert len(kh.read_text().splitlines()) == 2
 
 
-def test_controller_killed_mid_probe_keeps_measured_pairs(cluster, tmp_path):
-    from plink.probes.journal import journal_path, read_journal
+def _probe_stopped_mid_way(cluster, out, how: str) -> tuple[int, str]:
+    """``plink probe`` of the cluster into ``out``, stopped by ``how`` (``"kill"``: SIGKILL,
+    ``"terminate"``: SIGTERM) once its journal holds 16 latency directions; its exit code and stderr."""
+    from plink.probes.journal import journal_path
 
-    out = tmp_path / "probe.json"
     jp = journal_path(out)
     env = dict(os.environ, PYTHONPATH=str(ROOT))
     args = [sys.executable, "-m", "plink", "probe", cluster.hostfile, "-o", str(out), "--ssh-config",
             cluster.ssh_config, "--count", "60", "--interval", "0.01", "--quiet"]
-    proc = subprocess.Popen(args, env=env, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    proc = subprocess.Popen(args, env=env, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     try:
         end = time.monotonic() + 60
         while time.monotonic() < end:
             if jp.exists() and jp.read_text().count('["l"') >= 16:
                 break
             time.sleep(0.05)
-        proc.kill()  # SIGKILL: no cleanup code runs in the controller
-        proc.wait()
+        getattr(proc, how)()
+        _, err = proc.communicate(timeout=60)
     finally:
         if proc.poll() is None:
             proc.kill()
             proc.wait()
+    return proc.returncode, err
+
+
+def test_controller_killed_mid_probe_keeps_measured_pairs(cluster, tmp_path):
+    from plink.probes.journal import journal_path, read_journal
+
+    out = tmp_path / "probe.json"
+    jp = journal_path(out)
+    _probe_stopped_mid_way(cluster, out, "kill")  # SIGKILL: no cleanup code runs in the controller
     names = [h.name for h in cluster.hosts]
     lat, _, _ = read_journal(jp, names, "udp")
     assert 16 <= len(lat) < 56 and not out.exists()
@@ -235,23 +245,8 @@ def test_sigterm_mid_probe_keeps_measured_pairs_like_ctrl_c(cluster, tmp_path):
 
     out = tmp_path / "probe.json"
     jp = journal_path(out)
-    env = dict(os.environ, PYTHONPATH=str(ROOT))
-    args = [sys.executable, "-m", "plink", "probe", cluster.hostfile, "-o", str(out), "--ssh-config",
-            cluster.ssh_config, "--count", "60", "--interval", "0.01", "--quiet"]
-    proc = subprocess.Popen(args, env=env, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-    try:
-        end = time.monotonic() + 60
-        while time.monotonic() < end:
-            if jp.exists() and jp.read_text().count('["l"') >= 16:
-                break
-            time.sleep(0.05)
-        proc.terminate()
-        _, err = proc.communicate(timeout=60)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
-    assert proc.returncode == 143, err
+    code, err = _probe_stopped_mid_way(cluster, out, "terminate")
+    assert code == 143, err
     assert "stopped by SIGTERM:" in err and f"kept in {out} (rerun with -o {out} --resume)" in err
     assert len(err.strip().splitlines()) == 1, err
     part = load(out)
