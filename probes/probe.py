@@ -371,7 +371,7 @@ def probe_hosts(
     run = _Run(entries, options, checkpoint, progress, after_round)
     run.load_previous(resume)
     run.plan(resume)
-    if not run.lat_todo and not run.bw_todo:
+    if not run.lat_todo and not run.bw_todo and not run._uplinks_wanted():
         return run.nothing_to_measure()
     run.measure(connect if connect is not None else _ssh_connect(ssh, hb_timeout))
     return run.finish()

@@ -822,3 +822,28 @@ def test_a_resume_keeps_what_the_file_measured(tmp_path, monkeypatch):
     # hosts 2 and 3 were not connected again: their overheads are the file's
     assert again.meta["host_overhead_us"][2:] == first.meta["host_overhead_us"][2:]
     assert None not in again.meta["host_overhead_us"]
+
+
+def test_a_complete_resume_runs_an_uplink_test_the_file_lacks(monkeypatch):
+    """A file probed without the uplink test, resumed with it asked for: nothing else is missing, and
+    the resume said "nothing to measure"; it measures the uplinks now, over every host, and re-measures
+    no pair. A file that has them is left as it is (test above)."""
+    import tempfile
+    from pathlib import Path
+
+    from plink.probes import uplinks
+
+    groups = []
+    real = uplinks.infer_groups
+    monkeypatch.setattr(uplinks, "infer_groups", lambda lat, **kw: groups.append(len(lat)) or real(lat, **kw))
+    hosts = [f"127.0.0.{i}" for i in range(70, 74)]
+    with tempfile.TemporaryDirectory() as d:
+        out = Path(d) / "probe.json"
+        first = probe_hosts(hosts, count=4, interval=0.002, bandwidth=True, bw_seconds=0.1, connect=start_local_agents,
+                            checkpoint=out)
+        assert first.meta["complete"] and "uplinks" not in first.meta and groups == []
+        again = probe_hosts(hosts, count=4, interval=0.002, bandwidth=True, bw_seconds=0.1, uplinks=True,
+                            connect=start_local_agents, checkpoint=out, resume=True)
+    assert groups == [4] and "groups" in again.meta["uplinks"]  # the uplink phase ran, over all 4 hosts
+    assert again.meta["schedule"] == []  # no pair measured again
+    np.testing.assert_allclose(again.latency, first.latency, atol=1e-3)  # (as written to the file: rounded)
