@@ -667,10 +667,18 @@ class _Run:
             self.meta["uplinks"] = {"skipped": f"only {len(keep)} hosts reachable"}
             return
         t0 = time.monotonic()
-        ix = np.ix_(keep, keep)
         state.finish()  # the latency matrix from the samples so far (it is otherwise built at the end)
+        # the groups of every host measured (as plink order will group them), hosts lost since
+        # included: grouped over the survivors alone, a rack left with one host joined another rack's
+        # test, which then measured no link of the groups priced; a lost host is only left out of its test
+        from plink.structure.probegroups import placed_hosts
+
+        placed = np.flatnonzero(placed_hosts(state.lat)).tolist()
+        over = placed if set(keep) <= set(placed) else keep
+        ix = np.ix_(over, over)
         groups, how = infer_groups(state.lat[ix], bandwidth=state.bw[ix])  # NaN where not measured
-        groups = [[keep[k] for k in g] for g in groups]
+        live = set(keep)
+        groups = [g for g in ([over[k] for k in g if over[k] in live] for g in groups) if g]
         if len(groups) < 2:
             self.meta["uplinks"] = {"groups": how, "n_groups": len(groups),
                                     "skipped": "no groups found: nothing crosses a group boundary"}

@@ -847,3 +847,27 @@ def test_a_complete_resume_runs_an_uplink_test_the_file_lacks(monkeypatch):
     assert groups == [4] and "groups" in again.meta["uplinks"]  # the uplink phase ran, over all 4 hosts
     assert again.meta["schedule"] == []  # no pair measured again
     np.testing.assert_allclose(again.latency, first.latency, atol=1e-3)  # (as written to the file: rounded)
+
+
+def test_the_uplink_test_groups_every_host_measured_and_leaves_out_the_lost(monkeypatch):
+    """A host lost before the uplink test: its groups were inferred over the survivors alone, so a
+    rack left with one host joined another rack's test (the outside-in check: "uplink of 4 hosts
+    (r1h0, r1h1, r1h2, r2h0)"), which then measured no link plink order prices. The groups are those
+    of every host measured; the lost host only leaves its own group's test."""
+    from plink.probes import session, uplinks
+
+    seen = {}
+    lost = set()
+    real_live = session.Fleet.live
+    monkeypatch.setattr(session.Fleet, "live", lambda self: [i for i in real_live(self) if i not in lost])
+    monkeypatch.setattr(uplinks, "infer_groups",
+                        lambda lat, **kw: seen.setdefault("n", len(lat)) and ([[0, 1, 2], [3, 4, 5]], "test"))
+    monkeypatch.setattr(uplinks, "measure_uplinks", lambda stage, addresses, groups, *a, **k: seen.setdefault(
+        "groups", groups) and [])
+    hosts = [f"127.0.0.{i}" for i in range(80, 86)]
+
+    def lose_the_last(r, pairs):
+        lost.add(5)
+
+    p = probe_hosts(hosts, count=3, interval=0.002, uplinks=True, connect=start_local_agents, after_round=lose_the_last)
+    assert seen == {"n": 6, "groups": [[0, 1, 2], [3, 4]]} and p.meta["uplinks"]["n_groups"] == 2
