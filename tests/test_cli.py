@@ -558,3 +558,13 @@ def test_show_names_the_measured_uplinks_and_how_pair_bandwidths_were_taken(tmp_
     summary = json.loads(run("show", str(probe), "--no-structure", "--json").stdout)
     assert summary["bandwidth_concurrent"] and len(summary["uplinks"]) == 4
     assert all(200 < u["up_mbit"] < 400 for u in summary["uplinks"])
+
+
+def test_a_pair_sum_of_latencies_names_no_message_size(dc, tmp_path):
+    """The pair sum of latencies alone prices no bytes, so its report's title names no size (it said
+    "25 MiB", which changed nothing); the shared model's does."""
+    pairsum = run("order", str(dc), "--model", "pairsum", "--time-limit", "0.2", "-o", str(tmp_path / "a.txt"))
+    shared = run("order", str(dc), "--time-limit", "0.2", "-o", str(tmp_path / "b.txt"))
+    assert pairsum.returncode == shared.returncode == 0, pairsum.stderr + shared.stderr
+    assert "hosts, pair-sum model (§5.2.1), latency;" in " ".join(pairsum.stderr.split())
+    assert "hosts, 25 MiB, shared-link model" in " ".join(shared.stderr.split())

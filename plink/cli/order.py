@@ -70,8 +70,10 @@ def render_order_report(result, console) -> None:
     proof = {True: "yes", False: "no", None: "not proven"}[result.proven_optimal]
     what = {"shared": "shared-link model, seconds", "pairsum": "pair-sum model (§5.2.1)"}[result.cost_model]
     g = result.groups
+    # the pair sum of latencies alone has no bytes in it: the size would name what it does not price
+    size = "" if result.cost_model == "pairsum" and result.model == "latency" else f"{format_size(result.size)}, "
     title = (
-        f"{result.algo} over {len(result.hosts)} host{'s' * (len(result.hosts) != 1)}, {format_size(result.size)}, {what}, {result.model}; "
+        f"{result.algo} over {len(result.hosts)} host{'s' * (len(result.hosts) != 1)}, {size}{what}, {result.model}; "
         f"{g.get('k', '?')} group(s) ({g.get('source', '?')})"
     )
     t = Table(title=title, title_justify="left", show_edge=False)
