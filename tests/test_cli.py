@@ -568,3 +568,11 @@ def test_a_pair_sum_of_latencies_names_no_message_size(dc, tmp_path):
     assert pairsum.returncode == shared.returncode == 0, pairsum.stderr + shared.stderr
     assert "hosts, pair-sum model (§5.2.1), latency;" in " ".join(pairsum.stderr.split())
     assert "hosts, 25 MiB, shared-link model" in " ".join(shared.stderr.split())
+
+
+def test_usage_errors_plink_checks_itself_point_at_help_too(dc):
+    """The README's exit codes: a usage error ends by pointing at its command's --help. Click's did;
+    the ones plink checks itself (a value out of range) did not."""
+    proc = run("group", str(dc), "--groups", "0")
+    assert_one_line_error(proc, 2, "--groups must be a positive integer, got 0 (see 'plink group --help')")
+    assert_one_line_error(run("order", str(dc), "--time-limit", "nan"), 2, "(see 'plink order --help')")

@@ -16,7 +16,7 @@ import click
 
 from plink.cli import launch, order, probe, schedule, simulate, structure  # noqa: F401  (register the commands)
 from plink.cli._app import EXIT_FAILURE, EXIT_OK, EXIT_USAGE, cli
-from plink.errors import PlinkError, Terminated
+from plink.errors import OptionError, PlinkError, Terminated
 
 __all__ = ["cli", "main"]
 
@@ -91,7 +91,11 @@ def main(argv: list[str] | None = None) -> None:
     except PlinkError as exc:
         if debug:
             raise
-        click.echo(f"plink: error: {' '.join(str(exc).split())}", err=True)
+        msg = " ".join(str(exc).split())
+        if isinstance(exc, OptionError):  # a usage error plink checks itself: pointed at --help as click's are
+            sub = next((a for a in args if a in cli.commands), None)
+            msg += f" (see 'plink{' ' + sub if sub else ''} --help')"
+        click.echo(f"plink: error: {msg}", err=True)
         sys.exit(exc.exit_code)
     except KeyboardInterrupt:
         click.echo("plink: interrupted", err=True)
