@@ -337,3 +337,21 @@ def test_cli_show_groups_for_other_hosts(dc_file, tmp_path, capsys):
     Groups(hosts=["x", "y", "z"], labels=np.array([0, 0, 1])).save(other)
     code, _, err = _run(["show", str(dc_file), "--groups", str(other)], capsys)
     assert code == 1 and "do not cover the same hosts" in err
+
+
+def test_each_level_is_scored_against_the_true_level_nearest_it(tmp_path):
+    """With ground truth, the levels' AMI paired level i with the i-th true level from the racks up:
+    a forced --groups 87 gives 87 / 13 / 12 groups, and its third level, the 12 racks exactly, was
+    scored against the single cluster (0.000). Each level is scored against the true level nearest it in
+    number of groups, and the line says which."""
+    from plink.data.simulate import simulate_datacenter
+    from plink.structure.hierarchy import infer_groups
+
+    probe = simulate_datacenter(4, (5, 9), rows=3, tenant_us=1.0, noisy_hosts=0.05, outlier_frac=0.03,
+                                missing_frac=0.03, seed=1)
+    g = infer_groups(probe, n_groups=probe.n)
+    counts = [int(lv.max()) + 1 for lv in g.levels]
+    assert counts[0] == probe.n and counts[-1] == 12
+    assert g.metrics["ami_levels_against"][-1] == "rack" and g.metrics["ami_levels"][-1] == pytest.approx(1.0)
+    auto = infer_groups(probe)
+    assert auto.metrics["ami_levels_against"] == ["rack", "row"][:len(auto.levels)]

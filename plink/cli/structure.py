@@ -100,7 +100,8 @@ def render_structure(groups, console) -> None:
                       f"latency gives (parts measured {FAR_RATIO:g}x or more slower between than within)")
     if "ami" in m:
         console.print(f"AMI vs true {m.get('truth_level') or 'locations'}: {m['ami']:.3f}"
-                      + (f" (levels: {', '.join(f'{v:.3f}' for v in m['ami_levels'])})" if m.get("ami_levels") else ""))
+                      + (f" (levels: {', '.join(f'{v:.3f}' + (f' vs {w}' if w else '') for v, w in zip(m['ami_levels'], m.get('ami_levels_against') or [None] * len(m['ami_levels'])))})"
+                         if m.get("ami_levels") else ""))
 
 
 @cli.command()

@@ -1597,8 +1597,14 @@ def infer_groups(probe, *, n_groups: int | None = None, max_levels: int = 3, see
         truth = probe.truth.labels
         metrics["ami"] = round(ami([t[-1] for t in truth], labels), 6)
         metrics["truth_level"] = probe.truth.levels[-1]
-        metrics["ami_levels"] = [round(ami([t[max(0, len(t) - 1 - i)] for t in truth], lv), 6)
-                                 for i, lv in enumerate(levels)]
+        # each level against the true level nearest it in number of groups (by their ratio; the finer on
+        # a tie): pairing them by position scored a level that found the racks against the clusters
+        depth = len(probe.truth.levels)
+        counts = [len({t[d] for t in truth}) for d in range(depth)]
+        against = [min(range(depth), key=lambda d: (abs(np.log(counts[d] / max(int(np.max(lv)) + 1, 1))), -d))
+                   for lv in levels]
+        metrics["ami_levels"] = [round(ami([t[d] for t in truth], lv), 6) for d, lv in zip(against, levels)]
+        metrics["ami_levels_against"] = [probe.truth.levels[d] for d in against]
     params = {"method": "hierarchy", "groups": None if n_groups is None else int(n_groups),
               "max_levels": int(max_levels), "seed": int(seed)}
     return Groups(hosts=names, labels=labels, metrics=metrics, params=params, levels=levels,
