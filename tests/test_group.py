@@ -355,3 +355,25 @@ def test_each_level_is_scored_against_the_true_level_nearest_it(tmp_path):
     assert g.metrics["ami_levels_against"][-1] == "rack" and g.metrics["ami_levels"][-1] == pytest.approx(1.0)
     auto = infer_groups(probe)
     assert auto.metrics["ami_levels_against"] == ["rack", "row"][:len(auto.levels)]
+
+
+def test_groups_k_says_the_pair_bandwidths_are_not_used(tmp_path):
+    """`--groups K` cuts the latencies alone into K groups; on a probe whose racks only its pair
+    bandwidths separate, the true K scored AMI 0.26 where the default scored 1.000, without a word."""
+    import os
+    import subprocess
+    import sys
+
+    from plink.data.simulate import simulate_datacenter
+
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    path = tmp_path / "b7.json"
+    simulate_datacenter(4, 6, row_us=21.0, bandwidth=True, seed=7).save(path)
+    env = dict(os.environ, PYTHONPATH=root)
+    run = [sys.executable, "-m", "plink", "group", str(path), "-o", str(tmp_path / "g.json")]
+    forced = subprocess.run(run + ["--groups", "4"], capture_output=True, text=True, env=env, timeout=120)
+    auto = subprocess.run(run, capture_output=True, text=True, env=env, timeout=120)
+    assert forced.returncode == auto.returncode == 0
+    said = "with --groups K the latencies alone are cut into K groups"
+    assert said in " ".join(forced.stdout.split() + forced.stderr.split())
+    assert said not in auto.stdout + auto.stderr

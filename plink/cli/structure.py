@@ -92,6 +92,9 @@ def render_structure(groups, console) -> None:
     if alone:
         console.print(f"alone (a group of their own, near no rack; plink schedule puts each with its nearest "
                       f"host): {', '.join(alone[:12])}{' ...' if len(alone) > 12 else ''}")
+    if m.get("bandwidth_unused"):
+        console.print("note: with --groups K the latencies alone are cut into K groups; the pair bandwidths, which "
+                      "split the latency's groups without --groups, are not used")
     if m.get("split_by_bandwidth"):
         from plink.structure.probegroups import FAR_RATIO
 

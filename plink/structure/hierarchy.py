@@ -1593,6 +1593,8 @@ def infer_groups(probe, *, n_groups: int | None = None, max_levels: int = 3, see
     }
     if split:
         metrics["split_by_bandwidth"] = split
+    elif n_groups is not None and bw is not None and not getattr(probe, "inverse_bandwidth", False):
+        metrics["bandwidth_unused"] = True  # K given: the latencies alone are cut into K (said to the user)
     if probe.truth is not None and probe.truth.levels:
         truth = probe.truth.labels
         metrics["ami"] = round(ami([t[-1] for t in truth], labels), 6)
