@@ -576,3 +576,18 @@ def test_usage_errors_plink_checks_itself_point_at_help_too(dc):
     proc = run("group", str(dc), "--groups", "0")
     assert_one_line_error(proc, 2, "--groups must be a positive integer, got 0 (see 'plink group --help')")
     assert_one_line_error(run("order", str(dc), "--time-limit", "nan"), 2, "(see 'plink order --help')")
+
+
+def test_show_json_has_what_its_text_shows_of_the_structure(dc, tmp_path):
+    """`plink show --json` left out the members, the low-confidence and lone hosts and the AMI its
+    text prints (and `plink group --json` has)."""
+    doc = json.loads(run("show", str(dc), "--json").stdout)
+    groups = tmp_path / "g.json"
+    assert run("group", str(dc), "-o", str(groups)).returncode == 0
+    g = json.loads(groups.read_text())
+    assert sorted(map(sorted, doc["members"])) == sorted(
+        sorted(h for h, lab in zip(g["hosts"], g["labels"]) if lab == k) for k in set(g["labels"]))
+    assert doc["ami"] == g["metrics"]["ami"] and doc["ami_levels_against"] == g["metrics"]["ami_levels_against"]
+    assert doc["low_confidence_hosts"] == g["metrics"]["low_confidence_hosts"]
+    with_file = json.loads(run("show", str(dc), "--groups", str(groups), "--json").stdout)
+    assert with_file["members"] == doc["members"]
