@@ -383,7 +383,7 @@ def test_cli_show_plot_draws_hierarchy(tmp_path, capsys):
 
 def test_cli_simulate_bad_range(capsys):
     code, _, err = _run(["simulate", "--hosts-per-rack", "9-5"], capsys)
-    assert code == 2 and "hosts-per-rack range" in err
+    assert code == 2 and "--hosts-per-rack LO-HI must be two integers 1 <= LO <= HI, got 9-5" in err
     code, _, err = _run(["simulate", "--hosts-per-rack", "x"], capsys)
     assert code == 2
     code, _, err = _run(["simulate", "--noisy-hosts", "0.1"], capsys)

@@ -132,7 +132,8 @@ def _hosts_per_rack(hosts_per_rack) -> tuple[tuple[int, int] | None, int]:
         return None, hosts_per_rack
     if len(hosts_per_rack) != 2 or not all(isinstance(v, (int, np.integer)) for v in hosts_per_rack) \
             or not 1 <= hosts_per_rack[0] <= hosts_per_rack[1]:
-        raise OptionError(f"hosts-per-rack range must be two integers 1 <= lo <= hi, got {hosts_per_rack!r}")
+        got = "-".join(map(str, hosts_per_rack)) if len(hosts_per_rack) == 2 else repr(hosts_per_rack)
+        raise OptionError(f"--hosts-per-rack LO-HI must be two integers 1 <= LO <= HI, got {got}")
     hpr_range = (int(hosts_per_rack[0]), int(hosts_per_rack[1]))
     return hpr_range, hpr_range[1]
 
