@@ -377,3 +377,24 @@ def test_groups_k_says_the_pair_bandwidths_are_not_used(tmp_path):
     said = "with --groups K the latencies alone are cut into K groups"
     assert said in " ".join(forced.stdout.split() + forced.stderr.split())
     assert said not in auto.stdout + auto.stderr
+
+
+def test_with_k_given_a_lone_host_is_not_said_to_be_near_no_rack(tmp_path):
+    """`--groups N` leaves every host alone because N groups were asked for; the report said each was
+    "near no rack". Without K the reason stays (tests/test_inputs.py)."""
+    import os
+    import subprocess
+    import sys
+
+    from plink.data.simulate import simulate_datacenter
+
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    path = tmp_path / "dc.json"
+    probe = simulate_datacenter(3, 3, seed=2)
+    probe.save(path)
+    proc = subprocess.run([sys.executable, "-m", "plink", "group", str(path), "--groups", str(probe.n),
+                           "-o", str(tmp_path / "g.json")], capture_output=True, text=True, timeout=120,
+                          env=dict(os.environ, PYTHONPATH=root, COLUMNS="200"))
+    text = " ".join((proc.stdout + proc.stderr).split())
+    assert proc.returncode == 0 and "alone (a group of their own, the K given asks for that many groups;" in text
+    assert "near no rack" not in text

@@ -17,7 +17,7 @@ def render_groups_report(groups, console) -> None:
     from rich.table import Table
 
     m, p = groups.metrics, groups.params
-    t = Table(title=f"{len(groups.hosts)} hosts in {groups.k} groups "
+    t = Table(title=f"{len(groups.hosts)} hosts in {groups.k} group{'s' * (groups.k != 1)} "
                     f"(alpha {p.get('alpha')}, {p.get('dims')}-D, elasticity {p.get('elasticity')})",
               title_justify="left", show_edge=False)
     t.add_column("metric")
@@ -90,7 +90,9 @@ def render_structure(groups, console) -> None:
         console.print(line)
     alone = m.get("alone_hosts")
     if alone:
-        console.print(f"alone (a group of their own, near no rack; plink schedule puts each with its nearest "
+        # with K given, a host may be alone because K asked for that many groups, not for being near no rack
+        why = "the K given asks for that many groups" if (groups.params or {}).get("groups") else "near no rack"
+        console.print(f"alone (a group of their own, {why}; plink schedule puts each with its nearest "
                       f"host): {', '.join(alone[:12])}{' ...' if len(alone) > 12 else ''}")
     if m.get("bandwidth_unused"):
         console.print("note: with --groups K the latencies alone are cut into K groups; the pair bandwidths, which "
