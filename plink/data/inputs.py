@@ -125,17 +125,21 @@ def check_host_name(name: str, what: str = "host name") -> str:
     return name
 
 
-def duplicate_name(names: Sequence[str]) -> str | None:
-    """The first name of ``names`` that repeats an earlier one, with what it repeats when the two
-    differ in case (one host to a resolver, to the host-list reader and to every launcher file);
-    None when every name is its own host.  O(N)."""
-    seen: dict[str, str] = {}
-    for n in names:
-        first = seen.get(n.lower())
-        if first is not None:
-            return f"{n!r}" + (f" (as {first!r}: names differing only in case are one host)" if first != n else "")
-        seen[n.lower()] = n
+def first_duplicate(names: Sequence[str]) -> tuple[int, int] | None:
+    """``(i, j)``, ``i < j``: the first name of ``names`` that repeats an earlier one (``j``) and that
+    one (``i``), case ignored: names differing only in case are one host to a resolver, to the
+    host-list reader and to every launcher file.  None when every name is its own host.  O(N)."""
+    seen: dict[str, int] = {}
+    for j, n in enumerate(names):
+        i = seen.setdefault(n.lower(), j)
+        if i != j:
+            return i, j
     return None
+
+
+def case_note(names: Sequence[str], i: int, j: int) -> str:
+    """What to add when the duplicate ``names[j]`` of ``names[i]`` differs from it in case ("" when not)."""
+    return f"as {names[i]!r}: names differing only in case are one host" if names[i] != names[j] else ""
 
 
 def _split_spec(spec: str | os.PathLike) -> tuple[str, str | None]:
@@ -177,14 +181,14 @@ def read_host_names(spec: str | os.PathLike, max_hosts: int | None = None) -> li
         except PlinkError as exc:
             raise ProbeFileError(str(exc)) from None
         names = [e.name for e in entries]
-    seen: dict[str, int] = {}
-    for i, n in enumerate(names):
+    for n in names:
         check_host_name(n, f"{path}: host name")
-        if n.lower() in seen:
-            first = names[seen[n.lower()]]
-            raise ProbeFileError(f"{path}: duplicate host name {n!r} (entries {seen[n.lower()] + 1} and {i + 1}"
-                                 + (f", as {first!r}: names differing only in case are one host)" if first != n else ")"))
-        seen[n.lower()] = i
+    dup = first_duplicate(names)
+    if dup is not None:
+        i, j = dup
+        note = case_note(names, i, j)
+        raise ProbeFileError(f"{path}: duplicate host name {names[j]!r} (entries {i + 1} and {j + 1}"
+                             + (f", {note})" if note else ")"))
     if not names:
         raise ProbeFileError(f"{path}: no host names")
     return names
@@ -429,9 +433,10 @@ def load_input(
         names = default_host_names(n)
     for nm in names:
         check_host_name(nm, f"{path}: host name")
-    dup = duplicate_name(names)
+    dup = first_duplicate(names)
     if dup is not None:
-        raise ProbeFileError(f"{path}: duplicate host name {dup}")
+        note = case_note(names, *dup)
+        raise ProbeFileError(f"{path}: duplicate host name {names[dup[1]]!r}" + (f" ({note})" if note else ""))
     warn = kind_warning(np.array(raw, dtype=float), kind, str(path)) if raw.ndim == 2 and raw.shape[0] == raw.shape[1] else None
     if warn:
         out.warnings.append(warn)

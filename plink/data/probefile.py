@@ -321,7 +321,7 @@ def validate(data: ProbeData) -> None:
     n = len(data.hosts)
     if n == 0:
         raise ProbeFileError("probe data has no hosts")
-    from plink.data.inputs import check_host_name, duplicate_name
+    from plink.data.inputs import case_note, check_host_name, first_duplicate
 
     for h in data.hosts:
         check_host_name(h.name)
@@ -329,9 +329,11 @@ def validate(data: ProbeData) -> None:
             value = getattr(h, what)
             if value is not None:
                 check_host_name(value, f"host {h.name!r}: {what}")
-    dup = duplicate_name([h.name for h in data.hosts])
+    names = [h.name for h in data.hosts]
+    dup = first_duplicate(names)
     if dup is not None:
-        raise ProbeFileError(f"duplicate host {dup}")
+        note = case_note(names, *dup)
+        raise ProbeFileError(f"duplicate host {names[dup[1]]!r}" + (f" ({note})" if note else ""))
     for label, m in (
         ("latency", data.latency),
         ("latency_median", data.latency_median),

@@ -90,17 +90,16 @@ def check_launcher_names(names: Sequence[str], what: str = "a launcher file",
     differing in case only are one host to a resolver and to plink's host-list reader): what
     every launcher file and plain order file can hold and read back in the same order."""
     from plink.data.hostlist import host_name_problem
+    from plink.data.inputs import case_note, first_duplicate
 
-    seen: dict[str, str] = {}
     for n in names:
-        problem = host_name_problem(n)
-        if problem is not None:
+        if host_name_problem(n) is not None:
             raise PlinkError(f"host name {n!r} cannot be written to {what}: it is not a host name or an IP "
                              f"address, and would read back as other hosts or not at all ({hint})")
-        if n.lower() in seen:
-            raise PlinkError(f"host {n!r} appears twice in the order" + (
-                f" (as {seen[n.lower()]!r}: names differing only in case are one host)" if seen[n.lower()] != n else ""))
-        seen[n.lower()] = n
+    dup = first_duplicate(names)
+    if dup is not None:
+        note = case_note(names, *dup)
+        raise PlinkError(f"host {names[dup[1]]!r} appears twice in the order" + (f" ({note})" if note else ""))
 
 
 MAX_SLOTS = 4096  #: processes per host, far above any machine's cores, far below a file of gigabytes
