@@ -176,17 +176,18 @@ class _State:
         if old.bandwidth is not None:
             self.bw = old.bandwidth[sub].copy()
             self.had_bw = True
-        loss = old.meta.get("loss")
-        if isinstance(loss, list) and len(loss) == old.n:
-            self.loss = np.array([[np.nan if v is None else v for v in row] for row in loss], dtype=float)[sub]
+        loss = _meta_matrix(old.meta.get("loss"), old.n)
+        if loss is not None:
+            self.loss = loss[sub]
         self.addresses = [old.hosts[i].address for i in idx]
         if old.latency_best is not None:
             self.old_best = old.latency_best[sub].copy()
         for key, m in (("low", (old.meta.get("latency_p10_ci_us") or {}).get("low")),
                        ("high", (old.meta.get("latency_p10_ci_us") or {}).get("high")),
                        ("confidence", old.meta.get("confidence")), ("samples_received", old.meta.get("samples_received"))):
-            if isinstance(m, list) and len(m) == old.n and all(isinstance(r, list) and len(r) == old.n for r in m):
-                self.old_pair_meta[key] = np.array([[np.nan if v is None else v for v in r] for r in m], dtype=float)[sub]
+            m = _meta_matrix(m, old.n)
+            if m is not None:
+                self.old_pair_meta[key] = m[sub]
         oh = old.meta.get("host_overhead_us")
         if isinstance(oh, list) and len(oh) == old.n:
             self.old_overhead = np.array([np.nan if v is None else v for v in oh], dtype=float)[idx]
@@ -224,7 +225,8 @@ class _State:
             self.med[s, d], self.p90[s, d] = quantile_sorted(x, 0.5), quantile_sorted(x, 0.9)
         return lo, hi, got
 
-    def to_probe(self, meta: dict) -> ProbeData:
+    def to_probe(self, meta: dict, fresh: np.ndarray) -> ProbeData:
+        """The probe so far (``fresh``: :meth:`fresh`)."""
         hosts = [Host(e.name, self.addresses[i], e.ssh_target) for i, e in enumerate(self.entries)]
         loss = [[None if not np.isfinite(v) else round(float(v), 4) for v in row] for row in self.loss]
         meta = dict(meta, loss=loss)
@@ -232,7 +234,7 @@ class _State:
         best = None
         if self.old_best is not None:  # the file's faster directions where this run did not measure the pair
             best = np.fmin(self.lat, self.lat.T)
-            keep = np.isfinite(self.old_best) & ~self.fresh()
+            keep = np.isfinite(self.old_best) & ~fresh
             best[keep] = self.old_best[keep]
         return ProbeData(
             hosts=hosts, latency=self.lat.copy(), latency_median=self.med.copy(), latency_p90=self.p90.copy(),
@@ -246,6 +248,14 @@ class _State:
             if rtts:
                 f[s, d] = f[d, s] = True
         return f
+
+
+def _meta_matrix(rows, n: int) -> np.ndarray | None:
+    """An ``(n, n)`` matrix kept in a probe file's meta (``null`` = NaN), or None when ``rows`` is not
+    one (an older file, or another size): what :func:`_matrix` wrote, read back."""
+    if not (isinstance(rows, list) and len(rows) == n and all(isinstance(r, list) and len(r) == n for r in rows)):
+        return None
+    return np.array([[np.nan if v is None else v for v in r] for r in rows], dtype=float)
 
 
 def _matrix(m: np.ndarray, digits: int = 2) -> list:
@@ -380,9 +390,9 @@ def probe_hosts(
 def measured_anything(probe: ProbeData) -> bool:
     """Whether ``probe`` holds one measured pair at least (a latency or a bandwidth off the diagonal):
     one that reached no host is not written over the output file."""
-    off = ~np.eye(probe.n, dtype=bool)
-    return bool(np.isfinite(probe.latency[off]).any()
-                or (probe.bandwidth is not None and np.isfinite(probe.bandwidth[off]).any()))
+    from plink.data.probefile import measured_pairs
+
+    return bool(measured_pairs(probe).any() or measured_pairs(probe, bandwidth=True).any())
 
 
 class _Run:
@@ -803,8 +813,9 @@ class _Run:
         if self.phases:
             m["phases_s"] = {k: round(v, 3) for k, v in self.phases.items()}
         old = state.old_pair_meta
+        fresh = state.fresh()
         if old:  # a resume: the file's figures for the pairs this run did not measure
-            stale = ~state.fresh()
+            stale = ~fresh
             for cur, key in ((lo, "low"), (hi, "high"), (conf, "confidence")):
                 if key in old:
                     cur[stale] = old[key][stale]
@@ -819,7 +830,7 @@ class _Run:
             m["host_overhead_us"] = [None if not np.isfinite(v) else round(float(v), 2) for v in h]
         if self.aborted:
             m["aborted"] = self.aborted[0]
-        probe = state.to_probe(m)
+        probe = state.to_probe(m, fresh)
         if self.measured_uplinks:
             probe.uplinks = list(self.measured_uplinks)
         elif state.old_uplinks:  # a resume keeps the file's uplink test (not run again, see _uplinks_wanted)

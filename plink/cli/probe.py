@@ -92,8 +92,9 @@ def _probe_summary(probe, output) -> dict:
         out["latency_us"] = {"min": round(float(lat.min()), 2), "median": round(float(np.median(lat)), 2),
                              "max": round(float(lat.max()), 2)}
     if probe.bandwidth is not None:
-        both = np.isfinite(probe.bandwidth) | np.isfinite(probe.bandwidth.T)
-        out["missing_bandwidth_pairs"] = int((~both[np.triu_indices(n, 1)]).sum())
+        from plink.data.probefile import measured_pairs
+
+        out["missing_bandwidth_pairs"] = int((~measured_pairs(probe, bandwidth=True))[np.triu_indices(n, 1)].sum())
         bw = probe.bandwidth[np.triu_indices(n, 1)]
         bw = bw[np.isfinite(bw)]
         out["bandwidth_gbps"] = ({"min": round(float(bw.min()), 3), "median": round(float(np.median(bw)), 3),

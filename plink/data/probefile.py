@@ -826,10 +826,12 @@ def new_meta(method: str, **extra: Any) -> dict:
     return meta
 
 
-def measured_pairs(probe) -> np.ndarray:
-    """``(N, N)`` mask of the host pairs of ``probe`` with a latency measured in either direction
-    (diagonal False). O(N^2)."""
-    lat = probe.latency
+def measured_pairs(probe, bandwidth: bool = False) -> np.ndarray:
+    """``(N, N)`` mask of the host pairs of ``probe`` with a latency (``bandwidth``: a bandwidth, none
+    when the probe has no bandwidth matrix) measured in either direction (diagonal False). O(N^2)."""
+    lat = probe.latency if not bandwidth else probe.bandwidth
+    if lat is None:
+        return np.zeros((probe.n, probe.n), dtype=bool)
     measured = np.isfinite(lat) | np.isfinite(lat.T)
     np.fill_diagonal(measured, False)
     return measured
