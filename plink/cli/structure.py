@@ -314,13 +314,6 @@ def show(probefile, groups_file, plot, orderfile, as_json, no_structure, load_in
     if groups is not None and groups.confidence is not None:
         summary["confidence_mean"] = round(float(groups.confidence.mean()), 4)
         summary["confidence_min"] = round(float(groups.confidence.min()), 4)
-    if groups is not None:  # what the text shows of the structure, in the JSON too
-        labels = groups.aligned_to(probe.names)
-        summary["members"] = [[probe.names[i] for i in np.flatnonzero(labels == k)] for k in range(int(labels.max()) + 1)]
-        for key in ("low_confidence_hosts", "alone_hosts", "ami", "truth_level", "ami_levels", "ami_levels_against",
-                    "split_by_bandwidth", "bandwidth_unused"):
-            if (groups.metrics or {}).get(key) is not None:
-                summary[key] = groups.metrics[key]
     if plot and orderfile:  # before/after reordering
         from plink.data.orderfile import read_order
         from plink.plots import plot_heatmaps_before_after

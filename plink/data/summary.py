@@ -60,6 +60,12 @@ def summarize(probe, groups=None) -> dict[str, Any]:
         labels = groups.aligned_to(probe.names)
         out["groups"] = int(labels.max()) + 1
         out["group_sizes"] = np.bincount(labels).tolist()
+        # what plink show's text says of the structure, in its JSON too
+        out["members"] = [[probe.names[i] for i in np.flatnonzero(labels == k)] for k in range(out["groups"])]
+        for key in ("low_confidence_hosts", "alone_hosts", "ami", "truth_level", "ami_levels", "ami_levels_against",
+                    "split_by_bandwidth", "bandwidth_unused"):
+            if (groups.metrics or {}).get(key) is not None:
+                out[key] = groups.metrics[key]
         within = labels[iu[0]] == labels[iu[1]]
         what, full, digits = ("bandwidth", probe.bandwidth[iu], 4) if bw_only else ("latency", probe.latency[iu], 3)
         unit = "gbps" if bw_only else "us"
