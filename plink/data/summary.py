@@ -1,7 +1,8 @@
 """A probe file at a glance: what ``plink show`` prints.
 
-:func:`summarize` returns plain numbers (hosts, coverage, latency and
-bandwidth percentiles, truth levels); :func:`display_order` is the host order
+:func:`summarize` returns plain data (hosts, coverage, latency and
+bandwidth percentiles, measured uplinks, truth levels and, given groups, their
+members and what the grouping said of them); :func:`display_order` is the host order
 of the heatmap: by group when a groups file is given (then by true location,
 so racks inside a group stay together), else by true location when the probe
 has ground truth, else the file's order.
