@@ -5,7 +5,9 @@ true racks), prints the AMI of: the latency's grouping alone, the inverse bandwi
 two earlier rules for choosing between them (the finer of nested groupings, else the higher
 silhouette on its own matrix, until 2026-11-29; else the higher sum of silhouettes on both
 matrices, until this rule) and plink's rule (``plink.structure.probegroups``: the latency's
-groups, split where the bandwidth's grouping splits them and measured the parts far apart).
+groups, split where the bandwidth's grouping splits them and measured the parts far apart),
+and, given the true number of racks K (``plink group --groups K``), the latencies alone cut into
+K (what it did until 2026-12-01) and plink's (:func:`plink.structure.probegroups.cut_with_bandwidth`).
 Then what the rule rests on, from the true racks: the in-rack pairs' inverse bandwidth over
 their median (largest), and the share of cross-rack pairs under ``FAR_RATIO`` times it (pairs
 alone on their uplinks read the full rate).
@@ -36,8 +38,9 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from benchmarks.collectives_netns import saved_cases  # noqa: E402
-from plink.data.probefile import from_dict  # noqa: E402
+from plink.data.probefile import Host, ProbeData, from_dict  # noqa: E402
 from plink.probes.rounds import round_robin  # noqa: E402
+from plink.structure.hierarchy import HierarchicalGrouper, infer_groups  # noqa: E402
 from plink.structure.metrics import ami, refines, separation  # noqa: E402
 from plink.structure.probegroups import FAR_RATIO, _group, infer_probe_groups, inverse, placed_hosts  # noqa: E402
 
@@ -91,6 +94,15 @@ def simulated_probe(seed: int, scenario: str) -> tuple[np.ndarray, np.ndarray, n
     return racks, lat, bw
 
 
+def _forced(racks, lat_raw, bw_raw) -> tuple[float, float]:
+    """AMI against ``racks`` of ``plink group --groups K`` with the true K: the latencies alone cut
+    into K (what it did before 2026-12-01), and what it does now (the bandwidths used)."""
+    k = int(np.max(racks)) + 1
+    probe = ProbeData(hosts=[Host(f"h{i}") for i in range(len(racks))], latency=lat_raw, bandwidth=bw_raw)
+    return (ami(racks, HierarchicalGrouper(k).fit(probe).labels_),
+            ami(racks, infer_groups(probe, n_groups=k).labels))
+
+
 def _rules(racks, lat_raw, bw_raw) -> dict:
     """AMI of each grouping (the columns) of one probe's two matrices against ``racks``."""
     lat = np.fmin(lat_raw, lat_raw.T)
@@ -98,10 +110,11 @@ def _rules(racks, lat_raw, bw_raw) -> dict:
     lat_lab = _group(lat, placed_hosts(lat), 0)
     bw_lab = _group(inv, placed_hosts(inv), 0)
     lab, _, source = infer_probe_groups(lat_raw, bw_raw)
+    k_lat, k_plink = _forced(racks, lat_raw, bw_raw)
     return {"latency": ami(racks, lat_lab), "bandwidth": ami(racks, bw_lab),
             "own silhouette": ami(racks, _older(lat_lab, lat, bw_lab, inv, False)),
             "sum of silhouettes": ami(racks, _older(lat_lab, lat, bw_lab, inv, True)),
-            "plink": ami(racks, lab), "source": source,
+            "plink": ami(racks, lab), "K given: latency": k_lat, "K given: plink": k_plink, "source": source,
             "found": f"{lat_lab.max() + 1} / {bw_lab.max() + 1} / {lab.max() + 1}"}
 
 
@@ -123,7 +136,8 @@ def row(path: Path) -> dict | None:
             "cross under": float(np.mean(cross[np.isfinite(cross)] < FAR_RATIO * level))}
 
 
-COLUMNS = ["latency", "bandwidth", "own silhouette", "sum of silhouettes", "plink"]
+COLUMNS = ["latency", "bandwidth", "own silhouette", "sum of silhouettes", "plink", "K given: latency",
+           "K given: plink"]
 
 
 def main(argv=None) -> int:

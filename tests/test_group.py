@@ -357,44 +357,63 @@ def test_each_level_is_scored_against_the_true_level_nearest_it(tmp_path):
     assert auto.metrics["ami_levels_against"] == ["rack", "row"][:len(auto.levels)]
 
 
-def test_groups_k_says_the_pair_bandwidths_are_not_used(tmp_path):
-    """`--groups K` cuts the latencies alone into K groups; on a probe whose racks only its pair
-    bandwidths separate, the true K scored AMI 0.26 where the default scored 1.000, without a word."""
+def test_groups_k_uses_the_pair_bandwidths(tmp_path):
+    """`--groups K` cut the latencies alone into K groups; on a probe whose racks only its pair
+    bandwidths separate, the true K scored AMI 0.26 where the default scored 1.000. Now it finds
+    the racks too, and says the bandwidths made the groups."""
     import os
     import subprocess
     import sys
 
+    from plink.data.groupfile import load_groups
     from plink.data.simulate import simulate_datacenter
+    from plink.structure.hierarchy import HierarchicalGrouper, infer_groups
+    from plink.structure.metrics import ami
 
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     path = tmp_path / "b7.json"
-    simulate_datacenter(4, 6, row_us=21.0, bandwidth=True, seed=7).save(path)
+    probe = simulate_datacenter(4, 6, row_us=21.0, bandwidth=True, seed=7)
+    probe.save(path)
+    truth = [t[-1] for t in probe.truth.labels]
+    assert ami(truth, HierarchicalGrouper(4).fit(probe).labels_) < 0.5  # the latencies' cut alone
     env = dict(os.environ, PYTHONPATH=root)
-    run = [sys.executable, "-m", "plink", "group", str(path), "-o", str(tmp_path / "g.json")]
-    forced = subprocess.run(run + ["--groups", "4"], capture_output=True, text=True, env=env, timeout=120)
-    auto = subprocess.run(run, capture_output=True, text=True, env=env, timeout=120)
+    run = [sys.executable, "-m", "plink", "group", str(path)]
+    forced = subprocess.run(run + ["--groups", "4", "-o", str(tmp_path / "g4.json")], capture_output=True,
+                            text=True, env=env, timeout=120)
+    auto = subprocess.run(run + ["-o", str(tmp_path / "g.json")], capture_output=True, text=True, env=env,
+                          timeout=120)
     assert forced.returncode == auto.returncode == 0
-    said = "with --groups K the latencies alone are cut into K groups"
+    g4 = load_groups(tmp_path / "g4.json")
+    assert g4.k == 4 and ami(truth, g4.aligned_to(probe.names)) == pytest.approx(1.0)
+    said = "--groups K used the pair bandwidths"
     assert said in " ".join(forced.stdout.split() + forced.stderr.split())
     assert said not in auto.stdout + auto.stderr
+    # K off the true one: parts the bandwidths keep apart are joined last
+    for k, floor in ((3, 0.8), (5, 0.9)):
+        g = infer_groups(probe, n_groups=k)
+        assert g.k == k and g.metrics["bandwidth_used"] and g.metrics["ami"] > floor
 
 
-def test_with_k_given_a_lone_host_is_not_said_to_be_near_no_rack(tmp_path):
-    """`--groups N` leaves every host alone because N groups were asked for; the report said each was
-    "near no rack". Without K the reason stays (tests/test_inputs.py)."""
-    import os
-    import subprocess
-    import sys
+def test_cut_with_bandwidth_joins_far_parts_last():
+    """Parts the bandwidths measure far apart are joined only when no other pair is left; among the
+    rest, the parts the latencies' cut puts together first."""
+    from plink.structure.probegroups import cut_with_bandwidth
 
-    from plink.data.simulate import simulate_datacenter
-
-    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    path = tmp_path / "dc.json"
-    probe = simulate_datacenter(3, 3, seed=2)
-    probe.save(path)
-    proc = subprocess.run([sys.executable, "-m", "plink", "group", str(path), "--groups", str(probe.n),
-                           "-o", str(tmp_path / "g.json")], capture_output=True, text=True, timeout=120,
-                          env=dict(os.environ, PYTHONPATH=root, COLUMNS="200"))
-    text = " ".join((proc.stdout + proc.stderr).split())
-    assert proc.returncode == 0 and "alone (a group of their own, the K given asks for that many groups;" in text
-    assert "near no rack" not in text
+    racks = np.repeat(np.arange(3), 4)
+    bw = np.where(racks[:, None] == racks[None, :], 10.0, 4.0)
+    lat = np.full((12, 12), 50.0)  # the latency shows nothing
+    np.fill_diagonal(lat, 0.0)
+    cut = np.arange(12) % 3  # a latency cut that deals every rack out
+    assert ami(racks, cut_with_bandwidth(racks, cut, lat, bw, 3)) == pytest.approx(1.0)
+    assert ami(racks, cut_with_bandwidth(racks.copy(), cut, lat, bw, 2)) > 0.5  # two racks joined, not dealt
+    two = cut_with_bandwidth(racks, cut, lat, bw, 2)
+    assert len(set(map(tuple, [np.unique(two[racks == r]) for r in range(3)]))) == 2
+    assert all(len(np.unique(two[racks == r])) == 1 for r in range(3))
+    six = cut_with_bandwidth(racks, np.arange(12) % 6, lat, bw, 6)  # refined by the cut, each rack halved
+    assert six.max() == 5 and all(len(np.unique(racks[six == g])) == 1 for g in range(6))
+    # the bandwidths silent between two racks: the cut's pairing decides which parts join
+    bw2 = bw.copy()
+    bw2[np.ix_(racks == 0, racks == 1)] = bw2[np.ix_(racks == 1, racks == 0)] = 10.0
+    cut2 = np.where(racks == 2, 1, 0)
+    got = cut_with_bandwidth(np.repeat(np.arange(3), 4), cut2, lat, bw2, 2)
+    assert ami(cut2, got) == pytest.approx(1.0)

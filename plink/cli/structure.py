@@ -94,9 +94,9 @@ def render_structure(groups, console) -> None:
         why = "the K given asks for that many groups" if (groups.params or {}).get("groups") else "near no rack"
         console.print(f"alone (a group of their own, {why}; plink schedule puts each with its nearest "
                       f"host): {', '.join(alone[:12])}{' ...' if len(alone) > 12 else ''}")
-    if m.get("bandwidth_unused"):
-        console.print("note: with --groups K the latencies alone are cut into K groups; the pair bandwidths, which "
-                      "split the latency's groups without --groups, are not used")
+    if m.get("bandwidth_used"):
+        console.print("note: --groups K used the pair bandwidths: these K groups differ from the latencies' "
+                      "cut into K alone")
     if m.get("split_by_bandwidth"):
         from plink.structure.probegroups import FAR_RATIO
 
@@ -145,7 +145,8 @@ def group(probefile, n_groups, method, max_levels, elasticity, alpha, dims, no_h
     there (README, "plink
     group"; docs/structure.md says why).  A probe with pair bandwidths
     (plink probe --bandwidth) has its racks split where the bandwidths
-    measured the parts far apart, as plink order does.  Prints the
+    measured the parts far apart, as plink order does (with --groups K,
+    parts the bandwidths keep apart are joined last).  Prints the
     groups per level, their hosts and how sure plink is of each host (on
     stderr; without -o stdout is the groups file).  --groups K fixes K.
     --method balanced is the dissertation's ProbeEmbed + balanced k-means

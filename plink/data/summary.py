@@ -64,7 +64,7 @@ def summarize(probe, groups=None) -> dict[str, Any]:
         # what plink show's text says of the structure, in its JSON too
         out["members"] = [[probe.names[i] for i in np.flatnonzero(labels == k)] for k in range(out["groups"])]
         for key in ("low_confidence_hosts", "alone_hosts", "ami", "truth_level", "ami_levels", "ami_levels_against",
-                    "split_by_bandwidth", "bandwidth_unused"):
+                    "split_by_bandwidth", "bandwidth_used"):
             if (groups.metrics or {}).get(key) is not None:
                 out[key] = groups.metrics[key]
         within = labels[iu[0]] == labels[iu[1]]

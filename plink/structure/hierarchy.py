@@ -1535,7 +1535,10 @@ def infer_groups(probe, *, n_groups: int | None = None, max_levels: int = 3, see
     --bandwidth``), the finest level is split where the bandwidths measured
     parts of a group far apart (:func:`plink.structure.probegroups.split_by_bandwidth`),
     so the groups are the ones ``plink order`` prices; ``metrics["split_by_bandwidth"]``
-    counts the groups that added.  The result carries ``levels`` and ``confidence``; its metrics hold the
+    counts the groups that added.  With K given and pair bandwidths, those groups are made K by
+    :func:`plink.structure.probegroups.cut_with_bandwidth` (``metrics["bandwidth_used"]`` when
+    that differs from the latencies' cut into K; coarser levels it does not nest in are dropped,
+    and the confidence is each host's silhouette on whichever matrix separates it better).  The result carries ``levels`` and ``confidence``; its metrics hold the
     group sizes per level, the mean / min confidence, the low-confidence hosts
     (below :data:`LOW_CONFIDENCE`), the hosts alone in a finest group (``alone_hosts``), the scores that chose K, the run time and,
     when the probe has ground truth, the AMI of the finest level against the
@@ -1560,21 +1563,39 @@ def infer_groups(probe, *, n_groups: int | None = None, max_levels: int = 3, see
     h = est.hierarchy_
     levels = list(h.levels)
     split = 0
+    bandwidth_used = False
     bw = getattr(probe, "bandwidth", None)
-    if n_groups is None and bw is not None and not getattr(probe, "inverse_bandwidth", False):
+    confidence = h.confidence
+    with_bw = bw is not None and not getattr(probe, "inverse_bandwidth", False)
+    if n_groups is None and with_bw:
         # the groups plink order prices: the latency's, split where the bandwidth measured parts far
         from plink.structure.probegroups import split_by_bandwidth
 
         finest = split_by_bandwidth(h.labels, bw, seed=seed)
         split = int(finest.max() - h.labels.max())
         levels[0] = finest
-    labels = levels[0]
-    confidence = h.confidence
-    if split and h.n_groups == 1:  # the latency saw one group: how sure, from the bandwidths
-        from plink.structure.metrics import host_separation
-        from plink.structure.probegroups import inverse
+        if split and h.n_groups == 1:  # the latency saw one group: how sure, from the bandwidths
+            from plink.structure.metrics import host_separation
+            from plink.structure.probegroups import inverse
 
-        confidence = np.clip(host_separation(inverse(bw), labels), 0.0, 1.0)  # as the latency's are
+            confidence = np.clip(host_separation(inverse(bw), finest), 0.0, 1.0)  # as the latency's are
+    elif with_bw:
+        # K given: the groups K from the data gives (split by the bandwidths), made K by the latencies'
+        # cut into K without joining parts the bandwidths measured far apart while others are left
+        from plink.structure.metrics import host_separation, refines
+        from plink.structure.probegroups import cut_with_bandwidth, inverse, split_by_bandwidth
+
+        auto = HierarchicalGrouper("auto", max_levels=max_levels, random_state=seed).fit(probe).hierarchy_
+        finest = cut_with_bandwidth(split_by_bandwidth(auto.labels, bw, seed=seed), h.labels,
+                                    _as_matrix(probe), bw, int(n_groups))
+        if not np.array_equal(finest, h.labels):
+            # the coarser levels kept are those the new finest level still nests in
+            levels = [finest] + [lv for lv in levels[1:] if refines(finest, lv) and lv.max() < finest.max()]
+            lat = np.asarray(_as_matrix(probe), dtype=float)
+            confidence = np.clip(np.fmax(host_separation(np.fmin(lat, lat.T), finest),
+                                         host_separation(inverse(bw), finest)), 0.0, 1.0)
+            bandwidth_used = True
+    labels = levels[0]
     seconds = time.perf_counter() - t0
     names = probe.names
     low = np.flatnonzero(confidence < LOW_CONFIDENCE)
@@ -1593,8 +1614,8 @@ def infer_groups(probe, *, n_groups: int | None = None, max_levels: int = 3, see
     }
     if split:
         metrics["split_by_bandwidth"] = split
-    elif n_groups is not None and bw is not None and not getattr(probe, "inverse_bandwidth", False):
-        metrics["bandwidth_unused"] = True  # K given: the latencies alone are cut into K (said to the user)
+    elif bandwidth_used:
+        metrics["bandwidth_used"] = True  # K given: the groups differ from the latencies' cut into K (said)
     if probe.truth is not None and probe.truth.levels:
         truth = probe.truth.labels
         metrics["ami"] = round(ami([t[-1] for t in truth], labels), 6)

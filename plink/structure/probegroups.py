@@ -48,8 +48,8 @@ import numpy as np
 
 from plink.structure.metrics import separation
 
-__all__ = ["FAR_RATIO", "SPLIT_MIN_SIZE", "infer_probe_groups", "inverse", "placed_hosts", "split_by_bandwidth",
-           "split_by_far_pairs", "splits_in_two"]
+__all__ = ["FAR_RATIO", "SPLIT_MIN_SIZE", "cut_with_bandwidth", "infer_probe_groups", "inverse", "placed_hosts",
+           "split_by_bandwidth", "split_by_far_pairs", "splits_in_two"]
 
 #: Two parts of a latency group stay apart only when the median inverse bandwidth of the pairs
 #: between them is at least this many times the in-group level (the median over the pairs both
@@ -138,6 +138,63 @@ def split_by_bandwidth(labels: np.ndarray, bandwidth: np.ndarray, *, seed: int =
         return labels
     split = split_by_far_pairs(labels, _group(inv, seen, seed), inv)
     return split if split.max() > labels.max() else labels
+
+
+def cut_with_bandwidth(split: np.ndarray, cut: np.ndarray, latency: np.ndarray, bandwidth: np.ndarray,
+                       k: int, far: float = FAR_RATIO) -> np.ndarray:
+    """``k`` groups from both matrices: what ``plink group --groups K`` gives on a probe with pair
+    bandwidths.  ``split`` is the grouping found with K from the data and split by the bandwidths
+    (:func:`split_by_bandwidth`), ``cut`` the latencies cut into ``k`` groups.
+
+    With ``split`` of ``k`` groups, ``split``.  With fewer, it is refined by ``cut`` (their
+    intersection) so that ``k`` can be reached; with more, it is taken as it is.  The parts are
+    then merged, two at a time, down to ``k`` groups: first those the bandwidths do not measure
+    far apart (the median inverse bandwidth between them under ``far`` times the median within
+    ``split``'s groups), among them those ``cut`` puts together (the largest share of the pairs
+    between them), then the nearest by mean ``latency`` (µs, the faster direction of each pair;
+    pairs not measured are no evidence).  So the result is the latencies' cut wherever the
+    bandwidths do not object, and a rack only the bandwidths tell apart is not joined to another
+    to make up ``k`` while two parts of one rack remain.
+    Labels renumbered 0.. in order of first appearance.  O(P N^2) for P parts.
+    """
+    split, cut = np.asarray(split), np.asarray(cut)
+    if int(split.max()) + 1 == k:
+        return _canonical(split)
+    n = len(split)
+    parts = split
+    if int(split.max()) + 1 < k:
+        _, parts = np.unique(np.stack([split, cut]), axis=1, return_inverse=True)
+        parts = np.asarray(parts).ravel()
+    lat = np.asarray(latency, dtype=float)
+    lat = np.fmin(lat, lat.T)
+    inv = inverse(bandwidth)
+    off = ~np.eye(n, dtype=bool)
+    together = (split[:, None] == split[None, :]) & off & np.isfinite(inv)
+    level = float(np.median(inv[together])) if together.any() else np.nan
+    groups = [np.flatnonzero(parts == g) for g in np.unique(parts)]
+
+    def between(m: np.ndarray, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+        v = m[np.ix_(a, b)]
+        return v[np.isfinite(v)]
+
+    while len(groups) > k:
+        best = None
+        for i in range(len(groups)):
+            for j in range(i + 1, len(groups)):
+                bw = between(inv, groups[i], groups[j])
+                apart = bool(len(bw)) and np.isfinite(level) and float(np.median(bw)) >= far * level
+                lt = between(lat, groups[i], groups[j])
+                joined = float(np.mean(cut[groups[i]][:, None] == cut[groups[j]][None, :]))
+                key = (apart, -joined, float(lt.mean()) if len(lt) else np.inf, i, j)
+                if best is None or key < best:
+                    best = key
+        i, j = best[-2:]
+        groups[i] = np.sort(np.concatenate([groups[i], groups[j]]))
+        del groups[j]
+    out = np.empty(n, dtype=np.int64)
+    for g, members in enumerate(groups):
+        out[members] = g
+    return _canonical(out)
 
 
 def _canonical(labels: np.ndarray) -> np.ndarray:
