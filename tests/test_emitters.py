@@ -651,3 +651,12 @@ def test_host_slots_formats_refuse_ipv6(fmt):
         em.emit(fmt, ["fe80::1", "10.0.0.1"], slots=4)
     assert em.emit(fmt, ["n1", "10.0.0.1"], slots=4)  # IPv4 and names are fine
     assert "fe80::1" in em.emit("openmpi", ["fe80::1", "10.0.0.1"], slots=4)
+
+
+def test_env_master_addr_without_an_address_says_so():
+    """A plain list has names only: MASTER_ADDR is the first name, which may be an ssh-config alias
+    no other host resolves; the file says so, and not when the probe recorded an address."""
+    text = em.env_hints([Host("gpu-a"), Host("gpu-b")], "ring")
+    assert "export MASTER_ADDR=gpu-a" in text and "SSH config alias" in text
+    assert "SSH config alias" not in em.env_hints(HOSTS, "ring")
+    assert subprocess.run(["sh", "-n"], input=text, text=True, capture_output=True).returncode == 0

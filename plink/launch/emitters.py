@@ -394,10 +394,11 @@ def env_hints(hosts: Sequence, algo: str = "ring", slots=1) -> str:
             lines += ["export OMPI_MCA_coll_tuned_reduce_algorithm=4", "export OMPI_MCA_coll_tuned_bcast_algorithm=5",
                       "# (their segment sizes left at 0, whole messages level by level: as plink priced the order)"]
     first = hs[0]
-    lines += [
-        "# rank 0 (torchrun / torch.distributed rendezvous):",
-        f"export MASTER_ADDR={shlex.quote(first.address or first.name)}",
-    ]
+    lines += ["# rank 0 (torchrun / torch.distributed rendezvous):"]
+    if first.address is None:  # a plain list, or a host never reached: the name may be an ssh-config alias
+        lines += ["# (the host's name as given, no address recorded: if it is an SSH config alias, set MASTER_ADDR to",
+                  "#  an address every host resolves; plink probe records one)"]
+    lines += [f"export MASTER_ADDR={shlex.quote(first.address or first.name)}"]
     return "\n".join(lines) + "\n"
 
 
