@@ -195,9 +195,10 @@ def drift_report(old: ProbeData, new: ProbeData, top: int = 5) -> dict:
     """Which links changed most between two probes of (mostly) the same hosts.
 
     Compares latency (and bandwidth when both probes have it) on the pairs
-    measured in both, by ``|log(new/old)|``.  Returns the ``top`` links with
-    their old and new values and relative change, the median relative
-    change, and the hosts added or removed.  O(N^2 log N).
+    measured in both, by ``|log(new/old)|``.  Returns the ``top`` links that
+    changed by :data:`DRIFT_MIN` or more, with their old and new values and
+    relative change, the median relative change, and the hosts added or
+    removed.  O(N^2 log N).
     """
     old_names, new_names = old.names, new.names
     common = [n for n in new_names if n in set(old_names)]
@@ -225,7 +226,7 @@ def drift_report(old: ProbeData, new: ProbeData, top: int = 5) -> dict:
         score = np.where(ok, np.abs(np.log(np.where(ok, ratio, 1.0))), -1.0)
         links = []
         for k in np.argsort(-score, kind="stable")[:top]:
-            if score[k] < 0:
+            if score[k] < 0 or abs(ratio[k] - 1.0) < DRIFT_MIN:  # (an unchanged link read "+0%")
                 break
             links.append({
                 "a": common[iu[0][k]], "b": common[iu[1][k]], "metric": unit,
@@ -244,6 +245,10 @@ def drift_report(old: ProbeData, new: ProbeData, top: int = 5) -> dict:
     return rep
 
 
+#: a link is listed as changed by :func:`drift_report` from this relative change (1%)
+DRIFT_MIN = 0.01
+
+
 def format_drift(rep: dict) -> list[str]:
     """Human-readable lines of a :func:`drift_report`."""
     lines = []
@@ -253,6 +258,8 @@ def format_drift(rep: dict) -> list[str]:
         lines.append(f"hosts removed: {', '.join(rep['hosts_removed'])}")
     if rep.get("median_change") is not None:
         lines.append(f"median latency change over {rep['pairs_compared']} pairs: {rep['median_change']:+.1%}".replace("+", ""))
+    if rep.get("pairs_compared") and not rep.get("links") and not rep.get("bandwidth_links"):
+        lines.append(f"no link changed by {DRIFT_MIN:.0%} or more")
     for link in rep.get("links", []) + rep.get("bandwidth_links", []):
         unit = "us" if link["metric"] == "latency_us" else "Gbit/s"
         lines.append(f"  {link['a']} - {link['b']}: {link['old']:g} -> {link['new']:g} {unit} ({link['change']:+.0%})")

@@ -535,3 +535,19 @@ def test_nothing_measured_names_the_unreachable_hosts(tmp_path):
     with pytest.raises(PlinkError, match=r"no pair of hosts was measured \(unreachable: .*" + probe.names[0]):
         watch(tmp_path / "st", lambda: probe, **OPTS)
     assert not (tmp_path / "st" / "state.json").exists()
+
+
+def test_drift_lists_only_links_that_changed():
+    """Two identical probes listed their first links as changed by "+0%"."""
+    from plink.watch import format_drift
+
+    old = dc(1)
+    rep = drift_report(old, ProbeData(hosts=old.hosts, latency=old.latency.copy()), top=5)
+    assert rep["links"] == [] and rep["pairs_compared"] == 120
+    assert format_drift(rep)[-1] == "no link changed by 1% or more"
+    lat = old.latency.copy()
+    lat[0, 1] = lat[1, 0] = lat[0, 1] * 1.5
+    lat[2, 3] = lat[3, 2] = lat[2, 3] * 1.004  # under 1%: not listed
+    rep = drift_report(old, ProbeData(hosts=old.hosts, latency=lat), top=5)
+    assert [(x["a"], x["b"]) for x in rep["links"]] == [(old.names[0], old.names[1])]
+    assert not any("+0%" in line for line in format_drift(rep))
