@@ -22,6 +22,8 @@ an assumption never stands behind a speedup unannounced.
 
 from __future__ import annotations
 
+import itertools
+import math
 import time
 from dataclasses import asdict, dataclass, field
 from typing import Any
@@ -180,7 +182,11 @@ def group_labels(probe: ProbeData, path: str, groups=None) -> np.ndarray:
 
 
 def random_orders(n: int, n_random: int, seed: int) -> np.ndarray:
-    """``(n_random, n)`` uniformly random orders (seeded)."""
+    """``(n_random, n)`` uniformly random orders (seeded); every one of the ``n!`` orders, once each
+    in lexicographic order, when there are no more than ``n_random`` of them (2-5 hosts at the
+    default 500: their median is then exact, not a sample's)."""
+    if math.factorial(n) <= n_random:
+        return np.array(list(itertools.permutations(range(n))), dtype=np.int64).reshape(-1, n)
     rng = np.random.default_rng(seed)
     return np.array([rng.permutation(n) for _ in range(n_random)], dtype=np.int64).reshape(n_random, n)
 
@@ -349,7 +355,7 @@ def order_hosts(
         cost_input=cost_input,
         cost_random_median=ranges["random_median"][1],  # (the worst-case model is the model)
         cost_plink=best_cost,
-        n_random=n_random,
+        n_random=len(rand),
         model=kind,
         missing_pairs=n_missing,
         proven_optimal=proven,

@@ -699,3 +699,30 @@ def test_a_bandwidth_only_matrix_is_priced_on_the_groups_plink_group_finds():
     priced, reported = find_groups(probe), infer_groups(probe)
     assert priced.k == reported.labels.max() + 1
     assert ami(priced.labels, reported.labels) == pytest.approx(1.0)
+
+
+def test_few_hosts_price_every_order_once(tmp_path):
+    """With 2-5 hosts there are no more than 120 orders: the report's median is of all of them
+    (it was "median of 500 random", a sample with repeats), and 2 hosts are not called "(none)"."""
+    import math
+    import os
+    import subprocess
+    import sys
+
+    from plink.data.simulate import simulate_datacenter
+    from plink.order import random_orders
+
+    for n in (2, 3, 5):
+        got = random_orders(n, 500, 0)
+        assert len(got) == math.factorial(n) and len({tuple(o) for o in got}) == len(got)
+    assert len(random_orders(6, 500, 0)) == 500  # 720 orders: a sample
+    path = tmp_path / "two.json"
+    simulate_datacenter(1, 2, seed=0).save(path)
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    run = subprocess.run([sys.executable, "-m", "plink", "order", str(path), "--algo", "ring", "-o",
+                          str(tmp_path / "r.txt")], capture_output=True, text=True, timeout=120,
+                         env=dict(os.environ, PYTHONPATH=root, COLUMNS="200"))
+    assert run.returncode == 0, run.stderr
+    out = run.stdout + run.stderr
+    assert "median of all 2 orders" in out and "median of 500 random" not in out
+    assert "(too few hosts to find racks)" in out and "(none)" not in out

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import click
 
 from plink.cli._app import (check_option_files, cli, _echo_json, matrix_input_options, note_groups_beyond, _stderr_console,
@@ -41,6 +43,9 @@ def _any_span(result) -> bool:
     return any("-" in _fmt_speedup(result, k) for k in ("input", "random_median", "contiguous"))
 
 
+#: how the report names a groups source the probe file does not say in words
+_SOURCES = {"none": "too few hosts to find racks"}
+
 _SCENARIOS = {"uplinks non-blocking": "with rack uplinks that never bind",
               "latencies alone": "by the measured latencies alone (no capacity binding)"}
 
@@ -74,13 +79,16 @@ def render_order_report(result, console) -> None:
     size = "" if result.cost_model == "pairsum" and result.model == "latency" else f"{format_size(result.size)}, "
     title = (
         f"{result.algo} over {len(result.hosts)} host{'s' * (len(result.hosts) != 1)}, {size}{what}, {result.model}; "
-        f"{g.get('k', '?')} group(s) ({g.get('source', '?')})"
+        f"{g.get('k', '?')} group(s) ({_SOURCES.get(g.get('source'), g.get('source', '?'))})"
     )
     t = Table(title=title, title_justify="left", show_edge=False)
     t.add_column("order")
     t.add_column("predicted", justify="right")
     t.add_column("plink speedup", justify="right")
-    rows = [("input order", "input"), (f"median of {result.n_random} random", "random_median"),
+    every = result.n_random == math.factorial(len(result.hosts))  # (random_orders: every order, when as few)
+    rows = [("input order", "input"),
+            (f"median of all {result.n_random} orders" if every else f"median of {result.n_random} random",
+             "random_median"),
             ("rack-contiguous (groups in index order)", "contiguous")]
     for label, name in rows:
         t.add_row(label, _fmt_range(result, name), _fmt_speedup(result, name))
