@@ -417,3 +417,21 @@ def test_cut_with_bandwidth_joins_far_parts_last():
     cut2 = np.where(racks == 2, 1, 0)
     got = cut_with_bandwidth(np.repeat(np.arange(3), 4), cut2, lat, bw2, 2)
     assert ami(cut2, got) == pytest.approx(1.0)
+
+
+def test_show_names_a_balanced_level_as_such(tmp_path):
+    """A balanced groups file (sqrt(N) equal groups, what 2LHA uses) was labelled "finest (e.g. racks)"."""
+    from click.testing import CliRunner
+
+    from plink.cli import cli
+    from plink.data.simulate import simulate_datacenter
+
+    path = tmp_path / "p.json"
+    simulate_datacenter(4, 4, seed=1).save(path)
+    r = CliRunner()
+    for method, label in (("balanced", "balanced (equal sizes)"), ("hierarchy", "finest (e.g. racks)")):
+        g = tmp_path / f"{method}.json"
+        assert r.invoke(cli, ["group", str(path), "--method", method, "-o", str(g)]).exit_code == 0
+        assert json.loads(g.read_text())["params"]["method"] == method
+        out = r.invoke(cli, ["show", str(path), "--groups", str(g)], env={"COLUMNS": "200"})
+        assert out.exit_code == 0 and label in out.output

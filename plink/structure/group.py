@@ -373,7 +373,7 @@ def group_hosts(
         metrics["ami"] = round(ami(labels, grp.labels_), 6)
         metrics["truth_level"] = probe.truth.levels[-1] if probe.truth.levels else None
     params = {
-        "groups": int(k), "elasticity": float(elasticity), "alpha": float(alpha), "dims": int(dims),
+        "method": "balanced", "groups": int(k), "elasticity": float(elasticity), "alpha": float(alpha), "dims": int(dims),
         "heights": bool(heights), "seed": int(seed), "n_init": n_init, "scale_us": round(emb.scale_, 6),
     }
     return Groups(
