@@ -93,7 +93,8 @@ PARTS_PER_S = 200  # the controller's budget of result messages per second (run_
 
 
 def run_scheduled(fleet, rounds, count: int, interval: float, timeout: float, reply_timeout: float,
-                  on_rows, flush=None, self_ping: bool = False, size: int = 64, stamps: bool = True) -> dict:
+                  on_rows, flush=None, self_ping: bool = False, size: int = 64, stamps: bool = True,
+                  on_slot=None) -> dict:
     """One pass of ``udp`` latency over ``rounds`` (lists of disjoint pairs),
     both directions of every pair, run by the agents on their own clocks.
 
@@ -106,7 +107,10 @@ def run_scheduled(fleet, rounds, count: int, interval: float, timeout: float, re
     deadline for everything (the schedule's length + ``timeout`` +
     ``reply_timeout``), and agents silent for ``reply_timeout`` are dropped
     by the fleet at once.  ``stamps``: kernel receive timestamps minus the
-    reflector's turnaround (see ``probes/agent.py``).  Controller work O(N) per round.
+    reflector's turnaround (see ``probes/agent.py``).  ``on_slot(done, total)``,
+    when given, is told the slots whose results have begun to come back (the
+    latest slot any result is from, + 1), as that grows: a pass's progress.
+    Controller work O(N) per round.
     """
     slot = slot_seconds(count, interval)
     live = set(fleet.live())
@@ -142,12 +146,17 @@ def run_scheduled(fleet, rounds, count: int, interval: float, timeout: float, re
         except AgentLost as exc:
             fleet.lose(k, str(exc))
     last = [time.monotonic()]
+    reached = {"slots": 0, "told": 0}
 
     def on_part(k, rid, rows):
         for tag, sent, rtts in rows:
             dst = dst_of.get((k, int(tag)))
             if dst is not None:
                 on_rows(k, dst, int(sent), rtts)
+                reached["slots"] = max(reached["slots"], int(tag) + 1)
+        if on_slot is not None and reached["slots"] > reached["told"]:
+            reached["told"] = reached["slots"]
+            on_slot(reached["slots"], n_slots)
         if flush is not None and time.monotonic() - last[0] > 1.0:
             flush()
             last[0] = time.monotonic()

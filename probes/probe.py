@@ -597,11 +597,13 @@ class _Run:
                 rounds += pack_rounds(pending, self.n, shift=sub + j)
             sub += m
             t0 = time.monotonic()
-            self.report("round", stage, stage + 1,
-                        f"pass {stage + 1}: {len(pending)} pairs, {m} x {len(rounds) // m} rounds")
+            msg = f"pass {stage + 1}: {len(pending)} pairs, {m} x {len(rounds) // m} rounds"
+            self.report("round", 0, len(rounds), msg)  # then the rounds (the agents' slots) as results come back
             res = run_scheduled(self.fleet, rounds, per_pass, o.interval, o.timeout, o.reply_timeout,
                                 self._add_latency, self._flush, self_ping=o.self_ping and stage == 0,
-                                stamps=o.kernel_stamps)
+                                stamps=o.kernel_stamps,
+                                on_slot=lambda done, total, msg=msg: self.report("round", min(done, len(rounds)),
+                                                                                 len(rounds), msg))
             self.errors.extend(res["errors"])
             for p in pending:
                 taken[p] += m * per_pass

@@ -109,6 +109,19 @@ def test_full_probe_latency_and_bandwidth(cluster, tmp_path):
     assert_nothing_left(cluster)
 
 
+def test_udp_pass_reports_its_rounds_as_their_results_come_back(cluster, tmp_path):
+    """A udp pass runs on the agents' clocks; its progress counted passes (0 of 1 until the pass
+    was over), so a long pass showed no progress. Now it counts the pass's rounds as results arrive."""
+    events = []
+    opts = SSHOptions(ssh_config=cluster.ssh_config, retries=0, connect_timeout=5)
+    probe_hosts(cluster.hostfile, count=40, interval=0.01, ssh=opts, progress=events.append)
+    rounds = [(e.done, e.total) for e in events if e.phase == "round"]
+    assert rounds[0] == (0, 7) and rounds[-1] == (7, 7)
+    assert len({d for d, _ in rounds}) >= 3  # seen moving (7 rounds of 0.4 s; results stream every 0.25 s)
+    assert [d for d, _ in rounds] == sorted(d for d, _ in rounds)
+    assert_nothing_left(cluster)
+
+
 def test_hosts_die_mid_probe_cost_one_timeout_then_resume(cluster, tmp_path):
     import threading
 
