@@ -35,7 +35,11 @@ own) also limits each pair's flows (``Network.path``); ``plink probe``'s
 pairs are measured a round at a time, sharing uplinks, so they are not.  Uplinks: measured ones from the probe file (an uplink
 whose host set is several whole groups, e.g. measured for two racks together,
 becomes an outer level of links over those hosts; one that holds part of a
-group is not priced, its rate being no one link's; the group uplinks' capacities,
+group and hosts of another is not priced, its rate being no one link's; one over
+part of a group whose other hosts no test holds, i.e. hosts lost before the test, is
+that group's uplink measured with fewer senders: its rate is the capacity when
+they saturated it (under :data:`SATURATED` of their NICs' sum), else a floor
+for it; the group uplinks' capacities,
 both directions, that differ by less than the uplink test's own noise across its
 passes are priced as one, :mod:`plink.structure.capacities`); otherwise
 the conservative oversubscribed case, an uplink carries what one host NIC
@@ -216,6 +220,11 @@ def _pool_uplinks(priced: list, up: np.ndarray, down: np.ndarray) -> str | None:
             f"(+-{np.expm1(cc.sigma) * 100:.1f}% per pass)")
 
 
+#: an uplink test over part of a group (hosts lost before it) measured the group's capacity when
+#: its senders got less than this share of their NICs' sum: they filled the link (the netns
+#: cluster's oversubscribed racks give 0.24, a link that carries every NIC about 0.9)
+SATURATED = 0.8
+
 UPLINK_ASSUMPTIONS = ("oversubscribed", "non-blocking")  #: what an unmeasured group uplink is assumed to carry
 
 
@@ -273,6 +282,8 @@ def network(probe: ProbeData, groups: Groups, *, fill: str = "high", use_bandwid
     other = []  # measured uplinks whose host set is several whole groups: an outer level
     cut = []  # ... that hold part of a group: no link of these groups (measured over other groups)
     priced = []  # (group, uplink) of the measured group uplinks
+    partial, floors = [], []  # tests over part of a group (hosts lost before them): saturated, or a floor
+    tested = {int(h) for u in getattr(probe, "uplinks", None) or [] for h in u.hosts}
     for u in getattr(probe, "uplinks", None) or []:
         hosts = sorted(int(h) for h in u.hosts)
         match = [g for g in range(k) if sorted(np.flatnonzero(lab == g).tolist()) == hosts]
@@ -282,8 +293,25 @@ def network(probe: ProbeData, groups: Groups, *, fill: str = "high", use_bandwid
             priced.append((match[0], u))
         elif hosts and np.flatnonzero(np.isin(lab, lab[hosts])).tolist() == hosts:
             other.append(u)
+        elif hosts and len(set(lab[hosts].tolist())) == 1 and not tested & (
+                set(np.flatnonzero(lab == lab[hosts[0]]).tolist()) - set(hosts)):
+            g = int(lab[hosts[0]])
+            if max(float(u.up_bps), float(u.down_bps)) < SATURATED * float(nic[hosts].sum()):
+                up[g], down[g] = float(u.up_bps), float(u.down_bps)
+                measured[g] = True
+                priced.append((g, u))
+                partial.append(u)
+            else:  # the link carried all they sent: it holds at least that
+                up[g], down[g] = max(up[g], float(u.up_bps)), max(down[g], float(u.down_bps))
+                floors.append(u)
         else:
             cut.append(u)
+    if partial:
+        notes.append(f"{len(partial)} measured uplink(s) over part of a group (hosts lost before the test) priced as "
+                     "the group's: its hosts filled it")
+    if floors:
+        notes.append(f"{len(floors)} measured uplink(s) over part of a group (hosts lost before the test) did not "
+                     "fill it: the group's uplink priced at no less than the rate measured, else as assumed below")
     note = _pool_uplinks(priced, up, down) if pool_uplinks else None
     if note:
         notes.append(note)

@@ -512,6 +512,31 @@ def test_an_uplink_holding_part_of_a_group_is_not_priced():
     assert any("not priced: each holds part of a group" in note for note in net.notes)
 
 
+def test_an_uplink_test_that_lost_a_host_is_priced_as_its_groups():
+    """A host lost before the uplink test leaves its rack's test with the live hosts only. That test
+    was not priced (the rack assumed oversubscribed); it is the rack's uplink measured with fewer
+    senders: their rate is its capacity when they filled it, else a floor for it."""
+    lat = np.full((6, 6), 10.0)
+    np.fill_diagonal(lat, 0)
+    pd = from_matrix(lat, [f"h{i}" for i in range(6)])  # NICs assumed 10 Gbit/s: 1.25e9 B/s
+    labels = np.array([0, 0, 0, 1, 1, 1])
+    pd.uplinks = [SimpleNamespace(hosts=(0, 1), up_bps=1e8, down_bps=1.1e8),  # host 2 lost: 2 senders filled it
+                  SimpleNamespace(hosts=(3, 4, 5), up_bps=2e8, down_bps=2e8)]
+    net = network(pd, find_groups(pd, labels=labels))
+    assert net.up.tolist() == [1e8, 2e8] and net.down.tolist() == [1.1e8, 2e8] and "uplinks" not in net.assumed
+    assert any("1 measured uplink(s) over part of a group" in note and "filled it" in note for note in net.notes)
+    # two senders that got nearly all they sent: the group's uplink holds at least that, no less
+    pd.uplinks[0] = SimpleNamespace(hosts=(0, 1), up_bps=2.4e9, down_bps=2.4e9)
+    net = network(pd, find_groups(pd, labels=labels))
+    assert net.up[0] == 2.4e9 and "uplinks" in net.assumed
+    assert any("did not fill it" in note for note in net.notes)
+    # the group's other host tested with another group (mis-grouped at probe time): no link of these groups
+    pd.uplinks = [SimpleNamespace(hosts=(0, 1), up_bps=1e8, down_bps=1e8),
+                  SimpleNamespace(hosts=(2, 3, 4, 5), up_bps=2e8, down_bps=2e8)]
+    net = network(pd, find_groups(pd, labels=labels))
+    assert "uplinks" in net.assumed and any("2 measured uplink(s) not priced" in note for note in net.notes)
+
+
 def test_proof_case_a_bandwidth_probe_prices_its_racks_alike():
     """Proof case A, 2026-11-28 (4 racks of 4): the probe's uplink test grouped host pfr3h2 with rack 1,
     so two measured uplinks cut racks 1 and 3. Priced as an outer level they made every rack-contiguous
