@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 
 from plink.schedule.dag import Dag, Schedule, ScheduleError, expand, from_dict, load_schedule
 from plink.errors import PlinkError
-from plink.data.probefile import from_matrix
+from plink.data.probefile import ProbeData, from_matrix
 from plink.schedule.plan import (Plan, assign_masters, balance, chunk_buffer, fallback_groups, lpt_assign,
                             node_loads, plan_schedule)
 from plink.data.simulate import simulate_datacenter
@@ -818,6 +818,11 @@ def test_summarize_prices_with_the_measured_or_the_assumed_bandwidth():
     with pytest.raises(ScheduleError) as e:
         summarize(sched, from_matrix(probe.latency, probe.names[::-1]))
     assert str(e.value) == "the probe file's hosts differ from the schedule's (names or order)"
+    # a probe with pair bandwidths over other hosts: the same error, not numpy's broadcast error (an
+    # "internal error" from plink verify)
+    fewer = ProbeData(hosts=probe.hosts[:-1], latency=probe.latency[:-1, :-1], bandwidth=probe.bandwidth[:-1, :-1])
+    with pytest.raises(ScheduleError, match="hosts differ from the schedule's"):
+        summarize(sched, fewer)
 
 
 # ---------------------------------------------------------------------------

@@ -22,6 +22,18 @@ def dc(tmp_path):
     return path
 
 
+def test_verify_against_a_probe_of_other_hosts_with_bandwidths(tmp_path, dc, capsys):
+    """A probe with pair bandwidths over other hosts met the plan's matrices before the host check:
+    "internal error: ValueError: operands could not be broadcast together"."""
+    out = tmp_path / "s.json"
+    assert run(["schedule", str(dc), "--size", "1MiB", "-o", str(out)], capsys)[0] == 0
+    other = tmp_path / "b6.json"
+    simulate_datacenter(racks=2, hosts_per_rack=3, bandwidth=True, seed=0).save(other)
+    code, stdout, err = run(["verify", str(out), str(other)], capsys)
+    assert code == 1 and err.strip() == ("plink: error: the probe file's hosts differ from the schedule's "
+                                         "(names or order)")
+
+
 def test_schedule_and_verify(tmp_path, dc, capsys):
     out = tmp_path / "s.json"
     code, stdout, err = run(["schedule", str(dc), "--size", "1MiB", "-o", str(out), "--json"], capsys)

@@ -299,6 +299,8 @@ def summarize(sched, probe=None, verify_limit: int = VERIFY_LIMIT,
     """
     from plink.schedule.plan import balance
 
+    if probe is not None and probe.names != list(sched.hosts):  # before the probe's matrices meet the plan's
+        raise ScheduleError("the probe file's hosts differ from the schedule's (names or order)")
     n, nchunks = len(sched.hosts), len(sched.chunks)
     labels = np.asarray(sched.labels)
     out: dict[str, Any] = {"hosts": n, "groups": int(labels.max()) + 1, "size": int(sched.size),
@@ -327,8 +329,6 @@ def summarize(sched, probe=None, verify_limit: int = VERIFY_LIMIT,
         if sched.plan.capacity == "cardinality" or bw is not None:
             out["balance"] = balance(sched.plan, bw)
     if probe is not None and traffic is not None:
-        if probe.names != list(sched.hosts):
-            raise ScheduleError("the probe file's hosts differ from the schedule's (names or order)")
         preds = predict_all(traffic, pair_cost(probe, assumed_gbps), labels, sched.size)
         out["predicted"] = {k: v.to_dict() for k, v in preds.items()}
         if probe.bandwidth is not None:
