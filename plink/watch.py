@@ -48,6 +48,7 @@ import os
 import re
 import shutil
 import socket
+import stat
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -56,7 +57,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from plink.errors import OptionError, PlinkError, ProbeFileError
-from plink.data.fileio import atomic_write_text, missing_directory
+from plink.data.fileio import atomic_write_text, is_stdout, missing_directory
 from plink.data.probefile import ProbeData, load_json
 from plink.solvers.resolution import UNRESOLVED, resolution_for, resolved
 
@@ -461,8 +462,16 @@ def _order_doc(names: Sequence[str], probe: ProbeData, algo: str, size: int, rep
     return doc
 
 
-def _sync(path: Path, text: str) -> bool:
-    """Write ``text`` to ``path`` atomically unless it already holds it."""
+def _sync(path: Path, text: str, changed: bool = True) -> bool:
+    """Write ``text`` to ``path`` atomically unless it already holds it; True when written.
+
+    A stream (``-``, stdout, a FIFO, a device) holds nothing to compare with: it is written
+    when ``changed`` (a new order, the first run), else left alone. Reading a FIFO to compare
+    blocked the run for good, and ``/dev/null`` read as "did not match" on every run."""
+    if is_stdout(path) or not _regular(path):
+        if changed:
+            atomic_write_text(path, text)
+        return changed
     try:
         if path.read_text(encoding="utf-8") == text:
             return False
@@ -470,6 +479,16 @@ def _sync(path: Path, text: str) -> bool:
         pass
     atomic_write_text(path, text)
     return True
+
+
+def _regular(path: Path) -> bool:
+    """``path`` is a regular file (through symlinks) or does not exist yet: it can be read back."""
+    try:
+        return stat.S_ISREG(os.stat(path).st_mode)
+    except FileNotFoundError:
+        return True
+    except OSError:
+        return False
 
 
 def smoothed(probe: ProbeData, history: Path, window: int) -> tuple[ProbeData, int]:
@@ -884,6 +903,9 @@ def _sync_derived(state_dir: Path, order: list[str], order_doc: dict, probe: Pro
         _sync(state_dir / "hosts.txt", "".join(f"{n}\n" for n in order))
     ordered_hosts = [probe.hosts[probe.index(n)] for n in order]
     for fmt, path in emit:
-        text = emit_text(fmt, ordered_hosts, slots=slots, algo=algo, order_file=str(state_dir / "order.json"))
-        if _sync(Path(path), text) and not changed:
+        # a torchrun map's header names the file node-rank reads: the map itself, as plink emit's does
+        # (state_dir/order.json is relative to cron's directory and on this host only)
+        text = emit_text(fmt, ordered_hosts, slots=slots, algo=algo,
+                         order_file=str(state_dir / "order.json") if is_stdout(path) else str(path))
+        if _sync(Path(path), text, changed) and not changed:
             notes.append(f"rewrote {path}: it did not match the current order")

@@ -660,3 +660,20 @@ def test_env_master_addr_without_an_address_says_so():
     assert "export MASTER_ADDR=gpu-a" in text and "SSH config alias" in text
     assert "SSH config alias" not in em.env_hints(HOSTS, "ring")
     assert subprocess.run(["sh", "-n"], input=text, text=True, capture_output=True).returncode == 0
+
+
+def test_env_says_what_the_order_was_made_for(tmp_path):
+    """`plink emit ring-order.json --format env --algo hd` said "this order was made for hd": the
+    Gloo line named --algo, not the order file's algorithm."""
+    order = tmp_path / "order.json"
+    order.write_text(json.dumps({"format": "plink-order", "version": 1, "algo": "ring",
+                                 "hosts": [{"rank": r, "name": n} for r, n in enumerate(["a", "b", "c"])]}))
+    env = dict(os.environ, PYTHONPATH=os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    run = subprocess.run([sys.executable, "-m", "plink", "emit", str(order), "--format", "env", "--algo", "hd"],
+                         capture_output=True, text=True, env=env, timeout=60)
+    assert run.returncode == 0, run.stderr
+    assert GLOO in run.stdout and "made for hd" not in run.stdout
+    assert "searched for ring" in run.stderr
+    # a plain list says nothing of what it was made for
+    assert "for Gloo use an order made for a ring" in em.env_hints(HOSTS, "hd", made_for=None)
+    assert _gloo("dbt") in em.env_hints(HOSTS, "ring", made_for="dbt")

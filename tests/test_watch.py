@@ -527,6 +527,51 @@ def test_cli_emit_over_the_probe_file_is_refused(tmp_path):
     assert r.returncode == 2 and "--emit: cannot keep a 'bogus' file in sync" in r.stderr  # a bad option: usage
 
 
+def test_emit_to_a_fifo_or_device_is_written_when_the_order_changes_only(tmp_path):
+    """A FIFO given to --emit was read to compare it with the order: the run blocked for good, even
+    with a reader on the pipe. /dev/null compared unequal on every run ("rewrote /dev/null")."""
+    import threading
+
+    fifo = tmp_path / "ff"
+    os.mkfifo(fifo)
+    got = []
+    reader = threading.Thread(target=lambda: got.append(fifo.read_text()), daemon=True)
+    reader.start()
+    done = []
+    run1 = threading.Thread(target=lambda: done.append(
+        watch(tmp_path / "st", lambda: dc(1), emit=[("openmpi", str(fifo))], **OPTS)), daemon=True)
+    run1.start()
+    run1.join(60)
+    reader.join(10)
+    assert done and done[0].exit_code == 4 and got and got[0].splitlines()[-16:] == (tmp_path / "st" / "hosts.txt").read_text().splitlines()
+    assert fifo.is_fifo()
+    # a run that keeps the order neither reads nor writes the pipe (no reader now: either would block)
+    run2 = threading.Thread(target=lambda: done.append(
+        watch(tmp_path / "st", lambda: dc(1), emit=[("openmpi", str(fifo))], **OPTS)), daemon=True)
+    run2.start()
+    run2.join(60)
+    assert len(done) == 2 and done[1].exit_code == 0 and not done[1].notes
+    res = watch(tmp_path / "st", lambda: dc(1), emit=[("openmpi", os.devnull)], **OPTS)
+    assert res.exit_code == 0 and not any("rewrote" in n for n in res.notes)
+
+
+def test_cli_emit_to_stdout_with_json_is_refused(tmp_path):
+    p = tmp_path / "p.json"
+    dc(1).save(p)
+    r = run("watch", str(tmp_path / "st"), "--probe-file", str(p), "--emit", "openmpi:-", "--json")
+    assert r.returncode == 2 and "--emit openmpi:- and --json would both write to stdout" in r.stderr
+    assert r.stdout == "" and not (tmp_path / "st").exists()
+
+
+def test_torchrun_map_kept_by_watch_names_itself_for_node_rank(tmp_path):
+    """Its header told every node to run `plink node-rank STATE/order.json`, a path on this host
+    relative to cron's directory; plink emit's names the map itself, which is copied to the nodes."""
+    m = tmp_path / "n.torchrun"
+    watch(tmp_path / "st", lambda: dc(1), emit=[("torchrun", str(m))], **OPTS)
+    text = m.read_text()
+    assert f"plink node-rank {m}" in text and "order.json" not in text
+
+
 def test_nothing_measured_names_the_unreachable_hosts(tmp_path):
     probe = dc(1)
     probe.latency[:] = np.nan

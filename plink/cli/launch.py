@@ -83,7 +83,7 @@ def emit_cmd(orderfile, fmt, slots, groups_file, algo, output) -> None:
             note_groups_beyond(groups_file, groups, [h.name for h in hosts], "the order")
         except ProbeFileError as exc:
             raise ProbeFileError(f"{groups_file} and {orderfile} are from different host lists: {exc}") from None
-    text = emit(fmt, hosts, slots=slots, algo=algo, labels=labels, order_file=output or orderfile)
+    text = emit(fmt, hosts, slots=slots, algo=algo, labels=labels, order_file=output or orderfile, made_for=searched)
     if output:
         from plink.data.fileio import atomic_write_text
 
@@ -247,6 +247,11 @@ def watch_cmd(state_dir, hosts_file, probe_file, method, count, timeout, retries
 
     if not hosts_file and not probe_file:
         raise click.UsageError("give --hosts HOSTS (probe them) or --probe-file PROBE")
+    from plink.data.fileio import is_stdout
+
+    to_stdout = [f"{fmt}:{path}" for fmt, path in _parse_emit(emit_items) if is_stdout(path)]
+    if as_json and to_stdout:
+        raise click.UsageError(f"--emit {to_stdout[0]} and --json would both write to stdout: emit to a file")
     refuse_input_as_output({f"--emit {fmt}:{path}": path for fmt, path in _parse_emit(emit_items)},
                            {"--probe-file": probe_file, "--hosts": hosts_file, "--initial-order": initial_order})
     from plink.watch import is_state_file

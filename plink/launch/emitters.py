@@ -344,8 +344,12 @@ def horovod_hosts(hosts: Sequence, slots=1) -> str:
 # environment hints
 
 
-def env_hints(hosts: Sequence, algo: str = "ring", slots=1) -> str:
+def env_hints(hosts: Sequence, algo: str = "ring", slots=1, made_for: str | None = "") -> str:
     """Shell ``export`` lines telling the collective library to run ``algo``.
+
+    ``made_for``: the algorithm the order was searched for (an order file's ``algo``), None when
+    unknown (a plain host list); by default ``algo`` itself. What the file says of Gloo, which
+    runs a ring whatever is set, follows it.
 
     Honest about what each library does with the rank order:
 
@@ -379,11 +383,15 @@ def env_hints(hosts: Sequence, algo: str = "ring", slots=1) -> str:
         lines += [f"# NCCL has no {name} all-reduce (NCCL_ALGO left unset)"
                   + ("; Open MPI does (below)." if algo in ompi else
                      "; nor have Open MPI's coll/tuned or Gloo under torch.distributed: no variable here runs it.")]
-    if algo == "ring":
-        lines += ["# Gloo (torch.distributed on CPU) runs a ring in rank order: this order is for it too."]
+    made_for = algo if made_for == "" else made_for
+    gloo = "# Gloo (torch.distributed on CPU) runs a ring in rank order"
+    if made_for == "ring" or (made_for is None and algo == "ring"):
+        lines += [f"{gloo}: this order is for it too."]
+    elif made_for is None:
+        lines += [f"{gloo} whatever is set here; for Gloo use an order made for a ring (plink order --algo ring)."]
     else:
-        lines += [f"# Gloo (torch.distributed on CPU) runs a ring in rank order whatever is set here; this order was "
-                  f"made for {algo}, so for Gloo make a ring order (plink order --algo ring)."]
+        lines += [f"{gloo} whatever is set here; this order was made for {made_for}, so for Gloo make a ring "
+                  "order (plink order --algo ring)."]
     if algo in ompi:
         lines += [
             "# Open MPI (coll/tuned):",
@@ -424,12 +432,14 @@ def emit(
     algo: str = "ring",
     labels: Sequence[int] | None = None,
     order_file: str = "order.json",
+    made_for: str | None = "",
 ) -> str:
     """Text of the launcher file ``fmt`` for ``hosts`` in rank order.
 
     ``plain`` and ``json`` are the order file's own formats
     (:mod:`plink.data.orderfile`); ``labels`` (one group per host) is needed by
-    ``slurm-topology`` only.
+    ``slurm-topology`` only; ``made_for`` (what the order was searched for, None =
+    unknown; default ``algo``) by ``env`` only.
     """
     if fmt in EMITTERS:
         return EMITTERS[fmt](hosts, slots)
@@ -440,7 +450,7 @@ def emit(
     if fmt == "torchrun":
         return torchrun_map(hosts, slots, order_file=order_file)
     if fmt == "env":
-        return env_hints(hosts, algo, slots)
+        return env_hints(hosts, algo, slots, made_for)
     if fmt == "plain":
         if any(s != 1 for s in check_slots(slots, len(hosts))):
             raise PlinkError("a plain order file has one line per host: slots apply to launcher formats")
