@@ -5,10 +5,10 @@ import json
 import numpy as np
 import pytest
 
-from plink.schedule.autotune import (blame, finetune, load_stats, model_stats, quicktune, stats_from_dict)
+from plink.schedule.autotune import (blame, check_finetune, finetune, load_stats, model_stats, quicktune, stats_from_dict)
 from plink.cli import main
 from plink.schedule.dag import Schedule, load_schedule
-from plink.errors import PlinkError
+from plink.errors import OptionError, PlinkError
 from plink.data.probefile import from_matrix
 from plink.schedule.plan import node_loads, plan_schedule
 from plink.schedule.timemodel import pair_cost
@@ -136,6 +136,17 @@ def test_retune_cli(tmp_path, setup, capsys):
         main(["retune", str(tmp_path / "s.json"), str(tmp_path / "bad.json"), "-o", str(tmp_path / "x.json")])
     _, err = capsys.readouterr()
     assert exc.value.code == 1 and "unknown host 'stranger'" in err and len(err.strip().splitlines()) == 1
+    # an out-of-range value is a usage error naming its option (exit 1, "epsilon must be ...", before)
+    with pytest.raises(SystemExit) as exc:
+        main(["retune", str(tmp_path / "s.json"), str(tmp_path / "st.json"), "-o", str(tmp_path / "x.json"),
+              "--epsilon", "nan"])
+    _, err = capsys.readouterr()
+    assert exc.value.code == 2 and err.startswith("plink: error: --epsilon must be >= 1, got nan")
+    # -o - and --json both wrote to stdout: the schedule, then the summary (not one JSON document)
+    with pytest.raises(SystemExit) as exc:
+        main(["retune", str(tmp_path / "s.json"), str(tmp_path / "st.json"), "-o", "-", "--json"])
+    out, err = capsys.readouterr()
+    assert exc.value.code == 2 and out == "" and "would both write to stdout" in err
 
 
 def test_finetune_refuses_weights_that_are_not_numbers(setup):
@@ -149,5 +160,7 @@ def test_finetune_refuses_weights_that_are_not_numbers(setup):
         with pytest.raises(PlinkError) as e:
             finetune(plan, stats, **kw)
         assert str(e.value) == msg
+    with pytest.raises(OptionError, match="^--epsilon must be >= 1, got 0.5$"):  # a usage error: exit 2
+        check_finetune(1.0, 1.0, 0.5, prefix="--")
     assert finetune(plan, stats, beta=0.0, gamma=0.0).ratio == 1.0  # zero weights: no blame, no move
     assert finetune(plan, stats, beta=1e6, gamma=1e6).ratio == finetune(plan, stats).ratio  # relative weights

@@ -114,6 +114,7 @@ def test_help_shows_examples():
         (["order", "{tmp}/m.csv"], 1, "not square"),
         (["order", "{tmp}"], 2, "is a directory"),
         (["simulate", "--racks", "0"], 2, "racks must be a positive integer"),
+        (["simulate", "--racks", "1", "--hosts-per-rack", "1"], 2, "a datacenter needs at least 2 hosts"),  # was 1
         (["simulate", "--missing", "1.5"], 2, "--missing (missing_frac) must be between 0 and 1, got 1.5"),
         # NaN capacities were written and failed as 'internal error' (not JSON compliant)
         (["simulate", "--oversubscription", "nan", "--bandwidth"], 2, "oversubscription must be between 1 and 1000, got nan"),

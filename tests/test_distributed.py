@@ -695,3 +695,17 @@ def test_cli_probe_output_directory_is_checked_before_the_job(tmp_path, capsys, 
         pd_main.main(["probe", "-o", str(tmp_path / "no" / "p.json"), "--timeout", "5"])
     assert exc.value.code == 2
     assert "directory " + str(tmp_path / "no") + " does not exist" in capsys.readouterr().err
+
+
+def test_cli_probe_to_stdout_with_json_is_refused():
+    """-o - and --json printed the probe file and then the summary on stdout: not one JSON document."""
+    import os
+    import subprocess
+    import sys
+
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    env = dict(os.environ, PYTHONPATH=root, RANK="0", WORLD_SIZE="1", LOCAL_RANK="0", MASTER_ADDR="127.0.0.1",
+               MASTER_PORT="29737")
+    r = subprocess.run([sys.executable, "-m", "plink.distributed", "probe", "-o", "-", "--json"], capture_output=True,
+                       text=True, env=env, timeout=120)
+    assert r.returncode == 2 and r.stdout == "" and "would both write to stdout" in r.stderr

@@ -295,6 +295,8 @@ def test_cli_node_rank(tmp_path):
     assert (proc.returncode, proc.stdout) == (0, "0\n"), proc.stderr
     proc = run("node-rank", str(p), "--master")
     assert proc.stdout == "10.9.0.1\n"
+    proc = run("node-rank", str(p), "--host", "")  # a usage error (it exited 1)
+    assert proc.returncode == 2 and "--host is empty" in proc.stderr
     proc = run("node-rank", str(p))  # this machine is not n0/n1
     assert proc.returncode == 1 and "is not in" in proc.stderr and len(proc.stderr.splitlines()) == 1
 

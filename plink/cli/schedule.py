@@ -205,7 +205,11 @@ def retune(schedulefile, statsfile, output, quick, beta, gamma, epsilon, compact
     from plink.schedule.dag import Schedule, ScheduleError, load_schedule
     from plink.schedule.plan import node_loads
 
-    check_finetune(beta, gamma, epsilon)  # with --quick too: a bad value is a mistake either way
+    from plink.data.fileio import is_stdout
+
+    check_finetune(beta, gamma, epsilon, prefix="--")  # with --quick too: a bad value is a mistake either way
+    if as_json and is_stdout(output):
+        raise click.UsageError("-o - and --json would both write to stdout: write the schedule to a file")
     refuse_input_as_output({"-o": output}, {"SCHEDULEFILE": schedulefile, "STATSFILE": statsfile})
     sched = load_schedule(schedulefile)
     if sched.plan is None:

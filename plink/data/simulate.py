@@ -180,7 +180,7 @@ def _locations(rng, racks, rows, clusters, dcs, hosts_per_rack, hpr_range) -> np
     else:
         rack_sizes = rng.integers(hpr_range[0], hpr_range[1] + 1, size=n_racks)
     if int(rack_sizes.sum()) < 2:
-        raise PlinkError("a datacenter needs at least 2 hosts")
+        raise OptionError("a datacenter needs at least 2 hosts")
     rack_i = np.repeat(np.arange(n_racks), rack_sizes)
     row_i = rack_i // racks
     cluster_i = row_i // rows

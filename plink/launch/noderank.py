@@ -23,7 +23,7 @@ import subprocess
 from dataclasses import dataclass
 from typing import Callable, Iterable, Sequence
 
-from plink.errors import PlinkError
+from plink.errors import OptionError, PlinkError
 from plink.data.probefile import Host
 
 
@@ -107,7 +107,7 @@ def node_rank(
     if host is not None:
         host = host.strip()
         if not host:
-            raise PlinkError("--host is empty")
+            raise OptionError("--host is empty")
         try:
             ident = Identity((), (_norm_addr(str(ipaddress.ip_address(host))),))
         except ValueError:

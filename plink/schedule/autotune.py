@@ -45,7 +45,7 @@ from typing import Any
 
 import numpy as np
 
-from plink.errors import PlinkError
+from plink.errors import OptionError, PlinkError
 from plink.data.fileio import atomic_write_text, check_envelope, read_json
 from plink.schedule.plan import Plan, assign_masters, capacities
 
@@ -210,13 +210,15 @@ class FinetuneResult:
 MAX_WEIGHT = 1e6  #: blame weights are relative: far beyond any useful ratio, far below an overflow
 
 
-def check_finetune(beta: float, gamma: float, epsilon: float) -> None:
-    """Finetune's settings: weights in ``[0, MAX_WEIGHT]``, ``epsilon >= 1`` (a ratio)."""
+def check_finetune(beta: float, gamma: float, epsilon: float, prefix: str = "") -> None:
+    """Finetune's settings: weights in ``[0, MAX_WEIGHT]``, ``epsilon >= 1`` (a ratio), else
+    :class:`~plink.errors.OptionError` (a usage error); ``prefix`` goes before each name (``"--"``
+    for the command line's options)."""
     if not epsilon >= 1:
-        raise PlinkError(f"epsilon must be >= 1, got {epsilon}")
+        raise OptionError(f"{prefix}epsilon must be >= 1, got {epsilon}")
     for name, w in (("beta", beta), ("gamma", gamma)):
         if not 0 <= w <= MAX_WEIGHT:
-            raise PlinkError(f"{name} must be a weight in [0, {MAX_WEIGHT:g}], got {w}")
+            raise OptionError(f"{prefix}{name} must be a weight in [0, {MAX_WEIGHT:g}], got {w}")
 
 
 def finetune(plan: Plan, stats: LinkStats, state: dict | None = None, *, beta: float = 1.0,
