@@ -500,3 +500,22 @@ def test_group_names_the_hosts_it_left_alone(tmp_path, capsys):
     clean.save(tmp_path / "c.json")
     code, out, err = run(["group", str(tmp_path / "c.json"), "--json"], capsys)
     assert code == 0 and json.loads(out)["metrics"]["alone_hosts"] == [] and "alone (" not in err
+
+
+def test_a_byte_order_mark_is_no_part_of_the_first_name(tmp_path):
+    """A file saved with a UTF-8 byte-order mark (Windows editors) was refused: its first host name
+    read as holding "whitespace or a control character", a JSON file as invalid."""
+    from plink.data.orderfile import read_order_hosts
+    from plink.data.probefile import load
+    from plink.data.simulate import simulate_datacenter
+
+    bom = "\ufeff"
+    (tmp_path / "hosts.txt").write_text(bom + "a1\na2\nb1\n", encoding="utf-8")
+    assert read_host_names(str(tmp_path / "hosts.txt")) == ["a1", "a2", "b1"]
+    assert [h.name for h in read_order_hosts(tmp_path / "hosts.txt")] == ["a1", "a2", "b1"]
+    (tmp_path / "m.csv").write_text(bom + "a,b,c\n0,10,20\n10,0,30\n20,30,0\n", encoding="utf-8")
+    assert load_input(str(tmp_path / "m.csv")).probe.names == ["a", "b", "c"]
+    p = tmp_path / "p.json"
+    simulate_datacenter(2, 2, seed=0).save(p)
+    (tmp_path / "bom.json").write_text(bom + p.read_text(), encoding="utf-8")
+    assert load(tmp_path / "bom.json").names == load(p).names

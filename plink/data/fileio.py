@@ -253,10 +253,11 @@ def check_envelope(doc: Any, path, fmt: str, version: int, what: str, error: typ
 
 
 def read_text(path: str | os.PathLike, error: type[PlinkError] = PlinkError, what: str = "") -> str:
-    """The UTF-8 text of ``path``, or ``error`` with a one-line reason (naming the file as ``what path``)."""
+    """The UTF-8 text of ``path`` (a leading byte-order mark, as Windows editors write, dropped), or
+    ``error`` with a one-line reason (naming the file as ``what path``)."""
     name = f"{what} {path}" if what else f"{path}"
     try:
-        with open(path, encoding="utf-8") as fh:
+        with open(path, encoding="utf-8-sig") as fh:
             return fh.read()
     except FileNotFoundError:
         raise error(f"{name}: no such file") from None

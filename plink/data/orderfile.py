@@ -78,7 +78,7 @@ def read_order_hosts(path: str | os.PathLike) -> list[Host]:
     """
     p = Path(path)
     try:
-        text = p.read_text(encoding="utf-8")
+        text = p.read_text(encoding="utf-8-sig")  # (a byte-order mark is no part of the first name)
     except FileNotFoundError:
         raise ProbeFileError(f"{path}: no such file") from None
     except IsADirectoryError:
