@@ -679,3 +679,17 @@ def test_env_says_what_the_order_was_made_for(tmp_path):
     # a plain list says nothing of what it was made for
     assert "for Gloo use an order made for a ring" in em.env_hints(HOSTS, "hd", made_for=None)
     assert _gloo("dbt") in em.env_hints(HOSTS, "ring", made_for="dbt")
+
+
+def test_cli_emit_reads_the_order_from_stdin(tmp_path):
+    """`plink order ... -o - | plink emit - --format F` composes through a pipe ("-: no such file" before)."""
+    order = json.dumps({"format": "plink-order", "version": 1, "algo": "hd",
+                        "hosts": [{"rank": r, "name": n} for r, n in enumerate(["c", "a", "b"])]})
+    env = dict(os.environ, PYTHONPATH=os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    run = subprocess.run([sys.executable, "-m", "plink", "emit", "-", "--format", "openmpi"], input=order,
+                         capture_output=True, text=True, env=env, timeout=60)
+    assert run.returncode == 0, run.stderr
+    assert [ln for ln in run.stdout.splitlines() if not ln.startswith("#")] == ["c", "a", "b"]
+    run = subprocess.run([sys.executable, "-m", "plink", "emit", "-", "--format", "env"], input=order,
+                         capture_output=True, text=True, env=env, timeout=60)
+    assert run.returncode == 0 and "allreduce_algorithm=6" in run.stdout  # the algorithm read from stdin too

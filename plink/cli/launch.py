@@ -28,7 +28,8 @@ def emit_cmd(orderfile, fmt, slots, groups_file, algo, output) -> None:
     """Write a launcher file from an existing order file (no new search).
 
     ORDERFILE is a plain or JSON order file (plink order, plink watch's
-    STATE_DIR/order.json), so every launcher file of one job has the same order.
+    STATE_DIR/order.json; - reads it from stdin), so every launcher file of
+    one job has the same order.
 
     \b
     Every format, with the command that uses it (N hosts x S slots = R ranks):
@@ -61,8 +62,14 @@ def emit_cmd(orderfile, fmt, slots, groups_file, algo, output) -> None:
         raise click.UsageError(f"--algo is for --format env (the {fmt} format does not depend on the algorithm)")
     refuse_input_as_output({"-o": output}, {"ORDERFILE": orderfile, "--groups": groups_file})
     check_option_files({"--groups": groups_file})
-    hosts = read_order_hosts(orderfile)
-    searched = _order_file_algo(orderfile)
+    given = None
+    if orderfile == "-":  # a pipe: plink order probe.json --format json -o - | plink emit - --format openmpi
+        try:
+            given = click.get_text_stream("stdin").read()
+        except UnicodeDecodeError:
+            raise click.BadParameter("standard input is not UTF-8 text", param_hint="ORDERFILE") from None
+    hosts = read_order_hosts(orderfile, text=given)
+    searched = _order_file_algo(orderfile, given)
     if algo is None and searched is None and fmt == "env":
         click.echo(f"plink: note: {orderfile} does not say which collective its order was made for (a plain host "
                    "list): this environment is for a ring; --algo names another", err=True)
@@ -83,7 +90,8 @@ def emit_cmd(orderfile, fmt, slots, groups_file, algo, output) -> None:
             note_groups_beyond(groups_file, groups, [h.name for h in hosts], "the order")
         except ProbeFileError as exc:
             raise ProbeFileError(f"{groups_file} and {orderfile} are from different host lists: {exc}") from None
-    text = emit(fmt, hosts, slots=slots, algo=algo, labels=labels, order_file=output or orderfile, made_for=searched)
+    order_file = output or (orderfile if orderfile != "-" else "THIS_FILE")  # what a torchrun map's header names
+    text = emit(fmt, hosts, slots=slots, algo=algo, labels=labels, order_file=order_file, made_for=searched)
     if output:
         from plink.data.fileio import atomic_write_text
 
@@ -93,10 +101,12 @@ def emit_cmd(orderfile, fmt, slots, groups_file, algo, output) -> None:
         click.echo(text, nl=False)
 
 
-def _order_file_algo(path: str) -> str | None:
+def _order_file_algo(path: str, text: str | None = None) -> str | None:
     try:
-        with open(path, encoding="utf-8") as fh:
-            doc = json.load(fh)
+        if text is None:
+            with open(path, encoding="utf-8-sig") as fh:
+                text = fh.read()
+        doc = json.loads(text.removeprefix("\ufeff"))
         return doc.get("algo") if isinstance(doc, dict) else None
     except (OSError, ValueError, RecursionError):
         return None

@@ -68,23 +68,26 @@ def read_order(path: str | os.PathLike) -> list[str]:
     return [h.name for h in read_order_hosts(path)]
 
 
-def read_order_hosts(path: str | os.PathLike) -> list[Host]:
+def read_order_hosts(path: str | os.PathLike, text: str | None = None) -> list[Host]:
     """Hosts in rank order from a plain or JSON order file.
 
     A JSON file keeps each host's ``address`` and ``ssh``; a plain file
     (one host per line; launcher files with ``host slots=N`` lines work too)
     gives names, and an address where the line's comment notes
-    ``address=IP`` (as the torchrun map does).
+    ``address=IP`` (as the torchrun map does).  ``text``: the file's text
+    when already read (e.g. from stdin), ``path`` then only names it.
     """
     p = Path(path)
-    try:
-        text = p.read_text(encoding="utf-8-sig")  # (a byte-order mark is no part of the first name)
-    except FileNotFoundError:
-        raise ProbeFileError(f"{path}: no such file") from None
-    except IsADirectoryError:
-        raise ProbeFileError(f"{path}: is a directory, not an order file") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ProbeFileError(f"{path}: cannot read: {exc}") from None
+    if text is None:
+        try:
+            text = p.read_text(encoding="utf-8-sig")  # (a byte-order mark is no part of the first name)
+        except FileNotFoundError:
+            raise ProbeFileError(f"{path}: no such file") from None
+        except IsADirectoryError:
+            raise ProbeFileError(f"{path}: is a directory, not an order file") from None
+        except (OSError, UnicodeDecodeError) as exc:
+            raise ProbeFileError(f"{path}: cannot read: {exc}") from None
+    text = text.removeprefix("\ufeff")
     hosts: list[Host] = []
     if p.suffix.lower() == ".json" and not text.lstrip().startswith("{"):
         raise ProbeFileError(f"{path}: not a JSON order file (it does not start with '{{')")
