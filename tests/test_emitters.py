@@ -270,12 +270,15 @@ def em_expand(expr):
 
 def test_cli_bad_input_one_line(dc, tmp_path):
     path, probe = dc
+    Groups(hosts=probe.names, labels=np.zeros(probe.n, dtype=int)).save(tmp_path / "groups.json")
     for args, code, frag in [
         (("--slots", "0"), 2, "--slots"),
         (("--format", "slurm-topology"), 2, "--groups"),
         (("--format", "json", "--slots", "2"), 2, "--slots"),
         (("--slots", "2"), 2, "--slots"),  # plain
+        (("--format", "slurm-topology", "--groups", "{groups}", "--slots", "2"), 2, "--slots"),  # was ignored
     ]:
+        args = tuple(a.replace("{groups}", str(tmp_path / "groups.json")) for a in args)
         proc = run("order", str(path), "--time-limit", "0.1", *args)
         assert proc.returncode == code, proc.stderr
         assert len(proc.stderr.strip().splitlines()) == 1 and frag in proc.stderr, proc.stderr

@@ -151,6 +151,9 @@ def _check_format_options(fmt: str, slots: int, groups_file: str | None) -> None
     if fmt in ("plain", "json") and slots != 1:
         raise click.BadParameter(f"the {fmt} order file has one entry per host; --slots applies to launcher formats",
                                  param_hint="--slots")
+    if fmt == "slurm-topology" and slots != 1:  # (it was ignored without a word)
+        raise click.BadParameter("a slurm topology.conf names switches and nodes, not ranks; --slots applies to "
+                                 "launcher formats", param_hint="--slots")
     if fmt == "slurm-topology" and not groups_file:
         raise click.BadParameter("--format slurm-topology needs the groups (plink group -o groups.json)",
                                  param_hint="--groups")
