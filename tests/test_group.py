@@ -435,3 +435,34 @@ def test_show_names_a_balanced_level_as_such(tmp_path):
         assert json.loads(g.read_text())["params"]["method"] == method
         out = r.invoke(cli, ["show", str(path), "--groups", str(g)], env={"COLUMNS": "200"})
         assert out.exit_code == 0 and label in out.output
+
+
+def test_groups_file_written_by_hand_and_groups_that_disagree_with_labels(tmp_path):
+    """A groups file's 'groups' (its members, written for people) contradicting its 'labels' was read
+    with the labels winning, without a word: a hand edit of the readable list did nothing. Now they
+    must agree, and a file may give 'groups' alone."""
+    from plink.data.groupfile import Groups, load_groups
+    from plink.errors import ProbeFileError
+
+    hand = tmp_path / "hand.json"
+    hand.write_text(json.dumps({"format": "plink-groups", "version": 1, "groups": [["a", "c"], ["b", "d"]]}))
+    g = load_groups(hand)
+    assert g.hosts == ["a", "c", "b", "d"] and g.labels.tolist() == [0, 0, 1, 1]
+    hand.write_text(json.dumps({"format": "plink-groups", "version": 1, "hosts": ["a", "b", "c", "d"],
+                                "groups": [["a", "c"], ["b", "d"]]}))
+    assert load_groups(hand).aligned_to(["a", "b", "c", "d"]).tolist() == [0, 1, 0, 1]
+    saved = tmp_path / "g.json"
+    Groups(hosts=["a", "b", "c", "d"], labels=np.array([0, 1, 0, 1])).save(saved)
+    assert load_groups(saved).labels.tolist() == [0, 1, 0, 1]  # plink group's own files: both, agreeing
+    doc = json.loads(saved.read_text())
+    for groups, msg in (([["a", "b"], ["c", "d"]], "'groups' and 'labels' disagree"),
+                        ([["a", "c"], ["b", "d", "a"]], "host 'a' is in two groups"),
+                        ([["a", "c"], ["b"]], "name different hosts"),
+                        ([["a", "c"], []], "non-empty lists")):
+        saved.write_text(json.dumps({**doc, "groups": groups}))
+        with pytest.raises(ProbeFileError, match=msg):
+            load_groups(saved)
+    hand.write_text(json.dumps({"format": "plink-groups", "version": 1, "hosts": ["a", "b", "e"],
+                                "groups": [["a"], ["b"]]}))
+    with pytest.raises(ProbeFileError, match="host 'e' is in no group"):
+        load_groups(hand)

@@ -7,6 +7,8 @@ Versioned JSON written by ``plink group`` and read by ``plink schedule``,
       "format": "plink-groups", "version": 1,
       "hosts": ["vm000", "vm001", ...],           # every host exactly once
       "labels": [2, 0, ...],                      # group index per host, 0..k-1
+      "groups": [["vm001", ...], ...],            # the same as members (checked); a file written by hand
+                                                  #   may give "groups" alone ("hosts" then optional)
       "coordinates": [[x, y], ...],               # optional: ProbeEmbed coordinates
       "heights": [h, ...],                        # optional: ProbeEmbed heights (us)
       "levels": [[...], [...]],                   # optional: label lists fine to coarse (levels[0] = labels)
@@ -126,12 +128,37 @@ def load_groups(path: str | os.PathLike) -> Groups:
     """Read and validate a groups file."""
     doc = read_json(path, ProbeFileError)
     check_envelope(doc, path, FORMAT, VERSION, "groups", ProbeFileError, version_name="groups file")
-    hosts, labels = doc.get("hosts"), doc.get("labels")
+    hosts, labels, members = doc.get("hosts"), doc.get("labels"), doc.get("groups")
+    if members is not None and not (isinstance(members, list) and all(
+            isinstance(m, list) and m and all(isinstance(h, str) for h in m) for m in members)):
+        raise ProbeFileError(f"{path}: 'groups' must be a list of non-empty lists of host names")
+    if members is not None and labels is None:  # written by hand: the groups' members are the labels
+        if hosts is None:
+            hosts = [h for m in members for h in m]
+        where = {h: g for g, m in enumerate(members) for h in m}
+        missing = [h for h in hosts if h not in where] if isinstance(hosts, list) else []
+        if missing:
+            raise ProbeFileError(f"{path}: host {missing[0]!r} is in no group of 'groups'")
+        labels = [where.get(h, -1) for h in hosts] if isinstance(hosts, list) else None
     if not isinstance(hosts, list) or not all(isinstance(h, str) for h in hosts):
         raise ProbeFileError(f"{path}: 'hosts' must be a list of names")
     if not isinstance(labels, list) or not all(isinstance(x, int) and not isinstance(x, bool) and 0 <= x < len(hosts) + 1
                                                for x in labels):
         raise ProbeFileError(f"{path}: 'labels' must be a list of group numbers 0..k-1")
+    if members is not None and "labels" in doc:  # both given (plink group writes both): they must agree
+        from collections import Counter
+
+        listed = Counter(h for m in members for h in m)
+        twice = [h for h, c in listed.items() if c > 1]
+        if twice:
+            raise ProbeFileError(f"{path}: host {twice[0]!r} is in two groups of 'groups'")
+        if set(listed) != set(hosts):
+            odd = sorted(set(listed) ^ set(hosts))[0]
+            raise ProbeFileError(f"{path}: 'groups' and 'hosts' name different hosts ({odd!r} is in one only)")
+        by_labels = sorted(sorted(h for h, x in zip(hosts, labels) if x == g) for g in set(labels))
+        if by_labels != sorted(sorted(m) for m in members):
+            raise ProbeFileError(f"{path}: 'groups' and 'labels' disagree on who is with whom (an edit of one of "
+                                 "them? keep the one you meant and delete the other)")
     levels = doc.get("levels")
     if levels is not None and not (isinstance(levels, list) and levels and all(
             isinstance(lv, list) and len(lv) == len(hosts)
