@@ -563,6 +563,16 @@ def test_cli_emit_to_stdout_with_json_is_refused(tmp_path):
     assert r.stdout == "" and not (tmp_path / "st").exists()
 
 
+def test_cli_json_status_of_a_failed_run(tmp_path):
+    """--json says "Print the run's status as JSON (always)"; a failed run printed nothing on stdout."""
+    p = tmp_path / "p.json"
+    p.write_text("{ not json")
+    r = run("watch", str(tmp_path / "st"), "--probe-file", str(p), "--json")
+    doc = json.loads(r.stdout)
+    assert r.returncode == 1 and doc["status"] == "error" and doc["exit_code"] == 1 and not doc["changed"]
+    assert "invalid JSON" in doc["message"] and r.stderr.startswith("plink: error:")
+
+
 def test_torchrun_map_kept_by_watch_names_itself_for_node_rank(tmp_path):
     """Its header told every node to run `plink node-rank STATE/order.json`, a path on this host
     relative to cron's directory; plink emit's names the map itself, which is copied to the nodes."""

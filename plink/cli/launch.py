@@ -285,6 +285,11 @@ def watch_cmd(state_dir, hosts_file, probe_file, method, count, timeout, retries
             raise
         _echo_json({"status": "busy", "changed": False, "message": str(exc), "exit_code": exc.exit_code})
         raise click.exceptions.Exit(exc.exit_code) from None
+    except PlinkError as exc:  # a run that failed has a status too (stdout), besides the error line (stderr)
+        if as_json:
+            _echo_json({"status": "error", "changed": False, "message": " ".join(str(exc).split()),
+                        "exit_code": exc.exit_code})
+        raise
     if as_json:
         _echo_json(result.to_dict())
     elif result.noteworthy or verbose:
