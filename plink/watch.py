@@ -141,6 +141,9 @@ class StateLock:
             prev = self._read(fd)
             os.close(fd)
             if exc.errno in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
+                if prev.get("state") != "running":  # the file names a finished run: the holder is not a watch run
+                    raise WatchBusy(f"another process holds {self.path} (not a running plink watch: the file names "
+                                    "the last run, finished; e.g. a flock or a backup): this run did nothing") from None
                 who = f"pid {prev.get('pid', '?')}"
                 if prev.get("host") and prev.get("host") != socket.gethostname():
                     who += f" on {prev['host']}"

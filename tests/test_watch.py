@@ -232,6 +232,18 @@ def test_second_run_while_locked_does_nothing(tmp_path):
             watch(tmp_path, lambda: called.append(1) or dc(2), **OPTS)
     assert WatchBusy.exit_code == EXIT_BUSY
     assert not called and snapshot(tmp_path) == before
+    # a lock taken by something else (flock(1), a backup) while the file names the last, finished run:
+    # the message named that run's pid as the holder
+    import fcntl
+
+    fd = os.open(tmp_path / "lock", os.O_RDWR)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        with pytest.raises(WatchBusy, match=r"another process holds .*not a running plink watch"):
+            watch(tmp_path, lambda: called.append(1) or dc(2), **OPTS)
+    finally:
+        os.close(fd)
+    assert not called and snapshot(tmp_path) == before
 
 
 LOCK_AND_DIE = textwrap.dedent("""
