@@ -76,6 +76,16 @@ def _grey_diagonal(ax, n: int) -> None:
     ax.imshow(diag, cmap=ListedColormap(["0.85"]), interpolation="nearest", vmin=0, vmax=2)
 
 
+def _colorbar(fig, im, ax, finite: np.ndarray, label: str, **kw) -> None:
+    """The colour bar of a heatmap, or, with no pair measured, a line saying so: a bar over
+    nothing showed a scale of 0..1 in the matrix's unit."""
+    if finite.size:
+        fig.colorbar(im, ax=ax, label=label, **kw)
+        return
+    for a in np.atleast_1d(ax):
+        a.text(0.5, 0.5, "no pair measured", transform=a.transAxes, ha="center", va="center", color="0.3")
+
+
 MAX_NAMED = 40  #: up to this many hosts, the axes carry their names
 MAX_CUTS = 40  #: a level's group boundaries are drawn on a heatmap only up to this many groups
 
@@ -112,7 +122,7 @@ def plot_heatmap(probe, order: np.ndarray, path, *, labels: np.ndarray | None = 
     masked = np.ma.masked_invalid(m)
     im = ax.imshow(masked, cmap="viridis", interpolation="nearest")
     _grey_diagonal(ax, probe.n)
-    fig.colorbar(im, ax=ax, label=_what(probe))
+    _colorbar(fig, im, ax, m[np.isfinite(m)], _what(probe))
     if labels is not None:
         for c in _cuts(labels[order]):
             ax.axhline(c, color="white", lw=0.6)
@@ -176,7 +186,7 @@ def plot_heatmaps_before_after(probe, order: Sequence[int], path, *, labels: Seq
             axis = "host" if axis == "host" else "host, rank 0 first"
         ax.set_xlabel(axis)
         ax.set_ylabel(axis)
-    fig.colorbar(im, ax=axes, shrink=0.85, label=f"{_what(probe)[:-1]}; top 1% clipped)")
+    _colorbar(fig, im, axes, finite, f"{_what(probe)[:-1]}; top 1% clipped)", shrink=0.85)
     fig.suptitle(title or f"{n} hosts: pairwise {_what(probe).split(' (')[0]} before and after reordering")
     _save(fig, path)
     plt.close(fig)
@@ -233,7 +243,7 @@ def plot_hierarchy(probe, groups, path, *, title: str = "") -> None:
     im = ax1.imshow(m, cmap="viridis", interpolation="nearest", vmax=hi)
     _grey_diagonal(ax1, probe.n)
     ax1.set_yticks([])
-    fig.colorbar(im, ax=ax1, label=f"{_what(probe)[:-1]}; top 2% clipped)", fraction=0.046)
+    _colorbar(fig, im, ax1, finite, f"{_what(probe)[:-1]}; top 2% clipped)", fraction=0.046)
     for lev, colour, lw in ((0, "white", 0.5), (1, "red", 1.0)):
         if lev < len(levels):
             for c in _cuts(levels[lev][order]):

@@ -120,3 +120,28 @@ def test_group_boundaries_are_drawn_only_where_they_leave_the_matrix_readable(tm
     plots.plot_hierarchy(probe, groups, tmp_path / "h.png")
     colours = [c for c, _ in lines[str(tmp_path / "h.png")]]
     assert colours and set(colours) == {"red"} and len(colours) == 2 * 2  # 3 rows: 2 cuts, both axes
+
+
+def test_a_matrix_with_no_pair_measured_gets_no_colour_bar(tmp_path, monkeypatch):
+    """With nothing measured the colour bar showed a scale of 0..1 in the matrix's unit."""
+    import numpy as np
+
+    from plink import plots
+    from plink.data.probefile import ProbeData, Host
+
+    probe = ProbeData(hosts=[Host(f"h{i}") for i in range(4)], latency=np.full((4, 4), np.nan))
+    drawn = {}
+    real_save = plots._save
+
+    def keep(fig, path):
+        drawn[str(path)] = (len(fig.axes), [t.get_text() for ax in fig.axes for t in ax.texts])
+        real_save(fig, path)
+
+    monkeypatch.setattr(plots, "_save", keep)
+    plots.plot_heatmap(probe, np.arange(4), tmp_path / "h.png")
+    plots.plot_heatmaps_before_after(probe, np.arange(4), tmp_path / "ba.png")
+    assert drawn[str(tmp_path / "h.png")] == (1, ["no pair measured"])  # one axes: no colour bar's
+    assert drawn[str(tmp_path / "ba.png")] == (2, ["no pair measured"] * 2)
+    measured = simulate_datacenter(racks=2, hosts_per_rack=2, seed=0)
+    plots.plot_heatmap(measured, np.arange(4), tmp_path / "m.png")
+    assert drawn[str(tmp_path / "m.png")] == (2, [])
