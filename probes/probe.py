@@ -570,9 +570,9 @@ class _Run:
         if self.bw_todo and not self.aborted:
             self._bandwidth_rounds()
         if self._uplinks_wanted() and not self.aborted:
-            self.report("uplinks", 0, 1, "shared uplinks")
-            self._uplinks()
-            self.report("uplinks", 1, 1, "shared uplinks")
+            self.report("uplinks", 0, 1, "shared uplinks")  # then each group's test, pass by pass (_uplinks)
+            if not self._uplinks():  # no test ran: the stage is over all the same
+                self.report("uplinks", 1, 1, "shared uplinks")
         self._note_lost()
 
     # -- latency and bandwidth ---------------------------------------------
@@ -669,15 +669,16 @@ class _Run:
         missing pairs only would replace whole racks' figures by a part's)."""
         return bool(self.opt.uplinks) and not self.state.old_uplinks
 
-    def _uplinks(self) -> None:
-        """The shared-uplink phase (:mod:`probes.uplinks`) over the fleet's live agents."""
+    def _uplinks(self) -> bool:
+        """The shared-uplink phase (:mod:`probes.uplinks`) over the fleet's live agents; whether
+        tests ran (each reported to the progress callback as it ends)."""
         from .uplinks import infer_groups, measure_uplinks
 
         state, fleet, seconds = self.state, self.fleet, self.opt.bw_seconds
         keep = sorted(fleet.live())
         if len(keep) < 4:
             self.meta["uplinks"] = {"skipped": f"only {len(keep)} hosts reachable"}
-            return
+            return False
         t0 = time.monotonic()
         state.finish()  # the latency matrix from the samples so far (it is otherwise built at the end)
         # the groups of every host measured (as plink order will group them), hosts lost since
@@ -697,7 +698,7 @@ class _Run:
             self.errors.append(f"uplinks: {how} found no groups of hosts, so no shared uplink was measured "
                                "(the groups come from the latency or the pair bandwidths, whichever separates "
                                "better)")
-            return
+            return False
         addresses = {i: fleet.sessions[i].info.get("addr") or state.addresses[i] for i in keep}
 
         def stage(requests, timeout):
@@ -705,10 +706,15 @@ class _Run:
 
         self.measured_uplinks.extend(measure_uplinks(stage, addresses, groups, seconds,
                                                      reply_timeout=self.opt.reply_timeout, errors=self.errors,
-                                                     passes=self.opt.uplink_passes))
+                                                     passes=self.opt.uplink_passes,
+                                                     on_test=lambda k, total: self.report(
+                                                         "uplinks", k, total,
+                                                         f"shared uplinks: {len(groups)} groups x "
+                                                         f"{self.opt.uplink_passes} passes")))
         self.meta["uplinks"] = {"groups": how, "n_groups": len(groups), "seconds": seconds, "tool": "agent",
                                 "passes": self.opt.uplink_passes,
                                 "elapsed_s": round(time.monotonic() - t0, 3)}
+        return True
 
     def _rounds_of(self, todo: list) -> list[tuple[int, list]]:
         """The rounds ``(r, pairs)`` of the full schedule cut to the pairs in

@@ -156,7 +156,8 @@ def run_flows(stage: Stage, flows: list[tuple[int, int]], addresses: Sequence[st
 
 
 def measure_uplinks(stage: Stage, addresses: Sequence[str], groups: Sequence[Sequence[int]], seconds: float = 2.0,
-                    reply_timeout: float = 10.0, errors: list | None = None, passes: int = 3) -> list[Uplink]:
+                    reply_timeout: float = 10.0, errors: list | None = None, passes: int = 3,
+                    on_test=None) -> list[Uplink]:
     """``passes`` concurrent both-directions tests per group (see the module docstring).
 
     The passes are interleaved (pass 1 over every group, then pass 2, ...), so a burst of
@@ -166,7 +167,8 @@ def measure_uplinks(stage: Stage, addresses: Sequence[str], groups: Sequence[Seq
     measurement noise (:mod:`plink.structure.capacities` prices capacities that differ by
     less than it as one).  Groups whose tests all failed are left out (the reasons go to
     ``errors``); a group with no host outside it (K = 1) has no uplink to measure.
-    O(passes x K) tests of ``seconds``."""
+    ``on_test(done, total)``, when given, is told before the first test and after each (a
+    progress bar).  O(passes x K) tests of ``seconds``."""
     if isinstance(passes, bool) or not isinstance(passes, int) or passes < 1:
         raise ValueError(f"passes must be an integer >= 1, got {passes!r}")
     plans = [plan_flows(groups, g) for g in range(len(groups))]
@@ -174,11 +176,17 @@ def measure_uplinks(stage: Stage, addresses: Sequence[str], groups: Sequence[Seq
     downs: list[list[float]] = [[] for _ in groups]
     last: dict[int, tuple[list, list]] = {}  # per group: the flow rates of its last pass that measured
     failed = [0] * len(groups)
+    total, done = passes * sum(1 for up, _ in plans if up), 0
+    if on_test is not None:
+        on_test(0, total)
     for _ in range(passes):
         for g, (up, down) in enumerate(plans):
             if not up:
                 continue
             res = run_flows(stage, up + down, addresses, seconds, reply_timeout)
+            done += 1
+            if on_test is not None:
+                on_test(done, total)
             bad = [v for v in res.values() if isinstance(v, str)]
             failed[g] += len(bad)
             if errors is not None:

@@ -60,8 +60,11 @@ def test_the_progress_bar_has_a_stage_for_bandwidth_and_uplinks():
     with _ProbeProgress(True) as bar:
         for ev in [("connect", 0, 4, ""), ("connect", 4, 4, ""), ("round", 0, 1, "pass 1: 6 pairs, 1 x 3 rounds"),
                    ("round", 0, 3, "bandwidth round 1/3"), ("round", 2, 3, "bandwidth round 3/3"),
-                   ("uplinks", 0, 1, "shared uplinks"), ("uplinks", 1, 1, "shared uplinks")]:
+                   ("uplinks", 0, 1, "shared uplinks"), ("uplinks", 0, 6, "shared uplinks: 2 groups x 3 passes"),
+                   ("uplinks", 4, 6, "shared uplinks: 2 groups x 3 passes")]:
             bar(ProgressEvent(*ev, 0.0))
+            if ev[0] == "uplinks" and ev[1] == 4:  # the uplink test moves test by test (it sat at 0 of 1)
+                assert (bar.progress.tasks[-1].completed, bar.progress.tasks[-1].total) == (4, 6)
         tasks = [(t.description, t.completed, t.total) for t in bar.progress.tasks]
     assert tasks == [("connecting", 4, 4), ("probing pass 1: 6 pairs, 1 x 3 rounds", 1, 1),
-                     ("probing bandwidth round 3/3", 3, 3), ("shared uplinks", 1, 1)]
+                     ("probing bandwidth round 3/3", 3, 3), ("probing shared uplinks: 2 groups x 3 passes", 4, 6)]

@@ -118,8 +118,11 @@ def test_passes_are_interleaved_kept_and_their_median_priced():
             out = {tag: {**v, "bytes": v["bytes"] * k} for tag, v in out.items()}
         return out
 
-    got = measure_uplinks(stage, [f"10.0.0.{i}" for i in range(6)], groups, passes=3)
+    ticks = []  # the progress: 0 before the first test, then one per test (it sat at 0 of 1 until the end)
+    got = measure_uplinks(stage, [f"10.0.0.{i}" for i in range(6)], groups, passes=3,
+                          on_test=lambda k, total: ticks.append((k, total)))
     assert tested == [0, 1, 2] * 3
+    assert ticks == [(k, 9) for k in range(10)]
     assert got[0].extra["passes_up_bps"] == [50e6, 25e6, 51e6] and got[0].up_bps == 50e6  # the median
     assert got[1].extra["passes_down_bps"] == [50e6, 50e6, 49e6] and got[1].down_bps == 50e6
     one = measure_uplinks(FakeAgents(group_of, 50e6, 45e6), ["a"] * 6, groups, passes=1)

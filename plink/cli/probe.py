@@ -147,7 +147,7 @@ class _ProbeProgress:
                 label = {"connect": "connecting", "round": "probing rounds", "uplinks": "shared uplinks"}[ev.phase]
                 self.task = self.progress.add_task(label, total=max(ev.total, 1))
             self.progress.update(self.task, completed=ev.done, total=max(ev.total, 1))
-            if ev.phase == "round" and ev.message:
+            if ev.phase in ("round", "uplinks") and ev.message:
                 self.progress.update(self.task, description=f"probing {ev.message}")
         if ev.phase == "connect" and ev.message:
             self.progress.console.print(f"[yellow]unreachable:[/] {ev.message}")
