@@ -36,28 +36,45 @@ def _stat(path) -> tuple | None:
     return None if st is None else (st.st_ino, st.st_mtime_ns, st.st_size)
 
 
-def _kept(checkpoint, before, how: str) -> str:
-    """What a probe stopped by ``how`` left in ``checkpoint`` (its measured pairs, written as it stopped)."""
+def _rerun(output, bandwidth: bool = False, bw_seconds: float = 2.0, uplinks: bool | None = None) -> str:
+    """The resume hint: ``-o F --resume`` and the options that say what to measure (a resume
+    without ``--bandwidth`` of a file lacking bandwidths is refused, and without it a missing
+    uplink test is not run)."""
+    extra = ""
+    if bandwidth:
+        extra += " --bandwidth" + (f" --bw-seconds {bw_seconds:g}" if bw_seconds != 2.0 else "")
+        extra += " --no-uplinks" if uplinks is False else ""
+    elif uplinks:
+        extra += " --uplinks" + (f" --bw-seconds {bw_seconds:g}" if bw_seconds != 2.0 else "")
+    return f"rerun with -o {output} --resume{extra}"
+
+
+def _kept(checkpoint, before, how: str, rerun: str | None = None, uplinks_wanted: bool = False) -> str:
+    """What a probe stopped by ``how`` left in ``checkpoint`` (its measured pairs, written as it
+    stopped); ``rerun``: the resume hint (:func:`_rerun`); ``uplinks_wanted``: the run was to test
+    the shared uplinks (a file without the test says so)."""
     from plink.data.probefile import load
     from plink.probes.journal import journal_path
 
     if checkpoint is None:
         return f"stopped by {how}: nothing written (no -o file)"
+    rerun = rerun or _rerun(checkpoint)
     after = _stat(checkpoint)
     if after is None or after == before:
         if journal_path(checkpoint).exists():
-            return f"stopped by {how}: the pairs measured are in {journal_path(checkpoint)} (rerun with -o {checkpoint} --resume)"
+            return f"stopped by {how}: the pairs measured are in {journal_path(checkpoint)} ({rerun})"
         return f"stopped by {how} before any pair was measured: {checkpoint} left as it was"
     try:
         p = load(checkpoint)
     except PlinkError:
-        return f"stopped by {how}: rerun with -o {checkpoint} --resume"
+        return f"stopped by {how}: {rerun}"
     s = _probe_summary(p, checkpoint)
     pairs = s["pairs"]
     split = (f" (latency of {pairs - s['missing_latency_pairs']}, bandwidth of {pairs - s['missing_bandwidth_pairs']})"
              if s.get("missing_bandwidth_pairs") else "")
-    return (f"stopped by {how}: {pairs - s['missing_pairs']} of {pairs} pairs measured{split}, kept in {checkpoint} "
-            f"(rerun with -o {checkpoint} --resume)")
+    untested = ", the shared-uplink test not done" if uplinks_wanted and not p.uplinks else ""
+    return (f"stopped by {how}: {pairs - s['missing_pairs']} of {pairs} pairs measured{split}{untested}, kept in "
+            f"{checkpoint} ({rerun})")
 
 
 def _probe_summary(probe, output) -> dict:
@@ -263,6 +280,7 @@ def probe(hosts, output, method, count, interval, passes, max_count, tol, bandwi
                       concurrency=concurrency, python=python)
     show_progress = not quiet and not as_json and sys.stderr.isatty()
     before = _stat(checkpoint)
+    rerun = _rerun(output, bandwidth, bw_seconds, uplinks)
     try:
         with _ProbeProgress(show_progress) as bar:
             result = probe_hosts(entries, method=method, count=count, interval=interval, passes=passes,
@@ -271,7 +289,8 @@ def probe(hosts, output, method, count, interval, passes, max_count, tol, bandwi
                                  resume=resume, progress=bar, ssh=opts,
                                  uplinks=bandwidth if uplinks is None else uplinks, uplink_passes=uplink_passes)
     except (KeyboardInterrupt, Terminated) as exc:
-        raise Interrupted(_kept(checkpoint, before, "SIGTERM" if isinstance(exc, Terminated) else "Ctrl-C"),
+        raise Interrupted(_kept(checkpoint, before, "SIGTERM" if isinstance(exc, Terminated) else "Ctrl-C", rerun,
+                                bandwidth if uplinks is None else bool(uplinks)),
                           143 if isinstance(exc, Terminated) else 130) from None
     summary = _probe_summary(result, output)
     from plink.probes.probe import measured_anything
@@ -321,7 +340,7 @@ def probe(hosts, output, method, count, interval, passes, max_count, tol, bandwi
     if result.meta.get("aborted"):
         raise IncompleteMatrix(f"probe stopped: {result.meta['aborted']}; "
                                f"{summary['missing_pairs']} of {summary['pairs']} pairs missing"
-                               + (f" (rerun with -o {output} --resume)" if output else "") + ", exit 3")
+                               + (f" ({rerun})" if output else "") + ", exit 3")
     if summary["missing_pairs"]:
         raise IncompleteMatrix(f"incomplete matrix: {summary['missing_pairs']} of {summary['pairs']} pairs missing"
-                               + (f" (rerun with -o {output} --resume)" if output else "") + ", exit 3")
+                               + (f" ({rerun})" if output else "") + ", exit 3")
