@@ -555,7 +555,7 @@ def test_show_names_the_measured_uplinks_and_how_pair_bandwidths_were_taken(tmp_
     assert proc.returncode == 0, proc.stderr
     text = " ".join(proc.stdout.split())
     assert text.count("hosts (") == 4 and "all crossing at once" in text
-    assert "note: pair bandwidths were measured half the hosts' pairs at a time" in text
+    assert "note: pair bandwidths were measured in rounds of N/2 pairs at once (every host in one)" in text
     summary = json.loads(run("show", str(probe), "--no-structure", "--json").stdout)
     assert summary["bandwidth_concurrent"] and len(summary["uplinks"]) == 4
     assert all(200 < u["up_mbit"] < 400 for u in summary["uplinks"])
@@ -592,3 +592,19 @@ def test_show_json_has_what_its_text_shows_of_the_structure(dc, tmp_path):
     assert doc["low_confidence_hosts"] == g["metrics"]["low_confidence_hosts"]
     with_file = json.loads(run("show", str(dc), "--groups", str(groups), "--json").stdout)
     assert with_file["members"] == doc["members"]
+
+
+def test_ctrl_c_while_click_parses_says_interrupted(monkeypatch, capsys):
+    """A Ctrl-C while click parsed the command line reached plink as click's Abort and printed
+    "plink: aborted"; every other Ctrl-C prints "plink: interrupted" (README, exit codes)."""
+    import click
+
+    from plink import cli as cli_mod
+
+    def abort(*a, **kw):
+        raise click.exceptions.Abort()
+
+    monkeypatch.setattr(cli_mod.cli, "main", abort)
+    with pytest.raises(SystemExit) as exc:
+        cli_mod.main(["show", "x.json"])
+    assert exc.value.code == 130 and capsys.readouterr().err == "plink: interrupted\n"

@@ -70,8 +70,8 @@ def main(argv: list[str] | None = None) -> None:
             sys.exit(rc)
     except click.exceptions.Exit as exc:
         sys.exit(exc.exit_code)
-    except click.exceptions.Abort:
-        click.echo("plink: aborted", err=True)
+    except click.exceptions.Abort:  # click's form of a Ctrl-C while it parses (plink asks no questions)
+        click.echo("plink: interrupted", err=True)
         sys.exit(130)
     except click.UsageError as exc:
         if debug:

@@ -252,7 +252,7 @@ def render_show(summary, console) -> None:
                 t.add_row(label, f"{summary[key]:g} Gbit/s")
     print_table(console, t)
     if summary.get("bandwidth_concurrent"):
-        console.print("note: pair bandwidths were measured half the hosts' pairs at a time, so a pair whose round "
+        console.print("note: pair bandwidths were measured in rounds of N/2 pairs at once (every host in one), so a pair whose round "
                       "shared a rack uplink reads less than its path alone; the uplink rows are what a rack's hosts "
                       "get crossing at once")
 
