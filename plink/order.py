@@ -34,7 +34,7 @@ from plink.data.fileio import finite_json
 from plink.solvers.contention import SHARED_ALGORITHMS, SharedCostModel, schedule, shared_lower_bound
 from plink.solvers.fluid import FLUID_EXHAUSTIVE_MAX, FluidCostModel, fluid_lower_bound, pricing_model
 from plink.solvers.costmodels import ALGORITHMS, CostModel, check_algorithm
-from plink.solvers.groupsearch import exact_count, exhaustive_shared, minimise_shared, rack_contiguous
+from plink.solvers.groupsearch import contiguous_orders, exact_count, exhaustive_shared, minimise_shared
 from plink.solvers.hedge import hedged_pick, regrets
 from plink.solvers.resolution import RESOLUTION, resolution_for, resolved
 from plink.solvers.solve import SolveResult, minimise
@@ -78,7 +78,9 @@ class OrderResult:
     elapsed: float = 0.0
     cost_model: str = "shared"  #: "shared" or "pairsum"
     unit: str = "s"
-    cost_contiguous: float | None = None  #: rack-contiguous order (groups in index order)
+    cost_contiguous: float | None = None  #: rack-contiguous order (the best of ``n_contiguous`` orders of the groups)
+    n_contiguous: int = 1  #: orders of the groups tried for the rack-contiguous order
+    contiguous_order: list[int] = field(default_factory=list)  #: ... the one priced (indices, rank 0 first)
     ranges: dict[str, list[float]] = field(default_factory=dict)
     pairs_used: int = 0  #: distinct host pairs the chosen order communicates over
     pairs_used_unmeasured: int = 0  #: ... of which were never measured
@@ -305,10 +307,13 @@ def order_hosts(
     n_missing = probe.n_missing_pairs()
     cm, cm_low, kind, notes = _models(model, algo, probe, groups, n_missing, size, base, use_bandwidth, nic_gbps)
     identity = np.arange(n)
-    contiguous = rack_contiguous(groups.labels)
     rand = random_orders(n, n_random, seed)
     # what the report prices with: the fluid model where it applies (searched on the clocks: fast)
     price, price_low = _pricing(model, cm, cm_low)
+    # the best simple alternative: the racks as blocks, in the best order of the groups tried (in the
+    # groups' numbering alone, a butterfly over unequal racks could price them slower, and plink's gain with it)
+    blocks = contiguous_orders(groups.labels, seed=seed)
+    contiguous = blocks[int(np.argmin(_prices(price, blocks)))]
     splits = _hedge_groupings(probe, groups, model, labels, use_bandwidth) if hedge else []
     main_time, split_time = _hedge_times(time_limit, len(splits))
     res, lb_model = _search(model, cm, identity, notes, labels=labels, time_limit=main_time, seed=seed, jobs=jobs,
@@ -365,6 +370,8 @@ def order_hosts(
         cost_model=model,
         unit="s" if model == "shared" else "us",
         cost_contiguous=ranges["contiguous"][1],
+        n_contiguous=len(blocks),
+        contiguous_order=[int(i) for i in contiguous],
         ranges=ranges,
         pairs_used=n_used,
         pairs_used_unmeasured=unmeasured,

@@ -174,6 +174,37 @@ def rack_contiguous(groups: np.ndarray) -> np.ndarray:
     return np.argsort(np.asarray(groups), kind="stable").astype(np.int64)
 
 
+#: :func:`contiguous_orders` tries every order of the groups up to this many (5 groups: 120)
+CONTIGUOUS_ORDERS = 120
+
+
+def contiguous_orders(groups: np.ndarray, max_orders: int = CONTIGUOUS_ORDERS, seed: int = 0) -> np.ndarray:
+    """``(m, N)`` rack-contiguous orders: each group one block, hosts in index order inside it,
+    the blocks in every order of the groups when there are at most ``max_orders`` (k! of them),
+    else in index order, by size (largest first, then smallest first) and seeded random orders up
+    to ``max_orders``.  The first row is :func:`rack_contiguous`.  Which block comes where
+    matters to a butterfly or a tree with unequal groups (which blocks meet at each step): the
+    groups' numbering alone must not set the baseline plink's speedup is measured against.
+    O(m N)."""
+    labels = np.asarray(groups)
+    k = int(labels.max()) + 1 if labels.size else 0
+    blocks = [np.flatnonzero(labels == g) for g in range(k)]
+    if math.factorial(k) <= max_orders:
+        perms = list(itertools.permutations(range(k)))
+    else:
+        sizes = np.array([len(b) for b in blocks])
+        perms = list(dict.fromkeys([tuple(range(k)), tuple(int(g) for g in np.argsort(-sizes, kind="stable")),
+                                    tuple(int(g) for g in np.argsort(sizes, kind="stable"))]))
+        rng = np.random.default_rng(seed)
+        seen = set(perms)
+        while len(perms) < max_orders:
+            p = tuple(int(g) for g in rng.permutation(k))
+            if p not in seen:
+                seen.add(p)
+                perms.append(p)
+    return np.array([np.concatenate([blocks[g] for g in p]) for p in perms], dtype=np.int64)
+
+
 def interleaved_order(lat: np.ndarray, groups: np.ndarray, group_order) -> np.ndarray:
     """Round-robin over the groups in ``group_order``: rank ``j`` takes the next host of group
     ``j mod G`` (groups that run out drop out); inside a group a nearest-neighbour path.

@@ -89,7 +89,8 @@ def render_order_report(result, console) -> None:
     rows = [("input order", "input"),
             (f"median of all {result.n_random} orders" if every else f"median of {result.n_random} random",
              "random_median"),
-            ("rack-contiguous (groups in index order)", "contiguous")]
+            (f"rack-contiguous (best of {result.n_contiguous} group orders)" if result.n_contiguous > 1
+             else "rack-contiguous", "contiguous")]
     for label, name in rows:
         t.add_row(label, _fmt_range(result, name), _fmt_speedup(result, name))
     t.add_row("plink order", _fmt_range(result, "plink"), "")
