@@ -218,7 +218,8 @@ def order(probefile, algo, size, base, time_limit, jobs, smt_time, groups_file, 
     priced as a fluid, flows sharing links max-min fairly as they start and
     end); --model pairsum is the dissertation's sum of pair costs. The report
     compares the input order, the median random order and the rack-contiguous
-    order; unmeasured pairs are priced at their best and worst plausible
+    order (each rack one block, in the best order of the racks tried);
+    unmeasured pairs are priced at their best and worst plausible
     value and the figures given as ranges. Small clusters get a certified
     optimum of the chosen model; a lower bound is printed when informative.
 
