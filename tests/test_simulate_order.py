@@ -113,3 +113,15 @@ def test_nearest_neighbour_is_a_permutation():
     m = rng.uniform(size=(12, 12))
     tour = nearest_neighbour_ring(m + m.T, 3)
     assert tour[0] == 3 and sorted(tour) == list(range(12))
+
+
+def test_simulated_pair_bandwidth_never_exceeds_the_host_rate():
+    """The jitter put the fastest simulated pairs 13-18% above --host-gbps (64 hosts, default jitter)."""
+    import numpy as np
+
+    from plink.data.simulate import simulate_datacenter
+
+    for seed in range(3):
+        p = simulate_datacenter(8, 8, bandwidth=True, host_gbps=25.0, seed=seed)
+        bw = p.bandwidth[np.isfinite(p.bandwidth)]
+        assert bw.max() <= 25.0 and (bw == 25.0).any() and bw.min() < 25.0 / 4 * 1.2
