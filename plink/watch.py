@@ -141,9 +141,10 @@ class StateLock:
             prev = self._read(fd)
             os.close(fd)
             if exc.errno in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
-                if prev.get("state") != "running":  # the file names a finished run: the holder is not a watch run
-                    raise WatchBusy(f"another process holds {self.path} (not a running plink watch: the file names "
-                                    "the last run, finished; e.g. a flock or a backup): this run did nothing") from None
+                if prev.get("state") != "running":  # the holder is not a watch run: it would have written the file
+                    last = "the file names the last run, finished" if prev else "no watch run has written the file"
+                    raise WatchBusy(f"another process holds {self.path} (not a running plink watch: {last}; e.g. a "
+                                    "flock or a backup): this run did nothing") from None
                 who = f"pid {prev.get('pid', '?')}"
                 if prev.get("host") and prev.get("host") != socket.gethostname():
                     who += f" on {prev['host']}"
@@ -465,26 +466,32 @@ def _order_doc(names: Sequence[str], probe: ProbeData, algo: str, size: int, rep
     return doc
 
 
-def _sync(path: Path, text: str, changed: bool = True) -> bool:
+def _sync(path: str | os.PathLike, text: str, changed: bool = True) -> bool:
     """Write ``text`` to ``path`` atomically unless it already holds it; True when written.
 
-    A stream (``-``, stdout, a FIFO, a device) holds nothing to compare with: it is written
-    when ``changed`` (a new order, the first run), else left alone. Reading a FIFO to compare
-    blocked the run for good, and ``/dev/null`` read as "did not match" on every run."""
+    A stream holds nothing to compare with. A FIFO gets the order on every run that finds a
+    reader on it, never waiting for one (reading it to compare, or opening it for writing with no
+    reader, blocked the run for good, the lock held); ``-``, stdout and devices get it when
+    ``changed`` (a new order, the first run: ``/dev/null`` read as "did not match" on every run).
+    ``path`` is kept as given: ``Path("./-")`` is ``-``, stdout."""
+    path = os.fspath(path)
+    if not is_stdout(path) and _is_fifo(path):
+        return _write_fifo_if_read(path, text)
     if is_stdout(path) or not _regular(path):
         if changed:
             atomic_write_text(path, text)
         return changed
     try:
-        if path.read_text(encoding="utf-8") == text:
-            return False
+        with open(path, encoding="utf-8") as fh:
+            if fh.read() == text:
+                return False
     except (OSError, UnicodeDecodeError):
         pass
     atomic_write_text(path, text)
     return True
 
 
-def _regular(path: Path) -> bool:
+def _regular(path: str) -> bool:
     """``path`` is a regular file (through symlinks) or does not exist yet: it can be read back."""
     try:
         return stat.S_ISREG(os.stat(path).st_mode)
@@ -492,6 +499,31 @@ def _regular(path: Path) -> bool:
         return True
     except OSError:
         return False
+
+
+def _is_fifo(path: str) -> bool:
+    try:
+        return stat.S_ISFIFO(os.stat(path).st_mode)
+    except OSError:
+        return False
+
+
+def _write_fifo_if_read(path: str, text: str) -> bool:
+    """Write ``text`` into the FIFO ``path`` when a reader has it open; False (nothing written,
+    nothing waited for) when none has."""
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_NONBLOCK)
+    except OSError as exc:
+        if exc.errno == errno.ENXIO:  # no reader
+            return False
+        raise PlinkError(f"cannot write {path}: {exc.strerror or exc}") from None
+    try:
+        os.set_blocking(fd, True)  # a reader is there: let it take the text at its pace
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(text.encode("utf-8"))
+    except OSError as exc:
+        raise PlinkError(f"cannot write {path}: {exc.strerror or exc}") from None
+    return True
 
 
 def smoothed(probe: ProbeData, history: Path, window: int) -> tuple[ProbeData, int]:
@@ -653,7 +685,7 @@ def watch(
 
     solve = solve or order_hosts
     size = DEFAULT_SIZE if size is None else int(size)
-    _check_args(model=model, window=window, min_gain=min_gain, slots=slots, emit=emit)
+    _check_args(model=model, window=window, min_gain=min_gain, slots=slots, emit=emit, state_dir=state_dir)
     _check_emit_outside_state(Path(state_dir), emit)
     search = dict(size=size, time_limit=time_limit, seed=seed, base=base, model=model)
     if max_iter is not None:  # a reproducible search (tests, benchmarks)
@@ -699,11 +731,13 @@ def watch(
         )
         order_doc = _order_doc(d.order, probe, algo, size, _report(d))
 
+        # the order's files first, the state last: a file that cannot be written (an --emit path through
+        # a missing directory) then leaves the state as it was, and the next run writes the order again
+        _sync_derived(state_dir, d.order, order_doc, probe, changed, emit=emit, slots=slots, algo=algo, notes=notes)
         _write_history(history, run, probe, order_doc if changed else None, res, t0)
         new_state = _new_state(state, d, run=run, started=started, algo=algo, size=size, base=base,
                                min_gain=min_gain, model=model)
         atomic_write_text(state_dir / "state.json", json.dumps(new_state, indent=1, allow_nan=False) + "\n")
-        _sync_derived(state_dir, d.order, order_doc, probe, changed, emit=emit, slots=slots, algo=algo, notes=notes)
         # routine housekeeping: in the status (-v, --json), never a reason to speak up under cron
         res.pruned = len(_prune(history, keep))
         res.elapsed = round((datetime.now(timezone.utc) - t0).total_seconds(), 3)
@@ -712,7 +746,8 @@ def watch(
         lock.release(finished=True)
 
 
-def _check_args(*, model: str, window: int, min_gain: float, slots: int, emit: Sequence[tuple[str, str]]) -> None:
+def _check_args(*, model: str, window: int, min_gain: float, slots: int, emit: Sequence[tuple[str, str]],
+                state_dir=None) -> None:
     """Raise :class:`PlinkError` for the first unusable argument of :func:`watch`, before anything is touched."""
     from plink.launch.emitters import FORMATS, check_slots
 
@@ -730,6 +765,8 @@ def _check_args(*, model: str, window: int, min_gain: float, slots: int, emit: S
             raise OptionError(f"--emit: cannot keep a {fmt!r} file in sync (use one of: {', '.join(f for f in FORMATS if f not in ('json', 'slurm-topology'))})")
     for fmt, path in emit:  # before anything is probed or written: an error changes nothing
         missing = missing_directory(path)
+        if missing is not None and state_dir is not None and os.path.abspath(missing) == os.path.abspath(state_dir):
+            missing = None  # the state directory, which the run makes before it writes anything
         if missing is not None:
             raise PlinkError(f"cannot write --emit {fmt}:{path}: directory {missing} does not exist")
         if Path(path).is_dir():
@@ -909,6 +946,7 @@ def _sync_derived(state_dir: Path, order: list[str], order_doc: dict, probe: Pro
         # a torchrun map's header names the file node-rank reads: the map itself, as plink emit's does
         # (state_dir/order.json is relative to cron's directory and on this host only)
         text = emit_text(fmt, ordered_hosts, slots=slots, algo=algo,
-                         order_file=str(state_dir / "order.json") if is_stdout(path) else str(path))
-        if _sync(Path(path), text, changed) and not changed:
+                         order_file=str(path) if _regular(path) and not is_stdout(path)
+                         else str(state_dir / "order.json"))
+        if _sync(path, text, changed) and not changed and _regular(path) and not is_stdout(path):
             notes.append(f"rewrote {path}: it did not match the current order")

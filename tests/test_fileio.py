@@ -236,6 +236,13 @@ def test_missing_directory_is_one_check_for_every_output(tmp_path):
     with pytest.raises(PlinkError, match=f"cannot write {link}: directory {tmp_path / 'gone'} does not exist"):
         write_text(link, "x")
     assert link.is_symlink() and not (tmp_path / "gone").exists()
+    # a path through a missing directory, as the kernel walks it: sub/.. needs sub ("directory
+    # TMP does not exist" was said of the one that exists, and watch's check let it through)
+    through = f"{tmp_path}/sub/../x.txt"
+    assert missing_directory(through) == str(tmp_path / "sub")
+    with pytest.raises(PlinkError, match=f"directory {tmp_path / 'sub'} does not exist"):
+        write_text(through, "x")
+    assert missing_directory(tmp_path / "a" / "b" / "c.txt") == str(tmp_path / "a")  # the first one missing
 
 
 def test_dev_stdout_is_written_through_stdout_not_resolved(tmp_path):

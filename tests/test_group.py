@@ -429,7 +429,7 @@ def test_show_names_a_balanced_level_as_such(tmp_path):
     path = tmp_path / "p.json"
     simulate_datacenter(4, 4, seed=1).save(path)
     r = CliRunner()
-    for method, label in (("balanced", "balanced (equal sizes)"), ("hierarchy", "finest (e.g. racks)")):
+    for method, label in (("balanced", "balanced (k-means)"), ("hierarchy", "finest (e.g. racks)")):
         g = tmp_path / f"{method}.json"
         assert r.invoke(cli, ["group", str(path), "--method", method, "-o", str(g)]).exit_code == 0
         assert json.loads(g.read_text())["params"]["method"] == method

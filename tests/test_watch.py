@@ -6,6 +6,7 @@ import signal
 import subprocess
 import sys
 import textwrap
+import time
 from datetime import datetime, timedelta, timezone
 
 import numpy as np
@@ -239,11 +240,20 @@ def test_second_run_while_locked_does_nothing(tmp_path):
     fd = os.open(tmp_path / "lock", os.O_RDWR)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        with pytest.raises(WatchBusy, match=r"another process holds .*not a running plink watch"):
+        with pytest.raises(WatchBusy, match=r"another process holds .*not a running plink watch: the file names"):
             watch(tmp_path, lambda: called.append(1) or dc(2), **OPTS)
     finally:
         os.close(fd)
     assert not called and snapshot(tmp_path) == before
+    fresh = tmp_path / "fresh"  # no run ever: an empty lock file names no run
+    fresh.mkdir()
+    fd = os.open(fresh / "lock", os.O_RDWR | os.O_CREAT)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        with pytest.raises(WatchBusy, match=r"not a running plink watch: no watch run has written the file"):
+            watch(fresh, lambda: called.append(1) or dc(2), **OPTS)
+    finally:
+        os.close(fd)
 
 
 LOCK_AND_DIE = textwrap.dedent("""
@@ -539,32 +549,68 @@ def test_cli_emit_over_the_probe_file_is_refused(tmp_path):
     assert r.returncode == 2 and "--emit: cannot keep a 'bogus' file in sync" in r.stderr  # a bad option: usage
 
 
-def test_emit_to_a_fifo_or_device_is_written_when_the_order_changes_only(tmp_path):
+def test_emit_to_a_fifo_is_written_when_read_and_never_waited_for(tmp_path):
     """A FIFO given to --emit was read to compare it with the order: the run blocked for good, even
-    with a reader on the pipe. /dev/null compared unequal on every run ("rewrote /dev/null")."""
+    with a reader on the pipe; with no reader, opening it to write blocked as well (the lock held,
+    every later cron run 75). A FIFO now gets the order on every run that finds a reader, and a run
+    with none goes on. /dev/null compared unequal on every run ("rewrote /dev/null")."""
     import threading
 
     fifo = tmp_path / "ff"
     os.mkfifo(fifo)
-    got = []
-    reader = threading.Thread(target=lambda: got.append(fifo.read_text()), daemon=True)
-    reader.start()
-    done = []
-    run1 = threading.Thread(target=lambda: done.append(
-        watch(tmp_path / "st", lambda: dc(1), emit=[("openmpi", str(fifo))], **OPTS)), daemon=True)
-    run1.start()
-    run1.join(60)
-    reader.join(10)
-    assert done and done[0].exit_code == 4 and got and got[0].splitlines()[-16:] == (tmp_path / "st" / "hosts.txt").read_text().splitlines()
+
+    def run_with_reader():
+        got, done = [], []
+        reader = threading.Thread(target=lambda: got.append(fifo.read_text()), daemon=True)
+        reader.start()
+        time.sleep(0.2)  # the reader has the pipe open (or is opening it) before the run writes
+        runner = threading.Thread(target=lambda: done.append(
+            watch(tmp_path / "st", lambda: dc(1), emit=[("openmpi", str(fifo))], **OPTS)), daemon=True)
+        runner.start()
+        runner.join(60)
+        reader.join(10)
+        return done, got
+
+    done, got = run_with_reader()
+    hosts = (tmp_path / "st" / "hosts.txt").read_text().splitlines()
+    assert done and done[0].exit_code == 4 and got and got[0].splitlines()[-16:] == hosts
+    # no reader: the run neither waits nor fails, and says nothing
+    t = time.monotonic()
+    res = watch(tmp_path / "st", lambda: dc(1), emit=[("openmpi", str(fifo))], **OPTS)
+    assert res.exit_code == 0 and not res.notes and time.monotonic() - t < 30
+    # a reader later gets the current order, though the run keeps it
+    done, got = run_with_reader()
+    assert done and done[0].exit_code == 0 and got and got[0].splitlines()[-16:] == hosts
     assert fifo.is_fifo()
-    # a run that keeps the order neither reads nor writes the pipe (no reader now: either would block)
-    run2 = threading.Thread(target=lambda: done.append(
-        watch(tmp_path / "st", lambda: dc(1), emit=[("openmpi", str(fifo))], **OPTS)), daemon=True)
-    run2.start()
-    run2.join(60)
-    assert len(done) == 2 and done[1].exit_code == 0 and not done[1].notes
     res = watch(tmp_path / "st", lambda: dc(1), emit=[("openmpi", os.devnull)], **OPTS)
     assert res.exit_code == 0 and not any("rewrote" in n for n in res.notes)
+
+
+def test_emit_paths_watch_got_wrong(tmp_path, monkeypatch):
+    """`--emit plain:./-` went to stdout (pathlib reads ./- as -); an --emit file in the state directory
+    failed on the first run ("directory ... does not exist", though the run makes it); a file that
+    could not be written after the state was committed left exit 1 with the state changed."""
+    monkeypatch.chdir(tmp_path)
+    watch(tmp_path / "st", lambda: dc(1), emit=[("plain", "./-"), ("openmpi", str(tmp_path / "st" / "h.ompi"))],
+          **OPTS)
+    assert (tmp_path / "-").read_text().split() == (tmp_path / "st" / "hosts.txt").read_text().split()
+    assert (tmp_path / "st" / "h.ompi").exists()
+    # a new order whose --emit file cannot be written: the state stays as it was, so the next run
+    # writes the order again instead of calling it kept
+    from plink.launch import emitters
+
+    state = (tmp_path / "st" / "state.json").read_bytes()
+    real = emitters.emit
+
+    def broken(fmt, *a, **kw):
+        if fmt == "deepspeed":
+            raise PlinkError("cannot write the deepspeed file")
+        return real(fmt, *a, **kw)
+
+    monkeypatch.setattr(emitters, "emit", broken)
+    with pytest.raises(PlinkError, match="deepspeed"):
+        watch(tmp_path / "st", lambda: dc(2, jitter=0.3), emit=[("deepspeed", str(tmp_path / "d.txt"))], **OPTS)
+    assert (tmp_path / "st" / "state.json").read_bytes() == state
 
 
 def test_cli_emit_to_stdout_with_json_is_refused(tmp_path):

@@ -56,7 +56,7 @@ def render_structure(groups, console) -> None:
         sizes = np.bincount(lv)
         # sqrt(N) equal groups, not racks found (files before 2026-12-01 name no method: theirs has an elasticity)
         balanced = (groups.params or {}).get("method", "elasticity" in (groups.params or {}) and "balanced") == "balanced"
-        name = ("balanced (equal sizes)" if balanced else "finest (e.g. racks)") if i == 0 else f"level {i + 1}"
+        name = ("balanced (k-means)" if balanced else "finest (e.g. racks)") if i == 0 else f"level {i + 1}"
         shown = " ".join(map(str, sizes[:24])) + (" ..." if sizes.size > 24 else "")
         t.add_row(name, str(sizes.size), shown)
     print_table(console, t)

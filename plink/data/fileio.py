@@ -85,8 +85,22 @@ def missing_directory(path: str | os.PathLike) -> str | None:
     name = os.fspath(path)
     if is_stdout(name):
         return None
-    directory = os.path.dirname(os.path.abspath(_resolve(name)))
-    return None if os.path.isdir(directory) else directory
+    return _first_missing(os.path.dirname(_resolve(name)) or ".")
+
+
+def _first_missing(directory: str) -> str | None:
+    """The first directory along ``directory`` (as the kernel walks it: ``sub/..`` needs ``sub``)
+    that does not exist, absolute; None when all do."""
+    if os.path.isdir(directory):
+        return None
+    walked = os.sep if os.path.isabs(directory) else ""
+    for part in directory.split(os.sep):
+        if not part:
+            continue
+        walked = os.path.join(walked, part) if walked else part
+        if not os.path.isdir(walked):
+            return os.path.abspath(walked)
+    return os.path.abspath(directory)
 
 
 def replaces_atomically(path: str | os.PathLike) -> bool:
@@ -138,7 +152,7 @@ def write_bytes(path: str | os.PathLike, data: bytes, mode: int | None = None) -
         return
     directory = os.path.dirname(target) or "."
     if not os.path.isdir(directory):  # of the target resolved once, above
-        raise PlinkError(f"cannot write {name}: directory {os.path.dirname(os.path.abspath(target))} does not exist")
+        raise PlinkError(f"cannot write {name}: directory {_first_missing(directory)} does not exist")
     try:
         fd, tmp = tempfile.mkstemp(prefix=f".{os.path.basename(target)}.", suffix=".tmp", dir=directory)
     except OSError as exc:
