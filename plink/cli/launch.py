@@ -68,7 +68,8 @@ def emit_cmd(orderfile, fmt, slots, groups_file, algo, output) -> None:
             given = click.get_text_stream("stdin").read()
         except UnicodeDecodeError:
             raise click.BadParameter("standard input is not UTF-8 text", param_hint="ORDERFILE") from None
-    hosts = read_order_hosts(orderfile, text=given)
+    source = "standard input" if orderfile == "-" else orderfile  # what messages call it
+    hosts = read_order_hosts(source, text=given)
     searched = _order_file_algo(orderfile, given)
     if algo is None and searched is None and fmt == "env":
         click.echo(f"plink: note: {orderfile} does not say which collective its order was made for (a plain host "

@@ -106,8 +106,8 @@ def render_structure(groups, console) -> None:
         console.print(f"split by the pair bandwidths: {k} more finest group{'s' if k > 1 else ''} than the "
                       f"latency gives (parts measured {FAR_RATIO:g}x or more slower between than within)")
     if "ami" in m:
-        console.print(f"AMI vs true {m.get('truth_level') or 'locations'}: {m['ami']:.3f}"
-                      + (f" (levels: {', '.join(f'{v:.3f}' + (f' vs {w}' if w else '') for v, w in zip(m['ami_levels'], m.get('ami_levels_against') or [None] * len(m['ami_levels'])))})"
+        console.print(f"AMI vs true {m.get('truth_level') or 'locations'}: {round(m['ami'], 3) + 0.0:.3f}"
+                      + (f" (levels: {', '.join(f'{round(v, 3) + 0.0:.3f}' + (f' vs {w}' if w else '') for v, w in zip(m['ami_levels'], m.get('ami_levels_against') or [None] * len(m['ami_levels'])))})"
                          if m.get("ami_levels") else ""))
 
 

@@ -61,7 +61,8 @@ class Groups:
                                                                        & (self.confidence <= 1)):
                 raise ProbeFileError("groups: confidence must be one number in [0, 1] per host")
         if len(self.hosts) != len(set(self.hosts)):
-            raise ProbeFileError("groups: a host appears twice")
+            twice = next(h for i, h in enumerate(self.hosts) if h in self.hosts[:i])
+            raise ProbeFileError(f"groups: host {twice!r} appears twice")
         if self.labels.shape != (len(self.hosts),):
             raise ProbeFileError(f"groups: {len(self.labels)} labels for {len(self.hosts)} hosts")
         if len(self.hosts) == 0:

@@ -385,9 +385,9 @@ def env_hints(hosts: Sequence, algo: str = "ring", slots=1, made_for: str | None
                      "; nor have Open MPI's coll/tuned or Gloo under torch.distributed: no variable here runs it.")]
     made_for = algo if made_for == "" else made_for
     gloo = "# Gloo (torch.distributed on CPU) runs a ring in rank order"
-    if made_for == "ring" or (made_for is None and algo == "ring"):
+    if made_for == "ring":
         lines += [f"{gloo}: this order is for it too."]
-    elif made_for is None:
+    elif made_for is None:  # (a plain list: made for a ring, or not)
         lines += [f"{gloo} whatever is set here; for Gloo use an order made for a ring (plink order --algo ring)."]
     else:
         lines += [f"{gloo} whatever is set here; this order was made for {made_for}, so for Gloo make a ring "
