@@ -767,10 +767,10 @@ def _check_args(*, model: str, window: int, min_gain: float, slots: int, emit: S
         missing = missing_directory(path)
         if missing is not None and state_dir is not None and os.path.abspath(missing) == os.path.abspath(state_dir):
             missing = None  # the state directory, which the run makes before it writes anything
-        if missing is not None:
-            raise PlinkError(f"cannot write --emit {fmt}:{path}: directory {missing} does not exist")
+        if missing is not None:  # (usage errors, exit 2, as -o's are)
+            raise OptionError(f"cannot write --emit {fmt}:{path}: directory {missing} does not exist")
         if Path(path).is_dir():
-            raise PlinkError(f"cannot write --emit {fmt}:{path}: it is a directory (name a file in it)")
+            raise OptionError(f"cannot write --emit {fmt}:{path}: it is a directory (name a file in it)")
 
 
 def is_state_file(state_dir, path) -> bool:
@@ -789,7 +789,7 @@ def _check_emit_outside_state(state_dir: Path, emit: Sequence[tuple[str, str]]) 
     state.json made the next run fail."""
     for fmt, path in emit:
         if is_state_file(state_dir, path):
-            raise PlinkError(f"cannot write --emit {fmt}:{path}: it is one of {state_dir}'s own files "
+            raise OptionError(f"cannot write --emit {fmt}:{path}: it is one of {state_dir}'s own files "
                              f"(state.json, order.json, hosts.txt, lock, history/); write it elsewhere or under another name")
 
 

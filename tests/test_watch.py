@@ -547,6 +547,10 @@ def test_cli_emit_over_the_probe_file_is_refused(tmp_path):
     assert r.returncode == 2 and "is the file --probe-file reads" in r.stderr and p.read_bytes() == before
     r = run("watch", str(tmp_path / "st"), "--probe-file", str(p), "--emit", f"bogus:{tmp_path / 'x'}")
     assert r.returncode == 2 and "--emit: cannot keep a 'bogus' file in sync" in r.stderr  # a bad option: usage
+    # every --emit path refused is a usage error, as -o's are (a state file or a missing directory exited 1)
+    for path, said in ((tmp_path / "st" / "state.json", "own files"), (tmp_path / "no" / "h", "does not exist")):
+        r = run("watch", str(tmp_path / "st"), "--probe-file", str(p), "--emit", f"openmpi:{path}")
+        assert r.returncode == 2 and said in r.stderr, r.stderr
 
 
 def test_emit_to_a_fifo_is_written_when_read_and_never_waited_for(tmp_path):
