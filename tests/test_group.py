@@ -466,3 +466,18 @@ def test_groups_file_written_by_hand_and_groups_that_disagree_with_labels(tmp_pa
                                 "groups": [["a"], ["b"]]}))
     with pytest.raises(ProbeFileError, match="host 'e' is in no group"):
         load_groups(hand)
+
+
+def test_group_refuses_json_with_an_explicit_dash(tmp_path):
+    """`plink group P -o - --json` ignored --json (the groups file on stdout), where order refuses the pair."""
+    from click.testing import CliRunner
+
+    from plink.cli import cli
+    from plink.data.simulate import simulate_datacenter
+
+    path = tmp_path / "p.json"
+    simulate_datacenter(2, 3, seed=0).save(path)
+    r = CliRunner().invoke(cli, ["group", str(path), "-o", "-", "--json"])
+    assert r.exit_code == 2 and "--json prints the metrics on stdout" in r.output
+    r = CliRunner().invoke(cli, ["group", str(path), "--json"])  # no -o: the groups file, metrics in it
+    assert r.exit_code == 0 and json.loads(r.stdout)["format"] == "plink-groups"

@@ -9,7 +9,7 @@ import click
 import numpy as np
 
 from plink.cli._app import (check_option_files, cli, _echo_json, check_picture_format, matrix_input_options, _stderr_console, _stdout_console, plot_file,
-                            print_table, refuse_input_as_output, stdout_if_dash)
+                            print_table, refuse_input_as_output, refuse_json_with_dash, stdout_if_dash)
 from plink.errors import UnmeasuredHostError
 
 
@@ -166,6 +166,7 @@ def group(probefile, n_groups, method, max_levels, elasticity, alpha, dims, no_h
       plink show dc.json --groups groups.json --plot heatmap.png
     """
     refuse_input_as_output({"-o": output, "--plot": plot}, {"PROBEFILE": probefile})
+    refuse_json_with_dash(as_json, "the metrics")  # (without -o, stdout is the groups file, metrics in it)
     check_picture_format(plot)
     ctx = click.get_current_context()
     own = {"balanced": ("elasticity", "alpha", "dims", "no_heights"), "hierarchy": ("max_levels",)}
