@@ -1224,3 +1224,36 @@ def test_structure_benchmark_summarises_a_range_of_seeds(capsys):
     with pytest.raises(SystemExit) as e:
         main(["--seeds", "4"])
     assert e.value.code == 2
+
+
+def test_four_or_five_hosts_with_a_clear_gap_are_two_groups():
+    """4-5 hosts are too few for the split tests: a 2-rack x 2-host netns probe (27 against 65 us,
+    bandwidths 25 against 6 Gbit/s) was one group. A cut into groups of 2+ is taken when every pair
+    between them is TINY_GAP times every pair inside; a rack of 4 or 5 and plain noise stay one."""
+    from plink.data.simulate import simulate_datacenter
+    from plink.structure.hierarchy import TINY_GAP, infer_groups
+
+    for seed in range(4):
+        for racks, hpr in ((2, 2), (2, (2, 3))):
+            g = infer_groups(simulate_datacenter(racks, hpr, bandwidth=True, seed=seed))
+            assert g.k == 2 and g.metrics["ami"] == pytest.approx(1.0)
+        assert infer_groups(simulate_datacenter(1, 4, seed=seed)).k == 1
+        assert infer_groups(simulate_datacenter(1, 5, seed=seed)).k == 1
+    m = np.array([[0, 27, 65, 66], [27, 0, 64, 65], [65, 64, 0, 28], [66, 65, 28, 0]], dtype=float)
+    assert infer_hierarchy(m).labels.tolist() in ([0, 0, 1, 1], [1, 1, 0, 0])
+    m[0, 1] = m[1, 0] = 65 / TINY_GAP + 1  # the gap under TINY_GAP: no split
+    assert infer_hierarchy(m).labels.max() == 0
+    rng = np.random.default_rng(0)
+    for n in (4, 5):
+        for _ in range(200):
+            r = rng.uniform(40, 80, (n, n))
+            r = (r + r.T) / 2
+            np.fill_diagonal(r, 0)
+            assert infer_hierarchy(r).labels.max() == 0
+    cut = 0  # noise spread 6x wide: a gap arrangement of 4 hosts happens, rarely
+    for _ in range(500):
+        r = rng.uniform(20, 120, (4, 4))
+        r = (r + r.T) / 2
+        np.fill_diagonal(r, 0)
+        cut += infer_hierarchy(r).labels.max() > 0
+    assert cut / 500 < 0.03

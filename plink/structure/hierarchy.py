@@ -1447,8 +1447,49 @@ def infer_hierarchy(latency: np.ndarray, *, max_levels: int = 3, random_state=No
         z = np.zeros(n, dtype=int)
         return Hierarchy(z, [z], np.ones(n), {"k": 1, "levels": 1, "reason": f"{n} hosts: too few to split"})
     s = symmetrise_min(d)
+    if n < 2 * MIN_GROUP:
+        tiny = _tiny_split(s)
+        if tiny is not None:
+            return tiny
     return hierarchy_from_matrix(remove_host_overheads(s)[0], raw=s, max_levels=max_levels,
                                  random_state=random_state)
+
+
+#: 4 or 5 hosts are too few for the split tests (groups of MIN_GROUP, permutation nulls): two groups
+#: of 2 or more are taken when every pair between them is at least this many times every pair inside
+#: (a 2-rack x 2-host netns probe read 27 against 65 us and was one group)
+TINY_GAP = 1.5
+
+
+def _tiny_split(s: np.ndarray) -> Hierarchy | None:
+    """4 or 5 hosts (symmetric latencies ``s``, NaN = not measured): the average-linkage cut into
+    2 groups of 2 or more when every measured pair between them is at least :data:`TINY_GAP` times
+    every measured pair inside them (each group with one measured pair at least), else None."""
+    from scipy.cluster.hierarchy import fcluster, linkage
+    from scipy.spatial.distance import squareform
+
+    from plink.structure.metrics import host_separation
+
+    n = s.shape[0]
+    m = np.array(s, dtype=float)
+    fill = np.nanmax(m[np.isfinite(m)]) if np.isfinite(m).any() else 1.0
+    m = np.where(np.isfinite(m), m, fill)
+    np.fill_diagonal(m, 0.0)
+    lab = fcluster(linkage(squareform(m, checks=False), method="average"), 2, criterion="maxclust") - 1
+    if lab.max() != 1 or np.bincount(lab).min() < 2:
+        return None
+    off = ~np.eye(n, dtype=bool)
+    same = (lab[:, None] == lab[None, :]) & off & np.isfinite(s)
+    cross = (lab[:, None] != lab[None, :]) & np.isfinite(s)
+    if not cross.any() or any(not (same & (lab[:, None] == g)).any() for g in (0, 1)):
+        return None
+    if not s[cross].min() >= TINY_GAP * s[same].max():
+        return None
+    lab = np.unique(lab, return_inverse=True)[1].astype(int)
+    conf = np.clip(host_separation(m, lab), 0.0, 1.0)
+    return Hierarchy(lab, [lab], conf, {"k": 2, "levels": 1,
+                                        "reason": f"{n} hosts: every pair between the groups {TINY_GAP:g}x or more "
+                                                  "every pair inside (TINY_GAP)"})
 
 
 def _as_matrix(X) -> np.ndarray:
