@@ -130,7 +130,7 @@ class Groups:
     """Group label per host and where it came from."""
 
     labels: np.ndarray
-    source: str  #: "groups file", "probe uplinks", "inferred from latency|bandwidth|inverse bandwidth" or "none"
+    source: str  #: "groups file", "probe uplinks", "inferred from latency|bandwidth|inverse bandwidth" or "too few hosts to find racks"
     confidence: float | None = None
     notes: list[str] = field(default_factory=list)
 
@@ -178,7 +178,7 @@ def find_groups(probe: ProbeData, labels=None, seed: int = 0, use_bandwidth: boo
     found = _infer(probe, seed, use_bandwidth) if probe.n >= 3 else None
     if (found is None or found.k < 2) and up is not None and (up >= 0).all():
         return Groups(_relabel(up), "probe uplinks")
-    return found if found is not None else Groups(np.zeros(probe.n, dtype=np.int64), "none")
+    return found if found is not None else Groups(np.zeros(probe.n, dtype=np.int64), "too few hosts to find racks")
 
 
 def _infer(probe: ProbeData, seed: int, use_bandwidth: bool) -> Groups:

@@ -751,6 +751,10 @@ def test_few_hosts_price_every_order_once(tmp_path):
     out = run.stdout + run.stderr
     assert "median of all 2 orders" in out and "median of 500 random" not in out
     assert "(too few hosts to find racks)" in out and "(none)" not in out
+    from plink.order import order_hosts
+
+    assert order_hosts(simulate_datacenter(1, 2, seed=0), "ring").to_dict()["groups"]["source"] == (
+        "too few hosts to find racks")  # --json too (it said "none")
 
 
 def test_rack_contiguous_baseline_does_not_depend_on_the_groups_numbering():

@@ -43,9 +43,6 @@ def _any_span(result) -> bool:
     return any("-" in _fmt_speedup(result, k) for k in ("input", "random_median", "contiguous"))
 
 
-#: how the report names a groups source the probe file does not say in words
-_SOURCES = {"none": "too few hosts to find racks"}
-
 _SCENARIOS = {"uplinks non-blocking": "with rack uplinks that never bind",
               "latencies alone": "by the measured latencies alone (no capacity binding)"}
 
@@ -79,7 +76,7 @@ def render_order_report(result, console) -> None:
     size = "" if result.cost_model == "pairsum" and result.model == "latency" else f"{format_size(result.size)}, "
     title = (
         f"{result.algo} over {len(result.hosts)} host{'s' * (len(result.hosts) != 1)}, {size}{what}, {result.model}; "
-        f"{g.get('k', '?')} group(s) ({_SOURCES.get(g.get('source'), g.get('source', '?'))})"
+        f"{g.get('k', '?')} group(s) ({g.get('source', '?')})"
     )
     t = Table(title=title, title_justify="left", show_edge=False)
     t.add_column("order")
