@@ -298,6 +298,10 @@ def test_cli_node_rank(tmp_path):
     assert (proc.returncode, proc.stdout) == (0, "0\n"), proc.stderr
     proc = run("node-rank", str(p), "--master")
     assert proc.stdout == "10.9.0.1\n"
+    stdin = subprocess.run([sys.executable, "-m", "plink", "node-rank", "-", "--host", "n1"], input=p.read_text(),
+                           capture_output=True, text=True, timeout=60,
+                           env=dict(os.environ, PYTHONPATH=os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+    assert (stdin.returncode, stdin.stdout) == (0, "1\n"), stdin.stderr  # - reads stdin ("-: no such file")
     proc = run("node-rank", str(p), "--host", "")  # a usage error (it exited 1)
     assert proc.returncode == 2 and "--host is empty" in proc.stderr
     proc = run("node-rank", str(p))  # this machine is not n0/n1

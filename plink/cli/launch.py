@@ -62,13 +62,8 @@ def emit_cmd(orderfile, fmt, slots, groups_file, algo, output) -> None:
         raise click.UsageError(f"--algo is for --format env (the {fmt} format does not depend on the algorithm)")
     refuse_input_as_output({"-o": output}, {"ORDERFILE": orderfile, "--groups": groups_file})
     check_option_files({"--groups": groups_file})
-    given = None
-    if orderfile == "-":  # a pipe: plink order probe.json --format json -o - | plink emit - --format openmpi
-        try:
-            given = click.get_text_stream("stdin").read()
-        except UnicodeDecodeError:
-            raise click.BadParameter("standard input is not UTF-8 text", param_hint="ORDERFILE") from None
-    source = "standard input" if orderfile == "-" else orderfile  # what messages call it
+    # - is a pipe: plink order probe.json --format json -o - | plink emit - --format openmpi
+    source, given = _order_input(orderfile)
     hosts = read_order_hosts(source, text=given)
     searched = _order_file_algo(orderfile, given)
     if algo is None and searched is None and fmt == "env":
@@ -120,7 +115,8 @@ def _order_file_algo(path: str, text: str | None = None) -> str | None:
 def node_rank_cmd(orderfile, host, master) -> None:
     """Print this node's rank in ORDERFILE (for torchrun --node-rank).
 
-    ORDERFILE is a JSON or plain order file (or the torchrun map). This node
+    ORDERFILE is a JSON or plain order file (or the torchrun map; - reads
+    it from stdin). This node
     is matched by host name, FQDN or short name, or by any of its IP
     addresses (the JSON file's addresses, or host names resolved).
 
@@ -134,11 +130,23 @@ def node_rank_cmd(orderfile, host, master) -> None:
     from plink.launch.emitters import master_address
     from plink.launch.noderank import node_rank
 
-    hosts = read_order_hosts(orderfile)
+    source, given = _order_input(orderfile)
+    hosts = read_order_hosts(source, text=given)
     if master:
         click.echo(master_address(hosts))
         return
-    click.echo(node_rank(hosts, host, source=orderfile))
+    click.echo(node_rank(hosts, host, source=source))
+
+
+def _order_input(orderfile: str) -> tuple[str, str | None]:
+    """``(name for messages, text)`` of ORDERFILE: ``-`` is standard input, read here (text None:
+    the file is read by its reader)."""
+    if orderfile != "-":
+        return orderfile, None
+    try:
+        return "standard input", click.get_text_stream("stdin").read()
+    except UnicodeDecodeError:
+        raise click.BadParameter("standard input is not UTF-8 text", param_hint="ORDERFILE") from None
 
 
 def _parse_gain(text: str) -> float:
