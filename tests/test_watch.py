@@ -237,23 +237,18 @@ def test_second_run_while_locked_does_nothing(tmp_path):
     # the message named that run's pid as the holder
     import fcntl
 
-    fd = os.open(tmp_path / "lock", os.O_RDWR)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        with pytest.raises(WatchBusy, match=r"another process holds .*not a running plink watch: the file names"):
-            watch(tmp_path, lambda: called.append(1) or dc(2), **OPTS)
-    finally:
-        os.close(fd)
-    assert not called and snapshot(tmp_path) == before
-    fresh = tmp_path / "fresh"  # no run ever: an empty lock file names no run
+    fresh = tmp_path.with_name(tmp_path.name + "_fresh")  # no run ever: an empty lock file names no run
     fresh.mkdir()
-    fd = os.open(fresh / "lock", os.O_RDWR | os.O_CREAT)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        with pytest.raises(WatchBusy, match=r"not a running plink watch: no watch run has written the file"):
-            watch(fresh, lambda: called.append(1) or dc(2), **OPTS)
-    finally:
-        os.close(fd)
+    for state_dir, said in ((tmp_path, "the file names the last run, finished"),
+                            (fresh, "no watch run has written the file")):
+        fd = os.open(state_dir / "lock", os.O_RDWR | os.O_CREAT)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            with pytest.raises(WatchBusy, match=rf"another process holds .*not a running plink watch: {said}"):
+                watch(state_dir, lambda: called.append(1) or dc(2), **OPTS)
+        finally:
+            os.close(fd)
+    assert not called and snapshot(tmp_path) == before
 
 
 LOCK_AND_DIE = textwrap.dedent("""
