@@ -491,21 +491,24 @@ def _sync(path: str | os.PathLike, text: str, changed: bool = True) -> bool:
     return True
 
 
+def _mode(path: str) -> int | None:
+    """``path``'s file type bits (through symlinks); 0 when it does not exist yet, None when it
+    cannot be looked at."""
+    try:
+        return stat.S_IFMT(os.stat(path).st_mode)
+    except FileNotFoundError:
+        return 0
+    except OSError:
+        return None
+
+
 def _regular(path: str) -> bool:
     """``path`` is a regular file (through symlinks) or does not exist yet: it can be read back."""
-    try:
-        return stat.S_ISREG(os.stat(path).st_mode)
-    except FileNotFoundError:
-        return True
-    except OSError:
-        return False
+    return _mode(path) in (0, stat.S_IFREG)
 
 
 def _is_fifo(path: str) -> bool:
-    try:
-        return stat.S_ISFIFO(os.stat(path).st_mode)
-    except OSError:
-        return False
+    return _mode(path) == stat.S_IFIFO
 
 
 def _write_fifo_if_read(path: str, text: str) -> bool:

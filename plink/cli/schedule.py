@@ -107,7 +107,7 @@ def schedule(probefile, groups_file, size, chunk, capacity, compact, output, as_
     from plink.data.fileio import is_stdout
 
     if as_json and output is not None and is_stdout(output):
-        raise click.UsageError("-o - and --json would both write to stdout: write the schedule to a file")
+        raise click.UsageError(f"-o {output} and --json would both write to stdout: write the schedule to a file")
     refuse_input_as_output({"-o": output}, {"PROBEFILE": probefile, "--groups": groups_file})
     check_option_files({"--groups": groups_file})
     probe = load_input(probefile)
@@ -209,7 +209,7 @@ def retune(schedulefile, statsfile, output, quick, beta, gamma, epsilon, compact
 
     check_finetune(beta, gamma, epsilon, prefix="--")  # with --quick too: a bad value is a mistake either way
     if as_json and is_stdout(output):
-        raise click.UsageError("-o - and --json would both write to stdout: write the schedule to a file")
+        raise click.UsageError(f"-o {output} and --json would both write to stdout: write the schedule to a file")
     refuse_input_as_output({"-o": output}, {"SCHEDULEFILE": schedulefile, "STATSFILE": statsfile})
     sched = load_schedule(schedulefile)
     if sched.plan is None:

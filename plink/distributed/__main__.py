@@ -68,7 +68,7 @@ def probe(output, method, samples, interval, passes, per_rank, bandwidth, bw_sec
         from plink.data.fileio import is_stdout
 
         if is_stdout(output):  # the probe file and the summary would be two documents on one stream
-            raise click.UsageError("-o - and --json would both write to stdout: write the probe file to a file")
+            raise click.UsageError(f"-o {output} and --json would both write to stdout: write the probe file to a file")
     if output:  # rank 0 (from the launcher's variables) checks -o before the job starts, not after the probe
         from plink.data.fileio import missing_directory
         from plink.distributed.launcher import launcher_env
