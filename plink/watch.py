@@ -475,9 +475,10 @@ def _sync(path: str | os.PathLike, text: str, changed: bool = True) -> bool:
     ``changed`` (a new order, the first run: ``/dev/null`` read as "did not match" on every run).
     ``path`` is kept as given: ``Path("./-")`` is ``-``, stdout."""
     path = os.fspath(path)
-    if not is_stdout(path) and _is_fifo(path):
+    mode = None if is_stdout(path) else _mode(path)
+    if mode == stat.S_IFIFO:
         return _write_fifo_if_read(path, text)
-    if is_stdout(path) or not _regular(path):
+    if mode not in (0, stat.S_IFREG):  # stdout, a device, or what cannot be looked at
         if changed:
             atomic_write_text(path, text)
         return changed
@@ -502,13 +503,9 @@ def _mode(path: str) -> int | None:
         return None
 
 
-def _regular(path: str) -> bool:
-    """``path`` is a regular file (through symlinks) or does not exist yet: it can be read back."""
-    return _mode(path) in (0, stat.S_IFREG)
-
-
-def _is_fifo(path: str) -> bool:
-    return _mode(path) == stat.S_IFIFO
+def _file(path: str) -> bool:
+    """``path`` is a regular file (through symlinks) or will be one, not stdout: it can be read back."""
+    return not is_stdout(path) and _mode(path) in (0, stat.S_IFREG)
 
 
 def _write_fifo_if_read(path: str, text: str) -> bool:
@@ -948,8 +945,8 @@ def _sync_derived(state_dir: Path, order: list[str], order_doc: dict, probe: Pro
     for fmt, path in emit:
         # a torchrun map's header names the file node-rank reads: the map itself, as plink emit's does
         # (state_dir/order.json is relative to cron's directory and on this host only)
+        file = _file(path)
         text = emit_text(fmt, ordered_hosts, slots=slots, algo=algo,
-                         order_file=str(path) if _regular(path) and not is_stdout(path)
-                         else str(state_dir / "order.json"))
-        if _sync(path, text, changed) and not changed and _regular(path) and not is_stdout(path):
+                         order_file=str(path) if file else str(state_dir / "order.json"))
+        if _sync(path, text, changed) and not changed and file:
             notes.append(f"rewrote {path}: it did not match the current order")

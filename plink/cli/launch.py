@@ -65,7 +65,7 @@ def emit_cmd(orderfile, fmt, slots, groups_file, algo, output) -> None:
     # - is a pipe: plink order probe.json --format json -o - | plink emit - --format openmpi
     source, given = _order_input(orderfile)
     hosts = read_order_hosts(source, text=given)
-    searched = _order_file_algo(orderfile, given)
+    searched = _order_file_algo(given)
     if algo is None and searched is None and fmt == "env":
         click.echo(f"plink: note: {orderfile} does not say which collective its order was made for (a plain host "
                    "list): this environment is for a ring; --algo names another", err=True)
@@ -97,14 +97,12 @@ def emit_cmd(orderfile, fmt, slots, groups_file, algo, output) -> None:
         click.echo(text, nl=False)
 
 
-def _order_file_algo(path: str, text: str | None = None) -> str | None:
+def _order_file_algo(text: str) -> str | None:
+    """The collective a JSON order file's ``text`` was searched for; None for a plain one."""
     try:
-        if text is None:
-            with open(path, encoding="utf-8-sig") as fh:
-                text = fh.read()
         doc = json.loads(text.removeprefix("\ufeff"))
         return doc.get("algo") if isinstance(doc, dict) else None
-    except (OSError, ValueError, RecursionError):
+    except (ValueError, RecursionError):
         return None
 
 
@@ -138,11 +136,12 @@ def node_rank_cmd(orderfile, host, master) -> None:
     click.echo(node_rank(hosts, host, source=source))
 
 
-def _order_input(orderfile: str) -> tuple[str, str | None]:
-    """``(name for messages, text)`` of ORDERFILE: ``-`` is standard input, read here (text None:
-    the file is read by its reader)."""
+def _order_input(orderfile: str) -> tuple[str, str]:
+    """``(name for messages, text)`` of ORDERFILE, read once: ``-`` is standard input."""
     if orderfile != "-":
-        return orderfile, None
+        from plink.data.orderfile import read_order_text
+
+        return orderfile, read_order_text(orderfile)
     try:
         return "standard input", click.get_text_stream("stdin").read()
     except UnicodeDecodeError:
@@ -268,10 +267,11 @@ def watch_cmd(state_dir, hosts_file, probe_file, method, count, timeout, retries
         raise click.UsageError("give --hosts HOSTS (probe them) or --probe-file PROBE")
     from plink.data.fileio import is_stdout
 
-    to_stdout = [f"{fmt}:{path}" for fmt, path in _parse_emit(emit_items) if is_stdout(path)]
+    emits = _parse_emit(emit_items)
+    to_stdout = [f"{fmt}:{path}" for fmt, path in emits if is_stdout(path)]
     if as_json and to_stdout:
         raise click.UsageError(f"--emit {to_stdout[0]} and --json would both write to stdout: emit to a file")
-    refuse_input_as_output({f"--emit {fmt}:{path}": path for fmt, path in _parse_emit(emit_items)},
+    refuse_input_as_output({f"--emit {fmt}:{path}": path for fmt, path in emits},
                            {"--probe-file": probe_file, "--hosts": hosts_file, "--initial-order": initial_order})
     from plink.watch import is_state_file
 
@@ -287,7 +287,7 @@ def watch_cmd(state_dir, hosts_file, probe_file, method, count, timeout, retries
         result = watch(
             state_dir, prober, algo=algo, size=size, base=base, min_gain=_parse_gain(min_gain),
             time_limit=time_limit, seed=seed, initial_order=read_order(initial_order) if initial_order else None,
-            emit=_parse_emit(emit_items), slots=slots, keep=keep, window=window, reset=reset, model=cost_model,
+            emit=emits, slots=slots, keep=keep, window=window, reset=reset, model=cost_model,
         )
     except WatchBusy as exc:
         if not as_json:

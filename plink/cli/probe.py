@@ -36,17 +36,19 @@ def _stat(path) -> tuple | None:
     return None if st is None else (st.st_ino, st.st_mtime_ns, st.st_size)
 
 
-def _rerun(output, bandwidth: bool = False, bw_seconds: float = 2.0, uplinks: bool | None = None) -> str:
+BW_SECONDS = 2.0  #: --bw-seconds's default
+
+
+def _rerun(output, bandwidth: bool = False, bw_seconds: float = BW_SECONDS, uplinks: bool | None = None) -> str:
     """The resume hint: ``-o F --resume`` and the options that say what to measure (a resume
     without ``--bandwidth`` of a file lacking bandwidths is refused, and without it a missing
     uplink test is not run)."""
-    extra = ""
-    if bandwidth:
-        extra += " --bandwidth" + (f" --bw-seconds {bw_seconds:g}" if bw_seconds != 2.0 else "")
-        extra += " --no-uplinks" if uplinks is False else ""
-    elif uplinks:
-        extra += " --uplinks" + (f" --bw-seconds {bw_seconds:g}" if bw_seconds != 2.0 else "")
-    return f"rerun with -o {output} --resume{extra}"
+    what = " --bandwidth" if bandwidth else " --uplinks" if uplinks else ""
+    if what and bw_seconds != BW_SECONDS:
+        what += f" --bw-seconds {bw_seconds:g}"
+    if bandwidth and uplinks is False:
+        what += " --no-uplinks"
+    return f"rerun with -o {output} --resume{what}"
 
 
 def _kept(checkpoint, before, how: str, rerun: str | None = None, uplinks_wanted: bool = False) -> str:
@@ -192,7 +194,7 @@ class _ProbeProgress:
 @click.option("--tol", default=0.1, show_default=True, type=float,
               help="A pair's p10 is stable when its 90% confidence interval is within this fraction (or 2 us).")
 @click.option("--bandwidth", is_flag=True, help="Also measure TCP throughput of every pair (both directions).")
-@click.option("--bw-seconds", default=2.0, show_default=True, type=float,
+@click.option("--bw-seconds", default=BW_SECONDS, show_default=True, type=float,
               help="Seconds per direction of a bandwidth test (whole seconds for iperf3).")
 @click.option("--streams", default=1, show_default=True, type=int, help="Parallel TCP streams per bandwidth test.")
 @click.option("--uplinks/--no-uplinks", default=None,

@@ -52,10 +52,11 @@ def render_structure(groups, console) -> None:
     t.add_column("level")
     t.add_column("groups", justify="right")
     t.add_column("sizes")
+    # k-means groups, not racks found (files before 2026-12-01 name no method: theirs has an elasticity)
+    params = groups.params or {}
+    balanced = params.get("method") == "balanced" or ("method" not in params and "elasticity" in params)
     for i, lv in enumerate(levels):
         sizes = np.bincount(lv)
-        # sqrt(N) equal groups, not racks found (files before 2026-12-01 name no method: theirs has an elasticity)
-        balanced = (groups.params or {}).get("method", "elasticity" in (groups.params or {}) and "balanced") == "balanced"
         name = ("balanced (k-means)" if balanced else "finest (e.g. racks)") if i == 0 else f"level {i + 1}"
         shown = " ".join(map(str, sizes[:24])) + (" ..." if sizes.size > 24 else "")
         t.add_row(name, str(sizes.size), shown)

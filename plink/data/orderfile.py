@@ -68,6 +68,19 @@ def read_order(path: str | os.PathLike) -> list[str]:
     return [h.name for h in read_order_hosts(path)]
 
 
+def read_order_text(path: str | os.PathLike) -> str:
+    """The text of the order file ``path`` (a byte-order mark is no part of the first name), or a
+    one-line :class:`ProbeFileError`."""
+    try:
+        return Path(path).read_text(encoding="utf-8-sig")
+    except FileNotFoundError:
+        raise ProbeFileError(f"{path}: no such file") from None
+    except IsADirectoryError:
+        raise ProbeFileError(f"{path}: is a directory, not an order file") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ProbeFileError(f"{path}: cannot read: {exc}") from None
+
+
 def read_order_hosts(path: str | os.PathLike, text: str | None = None) -> list[Host]:
     """Hosts in rank order from a plain or JSON order file.
 
@@ -78,16 +91,7 @@ def read_order_hosts(path: str | os.PathLike, text: str | None = None) -> list[H
     when already read (e.g. from stdin), ``path`` then only names it.
     """
     p = Path(path)
-    if text is None:
-        try:
-            text = p.read_text(encoding="utf-8-sig")  # (a byte-order mark is no part of the first name)
-        except FileNotFoundError:
-            raise ProbeFileError(f"{path}: no such file") from None
-        except IsADirectoryError:
-            raise ProbeFileError(f"{path}: is a directory, not an order file") from None
-        except (OSError, UnicodeDecodeError) as exc:
-            raise ProbeFileError(f"{path}: cannot read: {exc}") from None
-    text = text.removeprefix("\ufeff")
+    text = (read_order_text(path) if text is None else text).removeprefix("\ufeff")
     hosts: list[Host] = []
     if p.suffix.lower() == ".json" and not text.lstrip().startswith("{"):
         raise ProbeFileError(f"{path}: not a JSON order file (it does not start with '{{')")
