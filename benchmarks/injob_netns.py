@@ -94,13 +94,17 @@ def run_torchrun(c, hosts, module_args: list[str], port: int, timeout: float = 6
     n = len(hosts)
     procs = []
     t0 = time.monotonic()
+    # torchrun makes a log directory under TMPDIR on every start and leaves it behind
+    tmp = tempfile.TemporaryDirectory(prefix="plink-torchrun-")
+    env = dict(_env(), TMPDIR=tmp.name)
     for k, h in enumerate(hosts):
         torchrun = [sys.executable, "-m", "torch.distributed.run", f"--nnodes={n}", "--nproc-per-node=1",
                     f"--node-rank={k}", f"--master-addr={hosts[0].address}", f"--master-port={port}", *module_args]
         argv = ["ip", "netns", "exec", h.netns, "unshare", "--uts", "--", "sh", "-c",
                 'hostname "$0" && exec "$@"', h.name, *torchrun]
-        procs.append(subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=_env()))
-    outs = wait_all(procs, [h.name for h in hosts], timeout, "torchrun", tail=600)
+        procs.append(subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env))
+    with tmp:
+        outs = wait_all(procs, [h.name for h in hosts], timeout, "torchrun", tail=600)
     return outs, time.monotonic() - t0
 
 

@@ -493,7 +493,7 @@ def prove_torchrun(b: Bench, order_file: Path, slots: int, name: str, tag: str =
     hosts = read_order_hosts(order_file)
     py, m = shlex.quote(b.python), shlex.quote(str(tmap))
     node = (f"cd {shlex.quote(str(b.dir))} && PYTHONPATH={shlex.quote(str(ROOT))} OMP_NUM_THREADS=1 "
-            f"{py} -m torch.distributed.run --nnodes {len(hosts)} --nproc-per-node {slots} "
+            f"TMPDIR={shlex.quote(str(b.dir))} {py} -m torch.distributed.run --nnodes {len(hosts)} --nproc-per-node {slots} "
             f'--node-rank "$({py} -m plink node-rank {m})" --master-addr "$({py} -m plink node-rank {m} --master)" '
             f"--master-port {port} --no-python ./report.sh")
     cmd = (f'torchrun --nnodes {len(hosts)} --nproc-per-node {slots} --node-rank "$(plink node-rank {tmap.name})" '

@@ -199,9 +199,12 @@ def run_torchrun(c, map_file: Path, size: int, repeats: int = 3, warmup: int = 1
         + "".join(f"{shlex.quote(str(p))} " for p in more)
         + f'--rank-from env --size {size} --repeats {repeats} --warmup {warmup} --port {port + 1}'
     )
-    procs = [subprocess.Popen(["ip", "netns", "exec", h.netns, "sh", "-c", script], stdout=subprocess.PIPE,
-                              stderr=subprocess.PIPE, text=True, env=_worker_env()) for h in c.hosts]
-    return _collect(c, procs, timeout, "torchrun", "torchrun")
+    # torchrun makes a log directory under TMPDIR on every start and leaves it behind
+    with tempfile.TemporaryDirectory(prefix="plink-torchrun-") as tmp:
+        env = dict(_worker_env(), TMPDIR=tmp)
+        procs = [subprocess.Popen(["ip", "netns", "exec", h.netns, "sh", "-c", script], stdout=subprocess.PIPE,
+                                  stderr=subprocess.PIPE, text=True, env=env) for h in c.hosts]
+        return _collect(c, procs, timeout, "torchrun", "torchrun")
 
 
 def run_mpirun(c, hostfile: Path, order_file: Path, size: int, repeats: int = 3, warmup: int = 1,
