@@ -433,6 +433,9 @@ def _check_args(probe: ProbeData, algo: str, *, model, time_limit, smt_time, siz
         raise PlinkError(str(exc)) from None
     off = ~np.eye(n, dtype=bool)
     if n > 1 and not np.isfinite(probe.latency[off]).any():
+        if probe.bandwidth is not None and np.isfinite(probe.bandwidth[off]).any():
+            raise PlinkError("no latency was measured, only pair bandwidths: nothing to order by (probe the latencies "
+                             "again, or save the bandwidths as a CSV matrix and read it with --kind bandwidth)")
         raise PlinkError("no pair of hosts was measured: nothing to order by")
 
 

@@ -435,6 +435,23 @@ def test_order_names_a_host_never_measured_which_group_refuses(tmp_path):
     assert "1 host(s) without a single measured pair (h2)" in " ".join(proc.stderr.split())
 
 
+def test_a_probe_with_bandwidths_but_no_latency_says_so(tmp_path):
+    sim = tmp_path / "s.json"
+    assert run("simulate", "--racks", "2", "--hosts-per-rack", "3", "--seed", "1", "--bandwidth", "-o", str(sim)).returncode == 0
+    d = json.loads(sim.read_text())
+    d["latency_us"] = [[None] * len(r) for r in d["latency_us"]]
+    p = tmp_path / "bw_only.json"
+    p.write_text(json.dumps(d))
+    shown = run("show", str(p))
+    assert shown.returncode == 0, shown.stderr
+    assert "pairs with a bandwidth  │" in shown.stdout and "15 of 15" in shown.stdout
+    assert json.loads(run("show", str(p), "--json").stdout)["bandwidth_pairs"] == 15
+    assert_one_line_error(run("group", str(p)), 1, f"{p}: host vm000 has 0 measured latency pairs")
+    assert_one_line_error(run("order", str(p), "--algo", "ring"), 1, "no latency was measured, only pair bandwidths")
+    # a probe with both: one line, as before
+    assert "pairs with a bandwidth" not in run("show", str(sim)).stdout
+
+
 def test_an_unknown_unit_is_told_the_units_not_every_spelling(tmp_path):
     m = tmp_path / "m.csv"
     m.write_text("0,1,2\n1,0,2\n2,2,0\n")

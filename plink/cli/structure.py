@@ -228,6 +228,8 @@ def render_show(summary, console) -> None:
     t.add_column("")
     t.add_column("value", justify="right")
     t.add_row("measured pairs", f"{summary['measured_pairs']} of {summary['pairs']} ({summary['coverage']:.1%})")
+    if summary.get("bandwidth_pairs", summary["measured_pairs"]) != summary["measured_pairs"]:
+        t.add_row("pairs with a bandwidth", f"{summary['bandwidth_pairs']} of {summary['pairs']}")
     from plink.units import format_us
 
     pct = summary.get("latency_us")

@@ -848,5 +848,6 @@ def check_every_host_measured(probe) -> np.ndarray:
     if lonely.size:
         how = (" (take it out of the host list and rerun plink probe with --resume: the other pairs are kept)"
                if probe.meta.get("schedule") is not None else "")  # a file plink probe wrote
-        raise UnmeasuredHostError(f"host {probe.names[lonely[0]]} has 0 measured pairs: probe it again or leave it out{how}")
+        what = "latency pairs" if measured_pairs(probe, bandwidth=True)[lonely[0]].any() else "pairs"
+        raise UnmeasuredHostError(f"host {probe.names[lonely[0]]} has 0 measured {what}: probe it again or leave it out{how}")
     return measured

@@ -14,6 +14,8 @@ from typing import Any
 
 import numpy as np
 
+from plink.data.probefile import measured_pairs
+
 PERCENTILES = (0, 10, 50, 90, 100)
 
 
@@ -45,6 +47,7 @@ def summarize(probe, groups=None) -> dict[str, Any]:
     if probe.bandwidth is not None:
         bw = probe.bandwidth[iu]
         out["bandwidth_gbps"] = _pct(bw[~np.isnan(bw)], 4)
+        out["bandwidth_pairs"] = int(measured_pairs(probe, bandwidth=True)[iu].sum())
         # plink probe measures pair bandwidth N/2 pairs at a time: a pair whose round shared an uplink
         # reads less than its path; what the racks' uplinks carry is the uplink test's
         out["bandwidth_concurrent"] = bool(probe.meta.get("bandwidth")) and not probe.inverse_bandwidth
