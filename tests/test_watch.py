@@ -617,7 +617,20 @@ def test_cli_emit_to_stdout_with_json_is_refused(tmp_path):
     dc(1).save(p)
     r = run("watch", str(tmp_path / "st"), "--probe-file", str(p), "--emit", "openmpi:-", "--json")
     assert r.returncode == 2 and "--emit openmpi:- and --json would both write to stdout" in r.stderr
-    assert r.stdout == "" and not (tmp_path / "st").exists()
+    assert json.loads(r.stdout)["status"] == "error" and not (tmp_path / "st").exists()  # the status alone
+
+
+@pytest.mark.parametrize("bad", [["--size", "abc"], ["--algo", "nope"], ["--no-such-option"], []])
+def test_cli_json_status_of_a_usage_error(tmp_path, bad):
+    """--json prints the status always: an option click itself refuses too (it printed nothing)."""
+    p = tmp_path / "p.json"
+    dc(1).save(p)
+    where = ["--probe-file", str(p)] if bad else []  # []: neither --hosts nor --probe-file
+    r = run("watch", str(tmp_path / "st"), *where, *bad, "--json")
+    doc = json.loads(r.stdout)
+    assert r.returncode == 2 and doc["status"] == "error" and doc["exit_code"] == 2 and not doc["changed"]
+    assert r.stderr.startswith("plink: error:") and doc["message"] in r.stderr
+    assert json.loads(run("watch", str(tmp_path / "st"), *where, *bad).stdout or "null") is None  # without --json: no stdout
 
 
 def test_cli_json_status_of_a_failed_run(tmp_path):

@@ -81,6 +81,11 @@ def main(argv: list[str] | None = None) -> None:
             sys.exit(EXIT_USAGE)
         cmd = exc.ctx.command_path if exc.ctx is not None else "plink"
         msg = " ".join(exc.format_message().split())
+        if exc.ctx is not None and exc.ctx.command.name == "watch" and "--json" in head:
+            # plink watch --json prints the run's status always (for cron's monitoring), a usage error's too
+            from plink.cli._app import _echo_json
+
+            _echo_json({"status": "error", "changed": False, "message": msg, "exit_code": EXIT_USAGE})
         click.echo(f"plink: error: {msg} (see '{cmd} --help')", err=True)  # one prefix for every error
         sys.exit(EXIT_USAGE)
     except click.ClickException as exc:
