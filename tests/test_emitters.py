@@ -700,3 +700,18 @@ def test_cli_emit_reads_the_order_from_stdin(tmp_path):
     run = subprocess.run([sys.executable, "-m", "plink", "emit", "-", "--format", "env"], input=order,
                          capture_output=True, text=True, env=env, timeout=60)
     assert run.returncode == 0 and "allreduce_algorithm=6" in run.stdout  # the algorithm read from stdin too
+
+
+def test_emit_notes_slots_an_order_file_gives_that_it_does_not_carry_over(tmp_path):
+    """A launcher hostfile as the order: its slots=N went without a word, every host got --slots."""
+    f = tmp_path / "hosts.ompi"
+    f.write_text("a1 slots=4\nb2 slots=4  # rack 2\n")
+    r = run("emit", str(f), "--format", "deepspeed")
+    assert r.returncode == 0 and "a1 slots=1" in r.stdout
+    assert r.stderr.strip() == (f"plink: note: {f}'s lines say slots=4; this file gives every host --slots 1 "
+                                "(plink emit takes the processes per host from --slots alone)")
+    r = run("emit", str(f), "--format", "openmpi", "--slots", "4")
+    assert r.returncode == 0 and r.stderr == "" and r.stdout.count("a1\n") == 4
+    f.write_text("a1 slots=4\nb2 slots=2\n")
+    assert "say slots=2..4;" in run("emit", str(f), "--format", "mpich", "--slots", "4").stderr
+    assert run("emit", str(f), "--format", "plain").stderr == ""  # a plain order file has no slots

@@ -66,6 +66,12 @@ def emit_cmd(orderfile, fmt, slots, groups_file, algo, output) -> None:
     source, given = _order_input(orderfile)
     hosts = read_order_hosts(source, text=given)
     searched = _order_file_algo(given)
+    kept = _plain_slots(given)
+    if kept and kept != {slots} and fmt not in ("plain", "json", "slurm-topology"):
+        # a launcher hostfile given as the order: its slots are not carried over, --slots is
+        said = f"slots={kept.pop()}" if len(kept) == 1 else f"slots={min(kept)}..{max(kept)}"
+        click.echo(f"plink: note: {orderfile}'s lines say {said}; this file gives every host --slots {slots} "
+                   "(plink emit takes the processes per host from --slots alone)", err=True)
     if algo is None and searched is None and fmt == "env":
         click.echo(f"plink: note: {orderfile} does not say which collective its order was made for (a plain host "
                    "list): this environment is for a ring; --algo names another", err=True)
@@ -95,6 +101,19 @@ def emit_cmd(orderfile, fmt, slots, groups_file, algo, output) -> None:
         click.echo(f"wrote {output}", err=True)
     else:
         click.echo(text, nl=False)
+
+
+def _plain_slots(text: str) -> set[int]:
+    """The ``slots=N`` values on the lines of a plain order file's ``text`` (a launcher hostfile given as
+    the order); empty for a JSON one or lines without them."""
+    found = set()
+    if not text.lstrip().startswith("{"):
+        for raw in text.splitlines():
+            for word in raw.partition("#")[0].split()[1:]:
+                key, _, value = word.partition("=")
+                if key == "slots" and value.isdigit():
+                    found.add(int(value))
+    return found
 
 
 def _order_file_algo(text: str) -> str | None:
