@@ -153,14 +153,16 @@ def _local_user() -> str:
 _known_hosts_lock = threading.Lock()
 
 
-def _make_policy(accept_new: bool, store: str | None):
+def _make_policy(accept_new: bool, store: str | None, revoked: frozenset | set = frozenset()):
     import paramiko
 
     class AcceptNewPolicy(paramiko.MissingHostKeyPolicy):
         """OpenSSH ``accept-new``: store keys of unknown hosts (changed keys
-        are refused by paramiko before a policy is asked)."""
+        are refused by paramiko before a policy is asked, revoked ones here)."""
 
         def missing_host_key(self, client, hostname, key):
+            if key.asbytes() in revoked:
+                raise _RevokedHostKey(hostname, key)
             if store is None:
                 raise paramiko.SSHException(f"no known_hosts file to store the key of {hostname}")
             with _known_hosts_lock:
@@ -168,7 +170,9 @@ def _make_policy(accept_new: bool, store: str | None):
                 path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
                 existing = paramiko.HostKeys()
                 if path.exists():
-                    existing.load(str(path))
+                    for entry in read_known_hosts(str(path))[0]:
+                        for name in entry.hostnames:
+                            existing.add(name, entry.key.get_name(), entry.key)
                 old = existing.lookup(hostname)
                 if old is not None and len(old):
                     # known under another key (type): that is a change, not a new host
@@ -183,9 +187,53 @@ def _make_policy(accept_new: bool, store: str | None):
 
     class RejectUnknown(paramiko.MissingHostKeyPolicy):
         def missing_host_key(self, client, hostname, key):
-            raise _UnknownHostKey(hostname, key)
+            raise (_RevokedHostKey if key.asbytes() in revoked else _UnknownHostKey)(hostname, key)
 
     return AcceptNewPolicy() if accept_new else RejectUnknown()
+
+
+def read_known_hosts(path: str) -> tuple[list, set]:
+    """``(entries, revoked)`` of an OpenSSH known_hosts file: paramiko ``HostKeyEntry`` objects for its
+    plain lines, and the keys (``PKey.asbytes()``) of its ``@revoked`` lines. O(lines).
+
+    Read line by line as OpenSSH does, so that one line paramiko cannot take does not lose the whole
+    file (``paramiko.HostKeys.load`` raises on the first): a malformed or truncated key, a key type
+    paramiko does not know, and ``@cert-authority`` lines (host certificates, which plink cannot check:
+    such a host is unknown unless its own key is listed) are skipped.  A ``@revoked`` key is refused
+    for every host, whatever names its line gives.
+    """
+    from paramiko.hostkeys import HostKeyEntry
+
+    entries, revoked = [], set()
+    with open(path, encoding="utf-8", errors="replace") as fh:
+        for lineno, raw in enumerate(fh, 1):
+            line = raw.strip()
+            if not line or line.startswith("#"):
+                continue
+            marker = None
+            if line.startswith("@"):
+                marker, _, line = line.partition(" ")
+                line = line.strip()
+                if marker not in ("@revoked", "@cert-authority"):
+                    continue  # OpenSSH refuses the line too
+            try:
+                entry = HostKeyEntry.from_line(line, lineno)
+            except Exception:  # paramiko's InvalidHostKey, or a key that does not decode
+                entry = None
+            if entry is None or entry.key is None or marker == "@cert-authority":
+                continue
+            if marker == "@revoked":
+                revoked.add(entry.key.asbytes())
+            else:
+                entries.append(entry)
+    return entries, revoked
+
+
+class _RevokedHostKey(Exception):
+    def __init__(self, hostname, key):
+        super().__init__(hostname)
+        self.hostname = hostname
+        self.key = key
 
 
 class _UnknownHostKey(Exception):
@@ -220,13 +268,12 @@ class _KnownHosts:
         with self._lock:
             hit = self._files.get(path)
             if hit is not None and hit[0] == stamp:
-                return hit[1], hit[2]
-        hk = paramiko.HostKeys()
-        hk.load(path)
+                return hit[1:]
+        entries, revoked = read_known_hosts(path)
         plain: dict[str, list] = {}
         hashed = []
-        for e in hk._entries:
-            if e.key is None:
+        for e in entries:
+            if e.key.asbytes() in revoked:  # listed and revoked: revoked (as OpenSSH)
                 continue
             for name in e.hostnames:
                 if name.startswith("|1|"):
@@ -234,27 +281,31 @@ class _KnownHosts:
                 else:
                     plain.setdefault(name, []).append(e.key)
         with self._lock:
-            self._files[path] = (stamp, plain, hashed)
-        return plain, hashed
+            self._files[path] = (stamp, plain, hashed, revoked)
+        return plain, hashed, revoked
 
-    def fill(self, client, paths, names) -> None:
-        """Add to ``client``'s host keys the entries of ``paths`` naming one of ``names``."""
+    def fill(self, client, paths, names) -> set:
+        """Add to ``client``'s host keys the entries of ``paths`` naming one of ``names``; return the
+        revoked keys of ``paths`` (``PKey.asbytes()``)."""
         from paramiko.hostkeys import HostKeys
 
         hk = client.get_host_keys()
+        revoked_all: set = set()
         for path in paths:
             if not os.path.isfile(path):
                 continue
             try:
-                plain, hashed = self._parsed(path)
-            except Exception as exc:
-                raise SSHError(f"cannot read known_hosts {path}: {exc}") from None
+                plain, hashed, revoked = self._parsed(path)
+            except OSError as exc:
+                raise SSHError(f"cannot read known_hosts {path}: {exc.strerror or exc}") from None
+            revoked_all |= revoked
             for name in names:
                 for key in plain.get(name, ()):
                     hk.add(name, key.get_name(), key)
                 for entry, key in hashed:
                     if HostKeys.hash_host(name, entry) == entry:
                         hk.add(name, key.get_name(), key)
+        return revoked_all
 
 
 _known_hosts_cache = _KnownHosts()
@@ -297,9 +348,9 @@ def _connect_once(target: Target, options: SSHOptions, config, depth: int = 0):
     client = paramiko.SSHClient()
     # the names paramiko looks the server's key up under (SSHClient.connect)
     names = [target.hostname if target.port == 22 else f"[{target.hostname}]:{target.port}"]
-    _known_hosts_cache.fill(client, target.known_hosts, names)
+    revoked = _known_hosts_cache.fill(client, target.known_hosts, names)
     store = target.known_hosts[0] if target.known_hosts else None
-    client.set_missing_host_key_policy(_make_policy(options.accept_new_host_keys, store))
+    client.set_missing_host_key_policy(_make_policy(options.accept_new_host_keys, store, revoked))
     try:
         client.connect(
             target.hostname, port=target.port, username=target.user,
@@ -307,10 +358,12 @@ def _connect_once(target: Target, options: SSHOptions, config, depth: int = 0):
             look_for_keys=not target.identities_only,
             timeout=timeout, banner_timeout=timeout, auth_timeout=timeout, sock=sock,
         )
-    except BaseException:
+    except BaseException as exc:
         client.close()
         if jump_client is not None:
             jump_client.close()
+        if isinstance(exc, paramiko.BadHostKeyException) and exc.key.asbytes() in revoked:
+            raise _RevokedHostKey(exc.hostname, exc.key) from None  # another key is listed: still revoked
         raise
     if jump_client is not None:
         client._plink_jump = jump_client  # keep it alive; closed with the client
@@ -348,6 +401,9 @@ def connect(target: Target, options: SSHOptions, config=None):
     while True:
         try:
             return _connect_once(target, options, config)
+        except _RevokedHostKey as exc:
+            raise SSHError(f"{where}: host key ({exc.key.get_name()}) is marked @revoked in known_hosts "
+                           f"({', '.join(target.known_hosts)}), refusing to connect") from None
         except _UnknownHostKey as exc:
             kh = ", ".join(target.known_hosts)
             raise SSHError(

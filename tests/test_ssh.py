@@ -166,6 +166,34 @@ def test_unknown_host_key_is_refused_by_default(cluster, tmp_path):
 
 
 @pytest.mark.netns
+def test_revoked_host_key_is_refused_even_with_accept_new_and_a_ca_line_is_no_obstacle(cluster, tmp_path):
+    """A known_hosts with a @cert-authority line made every host unreachable ('Incorrect padding')."""
+    other = tmp_path / "other"
+    subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(other)], check=True)
+    ca = " ".join(Path(str(other) + ".pub").read_text().split()[:2])
+    kh = tmp_path / "known_hosts"
+    kh.write_text(f"@cert-authority *.example.com {ca}\n" + Path(cluster.known_hosts).read_text())
+    config = ssh_mod._load_config(cluster.ssh_config)
+    opts = _opts(cluster, known_hosts=str(kh))
+    client = connect(resolve(_entry(cluster), config, opts), opts, config)
+    assert _run(client, "hostname") == cluster.hosts[0].name
+    client.close()
+    mine = next(ln for ln in Path(cluster.known_hosts).read_text().splitlines()
+                if ln.split()[0].split(",")[0] == cluster.hosts[0].address)
+    for listed in (False, True):  # revoked whether or not the host's own line lists the key too
+        kh.write_text(f"@revoked * {' '.join(mine.split()[1:3])}\n" + (mine + "\n" if listed else ""))
+        for accept in (False, True):
+            opts = _opts(cluster, known_hosts=str(kh), accept_new_host_keys=accept)
+            with pytest.raises(SSHError, match="marked @revoked"):
+                connect(resolve(_entry(cluster), config, opts), opts, config)
+    # revoked, with another key of the host listed
+    kh.write_text(f"@revoked * {' '.join(mine.split()[1:3])}\n{cluster.hosts[0].address} {ca}\n")
+    opts = _opts(cluster, known_hosts=str(kh))
+    with pytest.raises(SSHError, match="marked @revoked"):
+        connect(resolve(_entry(cluster), config, opts), opts, config)
+
+
+@pytest.mark.netns
 def test_accept_new_stores_the_key_then_verifies_it(cluster, tmp_path):
     kh = tmp_path / "sub" / "known_hosts"  # created on first use
     opts = _opts(cluster, known_hosts=str(kh), accept_new_host_keys=True)
@@ -357,9 +385,21 @@ def test_known_hosts_cache_matches_paramiko(tmp_path):
     time.sleep(0.01)
     kh.write_text(f"10.0.0.9 {keys[2].get_name()} {keys[2].get_base64()}\n")
     assert seen("10.0.0.9") == {keys[2].get_name(): keys[2].get_base64()} and seen("10.0.0.1") == {}
-    kh.write_text("10.0.0.1 ssh-ed25519 !!!notbase64\n" * 2)
-    with pytest.raises(SSHError, match="cannot read known_hosts"):  # as with paramiko's load
-        seen("10.0.0.1")
+    # line by line as OpenSSH: a line paramiko cannot take (its load raised for the whole file: every host
+    # was unreachable) is skipped, so is a CA's line (@cert-authority); a @revoked key is returned
+    kh.write_text("10.0.0.1 ssh-ed25519 !!!notbase64\n"
+                  f"10.0.0.1 ssh-ed25519 {keys[0].get_base64()[:-13]}\n"  # truncated
+                  f"@cert-authority *.example.com {keys[1].get_name()} {keys[1].get_base64()}\n"
+                  "@nonsense 10.0.0.1 ssh-ed25519 AAAA\n"
+                  f"10.0.0.1 {keys[0].get_name()} {keys[0].get_base64()}\n"
+                  f"@revoked * {keys[2].get_name()} {keys[2].get_base64()}\n"
+                  f"10.0.0.4 {keys[2].get_name()} {keys[2].get_base64()}\n")
+    time.sleep(0.01)
+    assert seen("10.0.0.1") == {keys[0].get_name(): keys[0].get_base64()}
+    assert seen("10.0.0.4") == {}  # listed and revoked: revoked
+    assert cache.fill(paramiko.SSHClient(), [str(kh)], ["10.0.0.4"]) == {keys[2].asbytes()}
+    entries, revoked = ssh_mod.read_known_hosts(str(kh))
+    assert [e.hostnames for e in entries] == [["10.0.0.1"], ["10.0.0.4"]] and revoked == {keys[2].asbytes()}
 
 
 def _keygen(tmp_path, name):
