@@ -25,11 +25,11 @@ from __future__ import annotations
 
 import logging
 import os
+import queue
 import select
 import socket
 import threading
 import time
-from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -634,16 +634,53 @@ def start_agents(entries: list[HostEntry], options: SSHOptions, key: str, deadli
                     timing["hello"] = time.monotonic()
                 finish(i, s, None)
 
+    # the connections run in daemon threads: on Ctrl-C or SIGTERM the caller goes at once instead of
+    # waiting for connects in flight to an unreachable host (its timeout, retries and backoff: 8-19 s
+    # measured with a thread pool, which joins its workers); a worker whose session comes after that
+    # closes it itself (``gone``, under ``handover``), so no agent is left running
+    todo: queue.SimpleQueue = queue.SimpleQueue()
+    for i in range(len(entries)):
+        todo.put(i)
+    results: queue.SimpleQueue = queue.SimpleQueue()
+    handover, gone = threading.Lock(), threading.Event()
+
+    def worker() -> None:
+        while not gone.is_set():
+            try:
+                i = todo.get_nowait()
+            except queue.Empty:
+                return
+            try:
+                r = one(i)
+            except Exception as exc:  # (one() returns its errors; anything else is a failure of host i)
+                r = (i, None, None, f"{targets[i].label}: {type(exc).__name__}: {exc}")
+            with handover:
+                if not gone.is_set():
+                    results.put(r)
+                    continue
+            if r[1] is not None:
+                r[1].close()
+            return
+
     beater = threading.Thread(target=beat, daemon=True)
     beater.start()
-    pool = ThreadPoolExecutor(max_workers=min(options.concurrency, max(1, len(entries))))
+    for k in range(min(options.concurrency, max(1, len(entries)))):
+        threading.Thread(target=worker, daemon=True, name=f"plink-connect-{k}").start()
+    outstanding = len(entries)
     try:
-        pending = {pool.submit(one, i) for i in range(len(entries))}
-        while pending or waiting:
-            if pending:
-                done, pending = wait(pending, timeout=0.02 if waiting else None, return_when=FIRST_COMPLETED)
-                for fut in done:
-                    i, s, rid, err = fut.result()
+        while outstanding or waiting:
+            if outstanding:
+                try:
+                    got = [results.get(timeout=0.02 if waiting else 0.5)]
+                except queue.Empty:
+                    got = []
+                while True:  # and whatever else is there
+                    try:
+                        got.append(results.get_nowait())
+                    except queue.Empty:
+                        break
+                for i, s, rid, err in got:
+                    outstanding -= 1
                     if s is None:
                         finish(i, None, err)
                     else:
@@ -652,13 +689,18 @@ def start_agents(entries: list[HostEntry], options: SSHOptions, key: str, deadli
                 time.sleep(0.02)
             collect()
     except BaseException:
-        pool.shutdown(wait=True, cancel_futures=True)
-        late = [f.result()[1] for f in locals().get("pending", ()) if f.done() and not f.cancelled()
-                and f.exception() is None]
+        with handover:
+            gone.set()
+        late = []
+        while True:
+            try:
+                late.append(results.get_nowait()[1])
+            except queue.Empty:
+                break
         for s in list(sessions.values()) + [w[0] for w in waiting.values()] + [s for s in late if s is not None]:
             s.close()
         raise
     finally:
         stop.set()
-        pool.shutdown(wait=False)
+        gone.set()
     return sessions, failures
