@@ -23,7 +23,8 @@
    ".journal"`` (:mod:`probes.journal`; O(pairs) per round, not O(N^2)); the
    probe file is written at the end and the journal removed.  ``resume=True``
    reads the probe file and the journal and measures exactly what is missing
-   for the options given (latency and/or bandwidth).
+   for the options given (latency and/or bandwidth); without it a journal that
+   holds measurements (an interrupted probe's) is refused, never dropped.
 5. Agents exit when the probe ends, when their SSH channel closes, or when
    they hear nothing (not even a heartbeat) for ``hb_timeout`` s.
 
@@ -395,6 +396,16 @@ def measured_anything(probe: ProbeData) -> bool:
     return bool(measured_pairs(probe).any() or measured_pairs(probe, bandwidth=True).any())
 
 
+def _journal_lines(path) -> int:
+    """Non-empty lines of a journal (1: its header alone, nothing measured); an unreadable one counts as
+    holding measurements."""
+    try:
+        with open(path, "rb") as fh:
+            return sum(1 for line in fh if line.strip())
+    except OSError:
+        return 2
+
+
 class _Run:
     """One run of :func:`probe_hosts`, phase by phase.
 
@@ -447,7 +458,10 @@ class _Run:
                                      f"{missing} of {self.n * (self.n - 1) // 2} pairs have no bandwidth yet "
                                      "(give the first run's --bandwidth options again)")
         elif self.jpath is not None and self.jpath.exists():
-            self.jpath.unlink()
+            if _journal_lines(self.jpath) > 1:  # measurements of an interrupted probe: the user's, not ours to drop
+                raise PlinkError(f"{self.jpath} holds what an interrupted probe measured: --resume continues that "
+                                 "probe (the same host list and options); to start over, delete the journal")
+            self.jpath.unlink()  # a header alone
 
     def plan(self, resume: bool) -> None:
         """The rounds, the pairs left to measure, the run's key, the meta and the journal."""

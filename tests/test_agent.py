@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 
 from plink.data.probefile import load
+from plink.errors import PlinkError
 from plink.probes import agent as agent_mod
 from plink.probes.methods import summarize
 from plink.probes.probe import probe_hosts
@@ -709,6 +710,32 @@ def test_resume_without_bandwidth_of_a_bandwidth_probe_is_refused(tmp_path):
     with pytest.raises(PlinkError, match=r"without --bandwidth: it was probed with it and 6 of 6 pairs have no "
                                          r"bandwidth yet"):
         probe_hosts(hosts, count=3, interval=0.002, connect=start_local_agents, checkpoint=out, resume=True)
+
+
+def test_a_fresh_probe_refuses_to_drop_an_interrupted_probes_journal(tmp_path):
+    """A plain rerun over a killed probe's -o deleted its journal without a word."""
+    hosts = [f"127.0.0.{i}" for i in range(40, 44)]
+    out = tmp_path / "probe.json"
+    journal = tmp_path / "probe.json.journal"
+
+    def stop(r, pairs):  # a kill -9 after the first round: its journal, no probe file
+        kept.append(journal.read_bytes())
+        raise KeyboardInterrupt
+
+    kept = []
+    with pytest.raises(KeyboardInterrupt):
+        probe_hosts(hosts, count=3, interval=0.002, connect=start_local_agents, checkpoint=out, after_round=stop)
+    out.unlink()
+    journal.write_bytes(kept[0])
+    kept = journal.read_bytes()
+    assert kept.count(b"\n") > 1
+    with pytest.raises(PlinkError, match=r"probe.json.journal holds what an interrupted probe measured: --resume"):
+        probe_hosts(hosts, count=3, interval=0.002, connect=start_local_agents, checkpoint=out)
+    assert journal.read_bytes() == kept and not out.exists()
+    done = probe_hosts(hosts, count=3, interval=0.002, connect=start_local_agents, checkpoint=out, resume=True)
+    assert done.meta["complete"] and not journal.exists()
+    journal.write_text(kept.decode().splitlines()[0] + "\n")  # a header alone holds nothing: replaced
+    assert probe_hosts(hosts, count=3, interval=0.002, connect=start_local_agents, checkpoint=out).meta["complete"]
 
 
 def test_a_probe_that_reaches_no_host_leaves_the_output_file_as_it_was(tmp_path):
