@@ -314,3 +314,27 @@ def test_probe_refuses_hosts_that_differ_only_by_port_and_says_why():
     assert "duplicate host name '127.0.0.1'" in msg and "127.0.0.1:2222, 127.0.0.1:2223" in msg
     assert "Host alias" in msg and "\n" not in msg
     assert [e.port for e in _as_entries(["a:2222", "b:2222"])] == [2222, 2222]
+
+
+@pytest.mark.parametrize("sep", ["\x0b", "\x0c", "\x1c", "\x1d", "\x1e", "\x85", "\u2028", "\u2029"])
+def test_a_control_character_inside_a_line_is_not_a_line_break(tmp_path, sep):
+    """str.splitlines breaks at these: 'a<FF>b' read as two hosts, and every later line number was off."""
+    from plink.data.orderfile import read_order_hosts
+
+    f = tmp_path / "hosts.txt"
+    f.write_text(f"n1\nn2{sep}n3\nn4\n", encoding="utf-8")
+    with pytest.raises(PlinkError, match=r"hosts.txt:2: "):
+        read_hostlist(str(f))
+    with pytest.raises(PlinkError, match=r"hosts.txt:2: "):
+        read_order_hosts(f)
+    f.write_text("n1\r\nn2\r\n")  # Windows line ends, and old Mac ones
+    assert [e.name for e in read_hostlist(str(f))] == ["n1", "n2"]
+    f.write_text("n1\rn2\r")
+    assert [e.name for e in read_hostlist(str(f))] == [h.name for h in read_order_hosts(f)] == ["n1", "n2"]
+
+
+def test_text_lines_splits_at_line_feeds_only():
+    from plink.data.fileio import text_lines
+
+    assert text_lines("a\nb\r\nc") == ["a", "b", "c"] and text_lines("a\n\nb\n") == ["a", "", "b"]
+    assert text_lines("a\x0cb\u2028c\n") == ["a\x0cb\u2028c"] and text_lines("") == [] and text_lines("x\ry\r") == ["x", "y"]

@@ -519,3 +519,11 @@ def test_a_byte_order_mark_is_no_part_of_the_first_name(tmp_path):
     simulate_datacenter(2, 2, seed=0).save(p)
     (tmp_path / "bom.json").write_text(bom + p.read_text(), encoding="utf-8")
     assert load(tmp_path / "bom.json").names == load(p).names
+
+
+def test_a_matrix_header_name_with_a_line_separator_is_refused_not_split(tmp_path):
+    """U+2028 in a CSV header split the header in two (str.splitlines): a misleading shape error."""
+    f = tmp_path / "m.csv"
+    f.write_text("h1\u2028x,h2\n0,1\n1,0\n", encoding="utf-8")
+    with pytest.raises(ProbeFileError, match=r"host name 'h1\\u2028x' holds whitespace or a control character"):
+        load_input(f)

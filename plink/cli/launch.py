@@ -9,6 +9,7 @@ import click
 from plink.cli._app import (check_option_files, cli, _echo_json, matrix_input_options, note_groups_beyond, refuse_input_as_output,
                             size_value, stdout_if_dash)
 from plink.cli.order import _check_format_options
+from plink.data.fileio import text_lines
 from plink.errors import PlinkError
 from plink.launch.emitters import FORMATS, MAX_SLOTS
 
@@ -108,7 +109,7 @@ def _plain_slots(text: str) -> set[int]:
     the order); empty for a JSON one or lines without them."""
     found = set()
     if not text.lstrip().startswith("{"):
-        for raw in text.splitlines():
+        for raw in text_lines(text):
             for word in raw.partition("#")[0].split()[1:]:
                 key, _, value = word.partition("=")
                 if key == "slots" and value.isdigit():

@@ -33,7 +33,7 @@ import os
 import re
 from dataclasses import dataclass
 
-from plink.data.fileio import read_text
+from plink.data.fileio import read_text, text_lines
 from plink.errors import PlinkError
 
 FORMATS = ("auto", "plain", "openmpi", "mpich", "slurm")
@@ -325,7 +325,7 @@ def parse_hostlist(text: str, source: str = "<hosts>", fmt: str = "auto",
     cap = MAX_HOSTS if max_hosts is None else int(max_hosts)
     entries: list[HostEntry] = []
     seen: dict[tuple[str, int | None], int] = {}
-    for lineno, raw in enumerate(text.splitlines(), 1):
+    for lineno, raw in enumerate(text_lines(text), 1):
         line = raw.split("#", 1)[0].strip()
         if not line:
             continue

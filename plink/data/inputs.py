@@ -36,6 +36,7 @@ from pathlib import Path
 
 import numpy as np
 
+from plink.data.fileio import text_lines
 from plink.data.probefile import count_asymmetric, default_host_names
 from plink.errors import ProbeFileError, UnitError
 
@@ -197,7 +198,7 @@ def read_host_names(spec: str | os.PathLike, max_hosts: int | None = None) -> li
 def _csv_column(text: str, path: str, column: str | None) -> list[str]:
     from plink.data.probefile import csv_rows
 
-    if not any(ln.strip() and not ln.lstrip().startswith("#") for ln in text.splitlines()):
+    if not any(ln.strip() and not ln.lstrip().startswith("#") for ln in text_lines(text)):
         raise ProbeFileError(f"{path}: no host names")
     lines, rows = csv_rows(text, path, "table")
     header = [c.strip() for c in rows[0]]

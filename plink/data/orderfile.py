@@ -22,6 +22,7 @@ import os
 import re
 from pathlib import Path
 
+from plink.data.fileio import text_lines
 from plink.errors import ProbeFileError
 from plink.order import OrderResult
 from plink.data.probefile import Host, ProbeData
@@ -121,7 +122,7 @@ def read_order_hosts(path: str | os.PathLike, text: str | None = None) -> list[H
         except (KeyError, TypeError, AttributeError):
             raise ProbeFileError(f"{path}: every host needs a 'rank' (a whole number) and a 'name'") from None
     else:
-        for lineno, raw in enumerate(text.splitlines(), 1):
+        for lineno, raw in enumerate(text_lines(text), 1):
             line, _, comment = raw.partition("#")
             line = line.strip()
             if line:

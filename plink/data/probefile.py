@@ -61,7 +61,7 @@ import numpy as np
 
 from plink import __version__
 from plink.errors import PlinkError, ProbeFileError, UnmeasuredHostError
-from plink.data.fileio import atomic_write_text, read_json, read_text
+from plink.data.fileio import atomic_write_text, read_json, read_text, text_lines
 
 FORMAT = "plink-probe"
 VERSION = 1
@@ -633,7 +633,7 @@ def csv_rows(text: str, path, what: str, empty_cells: bool = False) -> tuple[lis
         body = ln.strip(" \r\n") if empty_cells else ln.strip()
         return bool(body) and not ln.lstrip().startswith("#")
 
-    lines = [ln for ln in text.splitlines() if kept(ln)]
+    lines = [ln for ln in text_lines(text) if kept(ln)]
     if not lines:
         raise ProbeFileError(f"{path}: empty {what} file")
     first = lines[0]
