@@ -14,10 +14,14 @@ class PlinkError(Exception):
     exit_code = 1
 
 
-class Terminated(BaseException):
+class Terminated(KeyboardInterrupt):
     """SIGTERM (``timeout``, Slurm, Kubernetes, ``kill``) in the ``plink`` command: raised in the main thread
-    so that what a command has measured is kept as on Ctrl-C (a ``BaseException``, as
-    ``KeyboardInterrupt``, so that no ``except Exception`` swallows it); exit 143."""
+    so that what a command has measured or found is kept as on Ctrl-C: a ``KeyboardInterrupt``, so that
+    every handler of Ctrl-C (the searches keep their best order so far) handles it too, and no ``except
+    Exception`` swallows it; exit 143. ``received`` is set once the signal came (a search that kept its
+    order on it says so by ``solver["interrupted"]`` alone)."""
+
+    received = False
 
 
 class OptionError(PlinkError):

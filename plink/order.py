@@ -334,6 +334,8 @@ def order_hosts(
                          size=size, base=base, use_bandwidth=use_bandwidth, nic_gbps=nic_gbps, time_limit=split_time,
                          seed=seed, max_iter=max_iter, keep_on_interrupt=keep_on_interrupt)
         res.info["hedge"] = hedged["info"]
+        if hedged["info"].get("interrupted"):  # Ctrl-C in the hedge's searches: the search's order, and said
+            res.info["interrupted"] = True
         if hedged["order"] is not None:
             best, best_cost = hedged["order"], hedged["cost"]
             res = SolveResult(res.perm, res.cost, False, None, res.method, res.info)

@@ -199,11 +199,15 @@ def test_missing_dependency_is_a_one_line_error(dc, tmp_path):
     assert "internal error" not in proc.stderr
 
 
-def test_ctrl_c_during_the_search_keeps_the_best_order_so_far(tmp_path):
+@pytest.mark.parametrize("sig", ["SIGINT", "SIGTERM"])
+def test_ctrl_c_during_the_search_keeps_the_best_order_so_far(tmp_path, sig):
     """Ctrl-C (SIGINT) during a long search: the order found so far is written, the report says
-    it was interrupted, exit 130."""
+    it was interrupted, exit 130. SIGTERM (Slurm, Kubernetes, timeout) the same, exit 143: it wrote
+    nothing."""
     import signal
     import time
+
+    code, said = (130, "interrupted") if sig == "SIGINT" else (143, "terminated (SIGTERM)")
 
     dc = tmp_path / "dc.json"
     assert run("simulate", "--racks", "6", "--hosts-per-rack", "8", "--seed", "2", "-o", str(dc)).returncode == 0
@@ -218,7 +222,7 @@ def test_ctrl_c_during_the_search_keeps_the_best_order_so_far(tmp_path):
         time.sleep(wait)
         with open(f"/proc/{proc.pid}/status") as status:  # what the child does with SIGINT, for the message below
             ignored = [ln for ln in status if ln.startswith(("SigIgn", "SigCgt"))]
-        proc.send_signal(signal.SIGINT)
+        proc.send_signal(getattr(signal, sig))
         try:
             _, err = proc.communicate(timeout=120)
         except subprocess.TimeoutExpired:
@@ -226,10 +230,10 @@ def test_ctrl_c_during_the_search_keeps_the_best_order_so_far(tmp_path):
             _, err = proc.communicate()
             pytest.fail(f"plink order ran on 120 s after SIGINT (sent after {wait} s; {' '.join(ignored).split()}); "
                         f"stderr: {err[-1500:]}")
-        if err.strip() not in ("plink: interrupted", "plink: aborted"):  # not stopped before the search began
-            break
-    assert proc.returncode == 130, err
-    assert "interrupted after" in err and "the order is the best found so far" in err
+        if err.strip() not in ("plink: interrupted", "plink: aborted", "plink: terminated (SIGTERM)"):
+            break  # (those: stopped before the search began)
+    assert proc.returncode == code, err
+    assert f"plink: {said} after" in err and "the order is the best found so far" in err
     assert "Traceback" not in err
     hosts = out.read_text().split()
     assert sorted(hosts) == sorted(h["name"] for h in json.loads(dc.read_text())["hosts"])

@@ -426,6 +426,29 @@ class _InterruptedAt(SharedCostModel):
         return super().batch(perms, smooth)
 
 
+def test_ctrl_c_in_the_hedges_searches_is_reported_as_an_interrupt(monkeypatch):
+    """Ctrl-C during the hedge's searches (after the main search) kept the search's order but set only
+    solver["hedge"]["interrupted"]: plink order then exited 0 as after a finished search."""
+    import plink.order as po
+
+    calls = []
+    real = po.minimise_shared
+
+    def second_interrupted(*a, **k):  # the first call is the main search, the next the hedge's
+        calls.append(1)
+        if len(calls) == 2:
+            raise KeyboardInterrupt
+        return real(*a, **k)
+
+    monkeypatch.setattr(po, "minimise_shared", second_interrupted)
+    pd = simulate_datacenter(racks=4, hosts_per_rack=4, seed=1)
+    res = order_hosts(pd, "ring", time_limit=0.5, keep_on_interrupt=True)
+    assert len(calls) == 2 and res.solver["hedge"]["interrupted"] and res.solver["interrupted"] is True
+    calls.clear()
+    with pytest.raises(KeyboardInterrupt):
+        order_hosts(pd, "ring", time_limit=0.5)
+
+
 def test_ctrl_c_in_the_annealing_keeps_the_best_order_only_when_asked():
     pd = simulate_datacenter(racks=4, hosts_per_rack=4, seed=1)
     net = network(pd, find_groups(pd))

@@ -42,6 +42,7 @@ def _terminate_as_interrupt() -> None:
     import threading
 
     def raise_terminated(signum, frame):
+        Terminated.received = True
         raise Terminated()
 
     if threading.current_thread() is threading.main_thread():
@@ -102,12 +103,12 @@ def main(argv: list[str] | None = None) -> None:
             msg += f" (see 'plink{' ' + sub if sub else ''} --help')"
         click.echo(f"plink: error: {msg}", err=True)
         sys.exit(exc.exit_code)
+    except Terminated:  # (a KeyboardInterrupt: before it)
+        click.echo("plink: terminated (SIGTERM)", err=True)
+        sys.exit(143)
     except KeyboardInterrupt:
         click.echo("plink: interrupted", err=True)
         sys.exit(130)
-    except Terminated:
-        click.echo("plink: terminated (SIGTERM)", err=True)
-        sys.exit(143)
     except BrokenPipeError:
         _quiet_stdout()
         sys.exit(EXIT_FAILURE)

@@ -280,8 +280,11 @@ def order(probefile, algo, size, base, time_limit, jobs, smt_time, groups_file, 
         render_order_report(result, console)
         if output:
             click.echo(f"wrote {output}", err=True)
-    if interrupted:  # Ctrl-C during the search: the best order so far was written; say so, exit 130
+    if interrupted:  # Ctrl-C or SIGTERM during the search: the best order so far was written; say so, exit 130 / 143
+        from plink.errors import Terminated
+
         what = ("the best of the search's starting orders (the search's own progress is lost)"
                 if result.solver.get("name") == "warm start" else "the best found so far")
-        click.echo(f"plink: interrupted after {result.elapsed:.1f} s: the order is {what}", err=True)
-        click.get_current_context().exit(130)
+        how = "terminated (SIGTERM)" if Terminated.received else "interrupted"
+        click.echo(f"plink: {how} after {result.elapsed:.1f} s: the order is {what}", err=True)
+        click.get_current_context().exit(143 if Terminated.received else 130)
