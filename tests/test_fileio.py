@@ -265,3 +265,30 @@ def test_dev_stdout_is_written_through_stdout_not_resolved(tmp_path):
         r = subprocess.run([sys.executable, "-m", "plink", *order, "--json", "-o", str(kept)], stdout=out,
                            stderr=subprocess.PIPE, text=True, timeout=120, cwd=ROOT)
     assert r.returncode == 2 and "cannot write there too" in r.stderr and len(kept.read_text().split()) == 65
+
+
+def test_read_text_refuses_binary_and_endless_input_as_it_reads(tmp_path, monkeypatch):
+    """`plink order /dev/zero` read until memory ran out (killed, or 'internal error: MemoryError')."""
+    from plink.data import fileio
+    from plink.errors import PlinkError
+
+    with pytest.raises(PlinkError, match=r"^/dev/zero: holds NUL bytes: not a text file$"):
+        fileio.read_text("/dev/zero")
+    big = tmp_path / "big.txt"
+    big.write_text("h\n" * 3000)
+    monkeypatch.setattr(fileio, "_CHUNK", 1000)
+    assert fileio.read_text(big) == "h\n" * 3000
+    monkeypatch.setattr(fileio, "MAX_TEXT_BYTES", 5000)
+    with pytest.raises(PlinkError, match=r"big.txt: more than 0 GiB: not a file plink reads"):
+        fileio.read_text(big)
+    monkeypatch.setattr(fileio, "MAX_TEXT_BYTES", 6000)
+    odd = tmp_path / "utf8.txt"  # a multi-byte character across a chunk boundary, and a BOM
+    odd.write_bytes(b"\xef\xbb\xbf" + ("\u00e9" * 1500).encode())
+    assert fileio.read_text(odd) == "\u00e9" * 1500
+
+
+@pytest.mark.parametrize("cmd", [["order", "/dev/zero"], ["group", "/dev/urandom"], ["emit", "/dev/zero", "--format", "openmpi"],
+                                 ["probe", "/dev/zero"]])
+def test_commands_refuse_a_device_that_never_ends(cmd):
+    proc = subprocess.run([sys.executable, "-m", "plink", *cmd], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 1 and proc.stderr.count("\n") == 1 and "not a text file" in proc.stderr, proc.stderr

@@ -281,13 +281,33 @@ def text_lines(text: str) -> list[str]:
     return [ln[:-1] if ln.endswith("\r") else ln for ln in lines]
 
 
+#: the most text plink reads from one input: a probe file of 4096 hosts with pair bandwidths is about
+#: 300 MB; what is larger (``/dev/zero``, a disk image) is no input of plink's, and was read until memory ran out
+MAX_TEXT_BYTES = 2**30
+_CHUNK = 2**20
+
+
 def read_text(path: str | os.PathLike, error: type[PlinkError] = PlinkError, what: str = "") -> str:
     """The UTF-8 text of ``path`` (a leading byte-order mark, as Windows editors write, dropped), or
-    ``error`` with a one-line reason (naming the file as ``what path``)."""
+    ``error`` with a one-line reason (naming the file as ``what path``): also for a file of more than
+    :data:`MAX_TEXT_BYTES` or one with NUL bytes (binary), found as it is read, a megabyte at a time
+    (a device or a pipe that never ends is refused, not read until memory runs out). O(size)."""
+    import codecs
+
     name = f"{what} {path}" if what else f"{path}"
     try:
-        with open(path, encoding="utf-8-sig") as fh:
-            return fh.read()
+        with open(path, "rb") as fh:
+            decoder = codecs.getincrementaldecoder("utf-8-sig")()
+            parts, total = [], 0
+            while chunk := fh.read(_CHUNK):
+                total += len(chunk)
+                if total > MAX_TEXT_BYTES:
+                    raise error(f"{name}: more than {MAX_TEXT_BYTES >> 30} GiB: not a file plink reads")
+                if b"\0" in chunk:
+                    raise error(f"{name}: holds NUL bytes: not a text file")
+                parts.append(decoder.decode(chunk))
+            parts.append(decoder.decode(b"", final=True))
+            return "".join(parts)
     except FileNotFoundError:
         raise error(f"{name}: no such file") from None
     except IsADirectoryError:

@@ -72,14 +72,11 @@ def read_order(path: str | os.PathLike) -> list[str]:
 def read_order_text(path: str | os.PathLike) -> str:
     """The text of the order file ``path`` (a byte-order mark is no part of the first name), or a
     one-line :class:`ProbeFileError`."""
-    try:
-        return Path(path).read_text(encoding="utf-8-sig")
-    except FileNotFoundError:
-        raise ProbeFileError(f"{path}: no such file") from None
-    except IsADirectoryError:
-        raise ProbeFileError(f"{path}: is a directory, not an order file") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ProbeFileError(f"{path}: cannot read: {exc}") from None
+    from plink.data.fileio import read_text
+
+    if Path(path).is_dir():
+        raise ProbeFileError(f"{path}: is a directory, not an order file")
+    return read_text(path, ProbeFileError)
 
 
 def read_order_hosts(path: str | os.PathLike, text: str | None = None) -> list[Host]:
