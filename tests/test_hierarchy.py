@@ -1257,3 +1257,30 @@ def test_four_or_five_hosts_with_a_clear_gap_are_two_groups():
         np.fill_diagonal(r, 0)
         cut += infer_hierarchy(r).labels.max() > 0
     assert cut / 500 < 0.03
+
+
+def test_a_raw_matrix_zero_is_unmeasured_as_in_the_files_a_probes_is_kept():
+    """The CLI reads a 0 between two hosts as not measured; the library took it as 0 us: a host whose
+    row was all 0 was grouped (AMI 1.000 -> 0.232) where plink group refuses it."""
+    import warnings
+
+    from plink.data.probefile import ProbeData, from_matrix
+    from plink.data.simulate import simulate_datacenter
+
+    pd = simulate_datacenter(racks=3, hosts_per_rack=4, seed=1)
+    z = pd.latency.copy()
+    z[0, :] = z[:, 0] = 0
+    with pytest.warns(UserWarning, match="read 22 off-diagonal zero"), pytest.raises(PlinkError, match="host 0 has no measured pair"):
+        HierarchicalGrouper().fit_predict(z)
+    one = pd.latency.copy()
+    one[1, 2] = 0
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        labels = HierarchicalGrouper().fit_predict(one)
+        p = from_matrix(one)
+    assert [str(w.message)[:30] for w in seen] == ["read 1 off-diagonal zero(s) as", "read 1 off-diagonal zero laten"]
+    assert p.latency[1, 2] == p.latency[2, 1] == one[2, 1]  # the measured direction (it was max(0, it))
+    assert np.array_equal(labels, HierarchicalGrouper().fit_predict(p))  # the same reading either way
+    with warnings.catch_warnings():  # a probe built in code: its 0 is a distance of 0, as plink order takes it
+        warnings.simplefilter("error")
+        HierarchicalGrouper().fit(ProbeData(pd.hosts, one))

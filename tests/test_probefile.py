@@ -134,6 +134,9 @@ def test_unreadable_inputs(tmp_path):
     with pytest.raises(ProbeFileError, match="is a directory"):
         load(tmp_path / "d.json")
     (tmp_path / "bin.csv").write_bytes(b"\xff\xfe\x00\x01")
+    with pytest.raises(ProbeFileError, match="holds NUL bytes: not a text file"):
+        load(tmp_path / "bin.csv")
+    (tmp_path / "bin.csv").write_bytes(b"\xff\xfe\x01")
     with pytest.raises(ProbeFileError, match="not a UTF-8 text file"):
         load(tmp_path / "bin.csv")
     with pytest.raises(ProbeFileError, match="unknown file type"):

@@ -772,6 +772,7 @@ def from_matrix(
 
     Missing pairs are ``NaN``.  The diagonal is ignored (read as 0): a self-distance is
     not a distance between two hosts (:func:`plink.data.inputs.load_input` also says so).
+    An off-diagonal 0 is read as unmeasured, with a ``UserWarning``, as the file readers read it.
     """
     if unit not in LATENCY_UNITS:
         raise ProbeFileError(f"unknown latency unit {unit!r} (choose from {', '.join(LATENCY_UNITS)})")
@@ -785,6 +786,14 @@ def from_matrix(
     if len(names) != n:
         raise ProbeFileError(f"{len(names)} host names for a {n}x{n} matrix")
     np.fill_diagonal(m, 0.0)
+    zero = (m == 0) & ~np.eye(n, dtype=bool)
+    if zero.any():
+        import warnings
+
+        warnings.warn(f"read {int(zero.sum())} off-diagonal zero latency value(s) as not measured (no two hosts are "
+                      "0 apart: as plink's file readers read them; give NaN for unmeasured pairs)", UserWarning,
+                      stacklevel=2)
+        m[zero] = np.nan
     return ProbeData(
         hosts=[Host(name) for name in names],
         latency=m,

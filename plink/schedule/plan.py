@@ -264,7 +264,7 @@ def default_groups(probe: ProbeData) -> tuple[np.ndarray, str]:
     if infer_hierarchy is not None and probe.n >= 4:
         check_every_host_measured(probe)  # names the host, as plink group does (and hierarchy by index could not)
         lat = probe.structure_latency
-        lab = np.asarray(infer_hierarchy(lat).labels, dtype=np.int64)
+        lab = np.asarray(infer_hierarchy(lat, zeros="measured").labels, dtype=np.int64)
         lone = np.flatnonzero(np.bincount(lab)[lab] == 1)
         joined = ""
         if lone.size and lab.max() >= 1:

@@ -239,8 +239,17 @@ def check_positive_int(value, what: str) -> None:
         raise OptionError(f"{what} must be a positive integer, got {value!r}")
 
 
-def check_latency(latency) -> np.ndarray:
-    """A float copy of ``latency`` (N x N, finite or NaN, >= 0; the diagonal ignored), or PlinkError."""
+#: what a zero between two hosts is read as, by the files' readers and the library alike
+ZERO_IS_UNMEASURED = ("no two hosts are 0 apart: a 0 is below the measurement's resolution or an unmeasured pair "
+                      "written as 0, as plink's file readers read it; give NaN for unmeasured pairs")
+
+
+def check_latency(latency, zeros: str = "unmeasured") -> np.ndarray:
+    """A float copy of ``latency`` (N x N, finite or NaN, >= 0; the diagonal ignored), or PlinkError.
+    ``zeros="unmeasured"``: an off-diagonal 0 is read as unmeasured, with a warning, as plink's file
+    readers read it; ``"measured"``: a distance of 0 (plink's own matrices, built in code)."""
+    if zeros not in ("unmeasured", "measured"):
+        raise OptionError(f"zeros must be 'unmeasured' or 'measured', got {zeros!r}")
     try:
         d = np.array(latency, dtype=float)
     except (TypeError, ValueError):
@@ -254,6 +263,11 @@ def check_latency(latency) -> np.ndarray:
     if (d < 0).any():
         i, j = np.argwhere(d < 0)[0]
         raise PlinkError(f"latency must be >= 0, got {d[i, j]:g} for hosts {i} and {j}")
+    zero = d == 0  # (the diagonal is NaN)
+    if zeros == "unmeasured" and zero.any():
+        warnings.warn(f"read {int(zero.sum())} off-diagonal zero(s) as not measured: {ZERO_IS_UNMEASURED}",
+                      UserWarning, stacklevel=3)
+        d[zero] = np.nan
     if n >= 2:
         measured = np.isfinite(d) | np.isfinite(d.T)
         none = np.flatnonzero(~measured.any(axis=1))
@@ -949,7 +963,8 @@ def move_to_nearest(raw: np.ndarray, labels: np.ndarray, parent: np.ndarray | No
         cur, arg = near[own], int(np.argmin(near))
         if arg != own and np.isfinite(cur) and near[arg] * margin < cur:
             mem = np.flatnonzero(ok & (lab == arg))
-            wants.append((cur / near[arg], i, arg, int(mem[np.argmin(raw[i, mem])])))
+            ratio = cur / near[arg] if near[arg] > 0 else np.inf  # (a distance of 0 in a probe built in code)
+            wants.append((ratio, i, arg, int(mem[np.argmin(raw[i, mem])])))
     movers = {i for _, i, _, _ in wants}
     drew: set[int] = set()  # hosts a moved host was drawn to
     moved = []
@@ -1426,12 +1441,14 @@ def _coarser(p: np.ndarray, labels: np.ndarray, max_levels: int, lat: np.ndarray
     return out[:max_levels]
 
 
-def infer_hierarchy(latency: np.ndarray, *, max_levels: int = 3, random_state=None) -> Hierarchy:
+def infer_hierarchy(latency: np.ndarray, *, max_levels: int = 3, random_state=None,
+                    zeros: str = "unmeasured") -> Hierarchy:
     """Infer groups at one or more levels from ``latency``, the number of groups chosen from the data.
 
     ``latency``: N x N (any unit, any scale), NaN where unmeasured, diagonal
-    ignored, possibly asymmetric.  ``max_levels``: at most this many nested
-    levels (1 = racks only).  Returns a :class:`Hierarchy`; K = 1 (all zeros,
+    ignored, possibly asymmetric; an off-diagonal 0 is read as unmeasured, with a
+    warning, as plink's file readers read it (``zeros="measured"``: as a distance of 0).
+    ``max_levels``: at most this many nested levels (1 = racks only).  Returns a :class:`Hierarchy`; K = 1 (all zeros,
     confidence 1) when no split is significant or N < 4.  Raises
     :class:`~plink.errors.PlinkError` on a non-square, negative or infinite
     matrix or a host without any measured pair.
@@ -1441,7 +1458,7 @@ def infer_hierarchy(latency: np.ndarray, *, max_levels: int = 3, random_state=No
     See the module docstring for the method.
     """
     check_positive_int(max_levels, "--levels (max_levels)")
-    d = check_latency(latency)
+    d = check_latency(latency, zeros)
     n = d.shape[0]
     if n < 4:
         z = np.zeros(n, dtype=int)
@@ -1510,7 +1527,8 @@ class HierarchicalGrouper:
     random_state : int, Generator or None; seeds the permutation nulls (None = 0: deterministic).
 
     ``fit(X)`` takes a :class:`~plink.data.probefile.ProbeData` (its
-    ``latency``) or an N x N matrix.  Attributes: ``labels_``, ``hierarchy_``,
+    ``latency``) or an N x N matrix (NaN where unmeasured; an off-diagonal 0 is read as
+    unmeasured too, with a warning, as plink's file readers read it).  Attributes: ``labels_``, ``hierarchy_``,
     ``levels_``, ``confidence_``, ``n_groups_``, ``distances_`` (the profile
     distances used).  O(N^3) time, O(N^2) memory.
     """
@@ -1535,7 +1553,10 @@ class HierarchicalGrouper:
         if k != "auto" and (not isinstance(k, (int, np.integer)) or isinstance(k, bool) or k < 1):
             raise PlinkError(f"n_groups must be 'auto' or a positive integer, got {k!r}")
         check_positive_int(self.max_levels, "--levels (max_levels)")
-        d = check_latency(_as_matrix(X))
+        # a raw matrix is read as plink's file readers read one (a 0 between two hosts: unmeasured, with a
+        # warning); a probe's matrix as it is (its readers, and plink.from_matrix, have done so already)
+        raw = getattr(X, "structure_latency", None) is None
+        d = check_latency(_as_matrix(X), "unmeasured" if raw else "measured")
         n = d.shape[0]
         if k != "auto" and k > n:
             raise OptionError(f"{k} groups for {n} hosts: the number of groups must be at most the number of hosts")

@@ -79,7 +79,7 @@ def _group(matrix: np.ndarray, seen: np.ndarray, seed: int) -> np.ndarray:
     np.fill_diagonal(m, np.nan)
     lab = np.zeros(len(m), dtype=np.int64)
     if seen.sum() >= 3:
-        lab[seen] = infer_hierarchy(m[np.ix_(seen, seen)], random_state=seed).labels
+        lab[seen] = infer_hierarchy(m[np.ix_(seen, seen)], random_state=seed, zeros="measured").labels
     k = int(lab[seen].max()) + 1 if seen.any() else 0
     lab[~seen] = k + np.arange(int((~seen).sum()))
     _, lab = np.unique(lab, return_inverse=True)
