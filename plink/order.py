@@ -493,6 +493,8 @@ def _search(model: str, cm, identity: np.ndarray, notes: list[str], *, labels, t
         return res, (res.lower_bound if not res.proven_optimal else None)
     if smt_time > 0:
         notes.append("--smt-time applies to --model pairsum only: ignored")
+    if jobs != 1:
+        notes.append("--jobs applies to --model pairsum only (the shared model's search runs in one process): ignored")
     return minimise_shared(cm, init=identity, time_limit=time_limit, seed=seed, max_iter=max_iter,
                            keep_on_interrupt=keep_on_interrupt, price=price), None
 

@@ -811,3 +811,12 @@ def test_rack_contiguous_baseline_does_not_depend_on_the_groups_numbering():
     assert max(costs) == pytest.approx(min(costs), rel=1e-9)
     assert max(index_order) / min(index_order) > 1.2 and min(index_order) == pytest.approx(costs[0], rel=1e-9)
     assert len(contiguous_orders(np.repeat(np.arange(8), 2), seed=3)) == 120  # 8! orders: 120 of them
+
+
+def test_jobs_and_smt_time_say_they_apply_to_the_pair_sum_only():
+    """--jobs 0 (the help's example) was ignored by the default model without a word."""
+    pd = simulate_datacenter(racks=2, hosts_per_rack=3, seed=1)
+    notes = order_hosts(pd, "ring", time_limit=0.2, jobs=0, smt_time=1.0).notes
+    assert sum("--jobs applies to --model pairsum only" in n for n in notes) == 1
+    assert sum("--smt-time applies to --model pairsum only" in n for n in notes) == 1
+    assert not any("--jobs" in n for n in order_hosts(pd, "ring", time_limit=0.2).notes)

@@ -167,9 +167,10 @@ def _check_format_options(fmt: str, slots: int, groups_file: str | None) -> None
 @click.option("--time-limit", default=5.0, show_default=True, type=float,
               help="Seconds of order search (reading the matrix and inferring its groups come on top: "
                    "up to about a minute at ~500 hosts on 2 cores).")
-@click.option("--jobs", default=1, show_default=True, type=int, help="Search processes (0: all cores).")
+@click.option("--jobs", default=1, show_default=True, type=int,
+              help="Search processes for --model pairsum (0: all cores).")
 @click.option("--smt-time", default=0.0, show_default=True, type=float,
-              help="Seconds for Z3 to improve the order or prove it optimal (0: skip).")
+              help="Seconds for Z3 to improve a --model pairsum order or prove it optimal (0: skip).")
 @click.option("--groups", "groups_file", type=click.Path(dir_okay=False),
               help="Groups file (plink group): also start from the grouping; the switches of --format slurm-topology. "
                    "It may name more hosts than the probe (a rack map of the whole site).")
@@ -206,7 +207,7 @@ def order(probefile, algo, size, base, time_limit, jobs, smt_time, groups_file, 
     Example:
       plink simulate --racks 8 --hosts-per-rack 8 --seed 1 -o dc.json
       plink order dc.json --algo ring -o hosts.txt
-      plink order dc.json --algo hd --time-limit 30 --jobs 0 --smt-time 60 -o hosts.txt
+      plink order dc.json --algo hd --model pairsum --time-limit 30 --jobs 0 --smt-time 60 -o hosts.txt
 
     The default --model shared prices the collective's real steps in seconds
     with host NICs and rack uplinks shared by concurrent flows (racks from
