@@ -321,7 +321,7 @@ def test_schedule_uses_structure_inference_when_installed(monkeypatch):
     p = load_input(DATA / "planetlab24_rtt_ms.csv", unit="ms").probe
     fake = types.ModuleType("plink.structure.hierarchy")
     found = {"labels": np.arange(24) % 3}
-    fake.infer_hierarchy = lambda lat: types.SimpleNamespace(labels=found["labels"])
+    fake.infer_hierarchy = lambda lat, **kw: types.SimpleNamespace(labels=found["labels"])
     monkeypatch.setitem(sys.modules, "plink.structure.hierarchy", fake)
     labels, source = default_groups(p)
     assert source.startswith("structure inference") and np.array_equal(labels, np.arange(24) % 3)
@@ -342,7 +342,7 @@ def test_schedule_puts_a_host_alone_in_its_group_with_its_nearest_host(monkeypat
     p = load_input(DATA / "planetlab24_rtt_ms.csv", unit="ms").probe
     fake = types.ModuleType("plink.structure.hierarchy")
     given = np.r_[np.arange(23) % 3, 3]  # host 23 alone in group 3
-    fake.infer_hierarchy = lambda lat: types.SimpleNamespace(labels=given)
+    fake.infer_hierarchy = lambda lat, **kw: types.SimpleNamespace(labels=given)
     fake.attach_lone_hosts = attach_lone_hosts
     monkeypatch.setitem(sys.modules, "plink.structure.hierarchy", fake)
     labels, source = default_groups(p)
