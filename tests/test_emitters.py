@@ -715,3 +715,22 @@ def test_emit_notes_slots_an_order_file_gives_that_it_does_not_carry_over(tmp_pa
     f.write_text("a1 slots=4\nb2 slots=2\n")
     assert "say slots=2..4;" in run("emit", str(f), "--format", "mpich", "--slots", "4").stderr
     assert run("emit", str(f), "--format", "plain").stderr == ""  # a plain order file has no slots
+
+
+def test_names_resolvers_read_as_ipv4_addresses_and_bad_addresses_are_refused(tmp_path):
+    """Numeric names ('0', '100', host IDs from a CSV column) went into launcher files, where resolvers
+    read them as 0.0.0.0 and 0.0.0.100; an order.json address such as 'x;touch${IFS}y' became MASTER_ADDR."""
+    from plink.data.orderfile import read_order_hosts
+
+    for name, addr in (("100", "0.0.0.100"), ("10.1", "10.0.0.1"), ("0x7f", "0.0.0.127"), ("192.168.001.1", "192.168.1.1")):
+        with pytest.raises(PlinkError, match=rf"'{name}' cannot be written to a launcher file: it is the IPv4 address {addr} to resolvers"):
+            em.emit("openmpi", [name, "b"])
+    assert "1.2.3.4\nnode1\n" in em.emit("plain", ["1.2.3.4", "node1"])
+    f = tmp_path / "order.json"
+    for addr in ("x;touch${IFS}y", "$(id)", "`id`", "10.1"):
+        f.write_text(json.dumps({"format": "plink-order", "version": 1,
+                                 "hosts": [{"rank": 0, "name": "a", "address": addr}, {"rank": 1, "name": "b"}]}))
+        with pytest.raises(PlinkError, match=r"host 'a': address .* is not an IP address or a host name"):
+            read_order_hosts(f)
+        r = run("emit", str(f), "--format", "env")
+        assert r.returncode == 1 and "is not an IP address or a host name" in r.stderr and r.stdout == ""

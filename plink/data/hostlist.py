@@ -126,12 +126,28 @@ def host_name_problem(name: str) -> str | None:
     """Why ``name`` is not a host name or an IP address this reader (and a launcher) takes, or None.
 
     What a host list, hostfile or ``plink order`` plain file can hold: a name such as
-    ``aws:sa-east-1`` or ``node[1-3]`` would read back as other hosts (a port, a Slurm range)."""
+    ``aws:sa-east-1`` or ``node[1-3]`` would read back as other hosts (a port, a Slurm range), and
+    one made of digits (and dots or a hex prefix) that is no IPv4 address written in full, such as
+    ``100`` or ``10.1``, is one to resolvers (``inet_aton``: 0.0.0.100, 10.0.0.1)."""
+    import socket
+
     name = str(name)
     try:
         _check_name(name)
     except _LineError as exc:
         return str(exc)
+    if "." in name or name[:1].isdigit():
+        import ipaddress
+
+        try:
+            ipaddress.IPv4Address(name)
+        except ValueError:
+            try:
+                packed = socket.inet_aton(name)
+            except OSError:
+                pass
+            else:
+                return f"host name {name!r} is the IPv4 address {socket.inet_ntoa(packed)} to resolvers"
     if ":" in name:  # (the pattern takes any hex digits and colons: c:2 is no address)
         import ipaddress
 

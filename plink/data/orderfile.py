@@ -135,11 +135,15 @@ def read_order_hosts(path: str | os.PathLike, text: str | None = None) -> list[H
                 hosts.append(Host(words[0], m.group(1) if m else None))
     from plink.data.inputs import check_host_name
 
+    from plink.data.hostlist import host_name_problem
+
     for h in hosts:  # names and addresses go into launcher files: one token each
         check_host_name(h.name, f"{path}: host name")
         for what in ("address", "ssh"):
             if getattr(h, what) is not None:
                 check_host_name(getattr(h, what), f"{path}: host {h.name!r}: {what}")
+        if h.address is not None and host_name_problem(h.address) is not None:  # (MASTER_ADDR, the map's notes)
+            raise ProbeFileError(f"{path}: host {h.name!r}: address {h.address!r} is not an IP address or a host name")
     names = [h.name for h in hosts]
     if not names:
         raise ProbeFileError(f"{path}: no hosts in order file")

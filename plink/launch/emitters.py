@@ -93,9 +93,11 @@ def check_launcher_names(names: Sequence[str], what: str = "a launcher file",
     from plink.data.inputs import case_note, first_duplicate
 
     for n in names:
-        if host_name_problem(n) is not None:
-            raise PlinkError(f"host name {n!r} cannot be written to {what}: it is not a host name or an IP "
-                             f"address, and would read back as other hosts or not at all ({hint})")
+        problem = host_name_problem(n)
+        if problem is not None:
+            why = (problem.replace(f"host name {n!r} is", "it is") if "to resolvers" in problem else
+                   "it is not a host name or an IP address, and would read back as other hosts or not at all")
+            raise PlinkError(f"host name {n!r} cannot be written to {what}: {why} ({hint})")
     dup = first_duplicate(names)
     if dup is not None:
         note = case_note(names, *dup)
