@@ -115,6 +115,8 @@ class OrderResult:
         Costs grow with every pair's value, so the true ratio lies between
         ``other(best) / plink(worst)`` and ``other(worst) / plink(best)``.
         """
+        if name not in self.ranges or name == "plink":
+            raise ValueError(f"no order named {name!r} (choose from {', '.join(k for k in self.ranges if k != 'plink')})")
         lo_o, hi_o = self.ranges[name]
         lo_p, hi_p = self.ranges["plink"]
         return _ratio(lo_o, hi_p), _ratio(hi_o, lo_p)
@@ -301,7 +303,7 @@ def order_hosts(
     """
     start = time.perf_counter()
     _check_args(probe, algo, model=model, time_limit=time_limit, smt_time=smt_time, size=size, n_random=n_random,
-                jobs=jobs, max_iter=max_iter, nic_gbps=nic_gbps, labels=labels, base=base)
+                jobs=jobs, max_iter=max_iter, nic_gbps=nic_gbps, labels=labels, base=base, seed=seed)
     n = probe.n
     groups = find_groups(probe, labels, seed, use_bandwidth)
     n_missing = probe.n_missing_pairs()
@@ -389,6 +391,13 @@ def order_hosts(
 MAX_SECONDS = 7 * 86400.0  #: the longest search asked for: a week (a larger number is a typo, and inf never ends)
 
 
+def _check_number(what: str, value, integer: bool) -> None:
+    """OptionError unless ``value`` is a number (``integer``: a whole one; None passes: not given)."""
+    kinds = (int, np.integer) if integer else (int, float, np.integer, np.floating)
+    if value is not None and (isinstance(value, bool) or not isinstance(value, kinds)):
+        raise OptionError(f"{what} must be {'a whole number' if integer else 'a number'}, got {value!r}")
+
+
 def check_options(algo: str, *, model: str = "shared", time_limit: float = DEFAULT_TIME_LIMIT,
                   smt_time: float = 0.0, size: int = DEFAULT_SIZE, n_random: int = 500, jobs: int = 1,
                   max_iter: int | None = None, nic_gbps: float | None = None, base: int = 2) -> None:
@@ -396,6 +405,10 @@ def check_options(algo: str, *, model: str = "shared", time_limit: float = DEFAU
     searched with (what ``plink order`` checks before it reads the matrix). O(1)."""
     if model not in MODELS:
         raise PlinkError(f"unknown cost model {model!r} (choose from {', '.join(MODELS)})")
+    for what, value, integer in (("time limit", time_limit, False), ("--smt-time", smt_time, False),
+                                 ("size", size, True), ("n_random", n_random, True), ("--jobs", jobs, True),
+                                 ("max_iter", max_iter, True), ("--nic-gbps", nic_gbps, False)):
+        _check_number(what, value, integer)
     known = SHARED_ALGORITHMS if model == "shared" else ALGORITHMS
     if algo not in known:
         extra = " (bintree: --model shared only)" if algo in SHARED_ALGORITHMS else ""
@@ -419,10 +432,17 @@ def check_options(algo: str, *, model: str = "shared", time_limit: float = DEFAU
 
 
 def _check_args(probe: ProbeData, algo: str, *, model, time_limit, smt_time, size, n_random, jobs, max_iter,
-                nic_gbps, labels, base) -> None:
-    """Raise :class:`PlinkError` for the first argument of :func:`order_hosts` that cannot be searched with."""
+                nic_gbps, labels, base, seed=0) -> None:
+    """Raise :class:`PlinkError` for the first argument of :func:`order_hosts` that cannot be searched with
+    (a ``TypeError`` for a probe that is no :class:`ProbeData`)."""
+    if not isinstance(probe, ProbeData):
+        raise TypeError(f"order_hosts takes a ProbeData (plink.load(path), plink.from_matrix(matrix, names)), "
+                        f"got {type(probe).__name__}")
     check_options(algo, model=model, time_limit=time_limit, smt_time=smt_time, size=size, n_random=n_random,
                   jobs=jobs, max_iter=max_iter, nic_gbps=nic_gbps, base=base)
+    _check_number("seed", seed, True)
+    if not 0 <= seed < 2**32:
+        raise OptionError(f"seed must be 0 .. 2**32 - 1, got {seed}")
     n = probe.n
     if n < 1:
         raise PlinkError("the probe file has no hosts")

@@ -820,3 +820,29 @@ def test_jobs_and_smt_time_say_they_apply_to_the_pair_sum_only():
     assert sum("--jobs applies to --model pairsum only" in n for n in notes) == 1
     assert sum("--smt-time applies to --model pairsum only" in n for n in notes) == 1
     assert not any("--jobs" in n for n in order_hosts(pd, "ring", time_limit=0.2).notes)
+
+
+def test_the_library_refuses_bad_arguments_in_one_line_not_from_deep_inside():
+    """order_hosts(matrix) raised AttributeError 'no attribute n'; a str time limit or seed, a negative seed
+    or a fractional size got numpy's or Python's own errors (or were taken); speedup_span('bogus') a KeyError."""
+    from plink.errors import OptionError, PlinkError
+    from plink.structure.group import BalancedGrouper
+    from plink.structure.hierarchy import HierarchicalGrouper, infer_hierarchy
+
+    pd = simulate_datacenter(racks=2, hosts_per_rack=3, seed=1)
+    with pytest.raises(TypeError, match="order_hosts takes a ProbeData .*got ndarray"):
+        order_hosts(pd.latency, "ring")
+    for kw, msg in ((dict(time_limit="1"), "time limit must be a number"), (dict(seed="x"), "seed must be a whole"),
+                    (dict(seed=-1), r"seed must be 0 \.\. 2\*\*32 - 1"), (dict(size=1.5), "size must be a whole"),
+                    (dict(jobs=True), "--jobs must be a whole")):
+        with pytest.raises(OptionError, match=msg):
+            order_hosts(pd, "ring", **kw)
+    res = order_hosts(pd, "ring", time_limit=0.2, size=np.int64(2**20), seed=np.uint32(3))
+    with pytest.raises(ValueError, match=r"no order named 'bogus' \(choose from input, random_median, contiguous\)"):
+        res.speedup_span("bogus")
+    for bad, err in (("x", PlinkError), (-1, OptionError), (1.5, PlinkError)):
+        for call in (lambda: HierarchicalGrouper(random_state=bad).fit(pd.latency),
+                     lambda: infer_hierarchy(pd.latency, random_state=bad),
+                     lambda: BalancedGrouper(random_state=bad).fit(np.random.default_rng(0).random((9, 3)))):
+            with pytest.raises(err, match="random_state must be"):
+                call()

@@ -134,7 +134,9 @@ def check_measurements(m: np.ndarray, names: list[str] | None = None, *, min_cov
 def _check_random_state(random_state) -> np.random.Generator:
     if isinstance(random_state, np.random.Generator):
         return random_state
-    if random_state is None or isinstance(random_state, (int, np.integer)):
+    if random_state is None or isinstance(random_state, (int, np.integer)) and not isinstance(random_state, bool):
+        if random_state is not None and random_state < 0:
+            raise OptionError(f"random_state must be >= 0 (numpy's seeds are), got {random_state}")
         return np.random.default_rng(random_state)
     if isinstance(random_state, np.random.RandomState):
         return np.random.default_rng(random_state.randint(2**31 - 1))

@@ -244,6 +244,13 @@ ZERO_IS_UNMEASURED = ("no two hosts are 0 apart: a 0 is below the measurement's 
                       "written as 0, as plink's file readers read it; give NaN for unmeasured pairs")
 
 
+def _check_random_state(random_state) -> None:
+    """OptionError unless ``random_state`` is None, an int >= 0 or a numpy Generator (what seeds the nulls)."""
+    from plink.structure.embed import _check_random_state as check
+
+    check(random_state)  # (its own errors)
+
+
 def check_latency(latency, zeros: str = "unmeasured") -> np.ndarray:
     """A float copy of ``latency`` (N x N, finite or NaN, >= 0; the diagonal ignored), or PlinkError.
     ``zeros="unmeasured"``: an off-diagonal 0 is read as unmeasured, with a warning, as plink's file
@@ -1458,6 +1465,7 @@ def infer_hierarchy(latency: np.ndarray, *, max_levels: int = 3, random_state=No
     See the module docstring for the method.
     """
     check_positive_int(max_levels, "--levels (max_levels)")
+    _check_random_state(random_state)
     d = check_latency(latency, zeros)
     n = d.shape[0]
     if n < 4:
@@ -1553,6 +1561,7 @@ class HierarchicalGrouper:
         if k != "auto" and (not isinstance(k, (int, np.integer)) or isinstance(k, bool) or k < 1):
             raise PlinkError(f"n_groups must be 'auto' or a positive integer, got {k!r}")
         check_positive_int(self.max_levels, "--levels (max_levels)")
+        _check_random_state(self.random_state)
         # a raw matrix is read as plink's file readers read one (a 0 between two hosts: unmeasured, with a
         # warning); a probe's matrix as it is (its readers, and plink.from_matrix, have done so already)
         raw = getattr(X, "structure_latency", None) is None
