@@ -948,5 +948,7 @@ def _sync_derived(state_dir: Path, order: list[str], order_doc: dict, probe: Pro
         file = _file(path)
         text = emit_text(fmt, ordered_hosts, slots=slots, algo=algo,
                          order_file=str(path) if file else str(state_dir / "order.json"))
+        existed = file and os.path.lexists(path)
         if _sync(path, text, changed) and not changed and file:
-            notes.append(f"rewrote {path}: it did not match the current order")
+            notes.append(f"rewrote {path}: it did not match the current order" if existed else
+                         f"wrote {path} (the current order: a new --emit)")

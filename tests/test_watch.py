@@ -676,3 +676,15 @@ def test_drift_lists_only_links_that_changed():
     rep = drift_report(old, ProbeData(hosts=old.hosts, latency=lat), top=5)
     assert [(x["a"], x["b"]) for x in rep["links"]] == [(old.names[0], old.names[1])]
     assert not any("+0%" in line for line in format_drift(rep))
+
+
+def test_an_emit_added_on_a_later_run_is_written_not_rewritten(tmp_path):
+    """A new --emit path on a run that kept the order was reported 'rewrote X: it did not match'."""
+    watch(tmp_path / "st", lambda: dc(1), **OPTS)
+    new = tmp_path / "hosts.ompi"
+    res = watch(tmp_path / "st", lambda: dc(1), emit=[("openmpi", str(new))], **OPTS)
+    assert not res.changed and new.exists()
+    assert f"wrote {new} (the current order: a new --emit)" in res.notes
+    new.write_text("stale\n")
+    res = watch(tmp_path / "st", lambda: dc(1), emit=[("openmpi", str(new))], **OPTS)
+    assert f"rewrote {new}: it did not match the current order" in res.notes
