@@ -629,3 +629,24 @@ def test_ctrl_c_while_click_parses_says_interrupted(monkeypatch, capsys):
     with pytest.raises(SystemExit) as exc:
         cli_mod.main(["show", "x.json"])
     assert exc.value.code == 130 and capsys.readouterr().err == "plink: interrupted\n"
+
+
+def test_small_wordings_and_spellings(tmp_path):
+    """--unit Gb/s and --size 10TiB were refused; --rack-us inf was told 'must be > 0'; a mostly missing
+    CSV was told to 'probe again with --resume', an option of plink probe's."""
+    from plink.units import parse_size
+
+    assert parse_size("10TiB") == 10 * 2**40 and parse_size("2TB") == 2 * 10**12
+    m = tmp_path / "bw.csv"
+    m.write_text("a,b,c\n0,8,8\n8,0,8\n8,8,0\n")
+    assert run("show", str(m), "--kind", "bandwidth", "--unit", "Gb/s", "--json").returncode == 0
+    assert_one_line_error(run("simulate", "--rack-us", "inf"), 2, "per-level latencies must be finite numbers > 0")
+    sparse = tmp_path / "sparse.csv"
+    rows = [["" for _ in range(8)] for _ in range(8)]
+    for i in range(8):
+        rows[i][i] = "0"
+        rows[i][(i + 1) % 8] = rows[(i + 1) % 8][i] = "5"
+    sparse.write_text("\n".join(",".join(r) for r in rows) + "\n")
+    r = run("group", str(sparse))
+    assert r.returncode == 1 and "structure inference needs at least half: measure more of the pairs" in r.stderr
+    assert "--resume" not in r.stderr

@@ -55,7 +55,8 @@ BANDWIDTH_UNITS = {
     "GiB/s": 8 * 2**30 / 1e9, "MiB/s": 8 * 2**20 / 1e9,  # binary prefixes: 7.4% and 4.9% more than GB/s, MB/s
 }
 _BANDWIDTH_ALIASES = {
-    "gbps": "Gbit/s", "Gbps": "Gbit/s", "gbit/s": "Gbit/s", "mbps": "Mbit/s", "Mbps": "Mbit/s",
+    "gbps": "Gbit/s", "Gbps": "Gbit/s", "gbit/s": "Gbit/s", "Gb/s": "Gbit/s", "Mb/s": "Mbit/s", "Kb/s": "Kbit/s",
+    "mbps": "Mbit/s", "Mbps": "Mbit/s",
     "mbit/s": "Mbit/s", "kbps": "Kbit/s", "Kbps": "Kbit/s", "bps": "bit/s",
     "GBps": "GB/s", "MBps": "MB/s", "KBps": "KB/s", "Bps": "B/s",
 }

@@ -161,7 +161,7 @@ def _check_params(racks, hosts_per_rack, rows, clusters, dcs, lat_levels, *, hei
     if noisy_hosts > 0 and tenant_us <= 0:
         raise OptionError("noisy-hosts needs tenant-us > 0 (the noise the noisy hosts have more of)")
     if any((not np.isfinite(v)) or v <= 0 for v in lat_levels):
-        raise OptionError("per-level latencies must be > 0")
+        raise OptionError("per-level latencies must be finite numbers > 0")
     if not (np.isfinite(host_gbps) and host_gbps > 0):
         raise OptionError(f"host-gbps must be a finite number > 0, got {host_gbps}")
     if not (np.isfinite(oversubscription) and 1 <= oversubscription <= 1000):

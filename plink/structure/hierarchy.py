@@ -1626,8 +1626,10 @@ def infer_groups(probe, *, n_groups: int | None = None, max_levels: int = 3, see
     measured = check_every_host_measured(probe)
     n = probe.n
     if n >= 2 and measured.sum() < 0.5 * n * (n - 1):
+        how = ("probe again with 'plink probe --resume'" if getattr(probe, "meta", {}).get("schedule") is not None
+               else "measure more of the pairs")  # (--resume: a file plink probe wrote)
         raise PlinkError(f"the matrix is mostly missing ({measured.sum() / (n * (n - 1)):.0%} of pairs measured); "
-                         "structure inference needs at least half: probe again with --resume")
+                         f"structure inference needs at least half: {how}")
     t0 = time.perf_counter()
     est = HierarchicalGrouper("auto" if n_groups is None else int(n_groups), max_levels=max_levels,
                               random_state=seed).fit(probe)
