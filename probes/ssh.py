@@ -207,13 +207,12 @@ def read_known_hosts(path: str) -> tuple[list, set]:
     entries, revoked = [], set()
     with open(path, encoding="utf-8", errors="replace") as fh:
         for lineno, raw in enumerate(fh, 1):
-            line = raw.strip()
+            line = " ".join(raw.split())  # (fields apart by any run of blanks, as OpenSSH reads them)
             if not line or line.startswith("#"):
                 continue
             marker = None
             if line.startswith("@"):
                 marker, _, line = line.partition(" ")
-                line = line.strip()
                 if marker not in ("@revoked", "@cert-authority"):
                     continue  # OpenSSH refuses the line too
             try:
@@ -261,8 +260,6 @@ class _KnownHosts:
         self._files: dict[str, tuple] = {}
 
     def _parsed(self, path: str):
-        import paramiko
-
         st = os.stat(path)
         stamp = (st.st_size, st.st_mtime_ns)
         with self._lock:

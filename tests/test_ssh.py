@@ -440,8 +440,8 @@ def test_known_hosts_cache_matches_paramiko(tmp_path):
                   f"10.0.0.1 ssh-ed25519 {keys[0].get_base64()[:-13]}\n"  # truncated
                   f"@cert-authority *.example.com {keys[1].get_name()} {keys[1].get_base64()}\n"
                   "@nonsense 10.0.0.1 ssh-ed25519 AAAA\n"
-                  f"10.0.0.1 {keys[0].get_name()} {keys[0].get_base64()}\n"
-                  f"@revoked * {keys[2].get_name()} {keys[2].get_base64()}\n"
+                  f"10.0.0.1\t{keys[0].get_name()}  {keys[0].get_base64()} a comment\n"
+                  f"@revoked\t*  {keys[2].get_name()} {keys[2].get_base64()}\n"  # blanks of any kind, as OpenSSH
                   f"10.0.0.4 {keys[2].get_name()} {keys[2].get_base64()}\n")
     time.sleep(0.01)
     assert seen("10.0.0.1") == {keys[0].get_name(): keys[0].get_base64()}
