@@ -613,3 +613,12 @@ def test_the_better_direction_cannot_be_slower_than_the_pair():
     assert str(e.value) == ("latency_best at row 0, column 1 (a -> b) is 1e+06: more than that pair's latency (20); "
                             "it must be the faster direction")
     assert ProbeData(hosts=hosts, latency=lat, latency_best=np.array([[0, 20.0], [np.nan, 0]])).latency_best[1, 0] == 20.0
+
+
+def test_a_header_of_numeric_names_is_pointed_at(tmp_path):
+    """A header of host IDs (100,101,...) reads as a row of numbers: 'not square' said nothing more."""
+    f = write(tmp_path, "num.csv", "100,101,102\n0,1,2\n1,0,2\n2,2,0\n")
+    with pytest.raises(ProbeFileError, match=r"row 0 has 3 values, expected 4 \(every row has one value less .*--hosts"):
+        load(f)
+    with pytest.raises(ProbeFileError, match=r"row 1 has 2 values, expected 3$"):  # a short row is no header
+        load(write(tmp_path, "short.csv", "0,1,2\n1,0\n2,2,0\n"))

@@ -746,6 +746,9 @@ def read_matrix_csv(path: str | os.PathLike, notes: list[str] | None = None) -> 
     for i, r in enumerate(rows):
         if len(r) != n:
             why = " (a separator at the end of the line?)" if len(r) == n + 1 and not r[-1].strip() else ""
+            if not why and names is None and n == len(rows[0]) + 1 and all(len(x) == n - 1 for x in rows):
+                why = (" (every row has one value less than there are rows: is the first row a header of "
+                       "numeric host names? Give the names in a file with --hosts and leave the header out)")
             raise ProbeFileError(f"{path}: matrix is not square: row {i} has {len(r)} values, expected {n}{why}")
     m = np.array([[_parse_cell(c, f"{path}: row {i} column {j}") for j, c in enumerate(r)] for i, r in enumerate(rows)])
     if names is not None and len(names) != n:
