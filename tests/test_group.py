@@ -481,3 +481,13 @@ def test_group_refuses_json_with_an_explicit_dash(tmp_path):
     assert r.exit_code == 2 and "--json prints the metrics on stdout" in r.output
     r = CliRunner().invoke(cli, ["group", str(path), "--json"])  # no -o: the groups file, metrics in it
     assert r.exit_code == 0 and json.loads(r.stdout)["format"] == "plink-groups"
+
+
+def test_a_groups_file_with_labels_but_no_hosts_says_what_is_missing(tmp_path):
+    from plink.data.groupfile import load_groups
+    from plink.errors import ProbeFileError
+
+    f = tmp_path / "g.json"
+    f.write_text('{"format": "plink-groups", "version": 1, "labels": [0, 0, 1]}')
+    with pytest.raises(ProbeFileError, match="'labels' needs 'hosts', the host names in the same order"):
+        load_groups(f)

@@ -141,6 +141,9 @@ def load_groups(path: str | os.PathLike) -> Groups:
         if missing:
             raise ProbeFileError(f"{path}: host {missing[0]!r} is in no group of 'groups'")
         labels = [where.get(h, -1) for h in hosts] if isinstance(hosts, list) else None
+    if hosts is None:
+        raise ProbeFileError(f"{path}: 'labels' needs 'hosts', the host names in the same order (or give "
+                             "'groups', a list of each group's names)")
     if not isinstance(hosts, list) or not all(isinstance(h, str) for h in hosts):
         raise ProbeFileError(f"{path}: 'hosts' must be a list of names")
     if not isinstance(labels, list) or not all(isinstance(x, int) and not isinstance(x, bool) and 0 <= x < len(hosts) + 1
