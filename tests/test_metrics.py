@@ -114,3 +114,13 @@ def test_refines():
     fine, coarse = np.array([0, 0, 1, 1, 2, 2]), np.array([0, 0, 0, 0, 1, 1])
     assert refines(fine, coarse) and not refines(coarse, fine) and refines(fine, fine)
     assert refines(fine, np.zeros(6, int)) and not refines(fine, np.array([0, 1, 0, 1, 0, 1]))
+
+
+def test_paia_with_flat_labels_says_what_it_takes():
+    """paia(M, [0, 1, ...]) raised "TypeError: 'int' object is not iterable" from deep inside."""
+    from plink.errors import PlinkError
+
+    with pytest.raises(PlinkError, match="labels must be location tuples"):
+        paia(np.ones((3, 3)), [0, 1, 0])
+    with pytest.raises(PlinkError, match="labels must be location tuples"):
+        paia(np.ones((3, 3)), ["r0", "r1", "r0"])

@@ -66,6 +66,9 @@ def paia(distances: np.ndarray, labels: Sequence[Sequence[str]], *, return_count
         raise PlinkError(f"distance matrix must be square, got shape {M.shape}")
     if len(labels) != n:
         raise PlinkError(f"{len(labels)} location tuples for {n} hosts")
+    if any(isinstance(t, (str, bytes)) or not hasattr(t, "__len__") for t in labels):
+        raise PlinkError("labels must be location tuples, one per host, outermost first (e.g. ('dc0', 'row1', "
+                         "'rack3')); for flat group labels use ami(true, found)")
     L = common_prefix_lengths(labels).astype(np.int64)
     nlev = int(L.max()) + 1 if n else 1
     excluded = np.isnan(M)
