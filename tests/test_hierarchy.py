@@ -1284,3 +1284,9 @@ def test_a_raw_matrix_zero_is_unmeasured_as_in_the_files_a_probes_is_kept():
     with warnings.catch_warnings():  # a probe built in code: its 0 is a distance of 0, as plink order takes it
         warnings.simplefilter("error")
         HierarchicalGrouper().fit(ProbeData(pd.hosts, one))
+
+
+def test_a_complex_matrix_is_refused_not_cut_to_its_real_part():
+    m = simulate_datacenter(racks=2, hosts_per_rack=3, seed=1).latency.astype(complex)
+    with pytest.raises(PlinkError, match="complex"):
+        HierarchicalGrouper().fit_predict(m)

@@ -257,6 +257,8 @@ def check_latency(latency, zeros: str = "unmeasured") -> np.ndarray:
     readers read it; ``"measured"``: a distance of 0 (plink's own matrices, built in code)."""
     if zeros not in ("unmeasured", "measured"):
         raise OptionError(f"zeros must be 'unmeasured' or 'measured', got {zeros!r}")
+    if np.asarray(latency).dtype.kind == "c":  # (numpy would drop the imaginary parts with a warning)
+        raise PlinkError("latency must be real numbers, got a complex matrix")
     try:
         d = np.array(latency, dtype=float)
     except (TypeError, ValueError):
