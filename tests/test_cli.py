@@ -615,20 +615,24 @@ def test_show_json_has_what_its_text_shows_of_the_structure(dc, tmp_path):
     assert with_file["members"] == doc["members"]
 
 
-def test_ctrl_c_while_click_parses_says_interrupted(monkeypatch, capsys):
+@pytest.mark.parametrize("where", ["make_context", "invoke"])
+def test_ctrl_c_and_sigterm_while_click_parses_or_a_command_runs_are_one_line(monkeypatch, capsys, where):
     """A Ctrl-C while click parsed the command line reached plink as click's Abort and printed
-    "plink: aborted"; every other Ctrl-C prints "plink: interrupted" (README, exit codes)."""
-    import click
-
+    "plink: aborted"; click's main also printed an empty line first, and turned SIGTERM's Terminated
+    (a KeyboardInterrupt) into the same Abort: "plink: interrupted", exit 130, for a SIGTERM."""
     from plink import cli as cli_mod
+    from plink.errors import Terminated
 
-    def abort(*a, **kw):
-        raise click.exceptions.Abort()
+    for exc_type, code, said in ((KeyboardInterrupt, 130, "plink: interrupted\n"),
+                                 (Terminated, 143, "plink: terminated (SIGTERM)\n")):
+        def stop(*a, **kw):
+            raise exc_type()
 
-    monkeypatch.setattr(cli_mod.cli, "main", abort)
-    with pytest.raises(SystemExit) as exc:
-        cli_mod.main(["show", "x.json"])
-    assert exc.value.code == 130 and capsys.readouterr().err == "plink: interrupted\n"
+        monkeypatch.setattr(cli_mod.cli, where, stop)
+        monkeypatch.setattr(Terminated, "received", exc_type is Terminated)
+        with pytest.raises(SystemExit) as exc:
+            cli_mod.main(["show", "x.json"])
+        assert exc.value.code == code and capsys.readouterr().err == said
 
 
 def test_small_wordings_and_spellings(tmp_path):

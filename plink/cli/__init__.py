@@ -65,13 +65,18 @@ def main(argv: list[str] | None = None) -> None:
         logging.getLogger("paramiko").propagate = False
     _terminate_as_interrupt()
     try:
-        # without standalone mode click returns a command's ctx.exit() code
-        rc = cli.main(args=args, prog_name="plink", standalone_mode=False)
+        # the context and the command as click's main runs them, without its own handling of a Ctrl-C, which
+        # prints an empty line and turns the interrupt (SIGTERM's Terminated too) into its Abort
+        with cli.make_context("plink", args) as ctx:
+            rc = cli.invoke(ctx)
         if isinstance(rc, int) and rc != EXIT_OK:
             sys.exit(rc)
     except click.exceptions.Exit as exc:
         sys.exit(exc.exit_code)
-    except click.exceptions.Abort:  # click's form of a Ctrl-C while it parses (plink asks no questions)
+    except click.exceptions.Abort:  # click's form of a Ctrl-C (plink asks no questions; kept for safety)
+        if Terminated.received:
+            click.echo("plink: terminated (SIGTERM)", err=True)
+            sys.exit(143)
         click.echo("plink: interrupted", err=True)
         sys.exit(130)
     except click.UsageError as exc:
