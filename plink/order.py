@@ -264,6 +264,7 @@ def order_hosts(
     nic_gbps: float | None = None,
     keep_on_interrupt: bool = False,
     hedge: bool = True,
+    on_searched=None,
 ) -> OrderResult:
     """Search for a rank order of ``probe``'s hosts minimising ``algo``'s cost.
 
@@ -300,6 +301,8 @@ def order_hosts(
     ``keep_on_interrupt``: Ctrl-C during the search returns the best order so far (shared
     model), or the best of the search's warm starts (pairsum: its progress is lost), with
     ``solver["interrupted"]`` set (what ``plink order`` does); otherwise it propagates.
+    ``on_searched``: called (no arguments) once the searches are over and the order is chosen, before
+    the report is priced (``plink order`` then holds back a Ctrl-C until the order is written).
     """
     start = time.perf_counter()
     _check_args(probe, algo, model=model, time_limit=time_limit, smt_time=smt_time, size=size, n_random=n_random,
@@ -320,7 +323,12 @@ def order_hosts(
     main_time, split_time = _hedge_times(time_limit, len(splits))
     res, lb_model = _search(model, cm, identity, notes, labels=labels, time_limit=main_time, seed=seed, jobs=jobs,
                             smt_time=smt_time, max_iter=max_iter, keep_on_interrupt=keep_on_interrupt, price=price)
-    res = _exact_for_price(res, cm, price)
+    try:
+        res = _exact_for_price(res, cm, price)
+    except KeyboardInterrupt:  # Ctrl-C while the search's optimum is proven for the price: the search's order
+        if not keep_on_interrupt:
+            raise
+        res = SolveResult(res.perm, res.cost, False, None, res.method, {**res.info, "interrupted": True})
     best, best_cost = res.perm, float(price(res.perm))
     cost_input = float(price(identity))
     cost_contiguous = float(price(contiguous))
@@ -332,9 +340,14 @@ def order_hosts(
     elif best is res.perm and res.info.get("tie_break"):
         notes.extend(_tie_break_note(res.info["tie_break"], float(res.cost)))
     if splits and not res.info.get("interrupted"):
-        hedged = _hedged(splits, best, [identity, contiguous], price, algo=algo, probe=probe, groups=groups,
-                         size=size, base=base, use_bandwidth=use_bandwidth, nic_gbps=nic_gbps, time_limit=split_time,
-                         seed=seed, max_iter=max_iter, keep_on_interrupt=keep_on_interrupt)
+        try:
+            hedged = _hedged(splits, best, [identity, contiguous], price, algo=algo, probe=probe, groups=groups,
+                             size=size, base=base, use_bandwidth=use_bandwidth, nic_gbps=nic_gbps,
+                             time_limit=split_time, seed=seed, max_iter=max_iter, keep_on_interrupt=keep_on_interrupt)
+        except KeyboardInterrupt:  # after the hedge's searches, while it priced their orders: the search's order
+            if not keep_on_interrupt:
+                raise
+            hedged = {"order": None, "note": "", "info": {"groupings": len(splits), "interrupted": True}}
         res.info["hedge"] = hedged["info"]
         if hedged["info"].get("interrupted"):  # Ctrl-C in the hedge's searches: the search's order, and said
             res.info["interrupted"] = True
@@ -342,6 +355,8 @@ def order_hosts(
             best, best_cost = hedged["order"], hedged["cost"]
             res = SolveResult(res.perm, res.cost, False, None, res.method, res.info)
             notes.append(hedged["note"])
+    if on_searched is not None:
+        on_searched()
     ranges = _ranges(price, price_low, identity, contiguous, best, rand)
     measured_only = _measured_only(model, cm, np.stack([identity, contiguous, best]), rand)
     scenarios = _capacity_scenarios(model, algo, probe, groups, size, base, use_bandwidth, nic_gbps, price,

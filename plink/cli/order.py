@@ -140,6 +140,33 @@ def _render_order(result, probe, fmt, slots=1, labels=None, output=None) -> str:
     return emit(fmt, hosts, slots=slots, algo=result.algo, labels=lab, order_file=output or "THIS_FILE")
 
 
+class _HeldSignals:
+    """Ctrl-C and SIGTERM held back from ``start()`` (the search is over) to ``stop()`` (the order is
+    written), so that a signal in between cannot lose a finished order: the command then says so and
+    exits 130 / 143. In the main thread only (where Python takes signals); the handlers are restored."""
+
+    def __init__(self):
+        self.signals: list[int] = []
+        self._old: dict | None = None
+
+    def _hold(self, signum, frame) -> None:
+        self.signals.append(signum)
+
+    def start(self) -> None:
+        import signal
+        import threading
+
+        if self._old is None and threading.current_thread() is threading.main_thread():
+            self._old = {s: signal.signal(s, self._hold) for s in (signal.SIGINT, signal.SIGTERM)}
+
+    def stop(self) -> None:
+        import signal
+
+        for s, handler in (self._old or {}).items():
+            signal.signal(s, handler)
+        self._old = None
+
+
 def _check_format_options(fmt: str, slots: int, groups_file: str | None) -> None:
     """Usage errors of --format/--slots/--groups, before any work."""
     from plink.launch.emitters import MAX_SLOTS
@@ -261,17 +288,21 @@ def order(probefile, algo, size, base, time_limit, jobs, smt_time, groups_file, 
         labels = group_labels(probe, groups_file, groups)
         note_groups_beyond(groups_file, groups, probe.names)
     console = _stderr_console()
-    with console.status(f"searching {algo} orders of {probe.n} hosts for {time_limit:g} s", spinner="dots"):
-        result = order_hosts(
-            probe, algo, size=size, time_limit=time_limit, seed=seed, base=base,
-            use_bandwidth=not no_bandwidth, jobs=jobs, smt_time=smt_time, labels=labels, model=cost_model,
-            nic_gbps=nic_gbps, keep_on_interrupt=True, hedge=not no_hedge,
-        )
-    text = _render_order(result, probe, fmt, slots, labels, output) if writes else ""
-    if output:
-        from plink.data.fileio import atomic_write_text
+    held = _HeldSignals()
+    try:
+        with console.status(f"searching {algo} orders of {probe.n} hosts for {time_limit:g} s", spinner="dots"):
+            result = order_hosts(
+                probe, algo, size=size, time_limit=time_limit, seed=seed, base=base,
+                use_bandwidth=not no_bandwidth, jobs=jobs, smt_time=smt_time, labels=labels, model=cost_model,
+                nic_gbps=nic_gbps, keep_on_interrupt=True, hedge=not no_hedge, on_searched=held.start,
+            )
+        text = _render_order(result, probe, fmt, slots, labels, output) if writes else ""
+        if output:
+            from plink.data.fileio import atomic_write_text
 
-        atomic_write_text(output, text)
+            atomic_write_text(output, text)
+    finally:
+        held.stop()
     interrupted = bool(result.solver.get("interrupted"))
     if as_json:
         _echo_json(result.to_dict())
@@ -281,6 +312,13 @@ def order(probefile, algo, size, base, time_limit, jobs, smt_time, groups_file, 
         render_order_report(result, console)
         if output:
             click.echo(f"wrote {output}", err=True)
+    if held.signals and not interrupted:  # Ctrl-C / SIGTERM once the search was over: the order is whole
+        import signal
+
+        term = signal.SIGTERM in held.signals
+        click.echo(f"plink: {'terminated (SIGTERM)' if term else 'interrupted'} after the search: the order is "
+                   "complete", err=True)
+        click.get_current_context().exit(143 if term else 130)
     if interrupted:  # Ctrl-C or SIGTERM during the search: the best order so far was written; say so, exit 130 / 143
         from plink.errors import Terminated
 
