@@ -700,6 +700,14 @@ def test_cli_emit_reads_the_order_from_stdin(tmp_path):
     run = subprocess.run([sys.executable, "-m", "plink", "emit", "-", "--format", "env"], input=order,
                          capture_output=True, text=True, env=env, timeout=60)
     assert run.returncode == 0 and "allreduce_algorithm=6" in run.stdout  # the algorithm read from stdin too
+    # read as a file is: /dev/zero on stdin filled memory ('internal error: MemoryError'); not UTF-8 was exit 2
+    with open("/dev/zero", "rb") as zero:
+        run = subprocess.run([sys.executable, "-m", "plink", "emit", "-", "--format", "plain"], stdin=zero,
+                             capture_output=True, text=True, env=env, timeout=60)
+    assert (run.returncode, run.stderr) == (1, "plink: error: standard input: holds NUL bytes: not a text file\n")
+    run = subprocess.run([sys.executable, "-m", "plink", "node-rank", "-"], input=b"\xff\xfe", capture_output=True,
+                         env=env, timeout=60)
+    assert (run.returncode, run.stderr) == (1, b"plink: error: standard input: not a UTF-8 text file\n")
 
 
 def test_emit_notes_slots_an_order_file_gives_that_it_does_not_carry_over(tmp_path):

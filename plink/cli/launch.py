@@ -162,10 +162,13 @@ def _order_input(orderfile: str) -> tuple[str, str]:
         from plink.data.orderfile import read_order_text
 
         return orderfile, read_order_text(orderfile)
-    try:
-        return "standard input", click.get_text_stream("stdin").read()
+    from plink.data.fileio import read_stream
+    from plink.errors import ProbeFileError
+
+    try:  # (as a file is read: a megabyte at a time, no NUL bytes, at most a GiB)
+        return "standard input", read_stream(click.get_binary_stream("stdin"), "standard input", ProbeFileError)
     except UnicodeDecodeError:
-        raise click.BadParameter("standard input is not UTF-8 text", param_hint="ORDERFILE") from None
+        raise ProbeFileError("standard input: not a UTF-8 text file") from None
 
 
 def _parse_gain(text: str) -> float:

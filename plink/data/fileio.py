@@ -287,27 +287,34 @@ MAX_TEXT_BYTES = 2**30
 _CHUNK = 2**20
 
 
+def read_stream(fh, name: str, error: type[PlinkError] = PlinkError) -> str:
+    """The UTF-8 text of the binary stream ``fh`` (a file, standard input), read a megabyte at a time:
+    ``error`` naming ``name`` past :data:`MAX_TEXT_BYTES` or at a NUL byte (see :func:`read_text`);
+    ``UnicodeDecodeError`` for text that is not UTF-8. O(size)."""
+    import codecs
+
+    decoder = codecs.getincrementaldecoder("utf-8-sig")()
+    parts, total = [], 0
+    while chunk := fh.read(_CHUNK):
+        total += len(chunk)
+        if total > MAX_TEXT_BYTES:
+            raise error(f"{name}: more than {MAX_TEXT_BYTES >> 30} GiB: not a file plink reads")
+        if b"\0" in chunk:
+            raise error(f"{name}: holds NUL bytes: not a text file")
+        parts.append(decoder.decode(chunk))
+    parts.append(decoder.decode(b"", final=True))
+    return "".join(parts)
+
+
 def read_text(path: str | os.PathLike, error: type[PlinkError] = PlinkError, what: str = "") -> str:
     """The UTF-8 text of ``path`` (a leading byte-order mark, as Windows editors write, dropped), or
     ``error`` with a one-line reason (naming the file as ``what path``): also for a file of more than
     :data:`MAX_TEXT_BYTES` or one with NUL bytes (binary), found as it is read, a megabyte at a time
     (a device or a pipe that never ends is refused, not read until memory runs out). O(size)."""
-    import codecs
-
     name = f"{what} {path}" if what else f"{path}"
     try:
         with open(path, "rb") as fh:
-            decoder = codecs.getincrementaldecoder("utf-8-sig")()
-            parts, total = [], 0
-            while chunk := fh.read(_CHUNK):
-                total += len(chunk)
-                if total > MAX_TEXT_BYTES:
-                    raise error(f"{name}: more than {MAX_TEXT_BYTES >> 30} GiB: not a file plink reads")
-                if b"\0" in chunk:
-                    raise error(f"{name}: holds NUL bytes: not a text file")
-                parts.append(decoder.decode(chunk))
-            parts.append(decoder.decode(b"", final=True))
-            return "".join(parts)
+            return read_stream(fh, name, error)
     except FileNotFoundError:
         raise error(f"{name}: no such file") from None
     except IsADirectoryError:
