@@ -8,8 +8,10 @@
 * Authentication: ssh-agent, the ``IdentityFile`` keys, then the default key
   files; never a password prompt.
 * Host keys are verified against ``known_hosts`` (``known_hosts=`` or the
-  config's ``UserKnownHostsFile``, else ``~/.ssh/known_hosts`` plus
-  ``/etc/ssh/ssh_known_hosts``).  An unknown host is refused by default;
+  config's ``UserKnownHostsFile``, else ``~/.ssh/known_hosts``; then the
+  config's ``GlobalKnownHostsFile``, else ``/etc/ssh/ssh_known_hosts`` and
+  ``ssh_known_hosts2``), with OpenSSH's host patterns (``node*``, ``!bad``) and
+  ``@revoked`` keys (in any of the files).  An unknown host is refused by default;
   ``accept_new=True`` behaves like OpenSSH's ``StrictHostKeyChecking
   accept-new``: the key of a host not yet listed is stored (in the first
   known_hosts file), a *changed* key is still refused.
@@ -126,7 +128,12 @@ def resolve(entry: HostEntry, config, options: SSHOptions) -> Target:
     elif cfg.get("userknownhostsfile"):
         kh = [str(Path(p).expanduser()) for p in cfg["userknownhostsfile"].split()]
     else:
-        kh = [str(Path("~/.ssh/known_hosts").expanduser()), "/etc/ssh/ssh_known_hosts"]
+        kh = [str(Path("~/.ssh/known_hosts").expanduser())]
+    # then the system's files, as OpenSSH reads them (an admin's @revoked there counts); a new key is
+    # stored in the first file, the user's
+    glob = (cfg["globalknownhostsfile"].split() if cfg.get("globalknownhostsfile")
+            else ["/etc/ssh/ssh_known_hosts", "/etc/ssh/ssh_known_hosts2"])
+    kh += [str(Path(p).expanduser()) for p in glob if str(Path(p).expanduser()) not in kh]
     timeout = None
     if cfg.get("connecttimeout"):
         try:
@@ -179,8 +186,13 @@ def _make_policy(accept_new: bool, store: str | None, revoked: frozenset | set =
                     known = old.get(key.get_name()) or next(iter(old.values()))
                     raise paramiko.BadHostKeyException(hostname, key, known)
                 line = f"{hostname} {key.get_name()} {key.get_base64()}\n"
-                with open(path, "a", encoding="utf-8") as fh:
-                    fh.write(line)
+                with open(path, "a+b") as fh:  # (a last line without its newline keeps its own line)
+                    fh.seek(0, os.SEEK_END)
+                    if fh.tell():
+                        fh.seek(-1, os.SEEK_END)
+                        if fh.read(1) != b"\n":
+                            line = "\n" + line
+                    fh.write(line.encode())
                     fh.flush()
                     os.fsync(fh.fileno())
             client.get_host_keys().add(hostname, key.get_name(), key)
@@ -190,6 +202,23 @@ def _make_policy(accept_new: bool, store: str | None, revoked: frozenset | set =
             raise (_RevokedHostKey if key.asbytes() in revoked else _UnknownHostKey)(hostname, key)
 
     return AcceptNewPolicy() if accept_new else RejectUnknown()
+
+
+def _host_pattern(patterns: list[str]):
+    """A test of a host name against a known_hosts line's comma-separated OpenSSH patterns (``*``, ``?``;
+    a ``!pattern`` that matches rules the line out), case-insensitive as OpenSSH's ``match_hostname``."""
+    import re
+
+    pos, neg = [], []
+    for p in patterns:
+        (neg if p.startswith("!") else pos).append(
+            re.compile("".join(".*" if c == "*" else "." if c == "?" else re.escape(c) for c in p.lstrip("!").lower())))
+
+    def match(name: str) -> bool:
+        name = name.lower()
+        return not any(r.fullmatch(name) for r in neg) and any(r.fullmatch(name) for r in pos)
+
+    return match
 
 
 def read_known_hosts(path: str) -> tuple[list, set]:
@@ -268,41 +297,48 @@ class _KnownHosts:
                 return hit[1:]
         entries, revoked = read_known_hosts(path)
         plain: dict[str, list] = {}
-        hashed = []
+        hashed, patterns = [], []
         for e in entries:
-            if e.key.asbytes() in revoked:  # listed and revoked: revoked (as OpenSSH)
+            if any(c in name for name in e.hostnames for c in "*?!"):  # OpenSSH patterns (node*, !bad, 10.0.0.?)
+                patterns.append((_host_pattern(e.hostnames), e.key))
                 continue
             for name in e.hostnames:
                 if name.startswith("|1|"):
                     hashed.append((name, e.key))
                 else:
-                    plain.setdefault(name, []).append(e.key)
+                    plain.setdefault(name.lower(), []).append(e.key)
         with self._lock:
-            self._files[path] = (stamp, plain, hashed, revoked)
-        return plain, hashed, revoked
+            self._files[path] = (stamp, plain, hashed, patterns, revoked)
+        return plain, hashed, patterns, revoked
 
     def fill(self, client, paths, names) -> set:
-        """Add to ``client``'s host keys the entries of ``paths`` naming one of ``names``; return the
-        revoked keys of ``paths`` (``PKey.asbytes()``)."""
+        """Add to ``client``'s host keys the keys ``paths`` list for one of ``names`` (exact names, hashed
+        names and OpenSSH patterns; of two keys of one type, an exact name's is kept), leaving out every
+        key any of ``paths`` revokes; return those revoked keys (``PKey.asbytes()``)."""
         from paramiko.hostkeys import HostKeys
 
-        hk = client.get_host_keys()
-        revoked_all: set = set()
+        parsed = []
         for path in paths:
             if not os.path.isfile(path):
                 continue
             try:
-                plain, hashed, revoked = self._parsed(path)
+                parsed.append(self._parsed(path))
             except OSError as exc:
                 raise SSHError(f"cannot read known_hosts {path}: {exc.strerror or exc}") from None
-            revoked_all |= revoked
-            for name in names:
-                for key in plain.get(name, ()):
+        revoked = set().union(*(p[3] for p in parsed))  # revoked in any file: revoked (as OpenSSH)
+        hk = client.get_host_keys()
+        for name in names:
+            found = []  # weakest first: HostKeys.add keeps the last key of a type
+            for plain, hashed, patterns, _ in parsed:
+                found += [key for match, key in patterns if match(name)]
+            for plain, hashed, patterns, _ in parsed:
+                found += [key for entry, key in hashed if HostKeys.hash_host(name, entry) == entry]
+            for plain, hashed, patterns, _ in parsed:
+                found += plain.get(name.lower(), [])
+            for key in found:
+                if key.asbytes() not in revoked:
                     hk.add(name, key.get_name(), key)
-                for entry, key in hashed:
-                    if HostKeys.hash_host(name, entry) == entry:
-                        hk.add(name, key.get_name(), key)
-        return revoked_all
+        return revoked
 
 
 _known_hosts_cache = _KnownHosts()

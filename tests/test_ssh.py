@@ -43,11 +43,15 @@ def test_config_resolution(tmp_path):
     t = resolve(HostEntry("web1"), config, opts)
     assert (t.hostname, t.user, t.port, t.proxy_jump, t.connect_timeout) == ("192.0.2.web1", "alice", 2200, "bastion", 3.0)
     assert t.identity_files == [str(Path("~/k1").expanduser())] and not t.identities_only
-    assert t.known_hosts == ["/tmp/kh1", "/tmp/kh2"]
+    system = ["/etc/ssh/ssh_known_hosts", "/etc/ssh/ssh_known_hosts2"]  # read after the user's, as OpenSSH
+    assert t.known_hosts == ["/tmp/kh1", "/tmp/kh2", *system]
     # host-list fields win over the config; --known-hosts wins over UserKnownHostsFile
     t = resolve(HostEntry("web2", user="root", port=22), config, SSHOptions(ssh_config=str(cfg), known_hosts=str(cfg)))
-    assert (t.user, t.port, t.known_hosts) == ("root", 22, [str(cfg)])
+    assert (t.user, t.port, t.known_hosts) == ("root", 22, [str(cfg), *system])
     assert resolve(HostEntry("db"), config, opts).user == "bob"
+    assert resolve(HostEntry("db"), config, opts).known_hosts == [str(Path("~/.ssh/known_hosts").expanduser()), *system]
+    cfg.write_text("Host *\n  GlobalKnownHostsFile /tmp/g1 /tmp/kh0\n  UserKnownHostsFile /tmp/kh0\n")
+    assert resolve(HostEntry("x"), ssh_mod._load_config(str(cfg)), opts).known_hosts == ["/tmp/kh0", "/tmp/g1"]
 
 
 def test_options_validation(tmp_path):
@@ -491,3 +495,32 @@ def test_write_ready_is_false_when_the_connection_socket_is_full():
     finally:
         a.close()
         b.close()
+
+
+def test_known_hosts_patterns_revocations_in_any_file_and_the_stores_last_line(tmp_path):
+    """Found outside-in against OpenSSH 9.2: a '10.214.1.*' line was not matched (so a changed key went
+    through --accept-new-host-keys as a new host, and a right key was 'unknown'); an @revoked key in a
+    second known_hosts file was ignored; a new key was glued onto a last line without its newline."""
+    keys = [paramiko.Ed25519Key.from_private_key_file(str(_keygen(tmp_path, f"k{i}"))) for i in range(3)]
+    line = [f"{k.get_name()} {k.get_base64()}" for k in keys]
+    a, b = tmp_path / "a", tmp_path / "b"
+    a.write_text(f"10.0.1.* {line[0]}\n!10.0.2.5,10.0.2.? {line[1]}\n10.0.3.* {line[1]}\n10.0.3.1 {line[2]}\n"
+                 f"10.0.4.7 {line[0]}\nNode* {line[2]}\n")
+    b.write_text(f"@revoked * {line[0]}\n")
+    cache = ssh_mod._KnownHosts()
+
+    def seen(name, paths=(a,)):
+        c = paramiko.SSHClient()
+        cache.fill(c, [str(p) for p in paths], [name])
+        return [v.get_base64() for v in (c.get_host_keys().lookup(name) or {}).values()]
+
+    assert seen("10.0.1.200") == [keys[0].get_base64()] and seen("10.0.2.4") == [keys[1].get_base64()]
+    assert seen("10.0.2.5") == [] and seen("10.0.2.45") == [] and seen("node7") == [keys[2].get_base64()]
+    assert seen("10.0.3.1") == [keys[2].get_base64()]  # an exact line beats a pattern's key of the same type
+    assert seen("10.0.4.7") == [keys[0].get_base64()] and seen("10.0.4.7", (a, b)) == []  # revoked in b
+    assert seen("10.0.1.9", (b, a)) == []
+    # accept-new appends on a line of its own
+    store = tmp_path / "store"
+    store.write_text(f"@cert-authority *.example.com {line[1]}")  # no newline at the end
+    ssh_mod._make_policy(True, str(store)).missing_host_key(paramiko.SSHClient(), "10.9.9.9", keys[2])
+    assert store.read_text().splitlines() == [f"@cert-authority *.example.com {line[1]}", f"10.9.9.9 {line[2]}"]
