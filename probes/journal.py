@@ -32,6 +32,26 @@ def journal_path(checkpoint: str | os.PathLike) -> Path:
     return Path(str(checkpoint) + ".journal")
 
 
+def journal_holds(path: str | os.PathLike) -> str:
+    """What the file at a journal's ``path`` holds: ``"nothing"`` (empty, or a plink journal's header
+    and host addresses alone), ``"measurements"`` (a latency or bandwidth line, torn ones too) or
+    ``"other"`` (no plink journal: someone else's file, or one that cannot be read). O(size)."""
+    try:
+        with open(path, "rb") as fh:
+            first = fh.readline()
+            if not first.strip():
+                return "nothing" if not fh.read(1) else "other"
+            try:
+                head = json.loads(first)
+            except ValueError:
+                return "other"
+            if not (isinstance(head, dict) and head.get("journal") == HEADER):
+                return "other"
+            return "measurements" if any(line.startswith((b'["l"', b'["b"')) for line in fh) else "nothing"
+    except OSError:
+        return "other"
+
+
 class Journal:
     """Append-side of a journal (buffered; ``flush`` pushes it to the OS,
     which keeps it across a killed controller)."""

@@ -49,7 +49,7 @@ from plink.errors import OptionError, PlinkError, ProbeFileError
 from plink.data.hostlist import HostEntry, parse_hostlist, read_hostlist
 from plink.data.probefile import Host, ProbeData, new_meta
 
-from .journal import Journal, journal_path, read_journal
+from .journal import Journal, journal_holds, journal_path, read_journal
 from .methods import BW_TOOLS, LATENCY_METHODS, _stage, method_unavailable, run_bandwidth, run_latency, run_scheduled
 from .rounds import pack_rounds, round_robin
 from .sampling import host_overhead, is_stable, p10_interval, quantile_sorted
@@ -396,16 +396,6 @@ def measured_anything(probe: ProbeData) -> bool:
     return bool(measured_pairs(probe).any() or measured_pairs(probe, bandwidth=True).any())
 
 
-def _journal_lines(path) -> int:
-    """Non-empty lines of a journal (1: its header alone, nothing measured); an unreadable one counts as
-    holding measurements."""
-    try:
-        with open(path, "rb") as fh:
-            return sum(1 for line in fh if line.strip())
-    except OSError:
-        return 2
-
-
 class _Run:
     """One run of :func:`probe_hosts`, phase by phase.
 
@@ -458,10 +448,14 @@ class _Run:
                                      f"{missing} of {self.n * (self.n - 1) // 2} pairs have no bandwidth yet "
                                      "(give the first run's --bandwidth options again)")
         elif self.jpath is not None and self.jpath.exists():
-            if _journal_lines(self.jpath) > 1:  # measurements of an interrupted probe: the user's, not ours to drop
+            holds = journal_holds(self.jpath)
+            if holds == "measurements":  # an interrupted probe's: the user's, not ours to drop
                 raise PlinkError(f"{self.jpath} holds what an interrupted probe measured: --resume continues that "
                                  "probe (the same host list and options); to start over, delete the journal")
-            self.jpath.unlink()  # a header alone
+            if holds == "other":
+                raise PlinkError(f"{self.jpath} is not a plink probe journal, and plink probe keeps its journal "
+                                 "there: move it away, or write the probe elsewhere (-o)")
+            self.jpath.unlink()  # a header (and addresses) alone
 
     def plan(self, resume: bool) -> None:
         """The rounds, the pairs left to measure, the run's key, the meta and the journal."""

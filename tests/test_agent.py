@@ -734,8 +734,14 @@ def test_a_fresh_probe_refuses_to_drop_an_interrupted_probes_journal(tmp_path):
     assert journal.read_bytes() == kept and not out.exists()
     done = probe_hosts(hosts, count=3, interval=0.002, connect=start_local_agents, checkpoint=out, resume=True)
     assert done.meta["complete"] and not journal.exists()
-    journal.write_text(kept.decode().splitlines()[0] + "\n")  # a header alone holds nothing: replaced
+    lines = kept.decode().splitlines()
+    assert lines[1].startswith('["a"')
+    journal.write_text(lines[0] + "\n" + lines[1] + "\n")  # a header and an address hold nothing: replaced
     assert probe_hosts(hosts, count=3, interval=0.002, connect=start_local_agents, checkpoint=out).meta["complete"]
+    journal.write_text("my notes\n")  # someone else's file at the journal's name is not deleted
+    with pytest.raises(PlinkError, match=r"probe.json.journal is not a plink probe journal"):
+        probe_hosts(hosts, count=3, interval=0.002, connect=start_local_agents, checkpoint=out)
+    assert journal.read_text() == "my notes\n"
 
 
 def test_a_probe_that_reaches_no_host_leaves_the_output_file_as_it_was(tmp_path):
