@@ -307,6 +307,7 @@ def order_hosts(
     start = time.perf_counter()
     _check_args(probe, algo, model=model, time_limit=time_limit, smt_time=smt_time, size=size, n_random=n_random,
                 jobs=jobs, max_iter=max_iter, nic_gbps=nic_gbps, labels=labels, base=base, seed=seed)
+    size, seed = int(size), int(seed)  # (whole floats, 1e6, are taken)
     n = probe.n
     groups = find_groups(probe, labels, seed, use_bandwidth)
     n_missing = probe.n_missing_pairs()
@@ -406,10 +407,15 @@ def order_hosts(
 MAX_SECONDS = 7 * 86400.0  #: the longest search asked for: a week (a larger number is a typo, and inf never ends)
 
 
-def _check_number(what: str, value, integer: bool) -> None:
-    """OptionError unless ``value`` is a number (``integer``: a whole one; None passes: not given)."""
-    kinds = (int, np.integer) if integer else (int, float, np.integer, np.floating)
-    if value is not None and (isinstance(value, bool) or not isinstance(value, kinds)):
+def _check_number(what: str, value, integer: bool, optional: bool = False) -> None:
+    """OptionError unless ``value`` is a number (``integer``: a whole one, a float too if it is whole,
+    ``1e6``); None only where ``optional`` (not given)."""
+    if value is None and optional:
+        return
+    ok = isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(value, bool)
+    if ok and integer and isinstance(value, (float, np.floating)):
+        ok = bool(np.isfinite(value)) and float(value).is_integer()
+    if not ok:
         raise OptionError(f"{what} must be {'a whole number' if integer else 'a number'}, got {value!r}")
 
 
@@ -420,14 +426,15 @@ def check_options(algo: str, *, model: str = "shared", time_limit: float = DEFAU
     searched with (what ``plink order`` checks before it reads the matrix). O(1)."""
     if model not in MODELS:
         raise PlinkError(f"unknown cost model {model!r} (choose from {', '.join(MODELS)})")
-    for what, value, integer in (("time limit", time_limit, False), ("--smt-time", smt_time, False),
-                                 ("size", size, True), ("n_random", n_random, True), ("--jobs", jobs, True),
-                                 ("max_iter", max_iter, True), ("--nic-gbps", nic_gbps, False)):
-        _check_number(what, value, integer)
+    for what, value, integer, optional in (
+            ("time limit", time_limit, False, False), ("--smt-time (smt_time)", smt_time, False, False),
+            ("size", size, True, False), ("n_random", n_random, True, False), ("--jobs (jobs)", jobs, True, False),
+            ("max_iter", max_iter, True, True), ("--nic-gbps (nic_gbps)", nic_gbps, False, True)):
+        _check_number(what, value, integer, optional)
     known = SHARED_ALGORITHMS if model == "shared" else ALGORITHMS
     if algo not in known:
         extra = " (bintree: --model shared only)" if algo in SHARED_ALGORITHMS else ""
-        raise PlinkError(f"unknown algorithm {algo!r} for the {model} model (choose from {', '.join(known)}){extra}")
+        raise OptionError(f"unknown algorithm {algo!r} for the {model} model (choose from {', '.join(known)}){extra}")
     if not (0 < time_limit <= MAX_SECONDS):
         raise OptionError(f"time limit must be > 0 and at most {MAX_SECONDS:g} seconds (a week), got {time_limit}")
     if not (0 <= smt_time <= MAX_SECONDS):

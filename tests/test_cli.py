@@ -687,3 +687,11 @@ def test_a_signal_after_the_search_is_held_until_the_order_is_written(tmp_path, 
     assert f"plink: {said} after the search: the order is complete" in capsys.readouterr().err
     assert len(out.read_text().split()) == 12
     assert [(signal.getsignal(signal.SIGINT), signal.getsignal(signal.SIGTERM))] == before  # handlers restored
+
+
+def test_an_algorithm_the_model_has_not_is_a_usage_error(tmp_path):
+    """--model pairsum --algo bintree exited 1 without pointing at --help (README: a usage error is 2)."""
+    dc = tmp_path / "dc.json"
+    assert run("simulate", "--racks", "2", "--hosts-per-rack", "3", "-o", str(dc)).returncode == 0
+    assert_one_line_error(run("order", str(dc), "--model", "pairsum", "--algo", "bintree"), 2,
+                          "unknown algorithm 'bintree' for the pairsum model")

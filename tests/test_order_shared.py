@@ -834,10 +834,12 @@ def test_the_library_refuses_bad_arguments_in_one_line_not_from_deep_inside():
         order_hosts(pd.latency, "ring")
     for kw, msg in ((dict(time_limit="1"), "time limit must be a number"), (dict(seed="x"), "seed must be a whole"),
                     (dict(seed=-1), r"seed must be 0 \.\. 2\*\*32 - 1"), (dict(size=1.5), "size must be a whole"),
-                    (dict(jobs=True), "--jobs must be a whole")):
+                    (dict(jobs=True), r"--jobs \(jobs\) must be a whole"), (dict(seed=None), "seed must be a whole"),
+                    (dict(time_limit=None), "time limit must be a number"), (dict(size=None), "size must be a whole")):
         with pytest.raises(OptionError, match=msg):
             order_hosts(pd, "ring", **kw)
     res = order_hosts(pd, "ring", time_limit=0.2, size=np.int64(2**20), seed=np.uint32(3))
+    assert order_hosts(pd, "ring", time_limit=0.2, size=1e6, seed=2.0).size == 10**6  # whole floats are taken
     with pytest.raises(ValueError, match=r"no order named 'bogus' \(choose from input, random_median, contiguous\)"):
         res.speedup_span("bogus")
     for bad, err in (("x", PlinkError), (-1, OptionError), (1.5, PlinkError)):
