@@ -825,7 +825,11 @@ def _incompleteness(probe: ProbeData) -> str:
     gone = _host_names(probe.meta.get("unreachable")) + _host_names(probe.meta.get("dead"))
     incomplete = f"unreachable: {', '.join(gone)}" if gone else f"{probe.n_missing_pairs()} pairs missing"
     if probe.n > 1 and probe.n_missing_pairs() >= probe.n * (probe.n - 1) // 2:
-        raise PlinkError(f"no pair of hosts was measured ({incomplete}): nothing changed")
+        from plink.data.probefile import measured_pairs
+
+        what = ("no latency was measured, only pair bandwidths" if measured_pairs(probe, bandwidth=True).any()
+                else "no pair of hosts was measured")
+        raise PlinkError(f"{what} ({incomplete}): nothing changed")
     return incomplete
 
 

@@ -450,8 +450,11 @@ def test_a_probe_with_bandwidths_but_no_latency_says_so(tmp_path):
     assert shown.returncode == 0, shown.stderr
     assert "pairs with a bandwidth  │" in shown.stdout and "15 of 15" in shown.stdout
     assert json.loads(run("show", str(p), "--json").stdout)["bandwidth_pairs"] == 15
-    assert_one_line_error(run("group", str(p)), 1, f"{p}: host vm000 has 0 measured latency pairs")
+    assert_one_line_error(run("group", str(p)), 1, f"{p}: no latency was measured, only pair bandwidths")
     assert_one_line_error(run("order", str(p), "--algo", "ring"), 1, "no latency was measured, only pair bandwidths")
+    d["latency_us"][0][1] = d["latency_us"][1][0] = 50.0  # one latency: the hosts without any are named
+    p.write_text(json.dumps(d))
+    assert_one_line_error(run("group", str(p)), 1, f"{p}: host vm002 has 0 measured latency pairs")
     # a probe with both: one line, as before
     assert "pairs with a bandwidth" not in run("show", str(sim)).stdout
 

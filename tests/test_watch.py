@@ -688,3 +688,10 @@ def test_an_emit_added_on_a_later_run_is_written_not_rewritten(tmp_path):
     new.write_text("stale\n")
     res = watch(tmp_path / "st", lambda: dc(1), emit=[("openmpi", str(new))], **OPTS)
     assert f"rewrote {new}: it did not match the current order" in res.notes
+
+
+def test_a_probe_with_bandwidths_but_no_latency_is_said_so(tmp_path):
+    p = dc(1, bandwidth=True)
+    p.latency[:] = np.nan
+    with pytest.raises(PlinkError, match=r"no latency was measured, only pair bandwidths \(.*\): nothing changed"):
+        watch(tmp_path / "st", lambda: p, **OPTS)

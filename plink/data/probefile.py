@@ -857,9 +857,13 @@ def check_every_host_measured(probe) -> np.ndarray:
     lonely = np.flatnonzero(~measured.any(axis=1))
     if probe.n == 1:
         raise UnmeasuredHostError(f"one host ({probe.names[0]}): no pair to measure; groups need 2 hosts or more")
+    with_bw = measured_pairs(probe, bandwidth=True)
+    if lonely.size == probe.n and with_bw.any():  # (every host: say so, not of the first host alone)
+        raise UnmeasuredHostError("no latency was measured, only pair bandwidths: structure inference needs the "
+                                  "latencies (probe them again)")
     if lonely.size:
         how = (" (take it out of the host list and rerun plink probe with --resume: the other pairs are kept)"
                if probe.meta.get("schedule") is not None else "")  # a file plink probe wrote
-        what = "latency pairs" if measured_pairs(probe, bandwidth=True)[lonely[0]].any() else "pairs"
+        what = "latency pairs" if with_bw[lonely[0]].any() else "pairs"
         raise UnmeasuredHostError(f"host {probe.names[lonely[0]]} has 0 measured {what}: probe it again or leave it out{how}")
     return measured
