@@ -955,4 +955,4 @@ def _sync_derived(state_dir: Path, order: list[str], order_doc: dict, probe: Pro
         existed = file and os.path.lexists(path)
         if _sync(path, text, changed) and not changed and file:
             notes.append(f"rewrote {path}: it did not match the current order" if existed else
-                         f"wrote {path} (the current order: a new --emit)")
+                         f"wrote {path}: it was missing (a new --emit, or deleted)")

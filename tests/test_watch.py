@@ -684,7 +684,7 @@ def test_an_emit_added_on_a_later_run_is_written_not_rewritten(tmp_path):
     new = tmp_path / "hosts.ompi"
     res = watch(tmp_path / "st", lambda: dc(1), emit=[("openmpi", str(new))], **OPTS)
     assert not res.changed and new.exists()
-    assert f"wrote {new} (the current order: a new --emit)" in res.notes
+    assert f"wrote {new}: it was missing (a new --emit, or deleted)" in res.notes
     new.write_text("stale\n")
     res = watch(tmp_path / "st", lambda: dc(1), emit=[("openmpi", str(new))], **OPTS)
     assert f"rewrote {new}: it did not match the current order" in res.notes
