@@ -323,7 +323,7 @@ def test_a_control_character_inside_a_line_is_not_a_line_break(tmp_path, sep):
 
     f = tmp_path / "hosts.txt"
     f.write_text(f"n1\nn2{sep}n3\nn4\n", encoding="utf-8")
-    with pytest.raises(PlinkError, match=r"hosts.txt:2: "):
+    with pytest.raises(PlinkError, match=r"hosts.txt:2: control character .* in the line"):
         read_hostlist(str(f))
     with pytest.raises(PlinkError, match=r"hosts.txt:2: "):
         read_order_hosts(f)

@@ -31,6 +31,7 @@ from __future__ import annotations
 import itertools
 import os
 import re
+import unicodedata
 from dataclasses import dataclass
 
 from plink.data.fileio import read_text, text_lines
@@ -346,6 +347,9 @@ def parse_hostlist(text: str, source: str = "<hosts>", fmt: str = "auto",
         if not line:
             continue
         try:
+            odd = next((c for c in line if c != "\t" and (unicodedata.category(c) in ("Cc", "Zl", "Zp"))), None)
+            if odd is not None:  # (split at whitespace, a form feed read as two names: 'unexpected ...')
+                raise _LineError(f"control character {odd!r} in the line: a host list has one entry per line")
             parsed = _parse_line(line, fmt, cap - len(entries), cap)
         except _LineError as exc:
             shown = raw.strip()
