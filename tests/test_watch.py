@@ -695,3 +695,27 @@ def test_a_probe_with_bandwidths_but_no_latency_is_said_so(tmp_path):
     p.latency[:] = np.nan
     with pytest.raises(PlinkError, match=r"no latency was measured, only pair bandwidths \(.*\): nothing changed"):
         watch(tmp_path / "st", lambda: p, **OPTS)
+
+
+@pytest.mark.parametrize("terminated", [False, True])
+def test_cli_json_status_of_an_interrupted_run(tmp_path, monkeypatch, capsys, terminated):
+    """--json promises the status always: a Ctrl-C or SIGTERM printed none."""
+    import plink.watch as watch_mod
+    from plink.cli import main
+    from plink.errors import Terminated
+
+    def stopped(*a, **kw):
+        raise Terminated() if terminated else KeyboardInterrupt()
+
+    monkeypatch.setattr(watch_mod, "watch", stopped)
+    monkeypatch.setattr(Terminated, "received", terminated)
+    p = tmp_path / "p.json"
+    dc(1).save(p)
+    with pytest.raises(SystemExit) as exc:
+        main(["watch", str(tmp_path / "st"), "--probe-file", str(p), "--json"])
+    out = capsys.readouterr()
+    doc = json.loads(out.out)
+    code = 143 if terminated else 130
+    assert exc.value.code == code and doc == {"status": "terminated" if terminated else "interrupted", "changed": False,
+                                              "message": "stopped by SIGTERM" if terminated else "stopped by Ctrl-C",
+                                              "exit_code": code}

@@ -322,6 +322,14 @@ def watch_cmd(state_dir, hosts_file, probe_file, method, count, timeout, retries
             _echo_json({"status": "error", "changed": False, "message": " ".join(str(exc).split()),
                         "exit_code": exc.exit_code})
         raise
+    except KeyboardInterrupt as exc:  # Ctrl-C, or SIGTERM (Terminated): the state is as it was (written last)
+        if as_json:
+            from plink.errors import Terminated
+
+            term = isinstance(exc, Terminated)
+            _echo_json({"status": "terminated" if term else "interrupted", "changed": False,
+                        "message": "stopped by SIGTERM" if term else "stopped by Ctrl-C", "exit_code": 143 if term else 130})
+        raise
     if as_json:
         _echo_json(result.to_dict())
     elif result.noteworthy or verbose:
