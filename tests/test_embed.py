@@ -156,7 +156,7 @@ def test_stochastic_mode_matches_full_batch_quality():
         (np.ones((3, 4)), "square"),
         (np.array([[0, -1, 1], [-1, 0, 1], [1, 1, 0]], float), "negative"),
         (np.array([[0, np.inf, 1], [1, 0, 1], [1, 1, 0]], float), "infinite"),
-        (np.zeros((4, 4)), "every measured distance is 0"),
+        (np.zeros((4, 4)), "host 0 has 0 measured pair"),  # a plain matrix's 0 is unmeasured (as in the files)
         ("nonsense", "ProbeData"),
     ],
 )
@@ -222,3 +222,11 @@ def test_cuda_only_when_available():
         cpu = ProbeEmbed(2, device="cpu", random_state=0).fit(p)
         assert gpu.coordinates_.shape == (5, 2)
         assert gpu.stress_ == pytest.approx(cpu.stress_, rel=0.05, abs=1e-6)
+
+
+def test_a_probe_built_in_code_with_every_distance_0_is_refused():
+    """(A plain matrix's 0 is unmeasured; a ProbeData's is a distance, and all of them 0 say nothing.)"""
+    from plink.data.probefile import Host, ProbeData
+
+    with pytest.raises(PlinkError, match="every measured distance is 0"):
+        ProbeEmbed(2, **FAST).fit(ProbeData([Host(f"h{i}") for i in range(4)], np.zeros((4, 4))))

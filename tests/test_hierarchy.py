@@ -1290,3 +1290,14 @@ def test_a_complex_matrix_is_refused_not_cut_to_its_real_part():
     m = simulate_datacenter(racks=2, hosts_per_rack=3, seed=1).latency.astype(complex)
     with pytest.raises(PlinkError, match="complex"):
         HierarchicalGrouper().fit_predict(m)
+
+
+def test_probe_embed_reads_a_plain_matrix_zero_as_the_grouper_does():
+    """ProbeEmbed took an off-diagonal 0 as a distance (a pair 64 us apart came out 22.6 us apart)."""
+    from plink.structure.embed import ProbeEmbed
+
+    m = simulate_datacenter(racks=2, hosts_per_rack=4, seed=1).latency.copy()
+    m[0, 1] = m[1, 0] = 0
+    with pytest.warns(UserWarning, match="read 2 off-diagonal zero"):
+        emb = ProbeEmbed(random_state=0, max_iter=50).fit(m)
+    assert emb.embedding_.shape == (8, 3)

@@ -84,6 +84,15 @@ def _as_matrix(X: Any) -> tuple[np.ndarray, list[str] | None]:
     off = ~np.eye(m.shape[0], dtype=bool)
     if (m[off] < 0).any():
         raise PlinkError("distance matrix has negative values")
+    zero = (m == 0) & off
+    if zero.any():  # as plink's file readers and HierarchicalGrouper read a plain matrix
+        import warnings
+
+        from plink.structure.hierarchy import ZERO_IS_UNMEASURED
+
+        warnings.warn(f"read {int(zero.sum())} off-diagonal zero(s) as not measured: {ZERO_IS_UNMEASURED}",
+                      UserWarning, stacklevel=3)
+        m[zero] = np.nan
     m = np.fmax(m, m.T)  # as ProbeData: the slower direction, or the measured one
     np.fill_diagonal(m, 0.0)
     return m, None
