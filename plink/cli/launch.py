@@ -94,7 +94,10 @@ def emit_cmd(orderfile, fmt, slots, groups_file, algo, output) -> None:
         except ProbeFileError as exc:
             raise ProbeFileError(f"{groups_file} and {orderfile} are from different host lists: {exc}") from None
     order_file = output or (orderfile if orderfile != "-" else "THIS_FILE")  # what a torchrun map's header names
-    text = emit(fmt, hosts, slots=slots, algo=algo, labels=labels, order_file=order_file, made_for=searched)
+    try:
+        text = emit(fmt, hosts, slots=slots, algo=algo, labels=labels, order_file=order_file, made_for=searched)
+    except PlinkError as exc:  # (which file's hosts)
+        raise PlinkError(f"{source}: {exc}") from None
     if output:
         from plink.data.fileio import atomic_write_text
 

@@ -95,8 +95,12 @@ def check_launcher_names(names: Sequence[str], what: str = "a launcher file",
     for n in names:
         problem = host_name_problem(n)
         if problem is not None:
-            why = (problem.replace(f"host name {n!r} is", "it is") if "to resolvers" in problem else
-                   "it is not a host name or an IP address, and would read back as other hosts or not at all")
+            if "to resolvers" in problem:  # a number: --hosts cannot help if its names are the numbers
+                why = problem.replace(f"host name {n!r} is", "it is")
+                hint = ("give the hosts names that are not numbers, such as node100, or their IP addresses; a JSON "
+                        "order file, 'plink order --format json', keeps any name")
+            else:
+                why = "it is not a host name or an IP address, and would read back as other hosts or not at all"
             raise PlinkError(f"host name {n!r} cannot be written to {what}: {why} ({hint})")
     dup = first_duplicate(names)
     if dup is not None:
