@@ -160,6 +160,7 @@ def test_stochastic_mode_matches_full_batch_quality():
         ("nonsense", "ProbeData"),
     ],
 )
+@pytest.mark.filterwarnings("ignore:read .* off-diagonal zero")  # (the zero matrices: said, then refused)
 def test_bad_matrices(bad, msg):
     with pytest.raises(PlinkError, match=msg):
         ProbeEmbed(2, **FAST).fit(bad)
