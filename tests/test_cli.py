@@ -698,3 +698,24 @@ def test_an_algorithm_the_model_has_not_is_a_usage_error(tmp_path):
     assert run("simulate", "--racks", "2", "--hosts-per-rack", "3", "-o", str(dc)).returncode == 0
     assert_one_line_error(run("order", str(dc), "--model", "pairsum", "--algo", "bintree"), 2,
                           "unknown algorithm 'bintree' for the pairsum model")
+
+
+def test_a_picture_to_dev_null_is_thrown_away_even_with_stdout_there(tmp_path):
+    """`plink show F --plot /dev/null > /dev/null` was refused as 'on stdout it would mix with the text'."""
+    dc = tmp_path / "dc.json"
+    assert run("simulate", "--racks", "2", "--hosts-per-rack", "3", "-o", str(dc)).returncode == 0
+    with open(os.devnull, "w") as null:
+        proc = subprocess.run([sys.executable, "-m", "plink", "show", str(dc), "--plot", os.devnull], stdout=null,
+                              stderr=subprocess.PIPE, text=True, env=dict(os.environ, PYTHONPATH=ROOT), timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert_one_line_error(run("show", str(dc), "--plot", "-"), 2, "the picture needs a file")  # a pipe: refused
+
+
+def test_balanced_random_takes_set_params_as_the_other_estimators():
+    from plink.errors import PlinkError
+    from plink.structure.group import BalancedRandom
+
+    est = BalancedRandom().set_params(n_groups=3, random_state=1)
+    assert est.get_params() == {"n_groups": 3, "random_state": 1}
+    with pytest.raises(PlinkError, match="BalancedRandom has no parameter 'k'"):
+        est.set_params(k=2)

@@ -107,7 +107,7 @@ def plot_file(ctx, param, value):
     if value is not None:
         from plink.data.fileio import is_stdout
 
-        if is_stdout(value):
+        if is_stdout(value) and os.path.realpath(value) != os.devnull:  # (/dev/null: thrown away, stdout there or not)
             raise click.BadParameter("the picture needs a file (on stdout it would mix with the text)")
     return value
 

@@ -289,6 +289,13 @@ class BalancedRandom:
     def get_params(self, deep: bool = True) -> dict:
         return {"n_groups": self.n_groups, "random_state": self.random_state}
 
+    def set_params(self, **params) -> "BalancedRandom":
+        for k, v in params.items():
+            if k not in self.get_params():
+                raise PlinkError(f"BalancedRandom has no parameter {k!r}")
+            setattr(self, k, v)
+        return self
+
     def fit(self, X, y=None) -> "BalancedRandom":
         n = int(X) if isinstance(X, (int, np.integer)) else len(X)
         if n < 1:
