@@ -748,3 +748,20 @@ def test_names_resolvers_read_as_ipv4_addresses_and_bad_addresses_are_refused(tm
             read_order_hosts(f)
         r = run("emit", str(f), "--format", "env")
         assert r.returncode == 1 and "is not an IP address or a host name" in r.stderr and r.stdout == ""
+
+
+def test_an_mpich_machinefile_reads_back_as_an_order(tmp_path):
+    """plink's own mpich file (host:N) was refused as an order ('a1:4' is not a host name), where slots=N
+    lines were taken with a note; an IPv6 address keeps its last group."""
+    from plink.data.orderfile import read_order_hosts
+
+    f = tmp_path / "hosts.mpich"
+    f.write_text(em.emit("mpich", ["b7", "a1", "c3"], slots=4))
+    assert [h.name for h in read_order_hosts(f)] == ["b7", "a1", "c3"]
+    r = run("emit", str(f), "--format", "openmpi", "--slots", "4")
+    assert r.returncode == 0 and r.stderr == "" and [ln for ln in r.stdout.splitlines() if ln[:1] != "#"] == \
+        ["b7"] * 4 + ["a1"] * 4 + ["c3"] * 4
+    assert "say slots=4;" in run("emit", str(f), "--format", "openmpi").stderr
+    g = tmp_path / "v6.txt"
+    g.write_text("fe80::1:4\n10.0.0.1:4\n")
+    assert [h.name for h in read_order_hosts(g)] == ["fe80::1:4", "10.0.0.1"]

@@ -112,8 +112,13 @@ def _plain_slots(text: str) -> set[int]:
     the order); empty for a JSON one or lines without them."""
     found = set()
     if not text.lstrip().startswith("{"):
+        from plink.data.orderfile import _mpich_slots
+
         for raw in text_lines(text):
-            for word in raw.partition("#")[0].split()[1:]:
+            words = raw.partition("#")[0].split()
+            if len(words) == 1 and _mpich_slots(words[0]) is not None:
+                found.add(_mpich_slots(words[0]))  # MPICH's host:N
+            for word in words[1:]:
                 key, _, value = word.partition("=")
                 if key == "slots" and value.isdigit():
                     found.add(int(value))

@@ -79,6 +79,13 @@ def read_order_text(path: str | os.PathLike) -> str:
     return read_text(path, ProbeFileError)
 
 
+def _mpich_slots(word: str) -> int | None:
+    """The slot count of an MPICH / Intel MPI machinefile line's ``node7:8`` (one colon: no IPv6 address,
+    whose last group may be digits), else None."""
+    name, colon, count = word.partition(":")
+    return int(count) if colon and name and ":" not in count and count.isascii() and count.isdigit() else None
+
+
 def read_order_hosts(path: str | os.PathLike, text: str | None = None) -> list[Host]:
     """Hosts in rank order from a plain or JSON order file.
 
@@ -132,7 +139,10 @@ def read_order_hosts(path: str | os.PathLike, text: str | None = None) -> list[H
                     raise ProbeFileError(f"{path}:{lineno}: {line[:80]!r} is not one host name (after the name "
                                          "only key=value launcher attributes such as slots=2 may follow)")
                 m = _ADDRESS_NOTE.search(comment)
-                hosts.append(Host(words[0], m.group(1) if m else None))
+                name = words[0]
+                if len(words) == 1 and _mpich_slots(name) is not None:  # MPICH's host:N
+                    name = name.partition(":")[0]
+                hosts.append(Host(name, m.group(1) if m else None))
     from plink.data.inputs import check_host_name
 
     from plink.data.hostlist import host_name_problem
