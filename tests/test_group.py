@@ -491,3 +491,17 @@ def test_a_groups_file_with_labels_but_no_hosts_says_what_is_missing(tmp_path):
     f.write_text('{"format": "plink-groups", "version": 1, "labels": [0, 0, 1]}')
     with pytest.raises(ProbeFileError, match="'labels' needs 'hosts', the host names in the same order"):
         load_groups(f)
+
+
+def test_the_estimators_share_set_params_and_a_repr_of_their_parameters():
+    from plink.errors import PlinkError
+    from plink.structure.embed import ProbeEmbed
+    from plink.structure.group import BalancedGrouper, BalancedRandom
+    from plink.structure.hierarchy import HierarchicalGrouper
+
+    assert repr(HierarchicalGrouper(3, random_state=1)) == "HierarchicalGrouper(n_groups=3, max_levels=3, random_state=1)"
+    assert repr(BalancedRandom(2)) == "BalancedRandom(n_groups=2, random_state=None)"
+    for est in (HierarchicalGrouper(), BalancedGrouper(), BalancedRandom(), ProbeEmbed()):
+        assert repr(est).startswith(type(est).__name__ + "(") and eval(repr(est)).get_params() == est.get_params()
+        with pytest.raises(PlinkError, match=f"{type(est).__name__} has no parameter 'nope'"):
+            est.set_params(nope=1)

@@ -60,6 +60,7 @@ from typing import Any
 import numpy as np
 
 from plink.errors import OptionError, PlinkError
+from plink.structure.params import Params
 
 #: Fewest hosts plink embeds and groups (a triangle: fewer say nothing about locality).
 MIN_HOSTS = 3
@@ -160,7 +161,7 @@ def _heights(hcap, hraw):
 
     return hcap * torch.sigmoid(hraw) if hraw is not None else None
 
-class ProbeEmbed:
+class ProbeEmbed(Params):
     """Embed hosts so that ``d_ij^alpha + h_i + h_j`` matches the probed distance ``p_ij``.
 
     Parameters
@@ -257,16 +258,6 @@ class ProbeEmbed:
             "n_components", "alpha", "heights", "max_iter", "lr", "tol", "patience", "n_restarts",
             "min_coverage", "full_batch_max_n", "batch_size", "random_state", "device", "n_jobs")}
 
-    def set_params(self, **params) -> "ProbeEmbed":
-        valid = self.get_params()
-        for k, v in params.items():
-            if k not in valid:
-                raise PlinkError(f"ProbeEmbed has no parameter {k!r}")
-            setattr(self, k, v)
-        return self
-
-    def __repr__(self) -> str:
-        return f"ProbeEmbed(n_components={self.n_components}, alpha={self.alpha}, heights={self.heights})"
 
     def _validate_params(self) -> None:
         def is_int(v):

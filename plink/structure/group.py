@@ -23,6 +23,7 @@ import numpy as np
 
 from plink.structure.embed import MIN_HOSTS, _check_random_state
 from plink.errors import OptionError, PlinkError
+from plink.structure.params import Params
 
 ELASTICITY_RANGE = (1.0, 2.0)
 
@@ -155,7 +156,7 @@ def constrained_assignment(cost: np.ndarray, min_size: int, max_size: int, *, fu
     return labels
 
 
-class BalancedGrouper:
+class BalancedGrouper(Params):
     """Constrained k-means with k-means++ initialisation and balance elasticity.
 
     Parameters
@@ -199,13 +200,6 @@ class BalancedGrouper:
 
     def get_params(self, deep: bool = True) -> dict:
         return {k: getattr(self, k) for k in ("n_groups", "elasticity", "n_init", "max_iter", "tol", "random_state")}
-
-    def set_params(self, **params) -> "BalancedGrouper":
-        for k, v in params.items():
-            if k not in self.get_params():
-                raise PlinkError(f"BalancedGrouper has no parameter {k!r}")
-            setattr(self, k, v)
-        return self
 
     def fit(self, X, y=None) -> "BalancedGrouper":
         """Group the rows of ``X`` (N points, e.g. ``ProbeEmbed().fit_transform(probe)``)."""
@@ -275,7 +269,7 @@ def _canonical(labels: np.ndarray, with_order: bool = False):
     return (remap[labels], order) if with_order else remap[labels]
 
 
-class BalancedRandom:
+class BalancedRandom(Params):
     """The paper's baseline: ``k`` groups of ``floor/ceil(N/k)`` hosts, uniformly at random.
 
     Ignores the distances; ``fit`` only needs ``X`` to have N rows (or N = ``X``
@@ -288,13 +282,6 @@ class BalancedRandom:
 
     def get_params(self, deep: bool = True) -> dict:
         return {"n_groups": self.n_groups, "random_state": self.random_state}
-
-    def set_params(self, **params) -> "BalancedRandom":
-        for k, v in params.items():
-            if k not in self.get_params():
-                raise PlinkError(f"BalancedRandom has no parameter {k!r}")
-            setattr(self, k, v)
-        return self
 
     def fit(self, X, y=None) -> "BalancedRandom":
         n = int(X) if isinstance(X, (int, np.integer)) else len(X)

@@ -109,6 +109,7 @@ import numpy as np
 
 from plink.data.probefile import check_every_host_measured
 from plink.errors import OptionError, PlinkError
+from plink.structure.params import Params
 
 #: a split is significant when its mean silhouette on the profile distances is at least this
 SILHOUETTE_MIN = 0.25
@@ -1525,7 +1526,7 @@ def _as_matrix(X) -> np.ndarray:
     return lat if lat is not None else X
 
 
-class HierarchicalGrouper:
+class HierarchicalGrouper(Params):
     """Group hosts by :func:`infer_hierarchy` (scikit-learn style).
 
     Parameters
@@ -1550,13 +1551,6 @@ class HierarchicalGrouper:
 
     def get_params(self, deep: bool = True) -> dict:
         return {"n_groups": self.n_groups, "max_levels": self.max_levels, "random_state": self.random_state}
-
-    def set_params(self, **params) -> "HierarchicalGrouper":
-        for k, v in params.items():
-            if k not in self.get_params():
-                raise PlinkError(f"HierarchicalGrouper has no parameter {k!r}")
-            setattr(self, k, v)
-        return self
 
     def fit(self, X, y=None) -> "HierarchicalGrouper":
         k = self.n_groups
