@@ -5,6 +5,12 @@ range, an unreachable host) raises :class:`PlinkError` with a one-line
 message.  The CLI prints it as ``plink: error: <message>`` and exits 1 (2 for
 an :class:`OptionError`, a parameter out of range, like click's usage errors);
 anything else is a bug and is shown as a traceback only with ``--debug``.
+
+As in scikit-learn and numpy, a bad value is a :class:`ValueError`: an option or parameter out of
+range (:class:`OptionError`) and invalid data (:class:`InputError`: a matrix or labels handed to a
+function, a file that cannot be read, a host without a measured pair) are also ``ValueError``, so library code that
+catches ``ValueError`` around plink's calls catches them.  What is not a bad value (a host that does
+not answer, a busy state file) is a plain :class:`PlinkError`; ``except PlinkError`` catches all of them.
 """
 
 
@@ -24,14 +30,19 @@ class Terminated(KeyboardInterrupt):
     received = False
 
 
-class OptionError(PlinkError):
+class OptionError(PlinkError, ValueError):
     """A parameter outside its range (``--jobs -3``, ``--time-limit nan``): a usage error, exit 2,
     as click gives for the ranges it checks itself."""
 
     exit_code = 2
 
 
-class ProbeFileError(PlinkError):
+class InputError(PlinkError, ValueError):
+    """Data that is invalid: a matrix, labels or coordinates handed to a library function (not
+    square, negative, a host without a measured pair), or a file's contents (:class:`ProbeFileError`)."""
+
+
+class ProbeFileError(InputError):
     """A probe, group or order file that cannot be read or is invalid."""
 
 
@@ -40,6 +51,6 @@ class UnitError(OptionError, ProbeFileError):
     error (exit 2), and a :class:`ProbeFileError` to code that reads matrices."""
 
 
-class UnmeasuredHostError(PlinkError):
+class UnmeasuredHostError(InputError):
     """A host without a single measured pair, where structure inference must place every host
     (``plink group``, ``plink schedule``): the commands add the file's name to the message."""

@@ -39,7 +39,7 @@ from plink.solvers.hedge import hedged_pick, regrets
 from plink.solvers.resolution import RESOLUTION, resolution_for, resolved
 from plink.solvers.solve import SolveResult, minimise
 
-from plink.errors import OptionError, PlinkError
+from plink.errors import InputError, OptionError, PlinkError
 from plink.data.probefile import ProbeData, measured_pairs
 from plink.pricing import Groups, find_groups, network, pair_cost  # noqa: F401  (pair_cost: public since 0.1)
 from plink.structure.probegroups import splits_in_two
@@ -425,7 +425,7 @@ def check_options(algo: str, *, model: str = "shared", time_limit: float = DEFAU
     """Raise :class:`PlinkError` for the first option of :func:`order_hosts` that no probe could be
     searched with (what ``plink order`` checks before it reads the matrix). O(1)."""
     if model not in MODELS:
-        raise PlinkError(f"unknown cost model {model!r} (choose from {', '.join(MODELS)})")
+        raise OptionError(f"unknown cost model {model!r} (choose from {', '.join(MODELS)})")
     for what, value, integer, optional in (
             ("time limit", time_limit, False, False), ("--smt-time (smt_time)", smt_time, False, False),
             ("size", size, True, False), ("n_random", n_random, True, False), ("--jobs (jobs)", jobs, True, False),
@@ -467,20 +467,20 @@ def _check_args(probe: ProbeData, algo: str, *, model, time_limit, smt_time, siz
         raise OptionError(f"seed must be 0 .. 2**32 - 1, got {seed}")
     n = probe.n
     if n < 1:
-        raise PlinkError("the probe file has no hosts")
+        raise InputError("the probe file has no hosts")
     if labels is not None and len(labels) != n:
-        raise PlinkError(f"got {len(labels)} group labels for {n} hosts")
+        raise InputError(f"got {len(labels)} group labels for {n} hosts")
     try:
         if algo in ALGORITHMS:
             check_algorithm(algo, n, base)
     except ValueError as exc:
-        raise PlinkError(str(exc)) from None
+        raise InputError(str(exc)) from None
     off = ~np.eye(n, dtype=bool)
     if n > 1 and not np.isfinite(probe.latency[off]).any():
         if probe.bandwidth is not None and np.isfinite(probe.bandwidth[off]).any():
-            raise PlinkError("no latency was measured, only pair bandwidths: nothing to order by (probe the latencies "
+            raise InputError("no latency was measured, only pair bandwidths: nothing to order by (probe the latencies "
                              "again, or save the bandwidths as a CSV matrix and read it with --kind bandwidth)")
-        raise PlinkError("no pair of hosts was measured: nothing to order by")
+        raise InputError("no pair of hosts was measured: nothing to order by")
 
 
 def _never_measured(probe: ProbeData) -> list[str]:

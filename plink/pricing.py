@@ -59,7 +59,7 @@ import numpy as np
 
 from plink.data.inputs import MATRIX_BANDWIDTH
 from plink.data.probefile import ProbeData
-from plink.errors import OptionError, PlinkError
+from plink.errors import InputError, OptionError
 from plink.solvers.contention import Network, conservative_uplinks
 from plink.solvers.costmodels import PairCost
 from plink.structure.capacities import capacity_classes
@@ -81,7 +81,7 @@ def fill_missing(matrix: np.ndarray, labels: np.ndarray | None, how: str, missin
         return m
     known = m[off & ~miss]
     if known.size == 0:
-        raise PlinkError("no pair of hosts was measured: nothing to order by")
+        raise InputError("no pair of hosts was measured: nothing to order by")
     pick = {"low": np.min, "mid": np.median, "high": np.max}[how]
     glob = float(pick(known))
     if labels is None:

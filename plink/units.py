@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from plink.errors import PlinkError
+from plink.errors import OptionError
 
 _SIZE_UNITS = {
     "": 1,
@@ -39,15 +39,15 @@ def parse_size(text: str | int | float) -> int:
     else:
         m = re.fullmatch(r"\s*([0-9]*\.?[0-9]+(?:[eE][+-]?[0-9]+)?)\s*([A-Za-z]*)\s*", str(text))
         if not m or m.group(2).lower() not in _SIZE_UNITS:
-            raise PlinkError(f"invalid size {text!r}: use bytes or a unit such as 64KiB, 25MB, 1GiB")
+            raise OptionError(f"invalid size {text!r}: use bytes or a unit such as 64KiB, 25MB, 1GiB")
         unit = m.group(2).lower()
         value = float(m.group(1)) * _SIZE_UNITS[unit]
     if value < 0 or value != value or value == float("inf"):
-        raise PlinkError(f"invalid size {text!r}: must be a finite number >= 0")
+        raise OptionError(f"invalid size {text!r}: must be a finite number >= 0")
     if value > MAX_SIZE:
-        raise PlinkError(f"invalid size {text!r}: more than 1 PiB, far beyond any collective's buffer")
+        raise OptionError(f"invalid size {text!r}: more than 1 PiB, far beyond any collective's buffer")
     if unit in ("", "b") and value != int(value):
-        raise PlinkError(f"invalid size {text!r}: a number of bytes must be whole (or give a unit, e.g. 1.5KiB)")
+        raise OptionError(f"invalid size {text!r}: a number of bytes must be whole (or give a unit, e.g. 1.5KiB)")
     return int(round(value))
 
 

@@ -527,3 +527,35 @@ def test_a_matrix_header_name_with_a_line_separator_is_refused_not_split(tmp_pat
     f.write_text("h1\u2028x,h2\n0,1\n1,0\n", encoding="utf-8")
     with pytest.raises(ProbeFileError, match=r"host name 'h1\\u2028x' holds whitespace or a control character"):
         load_input(f)
+
+
+def test_bad_values_handed_to_the_library_are_value_errors(tmp_path):
+    """As in scikit-learn and numpy, a bad value or bad data is a ValueError (and a PlinkError):
+    code that wraps plink's calls in ``except ValueError`` catches plink's checks."""
+    import plink
+    from plink.errors import InputError, OptionError
+    from plink.structure.embed import ProbeEmbed
+    from plink.structure.group import BalancedGrouper
+    from plink.structure.hierarchy import HierarchicalGrouper
+    from plink.units import parse_size
+
+    probe = plink.simulate_datacenter(racks=2, hosts_per_rack=3, seed=0)
+    bad = tmp_path / "bad.json"
+    bad.write_text('{"format": "plink-probe"}')
+    cases = [
+        (lambda: parse_size("banana"), OptionError),
+        (lambda: plink.order_hosts(probe, seed=-1), OptionError),
+        (lambda: plink.order_hosts(probe, labels=[0, 1]), InputError),
+        (lambda: ProbeEmbed(n_restarts=0).fit(probe), OptionError),
+        (lambda: ProbeEmbed().fit(np.ones((3, 4))), InputError),
+        (lambda: BalancedGrouper(tol=2).fit_predict(np.zeros((6, 2))), OptionError),
+        (lambda: BalancedGrouper().fit_predict(np.full((6, 2), np.inf)), InputError),
+        (lambda: HierarchicalGrouper(n_groups=-1).fit(probe), OptionError),
+        (lambda: HierarchicalGrouper().fit(-np.ones((4, 4))), InputError),
+        (lambda: HierarchicalGrouper().set_params(nope=1), OptionError),
+        (lambda: plink.load(bad), ProbeFileError),
+    ]
+    for call, cls in cases:
+        with pytest.raises(ValueError) as exc:
+            call()
+        assert isinstance(exc.value, cls) and isinstance(exc.value, PlinkError), (cls, exc.value)

@@ -35,7 +35,7 @@ import unicodedata
 from dataclasses import dataclass
 
 from plink.data.fileio import read_text, text_lines
-from plink.errors import PlinkError
+from plink.errors import OptionError, PlinkError
 
 FORMATS = ("auto", "plain", "openmpi", "mpich", "slurm")
 
@@ -95,7 +95,7 @@ class HostEntry:
             return self.host_part + (f" slots={self.slots}" if self.slots is not None else "")
         if fmt == "mpich":
             return self.host_part + (f":{self.slots}" if self.slots is not None else "")
-        raise PlinkError(f"unknown host list format {fmt!r} (use plain, openmpi or mpich)")
+        raise OptionError(f"unknown host list format {fmt!r} (use plain, openmpi or mpich)")
 
 
 def format_hostlist(entries, fmt: str = "plain") -> str:
@@ -338,7 +338,7 @@ def parse_hostlist(text: str, source: str = "<hosts>", fmt: str = "auto",
     list.  O(total expanded hosts).
     """
     if fmt not in FORMATS:
-        raise PlinkError(f"unknown host list format {fmt!r} (use one of {', '.join(FORMATS)})")
+        raise OptionError(f"unknown host list format {fmt!r} (use one of {', '.join(FORMATS)})")
     cap = MAX_HOSTS if max_hosts is None else int(max_hosts)
     entries: list[HostEntry] = []
     seen: dict[tuple[str, int | None], int] = {}

@@ -43,7 +43,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from plink.errors import PlinkError
+from plink.errors import InputError, PlinkError
 
 if TYPE_CHECKING:
     import torch
@@ -170,9 +170,9 @@ def compile_program(dag, rank: int, levels: list[int] | None = None, fast: bool 
 def _element_bounds(chunks: np.ndarray, size: int, tensor) -> list[slice]:
     item = tensor.element_size()
     if tensor.numel() * item != size:
-        raise PlinkError(f"tensor has {tensor.numel() * item} bytes but the schedule is for {size} bytes")
+        raise InputError(f"tensor has {tensor.numel() * item} bytes but the schedule is for {size} bytes")
     if np.any(chunks % item):
-        raise PlinkError(f"schedule chunk boundaries are not multiples of the element size ({item} B)")
+        raise InputError(f"schedule chunk boundaries are not multiples of the element size ({item} B)")
     el = chunks // item
     return [slice(int(o), int(o + n)) for o, n in el]
 
@@ -224,7 +224,7 @@ def all_reduce(tensor, schedule, group=None, stats: dict | None = None, fast: bo
     world = dist.get_world_size(group)
     rank = dist.get_rank(group)
     if world != dag.n:
-        raise PlinkError(f"the schedule has {dag.n} nodes but the process group has {world} ranks")
+        raise InputError(f"the schedule has {dag.n} nodes but the process group has {world} ranks")
     if not tensor.is_contiguous():
         raise PlinkError("all_reduce needs a contiguous tensor")
     if waves < 1:

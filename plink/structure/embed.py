@@ -59,7 +59,7 @@ from typing import Any
 
 import numpy as np
 
-from plink.errors import OptionError, PlinkError
+from plink.errors import InputError, OptionError, PlinkError
 from plink.structure.params import Params
 
 #: Fewest hosts plink embeds and groups (a triangle: fewer say nothing about locality).
@@ -77,14 +77,14 @@ def _as_matrix(X: Any) -> tuple[np.ndarray, list[str] | None]:
     try:
         m = np.array(X, dtype=float)
     except (TypeError, ValueError):
-        raise PlinkError(f"expected a ProbeData or an (N, N) numeric matrix, got {type(X).__name__}") from None
+        raise InputError(f"expected a ProbeData or an (N, N) numeric matrix, got {type(X).__name__}") from None
     if m.ndim != 2 or m.shape[0] != m.shape[1]:
-        raise PlinkError(f"expected a square (N, N) distance matrix, got shape {m.shape}")
+        raise InputError(f"expected a square (N, N) distance matrix, got shape {m.shape}")
     if np.isinf(m).any():
-        raise PlinkError("distance matrix has infinite values (use NaN for missing pairs)")
+        raise InputError("distance matrix has infinite values (use NaN for missing pairs)")
     off = ~np.eye(m.shape[0], dtype=bool)
     if (m[off] < 0).any():
-        raise PlinkError("distance matrix has negative values")
+        raise InputError("distance matrix has negative values")
     zero = (m == 0) & off
     if zero.any():  # as plink's file readers and HierarchicalGrouper read a plain matrix
         import warnings
@@ -113,7 +113,7 @@ def check_measurements(m: np.ndarray, names: list[str] | None = None, *, min_cov
 
     n = m.shape[0]
     if n < MIN_HOSTS:
-        raise PlinkError(f"{n} host(s): embedding and grouping need at least {MIN_HOSTS}")
+        raise InputError(f"{n} host(s): embedding and grouping need at least {MIN_HOSTS}")
     measured = ~np.isnan(m)
     np.fill_diagonal(measured, False)
     per_host = measured.sum(axis=1)
@@ -121,24 +121,24 @@ def check_measurements(m: np.ndarray, names: list[str] | None = None, *, min_cov
     low = np.flatnonzero(per_host < need)
     if low.size:
         who = names[low[0]] if names is not None else f"host {low[0]}"
-        raise PlinkError(
+        raise InputError(
             f"{who} has {per_host[low[0]]} measured pair(s) (needs {need}; {low.size} host(s) affected): re-probe it or drop it"
         )
     pairs = n * (n - 1) // 2
     coverage = measured.sum() / 2 / pairs
     if coverage < min_coverage:
-        raise PlinkError(
+        raise InputError(
             f"only {coverage:.0%} of host pairs are measured (needs {min_coverage:.0%}): the matrix is mostly missing"
         )
     ncomp, lab = connected_components(csr_matrix(measured), directed=False)
     if ncomp > 1:
         sizes = np.bincount(lab)
-        raise PlinkError(
+        raise InputError(
             f"the measured pairs split the hosts into {ncomp} disconnected parts (sizes {sorted(sizes.tolist(), reverse=True)[:5]}): "
             "nothing relates one part to another"
         )
     if not (m[measured] > 0).any():
-        raise PlinkError("every measured distance is 0: nothing to embed")
+        raise InputError("every measured distance is 0: nothing to embed")
 
 
 def _check_random_state(random_state) -> np.random.Generator:
@@ -150,7 +150,7 @@ def _check_random_state(random_state) -> np.random.Generator:
         return np.random.default_rng(random_state)
     if isinstance(random_state, np.random.RandomState):
         return np.random.default_rng(random_state.randint(2**31 - 1))
-    raise PlinkError(f"random_state must be None, an int or a numpy Generator, not {type(random_state).__name__}")
+    raise OptionError(f"random_state must be None, an int or a numpy Generator, not {type(random_state).__name__}")
 
 
 
@@ -268,19 +268,19 @@ class ProbeEmbed(Params):
         if not isinstance(self.alpha, (int, float)) or not 1.0 <= float(self.alpha) <= 2.0:
             raise OptionError(f"alpha must be between 1 and 2, got {self.alpha!r}")
         if self.n_restarts != "auto" and (not is_int(self.n_restarts) or self.n_restarts < 1):
-            raise PlinkError(f"n_restarts must be a positive integer or 'auto', got {self.n_restarts!r}")
+            raise OptionError(f"n_restarts must be a positive integer or 'auto', got {self.n_restarts!r}")
         for name in ("max_iter", "patience", "full_batch_max_n", "batch_size"):
             v = getattr(self, name)
             if not is_int(v) or v < 1:
-                raise PlinkError(f"{name} must be a positive integer, got {v!r}")
+                raise OptionError(f"{name} must be a positive integer, got {v!r}")
         for name in ("lr", "tol"):
             v = getattr(self, name)
             if not isinstance(v, (int, float)) or not (math.isfinite(v) and v > 0):
-                raise PlinkError(f"{name} must be a positive number, got {v!r}")
+                raise OptionError(f"{name} must be a positive number, got {v!r}")
         if self.n_jobs is not None and (not is_int(self.n_jobs) or self.n_jobs < 1):
-            raise PlinkError(f"n_jobs must be a positive integer or None, got {self.n_jobs!r}")
+            raise OptionError(f"n_jobs must be a positive integer or None, got {self.n_jobs!r}")
         if not isinstance(self.min_coverage, (int, float)) or not 0.0 <= self.min_coverage <= 1.0:
-            raise PlinkError(f"min_coverage must be between 0 and 1, got {self.min_coverage!r}")
+            raise OptionError(f"min_coverage must be between 0 and 1, got {self.min_coverage!r}")
 
     def _torch_device(self):
         import torch
@@ -288,9 +288,9 @@ class ProbeEmbed(Params):
         dev = str(self.device)
         if dev.startswith("cuda"):
             if not torch.cuda.is_available():
-                raise PlinkError(f"device {dev!r} asked for but this torch has no CUDA GPU (use device='cpu')")
+                raise OptionError(f"device {dev!r} asked for but this torch has no CUDA GPU (use device='cpu')")
         elif dev != "cpu":
-            raise PlinkError(f"device must be 'cpu' or 'cuda[:i]', got {dev!r}")
+            raise OptionError(f"device must be 'cpu' or 'cuda[:i]', got {dev!r}")
         return torch.device(dev)
 
     # -- fitting --------------------------------------------------------------

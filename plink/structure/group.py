@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 
 from plink.structure.embed import MIN_HOSTS, _check_random_state
-from plink.errors import OptionError, PlinkError
+from plink.errors import InputError, OptionError, PlinkError
 from plink.structure.params import Params
 
 ELASTICITY_RANGE = (1.0, 2.0)
@@ -68,13 +68,13 @@ def _validate_points(X) -> np.ndarray:
     try:
         x = np.asarray(X, dtype=float)
     except (TypeError, ValueError):
-        raise PlinkError(f"expected an (N, D) array of coordinates, got {type(X).__name__}") from None
+        raise InputError(f"expected an (N, D) array of coordinates, got {type(X).__name__}") from None
     if x.ndim == 1:
         x = x[:, None]
     if x.ndim != 2 or x.shape[0] == 0:
-        raise PlinkError(f"expected an (N, D) array of coordinates, got shape {x.shape}")
+        raise InputError(f"expected an (N, D) array of coordinates, got shape {x.shape}")
     if not np.isfinite(x).all():
-        raise PlinkError("coordinates must be finite")
+        raise InputError("coordinates must be finite")
     return x
 
 
@@ -105,7 +105,7 @@ def constrained_assignment(cost: np.ndarray, min_size: int, max_size: int, *, fu
     cost = np.asarray(cost, dtype=float)
     n, k = cost.shape
     if not (k * min_size <= n <= k * max_size):
-        raise PlinkError(f"no assignment of {n} hosts to {k} groups of {min_size}..{max_size} hosts exists")
+        raise OptionError(f"no assignment of {n} hosts to {k} groups of {min_size}..{max_size} hosts exists")
     # shift per row (does not change the argmin) for numerical range
     cost = cost - cost.min(axis=1, keepdims=True)
 
@@ -212,9 +212,9 @@ class BalancedGrouper(Params):
         n_init = (8 if n <= 1024 else 3) if self.n_init == "auto" else self.n_init
         for name, v in (("n_init", n_init), ("max_iter", self.max_iter)):
             if not isinstance(v, (int, np.integer)) or isinstance(v, bool) or v < 1:
-                raise PlinkError(f"{name} must be a positive integer, got {v!r}")
+                raise OptionError(f"{name} must be a positive integer, got {v!r}")
         if not isinstance(self.tol, (int, float)) or isinstance(self.tol, bool) or not 0 <= self.tol < 1:
-            raise PlinkError(f"tol must be a number in [0, 1), got {self.tol!r}")
+            raise OptionError(f"tol must be a number in [0, 1), got {self.tol!r}")
         rng = _check_random_state(self.random_state)
         seeds = rng.integers(0, 2**31 - 1, size=n_init)
         best = None
@@ -286,7 +286,7 @@ class BalancedRandom(Params):
     def fit(self, X, y=None) -> "BalancedRandom":
         n = int(X) if isinstance(X, (int, np.integer)) else len(X)
         if n < 1:
-            raise PlinkError("no hosts to group")
+            raise InputError("no hosts to group")
         k = default_groups(n) if self.n_groups is None else self.n_groups
         _check_k_e(n, k, 1.0)
         rng = _check_random_state(self.random_state)
@@ -335,7 +335,7 @@ def group_hosts(
 
     n = probe.n
     if n < MIN_HOSTS:
-        raise PlinkError(f"{n} host(s): grouping needs at least {MIN_HOSTS}")
+        raise InputError(f"{n} host(s): grouping needs at least {MIN_HOSTS}")
     k = default_groups(n) if n_groups is None else n_groups
     _check_k_e(n, k, elasticity)
     t0 = time.perf_counter()

@@ -108,7 +108,7 @@ from typing import Any
 import numpy as np
 
 from plink.data.probefile import check_every_host_measured
-from plink.errors import OptionError, PlinkError
+from plink.errors import InputError, OptionError, PlinkError
 from plink.structure.params import Params
 
 #: a split is significant when its mean silhouette on the profile distances is at least this
@@ -259,20 +259,20 @@ def check_latency(latency, zeros: str = "unmeasured") -> np.ndarray:
     if zeros not in ("unmeasured", "measured"):
         raise OptionError(f"zeros must be 'unmeasured' or 'measured', got {zeros!r}")
     if np.asarray(latency).dtype.kind == "c":  # (numpy would drop the imaginary parts with a warning)
-        raise PlinkError("latency must be real numbers, got a complex matrix")
+        raise InputError("latency must be real numbers, got a complex matrix")
     try:
         d = np.array(latency, dtype=float)
     except (TypeError, ValueError):
-        raise PlinkError(f"latency must be an N x N numeric matrix, got {type(latency).__name__}") from None
+        raise InputError(f"latency must be an N x N numeric matrix, got {type(latency).__name__}") from None
     if d.ndim != 2 or d.shape[0] != d.shape[1] or d.shape[0] == 0:
-        raise PlinkError(f"latency must be a square N x N matrix, got shape {d.shape}")
+        raise InputError(f"latency must be a square N x N matrix, got shape {d.shape}")
     n = d.shape[0]
     np.fill_diagonal(d, np.nan)
     if np.isinf(d).any():
-        raise PlinkError("latency contains infinite values (use NaN for unmeasured pairs)")
+        raise InputError("latency contains infinite values (use NaN for unmeasured pairs)")
     if (d < 0).any():
         i, j = np.argwhere(d < 0)[0]
-        raise PlinkError(f"latency must be >= 0, got {d[i, j]:g} for hosts {i} and {j}")
+        raise InputError(f"latency must be >= 0, got {d[i, j]:g} for hosts {i} and {j}")
     zero = d == 0  # (the diagonal is NaN)
     if zeros == "unmeasured" and zero.any():
         warnings.warn(f"read {int(zero.sum())} off-diagonal zero(s) as not measured: {ZERO_IS_UNMEASURED}",
@@ -282,7 +282,7 @@ def check_latency(latency, zeros: str = "unmeasured") -> np.ndarray:
         measured = np.isfinite(d) | np.isfinite(d.T)
         none = np.flatnonzero(~measured.any(axis=1))
         if none.size:
-            raise PlinkError(f"host {none[0]} has no measured pair ({none.size} host(s) without any)")
+            raise InputError(f"host {none[0]} has no measured pair ({none.size} host(s) without any)")
     return d
 
 
@@ -389,7 +389,7 @@ def profile_distances(x: np.ndarray, labels: np.ndarray | None = None, metric: s
     elif metric == "log":
         p = cdist(lg, lg, metric="cityblock") / n
     else:
-        raise PlinkError(f"unknown profile metric {metric!r} (one of {', '.join(METRICS)})")
+        raise OptionError(f"unknown profile metric {metric!r} (one of {', '.join(METRICS)})")
     np.fill_diagonal(p, 0.0)
     return p
 
@@ -1555,7 +1555,7 @@ class HierarchicalGrouper(Params):
     def fit(self, X, y=None) -> "HierarchicalGrouper":
         k = self.n_groups
         if k != "auto" and (not isinstance(k, (int, np.integer)) or isinstance(k, bool) or k < 1):
-            raise PlinkError(f"n_groups must be 'auto' or a positive integer, got {k!r}")
+            raise OptionError(f"n_groups must be 'auto' or a positive integer, got {k!r}")
         check_positive_int(self.max_levels, "--levels (max_levels)")
         _check_random_state(self.random_state)
         # a raw matrix is read as plink's file readers read one (a 0 between two hosts: unmeasured, with a
@@ -1624,7 +1624,7 @@ def infer_groups(probe, *, n_groups: int | None = None, max_levels: int = 3, see
     if n >= 2 and measured.sum() < 0.5 * n * (n - 1):
         how = ("probe again with 'plink probe --resume'" if getattr(probe, "meta", {}).get("schedule") is not None
                else "measure more of the pairs")  # (--resume: a file plink probe wrote)
-        raise PlinkError(f"the matrix is mostly missing ({measured.sum() / (n * (n - 1)):.0%} of pairs measured); "
+        raise InputError(f"the matrix is mostly missing ({measured.sum() / (n * (n - 1)):.0%} of pairs measured); "
                          f"structure inference needs at least half: {how}")
     t0 = time.perf_counter()
     est = HierarchicalGrouper("auto" if n_groups is None else int(n_groups), max_levels=max_levels,

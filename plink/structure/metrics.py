@@ -15,7 +15,7 @@ from typing import Sequence
 
 import numpy as np
 
-from plink.errors import PlinkError
+from plink.errors import InputError
 
 
 def common_prefix_lengths(labels: Sequence[Sequence[str]]) -> np.ndarray:
@@ -27,7 +27,7 @@ def common_prefix_lengths(labels: Sequence[Sequence[str]]) -> np.ndarray:
     n = len(labels)
     depth = len(labels[0]) if n else 0
     if any(len(t) != depth for t in labels):
-        raise PlinkError("every location tuple must have the same number of levels")
+        raise InputError("every location tuple must have the same number of levels")
     lcp = np.zeros((n, n), dtype=np.int8)
     alive = np.ones((n, n), dtype=bool)
     for lev in range(depth):
@@ -63,11 +63,11 @@ def paia(distances: np.ndarray, labels: Sequence[Sequence[str]], *, return_count
     M = np.array(distances, dtype=float)
     n = M.shape[0]
     if M.shape != (n, n):
-        raise PlinkError(f"distance matrix must be square, got shape {M.shape}")
+        raise InputError(f"distance matrix must be square, got shape {M.shape}")
     if len(labels) != n:
-        raise PlinkError(f"{len(labels)} location tuples for {n} hosts")
+        raise InputError(f"{len(labels)} location tuples for {n} hosts")
     if any(isinstance(t, (str, bytes)) or not hasattr(t, "__len__") for t in labels):
-        raise PlinkError("labels must be location tuples, one per host, outermost first (e.g. ('dc0', 'row1', "
+        raise InputError("labels must be location tuples, one per host, outermost first (e.g. ('dc0', 'row1', "
                          "'rack3')); for flat group labels use ami(true, found)")
     L = common_prefix_lengths(labels).astype(np.int64)
     nlev = int(L.max()) + 1 if n else 1
@@ -116,7 +116,7 @@ def ami(true_labels: Sequence, pred_labels: Sequence) -> float:
     t = [str(x) if not isinstance(x, (tuple, list)) else "\x1f".join(map(str, x)) for x in true_labels]
     p = list(np.asarray(pred_labels).tolist())
     if len(t) != len(p):
-        raise PlinkError(f"{len(t)} true labels for {len(p)} predicted")
+        raise InputError(f"{len(t)} true labels for {len(p)} predicted")
     return float(adjusted_mutual_info_score(t, p))
 
 

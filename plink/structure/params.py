@@ -3,7 +3,7 @@ hyper-parameters each one's ``get_params`` names (set in ``__init__``, checked i
 
 from __future__ import annotations
 
-from plink.errors import PlinkError
+from plink.errors import OptionError, PlinkError
 
 
 class Params:
@@ -17,7 +17,7 @@ class Params:
         valid = self.get_params()
         for k, v in params.items():
             if k not in valid:
-                raise PlinkError(f"{type(self).__name__} has no parameter {k!r}")
+                raise OptionError(f"{type(self).__name__} has no parameter {k!r}")
             setattr(self, k, v)
         return self
 
