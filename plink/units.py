@@ -67,3 +67,13 @@ def format_us(us: float) -> str:
     if us >= 1e3:
         return f"{us / 1e3:.3f} ms"
     return f"{us:.2f} us"
+
+
+def format_bandwidth(gbps: float) -> str:
+    """A bandwidth in Gbit/s, scaled to a readable unit (``0.35 -> '350 Mbit/s'``, ``25 -> '25 Gbit/s'``):
+    the commands print every bandwidth, pairs' and uplinks', this way, so figures side by side compare."""
+    if gbps >= 1:
+        return f"{gbps:.4g} Gbit/s"
+    if gbps >= 1e-3:
+        return f"{gbps * 1e3:.4g} Mbit/s"
+    return f"{gbps * 1e6:.4g} kbit/s"

@@ -448,7 +448,7 @@ def test_a_probe_with_bandwidths_but_no_latency_says_so(tmp_path):
     p.write_text(json.dumps(d))
     shown = run("show", str(p))
     assert shown.returncode == 0, shown.stderr
-    assert "pairs with a bandwidth  │" in shown.stdout and "15 of 15" in shown.stdout
+    assert re.search(r"pairs with a bandwidth +│ +15 of 15", shown.stdout), shown.stdout
     assert json.loads(run("show", str(p), "--json").stdout)["bandwidth_pairs"] == 15
     assert_one_line_error(run("group", str(p)), 1, f"{p}: no latency was measured, only pair bandwidths")
     assert_one_line_error(run("order", str(p), "--algo", "ring"), 1, "no latency was measured, only pair bandwidths")
@@ -583,6 +583,22 @@ def test_show_names_the_measured_uplinks_and_how_pair_bandwidths_were_taken(tmp_
     summary = json.loads(run("show", str(probe), "--no-structure", "--json").stdout)
     assert summary["bandwidth_concurrent"] and len(summary["uplinks"]) == 4
     assert all(200 < u["up_mbit"] < 400 for u in summary["uplinks"])
+
+
+def test_show_prints_pair_and_uplink_bandwidths_in_one_scale(tmp_path):
+    """`plink show` printed the pair bandwidths as bare Gbit/s ('min 0.0569') beside the uplinks in
+    Mbit/s: each figure now carries its unit, scaled as the latencies are (350 Mbit/s, 25 Gbit/s)."""
+    from plink.units import format_bandwidth
+
+    assert [format_bandwidth(v) for v in (0.35, 25, 1, 0.0005)] == ["350 Mbit/s", "25 Gbit/s", "1 Gbit/s",
+                                                                   "500 kbit/s"]
+    doc = json.loads(open(os.path.join(ROOT, "benchmarks/results/2026-11-30-A-seed31/A.json")).read())
+    probe = tmp_path / "bw.json"
+    probe.write_text(json.dumps(doc["probes"]["bandwidth"]))
+    text = " ".join(run("show", str(probe), "--no-structure").stdout.split())
+    pair = re.search(r"pair bandwidth (.*?) uplink", text).group(1)
+    assert re.fullmatch(r"(\w+\s+[\d.]+\s+Mbit/s\s*)+", pair.replace("│", "").strip()), pair
+    assert re.search(r"up [\d.]+ Mbit/s / down [\d.]+ Mbit/s, all crossing at once", text), text
 
 
 def test_a_pair_sum_of_latencies_names_no_message_size(dc, tmp_path):

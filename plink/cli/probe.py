@@ -8,6 +8,7 @@ import click
 
 from plink.cli._app import EXIT_OK, _echo_json, _stderr_console, cli, refuse_input_as_output, stdout_if_dash
 from plink.errors import PlinkError, Terminated
+from plink.units import format_bandwidth
 
 EXIT_INCOMPLETE = 3
 
@@ -325,7 +326,8 @@ def probe(hosts, output, method, count, interval, passes, max_count, tol, bandwi
                 line += f"; latency p10 min/median/max {lat['min']}/{lat['median']}/{lat['max']} us"
             if summary.get("bandwidth_gbps"):
                 b = summary["bandwidth_gbps"]
-                line += f"; bandwidth min/median/max {b['min']}/{b['median']}/{b['max']} Gbit/s"
+                line += ("; bandwidth min/median/max "
+                         + "/".join(format_bandwidth(b[k]) for k in ("min", "median", "max")))
             click.echo(line, err=True)
             if result.meta.get("left_out"):
                 click.echo(f"plink probe: left out (not in {hosts}): {', '.join(result.meta['left_out'])}", err=True)
@@ -334,8 +336,8 @@ def probe(hosts, output, method, count, interval, passes, max_count, tol, bandwi
                 click.echo(f"plink probe: uplinks not measured: {skipped}", err=True)
             for u in summary.get("uplinks", []):
                 click.echo(f"uplink of {len(u['hosts'])} host{'s' * (len(u['hosts']) != 1)} ({', '.join(u['hosts'][:4])}"
-                           f"{', ...' if len(u['hosts']) > 4 else ''}): up {u['up_mbit']} / down {u['down_mbit']} "
-                           "Mbit/s with all of them crossing at once"
+                           f"{', ...' if len(u['hosts']) > 4 else ''}): up {format_bandwidth(u['up_mbit'] / 1e3)} / down "
+                           f"{format_bandwidth(u['down_mbit'] / 1e3)} with all of them crossing at once"
                            + (f" (median of {u['passes']} passes)" if u["passes"] > 1 else ""), err=True)
             if output:
                 click.echo(f"wrote {output}", err=True)

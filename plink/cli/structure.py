@@ -230,17 +230,18 @@ def render_show(summary, console) -> None:
     t.add_row("measured pairs", f"{summary['measured_pairs']} of {summary['pairs']} ({summary['coverage']:.1%})")
     if summary.get("bandwidth_pairs", summary["measured_pairs"]) != summary["measured_pairs"]:
         t.add_row("pairs with a bandwidth", f"{summary['bandwidth_pairs']} of {summary['pairs']}")
-    from plink.units import format_us
+    from plink.units import format_bandwidth, format_us
 
     pct = summary.get("latency_us")
     if pct:  # each figure in its own readable unit (a matrix in ms or s reads as ms or s)
         t.add_row("latency (RTT)", "  ".join(f"{k} {format_us(v)}" for k, v in pct.items()))
     pct = summary.get("bandwidth_gbps")
     if pct:
-        t.add_row("pair bandwidth (Gbit/s)", "  ".join(f"{k} {v:g}" for k, v in pct.items()))
+        t.add_row("pair bandwidth", "  ".join(f"{k} {format_bandwidth(v)}" for k, v in pct.items()))
     for u in summary.get("uplinks", []):
         t.add_row(f"uplink of {u['hosts']} host{'s' * (u['hosts'] != 1)} ({u['first']}{', ...' * (u['hosts'] > 1)})",
-                  f"up {u['up_mbit']:g} / down {u['down_mbit']:g} Mbit/s, all crossing at once")
+                  f"up {format_bandwidth(u['up_mbit'] / 1e3)} / down {format_bandwidth(u['down_mbit'] / 1e3)}, "
+                  "all crossing at once")
     if summary.get("truth_counts"):
         t.add_row("ground truth", ", ".join(f"{v} {k}{'' if v == 1 else 's'}" for k, v in summary["truth_counts"].items()))
     if "groups" in summary:
@@ -253,7 +254,7 @@ def render_show(summary, console) -> None:
         for key, label in (("median_bandwidth_within_groups_gbps", "median bandwidth within groups"),
                            ("median_bandwidth_between_groups_gbps", "median bandwidth between groups")):
             if key in summary:
-                t.add_row(label, f"{summary[key]:g} Gbit/s")
+                t.add_row(label, format_bandwidth(summary[key]))
     print_table(console, t)
     if summary.get("bandwidth_concurrent"):
         console.print("note: pair bandwidths were measured in rounds of N/2 pairs at once (every host in one), so a pair whose round "
