@@ -97,6 +97,8 @@ def render_order_report(result, console) -> None:
     smt = result.solver.get("smt")
     if result.proven_optimal and smt and smt.get("tolerance"):
         extra = f", to within {smt['tolerance']:.2g} us"
+    if result.proven_optimal and result.solver.get("proven_by") == "lower bound":
+        extra = f", its lower bound {_fmt_cost(result, result.lower_bound)} meets the order's cost to 1e-8"
     if result.lower_bound is not None and result.proven_optimal is not True:
         gap = result.cost_plink / result.lower_bound - 1
         extra = f", lower bound {_fmt_cost(result, result.lower_bound)}: at most {gap:.1%} above optimal"
