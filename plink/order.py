@@ -39,7 +39,7 @@ from plink.solvers.hedge import hedged_pick, regrets
 from plink.solvers.resolution import RESOLUTION, resolution_for, resolved
 from plink.solvers.solve import SolveResult, minimise
 
-from plink.errors import InputError, OptionError, PlinkError
+from plink.errors import InputError, OptionError, PlinkError, ProbeFileError
 from plink.data.probefile import ProbeData, measured_pairs
 from plink.pricing import Groups, find_groups, network, pair_cost  # noqa: F401  (pair_cost: public since 0.1)
 from plink.structure.probegroups import splits_in_two
@@ -182,7 +182,10 @@ def group_labels(probe: ProbeData, path: str, groups=None) -> np.ndarray:
     missing = [h for h in probe.names if h not in index]
     if missing:
         raise PlinkError(f"groups file {path} lacks {len(missing)} host(s) of the probe file, e.g. {missing[0]!r}")
-    return groups.aligned_to(probe.names, extra_ok=True)
+    try:
+        return groups.aligned_to(probe.names, extra_ok=True)
+    except ProbeFileError as exc:
+        raise ProbeFileError(f"{path}: {exc}") from None
 
 
 def random_orders(n: int, n_random: int, seed: int) -> np.ndarray:

@@ -618,8 +618,8 @@ def test_error_messages_exact():
         assert _error(em.emit, "openmpi", ["ok", bad]) == (
             f"host name {bad!r} cannot be written to a launcher file: it is not a host name or an IP address, "
             "and would read back as other hosts or not at all (a JSON order file, 'plink order --format json', "
-            "keeps any name; for a launcher file give the hosts their names or addresses, e.g. with "
-            "'plink order MATRIX --hosts FILE')")
+            "keeps any name; for a launcher file the hosts need host names or IP addresses (a matrix's "
+            "--hosts FILE can list them))")
     assert _error(em.emit, "mpich", ["vm000", "VM000"]) == (
         "host 'VM000' appears twice in the order (as 'vm000': names differing only in case are one host)")
     for good in ("node-01", "n_1.example.org", "10.0.0.1", "fe80::1", "2001:db8::5%eth0"):

@@ -439,8 +439,17 @@ def test_excel_csv_and_unit_spellings(tmp_path):
     assert want[0, 1] == 500.0
     for unit in ("\u00b5s", "\u03bcs", "US", "usec"):
         assert load_input(path, unit=unit).probe.latency[0, 1] == 0.5
-    for unit in ("MS", "msec"):
+    for unit in ("MS", "msec", "millisecond", "milliseconds", "msecs"):
         assert np.array_equal(load_input(path, unit=unit).probe.latency, want)
+    for unit in ("seconds", "second", "secs"):  # (were refused, where sec was read)
+        assert load_input(path, unit=unit).probe.latency[0, 1] == 500e3
+    for unit in ("microseconds", "nanoseconds"):
+        assert load_input(path, unit=unit).probe.latency[0, 1] == pytest.approx(0.5 * (1 if unit[0] == "m" else 1e-3))
+    for unit, gbps in (("MB/sec", 4e-3), ("Gbit/sec", 0.5), ("Mb/sec", 5e-4), ("GiB/sec", 0.5 * 8 * 2**30 / 1e9)):
+        assert load_input(path, unit=unit, kind="bandwidth").probe.bandwidth[0, 1] == pytest.approx(gbps)
+    from plink.data.inputs import _name_unit
+
+    assert _name_unit("bytes_per_second.csv") is None  # the words are no unit in a file's name
     with pytest.raises(Exception, match="'ms' is not a bandwidth unit .*pass --kind latency"):
         load_input(path, unit="MS", kind="bandwidth")
 
@@ -559,3 +568,63 @@ def test_bad_values_handed_to_the_library_are_value_errors(tmp_path):
         with pytest.raises(ValueError) as exc:
             call()
         assert isinstance(exc.value, cls) and isinstance(exc.value, PlinkError), (cls, exc.value)
+
+
+def test_show_gives_percentiles_of_every_direction_as_measured(tmp_path, capsys):
+    """An asymmetric matrix is priced by each pair's slower direction; `plink show` gave the percentiles
+    of that one alone, labelled RTT (Seattle: median 0.40 s where the file's is 0.21 s). Both directions
+    now count, as in the file; the bandwidth of an asymmetric bandwidth matrix too."""
+    rng = np.random.default_rng(3)
+    m = rng.uniform(10, 1000, (12, 12))
+    np.fill_diagonal(m, 0)
+    path = tmp_path / "rtt_us.csv"
+    np.savetxt(path, m, delimiter=",")
+    code, out, _ = run(["show", str(path), "--no-structure", "--json"], capsys)
+    assert code == 0
+    off = m[~np.eye(12, dtype=bool)]
+    got = json.loads(out)["latency_us"]
+    assert got["p50"] == pytest.approx(np.percentile(off, 50), abs=1e-3)
+    assert got["min"] == pytest.approx(off.min(), abs=1e-3) and got["max"] == pytest.approx(off.max(), abs=1e-3)
+    bw = tmp_path / "bw_Gbps.csv"
+    np.savetxt(bw, m / 100, delimiter=",")
+    code, out, _ = run(["show", str(bw), "--kind", "bandwidth", "--no-structure", "--json"], capsys)
+    assert code == 0
+    got = json.loads(out)["bandwidth_gbps"]
+    assert got["p50"] == pytest.approx(np.percentile(off / 100, 50), rel=1e-3)
+    assert got["max"] == pytest.approx(off.max() / 100, rel=1e-3)
+
+
+def test_a_matrix_without_names_says_what_it_calls_its_hosts_and_its_default_unit(tmp_path, capsys):
+    """A matrix without host names got h00..hNN by row and a unit of us without a word: a launcher file
+    of made-up names, and a groups file of one matrix applied to another of another size by row number."""
+    def latency(nodes, per):
+        bw = blocks(nodes=nodes, per=per)[0]
+        with np.errstate(divide="ignore"):
+            lat = np.where(bw > 0, 1e5 / bw, 0.0)
+        return lat
+
+    a = tmp_path / "lat.csv"
+    np.savetxt(a, latency(3, 5), delimiter=",")
+    code, _, err = run(["group", str(a), "-o", str(tmp_path / "g.json")], capsys)
+    text = " ".join(err.split())
+    assert code == 0
+    assert f"{a}: the matrix names no hosts: they are called h00..h14 by row" in text
+    assert f"{a}: read in us, the default unit" in text
+    code, _, err = run(["group", str(a), "--unit", "ms", "-o", str(tmp_path / "g2.json")], capsys)
+    assert "default unit" not in err
+    b = tmp_path / "other.csv"
+    np.savetxt(b, latency(2, 6), delimiter=",")  # 12 hosts: h00..h11, all of them in g.json
+    code, _, err = run(["order", str(b), "--groups", str(tmp_path / "g.json"), "-o", str(tmp_path / "o.txt")], capsys)
+    assert code == 1 and "both named by row number" in err and "--hosts" in err
+    assert not (tmp_path / "o.txt").exists()
+
+
+def test_a_csv_column_chosen_by_its_name_is_named_when_its_names_are_refused(tmp_path):
+    """ARCHER's labels_192.csv (rank,node,socket_guess) as --hosts: plink took the 'node' column by its
+    name and said only "duplicate host name '0'"."""
+    table = tmp_path / "labels.csv"
+    table.write_text("rank,node,socket\n0,0,0\n1,0,1\n2,1,0\n")
+    with pytest.raises(ProbeFileError, match=r"duplicate host name '0' .*read from its column 'node', chosen by its "
+                                             r"name; give .*labels.csv:COLUMN for another"):
+        read_host_names(table)
+    assert read_host_names(f"{table}:rank") == ["0", "1", "2"]

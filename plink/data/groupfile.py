@@ -90,6 +90,14 @@ class Groups:
         With ``extra_ok`` the groups may name more hosts (a rack map of the whole site for a
         probe of some of it): those are dropped and the labels renumbered ``0..k-1`` in their
         order, so a group with no host in ``names`` leaves no gap."""
+        from plink.data.probefile import default_host_names
+
+        names = list(names)
+        if extra_ok and len(self.hosts) != len(names) and list(self.hosts) == default_host_names(len(self.hosts)) \
+                and names == default_host_names(len(names)):
+            raise ProbeFileError(f"the groups and the hosts are both named by row number ({self.hosts[0]}.. and "
+                                 f"{names[0]}..) but are {len(self.hosts)} and {len(names)} hosts: they are not "
+                                 "the same hosts; name the matrices' hosts with --hosts FILE")
         pos = {h: i for i, h in enumerate(self.hosts)}
         missing = [n for n in names if n not in pos]
         extra = set() if extra_ok else set(self.hosts) - set(names)

@@ -63,7 +63,16 @@ _BANDWIDTH_ALIASES = {
 #: other spellings of the latency units (the micro sign and the Greek mu, upper case, "msec")
 _LATENCY_ALIASES = {"\u00b5s": "us", "\u03bcs": "us", "US": "us", "MS": "ms", "NS": "ns", "S": "s",
                     "usec": "us", "msec": "ms", "nsec": "ns", "sec": "s"}
-UNITS = tuple(LATENCY_UNITS) + tuple(BANDWIDTH_UNITS) + tuple(_BANDWIDTH_ALIASES) + tuple(_LATENCY_ALIASES)
+#: spellings taken in --unit but not looked for in file names (``bytes_per_second.csv`` names no unit)
+_WORD_ALIASES = {
+    **{w + e: u for w, u in (("second", "s"), ("millisecond", "ms"), ("microsecond", "us"), ("nanosecond", "ns"))
+       for e in ("", "s")},
+    "secs": "s", "msecs": "ms", "usecs": "us", "nsecs": "ns",
+    **{u[:-2] + "/sec": u for u in BANDWIDTH_UNITS},  # MB/sec (ARCHER's source), Gbit/sec, ...
+    "Gb/sec": "Gbit/s", "Mb/sec": "Mbit/s", "Kb/sec": "Kbit/s",
+}
+UNITS = (tuple(LATENCY_UNITS) + tuple(BANDWIDTH_UNITS) + tuple(_BANDWIDTH_ALIASES) + tuple(_LATENCY_ALIASES)
+         + tuple(_WORD_ALIASES))
 KINDS = ("latency", "bandwidth")
 
 #: Largest matrix side read (a 20000 x 20000 float64 matrix is 3.2 GB).
@@ -87,6 +96,7 @@ def _norm_unit(unit: str | None, kind: str) -> str:
         raise UnitError(f"unknown matrix kind {kind!r} (use latency or bandwidth)")
     if unit is None:
         return "us" if kind == "latency" else "Gbit/s"
+    unit = _WORD_ALIASES.get(unit, unit)
     unit = _BANDWIDTH_ALIASES.get(unit, _LATENCY_ALIASES.get(unit, unit))
     if kind == "latency" and unit not in LATENCY_UNITS:
         hint = " (a bandwidth unit: pass --kind bandwidth)" if unit in BANDWIDTH_UNITS else ""
@@ -170,9 +180,10 @@ def read_host_names(spec: str | os.PathLike, max_hosts: int | None = None) -> li
 
     path, column = _split_spec(spec)
     suffix = Path(path).suffix.lower()
+    chosen = None  # the column picked by its name, said where its names are refused
     if column is not None or suffix in (".csv", ".tsv"):
         text = read_text(path, ProbeFileError)
-        names = _csv_column(text, path, column)
+        names, chosen = _csv_column(text, path, column)
     else:
         from plink.data.hostlist import parse_hostlist
         from plink.errors import PlinkError
@@ -184,19 +195,29 @@ def read_host_names(spec: str | os.PathLike, max_hosts: int | None = None) -> li
             raise ProbeFileError(str(exc)) from None
         names = [e.name for e in entries]
     for n in names:
-        check_host_name(n, f"{path}: host name")
+        try:
+            check_host_name(n, f"{path}: host name")
+        except ProbeFileError as exc:
+            raise ProbeFileError(f"{exc}{_chosen_note(path, chosen)}") from None
     dup = first_duplicate(names)
     if dup is not None:
         i, j = dup
         note = case_note(names, i, j)
         raise ProbeFileError(f"{path}: duplicate host name {names[j]!r} (entries {i + 1} and {j + 1}"
-                             + (f", {note})" if note else ")"))
+                             + (f", {note})" if note else ")") + _chosen_note(path, chosen))
     if not names:
         raise ProbeFileError(f"{path}: no host names")
     return names
 
 
-def _csv_column(text: str, path: str, column: str | None) -> list[str]:
+def _chosen_note(path: str, chosen: str | None) -> str:
+    return (f" (the names were read from its column {chosen!r}, chosen by its name; give {path}:COLUMN for "
+            "another)") if chosen else ""
+
+
+def _csv_column(text: str, path: str, column: str | None) -> tuple[list[str], str | None]:
+    """The names of a CSV table's column ``column`` (a name or an index), and the column's name when
+    plink chose it (by :data:`_NAME_COLUMNS`), else None."""
     from plink.data.probefile import csv_rows
 
     if not any(ln.strip() and not ln.lstrip().startswith("#") for ln in text_lines(text)):
@@ -208,12 +229,12 @@ def _csv_column(text: str, path: str, column: str | None) -> list[str]:
         if column in header:
             col = header.index(column)
         elif column.isdigit() and int(column) < len(header):
-            return [r[int(column)].strip() if len(r) > int(column) else "" for r in rows]
+            return [r[int(column)].strip() if len(r) > int(column) else "" for r in rows], None
         else:
             raise ProbeFileError(f"{path}: no column {column!r} (columns: {', '.join(header)})")
     elif len(header) == 1:
         body = rows[1:] if lower[0] in _NAME_COLUMNS else rows
-        return [r[0].strip() if r else "" for r in body]
+        return [r[0].strip() if r else "" for r in body], None
     else:
         col = next((lower.index(c) for c in _NAME_COLUMNS if c in lower), None)
         if col is None:
@@ -224,7 +245,7 @@ def _csv_column(text: str, path: str, column: str | None) -> list[str]:
         if len(r) <= col:
             raise ProbeFileError(f"{path}:{k}: row has no column {header[col]!r}")
         out.append(r[col].strip())
-    return out
+    return out, (header[col] if column is None else None)
 
 
 # ---------------------------------------------------------------------------
@@ -433,6 +454,8 @@ def load_input(
         names = listed
     if names is None:
         names = default_host_names(n)
+        out.notes.append(f"{path}: the matrix names no hosts: they are called {names[0]}..{names[-1]} by row "
+                         "(--hosts FILE names them; a launcher file needs real names)")
     for nm in names:
         check_host_name(nm, f"{path}: host name")
     dup = first_duplicate(names)
@@ -525,6 +548,9 @@ def _warn_name_unit(path: str, kind: str, unit: str, given: bool, out: Loaded, f
     the ARCHER matrix ``..._MBps_192.csv`` read with the default Gbit/s is plausible by its values
     (a few hundred "Gbit/s"), so only its name can tell."""
     said = _name_unit(path)
+    if said is None and not given:
+        out.notes.append(f"{path}: read in {unit}, the default unit (nothing in the file's name says one; "
+                         f"pass {flag} if it holds another)")
     if said is None or (said[0], said[1]) == (kind, unit):
         return
     how = f"{flag} {unit}" if given else f"the default unit, {unit}"

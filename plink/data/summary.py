@@ -26,19 +26,40 @@ def _pct(values: np.ndarray, digits: int) -> dict[str, float] | None:
     return {("min" if p == 0 else "max" if p == 100 else f"p{p}"): round(float(v), digits) for p, v in zip(PERCENTILES, q)}
 
 
+def _both_directions(probe, iu, bw_only: bool):
+    """Where the input was asymmetric, ``(measured values, both directions of every pair)``: the cost
+    matrix keeps each pair's slower direction and ``latency_best`` its faster one, so the two together
+    are the directions as measured (a pair measured one way only counts that value twice). The
+    percentiles of the slower direction alone read high: Seattle's median RTT showed as 0.40 s where the
+    file's is 0.21 s. None for a symmetric input."""
+    if probe.latency_best is None:
+        return None
+    if bw_only:
+        slow = probe.bandwidth[iu]
+        with np.errstate(divide="ignore"):
+            fast = 8e-3 / probe.latency_best[iu]  # (the inverse bandwidth of the faster direction)
+        fast = np.where(np.isnan(slow), np.nan, fast)
+    else:
+        slow, fast = probe.latency[iu], probe.latency_best[iu]
+    full = np.r_[slow, fast]
+    return full[~np.isnan(full)], full
+
+
 def summarize(probe, groups=None) -> dict[str, Any]:
     """Counts and percentiles of a :class:`~plink.data.probefile.ProbeData` (O(N²))."""
     n = probe.n
     iu = np.triu_indices(n, 1)
     lat = probe.latency[iu]
-    lat = lat[~np.isnan(lat)]
+    measured = ~np.isnan(lat)
     # a bandwidth matrix given as input: its "latency" is only the inverse bandwidth plink
     # uses as a distance, not a time to show as one
     bw_only = probe.inverse_bandwidth and probe.bandwidth is not None
+    both = _both_directions(probe, iu, bw_only)
+    lat = both[0] if both is not None and not bw_only else lat[measured]
     out: dict[str, Any] = {
         "hosts": n,
         "pairs": n * (n - 1) // 2,
-        "measured_pairs": int(lat.size),
+        "measured_pairs": int(measured.sum()),
         "missing_pairs": probe.n_missing_pairs(),
         "coverage": round(probe.coverage(), 6),
         "latency_us": None if bw_only else _pct(lat, 3),
@@ -46,7 +67,7 @@ def summarize(probe, groups=None) -> dict[str, Any]:
     }
     if probe.bandwidth is not None:
         bw = probe.bandwidth[iu]
-        out["bandwidth_gbps"] = _pct(bw[~np.isnan(bw)], 4)
+        out["bandwidth_gbps"] = _pct(both[0] if both is not None and bw_only else bw[~np.isnan(bw)], 4)
         out["bandwidth_pairs"] = int(measured_pairs(probe, bandwidth=True)[iu].sum())
         # plink probe measures pair bandwidth N/2 pairs at a time: a pair whose round shared an uplink
         # reads less than its path; what the racks' uplinks carry is the uplink test's
@@ -73,6 +94,8 @@ def summarize(probe, groups=None) -> dict[str, Any]:
         within = labels[iu[0]] == labels[iu[1]]
         what, full, digits = ("bandwidth", probe.bandwidth[iu], 4) if bw_only else ("latency", probe.latency[iu], 3)
         unit = "gbps" if bw_only else "us"
+        if both is not None:  # every direction as measured, each pair's twice
+            full, within = both[1], np.r_[within, within]
         ok = ~np.isnan(full)
         if (ok & within).any():
             out[f"median_{what}_within_groups_{unit}"] = round(float(np.median(full[ok & within])), digits)

@@ -84,8 +84,8 @@ def _no_ipv6(hosts: list, fmt: str) -> list:
 
 def check_launcher_names(names: Sequence[str], what: str = "a launcher file",
                          hint: str = "a JSON order file, 'plink order --format json', keeps any name; for a "
-                                     "launcher file give the hosts their names or addresses, e.g. with "
-                                     "'plink order MATRIX --hosts FILE'") -> None:
+                                     "launcher file the hosts need host names or IP addresses (a matrix's "
+                                     "--hosts FILE can list them)") -> None:
     """Raise :class:`PlinkError` unless every name is a host name or an IP address, once (names
     differing in case only are one host to a resolver and to plink's host-list reader): what
     every launcher file and plain order file can hold and read back in the same order."""
