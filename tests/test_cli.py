@@ -20,8 +20,10 @@ def run(*args, cwd=None):
 
 def assert_one_line_error(proc, code, fragment):
     assert proc.returncode == code, (proc.returncode, proc.stderr)
-    lines = proc.stderr.strip().splitlines()
+    # notes about how the input was read ("read in us, the default unit") may come first: they explain it
+    lines = [line for line in proc.stderr.strip().splitlines() if not line.startswith("plink: note: ")]
     assert len(lines) == 1, proc.stderr
+    assert proc.stderr.strip().splitlines()[-1] == lines[0], proc.stderr
     assert "Traceback" not in proc.stderr
     assert fragment in lines[0], lines[0]
 

@@ -346,7 +346,9 @@ def test_cli_group_of_one_group_prints_no_confidence(tmp_path, capsys):
     m.write_text("\n".join(",".join("0" if i == j else "100" for j in range(6)) for i in range(6)) + "\n")
     code, _, err = _run(["group", str(m), "-o", str(tmp_path / "g.json")], capsys)
     assert code == 0, err
-    assert err.startswith("6 hosts: 1 group\n")
+    notes = [line for line in err.splitlines() if line.startswith("plink: note: ")]
+    assert len(notes) == 2 and "default unit" in notes[0] and "by row" in notes[1], err
+    assert err.split("\n", 2)[2].startswith("6 hosts: 1 group\n")
     assert "confidence: - (one group" in err and "1.00 / 1.00" not in err
 
 
