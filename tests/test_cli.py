@@ -737,3 +737,62 @@ def test_balanced_random_takes_set_params_as_the_other_estimators():
     assert est.get_params() == {"n_groups": 3, "random_state": 1}
     with pytest.raises(PlinkError, match="BalancedRandom has no parameter 'k'"):
         est.set_params(k=2)
+
+
+@pytest.mark.parametrize("sig", ["SIGINT", "SIGTERM"])
+def test_order_to_a_fifo_without_a_reader_stops_on_a_signal(tmp_path, sig):
+    """`plink order -o FIFO` with nobody reading it held Ctrl-C and SIGTERM back until the order was written,
+    that is for good: only SIGKILL ended it. The FIFO stays a FIFO."""
+    import signal
+    import stat
+    import time
+
+    dc = tmp_path / "dc.json"
+    assert run("simulate", "--racks", "2", "--hosts-per-rack", "3", "--seed", "1", "-o", str(dc)).returncode == 0
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    env = dict(os.environ, PYTHONPATH=ROOT)
+    proc = subprocess.Popen([sys.executable, "-m", "plink", "order", str(dc), "--time-limit", "0.2", "-o", str(fifo)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    deadline = time.monotonic() + 60
+    # wait until it blocks in open() of the FIFO: its search is long over after 0.2 s + loading
+    while time.monotonic() < deadline:
+        try:
+            with open(f"/proc/{proc.pid}/syscall") as fh:
+                blocked = fh.read().split()[0] in ("2", "257")  # open, openat (x86-64)
+        except (OSError, IndexError):
+            blocked = False
+        if blocked or proc.poll() is not None:
+            break
+        time.sleep(0.1)
+    time.sleep(0.3)
+    proc.send_signal(getattr(signal, sig))
+    try:
+        _, err = proc.communicate(timeout=20)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.communicate()
+        pytest.fail("plink order did not stop on the signal while waiting for the FIFO's reader")
+    assert proc.returncode == (143 if sig == "SIGTERM" else 130), err
+    assert err.strip().splitlines()[-1] == ("plink: terminated (SIGTERM)" if sig == "SIGTERM" else "plink: interrupted")
+    assert stat.S_ISFIFO(os.lstat(fifo).st_mode)
+
+
+@pytest.mark.parametrize("argv", [["simulate", "--racks", "2", "--hosts-per-rack", "2"],
+                                  ["order", "DC", "--time-limit", "0.2"], ["group", "DC"]])
+def test_a_closed_stdout_is_an_error_not_a_lost_output(tmp_path, argv):
+    """`plink order m.json >&-` exited 0 and the order went nowhere (Python sets sys.stdout to None and
+    click then drops what is echoed); /dev/full gave an error already."""
+    dc = tmp_path / "dc.json"
+    assert run("simulate", "--racks", "2", "--hosts-per-rack", "3", "--seed", "1", "-o", str(dc)).returncode == 0
+    argv = [str(dc) if a == "DC" else a for a in argv]
+    env = dict(os.environ, PYTHONPATH=ROOT)
+    proc = subprocess.run([sys.executable, "-m", "plink", *argv], stderr=subprocess.PIPE, text=True, env=env,
+                          preexec_fn=lambda: os.close(1), timeout=120)
+    assert_one_line_error(proc, 1, "plink: error: cannot write the output: standard output is closed")
+    # with -o FILE nothing goes to stdout: a closed stdout does not matter
+    out = tmp_path / "o.txt"
+    proc = subprocess.run([sys.executable, "-m", "plink", "order", str(dc), "--time-limit", "0.2", "-o", str(out)],
+                          stderr=subprocess.PIPE, text=True, env=env, preexec_fn=lambda: os.close(1), timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert len(out.read_text().split()) == 6

@@ -9,6 +9,7 @@ stderr; ``--debug`` shows the traceback.
 from __future__ import annotations
 
 import errno
+import io
 import os
 import sys
 
@@ -21,12 +22,34 @@ from plink.errors import OptionError, PlinkError, Terminated
 __all__ = ["cli", "main"]
 
 
-_WRITE_ERRNOS = {errno.ENOSPC, errno.EDQUOT, errno.EIO, errno.EFBIG}
+_WRITE_ERRNOS = {errno.ENOSPC, errno.EDQUOT, errno.EIO, errno.EFBIG, errno.EBADF}
+
+
+class _ClosedStdout(io.RawIOBase):
+    """Standard output when the shell closed it (``plink order m.csv >&-``): Python then sets
+    ``sys.stdout`` to None and click drops whatever is echoed, so the order was lost with exit 0.
+    Writing to this raises EBADF instead: one error line, exit 1. A command that writes nothing to
+    stdout (``-o FILE``) is not affected."""
+
+    def writable(self) -> bool:
+        return True
+
+    def write(self, b) -> int:
+        raise OSError(errno.EBADF, "standard output is closed")
+
+
+def _guard_closed_stdout() -> None:
+    if sys.stdout is None:
+        sys.stdout = io.TextIOWrapper(io.BufferedWriter(_ClosedStdout()), encoding="utf-8", write_through=True)
+        sys.stdout.plink_closed = True
 
 
 def _quiet_stdout() -> None:
     """Point stdout at /dev/null, so that the interpreter's last flush of what could not be written
     does not print a second error at exit."""
+    if getattr(sys.stdout, "plink_closed", False):
+        sys.stdout = open(os.devnull, "w")  # what the closed stream still holds is dropped with it
+        return
     try:
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
@@ -64,6 +87,7 @@ def main(argv: list[str] | None = None) -> None:
         logging.getLogger("paramiko").addHandler(logging.NullHandler())
         logging.getLogger("paramiko").propagate = False
     _terminate_as_interrupt()
+    _guard_closed_stdout()
     try:
         # the context and the command as click's main runs them, without its own handling of a Ctrl-C, which
         # prints an empty line and turns the interrupt (SIGTERM's Terminated too) into its Abort

@@ -300,8 +300,12 @@ def order(probefile, algo, size, base, time_limit, jobs, smt_time, groups_file, 
             )
         text = _render_order(result, probe, fmt, slots, labels, output) if writes else ""
         if output:
-            from plink.data.fileio import atomic_write_text
+            from plink.data.fileio import atomic_write_text, replaces_atomically
 
+            if not replaces_atomically(output):
+                # a FIFO (or a device) may block until a reader comes: signals act again, so a Ctrl-C or
+                # SIGTERM ends the wait (it was held until the write was done: with no reader, for good)
+                held.stop()
             atomic_write_text(output, text)
     finally:
         held.stop()
