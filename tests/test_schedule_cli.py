@@ -159,3 +159,21 @@ def test_a_host_without_measured_pairs_is_named_as_group_names_it(tmp_path, caps
         assert code == 1 and len(lines) == 1, err
         errs.append(lines[0])
     assert errs[0] == errs[1] == f"plink: error: {csv}: host h04 has 0 measured pairs: probe it again or leave it out"
+
+
+def test_schedule_and_verify_refuse_a_matrix_with_nothing_measured(tmp_path, capsys):
+    """A 3-host matrix of NaN (nothing measured) was planned and its time predicted ("ring 1.122 ms",
+    exit 0), and plink verify priced a schedule against it; 4 hosts or more were refused already."""
+    nan = tmp_path / "nan_us.csv"
+    nan.write_text("a,b,c\nnan,nan,nan\nnan,nan,nan\nnan,nan,nan\n")
+    code, _, err = run(["schedule", str(nan), "--size", "1MiB", "-o", str(tmp_path / "s.json")], capsys)
+    assert code == 1 and err.strip().splitlines()[-1] == (f"plink: error: {nan}: host a has 0 measured pairs: "
+                                                           "probe it again or leave it out"), err
+    assert not (tmp_path / "s.json").exists()
+    ok = tmp_path / "ok_us.csv"
+    ok.write_text("a,b,c\n0,5,9\n5,0,7\n9,7,0\n")
+    assert run(["schedule", str(ok), "--size", "1MiB", "-o", str(tmp_path / "s.json")], capsys)[0] == 0
+    code, out, err = run(["verify", str(tmp_path / "s.json"), str(nan)], capsys)
+    assert code == 1 and out == "" and err.strip().splitlines()[-1] == (
+        f"plink: error: {nan}: host a has 0 measured pairs: probe it again or leave it out"), err
+    assert run(["verify", str(tmp_path / "s.json"), str(ok)], capsys)[0] == 0

@@ -168,7 +168,10 @@ def verify(schedulefile, probefile, as_json, assume_bandwidth, load_input) -> No
     sched = load_schedule(schedulefile)
     probe = load_input(probefile) if probefile else None
     _check_assumed(assume_bandwidth)
-    summary = summarize(sched, probe, verify_limit=10**12, assumed_gbps=assume_bandwidth)
+    try:
+        summary = summarize(sched, probe, verify_limit=10**12, assumed_gbps=assume_bandwidth)
+    except UnmeasuredHostError as exc:  # the message names the host; add the file
+        raise UnmeasuredHostError(f"{probefile}: {exc}") from None
     if summary["verified"] or as_json:
         _render_or_json(summary, as_json, stdout=True)
     if not summary["verified"]:

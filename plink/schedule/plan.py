@@ -366,6 +366,7 @@ def plan_schedule(
     """
     if probe.n < 2:
         raise PlinkError(f"an all-reduce schedule needs at least 2 hosts, the probe file has {probe.n}")
+    check_every_host_measured(probe)  # (a 3-host matrix with nothing measured was planned and timed)
     chunks = chunk_buffer(size, chunk)
     if probe.n * len(chunks) > MAX_CHUNK_HOSTS:
         raise PlinkError(f"{len(chunks)} chunks x {probe.n} hosts is more than a schedule takes "

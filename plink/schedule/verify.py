@@ -301,6 +301,10 @@ def summarize(sched, probe=None, verify_limit: int = VERIFY_LIMIT,
 
     if probe is not None and probe.names != list(sched.hosts):  # before the probe's matrices meet the plan's
         raise ScheduleError("the probe file's hosts differ from the schedule's (names or order)")
+    if probe is not None:
+        from plink.data.probefile import check_every_host_measured
+
+        check_every_host_measured(probe)  # a time predicted from nothing measured is no prediction
     n, nchunks = len(sched.hosts), len(sched.chunks)
     labels = np.asarray(sched.labels)
     out: dict[str, Any] = {"hosts": n, "groups": int(labels.max()) + 1, "size": int(sched.size),
