@@ -628,3 +628,37 @@ def test_a_csv_column_chosen_by_its_name_is_named_when_its_names_are_refused(tmp
                                              r"name; give .*labels.csv:COLUMN for another"):
         read_host_names(table)
     assert read_host_names(f"{table}:rank") == ["0", "1", "2"]
+
+
+def test_a_probe_file_is_known_by_its_text_and_dash_reads_stdin(tmp_path, monkeypatch):
+    """`plink order <(cat probe.json)` and `plink order /dev/stdin < probe.json` read the JSON as a CSV
+    ("row names do not match the column names"), and `-` was "no such file" (plink emit reads it)."""
+    import io
+    import os
+    import subprocess
+    import sys
+
+    from plink.data.simulate import simulate_datacenter
+
+    src = tmp_path / "dc.json"
+    simulate_datacenter(racks=2, hosts_per_rack=3, seed=4).save(src)
+    probe = load_input(src).probe  # as the file holds it (rounded)
+    nameless = tmp_path / "dc"  # no ending: read as text, and its text is a probe file
+    nameless.write_bytes(src.read_bytes())
+    got = load_input(nameless).probe
+    assert got.names == probe.names and np.allclose(got.latency, probe.latency, equal_nan=True)
+    with pytest.raises(ProbeFileError, match="--kind and --unit describe plain matrices"):
+        load_input(nameless, unit="ms")
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(src.read_bytes())))
+    got = load_input("-").probe
+    assert got.names == probe.names and np.allclose(got.latency, probe.latency, equal_nan=True)
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(b"a,b,c\n0,1,2\n1,0,3\n2,3,0\n")))
+    loaded = load_input("-", unit="ms")
+    assert loaded.probe.names == ["a", "b", "c"] and loaded.probe.latency[0, 2] == 2000.0
+    # through a real pipe, as the shell gives it
+    env = dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parent.parent))
+    for argv, stdin in ((["/dev/stdin"], src.read_bytes()), (["-"], src.read_bytes())):
+        proc = subprocess.run([sys.executable, "-m", "plink", "order", *argv, "--time-limit", "0.2", "--json"],
+                              input=stdin, capture_output=True, env=env, timeout=120)
+        assert proc.returncode == 0, proc.stderr
+        assert sorted(json.loads(proc.stdout)["hosts"]) == sorted(probe.names)

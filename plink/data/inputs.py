@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import os
 import re
+import sys
 import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -252,13 +253,20 @@ def _csv_column(text: str, path: str, column: str | None) -> tuple[list[str], st
 # matrices
 
 
-def _read_raw(path: Path, notes: list[str] | None = None) -> tuple[np.ndarray, list[str] | None]:
+#: the endings of a plain text matrix (a name without one, /dev/stdin or a pipe's /dev/fd/63, too)
+_TEXT_SUFFIXES = (".csv", ".tsv", ".txt", ".mat", "")
+
+
+def _read_raw(path: Path, notes: list[str] | None = None,
+              text: str | None = None) -> tuple[np.ndarray, list[str] | None]:
     from plink.data.probefile import read_matrix_csv
 
     suffix = path.suffix.lower()
+    if text is not None:
+        return read_matrix_csv(path, notes, text=text)
     if suffix == ".npy":
         return _read_npy(path), None
-    if suffix in (".csv", ".tsv", ".txt", ".mat", ""):
+    if suffix in _TEXT_SUFFIXES:
         return read_matrix_csv(path, notes)
     raise ProbeFileError(f"{path}: unknown file type {suffix!r} (expected .json, .csv, .tsv, .txt or .npy)")
 
@@ -421,17 +429,29 @@ def load_input(
     order) to a latency one; ``hosts`` names the hosts (see :func:`read_host_names`).
     Returns the data and the notes/warnings to show the user.
     """
-    from plink.data.probefile import Host, ProbeData, load_json
+    from plink.data.fileio import loads_json, read_stream, read_text
+    from plink.data.probefile import Host, ProbeData, from_dict
 
     p = Path(path)
     out = Loaded(probe=None)
-    if p.suffix.lower() == ".json":
+    text = None  # the text, when it had to be read to tell JSON from CSV
+    if os.fspath(path) == "-":  # standard input, as plink emit reads it
+        path, p = "<stdin>", Path("<stdin>")
+        try:
+            text = read_stream(sys.stdin.buffer, "<stdin>", ProbeFileError)
+        except UnicodeDecodeError:
+            raise ProbeFileError("<stdin>: not UTF-8 text") from None
+    elif p.suffix.lower() in _TEXT_SUFFIXES:
+        text = read_text(p, ProbeFileError)
+    is_json = p.suffix.lower() == ".json" or (text is not None and text.lstrip().startswith("{"))
+    if is_json:  # a probe file: by its name, or by its text (/dev/stdin, <(cat probe.json), probe.out)
         if kind != "latency" or unit is not None:
             raise ProbeFileError(f"{path}: --kind and --unit describe plain matrices; a plink probe file is in us "
                                  "and Gbit/s already")
         if hosts is not None:
             raise ProbeFileError(f"{path}: --hosts names the hosts of a plain matrix; a probe file names its own")
-        probe = load_json(p, notes=out.notes)
+        doc = loads_json(text if text is not None else read_text(p, ProbeFileError), str(path), ProbeFileError)
+        probe = from_dict(doc, str(path), notes=out.notes)
         if bandwidth is not None:
             bw = _load_bandwidth(bandwidth, bandwidth_unit, probe.names, out)
             probe = ProbeData(hosts=probe.hosts, latency=probe.latency, latency_median=probe.latency_median,
@@ -443,7 +463,7 @@ def load_input(
     given = unit is not None
     unit = _norm_unit(unit, kind)
     _warn_name_unit(str(path), kind, unit, given, out)
-    raw, names = _read_raw(p, out.notes)
+    raw, names = _read_raw(p, out.notes, text=text)
     n = raw.shape[0]
     if hosts is not None:
         listed = read_host_names(hosts, max_hosts=MAX_HOSTS if max_hosts is None else max_hosts)

@@ -693,10 +693,13 @@ def _separator_ends_every_line(rows: list[list[str]]) -> bool:
     return len(rows[0]) == len(rows) + _name_column(rows) + 1
 
 
-def read_matrix_csv(path: str | os.PathLike, notes: list[str] | None = None) -> tuple[np.ndarray, list[str] | None]:
+def read_matrix_csv(path: str | os.PathLike, notes: list[str] | None = None,
+                    text: str | None = None) -> tuple[np.ndarray, list[str] | None]:
     """Read a CSV/TSV matrix; return it and the host names found in it, if any. What was read in a
-    way a user may not expect (labels) goes to ``notes``."""
-    text = _read_text(path)
+    way a user may not expect (labels) goes to ``notes``. ``text``: the file's text when already
+    read (standard input, a pipe), ``path`` then only names it."""
+    if text is None:
+        text = _read_text(path)
     lines, rows = csv_rows(text, path, "matrix", empty_cells=True)
     if len(lines) > _MAX_ROWS:
         raise ProbeFileError(f"{path}: {len(lines)} rows: more than {_MAX_ROWS} hosts")
