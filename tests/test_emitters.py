@@ -734,6 +734,9 @@ def test_names_resolvers_read_as_ipv4_addresses_and_bad_addresses_are_refused(tm
         with pytest.raises(PlinkError, match=rf"'{name}' cannot be written to a launcher file: it is the IPv4 address {addr} to resolvers"):
             em.emit("openmpi", [name, "b"])
     assert "1.2.3.4\nnode1\n" in em.emit("plain", ["1.2.3.4", "node1"])
+    for name in ("999.1.1.1", "1.2.3.4.5", "256.0.0.1"):  # digits and dots, no address: went in as they were
+        with pytest.raises(PlinkError, match=rf"'{name}' cannot be written to a launcher file: it is not a host name"):
+            em.emit("openmpi", [name, "b"])
     nums = tmp_path / "num.json"  # what plink order --format json keeps; plink emit names the file and a way out
     nums.write_text(json.dumps({"format": "plink-order", "version": 1,
                                 "hosts": [{"rank": 0, "name": "100"}, {"rank": 1, "name": "101"}]}))
@@ -741,7 +744,7 @@ def test_names_resolvers_read_as_ipv4_addresses_and_bad_addresses_are_refused(tm
     assert r.returncode == 1 and r.stderr.startswith(f"plink: error: {nums}: host name '100' cannot be written")
     assert "give the hosts names that are not numbers, such as node100" in r.stderr
     f = tmp_path / "order.json"
-    for addr in ("x;touch${IFS}y", "$(id)", "`id`", "10.1"):
+    for addr in ("x;touch${IFS}y", "$(id)", "`id`", "10.1", "999.1.1.1"):
         f.write_text(json.dumps({"format": "plink-order", "version": 1,
                                  "hosts": [{"rank": 0, "name": "a", "address": addr}, {"rank": 1, "name": "b"}]}))
         with pytest.raises(PlinkError, match=r"host 'a': address .* is not an IP address or a host name"):

@@ -129,7 +129,8 @@ def host_name_problem(name: str) -> str | None:
     What a host list, hostfile or ``plink order`` plain file can hold: a name such as
     ``aws:sa-east-1`` or ``node[1-3]`` would read back as other hosts (a port, a Slurm range), and
     one made of digits (and dots or a hex prefix) that is no IPv4 address written in full, such as
-    ``100`` or ``10.1``, is one to resolvers (``inet_aton``: 0.0.0.100, 10.0.0.1)."""
+    ``100`` or ``10.1``, is one to resolvers (``inet_aton``: 0.0.0.100, 10.0.0.1); one of digits and
+    dots that is no address at all (``999.1.1.1``) is refused too."""
     import socket
 
     name = str(name)
@@ -149,6 +150,9 @@ def host_name_problem(name: str) -> str | None:
                 pass
             else:
                 return f"host name {name!r} is the IPv4 address {socket.inet_ntoa(packed)} to resolvers"
+            if all(part.isascii() and part.isdigit() for part in name.split(".")):
+                # 999.1.1.1, 1.2.3.4.5: digits and dots only, no IPv4 address and no host name either
+                return f"host name {name!r} is no IPv4 address (each of 4 parts 0..255) and no host name"
     if ":" in name:  # (the pattern takes any hex digits and colons: c:2 is no address)
         import ipaddress
 
