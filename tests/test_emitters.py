@@ -304,6 +304,8 @@ def test_cli_node_rank(tmp_path):
     assert (stdin.returncode, stdin.stdout) == (0, "1\n"), stdin.stderr  # - reads stdin ("-: no such file")
     proc = run("node-rank", str(p), "--host", "")  # a usage error (it exited 1)
     assert proc.returncode == 2 and "--host is empty" in proc.stderr
+    proc = run("node-rank", str(p), "--host", "vm\x01RED")  # was echoed raw in 'this node (...) is not in'
+    assert proc.returncode == 2 and "--host 'vm\\x01RED' is not a host name" in proc.stderr and "\x01" not in proc.stderr
     proc = run("node-rank", str(p))  # this machine is not n0/n1
     assert proc.returncode == 1 and "is not in" in proc.stderr and len(proc.stderr.splitlines()) == 1
 

@@ -108,6 +108,8 @@ def node_rank(
         host = host.strip()
         if not host:
             raise OptionError("--host is empty")
+        if not host.isprintable() or any(c.isspace() for c in host):  # (it was echoed raw into the error)
+            raise OptionError(f"--host {host!r} is not a host name: it holds blanks or control characters")
         try:
             ident = Identity((), (_norm_addr(str(ipaddress.ip_address(host))),))
         except ValueError:
