@@ -68,3 +68,17 @@ def test_the_progress_bar_has_a_stage_for_bandwidth_and_uplinks():
         tasks = [(t.description, t.completed, t.total) for t in bar.progress.tasks]
     assert tasks == [("connecting", 4, 4), ("probing pass 1: 6 pairs, 1 x 3 rounds", 1, 1),
                      ("probing bandwidth round 3/3", 3, 3), ("probing shared uplinks: 2 groups x 3 passes", 4, 6)]
+
+
+@pytest.mark.parametrize("args, fragment", [
+    (["--tol", "-1"], "--tol must be in (0, 1]"), (["--tol", "nan"], "--tol must be in (0, 1]"),
+    (["--tol", "2"], "--tol must be in (0, 1]"),
+    (["--python", ""], "Invalid value for '--python'"), (["--python", "py\x01"], "Invalid value for '--python'"),
+])
+def test_tol_and_python_are_checked_before_connecting(tmp_path, args, fragment):
+    """--tol -1 / nan and --python '' went on to connect (every other probe option was a usage error)."""
+    hosts = tmp_path / "hosts.txt"
+    hosts.write_text("a.invalid\nb.invalid\n")  # (never resolved: the check comes first)
+    r = plink("probe", str(hosts), "-o", str(tmp_path / "p.json"), *args)
+    assert r.returncode == 2 and fragment in r.stderr and "cannot resolve" not in r.stderr, r.stderr
+    assert len(r.stderr.strip().splitlines()) == 1

@@ -177,6 +177,13 @@ class _ProbeProgress:
             self.progress.__exit__(*exc)
 
 
+def _interpreter(value: str) -> str:
+    """--python: one command or path, quoted as one word on the remote side (so a path may hold blanks)."""
+    if not value.strip() or not value.isprintable():
+        raise click.BadParameter(f"must be a command or a path without control characters, got {value!r}")
+    return value
+
+
 @cli.command()
 @click.argument("hosts", type=click.Path(dir_okay=False))
 @click.option("-o", "--output", type=click.Path(dir_okay=False, allow_dash=True), callback=stdout_if_dash,
@@ -224,7 +231,8 @@ class _ProbeProgress:
               show_default=True, help="Host list format (see README: 'host:N' is a port or a slot count).")
 @click.option("--max-hosts", default=4096, show_default=True, type=click.IntRange(1),
               help="Refuse a host list that expands to more hosts (Slurm ranges are counted before expanding).")
-@click.option("--python", "python", default="python3", show_default=True, help="Python interpreter on the hosts.")
+@click.option("--python", "python", default="python3", show_default=True, callback=lambda ctx, param, value: _interpreter(value),
+              help="Python interpreter on the hosts (a command or a path).")
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON summary on stdout (needs -o).")
 @click.option("-q", "--quiet", is_flag=True, help="No progress and no summary (errors and missing hosts only).")
 def probe(hosts, output, method, count, interval, passes, max_count, tol, bandwidth, bw_seconds, streams, uplinks,
