@@ -622,3 +622,14 @@ def test_a_header_of_numeric_names_is_pointed_at(tmp_path):
         load(f)
     with pytest.raises(ProbeFileError, match=r"row 1 has 2 values, expected 3$"):  # a short row is no header
         load(write(tmp_path, "short.csv", "0,1,2\n1,0\n2,2,0\n"))
+
+
+def test_from_matrix_of_ragged_rows_or_text_is_a_plink_error():
+    """A ragged list raised numpy's bare 'setting an array element with a sequence.' (README: every check
+    raises PlinkError, a ValueError too)."""
+    from plink.data.probefile import from_matrix
+    from plink.errors import PlinkError
+
+    for bad in (np.array([[0, 1], [1]], dtype=object), [["a", "b"], ["c", "d"]]):
+        with pytest.raises(PlinkError, match="latency matrix is not a square array of numbers"):
+            from_matrix(bad)

@@ -782,7 +782,10 @@ def from_matrix(
     """
     if unit not in LATENCY_UNITS:
         raise ProbeFileError(f"unknown latency unit {unit!r} (choose from {', '.join(LATENCY_UNITS)})")
-    m = np.array(latency, dtype=float) * LATENCY_UNITS[unit]
+    try:
+        m = np.array(latency, dtype=float) * LATENCY_UNITS[unit]
+    except (TypeError, ValueError) as exc:  # ragged rows, text, complex numbers: numpy's bare message said little
+        raise ProbeFileError(f"latency matrix is not a square array of numbers ({exc})") from None
     if m.ndim != 2 or m.shape[0] != m.shape[1]:
         raise ProbeFileError(f"latency matrix is not square (shape {'x'.join(map(str, m.shape))})")
     n = m.shape[0]
