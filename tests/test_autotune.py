@@ -164,3 +164,16 @@ def test_finetune_refuses_weights_that_are_not_numbers(setup):
         check_finetune(1.0, 1.0, 0.5, prefix="--")
     assert finetune(plan, stats, beta=0.0, gamma=0.0).ratio == 1.0  # zero weights: no blame, no move
     assert finetune(plan, stats, beta=1e6, gamma=1e6).ratio == finetune(plan, stats).ratio  # relative weights
+
+
+def test_a_bad_field_of_a_stats_link_is_named():
+    """"rtt_us": "x" was reported as "needs numeric 'bytes' and 'seconds'"."""
+    hosts = ["a", "b"]
+    link = {"src": "a", "dst": "b", "bytes": 100, "seconds": 0.1}
+    with pytest.raises(PlinkError, match=r"link 0: 'rtt_us' must be a number, not 'x'"):
+        stats_from_dict({"format": "plink-stats", "version": 1, "links": [dict(link, rtt_us="x")]}, hosts, "s.json")
+    with pytest.raises(PlinkError, match=r"link 0: 'seconds' must be a number, not 'soon'"):
+        stats_from_dict({"format": "plink-stats", "version": 1, "links": [dict(link, seconds="soon")]}, hosts, "s.json")
+    with pytest.raises(PlinkError, match=r"link 0: needs numeric 'bytes' and 'seconds' \('bytes' is missing\)"):
+        stats_from_dict({"format": "plink-stats", "version": 1, "links": [{"src": "a", "dst": "b", "seconds": 1}]}, hosts, "s.json")
+    assert stats_from_dict({"format": "plink-stats", "version": 1, "links": [dict(link, rtt_us=None)]}, hosts, "s.json").nbytes[0, 1] == 100

@@ -393,6 +393,7 @@ def test_cli_emit_from_order_file(dc, tmp_path):
     Groups(hosts=probe.names[:-1] + ["stranger"], labels=np.zeros(probe.n, dtype=int)).save(other)
     proc = run("emit", str(js), "--format", "slurm-topology", "--groups", str(other))
     assert proc.returncode == 1 and "different host lists" in proc.stderr and len(proc.stderr.splitlines()) == 1
+    assert "as the order (missing" in proc.stderr and "probe file" not in proc.stderr  # (emit reads no probe file)
     # a rack map naming more hosts than the job (two strangers in racks of their own) is fine
     site = tmp_path / "site.json"
     Groups(hosts=["stranger1"] + probe.names + ["stranger2"],

@@ -662,3 +662,11 @@ def test_a_probe_file_is_known_by_its_text_and_dash_reads_stdin(tmp_path, monkey
                               input=stdin, capture_output=True, env=env, timeout=120)
         assert proc.returncode == 0, proc.stderr
         assert sorted(json.loads(proc.stdout)["hosts"]) == sorted(probe.names)
+
+
+def test_a_csv_without_a_number_says_so(tmp_path):
+    """A CSV of names only (a,b,c / x,y,z / q,r,s) was refused as 'row names do not match the column names'."""
+    f = tmp_path / "words.csv"
+    f.write_text("a,b,c\nx,y,z\nq,r,s\n")
+    with pytest.raises(ProbeFileError, match="words.csv: no number in it: not a matrix"):
+        load_input(f)

@@ -89,7 +89,7 @@ def emit_cmd(orderfile, fmt, slots, groups_file, algo, output) -> None:
 
         groups = load_groups(groups_file)  # (its own errors say what is wrong with the file)
         try:
-            labels = groups.aligned_to([h.name for h in hosts], extra_ok=True).tolist()
+            labels = groups.aligned_to([h.name for h in hosts], extra_ok=True, where="the order").tolist()
             note_groups_beyond(groups_file, groups, [h.name for h in hosts], "the order")
         except ProbeFileError as exc:
             raise ProbeFileError(f"{groups_file} and {orderfile} are from different host lists: {exc}") from None

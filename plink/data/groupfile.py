@@ -84,12 +84,13 @@ class Groups:
     def sizes(self) -> list[int]:
         return np.bincount(self.labels, minlength=self.k).tolist()
 
-    def aligned_to(self, names: Sequence[str], extra_ok: bool = False) -> np.ndarray:
+    def aligned_to(self, names: Sequence[str], extra_ok: bool = False, where: str = "the probe file") -> np.ndarray:
         """Labels in the order of ``names`` (must be the same set of hosts).
 
         With ``extra_ok`` the groups may name more hosts (a rack map of the whole site for a
         probe of some of it): those are dropped and the labels renumbered ``0..k-1`` in their
-        order, so a group with no host in ``names`` leaves no gap."""
+        order, so a group with no host in ``names`` leaves no gap. ``where``: what ``names`` come
+        from, for the error."""
         from plink.data.probefile import default_host_names
 
         names = list(names)
@@ -103,7 +104,7 @@ class Groups:
         extra = set() if extra_ok else set(self.hosts) - set(names)
         if missing or extra:
             what = f"missing {missing[:3]}" if missing else f"unknown {sorted(extra)[:3]}"
-            raise ProbeFileError(f"groups do not cover the same hosts as the probe file ({what})")
+            raise ProbeFileError(f"groups do not cover the same hosts as {where} ({what})")
         labels = np.array([self.labels[pos[n]] for n in names], dtype=int)
         return np.unique(labels, return_inverse=True)[1].reshape(-1).astype(int) if extra_ok else labels
 

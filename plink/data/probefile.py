@@ -709,6 +709,9 @@ def read_matrix_csv(path: str | os.PathLike, notes: list[str] | None = None,
         # one name per line (user@host:port, slots=...): the host list plink probe reads, given for a matrix
         raise ProbeFileError(f"{path}: one name per line and no number: a host list, not a matrix "
                              f"('plink probe {path} -o probe.json' measures the matrix this command reads)")
+    if len(rows) > 1 and not any(_is_number(c) for r in rows for c in r):  # (it said "row names do not match the column names")
+        raise ProbeFileError(f"{path}: no number in it: not a matrix (one row of numbers per host, "
+                             "NaN or empty where a pair was not measured)")
     if _separator_ends_every_line(rows):
         rows = [r[:-1] for r in rows]  # (some exporters write one): no column
     names: list[str] | None = None

@@ -107,11 +107,18 @@ def stats_from_dict(doc: Any, hosts: list[str], path: str = "<stats>") -> LinkSt
         i, j = pos[row["src"]], pos[row["dst"]]
         if i == j:
             raise PlinkError(f"{path}: link {k} goes from {row['src']!r} to itself")
-        try:
-            b, s = float(row["bytes"]), float(row["seconds"])
-            r = float(row["rtt_us"]) if row.get("rtt_us") is not None else np.nan
-        except (KeyError, TypeError, ValueError, OverflowError) as exc:
-            raise PlinkError(f"{path}: link {k}: needs numeric 'bytes' and 'seconds' ({str(exc)[:80]})") from None
+        vals = {}
+        for key in ("bytes", "seconds", "rtt_us"):  # each named when it is the bad one (rtt_us: optional)
+            if key == "rtt_us" and row.get(key) is None:
+                vals[key] = np.nan
+                continue
+            if key not in row:
+                raise PlinkError(f"{path}: link {k}: needs numeric 'bytes' and 'seconds' ('{key}' is missing)")
+            try:
+                vals[key] = float(row[key])
+            except (TypeError, ValueError, OverflowError):
+                raise PlinkError(f"{path}: link {k}: '{key}' must be a number, not {str(row[key])[:40]!r}") from None
+        b, s, r = vals["bytes"], vals["seconds"], vals["rtt_us"]
         if not (np.isfinite(b) and np.isfinite(s)) or b < 0 or s < 0 or (b > 0 and s == 0) or r < 0:
             raise PlinkError(f"{path}: link {k}: bytes/seconds/rtt_us must be finite, >= 0, seconds > 0 when bytes > 0")
         nb[i, j] = np.nansum([nb[i, j], b])
