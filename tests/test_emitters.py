@@ -771,3 +771,13 @@ def test_an_mpich_machinefile_reads_back_as_an_order(tmp_path):
     g = tmp_path / "v6.txt"
     g.write_text("fe80::1:4\n10.0.0.1:4\n")
     assert [h.name for h in read_order_hosts(g)] == ["fe80::1:4", "10.0.0.1"]
+
+
+@pytest.mark.parametrize("fmt, kind", [("openmpi", "a file with a line per process"), ("rankfile", "an Open MPI rankfile"),
+                                       ("env", "an environment file")])
+def test_node_rank_given_a_launcher_file_says_what_it_reads(tmp_path, fmt, kind):
+    """node-rank of a launcher file said only "host 'rank' appears twice" (rankfile) or 'export' (env)."""
+    f = tmp_path / f"l.{fmt}"
+    f.write_text(em.emit(fmt, ["a", "b", "c"], slots=2, order_file="order.txt"))
+    r = run("node-rank", str(f), "--host", "a")
+    assert r.returncode == 1 and f"(is this {kind}? give the order file 'plink order' wrote" in r.stderr, r.stderr

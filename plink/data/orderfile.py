@@ -159,5 +159,7 @@ def read_order_hosts(path: str | os.PathLike, text: str | None = None) -> list[H
         raise ProbeFileError(f"{path}: no hosts in order file")
     if len(set(names)) != len(names):
         dup = next(n for n in names if names.count(n) > 1)
-        raise ProbeFileError(f"{path}: host {dup!r} appears twice")
+        kind = {"rank": "an Open MPI rankfile", "export": "an environment file"}.get(dup, "a file with a line per process")
+        raise ProbeFileError(f"{path}: host {dup!r} appears twice: an order file names each host once (is this "
+                             f"{kind}? give the order file 'plink order' wrote, or a torchrun map)")
     return hosts
