@@ -124,6 +124,13 @@ def test_local_address_routes_never_the_hosts_file_loopback(monkeypatch):
     assert pd_probe.local_address(None) == "127.0.0.1"
     routes["127.0.0.1"] = "127.0.0.1"  # a one-host job rendezvousing on loopback stays there
     assert pd_probe.local_address("127.0.0.1") == "127.0.0.1"
+    # torchrun's rendezvous sets MASTER_ADDR to rank 0's host name, which Debian's /etc/hosts maps to 127.0.1.1
+    # on that host: the master node was recorded at 127.0.0.1 (and plink emit handed that to every node)
+    routes["vm"] = "127.0.0.1"
+    routes["192.0.2.1"] = "172.16.0.5"
+    assert pd_probe.local_address("vm") == "172.16.0.5"
+    routes["localhost"] = "127.0.0.1"
+    assert pd_probe.local_address("localhost") == "127.0.0.1"
 
 
 def test_local_address_real_route():
@@ -709,3 +716,207 @@ def test_cli_probe_to_stdout_with_json_is_refused():
     r = subprocess.run([sys.executable, "-m", "plink.distributed", "probe", "-o", "-", "--json"], capture_output=True,
                        text=True, env=env, timeout=120)
     assert r.returncode == 2 and r.stdout == "" and "would both write to stdout" in r.stderr
+
+
+# ---------------------------------------------------------------------------
+# outside-in check of 2026-12-02 (helper 34)
+
+
+def test_ranks_in_order_refuses_a_repeated_or_foreign_entry():
+    """ranks_in_order([0, 0], ...) gave rank 0 twice, [-1] counted from the end, [5] raised IndexError."""
+    from plink.distributed.group import ranks_in_order
+    from plink.errors import InputError
+
+    for bad, msg in (([0, 0], "entry 0 appears twice"), ([-1], "entry -1 is not an index"),
+                     ([5], "entry 5 is not an index"), ([True], "entry True is not an index")):
+        with pytest.raises(InputError, match=msg):
+            ranks_in_order(bad, [[0], [1]])
+    assert ranks_in_order([np.int64(1)], [[0], [1, 2]]) == [1, 2, 0]
+
+
+def _locality_error(rank, kwargs, hosts):
+    socket.gethostname = lambda: hosts[rank]
+    try:
+        pd.locality_group(**kwargs)
+    except Exception as exc:  # noqa: BLE001
+        return type(exc).__name__, isinstance(exc, ValueError), str(exc)
+    return None
+
+
+@pytest.mark.parametrize("kwargs, cls, msg", [
+    ({"algo": "bogus"}, "OptionError", "unknown algorithm 'bogus'"),
+    ({"time_limit": 0}, "OptionError", "time limit must be > 0"),
+    ({"timeout": float("inf")}, "OptionError", "timeout must be in (0, 604800] s"),
+    ({"probe_file": "a", "order_file": "b"}, "OptionError", "give probe_file or order_file, not both"),
+    ({"order_file": "/nonexistent/order.txt"}, "ProbeFileError", "no such file"),
+])
+def test_locality_group_errors_are_the_same_class_on_every_rank_and_come_first(kwargs, cls, msg):
+    """A bad algo on 1-3 nodes was not refused at all (the default group came back), on more only after the
+    probe; and rank 0 raised OptionError (a ValueError) where the others raised a plain PlinkError."""
+    res = run_ranks(3, _locality_error, kwargs, ["a", "b", "c"])
+    assert all(s == "ok" for s, _ in res.values()), res
+    for r in range(3):
+        name, is_value_error, text = res[r][1]
+        assert name == cls and is_value_error and msg in text, res[r]
+
+
+def _probe_error(rank, kwargs):
+    try:
+        pd.probe_group(**kwargs)
+    except Exception as exc:  # noqa: BLE001
+        return type(exc).__name__, isinstance(exc, ValueError), str(exc)
+    return None
+
+
+@pytest.mark.parametrize("kwargs, msg", [({"method": "bogus"}, "unknown method 'bogus'"),
+                                         ({"transport": "bogus"}, "unknown transport 'bogus'"),
+                                         ({"backend": "bogus", "method": "tensor"}, "unknown backend 'bogus'"),
+                                         ({"backend": "nccl"}, "backend 'nccl' needs a GPU"),
+                                         ({"timeout": 1e15}, "timeout must be in")])
+def test_probe_group_bad_values_are_option_errors(kwargs, msg):
+    """method/transport typos were plain PlinkErrors; a backend typo was blamed on a node (meta.failed), NCCL
+    on a CPU box raised torch's AttributeError, timeout=1e15 an OverflowError."""
+    if kwargs.get("backend") == "nccl" and torch.cuda.is_available():
+        pytest.skip("this machine has a GPU")
+    res = run_ranks(2, _probe_error, kwargs)
+    assert all(s == "ok" and v[0] == "OptionError" and v[1] and msg in v[2] for s, v in res.values()), res
+
+
+def _verified_identity(rank, hosts, path):
+    socket.gethostname = lambda: hosts[rank]
+    import plink.distributed.compare as cmp_mod
+
+    calls = []
+    cmp_mod.compare_groups = lambda group, **kw: calls.append(kw)  # must not be called
+    import torch.distributed as dist
+
+    group, order = pd.locality_group(order_file=path, verify=True, size=8192, verify_repeats=2)
+    return order, group is dist.group.WORLD, calls
+
+
+def test_verify_of_the_launchers_own_order_keeps_the_default_group(tmp_path):
+    """verify=True timed the launcher's order against itself and could call it '1.33x faster' (noise)."""
+    path = tmp_path / "order.txt"
+    path.write_text("n0\nn1\nn2\nn3\n")
+    res = run_ranks(4, _verified_identity, ["n0", "n1", "n2", "n3"], str(path))
+    assert all(s == "ok" and v == ([0, 1, 2, 3], True, []) for s, v in res.values()), res
+
+
+def _compare_str_size(rank):
+    import torch.distributed as dist
+
+    return pd.compare_groups(dist.group.WORLD, size="16KiB", repeats=1).size
+
+
+def test_compare_groups_takes_a_size_text():
+    """compare_groups(g, size='1MiB') raised "invalid literal for int() with base 10: '1MiB'"."""
+    res = run_ranks(2, _compare_str_size)
+    assert all(s == "ok" and v == 16384 for s, v in res.values()), res
+
+
+@pytest.mark.parametrize("argv, code, msg", [
+    (["probe", "--timeout", "inf"], 2, "Invalid value for '--timeout'"),
+    (["compare", "x.json", "--timeout", "1e15"], 2, "Invalid value for '--timeout'"),
+    (["probe", "--samples", "0"], 2, "see 'python -m plink.distributed probe --help'"),
+])
+def test_cli_errors_are_one_line_with_one_prefix(argv, code, msg, capsys):
+    """--timeout inf gave an OverflowError traceback; usage errors said 'python -m plink.distributed: error:',
+    the others 'plink.distributed: error:'."""
+    with pytest.raises(SystemExit) as exc:
+        pd_main.main(argv)
+    err = capsys.readouterr().err.strip().splitlines()
+    assert exc.value.code == code and len(err) == 1 and err[0].startswith("plink.distributed: error: ") and msg in err[0]
+
+
+def test_cli_without_a_command_prints_its_help(capsys):
+    """It printed the whole help squashed into one 'error:' line."""
+    with pytest.raises(SystemExit) as exc:
+        pd_main.main([])
+    err = capsys.readouterr().err
+    assert exc.value.code == 2 and "Commands:" in err and "\n  probe" in err and "error" not in err
+
+
+def test_cli_interrupted_ranks_are_one_line_exit_130():
+    """Ranks started by hand (srun, PyTorchJob) and interrupted mid-probe printed a 46-line double traceback
+    (KeyboardInterrupt, then click's Abort), exit 1."""
+    import signal
+    import subprocess
+    import sys
+
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    procs = []
+    for rank in range(2):
+        env = dict(os.environ, PYTHONPATH=root, RANK=str(rank), WORLD_SIZE="2", LOCAL_RANK="0",
+                   MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
+        procs.append(subprocess.Popen([sys.executable, "-m", "plink.distributed", "probe", "--per-rank", "--samples",
+                                       "20000", "--interval", "0.01", "--timeout", "60"],
+                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env))
+
+    def agents(pid):  # the udp method's agent: a child process, once the probe runs
+        try:
+            return [t for t in os.listdir(f"/proc/{pid}/task")
+                    if open(f"/proc/{pid}/task/{t}/children").read().split()]
+        except OSError:
+            return []
+
+    deadline = time.monotonic() + 90
+    while time.monotonic() < deadline and not all(agents(p.pid) for p in procs):
+        time.sleep(0.2)
+    time.sleep(1.0)
+    for p in procs:
+        p.send_signal(signal.SIGINT)
+    errs = []
+    for p in procs:
+        try:
+            errs.append(p.communicate(timeout=60)[1])
+        except subprocess.TimeoutExpired:
+            for q in procs:
+                q.kill()
+            pytest.fail("a rank did not stop on Ctrl-C")
+    for p, err in zip(procs, errs):
+        lines = [ln for ln in err.strip().splitlines() if ln.startswith("plink.distributed")]
+        assert p.returncode == 130 and lines[-1] == "plink.distributed: interrupted", err
+        assert "Traceback" not in err, err
+
+
+def test_cli_rank_that_loses_rank_0_says_so_in_one_line():
+    """Rank 0 killed mid-probe: the other ranks printed ~45 lines of C++ frames and a traceback
+    (DistNetworkError from the store), exit 1; the docs promise one PlinkError line."""
+    import signal
+    import subprocess
+    import sys
+
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    env = {k: v for k, v in os.environ.items() if k != "TORCH_CPP_LOG_LEVEL"}
+    procs = [subprocess.Popen([sys.executable, "-m", "plink.distributed", "probe", "--per-rank", "--samples", "2000",
+                               "--interval", "0.01", "--timeout", "5"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                              text=True, env=dict(env, PYTHONPATH=root, RANK=str(r), WORLD_SIZE="2", LOCAL_RANK="0",
+                                                  MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port)))
+             for r in range(2)]
+
+    def probing(pid):  # the udp agent, a child process, runs once the rounds have begun
+        try:
+            return any(open(f"/proc/{pid}/task/{t}/children").read().split() for t in os.listdir(f"/proc/{pid}/task"))
+        except OSError:
+            return False
+
+    deadline = time.monotonic() + 90
+    while time.monotonic() < deadline and not all(probing(p.pid) for p in procs):
+        time.sleep(0.2)
+    time.sleep(1.0)
+    procs[0].send_signal(signal.SIGKILL)
+    procs[0].communicate()
+    try:
+        _, err = procs[1].communicate(timeout=90)
+    except subprocess.TimeoutExpired:
+        procs[1].kill()
+        pytest.fail("rank 1 did not stop after rank 0 died")
+    assert procs[1].returncode == 1, err
+    assert err.strip().splitlines() == [err.strip()] and err.startswith("plink.distributed: error: lost the job's other "
+                                                                        "ranks ("), err

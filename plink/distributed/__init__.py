@@ -53,6 +53,10 @@ def init_from_env(backend: str = "auto", timeout: float = 300.0) -> LaunchEnv:
     import torch
     import torch.distributed as dist
 
+    from plink.distributed.probe import check_backend, check_timeout
+
+    timeout = check_timeout(timeout)
+    backend = check_backend(backend)
     env = launcher_env()
     if dist.is_initialized():
         return env

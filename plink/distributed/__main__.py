@@ -13,12 +13,17 @@ measured); rank 0 prints both.  Exit codes: 0, 1 error, 2 usage.
 from __future__ import annotations
 
 import json
+import os
 import sys
 
-import click
+# torch's C++ warnings (a lost store prints ~15 lines of C++ frames before the error plink reports in one line):
+# errors only, unless the user asked for another level; set before torch is imported
+os.environ.setdefault("TORCH_CPP_LOG_LEVEL", "ERROR")
 
-from plink.distributed.probe import METHODS
-from plink.errors import PlinkError
+import click  # noqa: E402
+
+from plink.distributed.probe import MAX_TIMEOUT, METHODS  # noqa: E402
+from plink.errors import PlinkError  # noqa: E402
 
 EXIT_INCOMPLETE = 3
 
@@ -44,9 +49,10 @@ def cli() -> None:
 @click.option("--bw-seconds", default=1.0, show_default=True, type=click.FloatRange(min=0, min_open=True),
               help="Seconds of streaming per direction and pair.")
 @click.option("--bw-size", default="4MiB", show_default=True, help="Tensor size for the bandwidth test.")
-@click.option("--timeout", default=60.0, show_default=True, type=click.FloatRange(min=0, min_open=True),
+@click.option("--timeout", default=60.0, show_default=True, type=click.FloatRange(min=0, max=MAX_TIMEOUT, min_open=True),
               help="Seconds any wait for another rank may take before it is reported failed (udp: a pong "
-                   "counts as lost after 1 s; a pair without any is reported with the reason).")
+                   "counts as lost after 1 s; a pair without any is reported with the reason; joining the "
+                   "job: at least 60).")
 @click.option("--transport", type=click.Choice(["pair", "world"]), default="pair", show_default=True,
               help="Tensors (--method tensor, --bandwidth) go over: pair: a 2-rank sub-group per pair (a failure "
                    "stays in the pair); world: send/recv on the default group.")
@@ -106,9 +112,10 @@ def probe(output, method, samples, interval, passes, per_rank, bandwidth, bw_sec
     if as_json:
         click.echo(json.dumps(summary))
     else:
-        click.echo(f"plink.distributed: {data.n} {'ranks' if per_rank else 'nodes'}, {meta['rounds']} rounds in "
+        what = "rank" if per_rank else "node"
+        click.echo(f"plink.distributed: {_count(data.n, what)}, {_count(meta['rounds'], 'round')} in "
                    f"{meta['rounds_s']:.1f} s (bound {meta['rounds_bound_s']:.1f} s), rendezvous "
-                   f"{meta['rendezvous_s']:.1f} s, {data.n_missing_pairs()} pairs missing"
+                   f"{meta['rendezvous_s']:.1f} s, {_count(data.n_missing_pairs(), 'pair')} missing"
                    + (f", written to {output}" if output else "; not kept (no -o)"), err=True)
     return EXIT_INCOMPLETE if data.n_missing_pairs() else 0
 
@@ -119,7 +126,7 @@ def probe(output, method, samples, interval, passes, per_rank, bandwidth, bw_sec
 @click.option("--repeats", default=5, show_default=True, type=click.IntRange(min=1),
               help="Timed runs per order (after one warm-up), the orders alternating.")
 @click.option("--per-rank", is_flag=True, help="The file names ranks, not nodes (as from probe --per-rank).")
-@click.option("--timeout", default=60.0, show_default=True, type=click.FloatRange(min=0, min_open=True),
+@click.option("--timeout", default=60.0, show_default=True, type=click.FloatRange(min=0, max=MAX_TIMEOUT, min_open=True),
               help="Seconds any wait for another rank may take (joining the job: at least 60).")
 @click.option("--backend", type=click.Choice(["auto", "gloo", "nccl"]), default="auto", show_default=True,
               help="Process group backend (auto: NCCL if this rank has a GPU, else Gloo).")
@@ -162,6 +169,11 @@ def compare(order_file, size, repeats, per_rank, timeout, backend, as_json):
     return 0
 
 
+def _count(n: int, what: str) -> str:
+    """``1 node``, ``2 nodes``."""
+    return f"{n} {what}{'' if n == 1 else 's'}"
+
+
 def _size_option(text: str, hint: str) -> int:
     """Bytes from a size option; a bad one is a usage error (exit 2)."""
     from plink.units import parse_size
@@ -172,20 +184,79 @@ def _size_option(text: str, hint: str) -> int:
         raise click.BadParameter(str(exc), param_hint=hint) from None
 
 
+PROG = "python -m plink.distributed"
+
+
 def main(argv=None) -> None:
+    """Run the command; every error is one line ``plink.distributed: error: ...``, a Ctrl-C one line
+    ``plink.distributed: interrupted`` (exit 130; SIGTERM: 143), and a rank that loses the job
+    (rank 0 or the launcher's store died) says so in one line, exit 1."""
+    import signal
+    import threading
+
+    from plink.errors import OptionError, Terminated
+
     args = sys.argv[1:] if argv is None else list(argv)
+
+    def raise_terminated(signum, frame):
+        Terminated.received = True
+        raise Terminated()
+
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGTERM, raise_terminated)
     try:
-        rc = cli.main(args=args, prog_name="python -m plink.distributed", standalone_mode=False)
+        rc = cli.main(args=args, prog_name=PROG, standalone_mode=False)
     except click.exceptions.Exit as exc:
         rc = exc.exit_code
+    except click.exceptions.Abort:  # click's form of a Ctrl-C
+        click.echo("plink.distributed: interrupted", err=True)
+        rc = 130
     except click.UsageError as exc:
-        click.echo(f"python -m plink.distributed: error: {' '.join(exc.format_message().split())}", err=True)
-        rc = 2
+        if type(exc).__name__ == "NoArgsIsHelpError" and exc.ctx is not None:  # no command: the help, as plink
+            click.echo(exc.ctx.get_help(), err=True)
+            rc = 2
+        else:
+            cmd = exc.ctx.command_path if exc.ctx is not None else PROG
+            click.echo(f"plink.distributed: error: {' '.join(exc.format_message().split())} (see '{cmd} --help')",
+                       err=True)
+            rc = 2
     except PlinkError as exc:
-        click.echo(f"plink.distributed: error: {' '.join(str(exc).split())}", err=True)
+        msg = " ".join(str(exc).split())
+        if isinstance(exc, OptionError):
+            sub = next((a for a in args if a in cli.commands), None)
+            msg += f" (see '{PROG}{' ' + sub if sub else ''} --help')"
+        click.echo(f"plink.distributed: error: {msg}", err=True)
         rc = exc.exit_code
+    except Terminated:
+        click.echo("plink.distributed: terminated (SIGTERM)", err=True)
+        rc = 143
+    except KeyboardInterrupt:
+        click.echo("plink.distributed: interrupted", err=True)
+        rc = 130
+    except Exception as exc:  # noqa: BLE001 - torch's own errors: one line, not 45 of C++ frames
+        lost = _lost_job(exc)
+        if lost is None:
+            click.echo(f"plink.distributed: internal error: {type(exc).__name__}: "
+                       f"{' '.join(str(exc).split())[:300]}", err=True)
+        else:
+            click.echo(f"plink.distributed: error: {lost}", err=True)
+        rc = 1
     _shutdown()
     sys.exit(rc if isinstance(rc, int) else 0)
+
+
+def _lost_job(exc: BaseException) -> str | None:
+    """The one-line reason for torch.distributed's error ``exc`` (another rank or the launcher's store
+    went away), or None for anything else."""
+    try:
+        import torch.distributed as dist
+    except ImportError:
+        return None
+    if not isinstance(exc, getattr(dist, "DistError", ())):
+        return None
+    first = next((ln.strip() for ln in str(exc).splitlines() if ln.strip()), type(exc).__name__)
+    return (f"lost the job's other ranks ({type(exc).__name__}: {first[:160]}): did rank 0, another rank or "
+            "the launcher stop?")
 
 
 def _shutdown() -> None:

@@ -94,8 +94,9 @@ class Comparison:
 
 def compare_groups(candidate, baseline=None, *, size: int = 25 * 2**20, repeats: int = 5,
                    warmup: int = 1) -> Comparison:
-    """Time ``all_reduce`` of ``size`` bytes (float32) on ``candidate`` and ``baseline`` (default: the
-    default group), alternating; every rank returns the same :class:`Comparison` (module docstring).
+    """Time ``all_reduce`` of ``size`` bytes (float32; an int, or a text such as ``"25MiB"``) on
+    ``candidate`` and ``baseline`` (default: the default group), alternating; every rank returns the
+    same :class:`Comparison` (module docstring).
 
     Both groups must hold every rank of the job (a reordered group does).  The
     tensor is on the current CUDA device when a group's backend is NCCL.
@@ -104,6 +105,13 @@ def compare_groups(candidate, baseline=None, *, size: int = 25 * 2**20, repeats:
 
     from plink.distributed.group import _dist
 
+    from plink.order import _check_number
+    from plink.units import parse_size
+
+    if isinstance(size, str):  # "25MiB", as the CLI's --size (int('1MiB') failed with a bare ValueError)
+        size = parse_size(size)
+    for what, value in (("size", size), ("repeats", repeats), ("warmup", warmup)):
+        _check_number(what, value, True)
     dist = _dist()
     if baseline is None:
         baseline = dist.group.WORLD

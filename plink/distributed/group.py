@@ -52,14 +52,29 @@ def match_hosts(hosts: list[Host], names: list[str], addresses: list[str]) -> li
             i = by_addr.get(h.name, by_short.get(h.name.split(".", 1)[0]))
         if i is not None:
             if i in seen:
-                raise PlinkError(f"hosts {seen[i]!r} and {h.name!r} are both this job's node {names[i]!r}")
+                per_rank = "/" in h.name and "/" not in names[i]  # 'vm/0': an entry of probe --per-rank
+                raise PlinkError(f"hosts {seen[i]!r} and {h.name!r} are both this job's node {names[i]!r}"
+                                 + (" (an order of ranks, from probe --per-rank: pass --per-rank, per_rank=True)"
+                                    if per_rank else ""))
             seen[i] = h.name
         out.append(i)
     return out
 
 
 def ranks_in_order(entry_order: list[int], entries: list[list[int]]) -> list[int]:
-    """Global ranks along ``entry_order`` (then the entries it leaves out, in rank order); each entry's ranks stay together."""
+    """Global ranks along ``entry_order`` (then the entries it leaves out, in rank order); each entry's ranks
+    stay together. ``entry_order`` holds indices into ``entries``, each at most once (else
+    :class:`~plink.errors.InputError`: a repeated entry gave a rank twice). O(ranks)."""
+    import numbers
+
+    from plink.errors import InputError
+
+    for i in entry_order:
+        if isinstance(i, bool) or not isinstance(i, numbers.Integral) or not 0 <= i < len(entries):
+            raise InputError(f"entry {i!r} is not an index of the {len(entries)} entries (0..{len(entries) - 1})")
+    if len(set(entry_order)) != len(entry_order):
+        raise InputError(f"entry {next(i for i in entry_order if list(entry_order).count(i) > 1)} appears twice in "
+                         "the order")
     seen = set(entry_order)
     full = list(entry_order) + [i for i in range(len(entries)) if i not in seen]
     return [r for i in full for r in entries[i]]
@@ -86,13 +101,18 @@ def _share(store, key: str, make, timeout: float, what: str):
         try:
             value = make()
         except Exception as exc:
-            store.set(key, json.dumps({"error": f"{type(exc).__name__}: {exc}"}))
+            store.set(key, json.dumps({"error": f"{type(exc).__name__}: {exc}", "type": type(exc).__name__}))
             raise
         store.set(key, json.dumps({"value": value}))
         return value
     doc = json.loads(_wait(store, key, timeout, what))
     if "error" in doc:
-        raise PlinkError(f"rank 0 failed: {doc['error']}")
+        # the same plink error class on every rank (an OptionError is a ValueError on rank 0: on the others too)
+        import plink.errors as errors
+
+        cls = getattr(errors, str(doc.get("type")), None)
+        cls = cls if isinstance(cls, type) and issubclass(cls, PlinkError) else PlinkError
+        raise cls(f"rank 0 failed: {doc['error']}")
     return doc["value"]
 
 
@@ -161,20 +181,37 @@ def locality_group(algo: str = "ring", *, probe_file=None, order_file=None, time
     group that measures slower than the launcher's order is not used.  A
     median of a few runs is noisy: where the two orders are about as fast,
     either may be kept (the logged line says in how many rounds plink's won).
+    An order that is the launcher's own (``list(range(world))``) is not timed against
+    itself: the default group is returned. Every argument is checked before anything
+    collective (:class:`~plink.errors.OptionError`, a ``ValueError``), and an error on rank 0
+    (a file it cannot read, a bad probe) is raised on every rank with the same class.
     Time: the probe's (see :mod:`plink.distributed.probe`) plus ``time_limit``
     plus one ``new_group``, plus ``2 (verify_repeats + 1)`` all-reduces of
     ``size`` with ``verify`` (:func:`~plink.distributed.compare.compare_groups`).
     """
     from plink.distributed.probe import _store, identify, probe_group
 
+    from plink.distributed.probe import check_backend, check_timeout
+    from plink.order import _check_number, check_options
+    from plink.units import parse_size
+
     global _calls
-    dist = _dist()
-    world = dist.get_world_size()
+    # every argument is checked before anything collective (a bad algo was found after the whole probe, and
+    # with fewer than 4 nodes not at all)
+    if isinstance(size, str):
+        size = parse_size(size)
+    check_options(algo, time_limit=time_limit, size=size)
+    _check_number("seed", seed, True)
+    timeout = check_timeout(timeout)
+    if backend is not None:
+        check_backend(backend, allow_auto=False)
     if verify and int(verify_repeats) < 1:
         raise OptionError(f"verify_repeats must be >= 1, got {verify_repeats}")
+    if order_file is not None and probe_file is not None:
+        raise OptionError("give probe_file or order_file, not both")
+    dist = _dist()
+    world = dist.get_world_size()
     if order_file is not None:
-        if probe_file is not None:
-            raise PlinkError("give probe_file or order_file, not both")
         order = order_from_file(order_file, per_rank=per_rank, timeout=timeout)
         return _checked(dist, _new_group(dist, order, timeout, backend), order, verify, size, verify_repeats)
     _calls += 1
@@ -184,7 +221,7 @@ def locality_group(algo: str = "ring", *, probe_file=None, order_file=None, time
     if n < MIN_ENTRIES.get(algo, 2):
         if dist.get_rank() == 0:  # WARNING: shown without any logging set-up
             log.warning("plink.distributed: %d %s: every %s order is the same here; keeping the default group",
-                        n, "ranks" if per_rank else "nodes", algo)
+                        n, ("rank" if per_rank else "node") + ("" if n == 1 else "s"), algo)
         return dist.group.WORLD, list(range(world))
     probe = None
     if probe_file is None:
@@ -220,6 +257,14 @@ def _checked(dist, group, order: list[int], verify: bool, size: int, repeats: in
     """``(group, order)``, or the default group when ``verify`` and the all-reduce is not faster on ``group``."""
     if not verify:
         return group, order
+    if list(order) == list(range(dist.get_world_size())):  # nothing to compare: plink's order is the launcher's
+        if dist.get_rank() == 0:
+            log.warning("plink.distributed: plink's order is the launcher's: keeping the default group")
+        try:
+            dist.destroy_process_group(group)
+        except Exception as exc:  # noqa: BLE001
+            log.debug("plink.distributed: could not destroy the unused group: %s", exc)
+        return dist.group.WORLD, list(order)
     from plink.distributed.compare import compare_groups
 
     cmp = compare_groups(group, size=size, repeats=repeats)

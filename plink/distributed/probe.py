@@ -77,6 +77,36 @@ log = logging.getLogger("plink.distributed")
 
 TRANSPORTS = ("pair", "world")
 METHODS = ("udp", "tensor")
+#: the longest wait for another rank a caller may ask for (a week; torch takes it as a timedelta of whole ms)
+MAX_TIMEOUT = 7 * 86400.0
+
+
+def check_timeout(timeout, what: str = "timeout") -> float:
+    """``timeout`` as seconds in ``(0, MAX_TIMEOUT]``, else :class:`OptionError` (inf and 1e15 overflowed
+    torch's timedelta with a bare OverflowError)."""
+    try:
+        t = float(timeout)
+    except (TypeError, ValueError):
+        raise OptionError(f"{what} must be a number of seconds, got {timeout!r}") from None
+    if not 0 < t <= MAX_TIMEOUT:
+        raise OptionError(f"{what} must be in (0, {MAX_TIMEOUT:g}] s, got {timeout}")
+    return t
+
+
+def check_backend(backend, allow_auto: bool = True) -> str:
+    """A process-group backend torch knows (``auto`` when allowed); NCCL needs a GPU here. Raises
+    :class:`OptionError` (a typo was blamed on a node; NCCL on a CPU box raised torch's AttributeError)."""
+    import torch
+    import torch.distributed as dist
+
+    known = [str(b).lower() for b in getattr(dist.Backend, "backend_list", ["gloo", "nccl", "mpi", "ucc"])
+             if str(b).lower() != "undefined"]
+    name = str(backend).lower()
+    if not (name in known or (allow_auto and name == "auto")):
+        raise OptionError(f"unknown backend {backend!r} (choose from {', '.join((['auto'] if allow_auto else []) + known)})")
+    if name == "nccl" and not torch.cuda.is_available():
+        raise OptionError("backend 'nccl' needs a GPU and this process sees none: use 'gloo' (or 'auto')")
+    return name
 WARMUP = 3
 _calls = 0  # probe_group calls in this process: every rank calls in the same sequence
 
@@ -97,6 +127,14 @@ def _route_source(addr: str, port: int) -> str | None:
         return None
 
 
+def _is_ip(text: str) -> bool:
+    try:
+        ipaddress.ip_address(text.split("%", 1)[0])
+        return True
+    except ValueError:
+        return False
+
+
 def _is_loopback(addr: str) -> bool:
     try:
         return ipaddress.ip_address(addr.split("%", 1)[0]).is_loopback
@@ -109,11 +147,15 @@ def local_address(master_addr: str | None, port: int = 29500) -> str:
     ``master_addr`` (no packet is sent). Without ``master_addr`` or a route to it: the source of
     the default route, else this machine's first non-loopback address, else ``127.0.0.1``. Not
     the host name's address: Debian's ``/etc/hosts`` maps it to ``127.0.1.1``, which no other
-    host can reach. (A loopback ``master_addr`` gives a loopback address: a one-host job.)
+    host can reach. (A loopback ``master_addr`` written as an address, ``127.0.0.1`` or ``::1``, or
+    ``localhost``, gives a loopback address: a one-host job. A host *name* that leads to loopback
+    here is this host's own name under Debian's ``/etc/hosts``, as torchrun's rendezvous sets it
+    on the master node: the other hosts reach it elsewhere, so it is passed over.)
     """
     if master_addr:
         got = _route_source(master_addr, port)
-        if got:
+        literal = master_addr.lower() == "localhost" or _is_ip(master_addr)
+        if got and (literal or not _is_loopback(got)):
             return got
     got = _route_source("192.0.2.1", port)  # TEST-NET-1 (RFC 5737): only the default route leads there
     if got and not _is_loopback(got):
@@ -357,14 +399,14 @@ def probe_group(*, samples: int = 50, interval: float = 0.01, per_rank: bool = F
         raise OptionError(f"passes must be 1..samples ({samples}), got {passes}")
     if not interval >= 0:
         raise OptionError(f"interval must be >= 0 s, got {interval}")
-    if not timeout > 0:
-        raise OptionError(f"timeout must be > 0 s, got {timeout}")
+    timeout = check_timeout(timeout)
     if bandwidth and not (bw_seconds > 0 and bw_size >= 4):
         raise OptionError("bandwidth needs bw_seconds > 0 and bw_size >= 4 bytes")
     if method not in METHODS:
-        raise PlinkError(f"unknown method {method!r} (choose from {', '.join(METHODS)})")
+        raise OptionError(f"unknown method {method!r} (choose from {', '.join(METHODS)})")
     if transport not in TRANSPORTS:
-        raise PlinkError(f"unknown transport {transport!r} (choose from {', '.join(TRANSPORTS)})")
+        raise OptionError(f"unknown transport {transport!r} (choose from {', '.join(TRANSPORTS)})")
+    backend = check_backend(backend)
     if not dist.is_available() or not dist.is_initialized():
         raise PlinkError("torch.distributed is not initialised: call init_process_group first "
                          "(or run 'python -m plink.distributed probe' under a launcher)")
