@@ -713,6 +713,9 @@ def watch(
         # decide on the median of the last `window` probes (1: the new probe alone)
         decide_on, used = smoothed(probe, state_dir / "history", window)
         current, source = _current_order(state_dir, state, initial_order, probe)
+        if state is not None and initial_order is not None:  # (it was dropped without a word)
+            notes.append(f"--initial-order not used: {state_dir / 'state.json'} holds the order in force "
+                         "(--reset starts again from the file)")
         d = decide(decide_on, current, solve, algo, search, min_gain, incomplete=incomplete,
                    source=f"the current order ({source})", strict=state is None)
         notes += d.notes

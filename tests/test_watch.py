@@ -719,3 +719,23 @@ def test_cli_json_status_of_an_interrupted_run(tmp_path, monkeypatch, capsys, te
     assert exc.value.code == code and doc == {"status": "terminated" if terminated else "interrupted", "changed": False,
                                               "message": "stopped by SIGTERM" if terminated else "stopped by Ctrl-C",
                                               "exit_code": code}
+
+
+@pytest.mark.parametrize("bad", ["hosts", "probe"])
+def test_cli_a_bad_input_on_the_first_run_makes_no_state_directory(tmp_path, bad):
+    """A first run with a bad host list exited 1 ('nothing changed') but left DIR/history and DIR/lock."""
+    f = tmp_path / "in.txt"
+    f.write_text("a\nb\x01c\n")
+    where = ["--hosts", str(f)] if bad == "hosts" else ["--probe-file", str(tmp_path / "missing.json")]
+    r = run("watch", str(tmp_path / "st"), *where, "--json")
+    assert r.returncode == 1 and json.loads(r.stdout)["status"] == "error", r.stderr
+    assert not (tmp_path / "st").exists()
+
+
+def test_an_initial_order_beside_a_state_says_it_is_not_used(tmp_path):
+    """--initial-order was dropped without a word once the state held an order (from another host list too)."""
+    watch(tmp_path / "st", lambda: dc(1), **OPTS)
+    res = watch(tmp_path / "st", lambda: dc(1), initial_order=["x", "y"], **OPTS)
+    assert any(n.startswith("--initial-order not used:") and "(--reset starts again from the file)" in n
+               for n in res.notes), res.notes
+    assert not any("--initial-order" in n for n in watch(tmp_path / "st", lambda: dc(1), **OPTS).notes)

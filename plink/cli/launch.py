@@ -200,8 +200,11 @@ def _parse_emit(items) -> list[tuple[str, str]]:
 def _prober(hosts_file, probe_file, hosts_format="auto", load_input=None, max_hosts=None, **probe_kw):
     """The probe step of plink watch: a probe file (read with the input options; --hosts then
     names a plain matrix's hosts), or the probing library over a host list."""
+    # the input is read now, before plink watch makes its state directory: a bad file changes nothing
+    # (a first run with a bad host list left DIR/history and DIR/lock behind, exit 1)
     if probe_file:
-        return lambda: load_input(probe_file, hosts=hosts_file, quiet=True)
+        probe = load_input(probe_file, hosts=hosts_file, quiet=True)
+        return lambda: probe
     ssh_keys = ("ssh_config", "known_hosts")
     ssh_kw = {k: probe_kw.pop(k) for k in ssh_keys if probe_kw.get(k)}
     for k in ssh_keys:
@@ -213,16 +216,18 @@ def _prober(hosts_file, probe_file, hosts_format="auto", load_input=None, max_ho
     if "retries" in probe_kw:
         ssh_kw["retries"] = probe_kw.pop("retries")
 
+    from plink.data.hostlist import read_hostlist
+
+    entries = read_hostlist(hosts_file, fmt=hosts_format, max_hosts=max_hosts)
+
     def probe_now():
         try:
             from plink.probes.probe import probe_hosts
             from plink.probes.ssh import SSHOptions
         except ImportError as exc:
             raise PlinkError(f"the probing library is not available ({exc}); use --probe-file") from None
-        from plink.data.hostlist import read_hostlist
 
-        return probe_hosts(read_hostlist(hosts_file, fmt=hosts_format, max_hosts=max_hosts), ssh=SSHOptions(**ssh_kw),
-                           **probe_kw)
+        return probe_hosts(entries, ssh=SSHOptions(**ssh_kw), **probe_kw)
 
     return probe_now
 
@@ -312,9 +317,10 @@ def watch_cmd(state_dir, hosts_file, probe_file, method, count, timeout, retries
         if path is not None and is_state_file(state_dir, host_names_file(path) if flag == "--hosts" else path):
             raise click.UsageError(f"{flag} {path} is one of {state_dir}'s own files, which plink watch rewrites: "
                                    "keep the input elsewhere")
-    prober = _prober(hosts_file, probe_file, hosts_format, load_input=load_input, max_hosts=max_hosts, method=method, count=count, ssh_config=ssh_config,
-                     known_hosts=known_hosts, timeout=timeout, retries=retries)
     try:
+        prober = _prober(hosts_file, probe_file, hosts_format, load_input=load_input, max_hosts=max_hosts,
+                         method=method, count=count, ssh_config=ssh_config, known_hosts=known_hosts, timeout=timeout,
+                         retries=retries)
         result = watch(
             state_dir, prober, algo=algo, size=size, base=base, min_gain=_parse_gain(min_gain),
             time_limit=time_limit, seed=seed, initial_order=read_order(initial_order) if initial_order else None,
