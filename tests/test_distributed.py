@@ -920,3 +920,21 @@ def test_cli_rank_that_loses_rank_0_says_so_in_one_line():
     assert procs[1].returncode == 1, err
     assert err.strip().splitlines() == [err.strip()] and err.startswith("plink.distributed: error: lost the job's other "
                                                                         "ranks ("), err
+
+
+def test_a_rank_started_by_hand_that_cannot_join_is_not_called_torchrun():
+    """RANK/WORLD_SIZE set by hand (a PyTorchJob without torchrun) failed with 'torchrun: cannot join ...'."""
+    import subprocess
+    import sys
+
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]  # nobody listens there: rank 0 never came
+    env = {k: v for k, v in os.environ.items() if not k.startswith("TORCHELASTIC_")}
+    env.update(PYTHONPATH=root, RANK="1", WORLD_SIZE="2", MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
+    code = ("import plink.distributed as pd\n"
+            "try:\n    pd.init_from_env('gloo', timeout=2)\nexcept Exception as exc:\n    print(exc)\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120).stdout
+    assert out.startswith("RANK/WORLD_SIZE: cannot join the process group at env:// as rank 1 of 2 within 2 s "
+                          "(are all 2 ranks started?)"), out

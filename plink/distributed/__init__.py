@@ -69,6 +69,12 @@ def init_from_env(backend: str = "auto", timeout: float = 300.0) -> LaunchEnv:
         dist.init_process_group(backend, init_method=init, rank=env.rank, world_size=env.world_size,
                                 timeout=timedelta(seconds=timeout))
     except (RuntimeError, ValueError) as exc:
-        raise PlinkError(f"{env.launcher}: cannot join the process group at {init} as rank {env.rank} of "
-                         f"{env.world_size}: {' '.join(str(exc).split())[:200]}") from None
+        import os
+
+        who = env.launcher
+        if who == "torchrun" and "TORCHELASTIC_RUN_ID" not in os.environ:  # RANK/WORLD_SIZE set by hand, a PyTorchJob
+            who = "RANK/WORLD_SIZE"
+        raise PlinkError(f"{who}: cannot join the process group at {init} as rank {env.rank} of "
+                         f"{env.world_size} within {timeout:g} s (are all {env.world_size} ranks started?): "
+                         f"{' '.join(str(exc).split())[:200]}") from None
     return env
