@@ -304,8 +304,8 @@ class _Options:
             raise OptionError("--bw-seconds must be in (0, 600] and --streams 1..64")
         if not 1 <= self.uplink_passes <= 20:
             raise OptionError("--uplink-passes must be 1..20")
-        if not 0 < self.tol <= 1:  # (NaN too: it went on to connect with a tolerance no pair can meet)
-            raise OptionError(f"--tol must be in (0, 1] (a fraction of the pair's p10), got {self.tol:g}")
+        if not 0 < self.tol < float("inf"):  # (NaN too: it went on to connect with a tolerance no pair can meet)
+            raise OptionError(f"--tol must be a fraction of the pair's p10 above 0, got {self.tol:g}")
 
 
 def probe_hosts(

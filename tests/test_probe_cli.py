@@ -71,8 +71,8 @@ def test_the_progress_bar_has_a_stage_for_bandwidth_and_uplinks():
 
 
 @pytest.mark.parametrize("args, fragment", [
-    (["--tol", "-1"], "--tol must be in (0, 1]"), (["--tol", "nan"], "--tol must be in (0, 1]"),
-    (["--tol", "2"], "--tol must be in (0, 1]"),
+    (["--tol", "-1"], "--tol must be a fraction"), (["--tol", "nan"], "--tol must be a fraction"),
+    (["--tol", "inf"], "--tol must be a fraction"), (["--tol", "0"], "--tol must be a fraction"),
     (["--python", ""], "Invalid value for '--python'"), (["--python", "py\x01"], "Invalid value for '--python'"),
 ])
 def test_tol_and_python_are_checked_before_connecting(tmp_path, args, fragment):
