@@ -381,6 +381,11 @@ def test_failed_rank_is_reported_not_hung_on(mode, method):
     assert list(failed) == [doc["hosts"][3]["name"]], failed
     lat = np.array(doc["latency_us"], dtype=float)
     assert np.isnan(lat[3, :3]).all() and not np.isnan(lat[:3, :3]).any()
+    # a pair with the failed node is put down to it (it said "no UDP echo ...: is UDP between the nodes blocked?")
+    dead = doc["hosts"][3]["name"]
+    for pair, why in doc["meta"]["pair_errors"].items():
+        if dead in pair.split(" - "):
+            assert why == f"{dead} failed ({failed[dead]})", (pair, why)
 
 
 def _probe_udp_trouble(rank, trouble):

@@ -582,6 +582,10 @@ def _document(plan: Plan, rows: dict[int, dict], store, *, samples, interval, ba
         np.fill_diagonal(bw, np.nan)
     for r in plan.missing_ranks:
         failed[f"rank {r}"] = "did not report its identity in time"
+    for pair in list(pair_errors):  # a pair with a failed node failed with it (not "is UDP blocked?")
+        gone = next((x for x in pair.split(" - ") if x in failed), None)
+        if gone is not None:
+            pair_errors[pair] = f"{gone} failed ({failed[gone]})"
     rounds_bound = n_rounds * (samples * interval + (2 * bw_seconds if bandwidth else 0.0))
     meta = new_meta(
         "torch.distributed", samples=samples, interval_s=interval, passes=passes, transport=transport, backend=backend,
