@@ -127,14 +127,6 @@ def _route_source(addr: str, port: int) -> str | None:
         return None
 
 
-def _is_ip(text: str) -> bool:
-    try:
-        ipaddress.ip_address(text.split("%", 1)[0])
-        return True
-    except ValueError:
-        return False
-
-
 def _is_loopback(addr: str) -> bool:
     try:
         return ipaddress.ip_address(addr.split("%", 1)[0]).is_loopback
@@ -154,6 +146,8 @@ def local_address(master_addr: str | None, port: int = 29500) -> str:
     """
     if master_addr:
         got = _route_source(master_addr, port)
+        from plink.launch.noderank import _is_ip
+
         literal = master_addr.lower() == "localhost" or _is_ip(master_addr)
         if got and (literal or not _is_loopback(got)):
             return got
