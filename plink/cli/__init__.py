@@ -8,54 +8,18 @@ stderr; ``--debug`` shows the traceback.
 
 from __future__ import annotations
 
-import errno
-import io
-import os
 import sys
 
 import click
 
 from plink.cli import launch, order, probe, schedule, simulate, structure  # noqa: F401  (register the commands)
 from plink.cli._app import EXIT_FAILURE, EXIT_OK, EXIT_USAGE, cli
+from plink.data.fileio import WRITE_ERRNOS as _WRITE_ERRNOS
+from plink.data.fileio import guard_closed_stdout as _guard_closed_stdout
+from plink.data.fileio import quiet_stdout as _quiet_stdout
 from plink.errors import OptionError, PlinkError, Terminated
 
 __all__ = ["cli", "main"]
-
-
-_WRITE_ERRNOS = {errno.ENOSPC, errno.EDQUOT, errno.EIO, errno.EFBIG, errno.EBADF}
-
-
-class _ClosedStdout(io.RawIOBase):
-    """Standard output when the shell closed it (``plink order m.csv >&-``): Python then sets
-    ``sys.stdout`` to None and click drops whatever is echoed, so the order was lost with exit 0.
-    Writing to this raises EBADF instead: one error line, exit 1. A command that writes nothing to
-    stdout (``-o FILE``) is not affected."""
-
-    def writable(self) -> bool:
-        return True
-
-    def write(self, b) -> int:
-        raise OSError(errno.EBADF, "standard output is closed")
-
-
-def _guard_closed_stdout() -> None:
-    if sys.stdout is None:
-        sys.stdout = io.TextIOWrapper(io.BufferedWriter(_ClosedStdout()), encoding="utf-8", write_through=True)
-        sys.stdout.plink_closed = True
-
-
-def _quiet_stdout() -> None:
-    """Point stdout at /dev/null, so that the interpreter's last flush of what could not be written
-    does not print a second error at exit."""
-    if getattr(sys.stdout, "plink_closed", False):
-        sys.stdout = open(os.devnull, "w")  # what the closed stream still holds is dropped with it
-        return
-    try:
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
-        os.close(devnull)
-    except (OSError, ValueError, AttributeError):  # stdout closed or not a file: nothing to flush
-        pass
 
 
 def _terminate_as_interrupt() -> None:

@@ -30,6 +30,7 @@ Cost: O(size of the data) plus one ``fsync`` per atomic write.
 from __future__ import annotations
 
 import errno
+import io
 import json
 import math
 import os
@@ -43,7 +44,8 @@ import numpy as np
 from plink.errors import PlinkError
 
 __all__ = ["write_text", "write_bytes", "write_json", "replaces_atomically", "missing_directory", "atomic_write_text",
-           "check_envelope", "read_text", "read_json", "is_stdout", "finite_json"]
+           "check_envelope", "read_text", "read_json", "is_stdout", "finite_json", "WRITE_ERRNOS", "guard_closed_stdout",
+           "quiet_stdout"]
 
 
 _STDOUT_NAMES = ("/dev/stdout", "/dev/fd/1", "/proc/self/fd/1")
@@ -341,3 +343,41 @@ def loads_json(text: str, source: str, error: type[PlinkError] = PlinkError) -> 
 def read_json(path: str | os.PathLike, error: type[PlinkError] = PlinkError) -> Any:
     """Parse the JSON file at ``path``, or ``error`` naming the line of a syntax error."""
     return loads_json(read_text(path, error), str(path), error)
+
+
+#: the errors of a write that failed for a reason outside plink (a full disk, a closed stdout): no bug
+WRITE_ERRNOS = {errno.ENOSPC, errno.EDQUOT, errno.EIO, errno.EFBIG, errno.EBADF}
+
+
+class _ClosedStdout(io.RawIOBase):
+    """Standard output when the shell closed it (``plink order m.csv >&-``): Python then sets
+    ``sys.stdout`` to None and click drops whatever is echoed, so the order was lost with exit 0.
+    Writing to this raises EBADF instead: one error line, exit 1. A command that writes nothing to
+    stdout (``-o FILE``) is not affected."""
+
+    def writable(self) -> bool:
+        return True
+
+    def write(self, b) -> int:
+        raise OSError(errno.EBADF, "standard output is closed")
+
+
+def guard_closed_stdout() -> None:
+    """Give a closed standard output a stand-in that fails on the first write (:class:`_ClosedStdout`)."""
+    if sys.stdout is None:
+        sys.stdout = io.TextIOWrapper(io.BufferedWriter(_ClosedStdout()), encoding="utf-8", write_through=True)
+        sys.stdout.plink_closed = True
+
+
+def quiet_stdout() -> None:
+    """Point stdout at /dev/null, so that the interpreter's last flush of what could not be written
+    does not print a second error at exit."""
+    if getattr(sys.stdout, "plink_closed", False):
+        sys.stdout = open(os.devnull, "w")  # what the closed stream still holds is dropped with it
+        return
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError, AttributeError):  # stdout closed or not a file: nothing to flush
+        pass

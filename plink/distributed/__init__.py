@@ -65,9 +65,12 @@ def init_from_env(backend: str = "auto", timeout: float = 300.0) -> LaunchEnv:
     if backend == "nccl":
         torch.cuda.set_device(env.local_rank % max(1, torch.cuda.device_count()))
     init = "env://" if env.launcher == "torchrun" else env.init_method
+    import time
+
+    t0 = time.monotonic()
     try:
-        dist.init_process_group(backend, init_method=init, rank=env.rank, world_size=env.world_size,
-                                timeout=timedelta(seconds=timeout))
+        _interruptible(lambda: dist.init_process_group(backend, init_method=init, rank=env.rank,
+                                                       world_size=env.world_size, timeout=timedelta(seconds=timeout)))
     except (RuntimeError, ValueError) as exc:
         import os
 
@@ -75,6 +78,31 @@ def init_from_env(backend: str = "auto", timeout: float = 300.0) -> LaunchEnv:
         if who == "torchrun" and "TORCHELASTIC_RUN_ID" not in os.environ:  # RANK/WORLD_SIZE set by hand, a PyTorchJob
             who = "RANK/WORLD_SIZE"
         raise PlinkError(f"{who}: cannot join the process group at {init} as rank {env.rank} of "
-                         f"{env.world_size} within {timeout:g} s (are all {env.world_size} ranks started?): "
+                         f"{env.world_size} after {time.monotonic() - t0:.0f} s (timeout {timeout:g} s; are all "
+                         f"{env.world_size} ranks started?): "
                          f"{' '.join(str(exc).split())[:200]}") from None
     return env
+
+
+def _interruptible(call):
+    """Run ``call()`` in a daemon thread while this one waits in short joins: the rendezvous blocks in
+    torch's C++ (the store's connect and wait), where a Ctrl-C or SIGTERM was not acted on until it
+    timed out, minutes later. Its exception is raised here; a signal's is raised here at once (the
+    thread, still waiting, ends with the process)."""
+    import threading
+
+    out: dict = {}
+
+    def run():
+        try:
+            out["value"] = call()
+        except BaseException as exc:  # noqa: BLE001 - handed to the caller
+            out["error"] = exc
+
+    t = threading.Thread(target=run, name="plink-rendezvous", daemon=True)
+    t.start()
+    while t.is_alive():
+        t.join(0.1)
+    if "error" in out:
+        raise out["error"]
+    return out.get("value")

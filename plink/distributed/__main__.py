@@ -16,9 +16,9 @@ import json
 import os
 import sys
 
-# torch's C++ warnings (a lost store prints ~15 lines of C++ frames before the error plink reports in one line):
-# errors only, unless the user asked for another level; set before torch is imported
-os.environ.setdefault("TORCH_CPP_LOG_LEVEL", "ERROR")
+# torch's C++ log (a lost store or a failed join prints 15-25 lines of C++ frames before the error plink
+# reports in one line): fatal messages only, unless the user set another level; set before torch is imported
+os.environ.setdefault("TORCH_CPP_LOG_LEVEL", "FATAL")
 
 import click  # noqa: E402
 
@@ -204,11 +204,17 @@ def main(argv=None) -> None:
 
     if threading.current_thread() is threading.main_thread():
         signal.signal(signal.SIGTERM, raise_terminated)
+    from plink.data.fileio import WRITE_ERRNOS, guard_closed_stdout, quiet_stdout
+
+    guard_closed_stdout()  # `>&-`: the summary or --json fails with an error, not lost with exit 0
     try:
-        rc = cli.main(args=args, prog_name=PROG, standalone_mode=False)
+        # the context and the command as click's main runs them, without its handling of a Ctrl-C (an empty
+        # line, then Abort: SIGTERM's Terminated came out as 'interrupted', 130)
+        with cli.make_context(PROG, args) as ctx:
+            rc = cli.invoke(ctx)
     except click.exceptions.Exit as exc:
         rc = exc.exit_code
-    except click.exceptions.Abort:  # click's form of a Ctrl-C
+    except click.exceptions.Abort:  # (kept for safety: plink asks no questions)
         click.echo("plink.distributed: interrupted", err=True)
         rc = 130
     except click.UsageError as exc:
@@ -233,6 +239,13 @@ def main(argv=None) -> None:
     except KeyboardInterrupt:
         click.echo("plink.distributed: interrupted", err=True)
         rc = 130
+    except OSError as exc:
+        if exc.errno in WRITE_ERRNOS:  # stdout closed or full: the run's output is lost, so it failed
+            quiet_stdout()
+            click.echo(f"plink.distributed: error: cannot write the output: {exc.strerror or exc}", err=True)
+        else:
+            click.echo(f"plink.distributed: internal error: {type(exc).__name__}: {exc}", err=True)
+        rc = 1
     except Exception as exc:  # noqa: BLE001 - torch's own errors: one line, not 45 of C++ frames
         lost = _lost_job(exc)
         if lost is None:
