@@ -739,3 +739,17 @@ def test_an_initial_order_beside_a_state_says_it_is_not_used(tmp_path):
     assert any(n.startswith("--initial-order not used:") and "(--reset starts again from the file)" in n
                for n in res.notes), res.notes
     assert not any("--initial-order" in n for n in watch(tmp_path / "st", lambda: dc(1), **OPTS).notes)
+
+
+def test_cli_a_closed_stdout_keeps_the_runs_exit_code(tmp_path):
+    """With stdout closed a run that wrote a new order exited 1 ('error, nothing changed'): cron's wrapper
+    would not hand out the new launcher files. The report is lost (a warning says so); exit 4 stands."""
+    p = tmp_path / "p.json"
+    dc(1).save(p)
+    env = dict(os.environ, PYTHONPATH=ROOT)
+    r = subprocess.run([sys.executable, "-m", "plink", "watch", str(tmp_path / "st"), "--probe-file", str(p), "--json"],
+                       stderr=subprocess.PIPE, text=True, env=env, preexec_fn=lambda: os.close(1), timeout=120)
+    assert r.returncode == 4, r.stderr
+    assert r.stderr.strip().splitlines()[-1].startswith("plink: warning: cannot print the run's report (standard "
+                                                        "output is closed); the run itself changed the order: exit 4")
+    assert (tmp_path / "st" / "state.json").exists()

@@ -344,8 +344,17 @@ def watch_cmd(state_dir, hosts_file, probe_file, method, count, timeout, retries
             _echo_json({"status": "terminated" if term else "interrupted", "changed": False,
                         "message": "stopped by SIGTERM" if term else "stopped by Ctrl-C", "exit_code": 143 if term else 130})
         raise
-    if as_json:
-        _echo_json(result.to_dict())
-    elif result.noteworthy or verbose:
-        click.echo("\n".join(result.summary()))
+    from plink.data.fileio import WRITE_ERRNOS, quiet_stdout
+
+    try:
+        if as_json:
+            _echo_json(result.to_dict())
+        elif result.noteworthy or verbose:
+            click.echo("\n".join(result.summary()))
+    except OSError as exc:  # the run is done and its files written: its exit code (4: changed) still holds
+        if exc.errno not in WRITE_ERRNOS:
+            raise
+        quiet_stdout()
+        click.echo(f"plink: warning: cannot print the run's report ({exc.strerror or exc}); the run itself "
+                   f"{'changed the order' if result.changed else 'is done'}: exit {result.exit_code}", err=True)
     raise click.exceptions.Exit(result.exit_code)
