@@ -1,6 +1,7 @@
 """Quicktune and Finetune move load away from slow nodes; stats file and plink retune."""
 
 import json
+import re
 
 import numpy as np
 import pytest
@@ -108,7 +109,7 @@ def test_stats_roundtrip_and_errors(tmp_path, setup):
     with pytest.raises(PlinkError, match="not a plink stats"):
         stats_from_dict({"format": "x"}, plan.hosts)
     doc["links"] = [{"src": "h00", "dst": "h01", "bytes": 10, "seconds": 0}]
-    with pytest.raises(PlinkError, match="seconds > 0"):
+    with pytest.raises(PlinkError, match="'seconds' must be > 0 when"):
         stats_from_dict(doc, plan.hosts)
 
 
@@ -177,3 +178,11 @@ def test_a_bad_field_of_a_stats_link_is_named():
     with pytest.raises(PlinkError, match=r"link 0: needs numeric 'bytes' and 'seconds' \('bytes' is missing\)"):
         stats_from_dict({"format": "plink-stats", "version": 1, "links": [{"src": "a", "dst": "b", "seconds": 1}]}, hosts, "s.json")
     assert stats_from_dict({"format": "plink-stats", "version": 1, "links": [dict(link, rtt_us=None)]}, hosts, "s.json").nbytes[0, 1] == 100
+    for key, bad, msg in (("rtt_us", float("inf"), "'rtt_us' must be finite and >= 0, not inf"),
+                          ("rtt_us", float("nan"), "'rtt_us' must be finite and >= 0, not nan"),
+                          ("rtt_us", -1, "'rtt_us' must be finite and >= 0, not -1"),
+                          ("bytes", True, "'bytes' must be a number, not 'True'"),
+                          ("seconds", "5", "'seconds' must be a number, not '5'"),
+                          ("seconds", 0, "'seconds' must be > 0 when 'bytes' is")):
+        with pytest.raises(PlinkError, match=re.escape(msg)):  # inf went on to a blame of 300 digits
+            stats_from_dict({"format": "plink-stats", "version": 1, "links": [dict(link, **{key: bad})]}, hosts, "s")

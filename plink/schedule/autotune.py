@@ -39,6 +39,7 @@ from the time model; :func:`plink.schedule.executor.all_reduce` can record them.
 from __future__ import annotations
 
 import json
+import math
 import os
 from dataclasses import dataclass, field
 from typing import Any
@@ -114,13 +115,18 @@ def stats_from_dict(doc: Any, hosts: list[str], path: str = "<stats>") -> LinkSt
                 continue
             if key not in row:
                 raise PlinkError(f"{path}: link {k}: needs numeric 'bytes' and 'seconds' ('{key}' is missing)")
+            v = row[key]
+            if isinstance(v, bool) or not isinstance(v, (int, float)):  # (true and "5" were taken as numbers)
+                raise PlinkError(f"{path}: link {k}: '{key}' must be a number, not {str(v)[:40]!r}")
             try:
-                vals[key] = float(row[key])
-            except (TypeError, ValueError, OverflowError):
-                raise PlinkError(f"{path}: link {k}: '{key}' must be a number, not {str(row[key])[:40]!r}") from None
+                vals[key] = float(v)
+            except OverflowError:
+                raise PlinkError(f"{path}: link {k}: '{key}' is too large ({str(v)[:40]})") from None
+            if not math.isfinite(vals[key]) or vals[key] < 0:  # (Infinity, NaN, 1e400: a blame of 300 digits)
+                raise PlinkError(f"{path}: link {k}: '{key}' must be finite and >= 0, not {str(v)[:40]}")
         b, s, r = vals["bytes"], vals["seconds"], vals["rtt_us"]
-        if not (np.isfinite(b) and np.isfinite(s)) or b < 0 or s < 0 or (b > 0 and s == 0) or r < 0:
-            raise PlinkError(f"{path}: link {k}: bytes/seconds/rtt_us must be finite, >= 0, seconds > 0 when bytes > 0")
+        if b > 0 and s == 0:
+            raise PlinkError(f"{path}: link {k}: 'seconds' must be > 0 when 'bytes' is (got {row['bytes']} bytes in 0 s)")
         nb[i, j] = np.nansum([nb[i, j], b])
         sec[i, j] = np.nansum([sec[i, j], s])
         rtt[i, j] = np.fmax(rtt[i, j], r)
