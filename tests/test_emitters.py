@@ -707,10 +707,10 @@ def test_cli_emit_reads_the_order_from_stdin(tmp_path):
     with open("/dev/zero", "rb") as zero:
         run = subprocess.run([sys.executable, "-m", "plink", "emit", "-", "--format", "plain"], stdin=zero,
                              capture_output=True, text=True, env=env, timeout=60)
-    assert (run.returncode, run.stderr) == (1, "plink: error: standard input: holds NUL bytes: not a text file\n")
+    assert (run.returncode, run.stderr) == (1, "plink: error: <stdin>: holds NUL bytes: not a text file\n")
     run = subprocess.run([sys.executable, "-m", "plink", "node-rank", "-"], input=b"\xff\xfe", capture_output=True,
                          env=env, timeout=60)
-    assert (run.returncode, run.stderr) == (1, b"plink: error: standard input: not a UTF-8 text file\n")
+    assert (run.returncode, run.stderr) == (1, b"plink: error: <stdin>: not a UTF-8 text file\n")
 
 
 def test_emit_notes_slots_an_order_file_gives_that_it_does_not_carry_over(tmp_path):

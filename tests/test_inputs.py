@@ -670,3 +670,13 @@ def test_a_csv_without_a_number_says_so(tmp_path):
     f.write_text("a,b,c\nx,y,z\nq,r,s\n")
     with pytest.raises(ProbeFileError, match="words.csv: no number in it: not a matrix"):
         load_input(f)
+
+
+def test_dash_for_a_second_input_says_stdin_is_taken(tmp_path):
+    """`plink order - --hosts -`, `--groups -`, verify's schedule as `-`: '-: no such file'."""
+    from plink.data.fileio import read_text
+
+    with pytest.raises(PlinkError, match="standard input is read only as the matrix"):
+        read_text("-")
+    with pytest.raises(PlinkError, match="standard input is read only as the matrix"):
+        read_host_names("-")

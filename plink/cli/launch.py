@@ -174,9 +174,9 @@ def _order_input(orderfile: str) -> tuple[str, str]:
     from plink.errors import ProbeFileError
 
     try:  # (as a file is read: a megabyte at a time, no NUL bytes, at most a GiB)
-        return "standard input", read_stream(click.get_binary_stream("stdin"), "standard input", ProbeFileError)
+        return "<stdin>", read_stream(click.get_binary_stream("stdin"), "<stdin>", ProbeFileError)
     except UnicodeDecodeError:
-        raise ProbeFileError("standard input: not a UTF-8 text file") from None
+        raise ProbeFileError("<stdin>: not a UTF-8 text file") from None
 
 
 def _parse_gain(text: str) -> float:

@@ -314,6 +314,9 @@ def read_text(path: str | os.PathLike, error: type[PlinkError] = PlinkError, wha
     :data:`MAX_TEXT_BYTES` or one with NUL bytes (binary), found as it is read, a megabyte at a time
     (a device or a pipe that never ends is refused, not read until memory runs out). O(size)."""
     name = f"{what} {path}" if what else f"{path}"
+    if os.fspath(path) == "-":  # (it said "-: no such file")
+        raise error(f"{name}: standard input is read only as the matrix (PROBEFILE) or plink emit's order; "
+                    "give a file here")
     try:
         with open(path, "rb") as fh:
             return read_stream(fh, name, error)

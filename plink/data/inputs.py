@@ -440,7 +440,7 @@ def load_input(
         try:
             text = read_stream(sys.stdin.buffer, "<stdin>", ProbeFileError)
         except UnicodeDecodeError:
-            raise ProbeFileError("<stdin>: not UTF-8 text") from None
+            raise ProbeFileError("<stdin>: not a UTF-8 text file") from None
     elif p.suffix.lower() in _TEXT_SUFFIXES:
         text = read_text(p, ProbeFileError)
     is_json = p.suffix.lower() == ".json" or (text is not None and text.lstrip().startswith("{"))
