@@ -82,3 +82,17 @@ def test_tol_and_python_are_checked_before_connecting(tmp_path, args, fragment):
     r = plink("probe", str(hosts), "-o", str(tmp_path / "p.json"), *args)
     assert r.returncode == 2 and fragment in r.stderr and "cannot resolve" not in r.stderr, r.stderr
     assert len(r.stderr.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize("name, why", [("127.1", "is the IPv4 address 127.0.0.1 to resolvers"),
+                                       ("999.1.1.1", "is no IPv4 address")])
+def test_a_host_list_name_a_launcher_file_refuses_is_refused_before_probing(tmp_path, name, why):
+    """plink probe connected to 127.1 (and tried to resolve 999.1.1.1); plink order and emit then refuse the
+    probe's names for a launcher file, after the whole probe; plink watch left its state directory behind."""
+    hosts = tmp_path / "hosts.txt"
+    hosts.write_text(f"node1.invalid\n{name}\n")
+    r = plink("probe", str(hosts), "-o", str(tmp_path / "p.json"))
+    assert r.returncode == 1 and f"host name '{name}' {why}" in r.stderr and "cannot" not in r.stderr, r.stderr
+    assert len(r.stderr.strip().splitlines()) == 1
+    r = plink("watch", str(tmp_path / "st"), "--hosts", str(hosts))
+    assert r.returncode == 1 and f"host name '{name}'" in r.stderr and not (tmp_path / "st").exists()

@@ -216,9 +216,10 @@ def _prober(hosts_file, probe_file, hosts_format="auto", load_input=None, max_ho
     if "retries" in probe_kw:
         ssh_kw["retries"] = probe_kw.pop("retries")
 
-    from plink.data.hostlist import read_hostlist
+    from plink.data.hostlist import check_entry_names, read_hostlist
 
     entries = read_hostlist(hosts_file, fmt=hosts_format, max_hosts=max_hosts)
+    check_entry_names(entries, hosts_file)
 
     def probe_now():
         try:

@@ -268,7 +268,7 @@ def probe(hosts, output, method, count, interval, passes, max_count, tol, bandwi
       plink probe hosts.txt -o probe.json --resume     # after a crash / exit 3
       plink order probe.json --algo ring -o order.txt
     """
-    from plink.data.hostlist import read_hostlist
+    from plink.data.hostlist import check_entry_names, read_hostlist
     from plink.probes.probe import probe_hosts
     from plink.probes.ssh import SSHOptions
 
@@ -286,6 +286,7 @@ def probe(hosts, output, method, count, interval, passes, max_count, tol, bandwi
     if resume and checkpoint is None:
         raise click.UsageError(f"--resume needs a regular file as -o, not {output}")
     entries = read_hostlist(hosts, fmt=hosts_format, max_hosts=max_hosts)
+    check_entry_names(entries, hosts)
     opts = SSHOptions(ssh_config=ssh_config, known_hosts=known_hosts, accept_new_host_keys=accept_new_host_keys,
                       connect_timeout=timeout, command_timeout=max(timeout, 30.0), retries=retries,
                       concurrency=concurrency, python=python)

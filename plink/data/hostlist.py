@@ -163,6 +163,16 @@ def host_name_problem(name: str) -> str | None:
     return None
 
 
+def check_entry_names(entries, source: str) -> None:
+    """Raise :class:`PlinkError` naming the first entry whose name :func:`host_name_problem` refuses
+    (``127.1``, ``999.1.1.1``): the probe would measure it and the launcher files refuse it after, so
+    it is refused before the probe. O(N)."""
+    for e in entries:
+        problem = host_name_problem(e.name)
+        if problem is not None:
+            raise PlinkError(f"{source}: {problem}: write the host's full IPv4 address or its name")
+
+
 def _int(text: str, what: str, lo: int, hi: int) -> int:
     if not (text.isascii() and text.isdigit()) or len(text) > 9:
         raise _LineError(f"{what} {text[:20]!r} is not a number")
