@@ -177,3 +177,18 @@ def test_schedule_and_verify_refuse_a_matrix_with_nothing_measured(tmp_path, cap
     assert code == 1 and out == "" and err.strip().splitlines()[-1] == (
         f"plink: error: {nan}: host a has 0 measured pairs: probe it again or leave it out"), err
     assert run(["verify", str(tmp_path / "s.json"), str(ok)], capsys)[0] == 0
+
+
+def test_a_host_without_bandwidth_is_named_with_the_way_out(tmp_path, capsys):
+    """'bandwidth capacities: a host has no measured bandwidth' named neither the host nor --capacity."""
+    import numpy as np
+
+    p = simulate_datacenter(racks=2, hosts_per_rack=3, bandwidth=True, seed=1)
+    p.bandwidth[2, :] = p.bandwidth[:, 2] = np.nan
+    f = tmp_path / "nb.json"
+    p.save(f)
+    code, _, err = run(["schedule", str(f), "--size", "1MiB", "-o", str(tmp_path / "s.json")], capsys)
+    assert code == 1 and f"(host {p.names[2]}): probe its bandwidth again, or plan by group sizes with " \
+                          "--capacity cardinality" in err, err
+    assert run(["schedule", str(f), "--size", "1MiB", "-o", str(tmp_path / "s.json"), "--capacity", "cardinality"],
+               capsys)[0] == 0

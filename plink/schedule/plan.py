@@ -382,7 +382,15 @@ def plan_schedule(
         capacity = "bandwidth" if bw is not None else "cardinality"
     if capacity == "bandwidth" and bw is None:
         raise PlinkError("capacity 'bandwidth' needs a probe file with a bandwidth matrix")
-    group_cap, node_cap = capacities(labels, bw, capacity)
+    try:
+        group_cap, node_cap = capacities(labels, bw, capacity)
+    except PlinkError as exc:  # name the host or group, and the way out
+        node_cap = None if bw is None else np.nansum(bw, axis=1)
+        who = ""
+        if node_cap is not None and np.any(node_cap <= 0):
+            who = f" (host {probe.names[int(np.flatnonzero(node_cap <= 0)[0])]})"
+        raise PlinkError(f"{exc}{who}: probe its bandwidth again, or plan by group sizes with "
+                         "--capacity cardinality") from None
     lm, gm = assign_masters(labels, chunks[:, 1], group_cap, node_cap)
     plan = Plan([h.name for h in probe.hosts], labels, chunks, lm, gm, int(size), capacity,
                 meta={"groups": source, "partition": "greedy LPT on uniform machines"})
