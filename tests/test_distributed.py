@@ -736,6 +736,10 @@ def test_ranks_in_order_refuses_a_repeated_or_foreign_entry():
                      ([5], "entry 5 is not an index"), ([True], "entry True is not an index")):
         with pytest.raises(InputError, match=msg):
             ranks_in_order(bad, [[0], [1]])
+    for entries, msg in (([[0, 1], [1, 2]], "rank 1 is in two entries"), ([[0], [0]], "rank 0 is in two entries"),
+                         ([[0], ["x"]], "got 'x'"), ([[0], [-2]], "got -2")):
+        with pytest.raises(InputError, match=msg):
+            ranks_in_order([1, 0], entries)
     assert ranks_in_order([np.int64(1)], [[0], [1, 2]]) == [1, 2, 0]
 
 
@@ -754,6 +758,10 @@ def _locality_error(rank, kwargs, hosts):
     ({"timeout": float("inf")}, "OptionError", "timeout must be in (0, 604800] s"),
     ({"probe_file": "a", "order_file": "b"}, "OptionError", "give probe_file or order_file, not both"),
     ({"order_file": "/nonexistent/order.txt"}, "ProbeFileError", "no such file"),
+    ({"verify": True, "size": 2}, "OptionError", "size must be at least 4 bytes"),
+    ({"verify": True, "verify_repeats": "x"}, "OptionError", "verify_repeats must be a whole number"),
+    ({"seed": -1}, "OptionError", "seed must be 0 .. 2**32 - 1"),
+    ({"probe_options": {"sampels": 3}}, "OptionError", "probe_options: unknown key 'sampels'"),
 ])
 def test_locality_group_errors_are_the_same_class_on_every_rank_and_come_first(kwargs, cls, msg):
     """A bad algo on 1-3 nodes was not refused at all (the default group came back), on more only after the

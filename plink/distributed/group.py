@@ -63,8 +63,9 @@ def match_hosts(hosts: list[Host], names: list[str], addresses: list[str]) -> li
 
 def ranks_in_order(entry_order: list[int], entries: list[list[int]]) -> list[int]:
     """Global ranks along ``entry_order`` (then the entries it leaves out, in rank order); each entry's ranks
-    stay together. ``entry_order`` holds indices into ``entries``, each at most once (else
-    :class:`~plink.errors.InputError`: a repeated entry gave a rank twice). O(ranks)."""
+    stay together. ``entry_order`` holds indices into ``entries``, each at most once, and each rank
+    is in one entry once (else :class:`~plink.errors.InputError`: a rank came out twice). O(ranks^2)
+    at worst, on a duplicate."""
     import numbers
 
     from plink.errors import InputError
@@ -75,6 +76,12 @@ def ranks_in_order(entry_order: list[int], entries: list[list[int]]) -> list[int
     if len(set(entry_order)) != len(entry_order):
         raise InputError(f"entry {next(i for i in entry_order if list(entry_order).count(i) > 1)} appears twice in "
                          "the order")
+    ranks = [r for e in entries for r in e]
+    bad = next((r for r in ranks if isinstance(r, bool) or not isinstance(r, numbers.Integral) or r < 0), None)
+    if bad is not None:
+        raise InputError(f"entries must hold global ranks (whole numbers >= 0), got {bad!r}")
+    if len(set(ranks)) != len(ranks):
+        raise InputError(f"rank {next(r for r in ranks if ranks.count(r) > 1)} is in two entries (or twice in one)")
     seen = set(entry_order)
     full = list(entry_order) + [i for i in range(len(entries)) if i not in seen]
     return [r for i in full for r in entries[i]]
@@ -191,7 +198,7 @@ def locality_group(algo: str = "ring", *, probe_file=None, order_file=None, time
     """
     from plink.distributed.probe import _store, identify, probe_group
 
-    from plink.distributed.probe import check_backend, check_timeout
+    from plink.distributed.probe import check_backend, check_timeout, probe_group
     from plink.order import _check_number, check_options
     from plink.units import parse_size
 
@@ -202,11 +209,24 @@ def locality_group(algo: str = "ring", *, probe_file=None, order_file=None, time
         size = parse_size(size)
     check_options(algo, time_limit=time_limit, size=size)
     _check_number("seed", seed, True)
+    if not 0 <= seed < 2**32:
+        raise OptionError(f"seed must be 0 .. 2**32 - 1, got {seed}")
     timeout = check_timeout(timeout)
     if backend is not None:
         check_backend(backend, allow_auto=False)
-    if verify and int(verify_repeats) < 1:
-        raise OptionError(f"verify_repeats must be >= 1, got {verify_repeats}")
+    if verify:
+        _check_number("verify_repeats", verify_repeats, True)
+        if verify_repeats < 1:
+            raise OptionError(f"verify_repeats must be >= 1, got {verify_repeats}")
+        if size < 4:  # (found after the probe and the solve, by compare_groups)
+            raise OptionError(f"size must be at least 4 bytes (one float32) to verify, got {size}")
+    if probe_options:  # a misspelt key was found only after the rendezvous (and not at all on 1-3 nodes)
+        import inspect
+
+        known = set(inspect.signature(probe_group).parameters) - {"per_rank", "timeout"}
+        unknown = sorted(set(probe_options) - known)
+        if unknown:
+            raise OptionError(f"probe_options: unknown key {unknown[0]!r} (choose from {', '.join(sorted(known))})")
     if order_file is not None and probe_file is not None:
         raise OptionError("give probe_file or order_file, not both")
     dist = _dist()
