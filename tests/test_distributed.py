@@ -1007,3 +1007,23 @@ def test_a_rank_started_by_hand_that_cannot_join_is_not_called_torchrun():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120).stdout
     assert out.startswith("RANK/WORLD_SIZE: cannot join the process group at env:// as rank 1 of 2 after "), out
     assert " s (timeout 2 s; are all 2 ranks started?): " in out, out
+
+
+def _cli_with_a_failed_node(rank, argv):
+    real = pd.probe_group
+
+    def probe_group(**kw):  # every pair measured (from the other side), but a node reported failed
+        data = real(**kw)
+        data.meta["failed"] = {data.names[-1]: "sent no results in time"}
+        return data
+
+    pd.probe_group = probe_group
+    return _cli(rank, argv)
+
+
+def test_cli_probe_with_a_failed_node_exits_3(tmp_path):
+    """A rank killed mid-probe: rank 0 named it failed, then said '0 pairs missing' and exited 0."""
+    out = tmp_path / "probe.json"
+    res = run_ranks(3, _cli_with_a_failed_node, ["probe", "-o", str(out), "--per-rank", "--samples", "2",
+                                                 "--interval", "0"], barrier=False)
+    assert res[0] == ("ok", 3), res

@@ -2,8 +2,8 @@
 
 Every process of the job runs the same line (torchrun, srun, mpirun, a
 PyTorchJob); rank 0 writes the probe file ``plink order`` reads.  Exit codes:
-0 every pair measured, 3 some pairs missing (the file is written, the failed
-nodes are named on stderr), 1 error, 2 usage.
+0 every pair measured, 3 some pairs missing or a node failed (the file is
+written, the failed nodes are named on stderr), 1 error, 2 usage.
 
 ``python -m plink.distributed compare order.json``: the job's all-reduce timed
 in the launcher's order and in the order file's (what ``plink order`` predicted,
@@ -117,7 +117,8 @@ def probe(output, method, samples, interval, passes, per_rank, bandwidth, bw_sec
                    f"{meta['rounds_s']:.1f} s (bound {meta['rounds_bound_s']:.1f} s), rendezvous "
                    f"{meta['rendezvous_s']:.1f} s, {_count(data.n_missing_pairs(), 'pair')} missing"
                    + (f", written to {output}" if output else "; not kept (no -o)"), err=True)
-    return EXIT_INCOMPLETE if data.n_missing_pairs() else 0
+    # a node that failed makes the run incomplete even where its pairs were measured from the other side
+    return EXIT_INCOMPLETE if data.n_missing_pairs() or failed else 0
 
 
 @cli.command()
