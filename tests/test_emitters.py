@@ -773,11 +773,18 @@ def test_an_mpich_machinefile_reads_back_as_an_order(tmp_path):
     assert [h.name for h in read_order_hosts(g)] == ["fe80::1:4", "10.0.0.1"]
 
 
-@pytest.mark.parametrize("fmt, kind", [("openmpi", "a file with a line per process"), ("rankfile", "an Open MPI rankfile"),
-                                       ("env", "an environment file")])
-def test_node_rank_given_a_launcher_file_says_what_it_reads(tmp_path, fmt, kind):
-    """node-rank of a launcher file said only "host 'rank' appears twice" (rankfile) or 'export' (env)."""
+_SAID = {"openmpi": "(is this a launcher file with a line per process? give the order file",
+         "rankfile": "is a line of an Open MPI rankfile, not an order file (give the order",
+         "env": "is a line of an environment file, not an order file (give the order"}
+
+
+@pytest.mark.parametrize("fmt, hosts", [("openmpi", ["a", "b", "c"]), ("rankfile", ["a", "b", "c"]),
+                                        ("env", ["a", "b", "c"]), ("rankfile", ["a"]), ("env", ["a"])])
+def test_node_rank_given_a_launcher_file_says_what_it_reads(tmp_path, fmt, hosts):
+    """node-rank of a launcher file said only "host 'rank' appears twice" (rankfile) or 'export' (env); of a
+    one-host rankfile, --master printed 'rank'."""
+    said = _SAID[fmt]
     f = tmp_path / f"l.{fmt}"
-    f.write_text(em.emit(fmt, ["a", "b", "c"], slots=2, order_file="order.txt"))
-    r = run("node-rank", str(f), "--host", "a")
-    assert r.returncode == 1 and f"(is this {kind}? give the order file 'plink order' wrote" in r.stderr, r.stderr
+    f.write_text(em.emit(fmt, hosts, slots=2, order_file="order.txt"))
+    r = run("node-rank", str(f), "--master")
+    assert r.returncode == 1 and said in r.stderr and r.stdout == "", (r.stdout, r.stderr)

@@ -131,6 +131,11 @@ def read_order_hosts(path: str | os.PathLike, text: str | None = None) -> list[H
             line = line.strip()
             if line:
                 words = line.split()
+                kind = ("an Open MPI rankfile" if re.match(r"rank\s+\d+\s*=", line) else
+                        "an environment file" if re.match(r"export\s+\w+=", line) else None)
+                if kind is not None:  # (a one-host file read 'rank' or 'export' as the host)
+                    raise ProbeFileError(f"{path}:{lineno}: {line[:40]!r} is a line of {kind}, not an order file "
+                                         "(give the order file 'plink order' wrote, or a torchrun map)")
                 if "," in words[0]:  # no host name holds a comma: a CSV (a matrix, or hosts on one line)
                     raise ProbeFileError(f"{path}:{lineno}: {line[:40]!r}{'...' if len(line) > 40 else ''} has commas: an order file has one "
                                          f"host name per line (a matrix? 'plink order {path} -o order.json' "
@@ -159,7 +164,7 @@ def read_order_hosts(path: str | os.PathLike, text: str | None = None) -> list[H
         raise ProbeFileError(f"{path}: no hosts in order file")
     if len(set(names)) != len(names):
         dup = next(n for n in names if names.count(n) > 1)
-        kind = {"rank": "an Open MPI rankfile", "export": "an environment file"}.get(dup, "a file with a line per process")
         raise ProbeFileError(f"{path}: host {dup!r} appears twice: an order file names each host once (is this "
-                             f"{kind}? give the order file 'plink order' wrote, or a torchrun map)")
+                             "a launcher file with a line per process? give the order file 'plink order' wrote, "
+                             "or a torchrun map)")
     return hosts
