@@ -147,7 +147,8 @@ def plot_groups(coordinates: np.ndarray, labels: np.ndarray, path, *, title: str
     ax.set_xlabel("coordinate 1")
     ax.set_ylabel("coordinate 2")
     shown = "" if dims <= 2 else f" (first 2 of {dims} coordinates)"
-    ax.set_title(title or f"{len(x)} hosts in {int(labels.max()) + 1} groups{shown}")
+    k = int(labels.max()) + 1
+    ax.set_title(title or f"{len(x)} hosts in {k} group{'s' * (k != 1)}{shown}")
     ax.set_aspect("equal", adjustable="datalim")
     _save(fig, path)
     plt.close(fig)

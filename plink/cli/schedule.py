@@ -14,7 +14,7 @@ def render_schedule_summary(s: dict, console) -> None:
 
     from plink.units import format_size, format_us
 
-    console.print(f"{s['hosts']} hosts in {s['groups']} groups; {s['chunks']} chunks of "
+    console.print(f"{s['hosts']} hosts in {s['groups']} group{'s' * (s['groups'] != 1)}; {s['chunks']} chunks of "
                   f"{format_size(s['chunk'])} over {format_size(s['size'])}")
     if "balance" in s:
         b = s["balance"]

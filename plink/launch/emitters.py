@@ -148,7 +148,8 @@ def openmpi_hostfile(hosts: Sequence, slots=1) -> str:
     per = check_slots(slots, len(hs))
     n = _total(per)
     out = _header([
-        f"plink rank order for Open MPI: one line per rank ({len(hs)} hosts, {n} ranks).",
+        f"plink rank order for Open MPI: one line per rank ({len(hs)} host{'s' * (len(hs) != 1)}, "
+        f"{n} rank{'s' * (n != 1)}).",
         "The sequential mapper puts rank r on the host of line r:",
         f"  mpirun --hostfile THIS_FILE --map-by seq -np {n} ./app",
     ])
