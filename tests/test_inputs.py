@@ -680,3 +680,19 @@ def test_dash_for_a_second_input_says_stdin_is_taken(tmp_path):
         read_text("-")
     with pytest.raises(PlinkError, match="standard input is read only as the matrix"):
         read_host_names("-")
+
+
+def test_a_npy_matrix_is_known_by_its_first_bytes(tmp_path, monkeypatch):
+    """A .npy matrix without its ending (or on a pipe) was refused as 'holds NUL bytes: not a text file'."""
+    import io
+    import sys
+
+    m = np.array([[0, 5, 9], [5, 0, 7], [9, 7, 0]], float)
+    np.save(tmp_path / "m.npy", m)
+    nameless = tmp_path / "m_copy"
+    nameless.write_bytes((tmp_path / "m.npy").read_bytes())
+    assert np.allclose(load_input(nameless).probe.latency, m)
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO((tmp_path / "m.npy").read_bytes())))
+    with pytest.raises(ProbeFileError, match=r"<stdin>: a \.npy matrix \(NumPy's binary format\): plink reads one "
+                                             r"from a file"):
+        load_input("-")

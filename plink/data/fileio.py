@@ -302,6 +302,9 @@ def read_stream(fh, name: str, error: type[PlinkError] = PlinkError) -> str:
         if total > MAX_TEXT_BYTES:
             raise error(f"{name}: more than {MAX_TEXT_BYTES >> 30} GiB: not a file plink reads")
         if b"\0" in chunk:
+            if total == len(chunk) and chunk.startswith(b"\x93NUMPY"):  # (it said only "holds NUL bytes")
+                raise error(f"{name}: a .npy matrix (NumPy's binary format): plink reads one from a file, by "
+                            "its name ending in .npy or by its first bytes, not from a pipe")
             raise error(f"{name}: holds NUL bytes: not a text file")
         parts.append(decoder.decode(chunk))
     parts.append(decoder.decode(b"", final=True))

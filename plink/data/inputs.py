@@ -264,11 +264,23 @@ def _read_raw(path: Path, notes: list[str] | None = None,
     suffix = path.suffix.lower()
     if text is not None:
         return read_matrix_csv(path, notes, text=text)
-    if suffix == ".npy":
+    if suffix == ".npy" or _is_npy(path):
         return _read_npy(path), None
     if suffix in _TEXT_SUFFIXES:
         return read_matrix_csv(path, notes)
     raise ProbeFileError(f"{path}: unknown file type {suffix!r} (expected .json, .csv, .tsv, .txt or .npy)")
+
+
+def _is_npy(path: Path) -> bool:
+    """A regular file that starts as a .npy matrix does (whatever its name); read without consuming
+    anything a pipe would lose."""
+    try:
+        if not path.is_file():
+            return False
+        with open(path, "rb") as fh:
+            return fh.read(6) == b"\x93NUMPY"
+    except OSError:
+        return False
 
 
 def _read_npy(path: Path) -> np.ndarray:
@@ -441,7 +453,7 @@ def load_input(
             text = read_stream(sys.stdin.buffer, "<stdin>", ProbeFileError)
         except UnicodeDecodeError:
             raise ProbeFileError("<stdin>: not a UTF-8 text file") from None
-    elif p.suffix.lower() in _TEXT_SUFFIXES:
+    elif p.suffix.lower() in _TEXT_SUFFIXES and not _is_npy(p):
         text = read_text(p, ProbeFileError)
     is_json = p.suffix.lower() == ".json" or (text is not None and text.lstrip().startswith("{"))
     if is_json:  # a probe file: by its name, or by its text (/dev/stdin, <(cat probe.json), probe.out)
