@@ -762,6 +762,7 @@ def _locality_error(rank, kwargs, hosts):
     ({"verify": True, "verify_repeats": "x"}, "OptionError", "verify_repeats must be a whole number"),
     ({"seed": -1}, "OptionError", "seed must be 0 .. 2**32 - 1"),
     ({"probe_options": {"sampels": 3}}, "OptionError", "probe_options: unknown key 'sampels'"),
+    ({"probe_file": "/nonexistent/probe.json"}, "ProbeFileError", "no such file"),  # (3 nodes: it was not read)
 ])
 def test_locality_group_errors_are_the_same_class_on_every_rank_and_come_first(kwargs, cls, msg):
     """A bad algo on 1-3 nodes was not refused at all (the default group came back), on more only after the

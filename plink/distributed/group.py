@@ -239,6 +239,15 @@ def locality_group(algo: str = "ring", *, probe_file=None, order_file=None, time
     plan, _ = identify(store, per_rank, timeout)
     n = len(plan.entries)
     if n < MIN_ENTRIES.get(algo, 2):
+        if probe_file is not None:  # read on rank 0 all the same: a missing file is an error on every rank
+
+            def readable():
+                from plink import load
+
+                load(probe_file)
+                return True
+
+            _share(store, "probe-file", readable, timeout, "the probe file check from rank 0")
         if dist.get_rank() == 0:  # WARNING: shown without any logging set-up
             log.warning("plink.distributed: %d %s: every %s order is the same here; keeping the default group",
                         n, ("rank" if per_rank else "node") + ("" if n == 1 else "s"), algo)
