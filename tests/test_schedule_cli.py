@@ -192,3 +192,25 @@ def test_a_host_without_bandwidth_is_named_with_the_way_out(tmp_path, capsys):
                           "--capacity cardinality" in err, err
     assert run(["schedule", str(f), "--size", "1MiB", "-o", str(tmp_path / "s.json"), "--capacity", "cardinality"],
                capsys)[0] == 0
+
+
+def test_unmeasured_pairs_priced_conservatively_are_said(tmp_path, capsys):
+    """With --capacity cardinality (and in plink verify) a host without bandwidth was priced at the smallest
+    measured bandwidth without a word (2.8 ms against 1.4 ms for the complete probe)."""
+    import numpy as np
+
+    p = simulate_datacenter(racks=2, hosts_per_rack=3, bandwidth=True, seed=1)
+    p.bandwidth[2, :] = p.bandwidth[:, 2] = np.nan
+    f = tmp_path / "nb.json"
+    p.save(f)
+    s = tmp_path / "s.json"
+    code, out, err = run(["schedule", str(f), "--size", "1MiB", "-o", str(s), "--capacity", "cardinality", "--json"],
+                         capsys)
+    assert code == 0 and json.loads(out)["note_unmeasured"] == ("predicted times price 10 unmeasured bandwidth "
+                                                                "entries at the smallest measured bandwidth"), err
+    code, out, _ = run(["verify", str(s), str(f)], capsys)
+    assert code == 0 and "note: predicted times price 10 unmeasured bandwidth entries" in " ".join(out.split())
+    full = tmp_path / "full.json"
+    simulate_datacenter(racks=2, hosts_per_rack=3, bandwidth=True, seed=1).save(full)
+    code, out, _ = run(["verify", str(s), str(full), "--json"], capsys)
+    assert code == 0 and "note_unmeasured" not in json.loads(out)

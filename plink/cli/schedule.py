@@ -51,6 +51,8 @@ def render_schedule_summary(s: dict, console) -> None:
                  if key in pred and key != "2lha" and pred["2lha"]["time_us"] > 0 else "")
         t.add_row(names[key], str(rounds), format_size(nbytes), format_size(cross), time, speed)
     print_table(console, t)
+    if "note_unmeasured" in s:
+        console.print(f"note: {s['note_unmeasured']}")
     if "assumed_bandwidth_gbps" in s:
         console.print(f"time model: probed latency + an assumed {s['assumed_bandwidth_gbps']:g} Gbit/s for every pair "
                       "(no bandwidth matrix; set it with --assume-bandwidth or give --bandwidth-matrix)")
