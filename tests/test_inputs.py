@@ -696,3 +696,15 @@ def test_a_npy_matrix_is_known_by_its_first_bytes(tmp_path, monkeypatch):
     with pytest.raises(ProbeFileError, match=r"<stdin>: a \.npy matrix \(NumPy's binary format\): plink reads one "
                                              r"from a file"):
         load_input("-")
+
+
+def test_names_that_do_not_match_say_where(tmp_path):
+    """`,a,b / a,,` (a row missing) and rows in another order both said 'row names do not match the column names'."""
+    short = tmp_path / "short.csv"
+    short.write_text(",a,b\na,,\n")
+    with pytest.raises(ProbeFileError, match="2 column names but 1 named row: a matrix has a row per host"):
+        load_input(short)
+    swapped = tmp_path / "swapped.csv"
+    swapped.write_text(",a,b\nb,0,1\na,1,0\n")
+    with pytest.raises(ProbeFileError, match=r"do not match the column names \(row 0 is 'b', column 0 is 'a'\)"):
+        load_input(swapped)

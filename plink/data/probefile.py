@@ -745,7 +745,12 @@ def read_matrix_csv(path: str | os.PathLike, notes: list[str] | None = None,
         if names is None:
             names = col
         elif col != names:
-            raise ProbeFileError(f"{path}: row names do not match the column names")
+            if len(col) != len(names):  # (it said only that the names differ)
+                raise ProbeFileError(f"{path}: {len(names)} column names but {len(col)} named "
+                                     f"row{'s' * (len(col) != 1)}: a matrix has a row per host")
+            where = next(i for i, (a, b) in enumerate(zip(col, names)) if a != b)
+            raise ProbeFileError(f"{path}: row names do not match the column names (row {where} is {col[where]!r}, "
+                                 f"column {where} is {names[where]!r})")
     n = len(rows)
     if n == 0:
         raise ProbeFileError(f"{path}: no matrix rows")
