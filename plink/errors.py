@@ -30,6 +30,21 @@ class Terminated(KeyboardInterrupt):
     received = False
 
 
+def terminate_as_interrupt() -> None:
+    """Make SIGTERM raise :class:`Terminated` in the main thread (the ``plink`` and ``python -m
+    plink.distributed`` commands), so a command cleans up as on Ctrl-C (a probe keeps what it measured
+    in its file); without it the process died at once, leaving only the journal."""
+    import signal
+    import threading
+
+    def raise_terminated(signum, frame):
+        Terminated.received = True
+        raise Terminated()
+
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGTERM, raise_terminated)
+
+
 class OptionError(PlinkError, ValueError):
     """A parameter outside its range (``--jobs -3``, ``--time-limit nan``): a usage error, exit 2,
     as click gives for the ranges it checks itself."""

@@ -17,23 +17,9 @@ from plink.cli._app import EXIT_FAILURE, EXIT_OK, EXIT_USAGE, cli
 from plink.data.fileio import WRITE_ERRNOS as _WRITE_ERRNOS
 from plink.data.fileio import guard_closed_stdout as _guard_closed_stdout
 from plink.data.fileio import quiet_stdout as _quiet_stdout
-from plink.errors import OptionError, PlinkError, Terminated
+from plink.errors import OptionError, PlinkError, Terminated, terminate_as_interrupt
 
 __all__ = ["cli", "main"]
-
-
-def _terminate_as_interrupt() -> None:
-    """SIGTERM raises :class:`Terminated` in the main thread, so a command cleans up as on Ctrl-C (a probe
-    keeps what it measured in its file); without it the process died at once, leaving only the journal."""
-    import signal
-    import threading
-
-    def raise_terminated(signum, frame):
-        Terminated.received = True
-        raise Terminated()
-
-    if threading.current_thread() is threading.main_thread():
-        signal.signal(signal.SIGTERM, raise_terminated)
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -50,7 +36,7 @@ def main(argv: list[str] | None = None) -> None:
         warnings.simplefilter("ignore")
         logging.getLogger("paramiko").addHandler(logging.NullHandler())
         logging.getLogger("paramiko").propagate = False
-    _terminate_as_interrupt()
+    terminate_as_interrupt()
     _guard_closed_stdout()
     try:
         # the context and the command as click's main runs them, without its own handling of a Ctrl-C, which

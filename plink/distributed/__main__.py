@@ -192,20 +192,11 @@ def main(argv=None) -> None:
     """Run the command; every error is one line ``plink.distributed: error: ...``, a Ctrl-C one line
     ``plink.distributed: interrupted`` (exit 130; SIGTERM: 143), and a rank that loses the job
     (rank 0 or the launcher's store died) says so in one line, exit 1."""
-    import signal
-    import threading
-
-    from plink.errors import OptionError, Terminated
+    from plink.data.fileio import WRITE_ERRNOS, guard_closed_stdout, quiet_stdout
+    from plink.errors import OptionError, Terminated, terminate_as_interrupt
 
     args = sys.argv[1:] if argv is None else list(argv)
-
-    def raise_terminated(signum, frame):
-        Terminated.received = True
-        raise Terminated()
-
-    if threading.current_thread() is threading.main_thread():
-        signal.signal(signal.SIGTERM, raise_terminated)
-    from plink.data.fileio import WRITE_ERRNOS, guard_closed_stdout, quiet_stdout
+    terminate_as_interrupt()
 
     guard_closed_stdout()  # `>&-`: the summary or --json fails with an error, not lost with exit 0
     try:
