@@ -170,13 +170,10 @@ def _order_input(orderfile: str) -> tuple[str, str]:
         from plink.data.orderfile import read_order_text
 
         return orderfile, read_order_text(orderfile)
-    from plink.data.fileio import read_stream
+    from plink.data.fileio import STDIN_NAME, read_stdin
     from plink.errors import ProbeFileError
 
-    try:  # (as a file is read: a megabyte at a time, no NUL bytes, at most a GiB)
-        return "<stdin>", read_stream(click.get_binary_stream("stdin"), "<stdin>", ProbeFileError)
-    except UnicodeDecodeError:
-        raise ProbeFileError("<stdin>: not a UTF-8 text file") from None
+    return STDIN_NAME, read_stdin(ProbeFileError)
 
 
 def _parse_gain(text: str) -> float:

@@ -44,7 +44,7 @@ import numpy as np
 from plink.errors import PlinkError
 
 __all__ = ["write_text", "write_bytes", "write_json", "replaces_atomically", "missing_directory", "atomic_write_text",
-           "check_envelope", "read_text", "read_json", "is_stdout", "finite_json", "WRITE_ERRNOS", "guard_closed_stdout",
+           "check_envelope", "read_text", "read_stdin", "read_json", "is_stdout", "finite_json", "WRITE_ERRNOS", "guard_closed_stdout",
            "quiet_stdout"]
 
 
@@ -309,6 +309,19 @@ def read_stream(fh, name: str, error: type[PlinkError] = PlinkError) -> str:
         parts.append(decoder.decode(chunk))
     parts.append(decoder.decode(b"", final=True))
     return "".join(parts)
+
+
+#: how standard input is named in messages
+STDIN_NAME = "<stdin>"
+
+
+def read_stdin(error: type[PlinkError] = PlinkError) -> str:
+    """The UTF-8 text of standard input, read as a file is (:func:`read_stream`: a megabyte at a time,
+    no NUL bytes, at most :data:`MAX_TEXT_BYTES`), or ``error`` naming ``<stdin>``. O(size)."""
+    try:
+        return read_stream(sys.stdin.buffer, STDIN_NAME, error)
+    except UnicodeDecodeError:
+        raise error(f"{STDIN_NAME}: not a UTF-8 text file") from None
 
 
 def read_text(path: str | os.PathLike, error: type[PlinkError] = PlinkError, what: str = "") -> str:

@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import os
 import re
-import sys
 import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -441,18 +440,15 @@ def load_input(
     order) to a latency one; ``hosts`` names the hosts (see :func:`read_host_names`).
     Returns the data and the notes/warnings to show the user.
     """
-    from plink.data.fileio import loads_json, read_stream, read_text
+    from plink.data.fileio import STDIN_NAME, loads_json, read_stdin, read_text
     from plink.data.probefile import Host, ProbeData, from_dict
 
     p = Path(path)
     out = Loaded(probe=None)
     text = None  # the text, when it had to be read to tell JSON from CSV
     if os.fspath(path) == "-":  # standard input, as plink emit reads it
-        path, p = "<stdin>", Path("<stdin>")
-        try:
-            text = read_stream(sys.stdin.buffer, "<stdin>", ProbeFileError)
-        except UnicodeDecodeError:
-            raise ProbeFileError("<stdin>: not a UTF-8 text file") from None
+        path, p = STDIN_NAME, Path(STDIN_NAME)
+        text = read_stdin(ProbeFileError)
     elif p.suffix.lower() in _TEXT_SUFFIXES and not _is_npy(p):
         text = read_text(p, ProbeFileError)
     is_json = p.suffix.lower() == ".json" or (text is not None and text.lstrip().startswith("{"))
