@@ -295,8 +295,10 @@ def _bandwidth(probe: ProbeData) -> np.ndarray | None:
     return bw
 
 
-def capacities(labels: np.ndarray, bandwidth: np.ndarray | None, mode: str) -> tuple[np.ndarray, np.ndarray]:
-    """Group and node capacities for :func:`plan_schedule` (see module docstring)."""
+def capacities(labels: np.ndarray, bandwidth: np.ndarray | None, mode: str, names: list[str] | None = None,
+               way_out: str = "") -> tuple[np.ndarray, np.ndarray]:
+    """Group and node capacities for :func:`plan_schedule` (see module docstring); ``names`` name the
+    host without a measured bandwidth in the error, ``way_out`` ends it."""
     labels = np.asarray(labels)
     k = int(labels.max()) + 1
     if mode == "cardinality" or bandwidth is None:
@@ -308,9 +310,11 @@ def capacities(labels: np.ndarray, bandwidth: np.ndarray | None, mode: str) -> t
     group_cap = np.bincount(labels, weights=out, minlength=k)
     node_cap = bandwidth.sum(axis=1)
     if k > 1 and np.any(group_cap <= 0):
-        raise PlinkError("bandwidth capacities: a group has no measured outbound bandwidth")
+        raise PlinkError(f"bandwidth capacities: a group has no measured outbound bandwidth{way_out}")
     if np.any(node_cap <= 0):
-        raise PlinkError("bandwidth capacities: a host has no measured bandwidth")
+        i = int(np.flatnonzero(node_cap <= 0)[0])
+        who = f" (host {names[i]})" if names is not None else ""
+        raise PlinkError(f"bandwidth capacities: a host has no measured bandwidth{who}{way_out}")
     return group_cap, node_cap
 
 
@@ -382,15 +386,8 @@ def plan_schedule(
         capacity = "bandwidth" if bw is not None else "cardinality"
     if capacity == "bandwidth" and bw is None:
         raise PlinkError("capacity 'bandwidth' needs a probe file with a bandwidth matrix")
-    try:
-        group_cap, node_cap = capacities(labels, bw, capacity)
-    except PlinkError as exc:  # name the host or group, and the way out
-        node_cap = None if bw is None else np.nansum(bw, axis=1)
-        who = ""
-        if node_cap is not None and np.any(node_cap <= 0):
-            who = f" (host {probe.names[int(np.flatnonzero(node_cap <= 0)[0])]})"
-        raise PlinkError(f"{exc}{who}: probe its bandwidth again, or plan by group sizes with "
-                         "--capacity cardinality") from None
+    group_cap, node_cap = capacities(labels, bw, capacity, probe.names, ": probe its bandwidth again, or plan by "
+                                     "group sizes with --capacity cardinality")
     lm, gm = assign_masters(labels, chunks[:, 1], group_cap, node_cap)
     plan = Plan([h.name for h in probe.hosts], labels, chunks, lm, gm, int(size), capacity,
                 meta={"groups": source, "partition": "greedy LPT on uniform machines"})
