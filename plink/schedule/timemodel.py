@@ -148,6 +148,21 @@ def pair_cost(probe, assumed_gbps: float | None = None) -> PairCost:
     return PairCost.from_matrices(lat, bw)
 
 
+def pair_cost_note(probe) -> str | None:
+    """What :func:`pair_cost` fills in for ``probe`` (its unmeasured entries, at the worst measured
+    value), as a note for the user, or None when every pair was measured. O(N^2)."""
+    off = ~np.eye(probe.n, dtype=bool)
+    gaps = []
+    lat_missing = int((off & ~np.isfinite(np.asarray(probe.latency, dtype=float))).sum())
+    if lat_missing:
+        gaps.append(f"{lat_missing} unmeasured latency entries at the largest measured latency")
+    if probe.bandwidth is not None:
+        bw_missing = int((off & ~np.isfinite(np.asarray(probe.bandwidth, dtype=float))).sum())
+        if bw_missing:
+            gaps.append(f"{bw_missing} unmeasured bandwidth entries at the smallest measured bandwidth")
+    return "predicted times price " + " and ".join(gaps) if gaps else None
+
+
 def round_time(t: Traffic, pc: PairCost) -> float:
     """``T_r`` of one round (module docstring), in µs."""
     if len(t.src) == 0:

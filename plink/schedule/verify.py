@@ -33,7 +33,8 @@ import numpy as np
 
 from plink.data.fileio import finite_json
 from plink.schedule.dag import Dag, ScheduleError
-from plink.schedule.timemodel import ASSUMED_GBPS, Traffic, pair_cost, plan_traffic, predict_all, table41
+from plink.schedule.timemodel import (ASSUMED_GBPS, Traffic, pair_cost, pair_cost_note, plan_traffic, predict_all,
+                                      table41)
 
 READS = ("send", "deliver")
 
@@ -335,17 +336,9 @@ def summarize(sched, probe=None, verify_limit: int = VERIFY_LIMIT,
     if probe is not None and traffic is not None:
         preds = predict_all(traffic, pair_cost(probe, assumed_gbps), labels, sched.size)
         out["predicted"] = {k: v.to_dict() for k, v in preds.items()}
-        off = ~np.eye(probe.n, dtype=bool)
-        gaps = []  # pairs pair_cost filled in, conservatively: said, not priced silently
-        lat_missing = int((off & ~np.isfinite(np.asarray(probe.latency, dtype=float))).sum())
-        if lat_missing:
-            gaps.append(f"{lat_missing} unmeasured latency entries at the largest measured latency")
-        if probe.bandwidth is not None:
-            bw_missing = int((off & ~np.isfinite(np.asarray(probe.bandwidth, dtype=float))).sum())
-            if bw_missing:
-                gaps.append(f"{bw_missing} unmeasured bandwidth entries at the smallest measured bandwidth")
-        if gaps:
-            out["note_unmeasured"] = "predicted times price " + " and ".join(gaps)
+        note = pair_cost_note(probe)  # what pair_cost filled in: said, not priced silently
+        if note:
+            out["note_unmeasured"] = note
         if probe.bandwidth is not None:
             out["model"] = "latency+bandwidth"
         else:
