@@ -30,6 +30,8 @@ As a command under any launcher (torchrun, srun, mpirun, a PyTorchJob)::
 
 from __future__ import annotations
 
+import os
+import time
 from datetime import timedelta
 
 from plink.distributed.compare import Comparison, compare_groups
@@ -65,15 +67,11 @@ def init_from_env(backend: str = "auto", timeout: float = 300.0) -> LaunchEnv:
     if backend == "nccl":
         torch.cuda.set_device(env.local_rank % max(1, torch.cuda.device_count()))
     init = "env://" if env.launcher == "torchrun" else env.init_method
-    import time
-
     t0 = time.monotonic()
     try:
         _interruptible(lambda: dist.init_process_group(backend, init_method=init, rank=env.rank,
                                                        world_size=env.world_size, timeout=timedelta(seconds=timeout)))
     except (RuntimeError, ValueError) as exc:
-        import os
-
         who = env.launcher
         if who == "torchrun" and "TORCHELASTIC_RUN_ID" not in os.environ:  # RANK/WORLD_SIZE set by hand, a PyTorchJob
             who = "RANK/WORLD_SIZE"

@@ -107,6 +107,8 @@ def check_backend(backend, allow_auto: bool = True) -> str:
     if name == "nccl" and not torch.cuda.is_available():
         raise OptionError("backend 'nccl' needs a GPU and this process sees none: use 'gloo' (or 'auto')")
     return name
+
+
 WARMUP = 3
 _calls = 0  # probe_group calls in this process: every rank calls in the same sequence
 
