@@ -26,3 +26,22 @@ def _shared_machine_netns_lock(request):
             yield
         finally:
             fcntl.flock(fh, fcntl.LOCK_UN)
+
+
+@pytest.fixture
+def stop_with():
+    """``stop_with(proc, sig, timeout, what) -> stderr``: send ``sig`` to a ``subprocess.Popen`` with
+    text pipes and wait; a process still running after ``timeout`` s is killed and the test fails
+    naming ``what``."""
+    import subprocess
+
+    def stop(proc, sig, timeout: float, what: str) -> str:
+        proc.send_signal(sig)
+        try:
+            return proc.communicate(timeout=timeout)[1]
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.communicate()
+            pytest.fail(what)
+
+    return stop

@@ -740,7 +740,7 @@ def test_balanced_random_takes_set_params_as_the_other_estimators():
 
 
 @pytest.mark.parametrize("sig", ["SIGINT", "SIGTERM"])
-def test_order_to_a_fifo_without_a_reader_stops_on_a_signal(tmp_path, sig):
+def test_order_to_a_fifo_without_a_reader_stops_on_a_signal(tmp_path, sig, stop_with):
     """`plink order -o FIFO` with nobody reading it held Ctrl-C and SIGTERM back until the order was written,
     that is for good: only SIGKILL ended it. The FIFO stays a FIFO."""
     import signal
@@ -766,13 +766,8 @@ def test_order_to_a_fifo_without_a_reader_stops_on_a_signal(tmp_path, sig):
             break
         time.sleep(0.1)
     time.sleep(0.3)
-    proc.send_signal(getattr(signal, sig))
-    try:
-        _, err = proc.communicate(timeout=20)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.communicate()
-        pytest.fail("plink order did not stop on the signal while waiting for the FIFO's reader")
+    err = stop_with(proc, getattr(signal, sig), 20,
+                    "plink order did not stop on the signal while waiting for the FIFO's reader")
     assert proc.returncode == (143 if sig == "SIGTERM" else 130), err
     assert err.strip().splitlines()[-1] == ("plink: terminated (SIGTERM)" if sig == "SIGTERM" else "plink: interrupted")
     assert stat.S_ISFIFO(os.lstat(fifo).st_mode)

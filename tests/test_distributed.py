@@ -898,7 +898,7 @@ def test_cli_interrupted_ranks_are_one_line_exit_130(sig):
         assert "Traceback" not in err and err.strip() == lines[-1], err  # (click printed an empty line first)
 
 
-def test_cli_rank_waiting_to_join_stops_at_once_on_ctrl_c():
+def test_cli_rank_waiting_to_join_stops_at_once_on_ctrl_c(stop_with):
     """A rank waiting for the others to join (torch's C++ store connect) took 60-130 s to act on a Ctrl-C."""
     import signal
     import subprocess
@@ -924,13 +924,7 @@ def test_cli_rank_waiting_to_join_stops_at_once_on_ctrl_c():
         time.sleep(0.1)
     time.sleep(3.0)  # torch is loaded: the rank is (or is about to be) in the rendezvous, whose connect waits 60 s
     t = time.monotonic()
-    proc.send_signal(signal.SIGINT)
-    try:
-        _, err = proc.communicate(timeout=30)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.communicate()
-        pytest.fail("the rank did not stop on Ctrl-C while joining")
+    err = stop_with(proc, signal.SIGINT, 30, "the rank did not stop on Ctrl-C while joining")
     assert time.monotonic() - t < 10
     assert proc.returncode == 130 and err.strip() == "plink.distributed: interrupted", err
 
