@@ -704,7 +704,29 @@ def test_names_that_do_not_match_say_where(tmp_path):
     short.write_text(",a,b\na,,\n")
     with pytest.raises(ProbeFileError, match="2 column names but 1 named row: a matrix has a row per host"):
         load_input(short)
-    swapped = tmp_path / "swapped.csv"
-    swapped.write_text(",a,b\nb,0,1\na,1,0\n")
+    other = tmp_path / "other.csv"
+    other.write_text(",a,b\nb,0,1\nc,1,0\n")
     with pytest.raises(ProbeFileError, match=r"do not match the column names \(row 0 is 'b', column 0 is 'a'\)"):
-        load_input(swapped)
+        load_input(other)
+
+
+def test_rows_in_another_order_are_read_by_name(tmp_path):
+    """Rows naming the same hosts as the columns, in another order (a matrix sorted by row name,
+    rows appended as hosts came), were refused ('row names do not match the column names'): each
+    row is now the row of the host it names, with a note."""
+    from plink.data.probefile import read_matrix_csv
+
+    swapped = tmp_path / "swapped.csv"
+    swapped.write_text(",a,b,c\nc,7,8,0\na,0,1,2\nb,3,0,5\n")
+    notes = []
+    m, names = read_matrix_csv(swapped, notes)
+    assert names == ["a", "b", "c"]
+    assert m.tolist() == [[0, 1, 2], [3, 0, 5], [7, 8, 0]]
+    assert len(notes) == 1 and "another order than the columns (row 0 is 'c', column 0 'a')" in notes[0]
+    loaded = load_input(swapped)  # the note reaches the user
+    assert loaded.probe.names == ["a", "b", "c"] and loaded.probe.latency[2, 0] > loaded.probe.latency[0, 1]
+    assert any("another order than the columns" in n for n in loaded.notes + loaded.warnings)
+    twice = tmp_path / "twice.csv"  # a host named twice is no order: still refused
+    twice.write_text(",a,b\nb,0,1\nb,1,0\n")
+    with pytest.raises(ProbeFileError, match="do not match the column names"):
+        load_input(twice)

@@ -749,6 +749,16 @@ def read_matrix_csv(path: str | os.PathLike, notes: list[str] | None = None,
                 raise ProbeFileError(f"{path}: {len(names)} column names but {len(col)} named "
                                      f"row{'s' * (len(col) != 1)}: a matrix has a row per host")
             where = next(i for i, (a, b) in enumerate(zip(col, names)) if a != b)
+            if set(col) == set(names) and len(set(col)) == len(col):
+                # the same hosts, the rows in another order (a matrix sorted by row, say): read by name
+                by_name = dict(zip(col, rows))
+                rows = [by_name[name] for name in names]
+                if notes is not None:
+                    notes.append(f"{path}: the rows name the hosts in another order than the columns (row "
+                                 f"{where} is {col[where]!r}, column {where} {names[where]!r}): each row is "
+                                 "read as the row of the host it names")
+                col = names
+        if col != names:
             raise ProbeFileError(f"{path}: row names do not match the column names (row {where} is {col[where]!r}, "
                                  f"column {where} is {names[where]!r})")
     n = len(rows)
