@@ -306,6 +306,8 @@ def test_cli_node_rank(tmp_path):
     assert proc.returncode == 2 and "--host is empty" in proc.stderr
     proc = run("node-rank", str(p), "--host", "vm\x01RED")  # was echoed raw in 'this node (...) is not in'
     assert proc.returncode == 2 and "--host 'vm\\x01RED' is not a host name" in proc.stderr and "\x01" not in proc.stderr
+    proc = run("node-rank", str(p), "--host", "vm\udcff")  # the byte 0xff ($'vm\xff'): was said 'vm\udcff'
+    assert proc.returncode == 2 and "--host 'vm\\xff' is not a host name" in proc.stderr and "udc" not in proc.stderr
     proc = run("node-rank", str(p))  # this machine is not n0/n1
     assert proc.returncode == 1 and "is not in" in proc.stderr and len(proc.stderr.splitlines()) == 1
 

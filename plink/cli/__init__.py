@@ -8,6 +8,7 @@ stderr; ``--debug`` shows the traceback.
 
 from __future__ import annotations
 
+import re
 import sys
 
 import click
@@ -20,6 +21,18 @@ from plink.data.fileio import quiet_stdout as _quiet_stdout
 from plink.errors import OptionError, PlinkError, Terminated, terminate_as_interrupt
 
 __all__ = ["cli", "main"]
+
+_ESCAPED_BYTE = re.compile(r"\\udc([89a-f][0-9a-f])")
+
+
+def _readable(msg: str) -> str:
+    """An error message on one line, with the bytes of an argument that is not UTF-8 shown as the
+    user typed them: ``--host $'\\xff'`` reaches Python as the lone surrogate U+DCFF, whose repr
+    ``'\\udcff'`` names no byte the user knows; it is said ``'\\xff'`` (and a raw lone surrogate
+    the same way, which the terminal could not print)."""
+    msg = " ".join(msg.split())
+    msg = "".join(f"\\x{ord(c) - 0xDC00:02x}" if 0xDC80 <= ord(c) <= 0xDCFF else c for c in msg)
+    return _ESCAPED_BYTE.sub(lambda m: "\\x" + m.group(1), msg)
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -60,7 +73,7 @@ def main(argv: list[str] | None = None) -> None:
             click.echo(exc.ctx.get_help(), err=True)
             sys.exit(EXIT_USAGE)
         cmd = exc.ctx.command_path if exc.ctx is not None else "plink"
-        msg = " ".join(exc.format_message().split())
+        msg = _readable(exc.format_message())
         if exc.ctx is not None and exc.ctx.command.name == "watch" and "--json" in head:
             # plink watch --json prints the run's status always (for cron's monitoring), a usage error's too
             from plink.cli._app import _echo_json
@@ -71,12 +84,12 @@ def main(argv: list[str] | None = None) -> None:
     except click.ClickException as exc:
         if debug:
             raise
-        click.echo(f"plink: error: {' '.join(exc.format_message().split())}", err=True)
+        click.echo(f"plink: error: {_readable(exc.format_message())}", err=True)
         sys.exit(exc.exit_code)
     except PlinkError as exc:
         if debug:
             raise
-        msg = " ".join(str(exc).split())
+        msg = _readable(str(exc))
         if isinstance(exc, OptionError):  # a usage error plink checks itself: pointed at --help as click's are
             sub = next((a for a in args if a in cli.commands), None)
             msg += f" (see 'plink{' ' + sub if sub else ''} --help')"
