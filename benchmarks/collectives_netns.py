@@ -93,6 +93,9 @@ CASES = {
               what="20 hosts, unequal racks 6+2+5+3+4, 2 busy hosts"),
     "E": dict(hosts_per_rack=[5, 3, 6, 2, 4, 4], busy={8: 0.4, 19: 0.4},
               what="24 hosts, unequal racks 5+3+6+2+4+4, 2 busy hosts"),
+    # uplinks faster than a host link (--mbit 300 --uplink-mbit 600): one flow cannot fill an uplink,
+    # two do; a rack of 6 is 3:1 oversubscribed, one of 3 1.5:1 (every case before: uplink = host link)
+    "F": dict(hosts_per_rack=[6, 4, 3, 3], busy={}, what="16 hosts, racks 6+4+3+3, uplinks 2x a host link"),
     "T": dict(hosts_per_rack=[3, 2], busy={0: 0.3}, what="smoke test: 5 hosts, racks 3+2, 1 busy host"),
 }
 
