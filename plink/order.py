@@ -496,9 +496,11 @@ def _never_measured(probe: ProbeData) -> list[str]:
 #: what the shared model's seconds leave out (measured: README, "Proof against real collectives")
 NETWORK_PART = ("'predicted' is the network's part of the collective: the library's own work (copies, reductions; "
                 "on busy hosts the CPU they lose) is the same for every order and not in it, so the whole collective "
-                "usually speeds up less (on the netns cluster Gloo's ring from 5% less to 8% more than predicted, or 17% "
-                "less where a latency-only probe merged two racks, Open MPI's recursive doubling 0-15% less, tree from 10% "
-                "less to 3% more, Rabenseifner 17-30% less, ring 30-59% less: README, 'Proof against real collectives')")
+                "usually speeds up less (on the netns cluster Gloo's ring from 5% less to 8% more than predicted, Open "
+                "MPI's recursive doubling 0-15% less, tree from 10% less to 3% more, Rabenseifner 17-34% less, ring 30-59% "
+                "less; less still where a latency-only probe merged two racks (Gloo 17%) or priced rack uplinks that "
+                "carried two host links as oversubscribed (Gloo 49%, the ends of its span right): README, 'Proof against "
+                "real collectives')")
 
 
 def _models(model: str, algo: str, probe: ProbeData, groups, n_missing: int, size: int, base: int,
