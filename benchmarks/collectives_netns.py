@@ -7,7 +7,8 @@ Run as root (network namespaces, sshd, Open MPI with its headers, torch)::
 
 For every case (A: 16 hosts = 4 racks of 4; B: unequal racks 5+3+4+4; C: case A with
 4 busy hosts; D: 20 hosts in unequal racks 6+2+5+3+4 with 2 busy hosts, run at 300 Mbit/s; E: 24 hosts
-in racks 5+3+6+2+4+4 with 2 busy hosts, run at 250 Mbit/s, to check D's fixes on a new shape) the script
+in racks 5+3+6+2+4+4 with 2 busy hosts, run at 250 Mbit/s, to check D's fixes on a new shape; F: 16
+hosts in racks 6+4+3+3 run with ``--mbit 300 --uplink-mbit 600``, uplinks that carry two host links) the script
 
 1. builds the cluster with ``plink.probes.netns.NetnsCluster`` (prefix ``pf``, subnet
    ``10.201``; host links and shared rack uplinks shaped by htb, so a rack's 4+ hosts share
