@@ -499,7 +499,7 @@ NETWORK_PART = ("'predicted' is the network's part of the collective: the librar
                 "usually speeds up less (on the netns cluster Gloo's ring from 5% less to 8% more than predicted, Open "
                 "MPI's recursive doubling 0-15% less, tree from 10% less to 3% more, Rabenseifner 17-34% less, ring 30-59% "
                 "less; less still where a latency-only probe merged two racks (Gloo 17%) or priced rack uplinks that "
-                "carried two host links as oversubscribed (Gloo 49%, the ends of its span right): README, 'Proof against "
+                "carried two host links as oversubscribed (Gloo 49%; the low end of its span held): README, 'Proof against "
                 "real collectives')")
 
 
