@@ -13,6 +13,7 @@ Deterministic; about a minute::
 
     python benchmarks/unequal_shares.py
     python benchmarks/unequal_shares.py --sigmas 0 0.3 --draws 32 --runs
+    python benchmarks/unequal_shares.py --collectives mpi_tree --sigmas 0 0.3 0.6   # Open MPI's tree (~2 min)
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ if str(ROOT) not in sys.path:
 import benchmarks.collectives_netns as proof  # noqa: E402
 
 COLLECTIVES = ("mpi_recursive_doubling", "mpi_rabenseifner")
+ALL_COLLECTIVES = ("gloo_ring", "mpi_ring", "mpi_recursive_doubling", "mpi_rabenseifner", "mpi_tree")
 
 
 def unequal_price(model, perm, sigma: float, draws: int, seed: int = 0, sndbuf: float | None = None) -> float:
@@ -105,6 +107,8 @@ def main(argv=None) -> int:
                     help="log-normal spreads of the flow weights (0: plink's price)")
     ap.add_argument("--draws", type=int, default=16, help="draws of the weights per order")
     ap.add_argument("--runs", action="store_true", help="print every run's figures")
+    ap.add_argument("--collectives", nargs="+", default=list(COLLECTIVES), choices=ALL_COLLECTIVES,
+                    help="the saved runs' collectives to rank (default: the butterflies)")
     args = ap.parse_args(argv)
     if not args.sigmas or any(s < 0 or not np.isfinite(s) for s in args.sigmas) or args.draws < 1:
         ap.error("--sigmas must be >= 0 and --draws >= 1")
@@ -112,7 +116,7 @@ def main(argv=None) -> int:
         ap.error("needs plink's shared-link model (plink.solvers.contention)")
     sigmas = [0.0] + [s for s in args.sigmas if s != 0]
     prices = [lambda m, p, s=s: unequal_price(m, p, s, args.draws) for s in sigmas]
-    table = variant_table(ap, [Path(f) for f in args.files] or proof.saved_cases(Path(args.results)), COLLECTIVES,
+    table = variant_table(ap, [Path(f) for f in args.files] or proof.saved_cases(Path(args.results)), args.collectives,
                           prices, [f"s={s:g}" for s in sigmas], args.runs)
     print(f"Spearman(price, measured), orders priced within 2% tied, mean over the runs; flow weights "
           f"log-normal, {args.draws} draws")
