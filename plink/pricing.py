@@ -247,6 +247,10 @@ def network(probe: ProbeData, groups: Groups, *, fill: str = "high", use_bandwid
     notes: list[str] = []
     assumption_notes: list[str] = []  # the notes on assumed capacities (moot when no bytes move)
     bw = probe.bandwidth if use_bandwidth else None
+    # use_bandwidth=False (--no-bandwidth): latency only, so the measured uplinks are set aside too (their
+    # 569 Mbit/s against assumed 10 Gbit/s NICs priced the order by the uplinks alone)
+    probe_uplinks = (getattr(probe, "uplinks", None) or []) if use_bandwidth else []
+    set_aside = not use_bandwidth and (probe.bandwidth is not None or bool(getattr(probe, "uplinks", None)))
     nic = None
     if bw is not None:
         with np.errstate(all="ignore"), warnings.catch_warnings():
@@ -269,7 +273,8 @@ def network(probe: ProbeData, groups: Groups, *, fill: str = "high", use_bandwid
         if not gbps > 0:
             raise OptionError(f"--nic-gbps must be > 0, got {nic_gbps}")
         nic = np.full(n, gbps * 1e9 / 8)
-        notes.append(f"no bandwidth measured: host NICs assumed {gbps:g} Gbit/s"
+        notes.append(("the probe's bandwidths and uplinks set aside (latency only, --no-bandwidth)" if set_aside
+                      else "no bandwidth measured") + f": host NICs assumed {gbps:g} Gbit/s"
                      + (" (set --nic-gbps)" if nic_gbps is None else ""))
         assumption_notes.append(notes[-1])
     k = int(lab.max()) + 1 if n else 0
@@ -283,8 +288,8 @@ def network(probe: ProbeData, groups: Groups, *, fill: str = "high", use_bandwid
     cut = []  # ... that hold part of a group: no link of these groups (measured over other groups)
     priced = []  # (group, uplink) of the measured group uplinks
     partial, floors = [], []  # tests over part of a group (hosts lost before them): saturated, or a floor
-    tested = {int(h) for u in getattr(probe, "uplinks", None) or [] for h in u.hosts}
-    for u in getattr(probe, "uplinks", None) or []:
+    tested = {int(h) for u in probe_uplinks for h in u.hosts}
+    for u in probe_uplinks:
         hosts = sorted(int(h) for h in u.hosts)
         match = [g for g in range(k) if sorted(np.flatnonzero(lab == g).tolist()) == hosts]
         if match:
@@ -353,9 +358,10 @@ def network(probe: ProbeData, groups: Groups, *, fill: str = "high", use_bandwid
     if k > 1 and not measured.all():
         assumed.append("uplinks")
         what = "no group uplink" if not measured.any() else f"{int((~measured).sum())} of {k} group uplinks"
-        notes.append(f"{what} measured: assumed the oversubscribed case, an uplink carries what one host NIC does"
+        what += " used" if set_aside else " measured"
+        notes.append(f"{what}: assumed the oversubscribed case, an uplink carries what one host NIC does"
                      if uplinks == "oversubscribed" else
-                     f"{what} measured: assumed non-blocking, an uplink carries every host NIC of its group")
+                     f"{what}: assumed non-blocking, an uplink carries every host NIC of its group")
         assumption_notes.append(notes[-1])
     return Network(lat, nic, nic.copy(), lab, up, down, tuple(notes), outer, tuple(assumed), path,
                    tuple(assumption_notes))

@@ -412,6 +412,29 @@ def test_nothing_assumed_nothing_added():
     assert order_hosts(pd, "ring", time_limit=0.3, model="pairsum").measured_only == {}  # the pair sum assumes none
 
 
+def test_no_bandwidth_sets_the_measured_uplinks_aside_too():
+    """use_bandwidth=False (--no-bandwidth, 'cost by latency only') still priced the probe's measured
+    uplinks, against NICs assumed at 10 Gbit/s: an order priced by the uplinks alone, notes saying 'no
+    bandwidth measured'. Now it is priced as a latency-only probe is, and the notes say what was set aside."""
+    n = 8
+    lat = np.full((n, n), 10.0)
+    np.fill_diagonal(lat, 0)
+    pd = from_matrix(lat, [f"h{i}" for i in range(n)])
+    bw = np.full((n, n), 1.0)
+    np.fill_diagonal(bw, np.nan)
+    pd.bandwidth = bw
+    pd.uplinks = [SimpleNamespace(hosts=(0, 2, 4, 6), up_bps=1e8, down_bps=2e8),
+                  SimpleNamespace(hosts=(1, 3, 5, 7), up_bps=3e8, down_bps=4e8)]
+    groups = find_groups(pd)
+    net = network(pd, groups, use_bandwidth=False)
+    assert net.up.tolist() == [10e9 / 8] * 2 and set(net.assumed) == {"nic", "uplinks"}
+    assert any(note.startswith("the probe's bandwidths and uplinks set aside") for note in net.notes)
+    assert not any(note.startswith("no bandwidth measured") for note in net.notes)
+    plain = from_matrix(lat, [f"h{i}" for i in range(n)])  # the same latencies, nothing else measured
+    res, ref = (order_hosts(p, "ring", time_limit=0.3, labels=groups.labels, use_bandwidth=False) for p in (pd, plain))
+    assert res.cost_input == pytest.approx(ref.cost_input) and res.cost_plink == pytest.approx(ref.cost_plink)
+
+
 class _InterruptedAt(SharedCostModel):
     """A model whose ``calls``-th batch pricing raises KeyboardInterrupt (Ctrl-C mid-search)."""
 

@@ -61,9 +61,11 @@ def _scenario_note(result) -> str | None:
 
     parts = [f"{x(result.speedup_range(name)[1])} with {model} (the model: 'predicted' and the search)"]
     parts += [f"{x(v[name])} {_SCENARIOS[k]}" for k, v in result.capacity_scenarios.items()]
+    set_aside = any(n.startswith("the probe's bandwidths and uplinks set aside") for n in result.notes)
     return (f"note: 'plink speedup' spans capacities that were not measured: each row gives the smallest and the "
             f"largest of plink's speedups priced with each of them. Over random orders: {'; '.join(parts)}. "
-            f"'plink probe --bandwidth' measures NICs and rack uplinks")
+            + ("Without --no-bandwidth the probe's measured NICs and rack uplinks price them" if set_aside else
+               "'plink probe --bandwidth' measures NICs and rack uplinks"))
 def render_order_report(result, console) -> None:
     from rich.table import Table
 
@@ -213,7 +215,8 @@ def _check_format_options(fmt: str, slots: int, groups_file: str | None) -> None
 @click.option("-o", "--output", type=click.Path(dir_okay=False, allow_dash=True), callback=stdout_if_dash, help="Order file to write (default: stdout).")
 @click.option("--json", "as_json", is_flag=True,
               help="Print the report as JSON on stdout (its 'hosts' are the order; the order file needs -o FILE).")
-@click.option("--no-bandwidth", is_flag=True, help="Ignore a bandwidth matrix; cost by latency only.")
+@click.option("--no-bandwidth", is_flag=True,
+              help="Ignore the probe's bandwidths and measured uplinks; cost by latency only.")
 @click.option("--no-hedge", is_flag=True,
               help="With groups inferred from latencies alone, do not also search under the groupings with one "
                    "group split in two (the hedge: see above).")
