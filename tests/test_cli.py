@@ -551,6 +551,18 @@ def test_a_unit_of_the_other_kind_is_a_usage_error(tmp_path):
     assert_one_line_error(run("order", str(m), "--unit", "Gbit/s"), 2, "'Gbit/s' is not a latency unit")
 
 
+
+def test_matrix_options_given_a_probe_file_are_usage_errors(dc):
+    """--unit/--kind/--hosts given with a probe file exited 1 without pointing at --help, where the same
+    misuse on a CSV exits 2: options that do not apply are usage errors."""
+    for argv, fragment in ((("order", str(dc), "--unit", "ms"), "--kind and --unit describe plain matrices"),
+                           (("group", str(dc), "--kind", "bandwidth"), "--kind and --unit describe plain matrices"),
+                           (("order", str(dc), "--hosts", str(dc)), "--hosts names the hosts of a plain matrix")):
+        proc = run(*argv)
+        assert_one_line_error(proc, 2, fragment)
+        assert f"(see 'plink {argv[0]} --help')" in proc.stderr
+
+
 def test_an_empty_output_path_is_a_usage_error(dc):
     """``-o ''`` (an unset shell variable) wrote the order to stdout without a word; every path option
     refuses it, and says what writes to stdout where one can."""

@@ -13,7 +13,7 @@ import pytest
 from plink.cli import main
 from plink.data.hostlist import parse_hostlist
 from plink.data.inputs import load_input, read_host_names
-from plink.errors import PlinkError, ProbeFileError
+from plink.errors import OptionError, PlinkError, ProbeFileError
 
 DATA = Path(__file__).parent / "data"
 
@@ -647,7 +647,7 @@ def test_a_probe_file_is_known_by_its_text_and_dash_reads_stdin(tmp_path, monkey
     nameless.write_bytes(src.read_bytes())
     got = load_input(nameless).probe
     assert got.names == probe.names and np.allclose(got.latency, probe.latency, equal_nan=True)
-    with pytest.raises(ProbeFileError, match="--kind and --unit describe plain matrices"):
+    with pytest.raises(OptionError, match="--kind and --unit describe plain matrices"):
         load_input(nameless, unit="ms")
     monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(src.read_bytes())))
     got = load_input("-").probe

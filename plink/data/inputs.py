@@ -38,7 +38,7 @@ import numpy as np
 
 from plink.data.fileio import text_lines
 from plink.data.probefile import count_asymmetric, default_host_names
-from plink.errors import ProbeFileError, UnitError
+from plink.errors import OptionError, ProbeFileError, UnitError
 
 #: ``ProbeData.meta["bandwidth_source"]`` of a bandwidth matrix read from a file (``--kind bandwidth``,
 #: ``--bandwidth-matrix``): each pair's path measured on its own, which the shared model then uses as
@@ -454,10 +454,11 @@ def load_input(
     is_json = p.suffix.lower() == ".json" or (text is not None and text.lstrip().startswith("{"))
     if is_json:  # a probe file: by its name, or by its text (/dev/stdin, <(cat probe.json), probe.out)
         if kind != "latency" or unit is not None:
-            raise ProbeFileError(f"{path}: --kind and --unit describe plain matrices; a plink probe file is in us "
-                                 "and Gbit/s already")
+            # options that do not apply to the input: a usage error (exit 2), as click's own are
+            raise OptionError(f"{path}: --kind and --unit describe plain matrices; a plink probe file is in us "
+                              "and Gbit/s already")
         if hosts is not None:
-            raise ProbeFileError(f"{path}: --hosts names the hosts of a plain matrix; a probe file names its own")
+            raise OptionError(f"{path}: --hosts names the hosts of a plain matrix; a probe file names its own")
         doc = loads_json(text if text is not None else read_text(p, ProbeFileError), str(path), ProbeFileError)
         probe = from_dict(doc, str(path), notes=out.notes)
         if bandwidth is not None:
