@@ -825,6 +825,30 @@ def test_summarize_prices_with_the_measured_or_the_assumed_bandwidth():
         summarize(sched, fewer)
 
 
+def test_summarize_says_how_plink_order_prices_the_ring_of_a_probe_measured_in_rounds():
+    """plink probe --bandwidth measures the pairs of a round at once, so a pair across racks gets its
+    share of a loaded uplink; the time model prices every pair at that rate and no uplink, so it priced
+    the flat ring 1.56x what plink order's shared-link model gives (and the Gloo ring measured) on a
+    16-host cluster, and a user weighing 2LHA against plink's ring read opposite advice. The summary
+    now gives the shared-link price of the same ring and says why they differ; not for a simulated
+    probe or a matrix from a file, whose pair bandwidths are not a round's."""
+    from plink.pricing import Groups, network
+    from plink.schedule.verify import summarize
+    from plink.solvers.contention import SharedCostModel
+
+    probe = simulate_datacenter(racks=3, hosts_per_rack=4, bandwidth=True, host_gbps=10, seed=2)
+    plan = plan_schedule(probe, size=16 * 2**20)
+    sched = Schedule.from_plan(plan)
+    plain = summarize(sched, probe)
+    assert "note_rounds" not in plain and "ring_shared_link_us" not in plain  # the simulator's pairs
+    probe.meta["bandwidth"] = {"tool": "auto", "seconds": 1.0, "streams": 1}  # as plink probe --bandwidth writes
+    out = summarize(sched, probe)
+    ring = SharedCostModel("ring", network(probe, Groups(np.asarray(plan.labels), "x")), plan.size, 2)
+    assert out["ring_shared_link_us"] == pytest.approx(ring(np.argsort(plan.labels, kind="stable")) * 1e6)
+    assert out["predicted"] == plain["predicted"]  # the time model's own figures stay as they were
+    assert f"at {out['predicted']['ring']['time_us'] * 1e-6:.3f} s, where plink order's shared-link" in out["note_rounds"]
+
+
 # ---------------------------------------------------------------------------
 # the schedule file: defaults, optional keys and layout
 

@@ -53,6 +53,8 @@ def render_schedule_summary(s: dict, console) -> None:
     print_table(console, t)
     if "note_unmeasured" in s:
         console.print(f"note: {s['note_unmeasured']}")
+    if "note_rounds" in s:
+        console.print(f"note: {s['note_rounds']}")
     if "assumed_bandwidth_gbps" in s:
         console.print(f"time model: probed latency + an assumed {s['assumed_bandwidth_gbps']:g} Gbit/s for every pair "
                       "(no bandwidth matrix; set it with --assume-bandwidth or give --bandwidth-matrix)")
