@@ -251,6 +251,12 @@ def test_cli_slurm_topology_from_groups(dc, tmp_path):
     for ln in switches:  # each leaf switch holds exactly one rack
         members = em_expand(ln.split("Nodes=")[1])
         assert len({racks[probe.index(m)] for m in members}) == 1
+    # without --groups (it was refused: 'needs the groups'): the groups the order is searched under, said in a note
+    proc = run("order", str(path), "--time-limit", "0.2", "--format", "slurm-topology")
+    assert proc.returncode == 0, proc.stderr
+    assert "the switches of topology.conf are the 2 groups inferred from the probe" in proc.stderr
+    inferred = [ln for ln in proc.stdout.splitlines() if ln.startswith("SwitchName=plink-s")]
+    assert sorted(inferred) == sorted(switches)
 
 
 def em_expand(expr):
@@ -273,7 +279,6 @@ def test_cli_bad_input_one_line(dc, tmp_path):
     Groups(hosts=probe.names, labels=np.zeros(probe.n, dtype=int)).save(tmp_path / "groups.json")
     for args, code, frag in [
         (("--slots", "0"), 2, "--slots"),
-        (("--format", "slurm-topology"), 2, "--groups"),
         (("--format", "json", "--slots", "2"), 2, "--slots"),
         (("--slots", "2"), 2, "--slots"),  # plain
         (("--format", "slurm-topology", "--groups", "{groups}", "--slots", "2"), 2, "--slots"),  # was ignored

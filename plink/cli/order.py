@@ -183,9 +183,6 @@ def _check_format_options(fmt: str, slots: int, groups_file: str | None) -> None
     if fmt == "slurm-topology" and slots != 1:  # (it was ignored without a word)
         raise click.BadParameter("a slurm topology.conf names switches and nodes, not ranks; --slots applies to "
                                  "launcher formats", param_hint="--slots")
-    if fmt == "slurm-topology" and not groups_file:
-        raise click.BadParameter("--format slurm-topology needs the groups (plink group -o groups.json)",
-                                 param_hint="--groups")
 
 
 @cli.command()
@@ -203,7 +200,8 @@ def _check_format_options(fmt: str, slots: int, groups_file: str | None) -> None
 @click.option("--smt-time", default=0.0, show_default=True, type=float,
               help="Seconds for Z3 to improve a --model pairsum order or prove it optimal (0: skip).")
 @click.option("--groups", "groups_file", type=click.Path(dir_okay=False),
-              help="Groups file (plink group): also start from the grouping; the switches of --format slurm-topology. "
+              help="Groups file (plink group): also start from the grouping; the switches of --format slurm-topology "
+                   "(default: the groups inferred from the probe). "
                    "It may name more hosts than the probe (a rack map of the whole site).")
 @click.option("--seed", default=0, show_default=True, type=click.IntRange(0, 2**32 - 1),
               help="Random seed of the order search (its random starts and moves); a search cut short by --time-limit can still differ between runs.")
@@ -292,6 +290,16 @@ def order(probefile, algo, size, base, time_limit, jobs, smt_time, groups_file, 
         groups = load_groups(groups_file)
         labels = group_labels(probe, groups_file, groups)
         note_groups_beyond(groups_file, groups, probe.names)
+    switches = labels
+    if fmt == "slurm-topology" and labels is None and writes:
+        # the switches are the groups the order is searched under (it refused without --groups)
+        from plink.pricing import find_groups
+
+        found = find_groups(probe, None, seed, not no_bandwidth)
+        switches = found.labels
+        click.echo(f"plink: note: the switches of topology.conf are the {found.k} group{'s' * (found.k != 1)} "
+                   f"inferred from the probe ({found.source}); review them with 'plink group' and give "
+                   "--groups to set them", err=True)
     console = _stderr_console()
     held = _HeldSignals()
     try:
@@ -301,7 +309,7 @@ def order(probefile, algo, size, base, time_limit, jobs, smt_time, groups_file, 
                 use_bandwidth=not no_bandwidth, jobs=jobs, smt_time=smt_time, labels=labels, model=cost_model,
                 nic_gbps=nic_gbps, keep_on_interrupt=True, hedge=not no_hedge, on_searched=held.start,
             )
-        text = _render_order(result, probe, fmt, slots, labels, output) if writes else ""
+        text = _render_order(result, probe, fmt, slots, switches, output) if writes else ""
         if output:
             from plink.data.fileio import atomic_write_text, replaces_atomically
 
