@@ -803,3 +803,15 @@ def test_a_closed_stdout_is_an_error_not_a_lost_output(tmp_path, argv):
                           stderr=subprocess.PIPE, text=True, env=env, preexec_fn=lambda: os.close(1), timeout=120)
     assert proc.returncode == 0, proc.stderr
     assert len(out.read_text().split()) == 6
+
+
+def test_order_report_says_how_clear_its_groups_are(dc):
+    """The report named the groups ('2 group(s) (inferred from inverse bandwidth)') with nothing on how
+    clear they were: a bandwidth matrix whose racks barely show gave a ring by 2 weak groups, silently."""
+    from plink.cli.order import WEAK_SILHOUETTE, _silhouette
+
+    assert _silhouette({"k": 4, "source": "x", "confidence": 0.434}) == ", silhouette 0.43"
+    assert _silhouette({"k": 2, "source": "x", "confidence": WEAK_SILHOUETTE - 0.01}).endswith(": weak, see 'plink group'")
+    assert _silhouette({"k": 1, "confidence": 0.9}) == _silhouette({"k": 3, "confidence": None}) == ""
+    proc = run("order", str(dc), "--time-limit", "0.2", "-o", os.devnull)
+    assert proc.returncode == 0 and "silhouette" in " ".join(proc.stderr.split()), proc.stderr

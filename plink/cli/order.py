@@ -66,6 +66,19 @@ def _scenario_note(result) -> str | None:
             f"largest of plink's speedups priced with each of them. Over random orders: {'; '.join(parts)}. "
             + ("Without --no-bandwidth the probe's measured NICs and rack uplinks price them" if set_aside else
                "'plink probe --bandwidth' measures NICs and rack uplinks"))
+def _silhouette(groups: dict) -> str:
+    """How clear the groups are, for the report's title: their silhouette (1 = tight, far apart; near 0 =
+    no structure: then an order 'by racks' rests on groups a user should look at with plink group)."""
+    conf = groups.get("confidence")
+    if conf is None or groups.get("k", 0) < 2 or not math.isfinite(conf):
+        return ""
+    return f", silhouette {conf:.2f}" + (": weak, see 'plink group'" if conf < WEAK_SILHOUETTE else "")
+
+
+#: below this silhouette the report calls the groups weak (Kaufman and Rousseeuw's "no substantial structure")
+WEAK_SILHOUETTE = 0.25
+
+
 def render_order_report(result, console) -> None:
     from rich.table import Table
 
@@ -78,7 +91,7 @@ def render_order_report(result, console) -> None:
     size = "" if result.cost_model == "pairsum" and result.model == "latency" else f"{format_size(result.size)}, "
     title = (
         f"{result.algo} over {len(result.hosts)} host{'s' * (len(result.hosts) != 1)}, {size}{what}, {result.model}; "
-        f"{g.get('k', '?')} group(s) ({g.get('source', '?')})"
+        f"{g.get('k', '?')} group(s) ({g.get('source', '?')}{_silhouette(g)})"
     )
     t = Table(title=title, title_justify="left", show_edge=False)
     t.add_column("order")
