@@ -323,12 +323,20 @@ def order_hosts(
     # groups' numbering alone, a butterfly over unequal racks could price them slower, and plink's gain with it)
     blocks = contiguous_orders(groups.labels, seed=seed)
     contiguous = blocks[int(np.argmin(_prices(price, blocks)))]
-    splits = _hedge_groupings(probe, groups, model, labels, use_bandwidth) if hedge else []
+    order_free = algo == "bcube" and base >= n  # one step, every host with every other: no order is better
+    splits = _hedge_groupings(probe, groups, model, labels, use_bandwidth) if hedge and not order_free else []
     main_time, split_time = _hedge_times(time_limit, len(splits))
-    res, lb_model = _search(model, cm, identity, notes, labels=labels, time_limit=main_time, seed=seed, jobs=jobs,
-                            smt_time=smt_time, max_iter=max_iter, keep_on_interrupt=keep_on_interrupt, price=price)
+    if order_free:  # (the search ran its whole time limit and said "proven optimal: no")
+        res, lb_model = SolveResult(identity, float(price(identity)), True, None, "none: every order costs the same",
+                                    {}), None
+        notes.append(f"BCube with base {base} >= {n} hosts is one step in which every host exchanges with every "
+                     "other: every order costs the same, so the input order is kept")
+    else:
+        res, lb_model = _search(model, cm, identity, notes, labels=labels, time_limit=main_time, seed=seed,
+                                jobs=jobs, smt_time=smt_time, max_iter=max_iter, keep_on_interrupt=keep_on_interrupt,
+                                price=price)
     try:
-        res = _exact_for_price(res, cm, price)
+        res = res if order_free else _exact_for_price(res, cm, price)
     except KeyboardInterrupt:  # Ctrl-C while the search's optimum is proven for the price: the search's order
         if not keep_on_interrupt:
             raise

@@ -435,6 +435,24 @@ def test_no_bandwidth_sets_the_measured_uplinks_aside_too():
     assert res.cost_input == pytest.approx(ref.cost_input) and res.cost_plink == pytest.approx(ref.cost_plink)
 
 
+@pytest.mark.parametrize("model", ["shared", "pairsum"])
+def test_bcube_of_one_step_keeps_the_input_order_proven(model):
+    """BCube with base >= N is one step, every host with every other: every order costs the same, yet
+    plink searched its whole time limit, returned a scrambled order and said 'proven optimal: no'."""
+    probe = simulate_datacenter(racks=3, hosts_per_rack=3, seed=3)
+    rand = np.random.default_rng(0)
+    res = order_hosts(probe, "bcube", base=probe.n, model=model, time_limit=30)
+    assert res.order == list(range(probe.n)) and res.proven_optimal and res.elapsed < 20
+    assert any("every order costs the same" in note for note in res.notes)
+    from plink.order import _build
+    from plink.pricing import find_groups
+
+    cm = _build(model, "bcube", probe, find_groups(probe), "high", res.size, probe.n, True, None)[0]
+    assert np.ptp([cm(rand.permutation(probe.n)) for _ in range(20)]) <= 1e-9 * res.cost_plink  # truly order-free
+    assert not any("every order costs the same" in note
+                   for note in order_hosts(probe, "bcube", base=3, model=model, time_limit=0.3).notes)
+
+
 class _InterruptedAt(SharedCostModel):
     """A model whose ``calls``-th batch pricing raises KeyboardInterrupt (Ctrl-C mid-search)."""
 
