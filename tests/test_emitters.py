@@ -672,6 +672,24 @@ def test_host_slots_formats_refuse_ipv6(fmt):
     assert "fe80::1" in em.emit("openmpi", ["fe80::1", "10.0.0.1"], slots=4)
 
 
+def test_emit_reads_its_own_horovod_list_as_the_order(tmp_path):
+    """plink emit refused plink's own horovod -H file (one line host:N,host:N,...) with a guess that it
+    was a matrix; it is the hosts in rank order, its slots noted as a hostfile's are."""
+    from plink.data.orderfile import read_order_hosts
+
+    f = tmp_path / "hosts.horovod"
+    f.write_text(em.emit("horovod", ["b7", "a1", "c3"], slots=2))
+    assert [h.name for h in read_order_hosts(f)] == ["b7", "a1", "c3"]
+    proc = run("emit", str(f), "--format", "plain")
+    assert (proc.returncode, proc.stdout) == (0, "b7\na1\nc3\n"), proc.stderr
+    proc = run("emit", str(f), "--format", "openmpi")  # a launcher file: its slots come from --slots, said
+    assert proc.returncode == 0 and "lines say slots=2" in proc.stderr, proc.stderr
+    matrix = tmp_path / "m.csv"  # a CSV is still no order
+    matrix.write_text("0,1\n1,0\n")
+    with pytest.raises(PlinkError, match="has commas"):
+        read_order_hosts(matrix)
+
+
 def test_env_master_addr_without_an_address_says_so():
     """A plain list has names only: MASTER_ADDR is the first name, which may be an ssh-config alias
     no other host resolves; the file says so, and not when the probe recorded an address."""

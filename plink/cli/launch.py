@@ -116,8 +116,9 @@ def _plain_slots(text: str) -> set[int]:
 
         for raw in text_lines(text):
             words = raw.partition("#")[0].split()
-            if len(words) == 1 and _mpich_slots(words[0]) is not None:
-                found.add(_mpich_slots(words[0]))  # MPICH's host:N
+            fields = words[0].split(",") if len(words) == 1 else []
+            if fields and all(_mpich_slots(f) is not None for f in fields):
+                found.update(_mpich_slots(f) for f in fields)  # MPICH's host:N, Horovod's host:N,host:N
             for word in words[1:]:
                 key, _, value = word.partition("=")
                 if key == "slots" and value.isdigit():
