@@ -612,7 +612,8 @@ def test_show_prints_pair_and_uplink_bandwidths_in_one_scale(tmp_path):
     text = " ".join(run("show", str(probe), "--no-structure").stdout.split())
     pair = re.search(r"pair bandwidth (.*?) uplink", text).group(1)
     assert re.fullmatch(r"(\w+\s+[\d.]+\s+Mbit/s\s*)+", pair.replace("│", "").strip()), pair
-    assert re.search(r"up [\d.]+ Mbit/s / down [\d.]+ Mbit/s, all crossing at once", text), text
+    cells = " ".join(text.replace("│", " ").split())  # (a cell's lines are apart by the column's bar)
+    assert re.search(r"up [\d.]+ Mbit/s / down [\d.]+ Mbit/s, all crossing at once", cells), text
 
 
 def test_a_pair_sum_of_latencies_names_no_message_size(dc, tmp_path):
@@ -815,3 +816,19 @@ def test_order_report_says_how_clear_its_groups_are(dc):
     assert _silhouette({"k": 1, "confidence": 0.9}) == _silhouette({"k": 3, "confidence": None}) == ""
     proc = run("order", str(dc), "--time-limit", "0.2", "-o", os.devnull)
     assert proc.returncode == 0 and "silhouette" in " ".join(proc.stderr.split()), proc.stderr
+
+
+def test_show_keeps_each_figure_on_one_line(dc):
+    """In an 80-column terminal plink show wrapped 'p90 22.74 us' between 'p90' and its number."""
+    from plink.cli.structure import _figures
+
+    figs = ["min 55.2 Mbit/s", "p10 183 Mbit/s", "p50 283.8 Mbit/s", "p90 286.9 Mbit/s", "max 287.3 Mbit/s"]
+    lines = _figures(figs).splitlines()
+    assert [f for ln in lines for f in ln.split("  ")] == figs and all(len(ln) <= 40 for ln in lines)
+    env = dict(os.environ, PYTHONPATH=ROOT, COLUMNS="80")
+    proc = subprocess.run([sys.executable, "-m", "plink", "show", str(dc)], capture_output=True, text=True, env=env,
+                          timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    out = proc.stdout + proc.stderr
+    for key in ("min", "p10", "p50", "p90", "max"):  # each label followed by its number on its line
+        assert re.search(rf"\b{key} \d", out), out
