@@ -300,7 +300,9 @@ def order_hosts(
     model's resolution (2%) of the best, the one whose worst price over those groupings is the
     least above that grouping's best is returned (``solvers.hedge.hedged_pick``; ``solver["hedge"]``).
 
-    Never returns an order priced above the input order or the rack-contiguous one.
+    Never returns an order priced above the input order or the rack-contiguous one, and returns the
+    rack-contiguous one where its own is priced the same (within ``SAME_PRICE``) and sends no fewer
+    bytes over the group uplinks (shared model).
     ``keep_on_interrupt``: Ctrl-C during the search returns the best order so far (shared
     model), or the best of the search's warm starts (pairsum: its progress is lost), with
     ``solver["interrupted"]`` set (what ``plink order`` does); otherwise it propagates.
@@ -349,6 +351,14 @@ def order_hosts(
     if best_cost > cost_contiguous:  # ... nor than the best simple alternative (where price and search differ)
         best, best_cost = contiguous, cost_contiguous
         notes.append("the search's order was priced above the rack-contiguous one: plink's order is the latter")
+    elif (model == "shared" and not order_free and not np.array_equal(best, contiguous)
+          and best_cost >= cost_contiguous * (1.0 - SAME_PRICE)
+          and cm.uplink_bytes(contiguous) <= cm.uplink_bytes(best) + 1e-9):
+        # no gain over the racks as blocks but the float's last digits (dbt on proof case F: 3e-6): the simple
+        # order, which keeps every rack whole (the search's split one for nothing)
+        best, best_cost = contiguous, cost_contiguous
+        notes.append("plink's order is the rack-contiguous one: the search's order was priced the same and sent no "
+                     "fewer bytes over group uplinks")
     elif best is res.perm and res.info.get("tie_break"):
         notes.extend(_tie_break_note(res.info["tie_break"], float(res.cost)))
     if splits and not res.info.get("interrupted"):
@@ -414,6 +424,9 @@ def order_hosts(
         capacity_scenarios=scenarios,
     )
 
+
+#: orders priced within this fraction of each other are priced the same (the fluid's float noise, not a gain)
+SAME_PRICE = 1e-4
 
 MAX_SECONDS = 7 * 86400.0  #: the longest search asked for: a week (a larger number is a typo, and inf never ends)
 

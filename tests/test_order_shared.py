@@ -453,6 +453,20 @@ def test_bcube_of_one_step_keeps_the_input_order_proven(model):
                    for note in order_hosts(probe, "bcube", base=3, model=model, time_limit=0.3).notes)
 
 
+def test_an_order_priced_as_the_racks_as_blocks_is_the_racks_as_blocks():
+    """On proof case F's --bandwidth probe plink's dbt order put a host of one rack inside another, priced
+    3e-6 under the rack-contiguous order (the fluid's last digits) with the same bytes over the uplinks;
+    the simple order, every rack whole, is returned instead, with a note."""
+    doc = json.loads((Path(__file__).resolve().parent.parent / "benchmarks" / "results" / "2026-12-02-F-seed40"
+                      / "F.json").read_text())
+    probe = from_dict(doc["probes"]["bandwidth"])
+    res = order_hosts(probe, "dbt", time_limit=2)
+    racks = [doc["rack"][i] for i in res.order]
+    assert _changes(racks) == 4  # 4 racks, each one block (changes counted round the ring)
+    assert res.order == res.contiguous_order
+    assert any(note.startswith("plink's order is the rack-contiguous one") for note in res.notes)
+
+
 class _InterruptedAt(SharedCostModel):
     """A model whose ``calls``-th batch pricing raises KeyboardInterrupt (Ctrl-C mid-search)."""
 
