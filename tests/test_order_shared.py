@@ -394,16 +394,21 @@ def test_measured_bandwidth_gives_no_latency_only_figure():
     assert any("oversubscribed" in note for note in res.notes)  # the assumption is still said
 
 
-def test_nothing_assumed_nothing_added():
-    n = 8
+def _fully_measured(n: int = 8):
+    """Even latencies, a bandwidth for every pair and both groups' uplinks measured: nothing assumed."""
     lat = np.full((n, n), 10.0)
     np.fill_diagonal(lat, 0)
     pd = from_matrix(lat, [f"h{i}" for i in range(n)])
     bw = np.full((n, n), 1.0)
     np.fill_diagonal(bw, np.nan)
     pd.bandwidth = bw
-    pd.uplinks = [SimpleNamespace(hosts=(0, 2, 4, 6), up_bps=1e8, down_bps=2e8),
-                  SimpleNamespace(hosts=(1, 3, 5, 7), up_bps=3e8, down_bps=4e8)]
+    pd.uplinks = [SimpleNamespace(hosts=tuple(range(0, n, 2)), up_bps=1e8, down_bps=2e8),
+                  SimpleNamespace(hosts=tuple(range(1, n, 2)), up_bps=3e8, down_bps=4e8)]
+    return pd, lat
+
+
+def test_nothing_assumed_nothing_added():
+    pd, _ = _fully_measured()
     assert network(pd, find_groups(pd)).assumed == ()
     res = order_hosts(pd, "ring", time_limit=0.3)
     assert res.measured_only == {} and res.capacity_scenarios == {}
@@ -417,14 +422,7 @@ def test_no_bandwidth_sets_the_measured_uplinks_aside_too():
     uplinks, against NICs assumed at 10 Gbit/s: an order priced by the uplinks alone, notes saying 'no
     bandwidth measured'. Now it is priced as a latency-only probe is, and the notes say what was set aside."""
     n = 8
-    lat = np.full((n, n), 10.0)
-    np.fill_diagonal(lat, 0)
-    pd = from_matrix(lat, [f"h{i}" for i in range(n)])
-    bw = np.full((n, n), 1.0)
-    np.fill_diagonal(bw, np.nan)
-    pd.bandwidth = bw
-    pd.uplinks = [SimpleNamespace(hosts=(0, 2, 4, 6), up_bps=1e8, down_bps=2e8),
-                  SimpleNamespace(hosts=(1, 3, 5, 7), up_bps=3e8, down_bps=4e8)]
+    pd, lat = _fully_measured(n)
     groups = find_groups(pd)
     net = network(pd, groups, use_bandwidth=False)
     assert net.up.tolist() == [10e9 / 8] * 2 and set(net.assumed) == {"nic", "uplinks"}
