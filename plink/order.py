@@ -325,13 +325,13 @@ def order_hosts(
     # groups' numbering alone, a butterfly over unequal racks could price them slower, and plink's gain with it)
     blocks = contiguous_orders(groups.labels, seed=seed)
     contiguous = blocks[int(np.argmin(_prices(price, blocks)))]
-    order_free = algo == "bcube" and base >= n  # one step, every host with every other: no order is better
+    order_free = algo == "bcube" and base == n  # one step, every host with every other: no order is better
     splits = _hedge_groupings(probe, groups, model, labels, use_bandwidth) if hedge and not order_free else []
     main_time, split_time = _hedge_times(time_limit, len(splits))
     if order_free:  # (the search ran its whole time limit and said "proven optimal: no")
         res, lb_model = SolveResult(identity, float(price(identity)), True, None, "none: every order costs the same",
                                     {}), None
-        notes.append(f"BCube with base {base} >= {n} hosts is one step in which every host exchanges with every "
+        notes.append(f"BCube with base {base} = {n} hosts is one step in which every host exchanges with every "
                      "other: every order costs the same, so the input order is kept")
     else:
         res, lb_model = _search(model, cm, identity, notes, labels=labels, time_limit=main_time, seed=seed,
@@ -497,8 +497,8 @@ def _check_args(probe: ProbeData, algo: str, *, model, time_limit, smt_time, siz
     try:
         if algo in ALGORITHMS:
             check_algorithm(algo, n, base)
-    except ValueError as exc:
-        raise InputError(str(exc)) from None
+    except ValueError as exc:  # a --base that does not fit N is a bad option value (exit 2): --base 1 was already
+        raise (OptionError if algo == "bcube" else InputError)(str(exc)) from None
     off = ~np.eye(n, dtype=bool)
     if n > 1 and not np.isfinite(probe.latency[off]).any():
         if probe.bandwidth is not None and np.isfinite(probe.bandwidth[off]).any():

@@ -107,7 +107,7 @@ def test_help_shows_examples():
         (["order", "{dc}", "--size", "12 parsecs"], 2, "invalid size"),
         # a plain number of bytes is whole: 1.5 was read as 2 bytes
         (["order", "{dc}", "--size", "1.5"], 2, "invalid size '1.5': a number of bytes must be whole"),
-        (["order", "{dc}", "--algo", "bcube", "--base", "3"], 1, "power of 3"),
+        (["order", "{dc}", "--algo", "bcube", "--base", "3"], 2, "power of 3"),  # a --base that does not fit N (was 1)
         (["order", "{dc}", "--algo", "bcube", "--base", "1"], 2, "BCube base must be an integer >= 2, got 1"),
         (["group", "{dc}", "--groups", "0"], 2, "--groups must be a positive integer, got 0"),
         (["order", "{tmp}/absent.json"], 1, "no such file"),

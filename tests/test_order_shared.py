@@ -435,7 +435,7 @@ def test_no_bandwidth_sets_the_measured_uplinks_aside_too():
 
 @pytest.mark.parametrize("model", ["shared", "pairsum"])
 def test_bcube_of_one_step_keeps_the_input_order_proven(model):
-    """BCube with base >= N is one step, every host with every other: every order costs the same, yet
+    """BCube with base N is one step, every host with every other: every order costs the same, yet
     plink searched its whole time limit, returned a scrambled order and said 'proven optimal: no'."""
     probe = simulate_datacenter(racks=3, hosts_per_rack=3, seed=3)
     rand = np.random.default_rng(0)

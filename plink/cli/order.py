@@ -205,8 +205,8 @@ def _check_format_options(fmt: str, slots: int, groups_file: str | None) -> None
 @click.option("--size", default="25MiB", show_default=True, callback=size_value,
               help="All-reduce size (bytes, or KiB/MiB/GiB/KB/MB/GB); 0 prices the latencies alone.")
 @click.option("--base", default=2, show_default=True, type=int,
-              help="BCube base (--algo bcube); a base of at least the number of hosts is one step that no order "
-                   "changes (the input order is kept).")
+              help="BCube base (--algo bcube; the number of hosts must be a power of it); a base equal to the "
+                   "number of hosts is one step that no order changes (the input order is kept).")
 @click.option("--time-limit", default=5.0, show_default=True, type=float,
               help="Seconds of order search (reading the matrix and inferring its groups come on top: "
                    "up to about a minute at ~500 hosts on 2 cores).")
