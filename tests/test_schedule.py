@@ -847,6 +847,8 @@ def test_summarize_says_how_plink_order_prices_the_ring_of_a_probe_measured_in_r
     assert out["ring_shared_link_us"] == pytest.approx(ring(np.argsort(plan.labels, kind="stable")) * 1e6)
     assert out["predicted"] == plain["predicted"]  # the time model's own figures stay as they were
     assert f"at {out['predicted']['ring']['time_us'] * 1e-6:.3f} s, where plink order's shared-link" in out["note_rounds"]
+    # no uplink measured: the note says the shared model assumed them (it said 'the measured uplinks')
+    assert "uplinks not measured for these groups priced as one host NIC each" in out["note_rounds"]
 
 
 # ---------------------------------------------------------------------------

@@ -283,11 +283,12 @@ def check(dag: Dag) -> VerifyReport:
     return rep
 
 
-def _ring_shared(probe, labels, size: float) -> float | None:
+def _ring_shared(probe, labels, size: float) -> tuple[float, bool] | None:
     """The flat ring in group order priced by ``plink order``'s shared-link model (seconds), when the
     probe measured its bandwidths itself (``plink probe --bandwidth``: the pairs of a round at once, so
-    pairs across groups shared the groups' uplinks); ``None`` for a bandwidth matrix from a file (each
-    pair measured alone) or the simulator's, without bandwidth, or with one group."""
+    pairs across groups shared the groups' uplinks), and whether a group uplink was assumed (none
+    measured for these groups); ``None`` for a bandwidth matrix from a file (each pair measured alone)
+    or the simulator's, without bandwidth, or with one group."""
     from plink.data.inputs import MATRIX_BANDWIDTH
     from plink.pricing import Groups, network
     from plink.solvers.contention import SharedCostModel
@@ -298,7 +299,8 @@ def _ring_shared(probe, labels, size: float) -> float | None:
             or len(labels) < 2 or np.unique(labels).size < 2 or not size > 0):
         return None
     net = network(probe, Groups(labels.astype(np.int64), "schedule"))
-    return float(SharedCostModel("ring", net, int(size), 2)(np.argsort(labels, kind="stable")))
+    seconds = float(SharedCostModel("ring", net, int(size), 2)(np.argsort(labels, kind="stable")))
+    return seconds, "uplinks" in net.assumed
 
 
 #: above this many actions ``summarize`` prices the plan's traffic without building the DAG
@@ -359,12 +361,15 @@ def summarize(sched, probe=None, verify_limit: int = VERIFY_LIMIT,
             out["note_unmeasured"] = note
         shared = _ring_shared(probe, labels, sched.size)
         if shared is not None:
-            out["ring_shared_link_us"] = shared * 1e6
+            seconds, assumed = shared
+            out["ring_shared_link_us"] = seconds * 1e6
+            links = ("host NICs and the measured uplinks" if not assumed else
+                     "host NICs, and uplinks not measured for these groups priced as one host NIC each")
             out["note_rounds"] = (
                 "the probe measured each pair's bandwidth in rounds where pairs across groups shared the groups' "
                 "uplinks: this model prices every pair at what it got then and no uplink, so it prices the flat ring "
-                f"at {preds['ring'].time_us * 1e-6:.3f} s, where plink order's shared-link model (host NICs and the "
-                f"measured uplinks) prices the same ring at {shared:.3f} s: weigh 2LHA's speedup with that in mind")
+                f"at {preds['ring'].time_us * 1e-6:.3f} s, where plink order's shared-link model ({links}) prices "
+                f"the same ring at {seconds:.3f} s: weigh 2LHA's speedup with that in mind")
         if probe.bandwidth is not None:
             out["model"] = "latency+bandwidth"
         else:
