@@ -394,7 +394,7 @@ def test_csv_layouts(tmp_path, content, names, missing):
     ("# nothing\n", "{p}: empty matrix file"),
     ("0,abc\n1,0\n", "{p}: row 0 column 1: 'abc' is not a number"),
     ("0 1\n", "{p}: matrix is not square: row 0 has 2 values, expected 1"),
-    ("x,a,b\nb,0,1\nc,1,0\n", "{p}: row names do not match the column names (row 0 is 'b', column 0 is 'a')"),
+    ("x,a,b\nb,0,1\nc,1,0\n", "{p}: row 1 is named 'c', which names no column"),
     ("a,b,c\n0,1\n1,0\n", "{p}: 3 host names for a 2x2 matrix"),
     ("0,1,2,\n1,0,3\n2,3,0\n",
      "{p}: matrix is not square: row 0 has 4 values, expected 3 (a separator at the end of the line?)"),

@@ -759,6 +759,12 @@ def read_matrix_csv(path: str | os.PathLike, notes: list[str] | None = None,
                                  "read as the row of the host it names")
                 col = names
         if col != names:
+            twice = next((c for i, c in enumerate(col) if c in col[:i]), None)
+            stray = next((i for i, c in enumerate(col) if c not in names), None)
+            if twice is not None:  # (rows in another order are read by name: blaming row 0 said nothing)
+                raise ProbeFileError(f"{path}: row name {twice!r} appears twice: a matrix has one row per host")
+            if stray is not None:
+                raise ProbeFileError(f"{path}: row {stray} is named {col[stray]!r}, which names no column")
             raise ProbeFileError(f"{path}: row names do not match the column names (row {where} is {col[where]!r}, "
                                  f"column {where} is {names[where]!r})")
     n = len(rows)
