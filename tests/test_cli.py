@@ -832,3 +832,15 @@ def test_show_keeps_each_figure_on_one_line(dc):
     out = proc.stdout + proc.stderr
     for key in ("min", "p10", "p50", "p90", "max"):  # each label followed by its number on its line
         assert re.search(rf"\b{key} \d", out), out
+
+
+def test_bandwidth_options_that_do_nothing_are_usage_errors(dc, tmp_path):
+    """--bandwidth-unit without --bandwidth-matrix was ignored, and --bandwidth-matrix with --no-bandwidth was
+    read, then set aside, both without a word (exit 0)."""
+    bw = tmp_path / "bw.csv"
+    bw.write_text("\n".join(",".join("" if i == j else "10" for j in range(16)) for i in range(16)) + "\n")
+    assert_one_line_error(run("order", str(dc), "--bandwidth-unit", "MB/s"), 2,
+                          "--bandwidth-unit is the unit of --bandwidth-matrix, which is not given")
+    assert_one_line_error(run("show", str(dc), "--bandwidth-unit", "MB/s"), 2, "--bandwidth-unit is the unit")
+    assert_one_line_error(run("order", str(dc), "--bandwidth-matrix", str(bw), "--no-bandwidth"), 2,
+                          "--bandwidth-matrix and --no-bandwidth exclude each other")

@@ -191,6 +191,10 @@ def matrix_input_options(hosts_flag: str = "--hosts"):
             click.get_current_context().meta["plink.inputs"] = {
                 "--hosts": None if matrix_hosts is None else host_names_file(matrix_hosts),
                 "--bandwidth-matrix": bandwidth_matrix}
+            if bandwidth_unit is not None and bandwidth_matrix is None:  # (it was ignored without a word)
+                raise click.UsageError("--bandwidth-unit is the unit of --bandwidth-matrix, which is not given")
+            if bandwidth_matrix is not None and kwargs.get("no_bandwidth"):  # (read, then set aside silently)
+                raise click.UsageError("--bandwidth-matrix and --no-bandwidth exclude each other")
 
             def load(path, quiet=False, hosts=None):
                 if hosts is not None:
