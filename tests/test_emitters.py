@@ -413,6 +413,8 @@ def test_cli_emit_from_order_file(dc, tmp_path):
     assert "names 2 host(s) not in the order ('stranger1', 'stranger2'): left out" in proc.stderr
     proc = run("emit", str(js), "--format", "openmpi", "--groups", str(good))  # ignored before
     assert proc.returncode == 2 and "--groups is for --format slurm-topology" in proc.stderr
+    proc = run("emit", str(js), "--format", "slurm-topology")  # exit 1 before: a missing option is a usage error
+    assert proc.returncode == 2 and "--format slurm-topology needs --groups" in proc.stderr
     proc = run("emit", str(js), "--format", "openmpi", "--algo", "hd")
     assert proc.returncode == 2 and "--algo is for --format env" in proc.stderr
     proc = run("emit", str(js), "--format", "openmpi", "--slots", "-1")

@@ -59,6 +59,9 @@ def emit_cmd(orderfile, fmt, slots, groups_file, algo, output) -> None:
     _check_format_options(fmt, slots, groups_file)
     if groups_file and fmt != "slurm-topology":
         raise click.UsageError(f"--groups is for --format slurm-topology (the {fmt} format has no groups)")
+    if fmt == "slurm-topology" and not groups_file:  # (exit 1; an order file does not say who is in which group)
+        raise click.UsageError("--format slurm-topology needs --groups GROUPS.json (plink group): an order file "
+                               "does not keep its groups")
     if algo is not None and fmt != "env":
         raise click.UsageError(f"--algo is for --format env (the {fmt} format does not depend on the algorithm)")
     refuse_input_as_output({"-o": output}, {"ORDERFILE": orderfile, "--groups": groups_file})
