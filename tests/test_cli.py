@@ -812,6 +812,7 @@ def test_order_report_says_how_clear_its_groups_are(dc):
     from plink.cli.order import WEAK_SILHOUETTE, _silhouette
 
     assert _silhouette({"k": 4, "source": "x", "confidence": 0.434}) == ", silhouette 0.43"
+    assert _silhouette({"k": 2, "confidence": 0.2488}) == ", silhouette 0.24: weak, see 'plink group'"  # said 0.25
     assert _silhouette({"k": 2, "source": "x", "confidence": WEAK_SILHOUETTE - 0.01}).endswith(": weak, see 'plink group'")
     assert _silhouette({"k": 1, "confidence": 0.9}) == _silhouette({"k": 3, "confidence": None}) == ""
     proc = run("order", str(dc), "--time-limit", "0.2", "-o", os.devnull)
