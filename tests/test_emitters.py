@@ -314,6 +314,7 @@ def test_cli_node_rank(tmp_path):
     assert proc.returncode == 2 and "--host 'vm\\x01RED' is not a host name" in proc.stderr and "\x01" not in proc.stderr
     proc = run("node-rank", str(p), "--host", "vm\udcff")  # the byte 0xff ($'vm\xff'): was said 'vm\udcff'
     assert proc.returncode == 2 and "--host 'vm\\xff' is not a host name" in proc.stderr and "udc" not in proc.stderr
+    assert "bytes that are not UTF-8" in proc.stderr  # (it said 'blanks or control characters')
     proc = run("node-rank", str(p))  # this machine is not n0/n1
     assert proc.returncode == 1 and "is not in" in proc.stderr and len(proc.stderr.splitlines()) == 1
 

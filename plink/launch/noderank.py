@@ -108,6 +108,8 @@ def node_rank(
         host = host.strip()
         if not host:
             raise OptionError("--host is empty")
+        if any(0xDC80 <= ord(c) <= 0xDCFF for c in host):  # bytes that are not UTF-8 ($'vm\xff')
+            raise OptionError(f"--host {host!r} is not a host name: it holds bytes that are not UTF-8")
         if not host.isprintable() or any(c.isspace() for c in host):  # (it was echoed raw into the error)
             raise OptionError(f"--host {host!r} is not a host name: it holds blanks or control characters")
         try:
