@@ -826,13 +826,14 @@ def test_show_keeps_each_figure_on_one_line(dc):
     figs = ["min 55.2 Mbit/s", "p10 183 Mbit/s", "p50 283.8 Mbit/s", "p90 286.9 Mbit/s", "max 287.3 Mbit/s"]
     lines = _figures(figs).splitlines()
     assert [f for ln in lines for f in ln.split("  ")] == figs and all(len(ln) <= 40 for ln in lines)
-    env = dict(os.environ, PYTHONPATH=ROOT, COLUMNS="80")
-    proc = subprocess.run([sys.executable, "-m", "plink", "show", str(dc)], capture_output=True, text=True, env=env,
-                          timeout=120)
-    assert proc.returncode == 0, proc.stderr
-    out = proc.stdout + proc.stderr
-    for key in ("min", "p10", "p50", "p90", "max"):  # each label followed by its number on its line
-        assert re.search(rf"\b{key} \d", out), out
+    for columns in ("80", "60", "50"):  # (at 60 and 50 columns it still split them, packed to 40 characters)
+        env = dict(os.environ, PYTHONPATH=ROOT, COLUMNS=columns)
+        proc = subprocess.run([sys.executable, "-m", "plink", "show", str(dc)], capture_output=True, text=True,
+                              env=env, timeout=120)
+        assert proc.returncode == 0, proc.stderr
+        out = proc.stdout + proc.stderr
+        for key in ("min", "p10", "p50", "p90", "max"):  # each label with its number and unit on its line
+            assert re.search(rf"\b{key} [\d.]+ (us|ms)\b", out), (columns, out)
 
 
 def test_bandwidth_options_that_do_nothing_are_usage_errors(dc, tmp_path):

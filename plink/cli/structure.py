@@ -221,14 +221,14 @@ def group(probefile, n_groups, method, max_levels, elasticity, alpha, dims, no_h
             click.echo(f"wrote {path}", err=True)
 
 
-def _figures(figures, width: int = 40) -> str:
+def _figures(figures, width: int = 40, sep: str = "  ") -> str:
     """Labelled figures (``p90 22.74 us``) on lines of at most ``width`` characters, never split: one line
     of five wrapped in an 80-column terminal between a label and its number, or a number and its unit
     ("p90" / "22.74 us")."""
     lines: list[str] = []
     for fig in figures:
-        if lines and len(lines[-1]) + 2 + len(fig) <= width:
-            lines[-1] += "  " + fig
+        if lines and len(lines[-1]) + len(sep) + len(fig) <= width:
+            lines[-1] += sep + fig
         else:
             lines.append(fig)
     return "\n".join(lines)
@@ -245,16 +245,17 @@ def render_show(summary, console) -> None:
         t.add_row("pairs with a bandwidth", f"{summary['bandwidth_pairs']} of {summary['pairs']}")
     from plink.units import format_bandwidth, format_us
 
+    fit = max(16, min(40, console.width - 30))  # the value column's room beside the labels
     pct = summary.get("latency_us")
     if pct:  # each figure in its own readable unit (a matrix in ms or s reads as ms or s)
-        t.add_row("latency (RTT)", _figures(f"{k} {format_us(v)}" for k, v in pct.items()))
+        t.add_row("latency (RTT)", _figures((f"{k} {format_us(v)}" for k, v in pct.items()), fit))
     pct = summary.get("bandwidth_gbps")
     if pct:
-        t.add_row("pair bandwidth", _figures(f"{k} {format_bandwidth(v)}" for k, v in pct.items()))
+        t.add_row("pair bandwidth", _figures((f"{k} {format_bandwidth(v)}" for k, v in pct.items()), fit))
     for u in summary.get("uplinks", []):
         t.add_row(f"uplink of {u['hosts']} host{'s' * (u['hosts'] != 1)} ({u['first']}{', ...' * (u['hosts'] > 1)})",
-                  f"up {format_bandwidth(u['up_mbit'] / 1e3)} / down {format_bandwidth(u['down_mbit'] / 1e3)},\n"
-                  "all crossing at once")
+                  _figures([f"up {format_bandwidth(u['up_mbit'] / 1e3)} /",
+                            f"down {format_bandwidth(u['down_mbit'] / 1e3)},", "all crossing at once"], fit, " "))
     if summary.get("truth_counts"):
         t.add_row("ground truth", ", ".join(f"{v} {k}{'' if v == 1 else 's'}" for k, v in summary["truth_counts"].items()))
     if "groups" in summary:
