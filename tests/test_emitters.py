@@ -687,7 +687,12 @@ def test_emit_reads_its_own_horovod_list_as_the_order(tmp_path):
     proc = run("emit", str(f), "--format", "plain")
     assert (proc.returncode, proc.stdout) == (0, "b7\na1\nc3\n"), proc.stderr
     proc = run("emit", str(f), "--format", "openmpi")  # a launcher file: its slots come from --slots, said
-    assert proc.returncode == 0 and "lines say slots=2" in proc.stderr, proc.stderr
+    assert proc.returncode == 0 and "says slots=2" in proc.stderr, proc.stderr
+    by_hand = tmp_path / "by-hand.txt"  # a space after a comma, a comma at the end: as typed for -H
+    by_hand.write_text("b7:2, a1:4, c3:2,\n")
+    assert [h.name for h in read_order_hosts(by_hand)] == ["b7", "a1", "c3"]
+    proc = run("emit", str(by_hand), "--format", "openmpi")
+    assert proc.returncode == 0 and "says slots=2..4" in proc.stderr, proc.stderr
     matrix = tmp_path / "m.csv"  # a CSV is still no order
     matrix.write_text("0,1\n1,0\n")
     with pytest.raises(PlinkError, match="has commas"):
@@ -748,12 +753,12 @@ def test_emit_notes_slots_an_order_file_gives_that_it_does_not_carry_over(tmp_pa
     f.write_text("a1 slots=4\nb2 slots=4  # rack 2\n")
     r = run("emit", str(f), "--format", "deepspeed")
     assert r.returncode == 0 and "a1 slots=1" in r.stdout
-    assert r.stderr.strip() == (f"plink: note: {f}'s lines say slots=4; this file gives every host --slots 1 "
+    assert r.stderr.strip() == (f"plink: note: {f} says slots=4; this file gives every host --slots 1 "
                                 "(plink emit takes the processes per host from --slots alone)")
     r = run("emit", str(f), "--format", "openmpi", "--slots", "4")
     assert r.returncode == 0 and r.stderr == "" and r.stdout.count("a1\n") == 4
     f.write_text("a1 slots=4\nb2 slots=2\n")
-    assert "say slots=2..4;" in run("emit", str(f), "--format", "mpich", "--slots", "4").stderr
+    assert "says slots=2..4;" in run("emit", str(f), "--format", "mpich", "--slots", "4").stderr
     assert run("emit", str(f), "--format", "plain").stderr == ""  # a plain order file has no slots
 
 
@@ -796,7 +801,7 @@ def test_an_mpich_machinefile_reads_back_as_an_order(tmp_path):
     r = run("emit", str(f), "--format", "openmpi", "--slots", "4")
     assert r.returncode == 0 and r.stderr == "" and [ln for ln in r.stdout.splitlines() if ln[:1] != "#"] == \
         ["b7"] * 4 + ["a1"] * 4 + ["c3"] * 4
-    assert "say slots=4;" in run("emit", str(f), "--format", "openmpi").stderr
+    assert "says slots=4;" in run("emit", str(f), "--format", "openmpi").stderr
     g = tmp_path / "v6.txt"
     g.write_text("fe80::1:4\n10.0.0.1:4\n")
     assert [h.name for h in read_order_hosts(g)] == ["fe80::1:4", "10.0.0.1"]

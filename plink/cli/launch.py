@@ -74,7 +74,7 @@ def emit_cmd(orderfile, fmt, slots, groups_file, algo, output) -> None:
     if kept and kept != {slots} and fmt not in ("plain", "json", "slurm-topology"):
         # a launcher hostfile given as the order: its slots are not carried over, --slots is
         said = f"slots={kept.pop()}" if len(kept) == 1 else f"slots={min(kept)}..{max(kept)}"
-        click.echo(f"plink: note: {orderfile}'s lines say {said}; this file gives every host --slots {slots} "
+        click.echo(f"plink: note: {orderfile} says {said}; this file gives every host --slots {slots} "
                    "(plink emit takes the processes per host from --slots alone)", err=True)
     if algo is None and searched is None and fmt == "env":
         click.echo(f"plink: note: {orderfile} does not say which collective its order was made for (a plain host "
@@ -119,7 +119,8 @@ def _plain_slots(text: str) -> set[int]:
 
         for raw in text_lines(text):
             words = raw.partition("#")[0].split()
-            fields = words[0].split(",") if len(words) == 1 else []
+            line = raw.partition("#")[0].strip().rstrip(",")
+            fields = [f.strip() for f in line.split(",")] if line else []
             if fields and all(_mpich_slots(f) is not None for f in fields):
                 found.update(_mpich_slots(f) for f in fields)  # MPICH's host:N, Horovod's host:N,host:N
             for word in words[1:]:

@@ -136,8 +136,9 @@ def read_order_hosts(path: str | os.PathLike, text: str | None = None) -> list[H
                 if kind is not None:  # (a one-host file read 'rank' or 'export' as the host)
                     raise ProbeFileError(f"{path}:{lineno}: {line[:40]!r} is a line of {kind}, not an order file "
                                          "(give the order file 'plink order' wrote, or a torchrun map)")
-                fields = line.split(",")
-                if len(words) == 1 and len(fields) > 1 and all(_mpich_slots(f) is not None for f in fields):
+                # (a space after a comma, a comma at the end: as written by hand for -H)
+                fields = [f.strip() for f in line.rstrip(",").split(",")]
+                if len(fields) > 1 and all(_mpich_slots(f) is not None for f in fields):
                     # Horovod's -H host:N,host:N,... (plink emit --format horovod): the hosts in rank order
                     hosts.extend(Host(f.partition(":")[0]) for f in fields)
                     continue
