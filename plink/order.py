@@ -418,11 +418,26 @@ def order_hosts(
         pairs_used_unmeasured=unmeasured,
         steps=steps_all,
         steps_unmeasured=steps_hit,
-        groups={"k": groups.k, "source": groups.source, "confidence": groups.confidence},
+        groups={"k": groups.k, "source": groups.source, "confidence": groups.confidence,
+                "weak": _weak(groups)},
         notes=notes,
         measured_only=measured_only,
         capacity_scenarios=scenarios,
     )
+
+
+#: below this silhouette the groups are weak (Kaufman and Rousseeuw's "no substantial structure"): the report
+#: says so and points at plink group
+WEAK_SILHOUETTE = 0.25
+
+
+def _weak(groups) -> bool | None:
+    """Whether inferred ``groups`` are weak (silhouette under ``WEAK_SILHOUETTE``); None when there is nothing to
+    judge (one group, groups from a file or the uplinks: no silhouette)."""
+    conf = groups.confidence
+    if conf is None or groups.k < 2 or not math.isfinite(conf):
+        return None
+    return bool(conf < WEAK_SILHOUETTE)
 
 
 #: orders priced within this fraction of each other are priced the same (the fluid's float noise, not a gain)

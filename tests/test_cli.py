@@ -809,7 +809,8 @@ def test_a_closed_stdout_is_an_error_not_a_lost_output(tmp_path, argv):
 def test_order_report_says_how_clear_its_groups_are(dc):
     """The report named the groups ('2 group(s) (inferred from inverse bandwidth)') with nothing on how
     clear they were: a bandwidth matrix whose racks barely show gave a ring by 2 weak groups, silently."""
-    from plink.cli.order import WEAK_SILHOUETTE, _silhouette
+    from plink.cli.order import _silhouette
+    from plink.order import WEAK_SILHOUETTE
 
     assert _silhouette({"k": 4, "source": "x", "confidence": 0.434}) == ", silhouette 0.43"
     assert _silhouette({"k": 2, "confidence": 0.2488}) == ", silhouette 0.24: weak, see 'plink group'"  # said 0.25
@@ -817,6 +818,8 @@ def test_order_report_says_how_clear_its_groups_are(dc):
     assert _silhouette({"k": 1, "confidence": 0.9}) == _silhouette({"k": 3, "confidence": None}) == ""
     proc = run("order", str(dc), "--time-limit", "0.2", "-o", os.devnull)
     assert proc.returncode == 0 and "silhouette" in " ".join(proc.stderr.split()), proc.stderr
+    groups = json.loads(run("order", str(dc), "--time-limit", "0.2", "--json").stdout)["groups"]
+    assert groups["weak"] is (groups["confidence"] < WEAK_SILHOUETTE)  # --json says it too
 
 
 def test_show_keeps_each_figure_on_one_line(dc):

@@ -146,7 +146,7 @@ def test_groups_file_overrides_inference():
     pd = simulate_datacenter(racks=2, hosts_per_rack=4, seed=1)
     labels = np.arange(8) % 2
     res = order_hosts(pd, "ring", time_limit=0.3, labels=labels)
-    assert res.groups == {"k": 2, "source": "groups file", "confidence": None}
+    assert res.groups == {"k": 2, "source": "groups file", "confidence": None, "weak": None}
 
 
 def test_missing_everything_is_a_clear_error():

@@ -72,12 +72,10 @@ def _silhouette(groups: dict) -> str:
     conf = groups.get("confidence")
     if conf is None or groups.get("k", 0) < 2 or not math.isfinite(conf):
         return ""
+    from plink.order import WEAK_SILHOUETTE
+
     shown = math.floor(conf * 100) / 100  # (rounded, 0.2488 read "0.25: weak")
     return f", silhouette {shown:.2f}" + (": weak, see 'plink group'" if conf < WEAK_SILHOUETTE else "")
-
-
-#: below this silhouette the report calls the groups weak (Kaufman and Rousseeuw's "no substantial structure")
-WEAK_SILHOUETTE = 0.25
 
 
 def render_order_report(result, console) -> None:
