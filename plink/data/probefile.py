@@ -748,25 +748,20 @@ def read_matrix_csv(path: str | os.PathLike, notes: list[str] | None = None,
             if len(col) != len(names):  # (it said only that the names differ)
                 raise ProbeFileError(f"{path}: {len(names)} column names but {len(col)} named "
                                      f"row{'s' * (len(col) != 1)}: a matrix has a row per host")
-            where = next(i for i, (a, b) in enumerate(zip(col, names)) if a != b)
-            if set(col) == set(names) and len(set(col)) == len(col):
-                # the same hosts, the rows in another order (a matrix sorted by row, say): read by name
-                by_name = dict(zip(col, rows))
-                rows = [by_name[name] for name in names]
-                if notes is not None:
-                    notes.append(f"{path}: the rows name the hosts in another order than the columns (row "
-                                 f"{where} is {col[where]!r}, column {where} {names[where]!r}): each row is "
-                                 "read as the row of the host it names")
-                col = names
-        if col != names:
             twice = next((c for i, c in enumerate(col) if c in col[:i]), None)
-            stray = next((i for i, c in enumerate(col) if c not in names), None)
-            if twice is not None:  # (rows in another order are read by name: blaming row 0 said nothing)
+            if twice is not None:  # (it blamed row 0's order, which is read by name below)
                 raise ProbeFileError(f"{path}: row name {twice!r} appears twice: a matrix has one row per host")
+            stray = next((i for i, c in enumerate(col) if c not in names), None)
             if stray is not None:
                 raise ProbeFileError(f"{path}: row {stray} is named {col[stray]!r}, which names no column")
-            raise ProbeFileError(f"{path}: row names do not match the column names (row {where} is {col[where]!r}, "
-                                 f"column {where} is {names[where]!r})")
+            # the same hosts, the rows in another order (a matrix sorted by row, say): read by name
+            where = next(i for i, (a, b) in enumerate(zip(col, names)) if a != b)
+            by_name = dict(zip(col, rows))
+            rows = [by_name[name] for name in names]
+            if notes is not None:
+                notes.append(f"{path}: the rows name the hosts in another order than the columns (row "
+                             f"{where} is {col[where]!r}, column {where} {names[where]!r}): each row is "
+                             "read as the row of the host it names")
     n = len(rows)
     if n == 0:
         raise ProbeFileError(f"{path}: no matrix rows")
