@@ -419,7 +419,7 @@ def order_hosts(
         steps=steps_all,
         steps_unmeasured=steps_hit,
         groups={"k": groups.k, "source": groups.source, "confidence": groups.confidence,
-                "weak": _weak(groups)},
+                "weak": weak_groups(groups.confidence, groups.k)},
         notes=notes,
         measured_only=measured_only,
         capacity_scenarios=scenarios,
@@ -431,13 +431,12 @@ def order_hosts(
 WEAK_SILHOUETTE = 0.25
 
 
-def _weak(groups) -> bool | None:
-    """Whether inferred ``groups`` are weak (silhouette under ``WEAK_SILHOUETTE``); None when there is nothing to
-    judge (one group, groups from a file or the uplinks: no silhouette)."""
-    conf = groups.confidence
-    if conf is None or groups.k < 2 or not math.isfinite(conf):
+def weak_groups(confidence: float | None, k: int) -> bool | None:
+    """Whether ``k`` inferred groups of silhouette ``confidence`` are weak (under ``WEAK_SILHOUETTE``); None when
+    there is nothing to judge (one group, groups from a file or the uplinks: no silhouette)."""
+    if confidence is None or k < 2 or not math.isfinite(confidence):
         return None
-    return bool(conf < WEAK_SILHOUETTE)
+    return bool(confidence < WEAK_SILHOUETTE)
 
 
 #: orders priced within this fraction of each other are priced the same (the fluid's float noise, not a gain)

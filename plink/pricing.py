@@ -228,6 +228,10 @@ SATURATED = 0.8
 UPLINK_ASSUMPTIONS = ("oversubscribed", "non-blocking")  #: what an unmeasured group uplink is assumed to carry
 
 
+#: how the notes of :func:`network` begin when ``use_bandwidth=False`` set a probe's bandwidths and uplinks aside
+SET_ASIDE = "the probe's bandwidths and uplinks set aside"
+
+
 def network(probe: ProbeData, groups: Groups, *, fill: str = "high", use_bandwidth: bool = True,
             nic_gbps: float | None = None, uplinks: str = "oversubscribed", pool_uplinks: bool = True) -> Network:
     """The shared-link network of ``probe`` (see module docstring); latency one-way = RTT / 2.
@@ -273,7 +277,7 @@ def network(probe: ProbeData, groups: Groups, *, fill: str = "high", use_bandwid
         if not gbps > 0:
             raise OptionError(f"--nic-gbps must be > 0, got {nic_gbps}")
         nic = np.full(n, gbps * 1e9 / 8)
-        notes.append(("the probe's bandwidths and uplinks set aside (latency only, --no-bandwidth)" if set_aside
+        notes.append((f"{SET_ASIDE} (latency only, --no-bandwidth)" if set_aside
                       else "no bandwidth measured") + f": host NICs assumed {gbps:g} Gbit/s"
                      + (" (set --nic-gbps)" if nic_gbps is None else ""))
         assumption_notes.append(notes[-1])

@@ -61,21 +61,26 @@ def _scenario_note(result) -> str | None:
 
     parts = [f"{x(result.speedup_range(name)[1])} with {model} (the model: 'predicted' and the search)"]
     parts += [f"{x(v[name])} {_SCENARIOS[k]}" for k, v in result.capacity_scenarios.items()]
-    set_aside = any(n.startswith("the probe's bandwidths and uplinks set aside") for n in result.notes)
+    from plink.pricing import SET_ASIDE
+
+    set_aside = any(n.startswith(SET_ASIDE) for n in result.notes)
     return (f"note: 'plink speedup' spans capacities that were not measured: each row gives the smallest and the "
             f"largest of plink's speedups priced with each of them. Over random orders: {'; '.join(parts)}. "
             + ("Without --no-bandwidth the probe's measured NICs and rack uplinks price them" if set_aside else
                "'plink probe --bandwidth' measures NICs and rack uplinks"))
+
+
 def _silhouette(groups: dict) -> str:
     """How clear the groups are, for the report's title: their silhouette (1 = tight, far apart; near 0 =
     no structure: then an order 'by racks' rests on groups a user should look at with plink group)."""
-    conf = groups.get("confidence")
-    if conf is None or groups.get("k", 0) < 2 or not math.isfinite(conf):
-        return ""
-    from plink.order import WEAK_SILHOUETTE
+    from plink.order import weak_groups
 
+    conf = groups.get("confidence")
+    weak = weak_groups(conf, groups.get("k", 0))
+    if weak is None:
+        return ""
     shown = math.floor(conf * 100) / 100  # (rounded, 0.2488 read "0.25: weak")
-    return f", silhouette {shown:.2f}" + (": weak, see 'plink group'" if conf < WEAK_SILHOUETTE else "")
+    return f", silhouette {shown:.2f}" + (": weak, see 'plink group'" if weak else "")
 
 
 def render_order_report(result, console) -> None:
