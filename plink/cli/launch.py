@@ -115,13 +115,12 @@ def _plain_slots(text: str) -> set[int]:
     the order); empty for a JSON one or lines without them."""
     found = set()
     if not text.lstrip().startswith("{"):
-        from plink.data.orderfile import _mpich_slots
+        from plink.data.orderfile import _mpich_slots, host_slot_fields
 
         for raw in text_lines(text):
             words = raw.partition("#")[0].split()
-            line = raw.partition("#")[0].strip().rstrip(",")
-            fields = [f.strip() for f in line.split(",")] if line else []
-            if fields and all(_mpich_slots(f) is not None for f in fields):
+            fields = host_slot_fields(raw.partition("#")[0])
+            if fields is not None:
                 found.update(_mpich_slots(f) for f in fields)  # MPICH's host:N, Horovod's host:N,host:N
             for word in words[1:]:
                 key, _, value = word.partition("=")

@@ -86,6 +86,14 @@ def _mpich_slots(word: str) -> int | None:
     return int(count) if colon and name and ":" not in count and count.isascii() and count.isdigit() else None
 
 
+def host_slot_fields(line: str) -> list[str] | None:
+    """The ``host:N`` entries of a line that holds only such entries apart by commas (MPICH's ``node7:8``,
+    Horovod's ``-H a:2,b:2``, also typed with a space after a comma or a comma at the end), else None."""
+    line = line.strip().rstrip(",")
+    fields = [f.strip() for f in line.split(",")] if line else []
+    return fields if fields and all(_mpich_slots(f) is not None for f in fields) else None
+
+
 def read_order_hosts(path: str | os.PathLike, text: str | None = None) -> list[Host]:
     """Hosts in rank order from a plain or JSON order file.
 
@@ -136,9 +144,8 @@ def read_order_hosts(path: str | os.PathLike, text: str | None = None) -> list[H
                 if kind is not None:  # (a one-host file read 'rank' or 'export' as the host)
                     raise ProbeFileError(f"{path}:{lineno}: {line[:40]!r} is a line of {kind}, not an order file "
                                          "(give the order file 'plink order' wrote, or a torchrun map)")
-                # (a space after a comma, a comma at the end: as written by hand for -H)
-                fields = [f.strip() for f in line.rstrip(",").split(",")]
-                if len(fields) > 1 and all(_mpich_slots(f) is not None for f in fields):
+                fields = host_slot_fields(line)
+                if fields is not None and len(fields) > 1:
                     # Horovod's -H host:N,host:N,... (plink emit --format horovod): the hosts in rank order
                     hosts.extend(Host(f.partition(":")[0]) for f in fields)
                     continue
