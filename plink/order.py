@@ -87,6 +87,9 @@ class OrderResult:
     steps: int = 0  #: communication steps of the algorithm (repeats counted)
     steps_unmeasured: int = 0  #: ... with at least one flow over an unmeasured pair
     groups: dict[str, Any] = field(default_factory=dict)
+    #: the group of each host (probe file index) the order was searched under: the switches of a
+    #: topology.conf (not in ``to_dict``)
+    group_labels: list[int] = field(default_factory=list, repr=False)
     notes: list[str] = field(default_factory=list)
     #: when the shared model assumed the capacities (no bandwidth measured): ``{"basis": "the
     #: measured latencies alone", "speedups": {name: plink's speedup over that order by them}}``
@@ -153,6 +156,7 @@ class OrderResult:
 
     def to_dict(self) -> dict:
         d = asdict(self)
+        del d["group_labels"]
         d["speedup_vs_input"] = self.speedup_vs_input
         d["speedup_vs_random"] = self.speedup_vs_random
         d["speedup_vs_contiguous"] = self.speedup_vs_contiguous
@@ -420,6 +424,7 @@ def order_hosts(
         steps_unmeasured=steps_hit,
         groups={"k": groups.k, "source": groups.source, "confidence": groups.confidence,
                 "weak": weak_groups(groups.confidence, groups.k)},
+        group_labels=[int(g) for g in groups.labels],
         notes=notes,
         measured_only=measured_only,
         capacity_scenarios=scenarios,

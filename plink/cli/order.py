@@ -309,16 +309,6 @@ def order(probefile, algo, size, base, time_limit, jobs, smt_time, groups_file, 
         groups = load_groups(groups_file)
         labels = group_labels(probe, groups_file, groups)
         note_groups_beyond(groups_file, groups, probe.names)
-    switches = labels
-    if fmt == "slurm-topology" and labels is None and writes:
-        # the switches are the groups the order is searched under (it refused without --groups)
-        from plink.pricing import find_groups
-
-        found = find_groups(probe, None, seed, not no_bandwidth)
-        switches = found.labels
-        click.echo(f"plink: note: the switches of topology.conf are the {found.k} group{'s' * (found.k != 1)} "
-                   f"inferred from the probe ({found.source}); review them with 'plink group' and give "
-                   "--groups to set them", err=True)
     console = _stderr_console()
     held = _HeldSignals()
     try:
@@ -328,6 +318,14 @@ def order(probefile, algo, size, base, time_limit, jobs, smt_time, groups_file, 
                 use_bandwidth=not no_bandwidth, jobs=jobs, smt_time=smt_time, labels=labels, model=cost_model,
                 nic_gbps=nic_gbps, keep_on_interrupt=True, hedge=not no_hedge, on_searched=held.start,
             )
+        switches = labels
+        if fmt == "slurm-topology" and labels is None and writes:
+            # the switches are the groups the order was searched under (it refused without --groups)
+            switches = result.group_labels
+            k = result.groups["k"]
+            click.echo(f"plink: note: the switches of topology.conf are the {k} group{'s' * (k != 1)} inferred "
+                       f"from the probe ({result.groups['source']}); review them with 'plink group' and give "
+                       "--groups to set them", err=True)
         text = _render_order(result, probe, fmt, slots, switches, output) if writes else ""
         if output:
             from plink.data.fileio import atomic_write_text, replaces_atomically
