@@ -43,7 +43,9 @@ from plink.schedule.dag import expand  # noqa: E402
 from plink.schedule.plan import balance, plan_schedule  # noqa: E402
 from plink.data.simulate import simulate_datacenter  # noqa: E402
 from plink.units import format_size, format_us  # noqa: E402
-from plink.schedule.timemodel import compare, pair_cost  # noqa: E402
+from plink.schedule.executor import DEFAULT_WAVES  # noqa: E402
+from plink.schedule.timemodel import (compare, pair_cost, pipelined, plan_traffic, predict_time,  # noqa: E402
+                                      ring_traffic, shared_network)
 from plink.schedule.verify import verify  # noqa: E402
 
 VERIFY_ACTIONS = 1_200_000
@@ -57,7 +59,9 @@ def predicted(ns, size, chunk, seed):
         t0 = time.perf_counter()
         plan = plan_schedule(probe, size=size, chunk=chunk)
         t_plan = time.perf_counter() - t0
-        res = compare(plan, pair_cost(probe))
+        # shared links (what plink schedule reports), 2LHA in the executor's waves; the pair model beside it
+        res = compare(plan, shared_network(probe, plan.labels), waves=DEFAULT_WAVES)
+        pairs = compare(plan, pair_cost(probe))
         bal = balance(plan, probe.bandwidth)
         racks = [t[-1] for t in probe.truth.labels]
         pure = all(len({racks[i] for i in np.flatnonzero(plan.labels == g)}) == 1 for g in range(plan.k))
@@ -70,19 +74,39 @@ def predicted(ns, size, chunk, seed):
         vsize = vplan.size
         rows.append({
             "n": n, "k": plan.k, "groups_are_racks": pure, "chunks": plan.n_chunks, "plan_s": t_plan,
-            "bal": bal, "res": res, "verified": rep.ok and rep.rounds == res["2lha"].rounds, "vsize": vsize,
+            "bal": bal, "res": res, "pairs": pairs, "verified": rep.ok and rep.rounds == res["2lha"].rounds, "vsize": vsize,
         })
         print(f"  N={n}: planned in {t_plan:.1f} s, verified={rep.ok} at {format_size(vsize)}", file=sys.stderr)
     return rows
 
 
+def predicted_ratios(plan, net, pc, size) -> dict:
+    """2LHA over flat ring as the time model predicts it: on shared links (``net``) with the rounds
+    back to back (1 wave) and in the executor's waves, and pair by pair (``pc``, the dissertation's
+    model); and the ring's predicted seconds on the shared links."""
+    tr = plan_traffic(plan)
+    ring = ring_traffic(plan.labels, size)
+    ring_s = predict_time("ring", ring, net, plan.labels).time_us
+    return {
+        "pred_pairs": predict_time("2lha", tr, pc, plan.labels).time_us
+        / predict_time("ring", ring, pc, plan.labels).time_us,
+        "pred_1": predict_time("2lha", tr, net, plan.labels).time_us / ring_s,
+        "pred_waves": predict_time("2lha", pipelined(tr, plan.n_chunks, DEFAULT_WAVES), net, plan.labels).time_us
+        / ring_s,
+        "ring_pred_s": ring_s * 1e-6,
+    }
+
+
 def print_predicted(rows, size):
-    print(f"\n### Predicted, {format_size(size)} all-reduce, 64 KiB chunks (time model, plink/schedule/timemodel.py)\n")
+    print(f"\n### Predicted, {format_size(size)} all-reduce, 64 KiB chunks (time model, plink/schedule/timemodel.py: "
+          f"shared links, 2LHA in {DEFAULT_WAVES} waves; the pair model's speedups last)\n")
     print("| N | groups | chunks | balance load / GMs per group | rounds 2LHA / ring / PS "
-          "| cross-group bytes 2LHA / ring / PS | time 2LHA | ring | PS | 2LHA speedup vs ring / PS | verified |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|")
+          "| cross-group bytes 2LHA / ring / PS | time 2LHA | ring | PS | 2LHA speedup vs ring / PS | verified "
+          "| pair model: speedup vs ring / PS |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
     for r in rows:
         a, g, p = r["res"]["2lha"], r["res"]["ring"], r["res"]["ps"]
+        pr = r["pairs"]
         v = "yes" if r["verified"] else "NO"
         v += "" if r["vsize"] == size else f" (at {format_size(r['vsize'])})"
         print(f"| {r['n']} | {r['k']}{'' if r['groups_are_racks'] else ' (not racks)'} | {r['chunks']} "
@@ -90,7 +114,8 @@ def print_predicted(rows, size):
               f"| {a.rounds} / {g.rounds} / {p.rounds} "
               f"| {format_size(a.bytes_cross)} / {format_size(g.bytes_cross)} / {format_size(p.bytes_cross)} "
               f"| {format_us(a.time_us)} | {format_us(g.time_us)} | {format_us(p.time_us)} "
-              f"| {g.time_us / a.time_us:.2f}x / {p.time_us / a.time_us:.2f}x | {v} |")
+              f"| {g.time_us / a.time_us:.2f}x / {p.time_us / a.time_us:.2f}x | {v} "
+              f"| {pr['ring'].time_us / pr['2lha'].time_us:.2f}x / {pr['ps'].time_us / pr['2lha'].time_us:.2f}x |")
 
 
 # ---------------------------------------------------------------------------
@@ -145,7 +170,7 @@ def _worker(rank, world, nbytes_list, labels, iters):
         all_reduce(x.clone(), sched, waves=1)
         t_exec, t_exec1, t_gloo = [], [], []
         for _ in range(iters):
-            for waves, sink in ((4, t_exec), (1, t_exec1)):
+            for waves, sink in ((DEFAULT_WAVES, t_exec), (1, t_exec1)):
                 y = x.clone()
                 dist.barrier()
                 t0 = time.perf_counter()
@@ -168,7 +193,7 @@ def measured(world, labels, sizes, iters):
     from plink.distributed.local import run_ranks
 
     from plink.data.probefile import from_matrix
-    from plink.schedule.timemodel import predict_time, plan_traffic, ring_traffic
+    from plink.solvers.contention import Network
     from plink.solvers.costmodels import PairCost
 
     res = run_ranks(world, _worker, world, sizes, labels, iters, timeout=3600)
@@ -181,25 +206,35 @@ def measured(world, labels, sizes, iters):
         latm = np.full((world, world), lat)
         bwm = np.full((world, world), bw)
         pc = PairCost.from_matrices(latm, bwm)
+        # one machine: every rank's "NIC" the measured pair rate, no uplink that binds
+        lab = np.array(labels)
+        k = int(lab.max()) + 1
+        nic = np.full(world, bw * 1e9 / 8)
+        net = Network(np.where(np.eye(world, dtype=bool), 0.0, latm) * 1e-6 / 2, nic, nic, lab,
+                      np.full(k, nic.sum()), np.full(k, nic.sum()))
         probe = from_matrix(np.where(np.eye(world, dtype=bool), 0.0, latm), [f"r{i}" for i in range(world)])
-        plan = plan_schedule(probe, np.array(labels), size=nbytes, chunk=64 * 1024)
-        p2 = predict_time("2lha", plan_traffic(plan), pc, plan.labels).time_us
-        pr = predict_time("ring", ring_traffic(plan.labels, nbytes), pc, plan.labels).time_us
+        plan = plan_schedule(probe, lab, size=nbytes, chunk=64 * 1024)
         out.append({"world": world, "groups": len(set(labels)), "size": nbytes, "exec_s": te, "exec1_s": te1, "gloo_s": tg,
-                    "ok": ok == "1", "pred_ratio": p2 / pr, "lat_us": lat, "bw_gbps": bw})
+                    "ok": ok == "1", **predicted_ratios(plan, net, pc, nbytes), "lat_us": lat, "bw_gbps": bw})
     return out
 
 
 def print_measured(rows):
     print("\n### Measured: executor vs Gloo all_reduce, local processes on 127.0.0.1 (2 shared cores)\n")
-    print("| ranks | groups | size | executor (4 waves) | executor (1 wave) | Gloo all_reduce "
-          "| measured exec/Gloo | predicted 2LHA/ring | equal to Gloo | p2p RTT / bw |")
+    print(f"| ranks | groups | size | executor ({DEFAULT_WAVES} waves) | executor (1 wave) | Gloo all_reduce "
+          f"| measured exec/Gloo, {DEFAULT_WAVES} waves / 1 wave | predicted 2LHA/ring: shared links, "
+          f"{DEFAULT_WAVES} waves / 1 wave / pair model | equal to Gloo | p2p RTT / bw |")
     print("|---|---|---|---|---|---|---|---|---|---|")
     for r in rows:
         print(f"| {r['world']} | {r['groups']} | {format_size(r['size'])} | {r['exec_s'] * 1e3:.1f} ms "
-              f"| {r['exec1_s'] * 1e3:.1f} ms "
-              f"| {r['gloo_s'] * 1e3:.1f} ms | {r['exec_s'] / r['gloo_s']:.2f} | {r['pred_ratio']:.2f} "
-              f"| {'yes' if r['ok'] else 'NO'} | {r['lat_us']:.0f} us / {r['bw_gbps']:.1f} Gbit/s |")
+              f"| {r['exec1_s'] * 1e3:.1f} ms | {r['gloo_s'] * 1e3:.1f} ms "
+              f"| {_ratios(r)} | {'yes' if r['ok'] else 'NO'} | {r['lat_us']:.0f} us / {r['bw_gbps']:.1f} Gbit/s |")
+
+
+def _ratios(r) -> str:
+    """The measured and predicted 2LHA / ring columns of a row."""
+    return (f"{r['exec_s'] / r['gloo_s']:.2f} / {r['exec1_s'] / r['gloo_s']:.2f} "
+            f"| {r['pred_waves']:.2f} / {r['pred_1']:.2f} / {r['pred_pairs']:.2f}")
 
 
 # ---------------------------------------------------------------------------
@@ -258,7 +293,7 @@ def _netns_worker(argv):
         all_reduce(x.clone(), sched, waves=1)
         te, te1, tg = [], [], []
         for _ in range(iters):
-            for sink, fn in ((te, lambda t: all_reduce(t, sched, waves=4)),
+            for sink, fn in ((te, lambda t: all_reduce(t, sched, waves=DEFAULT_WAVES)),
                              (te1, lambda t: all_reduce(t, sched, waves=1)), (tg, dist.all_reduce)):
                 y = x.clone()
                 dist.barrier()
@@ -285,8 +320,8 @@ def netns(sizes, iters, racks=2, hosts_per_rack=4, host_mbit=400.0, uplink_mbit=
     reason = unavailable_reason(sshd=False)
     if reason:
         return reason
-    from plink.schedule.timemodel import predict_time, plan_traffic, ring_traffic
     from plink.data.probefile import from_matrix
+    from plink.solvers.contention import Network
     from plink.solvers.costmodels import PairCost
 
     world = racks * hosts_per_rack
@@ -308,21 +343,23 @@ def netns(sizes, iters, racks=2, hosts_per_rack=4, host_mbit=400.0, uplink_mbit=
     if bad:
         return f"a netns worker failed: {bad[0].stderr.strip().splitlines()[-1:]}"
     doc = json.loads(results[0].stdout.strip().splitlines()[-1])
-    # pair model of the testbed: host links at host_mbit, cross-rack pairs at the uplink rate
+    # the testbed as set: host links at host_mbit, each rack's uplink at uplink_mbit (shared links);
+    # and its pair model (the dissertation's): pairs in a rack at host_mbit, across at the uplink rate
     same = np.equal.outer(labels, labels)
     lat = np.where(same, doc["rtt_in_us"], doc["rtt_cross_us"])
     np.fill_diagonal(lat, 0.0)
     bw = np.where(same, host_mbit, min(host_mbit, uplink_mbit)) / 1000.0
     pc = PairCost.from_matrices(lat, bw)
+    nic = np.full(world, host_mbit * 1e6 / 8)
+    net = Network(lat * 1e-6 / 2, nic, nic, np.array(labels), np.full(racks, uplink_mbit * 1e6 / 8),
+                  np.full(racks, uplink_mbit * 1e6 / 8))
     rows = []
     for r in doc["rows"]:
         probe = from_matrix(lat, [f"r{i}" for i in range(world)])
         from plink.schedule.plan import plan_schedule
 
         plan = plan_schedule(probe, np.array(labels), size=r["size"], chunk=64 * 1024)
-        p2 = predict_time("2lha", plan_traffic(plan), pc, plan.labels).time_us
-        pr = predict_time("ring", ring_traffic(plan.labels, r["size"]), pc, plan.labels).time_us
-        rows.append({**r, "pred_ratio": p2 / pr, "world": world, "racks": racks,
+        rows.append({**r, **predicted_ratios(plan, net, pc, r["size"]), "world": world, "racks": racks,
                      "rtt_in": doc["rtt_in_us"], "rtt_cross": doc["rtt_cross_us"]})
     return rows
 
@@ -333,14 +370,15 @@ def print_netns(rows, host_mbit=400.0, uplink_mbit=200.0):
     if isinstance(rows, str):
         print(f"skipped: {rows}")
         return
-    print("| ranks | racks | size | executor (4 waves) | executor (1 wave) | Gloo all_reduce "
-          "| measured exec/Gloo | predicted 2LHA/ring | equal to Gloo | RTT in / cross rack |")
-    print("|---|---|---|---|---|---|---|---|---|---|")
+    print(f"| ranks | racks | size | executor ({DEFAULT_WAVES} waves) | executor (1 wave) | Gloo all_reduce "
+          f"| ring predicted (shared links) | measured exec/Gloo, {DEFAULT_WAVES} waves / 1 wave "
+          f"| predicted 2LHA/ring: shared links, {DEFAULT_WAVES} waves / 1 wave / pair model | equal to Gloo "
+          "| RTT in / cross rack |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
     for r in rows:
         print(f"| {r['world']} | {r['racks']} | {format_size(r['size'])} | {r['exec_s'] * 1e3:.1f} ms "
-              f"| {r['exec1_s'] * 1e3:.1f} ms "
-              f"| {r['gloo_s'] * 1e3:.1f} ms | {r['exec_s'] / r['gloo_s']:.2f} | {r['pred_ratio']:.2f} "
-              f"| {'yes' if r['ok'] else 'NO'} | {r['rtt_in']:.0f} / {r['rtt_cross']:.0f} us |")
+              f"| {r['exec1_s'] * 1e3:.1f} ms | {r['gloo_s'] * 1e3:.1f} ms | {r['ring_pred_s'] * 1e3:.1f} ms "
+              f"| {_ratios(r)} | {'yes' if r['ok'] else 'NO'} | {r['rtt_in']:.0f} / {r['rtt_cross']:.0f} us |")
 
 
 def main(argv=None):
@@ -356,7 +394,7 @@ def main(argv=None):
         return _netns_worker(argv[1:])
     args = ap.parse_args(argv)
     if args.netns_only:
-        print_netns(netns([4 * 1024 * 1024], args.iters))
+        print_netns(netns([4 * 1024 * 1024, 16 * 1024 * 1024], args.iters))
         return
     ns = [16, 64] if args.quick else [16, 64, 256, 1024]
     size = 16 * 1024 * 1024 if args.quick else args.size

@@ -285,7 +285,7 @@ def test_schedule_planetlab_slice_is_finite_and_every_group_has_a_gm(tmp_path, c
                            "-o", str(out), "--json"], capsys)
     assert code == 0, err
     doc = json.loads(text, parse_constant=lambda c: pytest.fail(f"non-finite {c} in the JSON"))
-    assert doc["model"] == "latency + assumed 10 Gbit/s per pair"
+    assert doc["model"] == "shared links: host NICs assumed 10 Gbit/s and group uplinks"
     assert doc["balance"]["gm_groups"] is not None and math.isfinite(doc["balance"]["gm_groups"])
     sched = json.loads(out.read_text())
     labels = np.array(sched["groups"])

@@ -806,15 +806,18 @@ def test_summarize_prices_with_the_measured_or_the_assumed_bandwidth():
 
     sched, probe = _summary_case(bw=2.5)
     measured = summarize(sched, probe)
-    assert measured["model"] == "latency+bandwidth" and "assumed_bandwidth_gbps" not in measured
+    assert measured["model"] == "shared links: host NICs and group uplinks"
+    assert "assumed_bandwidth_gbps" not in measured
     no_bw = from_matrix(probe.latency, probe.names)
     assumed = summarize(sched, no_bw, assumed_gbps=2.5)
-    assert assumed["model"] == "latency + assumed 2.5 Gbit/s per pair"
+    assert assumed["model"] == "shared links: host NICs assumed 2.5 Gbit/s and group uplinks"
     assert assumed["assumed_bandwidth_gbps"] == 2.5
-    # assuming 2.5 Gbit/s for every pair prices exactly like measuring it
+    # NICs assumed at 2.5 Gbit/s price exactly like NICs measured at 2.5 Gbit/s
     assert assumed["predicted"] == measured["predicted"]
-    assert summarize(sched, no_bw)["model"] == "latency + assumed 10 Gbit/s per pair"
+    assert summarize(sched, no_bw)["model"] == "shared links: host NICs assumed 10 Gbit/s and group uplinks"
     assert summarize(sched, no_bw)["predicted"] != assumed["predicted"]
+    # no uplink measured: the notes say what the model assumed for them
+    assert any("no group uplink measured: assumed the oversubscribed case" in n for n in measured["notes"])
     with pytest.raises(ScheduleError) as e:
         summarize(sched, from_matrix(probe.latency, probe.names[::-1]))
     assert str(e.value) == "the probe file's hosts differ from the schedule's (names or order)"
@@ -825,30 +828,119 @@ def test_summarize_prices_with_the_measured_or_the_assumed_bandwidth():
         summarize(sched, fewer)
 
 
-def test_summarize_says_how_plink_order_prices_the_ring_of_a_probe_measured_in_rounds():
+def test_summarize_prices_the_ring_as_plink_order_does():
     """plink probe --bandwidth measures the pairs of a round at once, so a pair across racks gets its
-    share of a loaded uplink; the time model prices every pair at that rate and no uplink, so it priced
+    share of a loaded uplink. The time model priced every pair at that rate and no uplink, so it priced
     the flat ring 1.56x what plink order's shared-link model gives (and the Gloo ring measured) on a
-    16-host cluster, and a user weighing 2LHA against plink's ring read opposite advice. The summary
-    now gives the shared-link price of the same ring and says why they differ; not for a simulated
-    probe or a matrix from a file, whose pair bandwidths are not a round's."""
+    16-host cluster, and a user weighing 2LHA against plink's ring read opposite advice. It now prices
+    every round on plink order's shared links, so the two agree on the same ring."""
     from plink.pricing import Groups, network
+    from plink.schedule.timemodel import pair_cost as timemodel_pair_cost, predict_time, ring_traffic
     from plink.schedule.verify import summarize
     from plink.solvers.contention import SharedCostModel
 
     probe = simulate_datacenter(racks=3, hosts_per_rack=4, bandwidth=True, host_gbps=10, seed=2)
+    probe.meta["bandwidth"] = {"tool": "auto", "seconds": 1.0, "streams": 1}  # as plink probe --bandwidth writes
     plan = plan_schedule(probe, size=16 * 2**20)
     sched = Schedule.from_plan(plan)
-    plain = summarize(sched, probe)
-    assert "note_rounds" not in plain and "ring_shared_link_us" not in plain  # the simulator's pairs
-    probe.meta["bandwidth"] = {"tool": "auto", "seconds": 1.0, "streams": 1}  # as plink probe --bandwidth writes
     out = summarize(sched, probe)
     ring = SharedCostModel("ring", network(probe, Groups(np.asarray(plan.labels), "x")), plan.size, 2)
-    assert out["ring_shared_link_us"] == pytest.approx(ring(np.argsort(plan.labels, kind="stable")) * 1e6)
-    assert out["predicted"] == plain["predicted"]  # the time model's own figures stay as they were
-    assert f"at {out['predicted']['ring']['time_us'] * 1e-6:.3f} s, where plink order's shared-link" in out["note_rounds"]
-    # no uplink measured: the note says the shared model assumed them (it said 'the measured uplinks')
-    assert "uplinks not measured for these groups priced as one host NIC each" in out["note_rounds"]
+    order_price = ring(np.argsort(plan.labels, kind="stable")) * 1e6
+    # the same bandwidth term; the latency chains differ by at most 2% here
+    assert out["predicted"]["ring"]["time_us"] == pytest.approx(order_price, rel=0.02)
+    pairs = predict_time("ring", ring_traffic(plan.labels, plan.size), timemodel_pair_cost(probe), plan.labels)
+    assert pairs.time_us > 1.5 * order_price  # what the summary said before
+    assert "note_rounds" not in out and "ring_shared_link_us" not in out  # no second figure to reconcile
+
+
+def test_unmeasured_note_says_what_the_shared_network_fills_in():
+    from plink.data.inputs import MATRIX_BANDWIDTH
+    from plink.schedule.timemodel import shared_network, unmeasured_note
+
+    lat = np.array([[0, 5, np.nan, 9], [5, 0, 8, 9], [np.nan, 8, 0, 4], [9, 9, 4, 0]])
+    bw = np.array([[np.nan, 4, 1, 1], [4, np.nan, 1, 1], [1, 1, np.nan, 4], [1, 1, 4, np.nan]])
+    labels = np.array([0, 0, 1, 1])
+    probe = from_matrix(lat, list("abcd"), bandwidth=bw)
+    assert unmeasured_note(probe) == "predicted times price 2 unmeasured latency entries at the largest measured " \
+        "between their groups"
+    net = shared_network(probe, labels)
+    assert net.latency[0, 2] == pytest.approx(9e-6 / 2)  # the largest between groups 0 and 1, one way
+    alone = bw.copy()
+    alone[3, :] = alone[:, 3] = np.nan
+    probe = from_matrix(np.nan_to_num(lat, nan=9.0), list("abcd"), bandwidth=alone)
+    assert unmeasured_note(probe) == "predicted times price 1 host without a measured bandwidth at the median host NIC"
+    net = shared_network(probe, labels)
+    assert net.nic_send[3] == pytest.approx(np.median(net.nic_send[:3]))
+    probe.meta["bandwidth_source"] = MATRIX_BANDWIDTH  # a matrix measured pair by pair: entries, not hosts
+    assert unmeasured_note(probe) == "predicted times price 6 unmeasured bandwidth entries at the smallest " \
+        "measured between their groups"
+    assert unmeasured_note(from_matrix(np.nan_to_num(lat, nan=9.0), list("abcd"), bandwidth=bw)) is None
+
+
+def test_shared_round_time_by_hand():
+    """A round on shared links: its largest one-way latency plus its busiest link, a pair's messages
+    of the round one flow; a path cap (a pair measured alone) bounds a flow on its own."""
+    from plink.schedule.timemodel import Traffic, shared_round_time
+    from plink.solvers.contention import Network
+
+    lat = np.array([[0, 5, 7, 7], [5, 0, 7, 7], [7, 7, 0, 5], [7, 7, 5, 0]], dtype=float) * 1e-6  # one way, s
+    groups = np.array([0, 0, 1, 1])
+    nic = np.full(4, 1000.0)  # bytes/s
+    net = Network(lat, nic, nic, groups, np.array([500.0, 500.0]), np.array([500.0, 500.0]))
+    # 0 and 1 both send 300 B across (one uplink out: 600 B at 500 B/s); 2 sends 100 + 100 B to 3 (in a group)
+    t = Traffic(np.array([0, 1, 2, 2]), np.array([2, 3, 3, 3]), np.array([300.0, 300.0, 100.0, 100.0]))
+    assert shared_round_time(t, net) == pytest.approx(7 + 600 / 500 * 1e6)
+    # host 3's NIC in: 300 + 200 B at 1000 B/s = 0.5 s < the uplink's 1.2 s; without the cross traffic it binds
+    inside = Traffic(np.array([2, 2]), np.array([3, 3]), np.array([100.0, 100.0]))
+    assert shared_round_time(inside, net) == pytest.approx(5 + 200 / 1000 * 1e6)
+    capped = Network(lat, nic, nic, groups, np.array([500.0, 500.0]), np.array([500.0, 500.0]),
+                     path=np.full((4, 4), 100.0))
+    assert shared_round_time(inside, capped) == pytest.approx(5 + 200 / 100 * 1e6)  # one flow of 200 B
+    assert shared_round_time(Traffic(np.array([], int), np.array([], int), np.array([])), net) == 0.0
+
+
+def test_pipelined_runs_the_waves_as_the_executor_does():
+    """Wave w does its round d in step w + d (plink.schedule.executor): W + R - 1 steps, every message
+    once, in the step of its chunk's wave; one wave gives the rounds back."""
+    from plink.schedule.timemodel import pipelined
+
+    labels = np.array([0, 0, 1, 1])
+    plan = make_plan(labels, size=8 * 1000, chunk=1000)  # 8 chunks
+    rounds = plan_traffic(plan)
+    assert all(t.chunk is not None for t in rounds)
+    assert pipelined(rounds, plan.n_chunks, 1) == rounds
+    steps = pipelined(rounds, plan.n_chunks, 4)
+    assert len(steps) == 4 + len(rounds) - 1
+    key = lambda ts: sorted((int(a), int(b), float(c), int(h)) for t in ts
+                            for a, b, c, h in zip(t.src, t.dst, t.nbytes, t.chunk))
+    assert key(steps) == key(rounds)  # every message once
+    for d, t in enumerate(rounds):
+        for c in np.unique(t.chunk):
+            step = d + c * 4 // plan.n_chunks
+            assert c in steps[step].chunk
+    assert len(pipelined(rounds, plan.n_chunks, 100)) == 8 + len(rounds) - 1  # no more waves than chunks
+    with pytest.raises(ValueError):
+        pipelined(rounds, plan.n_chunks, 0)
+
+
+def test_summarize_prices_2lha_in_the_executors_waves():
+    from plink.schedule.executor import DEFAULT_WAVES
+    from plink.schedule.timemodel import pipelined, predict_time, shared_network
+    from plink.schedule.verify import summarize
+
+    probe = simulate_datacenter(racks=2, hosts_per_rack=4, bandwidth=True, host_gbps=10, seed=3)
+    plan = plan_schedule(probe, size=4 * 2**20)
+    sched = Schedule.from_plan(plan)
+    out = summarize(sched, probe)
+    net = shared_network(probe, plan.labels)
+    rounds = plan_traffic(plan)
+    waves = predict_time("2lha", pipelined(rounds, plan.n_chunks, DEFAULT_WAVES), net, plan.labels)
+    back_to_back = predict_time("2lha", rounds, net, plan.labels)
+    assert out["waves"] == DEFAULT_WAVES
+    assert out["predicted"]["2lha"]["time_us"] == pytest.approx(waves.time_us)
+    assert waves.time_us < back_to_back.time_us  # one wave's local rounds overlap another's global ones
+    assert out["predicted"]["2lha"]["rounds"] == 4  # the schedule's rounds, not the pipeline's steps
+    assert summarize(sched, probe, waves=1)["predicted"]["2lha"]["time_us"] == pytest.approx(back_to_back.time_us)
 
 
 # ---------------------------------------------------------------------------

@@ -196,7 +196,8 @@ def test_a_host_without_bandwidth_is_named_with_the_way_out(tmp_path, capsys):
 
 def test_unmeasured_pairs_priced_conservatively_are_said(tmp_path, capsys):
     """With --capacity cardinality (and in plink verify) a host without bandwidth was priced at the smallest
-    measured bandwidth without a word (2.8 ms against 1.4 ms for the complete probe)."""
+    measured bandwidth without a word (2.8 ms against 1.4 ms for the complete probe). Priced on shared
+    links, such a host's NIC is the median host's, and the note says so."""
     import numpy as np
 
     p = simulate_datacenter(racks=2, hosts_per_rack=3, bandwidth=True, seed=1)
@@ -206,10 +207,10 @@ def test_unmeasured_pairs_priced_conservatively_are_said(tmp_path, capsys):
     s = tmp_path / "s.json"
     code, out, err = run(["schedule", str(f), "--size", "1MiB", "-o", str(s), "--capacity", "cardinality", "--json"],
                          capsys)
-    assert code == 0 and json.loads(out)["note_unmeasured"] == ("predicted times price 10 unmeasured bandwidth "
-                                                                "entries at the smallest measured bandwidth"), err
+    assert code == 0 and json.loads(out)["note_unmeasured"] == ("predicted times price 1 host without a measured "
+                                                                "bandwidth at the median host NIC"), err
     code, out, _ = run(["verify", str(s), str(f)], capsys)
-    assert code == 0 and "note: predicted times price 10 unmeasured bandwidth entries" in " ".join(out.split())
+    assert code == 0 and "note: predicted times price 1 host without a measured bandwidth" in " ".join(out.split())
     full = tmp_path / "full.json"
     simulate_datacenter(racks=2, hosts_per_rack=3, bandwidth=True, seed=1).save(full)
     code, out, _ = run(["verify", str(s), str(full), "--json"], capsys)

@@ -33,8 +33,10 @@ def render_schedule_summary(s: dict, console) -> None:
     if "rounds" not in s:
         return
     t41 = s["table41"]
-    t = Table(show_edge=False, title="per all-reduce" + (f" ({s['model']} model)" if "model" in s else ""),
-              title_justify="left")
+    model = ""
+    if "model" in s:
+        model = f" (time model: {s['model']}" + (f"; 2LHA in {s['waves']} waves" if s.get("waves", 1) > 1 else "") + ")"
+    t = Table(show_edge=False, title="per all-reduce" + model, title_justify="left")
     for col in ("algorithm", "rounds", "bytes on wire", "cross-group bytes", "predicted time", "2LHA speedup"):
         t.add_column(col, justify="left" if col == "algorithm" else "right")
     pred = s.get("predicted", {})
@@ -53,10 +55,10 @@ def render_schedule_summary(s: dict, console) -> None:
     print_table(console, t)
     if "note_unmeasured" in s:
         console.print(f"note: {s['note_unmeasured']}")
-    if "note_rounds" in s:
-        console.print(f"note: {s['note_rounds']}")
+    for note in s.get("notes", []):
+        console.print(f"note: {note}")
     if "assumed_bandwidth_gbps" in s:
-        console.print(f"time model: probed latency + an assumed {s['assumed_bandwidth_gbps']:g} Gbit/s for every pair "
+        console.print(f"time model: probed latency + host NICs assumed {s['assumed_bandwidth_gbps']:g} Gbit/s "
                       "(no bandwidth matrix; set it with --assume-bandwidth or give --bandwidth-matrix)")
     console.print(f"Table 4.1 for 2LHA: {t41['2lha']['rounds']} rounds, 2(N-1)S = "
                   f"{format_size(t41['2lha']['bytes_total'])}, 2(k-1)S = {format_size(t41['2lha']['bytes_cross'])} "
@@ -81,7 +83,8 @@ def render_schedule_summary(s: dict, console) -> None:
               callback=existing_dir,
               help="Schedule file to write.")
 @click.option("--assume-bandwidth", default=10.0, show_default=True, type=float, metavar="GBIT/S",
-              help="Bandwidth of every pair in the time model when there is no bandwidth matrix.")
+              help="Host NIC bandwidth in the time model when there is no bandwidth matrix "
+                   "(group uplinks not measured carry one NIC).")
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON on stdout.")
 @matrix_input_options()
 def schedule(probefile, groups_file, size, chunk, capacity, compact, output, as_json, assume_bandwidth,
@@ -152,7 +155,8 @@ def schedule(probefile, groups_file, size, chunk, capacity, compact, output, as_
 @click.argument("schedulefile", type=click.Path(dir_okay=False))
 @click.argument("probefile", type=click.Path(dir_okay=False), required=False)
 @click.option("--assume-bandwidth", default=10.0, show_default=True, type=float, metavar="GBIT/S",
-              help="Bandwidth of every pair in the time model when there is no bandwidth matrix.")
+              help="Host NIC bandwidth in the time model when there is no bandwidth matrix "
+                   "(group uplinks not measured carry one NIC).")
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON on stdout.")
 @matrix_input_options()
 def verify(schedulefile, probefile, as_json, assume_bandwidth, load_input) -> None:

@@ -1,27 +1,44 @@
-"""The 2LHA time model: rounds of messages priced with alpha-beta and NIC sharing, and its baselines.
+"""The 2LHA time model: rounds of messages priced on the network's shared links, and its baselines.
 
-Time model (:func:`predict_time`), phase-synchronous alpha-beta with
-per-node link sharing: the messages of one round run concurrently; a
-node's concurrent sends share its NIC, and so do its receives, so round
-``r`` takes::
+Time model (:func:`predict_time`), phase-synchronous: the messages of one
+round run concurrently and the round ends with its slowest; rounds do not
+overlap, so it is conservative for 2LHA (whose chunks pipeline, §4.1.2).
+Two ways to price a round:
 
-    T_r = max_{(i,j) in r} lat_ij + max_i max( sum_j B_r(i,j) / bw_ij , sum_j B_r(j,i) / bw_ji )
+- **shared links** (:func:`shared_round_time`, what ``plink schedule`` /
+  ``plink verify`` report): the links of ``plink order``'s shared-link model
+  (:func:`plink.pricing.network`: host NICs, each group's uplink in and out,
+  outer levels, and for a matrix measured pair by pair each pair's own path).
+  A round's messages between one pair are one flow (one connection); a round
+  takes its largest one-way latency plus its busiest link's bytes over that
+  link's capacity::
 
-where ``B_r(i, j)`` are the bytes ``i`` sends ``j`` in round ``r``, ``lat``
-is the probe's latency (µs, as in the ordering cost models) and ``bw`` the
-pair bandwidth when alone (Gbit/s; without a bandwidth matrix every pair is
-assumed to have the same ``assumed_gbps``, 10 Gbit/s by default, and the
-summary says so: a latency-only model would price a sharded PS's ``N^2``
-messages like one).  The total is ``sum_r T_r`` — no overlap of rounds,
-so it is conservative for 2LHA (whose chunks pipeline, §4.1.2); rack
-uplink sharing is not modelled.  The same model prices the baselines:
-flat ring all-reduce (reduce-scatter + all-gather, ``2(N-1)`` rounds of
-``S/N`` to the ring successor, ring in group order) and fully sharded PS
-(every node serves ``S/N``: push round, pull round).
+      T_r = max_{(i,j) in r} lat_ij + max_links  bytes_r(link) / capacity(link)
+
+  So a flat ring is priced as ``plink order`` prices it, and 2LHA's rounds
+  across groups pay for the uplinks they share.
+- **pairs** (:func:`round_time`, the dissertation's alpha-beta; kept as the
+  baseline in ``benchmarks/schedule.py`` and for ``autotune.model_stats``):
+  each pair at its own bandwidth, a node's concurrent sends (and receives)
+  sharing its NIC, no uplink::
+
+      T_r = max_{(i,j) in r} lat_ij + max_i max( sum_j B_r(i,j) / bw_ij , sum_j B_r(j,i) / bw_ji )
+
+  A ``plink probe --bandwidth`` file's pair bandwidths were measured a round
+  of pairs at a time, pairs across groups sharing the groups' uplinks, so
+  this prices every cross-group pair at a shared rate even alone (on proof
+  case F's probe a flat ring at 1.373 s, where the shared-link model gives
+  0.878 s and Gloo's ring measured 0.886-0.889 s).
+
+The total is ``sum_r T_r``.  The same model prices the baselines: flat ring
+all-reduce (reduce-scatter + all-gather, ``2(N-1)`` rounds of ``S/N`` to the
+ring successor, ring in group order) and fully sharded PS (every node serves
+``S/N``: push round, pull round).
 
 :func:`plan_traffic` computes a 2LHA plan's rounds straight from the plan
 (no DAG; equal to what :func:`plink.schedule.verify.verify` records for the
-expanded DAG, tested).  Cost ``O(M + N)`` per round for ``M`` messages.
+expanded DAG, tested).  Cost ``O(M + N)`` per round for ``M`` messages
+(``O(M log M)`` for the shared links, which merge a pair's messages).
 """
 
 from __future__ import annotations
@@ -34,17 +51,20 @@ import numpy as np
 
 from plink.errors import PlinkError
 from plink.schedule.plan import Plan
+from plink.solvers.contention import Network
 from plink.solvers.costmodels import PairCost
 
 
 @dataclass
 class Traffic:
-    """Messages of one round: ``bytes[m]`` from ``src[m]`` to ``dst[m]``; the round happens ``repeat`` times."""
+    """Messages of one round: ``bytes[m]`` from ``src[m]`` to ``dst[m]``; the round happens ``repeat`` times.
+    ``chunk[m]``: the chunk a 2LHA message carries (for :func:`pipelined`), where known."""
 
     src: np.ndarray
     dst: np.ndarray
     nbytes: np.ndarray
     repeat: int = 1
+    chunk: np.ndarray | None = None
 
     def aggregated(self, n: int) -> np.ndarray:
         """Bytes per ordered pair as a dense ``(n, n)`` matrix."""
@@ -79,29 +99,55 @@ def plan_traffic(plan: Plan) -> list[Traffic]:
     gm_recv = np.where(gsz[gx] >= 2, 1, 0)  # (with one group, ``other`` is all False: no LM sends)
     gm_recv = np.maximum(gm_recv, np.where(other, lm_depth[None, :], 0).max(axis=1))
     gm_send = gm_recv + 1  # round of the GM's sends, per chunk
-    src, dst, nb, rnd = [], [], [], []
+    src, dst, nb, rnd, chk = [], [], [], [], []
+    by_node = np.broadcast_to(np.arange(c)[:, None], (c, plan.n))  # the chunk of every (chunk, node) entry
+    by_group = np.broadcast_to(np.arange(c)[:, None], (c, plan.k))
 
-    def put(s, d, b, r):
+    def put(s, d, b, r, ch):
         src.append(s)
         dst.append(d)
         nb.append(b)
         rnd.append(r)
+        chk.append(ch)
 
-    put(nodes[member], own_lm[member], lens[member], np.ones(int(member.sum()), dtype=np.int64))
+    put(nodes[member], own_lm[member], lens[member], np.ones(int(member.sum()), dtype=np.int64), by_node[member])
     lm_o = plan.lm[other]
     gm_o = np.broadcast_to(x[:, None], (c, plan.k))[other]
     len_o = np.broadcast_to(ln[:, None], (c, plan.k))[other]
-    put(lm_o, gm_o, len_o, np.broadcast_to(lm_depth[None, :], (c, plan.k))[other])
+    put(lm_o, gm_o, len_o, np.broadcast_to(lm_depth[None, :], (c, plan.k))[other], by_group[other])
     gs = np.broadcast_to(gm_send[:, None], (c, plan.k))[other]
-    put(gm_o, lm_o, len_o, gs)
+    put(gm_o, lm_o, len_o, gs, by_group[other])
     m3 = member & in_gm_group
-    put(own_lm[m3], nodes[m3], lens[m3], np.broadcast_to(gm_send[:, None], (c, plan.n))[m3])
+    put(own_lm[m3], nodes[m3], lens[m3], np.broadcast_to(gm_send[:, None], (c, plan.n))[m3], by_node[m3])
     m4 = member & ~in_gm_group
-    put(own_lm[m4], nodes[m4], lens[m4], np.broadcast_to(gm_send[:, None] + 1, (c, plan.n))[m4])
-    s, d, b, r = (np.concatenate(v) for v in (src, dst, nb, rnd))
+    put(own_lm[m4], nodes[m4], lens[m4], np.broadcast_to(gm_send[:, None] + 1, (c, plan.n))[m4], by_node[m4])
+    s, d, b, r, h = (np.concatenate(v) for v in (src, dst, nb, rnd, chk))
     if len(r) == 0:
         return []
-    return [Traffic(s[r == i], d[r == i], b[r == i]) for i in range(1, int(r.max()) + 1)]
+    return [Traffic(s[r == i], d[r == i], b[r == i], chunk=h[r == i]) for i in range(1, int(r.max()) + 1)]
+
+
+def pipelined(traffic: list[Traffic], n_chunks: int, waves: int) -> list[Traffic]:
+    """The rounds of a 2LHA schedule as :func:`plink.schedule.executor.all_reduce` runs them: the
+    chunks cut into ``waves`` (chunk ``c`` in wave ``c * W // C``, ``W = min(waves, C)``), wave ``w``
+    doing its round ``d`` in step ``w + d``, so one wave's local rounds share a step with another's
+    global ones.  ``W + R - 1`` steps for ``R`` rounds; one wave gives the rounds back.  Every
+    message needs its ``chunk``. O(M)."""
+    if waves < 1:
+        raise ValueError(f"waves must be >= 1, got {waves}")
+    w = min(int(waves), int(n_chunks))
+    if w <= 1 or not traffic:
+        return list(traffic)
+    if any(t.chunk is None for t in traffic):
+        raise ValueError("pipelined() needs the chunk of every message (Traffic.chunk)")
+    steps: list[list[Traffic]] = [[] for _ in range(w + len(traffic) - 1)]
+    for d, t in enumerate(traffic):
+        wave = t.chunk * w // n_chunks
+        for v in range(w):
+            sel = wave == v
+            steps[v + d].append(Traffic(t.src[sel], t.dst[sel], t.nbytes[sel], chunk=t.chunk[sel]))
+    return [Traffic(*(np.concatenate([getattr(p, f) for p in parts]) for f in ("src", "dst", "nbytes")),
+                    chunk=np.concatenate([p.chunk for p in parts])) for parts in steps]
 
 
 # ---------------------------------------------------------------------------
@@ -122,7 +168,7 @@ class Prediction:
                 "bytes_total": self.bytes_total, "bytes_cross_group": self.bytes_cross}
 
 
-#: bandwidth assumed for every pair when the probe has no bandwidth matrix (Gbit/s)
+#: bandwidth assumed for every host NIC when the probe has no bandwidth matrix (Gbit/s)
 ASSUMED_GBPS = 10.0
 
 
@@ -148,18 +194,44 @@ def pair_cost(probe, assumed_gbps: float | None = None) -> PairCost:
     return PairCost.from_matrices(lat, bw)
 
 
-def pair_cost_note(probe) -> str | None:
-    """What :func:`pair_cost` fills in for ``probe`` (its unmeasured entries, at the worst measured
-    value), as a note for the user, or None when every pair was measured. O(N^2)."""
+def shared_network(probe, labels, assumed_gbps: float | None = None) -> Network:
+    """The shared links of ``probe`` under the schedule's groups ``labels``: ``plink order``'s network
+    (:func:`plink.pricing.network`; unmeasured pairs filled per group at the worst measured value,
+    measured uplinks matched to the groups they cover, unmeasured ones assumed to carry one host
+    NIC). Without measured bandwidth the host NICs are ``assumed_gbps`` (10 Gbit/s by default).
+    Its ``notes`` say what was assumed. O(N^2)."""
+    from plink.pricing import Groups, network
+
+    labels = np.asarray(labels, dtype=np.int64)
+    if assumed_gbps is not None and not (math.isfinite(assumed_gbps) and assumed_gbps > 0):
+        raise PlinkError(f"assumed bandwidth must be a number > 0 Gbit/s, got {assumed_gbps}")
+    measured = probe.bandwidth is not None and bool(np.isfinite(
+        np.asarray(probe.bandwidth, dtype=float)[~np.eye(probe.n, dtype=bool)]).any())
+    return network(probe, Groups(labels, "schedule"), nic_gbps=None if measured else assumed_gbps)
+
+
+def unmeasured_note(probe) -> str | None:
+    """What :func:`shared_network` fills in for ``probe`` (unmeasured latency entries at the largest
+    measured between their groups; a host without any measured bandwidth at the median host NIC; for
+    a matrix measured pair by pair, its unmeasured entries at the smallest measured between their
+    groups), as a note for the user, or None when nothing was filled in. O(N^2)."""
+    from plink.data.inputs import MATRIX_BANDWIDTH
+
     off = ~np.eye(probe.n, dtype=bool)
     gaps = []
     lat_missing = int((off & ~np.isfinite(np.asarray(probe.latency, dtype=float))).sum())
     if lat_missing:
-        gaps.append(f"{lat_missing} unmeasured latency entries at the largest measured latency")
+        gaps.append(f"{lat_missing} unmeasured latency entries at the largest measured between their groups")
     if probe.bandwidth is not None:
-        bw_missing = int((off & ~np.isfinite(np.asarray(probe.bandwidth, dtype=float))).sum())
-        if bw_missing:
-            gaps.append(f"{bw_missing} unmeasured bandwidth entries at the smallest measured bandwidth")
+        bw = np.isfinite(np.asarray(probe.bandwidth, dtype=float)) & off
+        if probe.meta.get("bandwidth_source") == MATRIX_BANDWIDTH:
+            missing = int((off & ~bw).sum())
+            if missing:
+                gaps.append(f"{missing} unmeasured bandwidth entries at the smallest measured between their groups")
+        else:
+            hosts = int((~bw.any(axis=1)).sum()) if probe.n > 1 else 0
+            if hosts and bw.any():
+                gaps.append(f"{hosts} host{'s' * (hosts != 1)} without a measured bandwidth at the median host NIC")
     return "predicted times price " + " and ".join(gaps) if gaps else None
 
 
@@ -173,9 +245,34 @@ def round_time(t: Traffic, pc: PairCost) -> float:
     return float(pc.latency[t.src, t.dst].max() + max(send.max(), recv.max()))
 
 
-def predict_time(name: str, traffic: list[Traffic], pc: PairCost, labels) -> Prediction:
+def shared_round_time(t: Traffic, net: Network) -> float:
+    """``T_r`` of one round on the shared links of ``net`` (module docstring), in µs.
+
+    The round's messages between one ordered pair are merged into one flow; every link's load is
+    the bytes of the flows crossing it (:meth:`Network.link_index`: sending NIC, receiving NIC, the
+    uplinks of every level crossed); with ``net.path``, no flow is faster than its pair alone.
+    O(M log M) for ``M`` messages."""
+    if len(t.src) == 0:
+        return 0.0
+    n = net.n
+    pairs, inverse = np.unique(t.src * n + t.dst, return_inverse=True)
+    nbytes = np.bincount(inverse, weights=t.nbytes)
+    src, dst = pairs // n, pairs % n
+    inv_cap = net.inverse_capacities()  # the last slot: flows inside a group, no link, 0
+    slots = net.link_index(src, dst, len(inv_cap) - 1)
+    loads = np.bincount(slots, weights=np.tile(nbytes, len(slots) // len(src)), minlength=len(inv_cap))
+    seconds = float((loads * inv_cap).max())
+    if net.path is not None:
+        seconds = max(seconds, float((nbytes / net.path[src, dst]).max()))
+    return (float(net.latency[src, dst].max()) + seconds) * 1e6
+
+
+def predict_time(name: str, traffic: list[Traffic], cost: PairCost | Network, labels) -> Prediction:
+    """``traffic``'s rounds priced on a :class:`Network`'s shared links or, given a
+    :class:`PairCost`, pair by pair (module docstring)."""
     labels = np.asarray(labels)
-    per = [round_time(t, pc) for t in traffic]
+    price = shared_round_time if isinstance(cost, Network) else round_time
+    per = [price(t, cost) for t in traffic]
     total = sum(p * t.repeat for p, t in zip(per, traffic))
     rounds = sum(t.repeat for t in traffic)
     nbytes = sum(float(t.nbytes.sum()) * t.repeat for t in traffic)
@@ -230,16 +327,28 @@ def table41(labels, size: float) -> dict[str, dict[str, float]]:
     }
 
 
-def predict_all(traffic: list[Traffic], pc: PairCost, labels, size: float) -> dict[str, Prediction]:
-    """Predicted times of the 2LHA ``traffic`` and of flat ring and sharded PS over the same hosts and size."""
+def predict_all(traffic: list[Traffic], cost: PairCost | Network, labels, size: float, waves: int = 1,
+                n_chunks: int | None = None) -> dict[str, Prediction]:
+    """Predicted times of the 2LHA ``traffic`` and of flat ring and sharded PS over the same hosts and
+    size, on shared links (a :class:`Network`) or pair by pair (a :class:`PairCost`).  With ``waves``
+    > 1, 2LHA's time is that of its rounds in waves over ``n_chunks`` chunks (:func:`pipelined`); its
+    ``rounds`` stay the schedule's."""
     labels = np.asarray(labels)
+    lha = predict_time("2lha", traffic, cost, labels)
+    if waves > 1 and traffic:
+        if n_chunks is None:
+            raise ValueError("waves > 1 needs n_chunks")
+        piped = predict_time("2lha", pipelined(traffic, n_chunks, waves), cost, labels)
+        lha = Prediction("2lha", piped.time_us, lha.rounds, lha.bytes_total, lha.bytes_cross, piped.round_us)
     return {
-        "2lha": predict_time("2lha", traffic, pc, labels),
-        "ring": predict_time("ring", ring_traffic(labels, size), pc, labels),
-        "ps": predict_time("ps", ps_traffic(len(labels), size), pc, labels),
+        "2lha": lha,
+        "ring": predict_time("ring", ring_traffic(labels, size), cost, labels),
+        "ps": predict_time("ps", ps_traffic(len(labels), size), cost, labels),
     }
 
 
-def compare(plan: Plan, pc: PairCost, traffic: list[Traffic] | None = None) -> dict[str, Prediction]:
-    """Predicted 2LHA vs flat ring vs sharded PS for the plan's hosts, groups and size."""
-    return predict_all(traffic if traffic is not None else plan_traffic(plan), pc, plan.labels, plan.size)
+def compare(plan: Plan, cost: PairCost | Network, traffic: list[Traffic] | None = None,
+            waves: int = 1) -> dict[str, Prediction]:
+    """Predicted 2LHA (in ``waves``) vs flat ring vs sharded PS for the plan's hosts, groups and size."""
+    return predict_all(traffic if traffic is not None else plan_traffic(plan), cost, plan.labels, plan.size,
+                       waves, plan.n_chunks)

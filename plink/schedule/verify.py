@@ -20,7 +20,8 @@ The *round* of a message is the number of message hops that causally precede
 it plus one (member -> LM is round 1, LM -> GM round 2, GM -> LM round 3,
 LM -> member round 4: Table 4.1's 4 rounds for 2LHA).
 
-The time model (rounds priced with alpha-beta and NIC sharing) is :mod:`plink.schedule.timemodel`.
+The time model (rounds priced on the network's shared links: host NICs and group uplinks) is
+:mod:`plink.schedule.timemodel`.
 """
 
 from __future__ import annotations
@@ -33,8 +34,9 @@ import numpy as np
 
 from plink.data.fileio import finite_json
 from plink.schedule.dag import Dag, ScheduleError
-from plink.schedule.timemodel import (ASSUMED_GBPS, Traffic, pair_cost, pair_cost_note, plan_traffic, predict_all,
-                                      table41)
+from plink.schedule.executor import DEFAULT_WAVES
+from plink.schedule.timemodel import (ASSUMED_GBPS, Traffic, unmeasured_note, plan_traffic, predict_all,
+                                      shared_network, table41)
 
 READS = ("send", "deliver")
 
@@ -148,7 +150,7 @@ def _match_messages(dag: Dag, err) -> dict[tuple[int, int, int], int]:
 class _Execution:
     """What running a DAG symbolically left: the actions in the order they ran, each action's
     round, the dependencies still unmet (a deadlock), deliveries per (node, chunk) key, and
-    every message (source, destination, bytes, round)."""
+    every message (source, destination, bytes, round, chunk)."""
 
     order: list[int]
     level: list[int]
@@ -158,6 +160,7 @@ class _Execution:
     msg_dst: list[int] = field(default_factory=list)
     msg_len: list[int] = field(default_factory=list)
     msg_round: list[int] = field(default_factory=list)
+    msg_chunk: list[int] = field(default_factory=list)
 
 
 def _execute(dag: Dag, recvs: dict[tuple[int, int, int], int], err) -> _Execution:
@@ -200,6 +203,7 @@ def _execute(dag: Dag, recvs: dict[tuple[int, int, int], int], err) -> _Executio
                 run.msg_dst.append(p)
                 run.msg_len.append(lengths[ch])
                 run.msg_round.append(lvl + 1)
+                run.msg_chunk.append(ch)
                 r = recvs.get((node, p, ch))
                 if r is not None:
                     indeg[r] -= 1
@@ -238,11 +242,12 @@ def _add_traffic(report: VerifyReport, dag: Dag, run: _Execution) -> None:
     dst = np.array(run.msg_dst, dtype=np.int64)
     ln = np.array(run.msg_len, dtype=np.int64)
     rnd = np.array(run.msg_round, dtype=np.int64)
+    chunk = np.array(run.msg_chunk, dtype=np.int64)
     labels = np.asarray(dag.labels)
     report.rounds = int(rnd.max())
     report.bytes_total = int(ln.sum())
     report.bytes_cross = int(ln[labels[src] != labels[dst]].sum())
-    report.traffic = [Traffic(src[rnd == r], dst[rnd == r], ln[rnd == r].astype(float))
+    report.traffic = [Traffic(src[rnd == r], dst[rnd == r], ln[rnd == r].astype(float), chunk=chunk[rnd == r])
                       for r in range(1, report.rounds + 1)]
 
 
@@ -283,40 +288,23 @@ def check(dag: Dag) -> VerifyReport:
     return rep
 
 
-def _ring_shared(probe, labels, size: float) -> tuple[float, bool] | None:
-    """The flat ring in group order priced by ``plink order``'s shared-link model (seconds), when the
-    probe measured its bandwidths itself (``plink probe --bandwidth``: the pairs of a round at once, so
-    pairs across groups shared the groups' uplinks), and whether a group uplink was assumed (none
-    measured for these groups); ``None`` for a bandwidth matrix from a file (each pair measured alone)
-    or the simulator's, without bandwidth, or with one group."""
-    from plink.data.inputs import MATRIX_BANDWIDTH
-    from plink.pricing import Groups, network
-    from plink.solvers.contention import SharedCostModel
-
-    labels = np.asarray(labels)
-    measured_in_rounds = isinstance(probe.meta.get("bandwidth"), dict)  # plink probe --bandwidth's settings
-    if (probe.bandwidth is None or not measured_in_rounds or probe.meta.get("bandwidth_source") == MATRIX_BANDWIDTH
-            or len(labels) < 2 or np.unique(labels).size < 2 or not size > 0):
-        return None
-    net = network(probe, Groups(labels.astype(np.int64), "schedule"))
-    seconds = float(SharedCostModel("ring", net, int(size), 2)(np.argsort(labels, kind="stable")))
-    return seconds, "uplinks" in net.assumed
-
-
 #: above this many actions ``summarize`` prices the plan's traffic without building the DAG
 VERIFY_LIMIT = 2_000_000
 
 
 def summarize(sched, probe=None, verify_limit: int = VERIFY_LIMIT,
-              assumed_gbps: float = ASSUMED_GBPS) -> dict[str, Any]:
+              assumed_gbps: float = ASSUMED_GBPS, waves: int = DEFAULT_WAVES) -> dict[str, Any]:
     """Everything ``plink schedule`` / ``plink verify`` print, as a dict.
 
     Verifies the DAG when it has at most ``verify_limit`` actions (about
     ``4 C N``), else prices ``plan_traffic`` and says it was not verified.
     With ``probe`` (same hosts, same order), adds the predicted times of
-    2LHA, flat ring and sharded PS and the master balance; without a bandwidth
-    matrix the time model assumes ``assumed_gbps`` for every pair and says so in
-    ``model``.  Every number is finite (an undefined ratio is ``None``).
+    2LHA, flat ring and sharded PS on the probe's shared links
+    (:func:`plink.schedule.timemodel.shared_network`: host NICs, the groups'
+    uplinks; 2LHA's rounds in ``waves`` as the executor runs them,
+    :func:`plink.schedule.timemodel.pipelined`) and the master balance, with ``notes`` on what the network
+    assumed; without a bandwidth matrix the host NICs are ``assumed_gbps``
+    and ``model`` says so.  Every number is finite (an undefined ratio is ``None``).
     """
     from plink.schedule.plan import balance
 
@@ -354,25 +342,17 @@ def summarize(sched, probe=None, verify_limit: int = VERIFY_LIMIT,
         if sched.plan.capacity == "cardinality" or bw is not None:
             out["balance"] = balance(sched.plan, bw)
     if probe is not None and traffic is not None:
-        preds = predict_all(traffic, pair_cost(probe, assumed_gbps), labels, sched.size)
+        net = shared_network(probe, labels, assumed_gbps)
+        preds = predict_all(traffic, net, labels, sched.size, waves, nchunks)
+        out["waves"] = min(waves, nchunks)
         out["predicted"] = {k: v.to_dict() for k, v in preds.items()}
-        note = pair_cost_note(probe)  # what pair_cost filled in: said, not priced silently
+        note = unmeasured_note(probe)  # what the network filled in: said, not priced silently
         if note:
             out["note_unmeasured"] = note
-        shared = _ring_shared(probe, labels, sched.size)
-        if shared is not None:
-            seconds, assumed = shared
-            out["ring_shared_link_us"] = seconds * 1e6
-            links = ("host NICs and the measured uplinks" if not assumed else
-                     "host NICs, and uplinks not measured for these groups priced as one host NIC each")
-            out["note_rounds"] = (
-                "the probe measured each pair's bandwidth in rounds where pairs across groups shared the groups' "
-                "uplinks: this model prices every pair at what it got then and no uplink, so it prices the flat ring "
-                f"at {preds['ring'].time_us * 1e-6:.3f} s, where plink order's shared-link model ({links}) prices "
-                f"the same ring at {seconds:.3f} s: weigh 2LHA's speedup with that in mind")
-        if probe.bandwidth is not None:
-            out["model"] = "latency+bandwidth"
-        else:
-            out["model"] = f"latency + assumed {assumed_gbps:g} Gbit/s per pair"
+        out["notes"] = list(net.notes)
+        out["model"] = "shared links: host NICs" + (
+            f" assumed {assumed_gbps:g} Gbit/s" if "nic" in net.assumed else "") + (
+            " and group uplinks" if np.unique(labels).size > 1 else "")
+        if "nic" in net.assumed:
             out["assumed_bandwidth_gbps"] = float(assumed_gbps)
     return finite_json(out)
