@@ -254,10 +254,16 @@ def test_cli_slurm_topology_from_groups(dc, tmp_path):
     # without --groups (it was refused: 'needs the groups'): the groups the order is searched under, said in a note
     proc = run("order", str(path), "--time-limit", "0.2", "--format", "slurm-topology")
     assert proc.returncode == 0, proc.stderr
-    assert "the switches of topology.conf are the 2 groups inferred from the probe" in proc.stderr
+    assert "note: the switches of the topology are the 2 groups the order was searched under (inferred from" \
+        in " ".join(proc.stderr.split())
     inferred = [ln for ln in proc.stdout.splitlines() if ln.startswith("SwitchName=plink-s")]
     members = sorted(sorted(em_expand(ln.split("Nodes=")[1])) for ln in inferred)
     assert members == sorted(sorted(em_expand(ln.split("Nodes=")[1])) for ln in switches)  # (switch names may differ)
+    out = tmp_path / "topo.conf"
+    proc = run("order", str(path), "--time-limit", "0.2", "--format", "slurm-topology", "-o", str(out), "--json")
+    assert proc.returncode == 0, proc.stderr
+    notes = json.loads(proc.stdout)["notes"]  # the note was on stderr only, not in --json
+    assert any(n.startswith(f"the switches of {out} are the 2 groups the order was searched under") for n in notes)
 
 
 def em_expand(expr):

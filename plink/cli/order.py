@@ -323,9 +323,13 @@ def order(probefile, algo, size, base, time_limit, jobs, smt_time, groups_file, 
             # the switches are the groups the order was searched under (it refused without --groups)
             switches = result.group_labels
             k = result.groups["k"]
-            click.echo(f"plink: note: the switches of topology.conf are the {k} group{'s' * (k != 1)} inferred "
-                       f"from the probe ({result.groups['source']}); review them with 'plink group' and give "
-                       "--groups to set them", err=True)
+            from plink.data.fileio import is_stdout
+
+            where = "the topology" if output is None or is_stdout(output) else click.format_filename(output)
+            # in the report's notes and --json's (it was a line of its own, missing from --json)
+            result.notes.append(f"the switches of {where} are the {k} group{'s' * (k != 1)} the order was searched "
+                                f"under ({result.groups['source']}); review them with 'plink group' and give "
+                                "--groups to set them")
         text = _render_order(result, probe, fmt, slots, switches, output) if writes else ""
         if output:
             from plink.data.fileio import atomic_write_text, replaces_atomically
