@@ -437,8 +437,8 @@ WEAK_SILHOUETTE = 0.25
 
 
 def weak_groups(confidence: float | None, k: int) -> bool | None:
-    """Whether ``k`` inferred groups of silhouette ``confidence`` are weak (under ``WEAK_SILHOUETTE``); None when
-    there is nothing to judge (one group, groups from a file or the uplinks: no silhouette)."""
+    """Whether ``k`` groups of silhouette ``confidence`` are weak (under ``WEAK_SILHOUETTE``); None when
+    there is nothing to judge (one group, groups from the uplinks: no silhouette)."""
     if confidence is None or k < 2 or not math.isfinite(confidence):
         return None
     return bool(confidence < WEAK_SILHOUETTE)

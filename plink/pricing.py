@@ -167,18 +167,37 @@ def find_groups(probe: ProbeData, labels=None, seed: int = 0, use_bandwidth: boo
     (:func:`plink.structure.probegroups.split_by_far_pairs`; the bandwidth's
     merges are not taken).  ``Groups.confidence`` is the silhouette of the
     groups on the latency matrix (on the inverse bandwidth when the groups are
-    exactly the bandwidth's).  When inference finds no structure (one group) and the probe
+    exactly the bandwidth's); for given ``labels``, the higher of the two.  When inference finds no structure (one group) and the probe
     measured uplinks covering every host, their host sets are the groups.
     Measured uplinks that are not groups become an outer level of
     ``network``.
     """
     if labels is not None:
-        return Groups(_relabel(labels), "groups file")
+        lab = _relabel(labels)
+        return Groups(lab, "groups file", _given_silhouette(probe, lab, use_bandwidth))
     up = uplink_labels(probe)
     found = _infer(probe, seed, use_bandwidth) if probe.n >= 3 else None
     if (found is None or found.k < 2) and up is not None and (up >= 0).all():
         return Groups(_relabel(up), "probe uplinks")
     return found if found is not None else Groups(np.zeros(probe.n, dtype=np.int64), "too few hosts to find racks")
+
+
+def _given_silhouette(probe: ProbeData, labels: np.ndarray, use_bandwidth: bool) -> float | None:
+    """How clearly the probe shows groups it was given (a groups file): their silhouette on the
+    latency matrix or, when the probe has pair bandwidths, on the inverse bandwidths, whichever is
+    higher (racks may show in one only); None for one group or fewer than 3 hosts. O(N^2)."""
+    from plink.structure.metrics import separation
+    from plink.structure.probegroups import inverse
+
+    if probe.n < 3 or int(labels.max()) < 1:
+        return None
+    lat = np.asarray(probe.structure_latency, dtype=float)
+    best = separation(np.fmin(lat, lat.T), labels)
+    if use_bandwidth and probe.bandwidth is not None and not probe.inverse_bandwidth:
+        inv = inverse(probe.bandwidth)
+        if np.isfinite(inv[~np.eye(probe.n, dtype=bool)]).any():
+            best = max(best, separation(inv, labels))
+    return best
 
 
 def _infer(probe: ProbeData, seed: int, use_bandwidth: bool) -> Groups:

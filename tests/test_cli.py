@@ -816,6 +816,10 @@ def test_order_report_says_how_clear_its_groups_are(dc):
     assert _silhouette({"k": 2, "confidence": 0.2488}) == ", silhouette 0.24: weak, see 'plink group'"  # said 0.25
     assert _silhouette({"k": 2, "source": "x", "confidence": WEAK_SILHOUETTE - 0.01}).endswith(": weak, see 'plink group'")
     assert _silhouette({"k": 1, "confidence": 0.9}) == _silhouette({"k": 3, "confidence": None}) == ""
+    # given groups: how clearly the probe shows them (a rack map may be right and not show in it)
+    assert _silhouette({"k": 2, "source": "groups file", "confidence": 0.1}) == (
+        ", silhouette on the probe 0.10: weak, the probe hardly shows them; compare 'plink group'")
+    assert _silhouette({"k": 2, "source": "groups file", "confidence": 0.7}) == ", silhouette on the probe 0.70"
     proc = run("order", str(dc), "--time-limit", "0.2", "-o", os.devnull)
     assert proc.returncode == 0 and "silhouette" in " ".join(proc.stderr.split()), proc.stderr
     groups = json.loads(run("order", str(dc), "--time-limit", "0.2", "--json").stdout)["groups"]

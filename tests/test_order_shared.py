@@ -146,7 +146,14 @@ def test_groups_file_overrides_inference():
     pd = simulate_datacenter(racks=2, hosts_per_rack=4, seed=1)
     labels = np.arange(8) % 2
     res = order_hosts(pd, "ring", time_limit=0.3, labels=labels)
-    assert res.groups == {"k": 2, "source": "groups file", "confidence": None, "weak": None}
+    assert res.groups["k"] == 2 and res.groups["source"] == "groups file"
+    # groups that cut across the racks: the probe does not show them, and the report can say so (it said
+    # nothing of a groups file)
+    assert res.groups["confidence"] < 0.25 and res.groups["weak"] is True
+    racks = np.array([lab[-1] for lab in pd.truth.labels])
+    good = order_hosts(pd, "ring", time_limit=0.3, labels=racks).groups
+    assert good["confidence"] > 0.5 and good["weak"] is False
+    assert order_hosts(pd, "ring", time_limit=0.3, labels=np.zeros(8, int)).groups["weak"] is None  # one group
 
 
 def test_missing_everything_is_a_clear_error():

@@ -80,6 +80,9 @@ def _silhouette(groups: dict) -> str:
     if weak is None:
         return ""
     shown = math.floor(conf * 100) / 100  # (rounded, 0.2488 read "0.25: weak")
+    if groups.get("source") == "groups file":  # a rack map may be right and still not show in the probe
+        return f", silhouette on the probe {shown:.2f}" + (
+            ": weak, the probe hardly shows them; compare 'plink group'" if weak else "")
     return f", silhouette {shown:.2f}" + (": weak, see 'plink group'" if weak else "")
 
 
