@@ -380,8 +380,10 @@ def network(probe: ProbeData, groups: Groups, *, fill: str = "high", use_bandwid
         assumed.append("nic")
     if k > 1 and not measured.all():
         assumed.append("uplinks")
-        what = "no group uplink" if not measured.any() else f"{int((~measured).sum())} of {k} group uplinks"
-        what += " used" if set_aside else " measured"
+        # (set aside, none is used; else the count is of the uplinks not measured: it said "2 of 5 group
+        # uplinks measured" of 3 measured)
+        what = ("no group uplink " + ("used" if set_aside else "measured") if not measured.any()
+                else f"{int((~measured).sum())} of {k} group uplinks not measured")
         notes.append(f"{what}: assumed the oversubscribed case, an uplink carries what one host NIC does"
                      if uplinks == "oversubscribed" else
                      f"{what}: assumed non-blocking, an uplink carries every host NIC of its group")

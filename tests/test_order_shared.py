@@ -176,6 +176,8 @@ def test_uplinks_spanning_several_groups_become_an_outer_level():
     groups = find_groups(pd, labels=np.array([0, 0, 1, 1, 2, 2, 3, 3]))
     net = network(pd, groups)
     assert net.up[2] == 2e8  # (4, 5) is group 2: its measured uplink
+    # 1 of the 4 group uplinks measured: the note counts the 3 assumed (it said "3 of 4 group uplinks measured")
+    assert any(note.startswith("3 of 4 group uplinks not measured: assumed") for note in net.notes), net.notes
     assert len(net.outer) == 1
     lab, up, _ = net.outer[0]
     assert set(lab[:4]) == {0} and up[0] == 1e8 and np.isinf(up[lab[6]])
