@@ -44,8 +44,7 @@ from plink.schedule.plan import balance, plan_schedule  # noqa: E402
 from plink.data.simulate import simulate_datacenter  # noqa: E402
 from plink.units import format_size, format_us  # noqa: E402
 from plink.schedule.executor import DEFAULT_WAVES  # noqa: E402
-from plink.schedule.timemodel import (compare, pair_cost, pipelined, plan_traffic, predict_time,  # noqa: E402
-                                      ring_traffic, shared_network)
+from plink.schedule.timemodel import compare, pair_cost, shared_network  # noqa: E402
 from plink.schedule.verify import verify  # noqa: E402
 
 VERIFY_ACTIONS = 1_200_000
@@ -81,19 +80,16 @@ def predicted(ns, size, chunk, seed):
 
 
 def predicted_ratios(plan, net, pc, size) -> dict:
-    """2LHA over flat ring as the time model predicts it: on shared links (``net``) with the rounds
-    back to back (1 wave) and in the executor's waves, and pair by pair (``pc``, the dissertation's
-    model); and the ring's predicted seconds on the shared links."""
-    tr = plan_traffic(plan)
-    ring = ring_traffic(plan.labels, size)
-    ring_s = predict_time("ring", ring, net, plan.labels).time_us
+    """2LHA over flat ring as the time model predicts it: on shared links (``net``, what ``plink
+    schedule`` reports) with the rounds back to back (1 wave) and in the executor's waves, and pair by
+    pair (``pc``, the dissertation's model); and the ring's predicted seconds on the shared links."""
+    one, piped, pairs = compare(plan, net), compare(plan, net, waves=DEFAULT_WAVES), compare(plan, pc)
+    ring = one["ring"].time_us
     return {
-        "pred_pairs": predict_time("2lha", tr, pc, plan.labels).time_us
-        / predict_time("ring", ring, pc, plan.labels).time_us,
-        "pred_1": predict_time("2lha", tr, net, plan.labels).time_us / ring_s,
-        "pred_waves": predict_time("2lha", pipelined(tr, plan.n_chunks, DEFAULT_WAVES), net, plan.labels).time_us
-        / ring_s,
-        "ring_pred_s": ring_s * 1e-6,
+        "pred_pairs": pairs["2lha"].time_us / pairs["ring"].time_us,
+        "pred_1": one["2lha"].time_us / ring,
+        "pred_waves": piped["2lha"].time_us / ring,
+        "ring_pred_s": ring * 1e-6,
     }
 
 

@@ -899,10 +899,63 @@ def test_shared_round_time_by_hand():
     assert shared_round_time(Traffic(np.array([], int), np.array([], int), np.array([])), net) == 0.0
 
 
+def test_flat_ring_latency_is_plink_orders_chain_not_the_slowest_edge_every_step():
+    """On wide-area latencies the flat ring was charged its slowest edge at each of its 2(N-1) steps:
+    PlanetLab 490 at 251.6 s against plink order's 23.4 s for the same ring, so 2LHA read 135x. The
+    ring baseline on shared links is now plink order's own price of that ring."""
+    from plink.pricing import Groups, network
+    from plink.schedule.timemodel import predict_all, predict_time, ring_traffic, shared_network
+    from plink.solvers.contention import SharedCostModel
+
+    rng = np.random.default_rng(4)
+    pts = rng.random((12, 2)) * 100e3  # hosts over a continent: RTT (us) from distance
+    lat = np.hypot(*(pts[:, None, :] - pts[None, :, :]).transpose(2, 0, 1)) + 100
+    probe = from_matrix(lat, [f"h{i}" for i in range(12)])
+    labels = np.arange(12) % 3
+    net = shared_network(probe, labels)
+    ring = predict_all([], net, labels, 2**20)["ring"]
+    order = SharedCostModel("ring", network(probe, Groups(labels, "x")), 2**20, 2)(np.argsort(labels, kind="stable"))
+    assert ring.time_us == pytest.approx(order * 1e6)
+    assert ring.rounds == 22 and ring.bytes_total == pytest.approx(22 * 2**20)
+    steps = predict_time("ring", ring_traffic(labels, 2**20), net, labels).time_us  # the slowest edge every step
+    assert steps > 1.5 * ring.time_us
+
+
+def test_shared_network_prices_the_measured_uplinks_whatever_the_schedules_groups():
+    """A schedule over groups that were not the measured racks was priced on those groups' links: measured
+    uplinks dropped, traffic inside a mixed group free, so a bad grouping read faster than the racks and
+    the sharded PS (which does not depend on groups) ranged 0.88-3.74 s on one probe."""
+    from types import SimpleNamespace
+
+    from plink.schedule.timemodel import predict_all, shared_network
+
+    n = 8
+    lat = np.full((n, n), 50.0)
+    np.fill_diagonal(lat, 0)
+    bw = np.full((n, n), 1.0)
+    np.fill_diagonal(bw, np.nan)
+    probe = from_matrix(lat, [f"h{i}" for i in range(n)], bandwidth=bw)
+    probe.uplinks = [SimpleNamespace(hosts=(0, 1, 2, 3), up_bps=2.5e7, down_bps=2.5e7),
+                     SimpleNamespace(hosts=(4, 5, 6, 7), up_bps=2.5e7, down_bps=2.5e7)]
+    racks = np.array([0, 0, 0, 0, 1, 1, 1, 1])
+    mixed = np.array([0, 1, 0, 1, 0, 1, 0, 1])
+    for labels in (racks, mixed, np.zeros(n, int)):
+        net = shared_network(probe, labels)
+        np.testing.assert_array_equal(net.groups, racks)  # the measured racks, not the schedule's groups
+        assert net.up.tolist() == [2.5e7, 2.5e7] and "uplinks" not in net.assumed
+    ps = {predict_all([], shared_network(probe, g), g, 2**20)["ps"].time_us for g in (racks, mixed)}
+    assert len(ps) == 1
+    with pytest.raises(ValueError, match="8 integers"):
+        shared_network(probe, np.zeros(7, int))
+    bare = from_matrix(lat, probe.names)  # no uplinks measured: the schedule's groups, uplinks assumed
+    np.testing.assert_array_equal(shared_network(bare, mixed * 3).groups, mixed)  # (labels need not be 0..k-1)
+    assert "uplinks" in shared_network(bare, mixed).assumed
+
+
 def test_pipelined_runs_the_waves_as_the_executor_does():
     """Wave w does its round d in step w + d (plink.schedule.executor): W + R - 1 steps, every message
     once, in the step of its chunk's wave; one wave gives the rounds back."""
-    from plink.schedule.timemodel import pipelined
+    from plink.schedule.timemodel import pipelined, predict_all
 
     labels = np.array([0, 0, 1, 1])
     plan = make_plan(labels, size=8 * 1000, chunk=1000)  # 8 chunks
@@ -921,6 +974,11 @@ def test_pipelined_runs_the_waves_as_the_executor_does():
     assert len(pipelined(rounds, plan.n_chunks, 100)) == 8 + len(rounds) - 1  # no more waves than chunks
     with pytest.raises(ValueError):
         pipelined(rounds, plan.n_chunks, 0)
+    # a chunk count that is not the plan's dropped messages silently (19.7 of 503 MB priced)
+    with pytest.raises(ValueError, match="not one of the 3 chunks"):
+        pipelined(rounds, 3, 2)
+    with pytest.raises(ValueError, match="waves must be >= 1"):
+        predict_all(rounds, pair_cost(uniform_probe(4)), labels, 8000.0, waves=0, n_chunks=8)
 
 
 def test_summarize_prices_2lha_in_the_executors_waves():

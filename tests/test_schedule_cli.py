@@ -215,3 +215,16 @@ def test_unmeasured_pairs_priced_conservatively_are_said(tmp_path, capsys):
     simulate_datacenter(racks=2, hosts_per_rack=3, bandwidth=True, seed=1).save(full)
     code, out, _ = run(["verify", str(s), str(full), "--json"], capsys)
     assert code == 0 and "note_unmeasured" not in json.loads(out)
+
+
+def test_a_bandwidth_matrix_schedule_says_no_latency_was_measured(tmp_path, capsys):
+    import numpy as np
+
+    bw = np.array([[0, 10, 1, 1], [10, 0, 1, 1], [1, 1, 0, 10], [1, 1, 10, 0]], dtype=float)
+    path = tmp_path / "bw.csv"
+    path.write_text("a,b,c,d\n" + "\n".join(",".join(f"{v:g}" for v in row) for row in bw) + "\n")
+    code, out, err = run(["schedule", str(path), "--kind", "bandwidth", "--unit", "Gbit/s", "--size", "1MiB",
+                          "-o", str(tmp_path / "s.json"), "--json"], capsys)
+    assert code == 0, err
+    doc = json.loads(out)
+    assert "no latency measured (a bandwidth matrix): rounds are priced by their bytes alone" in doc["notes"]

@@ -1,9 +1,11 @@
 """The 2LHA time model: rounds of messages priced on the network's shared links, and its baselines.
 
 Time model (:func:`predict_time`), phase-synchronous: the messages of one
-round run concurrently and the round ends with its slowest; rounds do not
-overlap, so it is conservative for 2LHA (whose chunks pipeline, §4.1.2).
-Two ways to price a round:
+round run concurrently and the round ends with its slowest, and the next
+round starts then.  2LHA's chunks pipeline (§4.1.2): the executor runs them
+in waves, one wave's local rounds in a step with another's global ones
+(:func:`pipelined`), and :func:`predict_all` prices those steps.  Two ways
+to price a round:
 
 - **shared links** (:func:`shared_round_time`, what ``plink schedule`` /
   ``plink verify`` report): the links of ``plink order``'s shared-link model
@@ -15,8 +17,11 @@ Two ways to price a round:
 
       T_r = max_{(i,j) in r} lat_ij + max_links  bytes_r(link) / capacity(link)
 
-  So a flat ring is priced as ``plink order`` prices it, and 2LHA's rounds
-  across groups pay for the uplinks they share.
+  2LHA's rounds across groups pay for the uplinks they share.  The flat
+  ring baseline on a :class:`Network` is ``plink order``'s own price of that
+  ring (:class:`plink.solvers.contention.SharedCostModel`: the same
+  bandwidth term, and its latency as the ring's chain of messages, not the
+  slowest edge at every step, which overprices wide-area rings).
 - **pairs** (:func:`round_time`, the dissertation's alpha-beta; kept as the
   baseline in ``benchmarks/schedule.py`` and for ``autotune.model_stats``):
   each pair at its own bandwidth, a node's concurrent sends (and receives)
@@ -30,7 +35,7 @@ Two ways to price a round:
   case F's probe a flat ring at 1.373 s, where the shared-link model gives
   0.878 s and Gloo's ring measured 0.886-0.889 s).
 
-The total is ``sum_r T_r``.  The same model prices the baselines: flat ring
+The total is ``sum_r T_r``.  The same links price the baselines: flat ring
 all-reduce (reduce-scatter + all-gather, ``2(N-1)`` rounds of ``S/N`` to the
 ring successor, ring in group order) and fully sharded PS (every node serves
 ``S/N``: push round, pull round).
@@ -43,6 +48,7 @@ expanded DAG, tested).  Cost ``O(M + N)`` per round for ``M`` messages
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass, field
 from typing import Any
@@ -140,6 +146,10 @@ def pipelined(traffic: list[Traffic], n_chunks: int, waves: int) -> list[Traffic
         return list(traffic)
     if any(t.chunk is None for t in traffic):
         raise ValueError("pipelined() needs the chunk of every message (Traffic.chunk)")
+    if any(t.repeat != 1 for t in traffic):
+        raise ValueError("pipelined() takes rounds that happen once (Traffic.repeat == 1)")
+    if any(len(t.chunk) and (t.chunk.min() < 0 or t.chunk.max() >= n_chunks) for t in traffic):
+        raise ValueError(f"a message's chunk is not one of the {n_chunks} chunks")
     steps: list[list[Traffic]] = [[] for _ in range(w + len(traffic) - 1)]
     for d, t in enumerate(traffic):
         wave = t.chunk * w // n_chunks
@@ -194,20 +204,31 @@ def pair_cost(probe, assumed_gbps: float | None = None) -> PairCost:
     return PairCost.from_matrices(lat, bw)
 
 
-def shared_network(probe, labels, assumed_gbps: float | None = None) -> Network:
-    """The shared links of ``probe`` under the schedule's groups ``labels``: ``plink order``'s network
-    (:func:`plink.pricing.network`; unmeasured pairs filled per group at the worst measured value,
-    measured uplinks matched to the groups they cover, unmeasured ones assumed to carry one host
-    NIC). Without measured bandwidth the host NICs are ``assumed_gbps`` (10 Gbit/s by default).
-    Its ``notes`` say what was assumed. O(N^2)."""
-    from plink.pricing import Groups, network
+def shared_network(probe, labels, assumed_gbps: float = ASSUMED_GBPS) -> Network:
+    """The shared links of ``probe`` for a schedule over groups ``labels`` (one int per host):
+    ``plink order``'s network (:func:`plink.pricing.network`; unmeasured pairs filled per group at
+    the worst measured value). Its groups are the host sets of the probe's measured uplinks when
+    they cover every host (the links that exist, whatever groups the schedule was made for: a
+    schedule over other groups is priced on them), else ``labels``, whose uplinks are then assumed
+    to carry one host NIC. Without measured bandwidth the host NICs are ``assumed_gbps``. Its
+    ``notes`` say what was assumed. O(N^2)."""
+    from plink.pricing import Groups, network, uplink_labels
 
-    labels = np.asarray(labels, dtype=np.int64)
-    if assumed_gbps is not None and not (math.isfinite(assumed_gbps) and assumed_gbps > 0):
+    labels = np.asarray(labels)
+    if labels.shape != (probe.n,) or not np.issubdtype(labels.dtype, np.integer):
+        raise ValueError(f"labels must be {probe.n} integers, one group per host")
+    if not (math.isfinite(assumed_gbps) and assumed_gbps > 0):
         raise PlinkError(f"assumed bandwidth must be a number > 0 Gbit/s, got {assumed_gbps}")
     measured = probe.bandwidth is not None and bool(np.isfinite(
         np.asarray(probe.bandwidth, dtype=float)[~np.eye(probe.n, dtype=bool)]).any())
-    return network(probe, Groups(labels, "schedule"), nic_gbps=None if measured else assumed_gbps)
+    up = uplink_labels(probe)
+    groups = (Groups(up, "probe uplinks") if up is not None and (up >= 0).all()
+              else Groups(np.unique(labels, return_inverse=True)[1].astype(np.int64), "schedule"))
+    net = network(probe, groups, nic_gbps=None if measured else assumed_gbps)
+    if getattr(probe, "inverse_bandwidth", False):  # a bandwidth matrix read alone: its "latency" is 1/bandwidth
+        net = dataclasses.replace(net, notes=net.notes + (
+            "no latency measured (a bandwidth matrix): rounds are priced by their bytes alone",))
+    return net
 
 
 def unmeasured_note(probe) -> str | None:
@@ -334,21 +355,31 @@ def predict_all(traffic: list[Traffic], cost: PairCost | Network, labels, size: 
     > 1, 2LHA's time is that of its rounds in waves over ``n_chunks`` chunks (:func:`pipelined`); its
     ``rounds`` stay the schedule's."""
     labels = np.asarray(labels)
+    if waves < 1:
+        raise ValueError(f"waves must be >= 1, got {waves}")
     lha = predict_time("2lha", traffic, cost, labels)
     if waves > 1 and traffic:
         if n_chunks is None:
             raise ValueError("waves > 1 needs n_chunks")
         piped = predict_time("2lha", pipelined(traffic, n_chunks, waves), cost, labels)
         lha = Prediction("2lha", piped.time_us, lha.rounds, lha.bytes_total, lha.bytes_cross, piped.round_us)
+    ring = predict_time("ring", ring_traffic(labels, size), cost, labels)
+    if isinstance(cost, Network) and len(labels) >= 2:  # plink order's price of the same ring
+        from plink.solvers.contention import SharedCostModel
+
+        seconds = SharedCostModel("ring", cost, float(size), 2)(np.argsort(labels, kind="stable"))
+        ring = Prediction("ring", float(seconds) * 1e6, ring.rounds, ring.bytes_total, ring.bytes_cross)
     return {
         "2lha": lha,
-        "ring": predict_time("ring", ring_traffic(labels, size), cost, labels),
+        "ring": ring,
         "ps": predict_time("ps", ps_traffic(len(labels), size), cost, labels),
     }
 
 
 def compare(plan: Plan, cost: PairCost | Network, traffic: list[Traffic] | None = None,
             waves: int = 1) -> dict[str, Prediction]:
-    """Predicted 2LHA (in ``waves``) vs flat ring vs sharded PS for the plan's hosts, groups and size."""
+    """Predicted 2LHA (in ``waves``; 1: its rounds back to back; ``plink schedule`` reports
+    ``plink.schedule.executor.DEFAULT_WAVES``) vs flat ring vs sharded PS for the plan's hosts,
+    groups and size."""
     return predict_all(traffic if traffic is not None else plan_traffic(plan), cost, plan.labels, plan.size,
                        waves, plan.n_chunks)
