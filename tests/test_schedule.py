@@ -769,7 +769,7 @@ def test_summarize_verifies_up_to_the_limit_then_prices_the_plan():
     assert "note" not in at
     over = summarize(Schedule.from_plan(sched.plan), verify_limit=4 * n * c - 1)
     assert over["verified"] is None and over["errors"] == [] and "actions" not in over
-    assert over["note"] == "not verified: about 72 actions (> 71); run 'plink verify'"
+    assert over["note"] == "not verified: about 72 actions (> 71); run 'plink verify' (about 56.69 KiB of memory)"
     for key in ("rounds", "bytes_total", "bytes_cross_group", "table41", "balance"):
         assert over[key] == at[key], key  # the plan's traffic, priced without the DAG, is the DAG's
     assert (over["hosts"], over["groups"], over["size"], over["chunks"], over["chunk"]) == (9, 3, 8, 2, 4)

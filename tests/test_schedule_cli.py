@@ -228,3 +228,38 @@ def test_a_bandwidth_matrix_schedule_says_no_latency_was_measured(tmp_path, caps
     assert code == 0, err
     doc = json.loads(out)
     assert "no latency measured (a bandwidth matrix): rounds are priced by their bytes alone" in doc["notes"]
+
+
+def test_verify_refuses_a_schedule_too_big_for_the_memory_free(tmp_path, capsys, monkeypatch):
+    """plink verify of 16 GiB in 64 KiB chunks (the schedule's note said to run it) ran out of memory after
+    minutes: 'plink: internal error: MemoryError'. It now says what it would need, before it starts."""
+    import plink.schedule.verify as verify_mod
+
+    dc = tmp_path / "dc.json"
+    simulate_datacenter(racks=2, hosts_per_rack=2, seed=1).save(dc)
+    s = tmp_path / "s.json"
+    code, _, err = run(["schedule", str(dc), "--size", "1MiB", "-o", str(s)], capsys)
+    assert code == 0, err
+    monkeypatch.setattr(verify_mod, "_available_memory", lambda: 1000)
+    code, out, err = run(["verify", str(s), str(dc)], capsys)
+    assert code == 1 and out == ""
+    assert err.startswith("plink: error: verifying about 304 actions needs about 222.7 KiB of memory, "
+                          "1000 B is available: verify the schedule of a smaller --size"), err
+    monkeypatch.setattr(verify_mod, "_available_memory", lambda: None)  # not known: verify as before
+    assert run(["verify", str(s), str(dc)], capsys)[0] == 0
+
+
+def test_running_out_of_memory_is_a_clear_error(tmp_path, capsys, monkeypatch):
+    import plink.schedule.verify as verify_mod
+
+    dc = tmp_path / "dc.json"
+    simulate_datacenter(racks=2, hosts_per_rack=2, seed=1).save(dc)
+    s = tmp_path / "s.json"
+    assert run(["schedule", str(dc), "--size", "1MiB", "-o", str(s)], capsys)[0] == 0
+
+    def no_memory(*a, **k):
+        raise MemoryError()
+
+    monkeypatch.setattr(verify_mod, "summarize", no_memory)
+    code, _, err = run(["verify", str(s), str(dc)], capsys)
+    assert code == 1 and err == "plink: error: out of memory (the input needs more than this machine has free)\n"

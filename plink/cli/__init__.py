@@ -101,6 +101,11 @@ def main(argv: list[str] | None = None) -> None:
     except KeyboardInterrupt:
         click.echo("plink: interrupted", err=True)
         sys.exit(130)
+    except MemoryError:  # not a bug: the input needs more memory than the machine has
+        if debug:
+            raise
+        click.echo("plink: error: out of memory (the input needs more than this machine has free)", err=True)
+        sys.exit(EXIT_FAILURE)
     except BrokenPipeError:
         _quiet_stdout()
         sys.exit(EXIT_FAILURE)

@@ -172,9 +172,12 @@ def verify(schedulefile, probefile, as_json, assume_bandwidth, load_input) -> No
     from plink.schedule.dag import load_schedule
     from plink.schedule.verify import summarize
 
+    from plink.schedule.verify import check_memory
+
     sched = load_schedule(schedulefile)
     probe = load_input(probefile) if probefile else None
     _check_assumed(assume_bandwidth)
+    check_memory(sched)
     try:
         summary = summarize(sched, probe, verify_limit=10**12, assumed_gbps=assume_bandwidth)
     except UnmeasuredHostError as exc:  # the message names the host; add the file
