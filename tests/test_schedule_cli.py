@@ -71,7 +71,7 @@ def test_verify_rejects_a_broken_file(tmp_path, dc, capsys):
 @pytest.mark.parametrize("args,msg", [
     (["--chunk", "0"], "chunk size must be > 0"),
     (["--size", "0"], "buffer size must be > 0"),
-    (["--size", "1KiB"], "larger than the buffer"),
+    (["--size", "1KiB"], "larger than the buffer (1024 B): give --chunk 1024B or less"),
 ])
 def test_bad_input(tmp_path, dc, capsys, args, msg):
     """Sizes out of range are usage errors (exit 2), as every option's range is."""

@@ -153,7 +153,7 @@ def chunk_buffer(size: int, chunk: int = DEFAULT_CHUNK) -> np.ndarray:
     if chunk <= 0:
         raise OptionError(f"chunk size must be > 0 bytes, got {chunk}")
     if chunk > size:
-        raise OptionError(f"chunk size {chunk} B is larger than the buffer ({size} B)")
+        raise OptionError(f"chunk size {chunk} B is larger than the buffer ({size} B): give --chunk {size}B or less")
     count = -(-size // chunk)
     if count > MAX_CHUNKS:
         raise PlinkError(f"{count} chunks of {chunk} B in a {size} B buffer: at most {MAX_CHUNKS} (take a larger chunk)")
