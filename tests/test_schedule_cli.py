@@ -263,3 +263,14 @@ def test_running_out_of_memory_is_a_clear_error(tmp_path, capsys, monkeypatch):
     monkeypatch.setattr(verify_mod, "summarize", no_memory)
     code, _, err = run(["verify", str(s), str(dc)], capsys)
     assert code == 1 and err == "plink: error: out of memory (the input needs more than this machine has free)\n"
+
+
+def test_verify_without_a_probe_says_where_the_times_come_from(tmp_path, dc, capsys):
+    """Without PROBEFILE every predicted time read '-' with no word why (and '1 chunks')."""
+    s = tmp_path / "s.json"
+    assert run(["schedule", str(dc), "--size", "64KiB", "-o", str(s)], capsys)[0] == 0
+    code, out, _ = run(["verify", str(s)], capsys)
+    assert code == 0 and "predicted times need the probe file: plink verify SCHEDULE PROBEFILE" in out
+    assert "; 1 chunk of 64 KiB over 64 KiB" in out
+    code, out, _ = run(["verify", str(s), str(dc)], capsys)
+    assert code == 0 and "need the probe file" not in out

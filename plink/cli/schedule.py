@@ -14,7 +14,7 @@ def render_schedule_summary(s: dict, console) -> None:
 
     from plink.units import format_size, format_us
 
-    console.print(f"{s['hosts']} hosts in {s['groups']} group{'s' * (s['groups'] != 1)}; {s['chunks']} chunks of "
+    console.print(f"{s['hosts']} hosts in {s['groups']} group{'s' * (s['groups'] != 1)}; {s['chunks']} chunk{'s' * (s['chunks'] != 1)} of "
                   f"{format_size(s['chunk'])} over {format_size(s['size'])}")
     if "balance" in s:
         b = s["balance"]
@@ -57,6 +57,8 @@ def render_schedule_summary(s: dict, console) -> None:
         console.print(f"note: {s['note_unmeasured']}")
     for note in s.get("notes", []):
         console.print(f"note: {note}")
+    if not pred:
+        console.print("predicted times need the probe file: plink verify SCHEDULE PROBEFILE")
     if "assumed_bandwidth_gbps" in s:  # (the title and the notes say it was assumed; this, how to set it)
         console.print("no bandwidth matrix: set the host NICs with --assume-bandwidth or give --bandwidth-matrix")
     console.print(f"Table 4.1 for 2LHA: {t41['2lha']['rounds']} rounds, 2(N-1)S = "
