@@ -875,6 +875,13 @@ def test_unmeasured_note_says_what_the_shared_network_fills_in():
     assert unmeasured_note(probe) == "predicted times price 6 unmeasured bandwidth entries at the smallest " \
         "measured between their groups"
     assert unmeasured_note(from_matrix(np.nan_to_num(lat, nan=9.0), list("abcd"), bandwidth=bw)) is None
+    # a host whose fast (in-group) pairs are unmeasured gets a slow NIC: said (it was priced silently)
+    some = bw.copy()
+    some[0, 1] = some[1, 0] = np.nan
+    probe = from_matrix(np.nan_to_num(lat, nan=9.0), list("abcd"), bandwidth=some)
+    assert unmeasured_note(probe) == ("predicted times price host NICs as each host's fastest measured pair, with "
+                                      "2 of 12 bandwidth entries unmeasured")
+    assert shared_network(probe, labels).nic_send[0] == pytest.approx(1e9 / 8)  # 1 Gbit/s, not 4
 
 
 def test_shared_round_time_by_hand():

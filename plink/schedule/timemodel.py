@@ -233,7 +233,8 @@ def shared_network(probe, labels, assumed_gbps: float = ASSUMED_GBPS) -> Network
 
 def unmeasured_note(probe) -> str | None:
     """What :func:`shared_network` fills in for ``probe`` (unmeasured latency entries at the largest
-    measured between their groups; a host without any measured bandwidth at the median host NIC; for
+    measured between their groups; a host without any measured bandwidth at the median host NIC, and
+    the NICs' estimate, each host's fastest measured pair, resting on fewer pairs; for
     a matrix measured pair by pair, its unmeasured entries at the smallest measured between their
     groups), as a note for the user, or None when nothing was filled in. O(N^2)."""
     from plink.data.inputs import MATRIX_BANDWIDTH
@@ -249,10 +250,14 @@ def unmeasured_note(probe) -> str | None:
             missing = int((off & ~bw).sum())
             if missing:
                 gaps.append(f"{missing} unmeasured bandwidth entries at the smallest measured between their groups")
-        else:
+        elif bw.any():
+            missing = int((off & ~bw).sum())
             hosts = int((~bw.any(axis=1)).sum()) if probe.n > 1 else 0
-            if hosts and bw.any():
+            if hosts:
                 gaps.append(f"{hosts} host{'s' * (hosts != 1)} without a measured bandwidth at the median host NIC")
+            elif missing:  # a host's NIC is its fastest measured pair: with its fast pairs unmeasured, too slow
+                gaps.append(f"host NICs as each host's fastest measured pair, with {missing} of {int(off.sum())} "
+                            "bandwidth entries unmeasured")
     return "predicted times price " + " and ".join(gaps) if gaps else None
 
 
