@@ -30,8 +30,8 @@ def test_verify_against_a_probe_of_other_hosts_with_bandwidths(tmp_path, dc, cap
     other = tmp_path / "b6.json"
     simulate_datacenter(racks=2, hosts_per_rack=3, bandwidth=True, seed=0).save(other)
     code, stdout, err = run(["verify", str(out), str(other)], capsys)
-    assert code == 1 and err.strip() == ("plink: error: the probe file's hosts differ from the schedule's "
-                                         "(names or order)")
+    assert code == 1 and err.strip() == ("plink: error: the probe file's hosts differ from the schedule's: 3 of "
+                                         "the schedule's not in the probe ('vm006', 'vm007', 'vm008')")
 
 
 def test_schedule_and_verify(tmp_path, dc, capsys):

@@ -322,6 +322,22 @@ def check_memory(sched) -> None:
                             "the same groups (every chunk follows the same rules)")
 
 
+def _hosts_differ(probe_hosts: list[str], sched_hosts: list[str]) -> str:
+    """The error for a probe over other hosts than a schedule's: which hosts, or that only the order differs."""
+    def few(names):
+        shown = ", ".join(repr(n) for n in names[:3])
+        return shown + (f" and {len(names) - 3} more" if len(names) > 3 else "")
+
+    msg = "the probe file's hosts differ from the schedule's"
+    extra = [h for h in probe_hosts if h not in set(sched_hosts)]
+    lacking = [h for h in sched_hosts if h not in set(probe_hosts)]
+    if not extra and not lacking:
+        return msg + ": the same hosts in another order (the schedule's node i is the probe's host i)"
+    parts = ([f"{len(lacking)} of the schedule's not in the probe ({few(lacking)})"] if lacking else []) + (
+        [f"{len(extra)} in the probe only ({few(extra)})"] if extra else [])
+    return f"{msg}: " + "; ".join(parts)
+
+
 def summarize(sched, probe=None, verify_limit: int = VERIFY_LIMIT,
               assumed_gbps: float = ASSUMED_GBPS, waves: int = DEFAULT_WAVES) -> dict[str, Any]:
     """Everything ``plink schedule`` / ``plink verify`` print, as a dict.
@@ -339,7 +355,7 @@ def summarize(sched, probe=None, verify_limit: int = VERIFY_LIMIT,
     from plink.schedule.plan import balance
 
     if probe is not None and probe.names != list(sched.hosts):  # before the probe's matrices meet the plan's
-        raise ScheduleError("the probe file's hosts differ from the schedule's (names or order)")
+        raise ScheduleError(_hosts_differ(probe.names, list(sched.hosts)))
     if probe is not None:
         from plink.data.probefile import check_every_host_measured
 
