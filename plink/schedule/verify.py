@@ -294,6 +294,8 @@ VERIFY_LIMIT = 2_000_000
 #: memory the DAG and its symbolic execution take per action, bytes (measured: 862 MB of resident memory
 #: for ``plink verify`` of 1,163,264 actions, 16 hosts and 1 GiB in 64 KiB chunks, 2026-12-02)
 BYTES_PER_ACTION = 750
+#: actions per host and chunk of a 2LHA DAG, about (fetch, sends, receives, deliver)
+ACTIONS_PER_HOST_CHUNK = 4.3
 
 
 def _available_memory() -> int | None:
@@ -311,8 +313,9 @@ def _available_memory() -> int | None:
 def check_memory(sched) -> None:
     """Refuse, with a clear :class:`ScheduleError`, to verify a schedule whose DAG would not fit in the
     memory available (it ended in a MemoryError after minutes: 16 GiB in 64 KiB chunks on 16 hosts
-    needs about 12 GiB). Actions estimated as ``4.3 N C`` when the DAG is not built yet."""
-    n_actions = len(sched._dag) if sched._dag is not None else int(4.3 * len(sched.hosts) * len(sched.chunks))
+    needs about 12 GiB). Actions estimated as ``ACTIONS_PER_HOST_CHUNK N C`` when the DAG is not built yet."""
+    n_actions = (len(sched._dag) if sched._dag is not None
+                 else int(ACTIONS_PER_HOST_CHUNK * len(sched.hosts) * len(sched.chunks)))
     need, free = n_actions * BYTES_PER_ACTION, _available_memory()
     if free is not None and need > free:
         from plink.units import format_size
@@ -329,8 +332,9 @@ def _hosts_differ(probe_hosts: list[str], sched_hosts: list[str]) -> str:
         return shown + (f" and {len(names) - 3} more" if len(names) > 3 else "")
 
     msg = "the probe file's hosts differ from the schedule's"
-    extra = [h for h in probe_hosts if h not in set(sched_hosts)]
-    lacking = [h for h in sched_hosts if h not in set(probe_hosts)]
+    in_probe, in_sched = set(probe_hosts), set(sched_hosts)
+    extra = [h for h in probe_hosts if h not in in_sched]
+    lacking = [h for h in sched_hosts if h not in in_probe]
     if not extra and not lacking:
         return msg + ": the same hosts in another order (the schedule's node i is the probe's host i)"
     parts = ([f"{len(lacking)} of the schedule's not in the probe ({few(lacking)})"] if lacking else []) + (
@@ -379,7 +383,7 @@ def summarize(sched, probe=None, verify_limit: int = VERIFY_LIMIT,
         from plink.units import format_size
 
         out["note"] = (f"not verified: about {est} actions (> {verify_limit}); run 'plink verify' (about "
-                       f"{format_size(est * 1.075 * BYTES_PER_ACTION)} of memory)")
+                       f"{format_size(n * nchunks * ACTIONS_PER_HOST_CHUNK * BYTES_PER_ACTION)} of memory)")
         traffic = plan_traffic(sched.plan)
     if traffic is not None:
         out["rounds"] = len(traffic)
