@@ -820,6 +820,7 @@ def test_order_report_says_how_clear_its_groups_are(dc):
     assert _silhouette({"k": 2, "source": "groups file", "confidence": 0.1}) == (
         ", silhouette on the probe 0.10: weak, the probe hardly shows them; compare 'plink group'")
     assert _silhouette({"k": 2, "source": "groups file", "confidence": 0.7}) == ", silhouette on the probe 0.70"
+    assert _silhouette({"k": 2, "source": "x", "confidence": -0.0534}).startswith(", silhouette -0.05:")  # not -0.06
     proc = run("order", str(dc), "--time-limit", "0.2", "-o", os.devnull)
     assert proc.returncode == 0 and "silhouette" in " ".join(proc.stderr.split()), proc.stderr
     groups = json.loads(run("order", str(dc), "--time-limit", "0.2", "--json").stdout)["groups"]

@@ -274,3 +274,44 @@ def test_verify_without_a_probe_says_where_the_times_come_from(tmp_path, dc, cap
     assert "; 1 chunk of 64 KiB over 64 KiB" in out
     code, out, _ = run(["verify", str(s), str(dc)], capsys)
     assert code == 0 and "need the probe file" not in out
+
+
+def test_a_schedule_over_other_groups_than_the_measured_racks_says_what_crosses_them(tmp_path, capsys):
+    """Priced on the probe's measured racks, a schedule over other groups showed the cross-group bytes of
+    its own groups (96 MiB for a shuffled rack map, where 349 MiB crossed the racks), with no word."""
+    import numpy as np
+
+    from plink.data.groupfile import Groups
+    from plink.data.probefile import Uplink
+
+    p = simulate_datacenter(racks=2, hosts_per_rack=4, bandwidth=True, seed=1)
+    racks = np.array([lab[-1] for lab in p.truth.labels])
+    racks = np.unique(racks, return_inverse=True)[1]
+    p.uplinks = [Uplink(tuple(np.flatnonzero(racks == g).tolist()), 1e9, 1e9) for g in (0, 1)]
+    f = tmp_path / "p.json"
+    p.save(f)
+    mixed = tmp_path / "mixed.json"
+    Groups(hosts=p.names, labels=np.arange(8) % 2).save(mixed)
+    same = tmp_path / "racks.json"
+    Groups(hosts=p.names, labels=racks).save(same)
+    code, out, err = run(["schedule", str(f), "--groups", str(mixed), "--size", "1MiB", "-o",
+                          str(tmp_path / "s.json"), "--json"], capsys)
+    assert code == 0, err
+    doc = json.loads(out)
+    assert doc["bytes_over_uplinks"] > doc["bytes_cross_group"]
+    assert any(n.startswith("priced on the 2 racks whose uplinks the probe measured, not on the schedule's 2 groups")
+               for n in doc["notes"]), doc["notes"]
+    code, out, err = run(["schedule", str(f), "--groups", str(same), "--size", "1MiB", "-o",
+                          str(tmp_path / "s2.json"), "--json"], capsys)
+    assert code == 0 and "bytes_over_uplinks" not in json.loads(out), err
+    one = tmp_path / "one.json"
+    Groups(hosts=p.names, labels=np.zeros(8, int)).save(one)
+    code, out, err = run(["schedule", str(f), "--groups", str(one), "--size", "1MiB", "-o",
+                          str(tmp_path / "s3.json"), "--json"], capsys)
+    # one schedule group, but the measured uplinks are priced: the model says so (it said 'host NICs')
+    assert code == 0 and json.loads(out)["model"] == "shared links: host NICs and group uplinks", err
+
+
+def test_a_size_that_does_not_round_is_shown_exactly(tmp_path, dc, capsys):
+    code, out, err = run(["schedule", str(dc), "--size", "65537", "-o", str(tmp_path / "s.json")], capsys)
+    assert code == 0 and "2 chunks of 64 KiB over 64 KiB (65537 B)" in " ".join((out + err).split()), err

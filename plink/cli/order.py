@@ -79,7 +79,7 @@ def _silhouette(groups: dict) -> str:
     weak = weak_groups(conf, groups.get("k", 0))
     if weak is None:
         return ""
-    shown = math.floor(conf * 100) / 100  # (rounded, 0.2488 read "0.25: weak")
+    shown = math.trunc(conf * 100) / 100  # toward 0 (rounded, 0.2488 read "0.25: weak"; floored, -0.053 "-0.06")
     if groups.get("source") == "groups file":  # a rack map may be right and still not show in the probe
         return f", silhouette on the probe {shown:.2f}" + (
             ": weak, the probe hardly shows them; compare 'plink group'" if weak else "")

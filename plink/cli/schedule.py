@@ -9,13 +9,21 @@ from plink.cli._app import (check_option_files, _echo_json, _stderr_console, cli
 from plink.errors import PlinkError, UnmeasuredHostError
 
 
+def _exact_size(nbytes: int) -> str:
+    """A size as plink prints sizes, with its bytes when that rounds them (65537 B read '64 KiB')."""
+    from plink.units import format_size, parse_size
+
+    shown = format_size(nbytes)
+    return shown if parse_size(shown) == nbytes else f"{shown} ({nbytes} B)"
+
+
 def render_schedule_summary(s: dict, console) -> None:
     from rich.table import Table
 
     from plink.units import format_size, format_us
 
     console.print(f"{s['hosts']} hosts in {s['groups']} group{'s' * (s['groups'] != 1)}; {s['chunks']} chunk{'s' * (s['chunks'] != 1)} of "
-                  f"{format_size(s['chunk'])} over {format_size(s['size'])}")
+                  f"{format_size(s['chunk'])} over {_exact_size(s['size'])}")
     if "balance" in s:
         b = s["balance"]
 

@@ -18,7 +18,8 @@ to price a round:
       T_r = max_{(i,j) in r} lat_ij + max_links  bytes_r(link) / capacity(link)
 
   2LHA's rounds across groups pay for the uplinks they share.  The flat
-  ring baseline on a :class:`Network` is ``plink order``'s own price of that
+  ring baseline on a :class:`Network` runs rack by rack over the network's
+  groups (the racks priced, ``Network.groups``), at ``plink order``'s own price of that
   ring (:class:`plink.solvers.contention.SharedCostModel`: the same
   bandwidth term, and its latency as the ring's chain of messages, not the
   slowest edge at every step, which overprices wide-area rings).
@@ -204,15 +205,29 @@ def pair_cost(probe, assumed_gbps: float | None = None) -> PairCost:
     return PairCost.from_matrices(lat, bw)
 
 
+def network_groups(probe, labels) -> np.ndarray:
+    """The groups whose uplinks price a schedule over ``labels``: the host sets of the probe's measured
+    uplinks (the racks that exist, whatever groups the schedule was made for), and for hosts no
+    uplink test covered, their groups in ``labels``. Labels ``0..k-1``. O(N)."""
+    from plink.pricing import uplink_labels
+
+    labels = np.unique(np.asarray(labels), return_inverse=True)[1].astype(np.int64).ravel()
+    up = uplink_labels(probe)
+    if up is None or not (up >= 0).any():
+        return labels
+    out = np.where(up >= 0, up, int(up.max()) + 1 + labels)
+    return np.unique(out, return_inverse=True)[1].astype(np.int64).ravel()
+
+
 def shared_network(probe, labels, assumed_gbps: float = ASSUMED_GBPS) -> Network:
     """The shared links of ``probe`` for a schedule over groups ``labels`` (one int per host):
     ``plink order``'s network (:func:`plink.pricing.network`; unmeasured pairs filled per group at
-    the worst measured value). Its groups are the host sets of the probe's measured uplinks when
-    they cover every host (the links that exist, whatever groups the schedule was made for: a
-    schedule over other groups is priced on them), else ``labels``, whose uplinks are then assumed
-    to carry one host NIC. Without measured bandwidth the host NICs are ``assumed_gbps``. Its
-    ``notes`` say what was assumed. O(N^2)."""
-    from plink.pricing import Groups, network, uplink_labels
+    the worst measured value) over :func:`network_groups`: the racks the probe measured, whatever
+    groups the schedule was made for (a schedule over other groups is priced on them), and the
+    schedule's groups for the hosts no uplink test covered, their uplinks assumed to carry one host
+    NIC. Without measured bandwidth the host NICs are ``assumed_gbps``. Its ``notes`` say what was
+    assumed. O(N^2)."""
+    from plink.pricing import Groups, network
 
     labels = np.asarray(labels)
     if labels.shape != (probe.n,) or not np.issubdtype(labels.dtype, np.integer):
@@ -221,10 +236,7 @@ def shared_network(probe, labels, assumed_gbps: float = ASSUMED_GBPS) -> Network
         raise PlinkError(f"assumed bandwidth must be a number > 0 Gbit/s, got {assumed_gbps}")
     measured = probe.bandwidth is not None and bool(np.isfinite(
         np.asarray(probe.bandwidth, dtype=float)[~np.eye(probe.n, dtype=bool)]).any())
-    up = uplink_labels(probe)
-    groups = (Groups(up, "probe uplinks") if up is not None and (up >= 0).all()
-              else Groups(np.unique(labels, return_inverse=True)[1].astype(np.int64), "schedule"))
-    net = network(probe, groups, nic_gbps=None if measured else assumed_gbps)
+    net = network(probe, Groups(network_groups(probe, labels), "schedule"), nic_gbps=None if measured else assumed_gbps)
     if getattr(probe, "inverse_bandwidth", False):  # a bandwidth matrix read alone: its "latency" is 1/bandwidth
         net = dataclasses.replace(net, notes=net.notes + (
             "no latency measured (a bandwidth matrix): rounds are priced by their bytes alone",))
@@ -256,8 +268,14 @@ def unmeasured_note(probe) -> str | None:
             if hosts:
                 gaps.append(f"{hosts} host{'s' * (hosts != 1)} without a measured bandwidth at the median host NIC")
             elif missing:  # a host's NIC is its fastest measured pair: with its fast pairs unmeasured, too slow
+                best = np.nanmax(np.where(bw, np.asarray(probe.bandwidth, dtype=float), np.nan), axis=1)
+                slow = np.flatnonzero(best < np.median(best) / 2)
+                named = ", ".join(f"{probe.names[i]} at {best[i]:.3g} Gbit/s" for i in slow[:3]) + (
+                    f" and {len(slow) - 3} more" if len(slow) > 3 else "")
                 gaps.append(f"host NICs as each host's fastest measured pair, with {missing} of {int(off.sum())} "
-                            "bandwidth entries unmeasured")
+                            "bandwidth entries unmeasured" + (
+                                f" (under half the median of {np.median(best):.3g} Gbit/s, perhaps for pairs "
+                                f"unmeasured: {named})" if len(slow) else ""))
     return "predicted times price " + " and ".join(gaps) if gaps else None
 
 
@@ -368,12 +386,15 @@ def predict_all(traffic: list[Traffic], cost: PairCost | Network, labels, size: 
             raise ValueError("waves > 1 needs n_chunks")
         piped = predict_time("2lha", pipelined(traffic, n_chunks, waves), cost, labels)
         lha = Prediction("2lha", piped.time_us, lha.rounds, lha.bytes_total, lha.bytes_cross, piped.round_us)
-    ring = predict_time("ring", ring_traffic(labels, size), cost, labels)
-    if isinstance(cost, Network) and len(labels) >= 2:  # plink order's price of the same ring
+    if isinstance(cost, Network) and len(labels) >= 2:
+        # the ring rack by rack over the network's groups (the racks priced), at plink order's price of it
         from plink.solvers.contention import SharedCostModel
 
-        seconds = SharedCostModel("ring", cost, float(size), 2)(np.argsort(labels, kind="stable"))
+        ring = predict_time("ring", ring_traffic(cost.groups, size), cost, labels)
+        seconds = SharedCostModel("ring", cost, float(size), 2)(np.argsort(cost.groups, kind="stable"))
         ring = Prediction("ring", float(seconds) * 1e6, ring.rounds, ring.bytes_total, ring.bytes_cross)
+    else:
+        ring = predict_time("ring", ring_traffic(labels, size), cost, labels)
     return {
         "2lha": lha,
         "ring": ring,

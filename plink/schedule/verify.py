@@ -37,6 +37,7 @@ from plink.schedule.dag import Dag, ScheduleError
 from plink.schedule.executor import DEFAULT_WAVES
 from plink.schedule.timemodel import (ASSUMED_GBPS, Traffic, unmeasured_note, plan_traffic, predict_all,
                                       shared_network, table41)
+from plink.units import format_size
 
 READS = ("send", "deliver")
 
@@ -318,11 +319,16 @@ def check_memory(sched) -> None:
                  else int(ACTIONS_PER_HOST_CHUNK * len(sched.hosts) * len(sched.chunks)))
     need, free = n_actions * BYTES_PER_ACTION, _available_memory()
     if free is not None and need > free:
-        from plink.units import format_size
-
         raise ScheduleError(f"verifying about {n_actions} actions needs about {format_size(need)} of memory, "
                             f"{format_size(free)} is available: verify the schedule of a smaller --size over "
                             "the same groups (every chunk follows the same rules)")
+
+
+def _same_partition(a, b) -> bool:
+    """Whether two label arrays group the hosts alike (whatever the labels' names)."""
+    a, b = np.asarray(a), np.asarray(b)
+    pairs = np.unique(np.stack([a, b]), axis=1).shape[1]
+    return pairs == np.unique(a).size == np.unique(b).size
 
 
 def _hosts_differ(probe_hosts: list[str], sched_hosts: list[str]) -> str:
@@ -369,7 +375,7 @@ def summarize(sched, probe=None, verify_limit: int = VERIFY_LIMIT,
     out: dict[str, Any] = {"hosts": n, "groups": int(labels.max()) + 1, "size": int(sched.size),
                            "chunks": nchunks, "chunk": int(sched.chunk_bytes)}
     traffic = None
-    est = 4 * n * nchunks
+    est = int(ACTIONS_PER_HOST_CHUNK * n * nchunks)
     if sched._dag is not None or est <= verify_limit:
         rep = verify(sched.dag)
         out["verified"] = rep.ok
@@ -380,10 +386,8 @@ def summarize(sched, probe=None, verify_limit: int = VERIFY_LIMIT,
     else:
         out["verified"] = None
         out["errors"] = []
-        from plink.units import format_size
-
         out["note"] = (f"not verified: about {est} actions (> {verify_limit}); run 'plink verify' (about "
-                       f"{format_size(n * nchunks * ACTIONS_PER_HOST_CHUNK * BYTES_PER_ACTION)} of memory)")
+                       f"{format_size(est * BYTES_PER_ACTION)} of memory)")
         traffic = plan_traffic(sched.plan)
     if traffic is not None:
         out["rounds"] = len(traffic)
@@ -405,7 +409,21 @@ def summarize(sched, probe=None, verify_limit: int = VERIFY_LIMIT,
         out["notes"] = list(net.notes)
         out["model"] = "shared links: host NICs" + (
             f" assumed {assumed_gbps:g} Gbit/s" if "nic" in net.assumed else "") + (
-            " and group uplinks" if np.unique(labels).size > 1 else "")
+            " and group uplinks" if net.n_groups > 1 or net.outer else "")
+        if not _same_partition(net.groups, labels):  # the racks priced are not the schedule's groups
+            over = float(sum(t.nbytes[net.groups[t.src] != net.groups[t.dst]].sum() for t in traffic))
+            out["bytes_over_uplinks"] = over
+            from plink.pricing import uplink_labels
+
+            up = uplink_labels(probe)
+            tested = int(up.max()) + 1 if up is not None and (up >= 0).any() else 0
+            which = (f"the {tested} racks whose uplinks the probe measured" if up is not None and (up >= 0).all() else
+                     f"{net.n_groups} groups: {tested} rack(s) whose uplinks the probe measured, and the schedule's "
+                     "groups for the hosts it did not test")
+            out["notes"].append(
+                f"priced on {which}, not on the schedule's {int(labels.max()) + 1} groups: 2LHA sends "
+                f"{format_size(over)} over their uplinks ({format_size(out['bytes_cross_group'])} across the "
+                "schedule's groups)")
         if "nic" in net.assumed:
             out["assumed_bandwidth_gbps"] = float(assumed_gbps)
     return finite_json(out)
