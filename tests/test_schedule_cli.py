@@ -270,10 +270,16 @@ def test_verify_without_a_probe_says_where_the_times_come_from(tmp_path, dc, cap
     s = tmp_path / "s.json"
     assert run(["schedule", str(dc), "--size", "64KiB", "-o", str(s)], capsys)[0] == 0
     code, out, _ = run(["verify", str(s)], capsys)
-    assert code == 0 and "predicted times need the probe file: plink verify SCHEDULE PROBEFILE" in out
+    assert code == 0 and "note: no probe file: no predicted times (plink verify SCHEDULE PROBEFILE)" in out
     assert "; 1 chunk of 64 KiB over 64 KiB" in out
+    code, out, _ = run(["verify", str(s), "--json"], capsys)  # --json too (only the text said it)
+    assert code == 0 and json.loads(out)["notes"] == ["no probe file: no predicted times (plink verify SCHEDULE "
+                                                      "PROBEFILE)"]
     code, out, _ = run(["verify", str(s), str(dc)], capsys)
-    assert code == 0 and "need the probe file" not in out
+    assert code == 0 and "no probe file" not in out
+    # a bandwidth matrix sets the NICs: --assume-bandwidth is ignored, and now said so
+    code, out, _ = run(["verify", str(s), str(dc), "--assume-bandwidth", "1", "--json"], capsys)
+    assert code == 0 and any(n.startswith("--assume-bandwidth 1 ignored") for n in json.loads(out)["notes"])
 
 
 def test_a_schedule_over_other_groups_than_the_measured_racks_says_what_crosses_them(tmp_path, capsys):

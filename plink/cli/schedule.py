@@ -65,8 +65,6 @@ def render_schedule_summary(s: dict, console) -> None:
         console.print(f"note: {s['note_unmeasured']}")
     for note in s.get("notes", []):
         console.print(f"note: {note}")
-    if not pred:
-        console.print("predicted times need the probe file: plink verify SCHEDULE PROBEFILE")
     if "assumed_bandwidth_gbps" in s:  # (the title and the notes say it was assumed; this, how to set it)
         console.print("no bandwidth matrix: set the host NICs with --assume-bandwidth or give --bandwidth-matrix")
     console.print(f"Table 4.1 for 2LHA: {t41['2lha']['rounds']} rounds, 2(N-1)S = "

@@ -398,6 +398,8 @@ def summarize(sched, probe=None, verify_limit: int = VERIFY_LIMIT,
         bw = probe.bandwidth if probe is not None else None
         if sched.plan.capacity == "cardinality" or bw is not None:
             out["balance"] = balance(sched.plan, bw)
+    if probe is None and traffic is not None:
+        out["notes"] = ["no probe file: no predicted times (plink verify SCHEDULE PROBEFILE)"]
     if probe is not None and traffic is not None:
         net = shared_network(probe, labels, assumed_gbps)
         preds = predict_all(traffic, net, labels, sched.size, waves, nchunks)
@@ -407,6 +409,9 @@ def summarize(sched, probe=None, verify_limit: int = VERIFY_LIMIT,
         if note:
             out["note_unmeasured"] = note
         out["notes"] = list(net.notes)
+        if "nic" not in net.assumed and assumed_gbps != ASSUMED_GBPS:  # (it was ignored without a word)
+            out["notes"].append(f"--assume-bandwidth {assumed_gbps:g} ignored: the host NICs come from the "
+                                "probe's measured bandwidth")
         out["model"] = "shared links: host NICs" + (
             f" assumed {assumed_gbps:g} Gbit/s" if "nic" in net.assumed else "") + (
             " and group uplinks" if net.n_groups > 1 or net.outer else "")
