@@ -167,8 +167,9 @@ def find_groups(probe: ProbeData, labels=None, seed: int = 0, use_bandwidth: boo
     (:func:`plink.structure.probegroups.split_by_far_pairs`; the bandwidth's
     merges are not taken).  ``Groups.confidence`` is the silhouette of the
     groups on the latency matrix (on the inverse bandwidth when the groups are
-    exactly the bandwidth's); for given ``labels``, the higher of the two.  When inference finds no structure (one group) and the probe
-    measured uplinks covering every host, their host sets are the groups.
+    exactly the bandwidth's); for given ``labels``, the higher of the two.  When
+    inference finds no structure (one group) and the probe measured uplinks
+    covering every host, their host sets are the groups.
     Measured uplinks that are not groups become an outer level of
     ``network``.
     """

@@ -22,8 +22,8 @@ def render_schedule_summary(s: dict, console) -> None:
 
     from plink.units import format_size, format_us
 
-    console.print(f"{s['hosts']} hosts in {s['groups']} group{'s' * (s['groups'] != 1)}; {s['chunks']} chunk{'s' * (s['chunks'] != 1)} of "
-                  f"{format_size(s['chunk'])} over {_exact_size(s['size'])}")
+    console.print(f"{s['hosts']} hosts in {s['groups']} group{'s' * (s['groups'] != 1)}; {s['chunks']} "
+                  f"chunk{'s' * (s['chunks'] != 1)} of {format_size(s['chunk'])} over {_exact_size(s['size'])}")
     if "balance" in s:
         b = s["balance"]
 
