@@ -118,8 +118,9 @@ def _plain_slots(text: str) -> set[int]:
         from plink.data.orderfile import _mpich_slots, host_slot_fields
 
         for raw in text_lines(text):
-            words = raw.partition("#")[0].split()
-            fields = host_slot_fields(raw.partition("#")[0])
+            line = raw.partition("#")[0]
+            words = line.split()
+            fields = host_slot_fields(line)
             if fields is not None:
                 found.update(_mpich_slots(f) for f in fields)  # MPICH's host:N, Horovod's host:N,host:N
             for word in words[1:]:

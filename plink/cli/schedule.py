@@ -178,9 +178,7 @@ def verify(schedulefile, probefile, as_json, assume_bandwidth, load_input) -> No
       plink verify schedule.json dc.json
     """
     from plink.schedule.dag import load_schedule
-    from plink.schedule.verify import summarize
-
-    from plink.schedule.verify import check_memory
+    from plink.schedule.verify import check_memory, summarize
 
     sched = load_schedule(schedulefile)
     probe = load_input(probefile) if probefile else None

@@ -258,12 +258,11 @@ def unmeasured_note(probe) -> str | None:
         gaps.append(f"{lat_missing} unmeasured latency entries at the largest measured between their groups")
     if probe.bandwidth is not None:
         bw = np.isfinite(np.asarray(probe.bandwidth, dtype=float)) & off
+        missing = int((off & ~bw).sum())
         if probe.meta.get("bandwidth_source") == MATRIX_BANDWIDTH:
-            missing = int((off & ~bw).sum())
             if missing:
                 gaps.append(f"{missing} unmeasured bandwidth entries at the smallest measured between their groups")
         elif bw.any():
-            missing = int((off & ~bw).sum())
             hosts = int((~bw.any(axis=1)).sum()) if probe.n > 1 else 0
             if hosts:
                 gaps.append(f"{hosts} host{'s' * (hosts != 1)} without a measured bandwidth at the median host NIC")
@@ -320,8 +319,13 @@ def predict_time(name: str, traffic: list[Traffic], cost: PairCost | Network, la
     total = sum(p * t.repeat for p, t in zip(per, traffic))
     rounds = sum(t.repeat for t in traffic)
     nbytes = sum(float(t.nbytes.sum()) * t.repeat for t in traffic)
-    cross = sum(float(t.nbytes[labels[t.src] != labels[t.dst]].sum()) * t.repeat for t in traffic)
-    return Prediction(name, float(total), int(rounds), nbytes, cross, per)
+    return Prediction(name, float(total), int(rounds), nbytes, cross_bytes(traffic, labels), per)
+
+
+def cross_bytes(traffic: list[Traffic], labels) -> float:
+    """Bytes of ``traffic`` (repeats counted) between hosts of different ``labels``. O(M)."""
+    labels = np.asarray(labels)
+    return float(sum(float(t.nbytes[labels[t.src] != labels[t.dst]].sum()) * t.repeat for t in traffic))
 
 
 def ring_traffic(labels, size: float) -> list[Traffic]:
@@ -380,12 +384,13 @@ def predict_all(traffic: list[Traffic], cost: PairCost | Network, labels, size: 
     labels = np.asarray(labels)
     if waves < 1:
         raise ValueError(f"waves must be >= 1, got {waves}")
-    lha = predict_time("2lha", traffic, cost, labels)
-    if waves > 1 and traffic:
+    if waves > 1 and traffic:  # priced once, in its waves: the steps carry the rounds' messages, bytes for bytes
         if n_chunks is None:
             raise ValueError("waves > 1 needs n_chunks")
         piped = predict_time("2lha", pipelined(traffic, n_chunks, waves), cost, labels)
-        lha = Prediction("2lha", piped.time_us, lha.rounds, lha.bytes_total, lha.bytes_cross, piped.round_us)
+        lha = Prediction("2lha", piped.time_us, len(traffic), piped.bytes_total, piped.bytes_cross, piped.round_us)
+    else:
+        lha = predict_time("2lha", traffic, cost, labels)
     if isinstance(cost, Network) and len(labels) >= 2:
         # the ring rack by rack over the network's groups (the racks priced), at plink order's price of it
         from plink.solvers.contention import SharedCostModel

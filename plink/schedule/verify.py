@@ -35,8 +35,8 @@ import numpy as np
 from plink.data.fileio import finite_json
 from plink.schedule.dag import Dag, ScheduleError
 from plink.schedule.executor import DEFAULT_WAVES
-from plink.schedule.timemodel import (ASSUMED_GBPS, Traffic, unmeasured_note, plan_traffic, predict_all,
-                                      shared_network, table41)
+from plink.schedule.timemodel import (ASSUMED_GBPS, Traffic, cross_bytes, unmeasured_note, plan_traffic,
+                                      predict_all, shared_network, table41)
 from plink.units import format_size
 
 READS = ("send", "deliver")
@@ -392,7 +392,7 @@ def summarize(sched, probe=None, verify_limit: int = VERIFY_LIMIT,
     if traffic is not None:
         out["rounds"] = len(traffic)
         out["bytes_total"] = float(sum(t.nbytes.sum() for t in traffic))
-        out["bytes_cross_group"] = float(sum(t.nbytes[labels[t.src] != labels[t.dst]].sum() for t in traffic))
+        out["bytes_cross_group"] = cross_bytes(traffic, labels)
         out["table41"] = table41(labels, sched.size)
     if sched.plan is not None:
         bw = probe.bandwidth if probe is not None else None
@@ -416,7 +416,7 @@ def summarize(sched, probe=None, verify_limit: int = VERIFY_LIMIT,
             f" assumed {assumed_gbps:g} Gbit/s" if "nic" in net.assumed else "") + (
             " and group uplinks" if net.n_groups > 1 or net.outer else "")
         if not _same_partition(net.groups, labels):  # the racks priced are not the schedule's groups
-            over = float(sum(t.nbytes[net.groups[t.src] != net.groups[t.dst]].sum() for t in traffic))
+            over = cross_bytes(traffic, net.groups)
             out["bytes_over_uplinks"] = over
             from plink.pricing import uplink_labels
 
