@@ -5,7 +5,8 @@ Part 1 (predicted, time model of plink/schedule/timemodel.py): simulated datacen
 (25 Gbit/s in a rack, 4x oversubscribed above it), groups from the
 fallback clustering, an all-reduce of ``--size`` in 64 KiB chunks.  Prints
 per N: master balance (max/min), rounds, cross-group bytes and predicted
-time of 2LHA, flat ring (in group order) and sharded PS, and whether the
+time of 2LHA, flat ring (the ring ``plink order``'s search finds,
+``timemodel.ring_order``; the ring rack by rack beside it) and sharded PS, and whether the
 DAG was verified (symbolic execution; for large N on a smaller buffer with
 the same groups, see the ``verified`` column).
 
@@ -82,9 +83,10 @@ def predicted(ns, size, chunk, seed):
 def predicted_ratios(plan, net, pc, size) -> dict:
     """2LHA over flat ring as the time model predicts it: on shared links (``net``, what ``plink
     schedule`` reports) with the rounds back to back (1 wave) and in the executor's waves, and pair by
-    pair (``pc``, the dissertation's model); and the ring's predicted seconds on the shared links."""
+    pair (``pc``, the dissertation's model); and the ring's predicted seconds on the shared links.
+    The ring is the one Gloo runs here, rack by rack in rank order (``ring_contiguous``)."""
     one, piped, pairs = compare(plan, net), compare(plan, net, waves=DEFAULT_WAVES), compare(plan, pc)
-    ring = one["ring"].time_us
+    ring = one["ring_contiguous"].time_us
     return {
         "pred_pairs": pairs["2lha"].time_us / pairs["ring"].time_us,
         "pred_1": one["2lha"].time_us / ring,
@@ -97,11 +99,12 @@ def print_predicted(rows, size):
     print(f"\n### Predicted, {format_size(size)} all-reduce, 64 KiB chunks (time model, plink/schedule/timemodel.py: "
           f"shared links, 2LHA in {DEFAULT_WAVES} waves; the pair model's speedups last)\n")
     print("| N | groups | chunks | balance load / GMs per group | rounds 2LHA / ring / PS "
-          "| cross-group bytes 2LHA / ring / PS | time 2LHA | ring | PS | 2LHA speedup vs ring / PS | verified "
-          "| pair model: speedup vs ring / PS |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
+          "| cross-group bytes 2LHA / ring / PS | time 2LHA | ring | ring rack by rack | PS "
+          "| 2LHA speedup vs ring / PS | verified | pair model: speedup vs ring / PS |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     for r in rows:
         a, g, p = r["res"]["2lha"], r["res"]["ring"], r["res"]["ps"]
+        c = r["res"]["ring_contiguous"]
         pr = r["pairs"]
         v = "yes" if r["verified"] else "NO"
         v += "" if r["vsize"] == size else f" (at {format_size(r['vsize'])})"
@@ -109,7 +112,7 @@ def print_predicted(rows, size):
               f"| {r['bal']['load']:.3f} / {r['bal']['gm_groups']:.3f} "
               f"| {a.rounds} / {g.rounds} / {p.rounds} "
               f"| {format_size(a.bytes_cross)} / {format_size(g.bytes_cross)} / {format_size(p.bytes_cross)} "
-              f"| {format_us(a.time_us)} | {format_us(g.time_us)} | {format_us(p.time_us)} "
+              f"| {format_us(a.time_us)} | {format_us(g.time_us)} | {format_us(c.time_us)} | {format_us(p.time_us)} "
               f"| {g.time_us / a.time_us:.2f}x / {p.time_us / a.time_us:.2f}x | {v} "
               f"| {pr['ring'].time_us / pr['2lha'].time_us:.2f}x / {pr['ps'].time_us / pr['2lha'].time_us:.2f}x |")
 

@@ -925,12 +925,49 @@ def test_flat_ring_latency_is_plink_orders_chain_not_the_slowest_edge_every_step
     probe = from_matrix(lat, [f"h{i}" for i in range(12)])
     labels = np.arange(12) % 3
     net = shared_network(probe, labels)
-    ring = predict_all([], net, labels, 2**20)["ring"]
+    ring = predict_all([], net, labels, 2**20)["ring_contiguous"]
     order = SharedCostModel("ring", network(probe, Groups(labels, "x")), 2**20, 2)(np.argsort(labels, kind="stable"))
     assert ring.time_us == pytest.approx(order * 1e6)
     assert ring.rounds == 22 and ring.bytes_total == pytest.approx(22 * 2**20)
     steps = predict_time("ring", ring_traffic(labels, 2**20), net, labels).time_us  # the slowest edge every step
     assert steps > 1.5 * ring.time_us
+
+
+def test_flat_ring_baseline_is_the_ring_plink_order_would_choose():
+    """The flat ring baseline was the ring rack by rack over the racks priced, never searched: on
+    PlanetLab 490 23.4 s where plink order's ring is 6.0 s, so 2LHA read 12.6x faster than a ring
+    the user would not run (3.2x against plink order's). It is now plink order's search on the same
+    links (deterministic), the rack-contiguous ring reported beside it."""
+    from plink.schedule.timemodel import RING_SEARCH_ITERS, predict_all, ring_order, shared_network
+    from plink.solvers.contention import SharedCostModel
+    from plink.solvers.groupsearch import minimise_shared
+
+    rng = np.random.default_rng(4)
+    pts = rng.random((24, 2)) * 100e3  # hosts over a continent, in groups that do not follow geography
+    lat = np.hypot(*(pts[:, None, :] - pts[None, :, :]).transpose(2, 0, 1)) + 100
+    probe = from_matrix(lat, [f"h{i}" for i in range(24)])
+    labels = np.arange(24) % 3
+    net = shared_network(probe, labels)
+    preds = predict_all([], net, labels, 2**20)
+    model = SharedCostModel("ring", net, 2**20, 2)
+    contiguous = model(np.argsort(net.groups, kind="stable"))
+    assert preds["ring_contiguous"].time_us == pytest.approx(contiguous * 1e6)
+    assert preds["ring"].time_us < 0.7 * preds["ring_contiguous"].time_us  # the search finds a far better ring
+    order, seconds = ring_order(net, 2**20)
+    assert sorted(order.tolist()) == list(range(24)) and model(order) == pytest.approx(seconds)
+    assert preds["ring"].time_us == pytest.approx(seconds * 1e6)
+    same = minimise_shared(model, init=np.argsort(net.groups, kind="stable"), time_limit=3600.0,
+                           max_iter=RING_SEARCH_ITERS, seed=0)  # plink order's search, same budget
+    assert seconds == pytest.approx(same.cost)
+    assert ring_order(net, 2**20)[1] == seconds  # deterministic
+    assert preds["ring"].rounds == 46 and preds["ring"].bytes_total == pytest.approx(46 * 2**20)
+    # the CLI says which ring it is and gives the rack-contiguous one
+    plan = plan_schedule(probe, labels, size=2**20, chunk=2**16)
+    from plink.schedule.verify import summarize
+
+    out = summarize(Schedule.from_plan(plan, 2**16), probe)
+    assert out["predicted"]["ring"]["time_us"] == pytest.approx(seconds * 1e6)
+    assert out["predicted"]["ring_contiguous"]["time_us"] == pytest.approx(contiguous * 1e6)
 
 
 def test_shared_network_prices_the_measured_uplinks_whatever_the_schedules_groups():
@@ -1214,3 +1251,25 @@ def test_plan_traffic_of_one_host_is_empty():
     plan = Plan(["a"], [0], [[0, 4]], [[0]], [0], 4)
     assert plan_traffic(plan) == []
     assert verify(expand(plan)).traffic == []
+
+
+def test_round_prices_refuse_messages_they_cannot_price():
+    """shared_round_time / round_time took a host index past N (src * N + dst read as another pair: a
+    price for traffic to a host that does not exist), negative bytes (a cheaper round) and NaN bytes
+    (a NaN time) without a word."""
+    from plink.schedule.timemodel import Traffic, pair_cost, round_time, shared_network, shared_round_time
+
+    probe = simulate_datacenter(racks=2, hosts_per_rack=2, seed=0)
+    net, pc = shared_network(probe, np.array([0, 0, 1, 1])), pair_cost(probe)
+    bad = {"in 0..3, got 7": Traffic(np.array([0]), np.array([7]), np.array([10.0])),
+           "in 0..3, got -1": Traffic(np.array([-1]), np.array([1]), np.array([10.0])),
+           "finite and >= 0": Traffic(np.array([0]), np.array([1]), np.array([-10.0])),
+           "finite and >= 0 ": Traffic(np.array([0]), np.array([1]), np.array([np.nan])),
+           "one src, dst and byte count": Traffic(np.array([0, 1]), np.array([1]), np.array([1.0])),
+           "integers": Traffic(np.array([0.0]), np.array([1.0]), np.array([1.0]))}
+    for msg, t in bad.items():
+        for price, cost in ((shared_round_time, net), (round_time, pc)):
+            with pytest.raises(ValueError, match=msg.strip()):
+                price(t, cost)
+    ok = Traffic(np.array([0, 2]), np.array([3, 1]), np.array([10.0, 0.0]))
+    assert shared_round_time(ok, net) > 0 and round_time(ok, pc) > 0

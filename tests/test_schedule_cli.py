@@ -44,6 +44,11 @@ def test_schedule_and_verify(tmp_path, dc, capsys):
     assert s["predicted"]["2lha"]["time_us"] < s["predicted"]["ps"]["time_us"]
     code, stdout, err = run(["verify", str(out), str(dc)], capsys)
     assert code == 0 and "verified" in stdout and "flat ring" in stdout  # the report is verify's output
+    # which ring the baseline is, and the rack-contiguous one beside it
+    contiguous = s["predicted"]["ring_contiguous"]["time_us"]
+    assert s["predicted"]["ring"]["time_us"] <= contiguous
+    assert ("note: flat ring: the ring plink order's search finds on these links; the ring rack by rack over "
+            "the racks priced: ") in " ".join(stdout.split())
 
     compact = tmp_path / "c.json"
     code, _, err = run(["schedule", str(dc), "--size", "1MiB", "--chunk", "256KiB", "--compact",
