@@ -135,20 +135,38 @@ def plot_heatmap(probe, order: np.ndarray, path, *, labels: np.ndarray | None = 
     plt.close(fig)
 
 
-def plot_groups(coordinates: np.ndarray, labels: np.ndarray, path, *, title: str = "") -> None:
-    """The first two embedding coordinates, one colour per group."""
-    plt = _pyplot()
+def group_projection(coordinates: np.ndarray) -> tuple[np.ndarray, str, str]:
+    """``(xy, x label, y label)``: the embedding coordinates as two columns to draw. Up to two
+    dimensions as they are (one padded with zeros); more projected on their first two principal
+    axes (:class:`sklearn.decomposition.PCA`), each axis labelled with the share of the variance it
+    shows, so groups apart in any direction stay apart on the plot. O(N d^2)."""
     x = np.asarray(coordinates, dtype=float)
-    dims = x.shape[1]
+    if x.ndim != 2 or x.shape[1] < 1:
+        raise ValueError(f"coordinates must be an (N, d) array with d >= 1, got shape {x.shape}")
     if x.shape[1] == 1:
-        x = np.c_[x, np.zeros(len(x))]
+        return np.c_[x, np.zeros(len(x))], "coordinate 1", ""
+    if x.shape[1] == 2 or len(x) < 3:
+        return x[:, :2], "coordinate 1", "coordinate 2"
+    from sklearn.decomposition import PCA
+
+    pca = PCA(n_components=2, svd_solver="full").fit(x)
+    share = pca.explained_variance_ratio_ if np.isfinite(pca.explained_variance_ratio_).all() else np.zeros(2)
+    d = x.shape[1]
+    return (pca.transform(x), f"principal axis 1 of {d} coordinates ({share[0]:.0%} of the spread)",
+            f"principal axis 2 ({share[1]:.0%})")
+
+
+def plot_groups(coordinates: np.ndarray, labels: np.ndarray, path, *, title: str = "") -> None:
+    """The embedding coordinates (:func:`group_projection`: more than two on their first two
+    principal axes), one colour per group."""
+    plt = _pyplot()
+    xy, xlabel, ylabel = group_projection(coordinates)
     fig, ax = plt.subplots(figsize=(6, 6))
-    ax.scatter(x[:, 0], x[:, 1], c=labels, cmap="tab20", s=14)
-    ax.set_xlabel("coordinate 1")
-    ax.set_ylabel("coordinate 2")
-    shown = "" if dims <= 2 else f" (first 2 of {dims} coordinates)"
+    ax.scatter(xy[:, 0], xy[:, 1], c=labels, cmap="tab20", s=14)
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
     k = int(labels.max()) + 1
-    ax.set_title(title or f"{len(x)} hosts in {k} group{'s' * (k != 1)}{shown}")
+    ax.set_title(title or f"{len(xy)} hosts in {k} group{'s' * (k != 1)}")
     ax.set_aspect("equal", adjustable="datalim")
     _save(fig, path)
     plt.close(fig)

@@ -145,3 +145,34 @@ def test_a_matrix_with_no_pair_measured_gets_no_colour_bar(tmp_path, monkeypatch
     measured = simulate_datacenter(racks=2, hosts_per_rack=2, seed=0)
     plots.plot_heatmap(measured, np.arange(4), tmp_path / "m.png")
     assert drawn[str(tmp_path / "m.png")] == (2, [])
+
+
+def test_group_plot_projects_many_coordinates_on_their_principal_axes():
+    """plink group --method balanced --plot drew the first 2 of 10 embedding coordinates: groups apart
+    only in coordinates 3 and 4 lay on top of each other. More than two coordinates are now drawn on
+    their first two principal axes, labelled with the share of the spread each shows."""
+    import numpy as np
+
+    from plink.plots import group_projection
+
+    rng = np.random.default_rng(0)
+    labels = np.repeat([0, 1, 2, 3], 6)
+    centres = np.zeros((4, 10))
+    centres[1, 2] = centres[3, 2] = 10.0  # the groups differ in coordinates 3 and 4 only
+    centres[2, 3] = centres[3, 3] = 10.0
+    x = centres[labels] + rng.normal(scale=0.3, size=(24, 10))
+    xy, xlabel, ylabel = group_projection(x)
+    assert xy.shape == (24, 2) and "of 10 coordinates" in xlabel and "%" in ylabel
+
+    def separation(points):  # smallest distance between group means over the largest spread inside one
+        means = np.array([points[labels == g].mean(axis=0) for g in range(4)])
+        gaps = min(np.linalg.norm(means[a] - means[b]) for a in range(4) for b in range(a + 1, 4))
+        return gaps / max(points[labels == g].std(axis=0).max() for g in range(4))
+
+    assert separation(xy) > 10 and separation(x[:, :2]) < 1  # the first two coordinates would hide them
+    two = rng.normal(size=(5, 2))
+    np.testing.assert_array_equal(group_projection(two)[0], two)  # two coordinates: drawn as they are
+    one = group_projection(two[:, :1])[0]
+    assert one.shape == (5, 2) and not one[:, 1].any()
+    with pytest.raises(ValueError, match=r"\(N, d\)"):
+        group_projection(np.zeros(5))
