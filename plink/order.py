@@ -327,7 +327,7 @@ def order_hosts(
     price, price_low = _pricing(model, cm, cm_low)
     # the best simple alternative: the racks as blocks, in the best order of the groups tried (in the
     # groups' numbering alone, a butterfly over unequal racks could price them slower, and plink's gain with it)
-    blocks = contiguous_orders(groups.labels, seed=seed)
+    blocks = contiguous_orders(groups.labels, seed=seed, lat=probe.latency)
     contiguous = blocks[int(np.argmin(_prices(price, blocks)))]
     order_free = algo == "bcube" and base == n  # one step, every host with every other: no order is better
     splits = _hedge_groupings(probe, groups, model, labels, use_bandwidth) if hedge and not order_free else []

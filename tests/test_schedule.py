@@ -926,7 +926,10 @@ def test_flat_ring_latency_is_plink_orders_chain_not_the_slowest_edge_every_step
     labels = np.arange(12) % 3
     net = shared_network(probe, labels)
     ring = predict_all([], net, labels, 2**20)["ring_contiguous"]
-    order = SharedCostModel("ring", network(probe, Groups(labels, "x")), 2**20, 2)(np.argsort(labels, kind="stable"))
+    from plink.solvers.groupsearch import contiguous_orders
+
+    blocks = contiguous_orders(labels)  # the racks in each of their 3! orders: plink order's rack-contiguous row
+    order = SharedCostModel("ring", network(probe, Groups(labels, "x")), 2**20, 2).batch(blocks).min()
     assert ring.time_us == pytest.approx(order * 1e6)
     assert ring.rounds == 22 and ring.bytes_total == pytest.approx(22 * 2**20)
     steps = predict_time("ring", ring_traffic(labels, 2**20), net, labels).time_us  # the slowest edge every step
@@ -938,9 +941,10 @@ def test_flat_ring_baseline_is_the_ring_plink_order_would_choose():
     PlanetLab 490 23.4 s where plink order's ring is 6.0 s, so 2LHA read 12.6x faster than a ring
     the user would not run (3.2x against plink order's). It is now plink order's search on the same
     links (deterministic), the rack-contiguous ring reported beside it."""
-    from plink.schedule.timemodel import RING_SEARCH_ITERS, predict_all, ring_order, shared_network
+    from plink.schedule.timemodel import (RING_SEARCH_ITERS, contiguous_ring, predict_all, ring_order,
+                                          shared_network)
     from plink.solvers.contention import SharedCostModel
-    from plink.solvers.groupsearch import minimise_shared
+    from plink.solvers.groupsearch import contiguous_orders, minimise_shared
 
     rng = np.random.default_rng(4)
     pts = rng.random((24, 2)) * 100e3  # hosts over a continent, in groups that do not follow geography
@@ -950,14 +954,16 @@ def test_flat_ring_baseline_is_the_ring_plink_order_would_choose():
     net = shared_network(probe, labels)
     preds = predict_all([], net, labels, 2**20)
     model = SharedCostModel("ring", net, 2**20, 2)
-    contiguous = model(np.argsort(net.groups, kind="stable"))
+    contiguous = model.batch(contiguous_orders(net.groups, lat=net.latency)).min()  # (3 racks: all 6 orders)
     assert preds["ring_contiguous"].time_us == pytest.approx(contiguous * 1e6)
     assert preds["ring"].time_us < 0.7 * preds["ring_contiguous"].time_us  # the search finds a far better ring
     order, seconds = ring_order(net, 2**20)
     assert sorted(order.tolist()) == list(range(24)) and model(order) == pytest.approx(seconds)
     assert preds["ring"].time_us == pytest.approx(seconds * 1e6)
-    same = minimise_shared(model, init=np.argsort(net.groups, kind="stable"), time_limit=3600.0,
-                           max_iter=RING_SEARCH_ITERS, seed=0)  # plink order's search, same budget
+    start, start_price = contiguous_ring(net, 2**20)
+    assert start_price == pytest.approx(contiguous) and model(start) == pytest.approx(start_price)
+    same = minimise_shared(model, init=start, time_limit=3600.0, max_iter=RING_SEARCH_ITERS,
+                           seed=0)  # plink order's search, same budget
     assert seconds == pytest.approx(same.cost)
     assert ring_order(net, 2**20)[1] == seconds  # deterministic
     assert preds["ring"].rounds == 46 and preds["ring"].bytes_total == pytest.approx(46 * 2**20)

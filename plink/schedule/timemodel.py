@@ -373,18 +373,32 @@ RING_SEARCH_ITERS = 20_000
 def ring_order(net: Network, size: float, max_iter: int = RING_SEARCH_ITERS) -> tuple[np.ndarray, float]:
     """The flat ring baseline on ``net``: ``(order, seconds)``, the ring ``plink order`` would choose for
     an all-reduce of ``size`` bytes, by its own search (:func:`plink.solvers.groupsearch.minimise_shared`
-    under :class:`plink.solvers.contention.SharedCostModel`) from the ring rack by rack over
-    ``net.groups``, with ``max_iter`` candidate orders and seed 0 (so the same input gives the same
+    under :class:`plink.solvers.contention.SharedCostModel`) from the rack-contiguous ring
+    (:func:`contiguous_ring`), with ``max_iter`` candidate orders and seed 0 (so the same input gives the same
     ring); never priced above that rack-contiguous ring.  O(max_iter x N)."""
     from plink.solvers.contention import SharedCostModel
     from plink.solvers.groupsearch import minimise_shared
 
-    contiguous = np.argsort(net.groups, kind="stable").astype(np.int64)
+    contiguous, _ = contiguous_ring(net, size)
     model = SharedCostModel("ring", net, float(size), 2)
     if net.n < 3:
         return contiguous, float(model(contiguous))
     res = minimise_shared(model, init=contiguous, time_limit=3600.0, max_iter=max_iter, seed=0)
     return np.asarray(res.perm, dtype=np.int64), float(res.cost)
+
+
+def contiguous_ring(net: Network, size: float) -> tuple[np.ndarray, float]:
+    """The rack-contiguous ring on ``net``, as ``plink order`` reports it: ``(order, seconds)``, the
+    best by its price of :func:`plink.solvers.groupsearch.contiguous_orders` over ``net.groups``
+    (every order of up to 5 racks; from 6 on, among 120, the racks along a short tour by their mean
+    latency), hosts in index order inside each rack. O(120 N)."""
+    from plink.solvers.contention import SharedCostModel
+    from plink.solvers.groupsearch import contiguous_orders
+
+    blocks = contiguous_orders(net.groups, lat=net.latency)
+    costs = SharedCostModel("ring", net, float(size), 2).batch(blocks)
+    k = int(np.argmin(costs))
+    return blocks[k], float(costs[k])
 
 
 def ps_traffic(n: int, size: float) -> list[Traffic]:
@@ -429,7 +443,7 @@ def predict_all(traffic: list[Traffic], cost: PairCost | Network, labels, size: 
     size, on shared links (a :class:`Network`) or pair by pair (a :class:`PairCost`).  With ``waves``
     > 1, 2LHA's time is that of its rounds in waves over ``n_chunks`` chunks (:func:`pipelined`); its
     ``rounds`` stay the schedule's.  On a :class:`Network` the ring is :func:`ring_order`'s and
-    ``ring_contiguous`` the ring rack by rack over ``cost.groups``; pair by pair the ring runs in
+    ``ring_contiguous`` :func:`contiguous_ring`'s, rack by rack over ``cost.groups``; pair by pair the ring runs in
     ``labels`` order.  Keys ``2lha``, ``ring`` (, ``ring_contiguous``), ``ps``."""
     labels = np.asarray(labels)
     if waves < 1:
@@ -444,14 +458,11 @@ def predict_all(traffic: list[Traffic], cost: PairCost | Network, labels, size: 
     out = {"2lha": lha}
     if isinstance(cost, Network) and len(labels) >= 2:
         # the ring plink order would choose, and the ring rack by rack over the racks priced, at its price
-        from plink.solvers.contention import SharedCostModel
-
-        contiguous = np.argsort(cost.groups, kind="stable")
         order, seconds = ring_order(cost, size)
         ring = predict_time("ring", ring_traffic(labels, size, order), cost, labels)
         out["ring"] = Prediction("ring", seconds * 1e6, ring.rounds, ring.bytes_total, ring.bytes_cross)
+        contiguous, seconds = contiguous_ring(cost, size)
         ring = predict_time("ring_contiguous", ring_traffic(labels, size, contiguous), cost, labels)
-        seconds = float(SharedCostModel("ring", cost, float(size), 2)(contiguous))
         out["ring_contiguous"] = Prediction("ring_contiguous", seconds * 1e6, ring.rounds, ring.bytes_total,
                                             ring.bytes_cross)
     else:
