@@ -238,7 +238,12 @@ def _build(cost_model: str, algo: str, probe: ProbeData, groups, fill: str, size
            use_bandwidth: bool, nic_gbps):
     if cost_model == "pairsum":
         pc, _ = pair_cost(probe, use_bandwidth, groups.labels, fill)
-        return CostModel(algo, pc, size, base), _data_used(probe, bool(np.any(pc.inv_bw))), []
+        with_bw = bool(np.any(pc.inv_bw))
+        notes = [] if with_bw else [
+            f"'predicted' is the pair-sum model's sum of the {'inverse bandwidths' if probe.inverse_bandwidth else 'latencies'} "
+            "of the messages' pairs alone: without a bandwidth it prices no bytes (--size is not used), so it is no "
+            "time for the collective (the default model prices the bytes on assumed NICs)"]
+        return CostModel(algo, pc, size, base), _data_used(probe, with_bw), notes
     net = network(probe, groups, fill=fill, use_bandwidth=use_bandwidth, nic_gbps=nic_gbps)
     # no bytes, no capacity: what was assumed about them does not matter to these costs
     notes = list(net.notes) if size > 0 else [n for n in net.notes if n not in net.assumption_notes]

@@ -252,6 +252,11 @@ UPLINK_ASSUMPTIONS = ("oversubscribed", "non-blocking")  #: what an unmeasured g
 SET_ASIDE = "the probe's bandwidths and uplinks set aside"
 
 
+#: the note of :func:`network` on a bandwidth matrix read alone (``--kind bandwidth``)
+NO_LATENCY_NOTE = ("no latency measured (a bandwidth matrix read alone): 'predicted' is the bytes' time, "
+                   "without any latency (give the RTT matrix as the input and this one as --bandwidth-matrix)")
+
+
 def network(probe: ProbeData, groups: Groups, *, fill: str = "high", use_bandwidth: bool = True,
             nic_gbps: float | None = None, uplinks: str = "oversubscribed", pool_uplinks: bool = True) -> Network:
     """The shared-link network of ``probe`` (see module docstring); latency one-way = RTT / 2.
@@ -270,6 +275,8 @@ def network(probe: ProbeData, groups: Groups, *, fill: str = "high", use_bandwid
     lat = lat_us * 1e-6 / 2.0
     notes: list[str] = []
     assumption_notes: list[str] = []  # the notes on assumed capacities (moot when no bytes move)
+    if probe.inverse_bandwidth:  # its "latency" is microseconds per byte: next to nothing as a time
+        notes.append(NO_LATENCY_NOTE)
     bw = probe.bandwidth if use_bandwidth else None
     # use_bandwidth=False (--no-bandwidth): latency only, so the measured uplinks are set aside too (their
     # 569 Mbit/s against assumed 10 Gbit/s NICs priced the order by the uplinks alone)

@@ -949,3 +949,32 @@ def test_the_library_refuses_bad_arguments_in_one_line_not_from_deep_inside():
                      lambda: BalancedGrouper(random_state=bad).fit(np.random.default_rng(0).random((9, 3)))):
             with pytest.raises(err, match="random_state must be"):
                 call()
+
+
+def test_orders_priced_without_latency_or_without_bytes_say_so(tmp_path):
+    """An outside-in check: a bandwidth matrix read alone (63 cloud regions) was priced at 115 ms for a
+    ring across continents, with no latency in it and no word (plink schedule said so); --model pairsum
+    on latency alone printed the same 'predicted' 1.8 ms for --size 1GiB and 0 (it prices no bytes)."""
+    from plink.data.inputs import load_input
+    from plink.pricing import NO_LATENCY_NOTE
+
+    rng = np.random.default_rng(0)
+    racks = np.repeat(np.arange(3), 3)
+    gbps = np.where(racks[:, None] == racks[None, :], 10.0, 1.0) * rng.uniform(0.9, 1.1, (9, 9))
+    gbps = (gbps + gbps.T) / 2
+    np.fill_diagonal(gbps, 0)
+    csv = tmp_path / "bw.csv"
+    np.savetxt(csv, gbps, delimiter=",")
+    probe = load_input(csv, kind="bandwidth", unit="Gbit/s").probe
+    assert NO_LATENCY_NOTE in order_hosts(probe, "ring", max_iter=200, seed=0).notes
+    lat = simulate_datacenter(racks=2, hosts_per_rack=3, seed=1)
+    assert NO_LATENCY_NOTE not in order_hosts(lat, "ring", max_iter=200, seed=0).notes
+    costs = set()
+    for size in (2**30, 0):
+        res = order_hosts(lat, "ring", model="pairsum", size=size, time_limit=1, seed=0)
+        costs.add(res.cost_plink)
+        assert any("prices no bytes (--size is not used)" in n for n in res.notes)
+    assert len(costs) == 1  # (what the note explains)
+    withbw = simulate_datacenter(racks=2, hosts_per_rack=3, seed=1, bandwidth=True)
+    res = order_hosts(withbw, "ring", model="pairsum", time_limit=1, seed=0)
+    assert not any("prices no bytes" in n for n in res.notes)

@@ -232,7 +232,9 @@ def test_a_bandwidth_matrix_schedule_says_no_latency_was_measured(tmp_path, caps
                           "-o", str(tmp_path / "s.json"), "--json"], capsys)
     assert code == 0, err
     doc = json.loads(out)
-    assert "no latency measured (a bandwidth matrix): rounds are priced by their bytes alone" in doc["notes"]
+    from plink.pricing import NO_LATENCY_NOTE
+
+    assert NO_LATENCY_NOTE in doc["notes"]
 
 
 def test_verify_refuses_a_schedule_too_big_for_the_memory_free(tmp_path, capsys, monkeypatch):

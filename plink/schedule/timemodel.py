@@ -52,7 +52,6 @@ expanded DAG, tested).  Cost ``O(M + N)`` per round for ``M`` messages
 
 from __future__ import annotations
 
-import dataclasses
 import math
 from dataclasses import dataclass, field
 from typing import Any
@@ -239,11 +238,8 @@ def shared_network(probe, labels, assumed_gbps: float = ASSUMED_GBPS) -> Network
         raise PlinkError(f"assumed bandwidth must be a number > 0 Gbit/s, got {assumed_gbps}")
     measured = probe.bandwidth is not None and bool(np.isfinite(
         np.asarray(probe.bandwidth, dtype=float)[~np.eye(probe.n, dtype=bool)]).any())
-    net = network(probe, Groups(network_groups(probe, labels), "schedule"), nic_gbps=None if measured else assumed_gbps)
-    if getattr(probe, "inverse_bandwidth", False):  # a bandwidth matrix read alone: its "latency" is 1/bandwidth
-        net = dataclasses.replace(net, notes=net.notes + (
-            "no latency measured (a bandwidth matrix): rounds are priced by their bytes alone",))
-    return net
+    # (a bandwidth matrix read alone: network()'s notes say there is no latency)
+    return network(probe, Groups(network_groups(probe, labels), "schedule"), nic_gbps=None if measured else assumed_gbps)
 
 
 def unmeasured_note(probe) -> str | None:
