@@ -186,3 +186,23 @@ def test_a_bad_field_of_a_stats_link_is_named():
                           ("seconds", 0, "'seconds' must be > 0 when 'bytes' is")):
         with pytest.raises(PlinkError, match=re.escape(msg)):  # inf went on to a blame of 300 digits
             stats_from_dict({"format": "plink-stats", "version": 1, "links": [dict(link, **{key: bad})]}, hosts, "s")
+
+
+def test_retune_refuses_stats_that_leave_hosts_out(tmp_path, setup, capsys):
+    """Stats of 16 of a schedule's 64 hosts were taken: Finetune blamed the hosts without stats nothing
+    ("blame max/min inf") and moved a GM onto one of them; --quick changed 3140 masters and the load
+    max/min went from 1.02 to 4.5 (an outside-in check). Every node of a schedule sends, so a host
+    that sent nothing is a rank whose stats were not merged in: refused, naming it."""
+    plan, stats = setup
+    Schedule.from_plan(plan).save(tmp_path / "s.json", "compact")
+    doc = stats.to_dict()
+    doc["links"] = [row for row in doc["links"] if row["src"] != "h03"]
+    (tmp_path / "part.json").write_text(json.dumps(doc))
+    for extra in ([], ["--quick"]):
+        with pytest.raises(SystemExit) as exc:
+            main(["retune", str(tmp_path / "s.json"), str(tmp_path / "part.json"), "-o", str(tmp_path / "x.json"),
+                  *extra])
+        _, err = capsys.readouterr()
+        assert exc.value.code == 1 and len(err.strip().splitlines()) == 1
+        assert f"no link sent by 1 of the schedule's {len(plan.hosts)} hosts ('h03')" in err
+        assert not (tmp_path / "x.json").exists()

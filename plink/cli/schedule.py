@@ -224,7 +224,7 @@ def retune(schedulefile, statsfile, output, quick, beta, gamma, epsilon, compact
       plink schedule dc.json --size 16MiB -o schedule.json
       plink retune schedule.json examples/stats16.json -o schedule2.json
     """
-    from plink.schedule.autotune import check_finetune, finetune, load_stats, quicktune
+    from plink.schedule.autotune import check_every_sender, check_finetune, finetune, load_stats, quicktune
     from plink.schedule.dag import Schedule, ScheduleError, load_schedule
     from plink.schedule.plan import node_loads
 
@@ -238,6 +238,7 @@ def retune(schedulefile, statsfile, output, quick, beta, gamma, epsilon, compact
     if sched.plan is None:
         raise ScheduleError(f"{schedulefile}: schedule has no master assignment (lm/gm) to retune")
     stats = load_stats(statsfile, sched.hosts)
+    check_every_sender(stats, statsfile)
     old = node_loads(sched.plan)
     if quick:
         plan = quicktune(sched.plan, stats)

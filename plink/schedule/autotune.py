@@ -133,6 +133,20 @@ def stats_from_dict(doc: Any, hosts: list[str], path: str = "<stats>") -> LinkSt
     return LinkStats(list(hosts), nb, sec, rtt)
 
 
+def check_every_sender(stats: LinkStats, path: str = "stats") -> None:
+    """Raise :class:`PlinkError` unless every host of ``stats`` sent bytes on some link: in a 2LHA
+    schedule every node sends, so a host without a link sent is one whose rank's stats were not
+    merged in, and Finetune would blame it nothing and move masters onto it (Quicktune: give it a
+    made-up bandwidth). O(N^2)."""
+    sent = np.nansum(np.where(np.isfinite(stats.nbytes), stats.nbytes, 0.0), axis=1) > 0
+    if len(sent) > 1 and not sent.all():
+        lacking = [h for h, ok in zip(stats.hosts, sent) if not ok]
+        few = ", ".join(repr(h) for h in lacking[:4]) + (f" and {len(lacking) - 4} more" if len(lacking) > 4 else "")
+        raise PlinkError(f"{path}: no link sent by {len(lacking)} of the schedule's {len(sent)} hosts ({few}): "
+                         "every node of a schedule sends, so merge the stats of every rank "
+                         "(all_reduce(..., stats=...) on each) before retuning")
+
+
 def load_stats(path: str | os.PathLike, hosts: list[str]) -> LinkStats:
     return stats_from_dict(read_json(path), hosts, str(path))
 
