@@ -407,6 +407,19 @@ def run(*args):
     return subprocess.run([sys.executable, "-m", "plink", *args], capture_output=True, text=True, env=env, timeout=120)
 
 
+def test_verbose_watch_shows_what_reading_the_probe_file_noted(tmp_path):
+    """plink watch --probe-file -v said nothing of how it read a plain matrix (the unit it assumed, the
+    placeholder names h0..h3 that then went into an --emit launcher file), where plink order says both.
+    With -v the notes are shown; a cron run (no -v) stays quiet."""
+    m = tmp_path / "u4.csv"
+    m.write_text("0,1000,1000,1000\n1000,0,1000,1000\n1000,1000,0,1000\n1000,1000,1000,0\n")
+    loud = run("watch", str(tmp_path / "a"), "--probe-file", str(m), "--time-limit", "0.2", "-v")
+    assert loud.returncode == EXIT_CHANGED, loud.stderr
+    assert "read in us, the default unit" in loud.stderr and "a launcher file needs real names" in loud.stderr
+    quiet = run("watch", str(tmp_path / "b"), "--probe-file", str(m), "--time-limit", "0.2")
+    assert quiet.returncode == EXIT_CHANGED and quiet.stderr == ""
+
+
 def test_cli_exit_codes_quiet_and_json(tmp_path):
     p1, p2 = tmp_path / "p1.json", tmp_path / "p2.json"
     dc(1).save(p1)

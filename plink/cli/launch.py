@@ -199,13 +199,14 @@ def _parse_emit(items) -> list[tuple[str, str]]:
     return out
 
 
-def _prober(hosts_file, probe_file, hosts_format="auto", load_input=None, max_hosts=None, **probe_kw):
+def _prober(hosts_file, probe_file, hosts_format="auto", load_input=None, max_hosts=None, quiet=True, **probe_kw):
     """The probe step of plink watch: a probe file (read with the input options; --hosts then
-    names a plain matrix's hosts), or the probing library over a host list."""
+    names a plain matrix's hosts; its notes on stderr unless ``quiet``: a cron run stays quiet,
+    -v shows them), or the probing library over a host list."""
     # the input is read now, before plink watch makes its state directory: a bad file changes nothing
     # (a first run with a bad host list left DIR/history and DIR/lock behind, exit 1)
     if probe_file:
-        probe = load_input(probe_file, hosts=hosts_file, quiet=True)
+        probe = load_input(probe_file, hosts=hosts_file, quiet=quiet)
         return lambda: probe
     ssh_keys = ("ssh_config", "known_hosts")
     ssh_kw = {k: probe_kw.pop(k) for k in ssh_keys if probe_kw.get(k)}
@@ -322,7 +323,7 @@ def watch_cmd(state_dir, hosts_file, probe_file, method, count, timeout, retries
                                    "keep the input elsewhere")
     try:
         prober = _prober(hosts_file, probe_file, hosts_format, load_input=load_input, max_hosts=max_hosts,
-                         method=method, count=count, ssh_config=ssh_config, known_hosts=known_hosts, timeout=timeout,
+                         quiet=not verbose, method=method, count=count, ssh_config=ssh_config, known_hosts=known_hosts, timeout=timeout,
                          retries=retries)
         result = watch(
             state_dir, prober, algo=algo, size=size, base=base, min_gain=_parse_gain(min_gain),
