@@ -392,6 +392,7 @@ def order_hosts(
     measured_only = _measured_only(model, cm, np.stack([identity, contiguous, best]), rand)
     scenarios = _capacity_scenarios(model, algo, probe, groups, size, base, use_bandwidth, nic_gbps, price,
                                     np.stack([identity, contiguous, best]), rand, measured_only)
+    notes += _slower_if_notes(scenarios)
     proven, lb = _lower_bound(model, res, price, price_low, lb_model, best_cost, n_missing, n)
     if res.proven_optimal and n_missing:
         notes.append("optimal for the model with unmeasured pairs at their worst plausible value only")
@@ -749,6 +750,27 @@ def _capacity_scenarios(model: str, algo: str, probe: ProbeData, groups, size: i
         out["uplinks non-blocking"] = _speedups(type(cm)(algo, net, size, base), orders, rand)
     if measured_only:
         out["latencies alone"] = dict(measured_only["speedups"])
+    return out
+
+
+#: how :func:`_slower_if_notes` names each capacity scenario
+_SCENARIO_NAMES = {"uplinks non-blocking": "with rack uplinks that never bind",
+                   "latencies alone": "by the measured latencies alone"}
+
+
+def _slower_if_notes(scenarios: dict[str, dict[str, float]]) -> list[str]:
+    """A note when, at the other end of the assumed capacities, plink's order is priced slower than
+    the input or the rack-contiguous order beyond the model's resolution: the order pays only if
+    the capacities are what the search assumed (a span of 0.79-1.14x read as a gain). O(1)."""
+    rows = {"input": "the input order", "contiguous": "the rack-contiguous order"}
+    out = []
+    for name, speedups in scenarios.items():
+        slower = [(rows[k], speedups[k]) for k in rows if k in speedups and speedups[k] * (1 + RESOLUTION) < 1]
+        if slower:
+            worst = min(v for _, v in slower)
+            out.append(f"{_SCENARIO_NAMES.get(name, name)}, plink's order is priced slower than "
+                       f"{' and '.join(r for r, _ in slower)} ({worst:.2f}x): it pays only if the rack uplinks bind "
+                       "as the search assumed ('plink probe --bandwidth' measures them); otherwise keep that order")
     return out
 
 

@@ -978,3 +978,24 @@ def test_orders_priced_without_latency_or_without_bytes_say_so(tmp_path):
     withbw = simulate_datacenter(racks=2, hosts_per_rack=3, seed=1, bandwidth=True)
     res = order_hosts(withbw, "ring", model="pairsum", time_limit=1, seed=0)
     assert not any("prices no bytes" in n for n in res.notes)
+
+
+def test_a_speedup_that_rests_on_assumed_uplinks_says_when_the_order_could_be_slower():
+    """An outside-in check: 'plink speedup 0.79-1.14x' with 'proven optimal: yes' and no word that, by the
+    measured latencies alone, plink's halving-doubling order is 21% slower than the input order: it pays
+    only if the assumed oversubscribed uplinks bind."""
+    m = np.full((6, 6), 80.5)
+    racks = np.repeat([0, 1], 3)
+    m[racks[:, None] == racks[None, :]] = 20.5
+    m += np.random.default_rng(0).uniform(-0.4, 0.4, (6, 6))
+    m = (m + m.T) / 2
+    np.fill_diagonal(m, 0)
+    probe = from_matrix(m, [f"h{i}" for i in range(6)])
+    res = order_hosts(probe, "hd", seed=0, time_limit=2)
+    assert res.capacity_scenarios["latencies alone"]["input"] < 0.9  # (the case)
+    note = [n for n in res.notes if "priced slower than" in n]
+    assert len(note) == 1 and note[0].startswith("by the measured latencies alone, plink's order is priced slower "
+                                                 "than the input order")
+    assert "pays only if the rack uplinks bind" in note[0]
+    ring = order_hosts(probe, "ring", seed=0, time_limit=2)  # a ring rack by rack is no slower either way
+    assert not any("priced slower than" in n for n in ring.notes)
