@@ -854,3 +854,13 @@ def test_bandwidth_options_that_do_nothing_are_usage_errors(dc, tmp_path):
     assert_one_line_error(run("show", str(dc), "--bandwidth-unit", "MB/s"), 2, "--bandwidth-unit is the unit")
     assert_one_line_error(run("order", str(dc), "--bandwidth-matrix", str(bw), "--no-bandwidth"), 2,
                           "--bandwidth-matrix and --no-bandwidth exclude each other")
+
+
+def test_show_of_one_host_says_so(tmp_path):
+    """plink show of a one-host matrix printed '1 hosts' and 'measured pairs 0 of 0 (100.0%)'."""
+    m = tmp_path / "one.csv"
+    m.write_text("0\n")
+    proc = run("show", str(m), "--unit", "us")
+    assert proc.returncode == 0, proc.stderr
+    assert "1 host\n" in proc.stdout and "1 hosts" not in proc.stdout
+    assert "none (one host: no pairs)" in proc.stdout and "0 of 0" not in proc.stdout

@@ -237,10 +237,11 @@ def _figures(figures, width: int = 40, sep: str = "  ") -> str:
 def render_show(summary, console) -> None:
     from rich.table import Table
 
-    t = Table(title=f"{summary['hosts']} hosts", title_justify="left", show_edge=False)
+    t = Table(title=f"{summary['hosts']} host{'s' * (summary['hosts'] != 1)}", title_justify="left", show_edge=False)
     t.add_column("")
     t.add_column("value", justify="right")
-    t.add_row("measured pairs", f"{summary['measured_pairs']} of {summary['pairs']} ({summary['coverage']:.1%})")
+    t.add_row("measured pairs", f"{summary['measured_pairs']} of {summary['pairs']} ({summary['coverage']:.1%})"
+              if summary["pairs"] else "none (one host: no pairs)")
     if summary.get("bandwidth_pairs", summary["measured_pairs"]) != summary["measured_pairs"]:
         t.add_row("pairs with a bandwidth", f"{summary['bandwidth_pairs']} of {summary['pairs']}")
     from plink.units import format_bandwidth, format_us
