@@ -732,3 +732,22 @@ def test_rows_in_another_order_are_read_by_name(tmp_path):
     twice.write_text(",a,b\nb,0,1\nb,1,0\n")
     with pytest.raises(ProbeFileError, match="row name 'b' appears twice: a matrix has one row per host"):
         load_input(twice)  # (it blamed row 0, whose order is no longer wrong)
+
+
+def test_kilo_bandwidth_units_and_small_bandwidths_are_kept(tmp_path):
+    """kbit/s (what plink itself prints), kB/s and KiB/s were refused as units; a matrix of 10 Kbit/s read
+    'min 0 kbit/s' in plink show and 0.0 in its --json (rounded to 4 decimals of a Gbit/s), and the
+    unit warning suggested 'Gbit/s read as Mbit/s?' for a Kbit/s file."""
+    from plink.data.inputs import BANDWIDTH_UNITS
+    from plink.data.summary import summarize
+
+    path = tmp_path / "bw.csv"
+    np.savetxt(path, np.where(np.eye(4, dtype=bool), 0.0, 10.0), delimiter=",")
+    for unit, gbps in (("kbit/s", 1e-5), ("kb/s", 1e-5), ("kB/s", 8e-5), ("KiB/s", 8 * 10 * 1024 / 1e9)):
+        got = load_input(path, kind="bandwidth", unit=unit)
+        assert np.nanmax(got.probe.bandwidth) == pytest.approx(gbps), unit
+    assert BANDWIDTH_UNITS["KiB/s"] == pytest.approx(8.192e-6)
+    loaded = load_input(path, kind="bandwidth", unit="Kbit/s")
+    assert summarize(loaded.probe)["bandwidth_gbps"]["min"] == pytest.approx(1e-5)
+    warned = [w for w in loaded.warnings if "check the unit" in w]
+    assert len(warned) == 1 and warned[0].endswith("check the unit (Gbit/s read as Kbit/s?)")

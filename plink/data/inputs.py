@@ -53,12 +53,15 @@ BANDWIDTH_UNITS = {
     "Gbit/s": 1.0, "Mbit/s": 1e-3, "Kbit/s": 1e-6, "bit/s": 1e-9,
     "GB/s": 8.0, "MB/s": 8e-3, "KB/s": 8e-6, "B/s": 8e-9,
     "GiB/s": 8 * 2**30 / 1e9, "MiB/s": 8 * 2**20 / 1e9,  # binary prefixes: 7.4% and 4.9% more than GB/s, MB/s
+    "KiB/s": 8 * 2**10 / 1e9,
 }
 _BANDWIDTH_ALIASES = {
     "gbps": "Gbit/s", "Gbps": "Gbit/s", "gbit/s": "Gbit/s", "Gb/s": "Gbit/s", "Mb/s": "Mbit/s", "Kb/s": "Kbit/s",
     "mbps": "Mbit/s", "Mbps": "Mbit/s",
     "mbit/s": "Mbit/s", "kbps": "Kbit/s", "Kbps": "Kbit/s", "bps": "bit/s",
     "GBps": "GB/s", "MBps": "MB/s", "KBps": "KB/s", "Bps": "B/s",
+    # the SI prefix kilo is a lower-case k (and plink prints kbit/s)
+    "kbit/s": "Kbit/s", "kb/s": "Kbit/s", "kB/s": "KB/s", "kBps": "KB/s",
 }
 #: other spellings of the latency units (the micro sign and the Greek mu, upper case, "msec")
 _LATENCY_ALIASES = {"\u00b5s": "us", "\u03bcs": "us", "US": "us", "MS": "ms", "NS": "ns", "S": "s",
@@ -599,9 +602,12 @@ def _warn_bandwidth_units(m: np.ndarray, path: str, unit: str, out: Loaded, flag
         return
     med = float(np.median(off))
     lo, hi = PLAUSIBLE_BANDWIDTH_GBPS
+    raw = med / BANDWIDTH_UNITS.get(unit, 1.0)  # the median as the file holds it
+    fits = [u for u in ("Gbit/s", "Mbit/s", "Kbit/s") if u != unit and lo <= raw * BANDWIDTH_UNITS[u] <= hi]
+    guess = f" ({fits[0]} read as {unit}?)" if fits else ""
     if med > hi:
         out.warnings.append(f"{path}: the median bandwidth is {med:.3g} Gbit/s with {flag} {unit}: no NIC is that "
-                            "fast; check the unit (Mbit/s read as Gbit/s?)")
+                            f"fast; check the unit{guess}")
     elif med < lo:
         out.warnings.append(f"{path}: the median bandwidth is {med * 1e6:.3g} kbit/s with {flag} {unit}: check the "
-                            "unit (Gbit/s read as Mbit/s?)")
+                            f"unit{guess}")

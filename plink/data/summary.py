@@ -19,11 +19,17 @@ from plink.data.probefile import measured_pairs
 PERCENTILES = (0, 10, 50, 90, 100)
 
 
-def _pct(values: np.ndarray, digits: int) -> dict[str, float] | None:
+def _pct(values: np.ndarray, digits: int, significant: bool = False) -> dict[str, float] | None:
+    """The percentiles of ``values``, each rounded to ``digits`` decimals or, with ``significant``, to
+    ``digits`` significant digits (bandwidths in Gbit/s: 10 kbit/s is 1e-5, which 4 decimals made 0)."""
     if values.size == 0:
         return None
     q = np.percentile(values, PERCENTILES)
-    return {("min" if p == 0 else "max" if p == 100 else f"p{p}"): round(float(v), digits) for p, v in zip(PERCENTILES, q)}
+
+    def rnd(v: float) -> float:
+        return float(f"{v:.{digits}g}") if significant else round(v, digits)
+
+    return {("min" if p == 0 else "max" if p == 100 else f"p{p}"): rnd(float(v)) for p, v in zip(PERCENTILES, q)}
 
 
 def _both_directions(probe, iu, bw_only: bool):
@@ -67,7 +73,7 @@ def summarize(probe, groups=None) -> dict[str, Any]:
     }
     if probe.bandwidth is not None:
         bw = probe.bandwidth[iu]
-        out["bandwidth_gbps"] = _pct(both[0] if both is not None and bw_only else bw[~np.isnan(bw)], 4)
+        out["bandwidth_gbps"] = _pct(both[0] if both is not None and bw_only else bw[~np.isnan(bw)], 4, significant=True)
         out["bandwidth_pairs"] = int(measured_pairs(probe, bandwidth=True)[iu].sum())
         # plink probe measures pair bandwidth N/2 pairs at a time: a pair whose round shared an uplink
         # reads less than its path; what the racks' uplinks carry is the uplink test's
