@@ -182,8 +182,8 @@ def group_labels(probe: ProbeData, path: str, groups=None) -> np.ndarray:
 
     if groups is None:
         groups = load_groups(path)
-    index = set(groups.hosts)
-    missing = [h for h in probe.names if h not in index]
+    index = {h.lower() for h in groups.hosts}  # (case ignored, as Groups.aligned_to does)
+    missing = [h for h in probe.names if h.lower() not in index]
     if missing:
         raise PlinkError(f"groups file {path} lacks {len(missing)} host(s) of the probe file, e.g. {missing[0]!r}")
     try:

@@ -222,8 +222,8 @@ def plot_hierarchy(probe, groups, path, *, title: str = "") -> None:
     ``MAX_CUTS`` groups; its bar on the left shows any number).  O(N^2).
     """
     plt = _pyplot()
-    pos = {h: i for i, h in enumerate(groups.hosts)}
-    idx = np.array([pos[h] for h in probe.names])
+    pos = {h.lower(): i for i, h in enumerate(groups.hosts)}  # (case ignored, as Groups.aligned_to matches)
+    idx = np.array([pos[h.lower()] for h in probe.names])
     levels = [np.asarray(lv)[idx] for lv in (groups.levels or [groups.labels])]
     conf = None if groups.confidence is None else np.asarray(groups.confidence)[idx]
     order = np.lexsort(tuple(levels))

@@ -513,3 +513,34 @@ def test_the_estimators_share_set_params_and_a_repr_of_their_parameters():
         assert repr(est).startswith(type(est).__name__ + "(") and eval(repr(est)).get_params() == est.get_params()
         with pytest.raises(PlinkError, match=f"{type(est).__name__} has no parameter 'nope'"):
             est.set_params(nope=1)
+
+
+def test_a_groups_file_matches_host_names_whatever_their_case(tmp_path):
+    """Probe and order files take names differing only in case as one host (and refuse two such names),
+    but a groups file naming 'H0' for the probe's 'h0' was refused ("lacks ... 'h0'") by plink order,
+    schedule and show (an outside-in check)."""
+    import os
+    import subprocess
+    import sys
+
+    from plink.data.groupfile import Groups
+
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+    g = Groups(["H0", "h1", "H2", "h3"], np.array([0, 0, 1, 1]))
+    assert g.aligned_to(["h0", "h1", "h2", "h3"]).tolist() == [0, 0, 1, 1]
+    assert g.aligned_to(["h3", "h2", "h1", "h0"], extra_ok=True).tolist() == [1, 1, 0, 0]
+    with pytest.raises(Exception, match="missing"):
+        g.aligned_to(["h0", "h1", "h2", "h4"])
+    m = tmp_path / "u4.csv"
+    m.write_text("0,10,90,90\n10,0,90,90\n90,90,0,10\n90,90,10,0\n")
+    gf = tmp_path / "g.json"
+    gf.write_text('{"format": "plink-groups", "version": 1, "groups": [["H0", "h1"], ["H2", "h3"]]}')
+    env = dict(os.environ, PYTHONPATH=root)
+    for argv in (["order", str(m), "--groups", str(gf), "-o", str(tmp_path / "o.txt")],
+                 ["schedule", str(m), "--groups", str(gf), "--size", "1MiB", "-o", str(tmp_path / "s.json")],
+                 ["show", str(m), "--groups", str(gf), "--plot", str(tmp_path / "p.png")]):
+        proc = subprocess.run([sys.executable, "-m", "plink", *argv, "--unit", "us"], capture_output=True, text=True,
+                              env=env, timeout=120)
+        assert proc.returncode == 0, (argv[0], proc.stderr)
+        assert "not in the probe" not in proc.stderr  # (no 'left out' note for H0 and H2 either)

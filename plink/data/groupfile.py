@@ -85,7 +85,8 @@ class Groups:
         return np.bincount(self.labels, minlength=self.k).tolist()
 
     def aligned_to(self, names: Sequence[str], extra_ok: bool = False, where: str = "the probe file") -> np.ndarray:
-        """Labels in the order of ``names`` (must be the same set of hosts).
+        """Labels in the order of ``names`` (must be the same set of hosts; case ignored where a name
+        differs only in case, as one host to a resolver and to every reader of plink's).
 
         With ``extra_ok`` the groups may name more hosts (a rack map of the whole site for a
         probe of some of it): those are dropped and the labels renumbered ``0..k-1`` in their
@@ -100,8 +101,13 @@ class Groups:
                                  f"{names[0]}..) but are {len(self.hosts)} and {len(names)} hosts: they are not "
                                  "the same hosts; name the matrices' hosts with --hosts FILE")
         pos = {h: i for i, h in enumerate(self.hosts)}
+        # names differing only in case are one host (the readers refuse two such names in one list)
+        folded = {h.lower(): i for i, h in enumerate(self.hosts)}
+        for n in names:
+            if n not in pos and n.lower() in folded:
+                pos[n] = folded[n.lower()]
         missing = [n for n in names if n not in pos]
-        extra = set() if extra_ok else set(self.hosts) - set(names)
+        extra = set() if extra_ok else {h for h in self.hosts if h.lower() not in {n.lower() for n in names}}
         if missing or extra:
             what = f"missing {missing[:3]}" if missing else f"unknown {sorted(extra)[:3]}"
             raise ProbeFileError(f"groups do not cover the same hosts as {where} ({what})")
