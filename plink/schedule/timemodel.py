@@ -20,7 +20,7 @@ to price a round:
   2LHA's rounds across groups pay for the uplinks they share.  The flat
   ring baseline on a :class:`Network` is the ring ``plink order`` would
   choose, found by its search (:func:`ring_order`: deterministic, from the
-  ring rack by rack over the network's groups, the racks priced), at
+  rack-contiguous ring over the network's groups, the racks priced), at
   ``plink order``'s own price of it
   (:class:`plink.solvers.contention.SharedCostModel`: the same bandwidth
   term, and its latency as the ring's chain of messages, not the slowest
@@ -361,8 +361,9 @@ def ring_traffic(labels, size: float, order=None) -> list[Traffic]:
 
 
 #: candidate orders :func:`ring_order` prices: ``plink order``'s annealer with this budget (and
-#: seed 0) is deterministic; PlanetLab's 490 hosts take about a second, and the ring found is
-#: priced within 1% of ``plink order``'s 5-second search (6.06 s against 6.02 s, 2026-12-02).
+#: seed 0) is deterministic; PlanetLab's 490 hosts take about 2 s, and the ring found there is
+#: priced 5.376 s, ``plink order``'s own ring (its 5-second search) 5.432 s on the same links
+#: (2026-12-02; 60,000 candidates gave 5.427 s: the budget is not what limits it).
 RING_SEARCH_ITERS = 20_000
 
 
