@@ -346,7 +346,9 @@ class WatchResult:
         lines = [f"plink watch {self.state_dir}: {head}"]
         if self.cost_current is not None and self.cost_new is not None:
             on = "the new probe" if self.probes_used <= 1 else f"the median of the last {self.probes_used} probes"
-            fmt = (lambda c: f"{c:.4g} s") if self.cost_unit == "s" else (lambda c: f"{c:.1f} us")
+            from plink.units import format_us  # (as plink order prints its costs: 43.080 ms, not 0.04308 s)
+
+            fmt = (lambda c: format_us(c * 1e6)) if self.cost_unit == "s" else format_us
             lines.append(f"{self.model} cost model on {on}: current {fmt(self.cost_current)}, "
                          f"best found {fmt(self.cost_new)} ({self.algo})")
         lines += self.notes

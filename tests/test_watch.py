@@ -1,6 +1,7 @@
 """plink watch: hysteresis, lock, stale-lock takeover, corrupt state, history, drift."""
 
 import json
+import re
 import os
 import signal
 import subprocess
@@ -766,3 +767,14 @@ def test_cli_a_closed_stdout_keeps_the_runs_exit_code(tmp_path):
     assert r.stderr.strip().splitlines()[-1].startswith("plink: warning: cannot print the run's report (standard "
                                                         "output is closed); the run itself changed the order: exit 4")
     assert (tmp_path / "st" / "state.json").exists()
+
+
+def test_watch_prints_costs_as_plink_order_does(tmp_path):
+    """plink watch printed '0.04309 s' where plink order prints '43.080 ms' for the same cost."""
+    p = tmp_path / "p.json"
+    dc(1).save(p)
+    assert run("watch", str(tmp_path / "st"), "--probe-file", str(p), "--time-limit", "0.2").returncode == EXIT_CHANGED
+    proc = run("watch", str(tmp_path / "st"), "--probe-file", str(p), "--time-limit", "0.2", "-v")  # kept: the costs
+    assert proc.returncode == 0, proc.stderr
+    line = next(ln for ln in (proc.stdout + proc.stderr).splitlines() if "cost model on" in ln)
+    assert re.search(r"current \d+\.\d{3} (us|ms|s), best found \d+\.\d{3} (us|ms|s) \(ring\)", line), line
