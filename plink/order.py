@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import os
 import time
 from dataclasses import asdict, dataclass, field
 from typing import Any
@@ -581,6 +582,9 @@ def _search(model: str, cm, identity: np.ndarray, notes: list[str], *, labels, t
     """``(solver result, the pairsum solver's lower bound or None)``: the model's solver, started from
     ``identity`` (the shared model's: its annealed order, or a starting order ``price`` prices lower)."""
     if model == "pairsum":
+        cores = max(1, os.cpu_count() or 1)
+        if jobs > cores:
+            notes.append(f"--jobs {jobs} is more than this machine's {cores} cores: {cores} jobs ran")
         res = minimise(cm, init=identity, labels=labels, time_limit=time_limit, seed=seed, jobs=jobs,
                        smt_time=smt_time, max_iter=max_iter, keep_on_interrupt=keep_on_interrupt)
         return res, (res.lower_bound if not res.proven_optimal else None)

@@ -89,10 +89,13 @@ def stall_kicks(n: int, compiled: bool = False) -> int:
 
 
 def resolve_jobs(jobs: int) -> int:
-    """``jobs`` <= 0 means all cores."""
+    """``jobs`` <= 0 means all cores; more than the cores is capped at them (each job is a process
+    searching until the time limit: more would only share the cores, and ``jobs=100000`` would
+    fork that many)."""
+    cores = max(1, os.cpu_count() or 1)
     if jobs is None or jobs <= 0:
-        return max(1, os.cpu_count() or 1)
-    return int(jobs)
+        return cores
+    return min(int(jobs), cores)
 
 
 def interrupted_result(starts, costs, start: float, extra: dict) -> SolveResult:

@@ -216,3 +216,19 @@ def test_an_order_its_lower_bound_meets_is_proven_optimal():
     np.fill_diagonal(d, 0)
     r = plink.order_hosts(from_matrix(d), algo="ring", model="pairsum", size=0, time_limit=0.5, seed=0)
     assert r.cost_plink == 1020 and not r.proven_optimal and r.lower_bound < 1000
+
+
+def test_jobs_beyond_the_cores_are_capped_and_said(monkeypatch):
+    """--jobs had no upper bound: --jobs 100000 would fork that many search processes (an outside-in
+    check read it in resolve_jobs). More jobs than cores are capped at the cores, with a note."""
+    import os
+
+    from plink.order import order_hosts
+    from plink.solvers.solve import resolve_jobs
+
+    monkeypatch.setattr(os, "cpu_count", lambda: 2)
+    assert resolve_jobs(100000) == 2 and resolve_jobs(0) == 2 and resolve_jobs(1) == 1
+    res = order_hosts(simulate_datacenter(racks=2, hosts_per_rack=3, seed=1), "ring", model="pairsum", jobs=64,
+                      time_limit=0.5, seed=0)
+    assert "--jobs 64 is more than this machine's 2 cores: 2 jobs ran" in res.notes
+    assert res.solver.get("jobs", 2) <= 2

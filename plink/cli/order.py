@@ -218,7 +218,7 @@ def _check_format_options(fmt: str, slots: int, groups_file: str | None) -> None
               help="Seconds of order search (reading the matrix and inferring its groups come on top: "
                    "up to about a minute at ~500 hosts on 2 cores).")
 @click.option("--jobs", default=1, show_default=True, type=int,
-              help="Search processes for --model pairsum (0: all cores).")
+              help="Search processes for --model pairsum (0: all cores; at most the cores).")
 @click.option("--smt-time", default=0.0, show_default=True, type=float,
               help="Seconds for Z3 to improve a --model pairsum order or prove it optimal (0: skip).")
 @click.option("--groups", "groups_file", type=click.Path(dir_okay=False),
