@@ -114,6 +114,24 @@ def _engine(engine: str):
     return kr
 
 
+def _unit_scaled(matrix) -> np.ndarray:
+    """``matrix`` as contiguous float64 times the power of two that puts its
+    largest finite magnitude in [0.5, 1).
+
+    The moves compare gains with an absolute ``_EPS``: on values of ~1e6 and
+    more (a matrix in seconds read as microseconds, say) one ulp of an edge
+    exceeds it, so rounding made moves look improving and a 2-opt move and
+    its inverse alternated forever.  A power of two changes no rounding, only
+    what ``_EPS`` is relative to (here: the longest edge).
+    """
+    m = np.ascontiguousarray(matrix, dtype=np.float64)
+    finite = np.abs(m[np.isfinite(m)])
+    top = float(finite.max()) if finite.size else 0.0
+    if top == 0.0:
+        return m
+    return m * math.ldexp(1.0, -math.frexp(top)[1])
+
+
 def tour_length(matrix: np.ndarray, tour) -> float:
     """Length of the closed tour ``tour`` over ``matrix`` (O(N)): ``costmodels.ring_hops``."""
     return ring_hops(matrix, np.asarray(tour, dtype=int))
@@ -517,11 +535,12 @@ def local_search(
     if n <= 4:
         return np.asarray(tour, dtype=int)
     nb = neighbours if neighbours is not None else neighbour_lists(matrix, k)
+    m = _unit_scaled(matrix)  # gains are compared with an absolute _EPS
     if kr is not None:
         t = np.array(tour, dtype=np.int64)
-        kr.local_search(np.ascontiguousarray(matrix, dtype=np.float64), np.ascontiguousarray(nb, dtype=np.int64), t)
+        kr.local_search(m, np.ascontiguousarray(nb, dtype=np.int64), t)
         return t.astype(int)
-    tr = _Tour(matrix, tour, nb)
+    tr = _Tour(m, tour, nb)
     while tr.improve(deque(tr.t), [True] * n) > 0:  # until a full pass finds no move
         pass
     return np.array(tr.t, dtype=int)
@@ -571,7 +590,8 @@ def iterated_local_search(
     kr = _engine(engine)  # compiles first if needed, before the clock starts
     start = time.perf_counter()
     stop_at = deadline if deadline is not None else start + time_limit
-    m = np.ascontiguousarray(matrix, dtype=float)
+    original = np.ascontiguousarray(matrix, dtype=float)
+    m = _unit_scaled(original)  # gains are compared with an absolute _EPS
     n = m.shape[0]
     nb = neighbours if neighbours is not None else neighbour_lists(m, k, far)
     if tour is None:
@@ -580,12 +600,14 @@ def iterated_local_search(
     if n <= 4:
         from .exact import held_karp  # tiny: exact is cheapest
 
-        t, c = held_karp(m) if n >= 2 else (tour, 0.0)
+        t, c = held_karp(original) if n >= 2 else (tour, 0.0)
         return ILSResult(np.asarray(t), float(c), 0, 0, time.perf_counter() - start)
     if window is None:
         window = 25 if kr is None else 50
     if kr is not None:
-        return _ils_compiled(kr, m, nb, tour, start, stop_at, max_kicks, seed, window, stall, kick, temperature)
+        r = _ils_compiled(kr, m, nb, tour, start, stop_at, max_kicks, seed, window, stall, kick, temperature)
+        r.cost = tour_length(original, r.tour)
+        return r
     rng = random.Random(seed)
     tr = _Tour(m, tour, nb)
     q = deque(tr.t)
@@ -644,7 +666,7 @@ def iterated_local_search(
         else:
             tr.t, tr.pos = saved_t, saved_pos
     best_arr = local_search(m, best_t, nb, engine="python")  # a true local optimum
-    return ILSResult(best_arr, tour_length(m, best_arr), kicks, improvements, time.perf_counter() - start)
+    return ILSResult(best_arr, tour_length(original, best_arr), kicks, improvements, time.perf_counter() - start)
 
 
 def _ils_compiled(kr, m, nb, tour, start, stop_at, max_kicks, seed, window, stall, kick, temperature) -> ILSResult:

@@ -206,3 +206,33 @@ def test_fallback_when_the_kernel_fails_to_compile(monkeypatch):
     r = iterated_local_search(_euclid(15, 30), max_kicks=50, time_limit=60, seed=0)
     assert ringsearch.kernel() is None
     assert _is_perm(r.tour, 30)
+
+
+_LARGE_VALUES = """
+import sys
+import numpy as np
+from plink.solvers.ringsearch import iterated_local_search, local_search, tour_length
+rng = np.random.default_rng(0)
+p = rng.random((60, 2)) * 100
+D = np.sqrt(((p[:, None] - p[None]) ** 2).sum(-1))
+for engine in ("numba", "python") if sys.argv[1] == "1" else ("python",):
+    base = tour_length(D, local_search(D, list(range(60)), engine=engine))
+    for scale in (3e6, 1e12):
+        t = local_search(D * scale, list(range(60)), engine=engine)
+        r = iterated_local_search(D * scale, max_kicks=200, engine=engine)
+        print(engine, scale, tour_length(D, t) / base, r.cost / scale / tour_length(D, r.tour))
+"""
+
+
+def test_the_search_ends_on_large_values():
+    # edges of ~1e8 (a matrix in seconds read as microseconds): one ulp exceeded the
+    # moves' absolute epsilon, and a 2-opt move and its inverse alternated forever
+    # (plink order on PlanetLab with --unit s never returned)
+    out = subprocess.run([sys.executable, "-c", _LARGE_VALUES, "0" if NO_NUMBA else "1"], capture_output=True,
+                         text=True, timeout=60, cwd=ROOT)
+    assert out.returncode == 0, out.stderr
+    rows = [line.split() for line in out.stdout.splitlines()]
+    assert len(rows) == (2 if NO_NUMBA else 4)
+    for _engine, _scale, same_tour, cost in rows:
+        assert float(same_tour) == pytest.approx(1.0, rel=1e-9)  # the tour of the unscaled matrix
+        assert float(cost) == pytest.approx(1.0, rel=1e-12)  # cost reported on the caller's matrix
