@@ -749,5 +749,14 @@ def test_kilo_bandwidth_units_and_small_bandwidths_are_kept(tmp_path):
     assert BANDWIDTH_UNITS["KiB/s"] == pytest.approx(8.192e-6)
     loaded = load_input(path, kind="bandwidth", unit="Kbit/s")
     assert summarize(loaded.probe)["bandwidth_gbps"]["min"] == pytest.approx(1e-5)
+    # the medians within and between groups too (they were still rounded to 4 decimals: 0.0)
+    from plink.data.groupfile import Groups
+
+    slow = np.where(np.eye(4, dtype=bool), 0.0, np.array([[0, 10, 5, 5], [10, 0, 5, 5], [5, 5, 0, 10], [5, 5, 10, 0]]))
+    np.savetxt(path, slow, delimiter=",")
+    loaded = load_input(path, kind="bandwidth", unit="Kbit/s")
+    s = summarize(loaded.probe, Groups(hosts=loaded.probe.names, labels=np.array([0, 0, 1, 1])))
+    assert s["median_bandwidth_within_groups_gbps"] == pytest.approx(1e-5)
+    assert s["median_bandwidth_between_groups_gbps"] == pytest.approx(5e-6)
     warned = [w for w in loaded.warnings if "check the unit" in w]
     assert len(warned) == 1 and warned[0].endswith("check the unit (Gbit/s read as Kbit/s?)")

@@ -103,10 +103,14 @@ def summarize(probe, groups=None) -> dict[str, Any]:
         if both is not None:  # every direction as measured, each pair's twice
             full, within = both[1], np.r_[within, within]
         ok = ~np.isnan(full)
+
+        def rnd(v: float) -> float:  # bandwidths to significant digits, as their percentiles
+            return float(f"{v:.{digits}g}") if bw_only else round(v, digits)
+
         if (ok & within).any():
-            out[f"median_{what}_within_groups_{unit}"] = round(float(np.median(full[ok & within])), digits)
+            out[f"median_{what}_within_groups_{unit}"] = rnd(float(np.median(full[ok & within])))
         if (ok & ~within).any():
-            out[f"median_{what}_between_groups_{unit}"] = round(float(np.median(full[ok & ~within])), digits)
+            out[f"median_{what}_between_groups_{unit}"] = rnd(float(np.median(full[ok & ~within])))
     return out
 
 
