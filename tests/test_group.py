@@ -544,3 +544,17 @@ def test_a_groups_file_matches_host_names_whatever_their_case(tmp_path):
                               env=env, timeout=120)
         assert proc.returncode == 0, (argv[0], proc.stderr)
         assert "not in the probe" not in proc.stderr  # (no 'left out' note for H0 and H2 either)
+
+
+def test_a_groups_file_naming_one_host_twice_in_two_cases_is_refused(tmp_path):
+    """Names differing only in case are one host to aligned_to, so a groups file with 'H0' in one group and
+    'h0' in another was read silently and one of the two labels won (an outside-in check)."""
+    from plink.data.groupfile import Groups, load_groups
+    from plink.errors import ProbeFileError
+
+    with pytest.raises(ProbeFileError, match=r"host 'h0' appears twice \(as 'H0': names differing only in case"):
+        Groups(["H0", "h1", "h0"], np.array([0, 0, 1]))
+    gf = tmp_path / "g.json"
+    gf.write_text('{"format": "plink-groups", "version": 1, "groups": [["H0", "h1"], ["h0", "h3"]]}')
+    with pytest.raises(ProbeFileError, match="g.json: groups: host 'h0' appears twice"):
+        load_groups(gf)

@@ -60,9 +60,13 @@ class Groups:
             if self.confidence.shape != self.labels.shape or not np.all((self.confidence >= 0)
                                                                        & (self.confidence <= 1)):
                 raise ProbeFileError("groups: confidence must be one number in [0, 1] per host")
-        if len(self.hosts) != len(set(self.hosts)):
-            twice = next(h for i, h in enumerate(self.hosts) if h in self.hosts[:i])
-            raise ProbeFileError(f"groups: host {twice!r} appears twice")
+        from plink.data.inputs import case_note, first_duplicate
+
+        twice = first_duplicate(self.hosts)  # (case ignored: one host to a resolver and to aligned_to)
+        if twice is not None:
+            i, j = twice
+            note = case_note(self.hosts, i, j)
+            raise ProbeFileError(f"groups: host {self.hosts[j]!r} appears twice" + (f" ({note})" if note else ""))
         if self.labels.shape != (len(self.hosts),):
             raise ProbeFileError(f"groups: {len(self.labels)} labels for {len(self.hosts)} hosts")
         if len(self.hosts) == 0:
