@@ -558,3 +558,37 @@ def test_a_groups_file_naming_one_host_twice_in_two_cases_is_refused(tmp_path):
     gf.write_text('{"format": "plink-groups", "version": 1, "groups": [["H0", "h1"], ["h0", "h3"]]}')
     with pytest.raises(ProbeFileError, match="g.json: groups: host 'h0' appears twice"):
         load_groups(gf)
+
+
+def test_plink_show_takes_a_rack_map_of_the_whole_site(tmp_path):
+    """plink order, schedule and emit take a groups file naming more hosts than the probe (they are
+    left out, with a note); plink show refused it ('groups do not cover the same hosts')."""
+    import json
+
+    from click.testing import CliRunner
+
+    from plink.cli import cli
+    from plink.data.groupfile import Groups
+
+    g = Groups(["a", "B", "c", "d", "e"], np.array([0, 1, 0, 2, 1]), levels=[np.array([0, 1, 0, 2, 1]),
+               np.array([0, 1, 0, 1, 1])], confidence=np.array([0.5, 1.0, 0.25, 1.0, 0.75]),
+               metrics={"low_confidence_hosts": ["a", "d"]})
+    sub = g.restricted_to(["c", "b", "a"])
+    assert sub.hosts == ["c", "b", "a"] and sub.labels.tolist() == [0, 1, 0]
+    assert [lv.tolist() for lv in sub.levels] == [[0, 1, 0], [0, 1, 0]]
+    assert sub.confidence.tolist() == [0.25, 1.0, 0.5] and sub.metrics["low_confidence_hosts"] == ["a"]
+    m = tmp_path / "m.csv"
+    m.write_text(",a,b,c\na,0,90,10\nb,90,0,90\nc,10,90,0\n")
+    gf = tmp_path / "g.json"
+    g.save(gf)
+    res = CliRunner().invoke(cli, ["show", str(m), "--unit", "us", "--groups", str(gf), "--json"])
+    assert res.exit_code == 0, res.output
+    out = json.loads(res.stdout)
+    assert out["groups"] == 2 and sorted(map(sorted, out["members"])) == [["a", "c"], ["b"]]  # (the probe's names)
+    assert "names 2 host(s) not in the probe ('d', 'e'): left out of the groups" in res.stderr
+    res = CliRunner().invoke(cli, ["show", str(m), "--unit", "us", "--groups", str(gf), "--plot", str(tmp_path / "p.png")])
+    assert res.exit_code == 0, res.output
+    bad = tmp_path / "bad.csv"  # a probe host the groups lack is still an error
+    bad.write_text(",a,b,z\na,0,90,10\nb,90,0,90\nz,10,90,0\n")
+    res = CliRunner().invoke(cli, ["show", str(bad), "--unit", "us", "--groups", str(gf)])
+    assert res.exit_code != 0 and "missing ['z']" in str(res.exception)

@@ -8,7 +8,7 @@ import math
 import click
 import numpy as np
 
-from plink.cli._app import (check_option_files, cli, _echo_json, check_picture_format, matrix_input_options, _stderr_console, _stdout_console, plot_file,
+from plink.cli._app import (check_option_files, cli, _echo_json, check_picture_format, matrix_input_options, note_groups_beyond, _stderr_console, _stdout_console, plot_file,
                             print_table, refuse_input_as_output, refuse_json_with_dash, stdout_if_dash)
 from plink.errors import UnmeasuredHostError
 
@@ -279,7 +279,7 @@ def render_show(summary, console) -> None:
 
 @cli.command()
 @click.argument("probefile", type=click.Path(dir_okay=False))
-@click.option("--groups", "groups_file", type=click.Path(dir_okay=False), help="A groups file from 'plink group'.")
+@click.option("--groups", "groups_file", type=click.Path(dir_okay=False), help="A groups file from 'plink group' (may name more hosts, e.g. a rack map of the whole site: those are left out, with a note).")
 @click.option("--plot", type=click.Path(dir_okay=False), callback=plot_file,
               help="Write a heatmap of the matrix in group order (needs matplotlib; the format follows the extension, PNG without one).")
 @click.option("--order", "orderfile", type=click.Path(dir_okay=False),
@@ -318,8 +318,10 @@ def show(probefile, groups_file, plot, orderfile, as_json, no_structure, load_in
     if groups_file:
         from plink.data.groupfile import load_groups
 
-        groups = load_groups(groups_file)
-        groups.aligned_to(probe.names)  # same hosts, or a one-line error
+        # a rack map of the whole site is fine (as for plink order): its other hosts are left out
+        whole = load_groups(groups_file)
+        groups = whole.restricted_to(probe.names)
+        note_groups_beyond(groups_file, whole, probe.names)
     no_groups = None
     if not groups_file and not no_structure and probe.n >= 2:
         from plink.errors import PlinkError

@@ -118,6 +118,31 @@ class Groups:
         labels = np.array([self.labels[pos[n]] for n in names], dtype=int)
         return np.unique(labels, return_inverse=True)[1].reshape(-1).astype(int) if extra_ok else labels
 
+    def restricted_to(self, names: Sequence[str], where: str = "the probe file") -> "Groups":
+        """These groups over the hosts ``names`` only (named as there, in that order; case ignored as in
+        :meth:`aligned_to` with ``extra_ok``): a rack map of the whole site for a probe of part of it.
+        Labels and levels are renumbered ``0..k-1``; per-host data and host lists in ``metrics`` keep
+        the hosts in ``names``.  O(N)."""
+        names = list(names)
+        labels = self.aligned_to(names, extra_ok=True, where=where)
+        pos = {h.lower(): i for i, h in enumerate(self.hosts)}
+        idx = np.array([pos[n.lower()] for n in names], dtype=int)
+
+        def per_host(a):
+            return None if a is None or len(a) != len(self.hosts) else np.asarray(a)[idx]
+
+        def renumber(lv):
+            return np.unique(np.asarray(lv)[idx], return_inverse=True)[1].reshape(-1).astype(int)
+
+        kept = {n.lower() for n in names}
+        metrics = {k: ([h for h in v if isinstance(h, str) and h.lower() in kept]
+                       if k in ("low_confidence_hosts", "alone_hosts") and isinstance(v, list) else v)
+                   for k, v in self.metrics.items()}
+        return Groups(hosts=names, labels=labels, coordinates=per_host(self.coordinates),
+                      heights=per_host(self.heights), metrics=metrics, params=dict(self.params),
+                      levels=None if self.levels is None else [renumber(lv) for lv in self.levels],
+                      confidence=per_host(self.confidence))
+
     def to_dict(self) -> dict:
         doc: dict[str, Any] = {
             "format": FORMAT,
