@@ -42,7 +42,7 @@ from plink.solvers.solve import SolveResult, minimise
 
 from plink.errors import InputError, OptionError, PlinkError, ProbeFileError
 from plink.data.probefile import ProbeData, measured_pairs
-from plink.pricing import Groups, find_groups, network, pair_cost  # noqa: F401  (pair_cost: public since 0.1)
+from plink.pricing import NO_LATENCY_NOTE, Groups, find_groups, network, pair_cost  # noqa: F401  (pair_cost: public since 0.1)
 from plink.structure.probegroups import splits_in_two
 
 DEFAULT_SIZE = 25 * 1024**2  #: bytes; PyTorch DDP's default gradient bucket (25 MiB)
@@ -244,6 +244,8 @@ def _build(cost_model: str, algo: str, probe: ProbeData, groups, fill: str, size
             f"'predicted' is the pair-sum model's sum of the {'inverse bandwidths' if probe.inverse_bandwidth else 'latencies'} "
             "of the messages' pairs alone: without a bandwidth it prices no bytes (--size is not used), so it is no "
             "time for the collective (the default model prices the bytes on assumed NICs)"]
+        if with_bw and probe.inverse_bandwidth:  # as the default model says of it (pricing.network)
+            notes.append(NO_LATENCY_NOTE)
         return CostModel(algo, pc, size, base), _data_used(probe, with_bw), notes
     net = network(probe, groups, fill=fill, use_bandwidth=use_bandwidth, nic_gbps=nic_gbps)
     # no bytes, no capacity: what was assumed about them does not matter to these costs

@@ -967,6 +967,7 @@ def test_orders_priced_without_latency_or_without_bytes_say_so(tmp_path):
     np.savetxt(csv, gbps, delimiter=",")
     probe = load_input(csv, kind="bandwidth", unit="Gbit/s").probe
     assert NO_LATENCY_NOTE in order_hosts(probe, "ring", max_iter=200, seed=0).notes
+    assert NO_LATENCY_NOTE in order_hosts(probe, "ring", model="pairsum", size=2**30, max_iter=200, seed=0).notes
     lat = simulate_datacenter(racks=2, hosts_per_rack=3, seed=1)
     assert NO_LATENCY_NOTE not in order_hosts(lat, "ring", max_iter=200, seed=0).notes
     costs = set()
