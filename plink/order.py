@@ -117,10 +117,14 @@ class OrderResult:
         """``(low, high)`` speedup of plink's order over order ``name`` for any plausible missing values.
 
         Costs grow with every pair's value, so the true ratio lies between
-        ``other(best) / plink(worst)`` and ``other(worst) / plink(best)``.
+        ``other(best) / plink(worst)`` and ``other(worst) / plink(best)``; exactly 1 when the
+        other order is plink's own (the input order or the rack-contiguous one).
         """
         if name not in self.ranges or name == "plink":
             raise ValueError(f"no order named {name!r} (choose from {', '.join(k for k in self.ranges if k != 'plink')})")
+        same = {"input": list(range(len(self.order))), "contiguous": self.contiguous_order}.get(name)
+        if same is not None and list(same) == list(self.order):  # one order: 1x whatever the missing values
+            return 1.0, 1.0
         lo_o, hi_o = self.ranges[name]
         lo_p, hi_p = self.ranges["plink"]
         return _ratio(lo_o, hi_p), _ratio(hi_o, lo_p)

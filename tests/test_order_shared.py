@@ -87,6 +87,27 @@ def test_fill_missing_per_group_block():
     assert fill_missing(m, None, "low")[1, 2] == 1  # no groups: all measured pairs
 
 
+def test_an_order_compared_with_itself_is_1x_whatever_the_missing_pairs():
+    """With unmeasured pairs, plink's order over the rack-contiguous order read '~0.64-1.56x' where the two
+    were the same order (each end priced the two at opposite fills); it is 1x."""
+    g = np.repeat([0, 1, 2], 3)
+    lat = np.where(g[:, None] == g[None, :], 10.0, 100.0)
+    np.fill_diagonal(lat, 0)
+    lat[0, 4] = lat[4, 0] = np.nan
+    res = order_hosts(from_matrix(lat, [f"h{i}" for i in range(9)]), "ring", time_limit=0.5, labels=g, seed=0)
+    res.ranges = {"input": [1.0, 2.0], "random_median": [3.0, 4.0], "contiguous": [1.0, 2.0], "plink": [1.0, 2.0]}
+    other = [int(i) for i in res.order[1:]] + [int(res.order[0])]
+    for name, attr in (("contiguous", "contiguous_order"), ("input", "order")):
+        setattr(res, attr, other)  # another order: the conservative range
+        assert res.speedup_range(name) == (0.5, 2.0)
+    res.order = list(range(9))
+    res.contiguous_order = list(range(9))
+    for name in ("contiguous", "input"):  # the same order: 1x whatever the missing values
+        assert res.speedup_range(name) == (1.0, 1.0)
+        assert res.speedup_span(name) == (1.0, 1.0) and not res.span_resolved(name)
+    assert res.speedup_range("random_median") == (1.5, 4.0)
+
+
 def test_report_ranges_and_unmeasured_pairs():
     n = 8
     g = np.repeat([0, 1], 4)

@@ -140,7 +140,8 @@ def render_order_report(result, console) -> None:
     if result.missing_pairs:
         console.print(
             f"note: {result.missing_pairs} host pairs were not measured; ranges price them at the lowest and the "
-            f"highest value measured between the same groups (the search used the highest); "
+            f"highest value measured between the same groups (over all pairs, for two groups with no pair measured "
+            f"between them; the search used the highest); "
             f"{result.pairs_used_unmeasured} of the {result.pairs_used} pairs the plink order uses are unmeasured, "
             f"in {result.steps_unmeasured} of its {result.steps} steps"
         )
