@@ -2,6 +2,8 @@
 
 import json
 
+import numpy as np
+
 import pytest
 
 from plink.cli import main
@@ -328,3 +330,18 @@ def test_a_schedule_over_other_groups_than_the_measured_racks_says_what_crosses_
 def test_a_size_that_does_not_round_is_shown_exactly(tmp_path, dc, capsys):
     code, out, err = run(["schedule", str(dc), "--size", "65537", "-o", str(tmp_path / "s.json")], capsys)
     assert code == 0 and "2 chunks of 64 KiB over 64 KiB (65537 B)" in " ".join((out + err).split()), err
+
+
+def test_the_rack_by_rack_ring_is_noted_only_where_it_is_another_ring(tmp_path, dc, capsys):
+    """With one group the 'ring rack by rack over the racks priced' note repeated the flat ring's figure."""
+    from plink.data.groupfile import Groups
+    from plink.data.probefile import load_json
+
+    probe = load_json(dc)
+    one = tmp_path / "one.json"
+    Groups(list(probe.names), np.zeros(probe.n, dtype=int)).save(one)
+    code, stdout, err = run(["schedule", str(dc), "--size", "1MiB", "--groups", str(one), "-o",
+                             str(tmp_path / "s.json")], capsys)
+    assert code == 0, err
+    text = " ".join((stdout + err).split())
+    assert "flat ring" in text and "the ring rack by rack" not in text

@@ -61,7 +61,8 @@ def render_schedule_summary(s: dict, console) -> None:
                  if key in pred and key != "2lha" and pred["2lha"]["time_us"] > 0 else "")
         t.add_row(names[key], str(rounds), format_size(nbytes), format_size(cross), time, speed)
     print_table(console, t)
-    if "ring_contiguous" in pred:
+    # (the rack-by-rack ring only where it is another ring: more than one rack, another price)
+    if "ring_contiguous" in pred and s.get("groups", 2) > 1 and pred["ring_contiguous"]["time_us"] != pred["ring"]["time_us"]:
         rc, lha = pred["ring_contiguous"]["time_us"], pred["2lha"]["time_us"]
         console.print("note: flat ring: the ring plink order's search finds on these links; the ring rack by rack "
                       f"over the racks priced: {format_us(rc)}" + (f" (2LHA speedup {rc / lha:.2f}x)" if lha > 0 else ""))

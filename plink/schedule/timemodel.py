@@ -367,19 +367,21 @@ def ring_traffic(labels, size: float, order=None) -> list[Traffic]:
 RING_SEARCH_ITERS = 20_000
 
 
-def ring_order(net: Network, size: float, max_iter: int = RING_SEARCH_ITERS) -> tuple[np.ndarray, float]:
+def ring_order(net: Network, size: float, max_iter: int = RING_SEARCH_ITERS,
+               contiguous: tuple[np.ndarray, float] | None = None) -> tuple[np.ndarray, float]:
     """The flat ring baseline on ``net``: ``(order, seconds)``, the ring ``plink order`` would choose for
     an all-reduce of ``size`` bytes, by its own search (:func:`plink.solvers.groupsearch.minimise_shared`
     under :class:`plink.solvers.contention.SharedCostModel`) from the rack-contiguous ring
     (:func:`contiguous_ring`), with ``max_iter`` candidate orders and seed 0 (so the same input gives the same
-    ring); never priced above that rack-contiguous ring.  O(max_iter x N)."""
+    ring); never priced above that rack-contiguous ring.  ``contiguous``: :func:`contiguous_ring`'s
+    result when the caller has it already.  O(max_iter x N)."""
     from plink.solvers.contention import SharedCostModel
     from plink.solvers.groupsearch import minimise_shared
 
-    contiguous, _ = contiguous_ring(net, size)
+    contiguous, contiguous_s = contiguous if contiguous is not None else contiguous_ring(net, size)
     model = SharedCostModel("ring", net, float(size), 2)
     if net.n < 3:
-        return contiguous, float(model(contiguous))
+        return contiguous, contiguous_s
     res = minimise_shared(model, init=contiguous, time_limit=3600.0, max_iter=max_iter, seed=0)
     return np.asarray(res.perm, dtype=np.int64), float(res.cost)
 
@@ -455,10 +457,11 @@ def predict_all(traffic: list[Traffic], cost: PairCost | Network, labels, size: 
     out = {"2lha": lha}
     if isinstance(cost, Network) and len(labels) >= 2:
         # the ring plink order would choose, and the ring rack by rack over the racks priced, at its price
-        order, seconds = ring_order(cost, size)
+        contiguous, contiguous_s = contiguous_ring(cost, size)
+        order, seconds = ring_order(cost, size, contiguous=(contiguous, contiguous_s))
         ring = predict_time("ring", ring_traffic(labels, size, order), cost, labels)
         out["ring"] = Prediction("ring", seconds * 1e6, ring.rounds, ring.bytes_total, ring.bytes_cross)
-        contiguous, seconds = contiguous_ring(cost, size)
+        seconds = contiguous_s
         ring = predict_time("ring_contiguous", ring_traffic(labels, size, contiguous), cost, labels)
         out["ring_contiguous"] = Prediction("ring_contiguous", seconds * 1e6, ring.rounds, ring.bytes_total,
                                             ring.bytes_cross)
