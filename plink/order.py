@@ -122,8 +122,10 @@ class OrderResult:
         """
         if name not in self.ranges or name == "plink":
             raise ValueError(f"no order named {name!r} (choose from {', '.join(k for k in self.ranges if k != 'plink')})")
-        same = {"input": list(range(len(self.order))), "contiguous": self.contiguous_order}.get(name)
-        if same is not None and list(same) == list(self.order):  # one order: 1x whatever the missing values
+        mine = getattr(self, "order", None)  # (None: a result built field by field, without its orders)
+        same = None if mine is None else {"input": list(range(len(mine))),
+                                          "contiguous": getattr(self, "contiguous_order", None)}.get(name)
+        if same is not None and list(same) == list(mine):  # one order: 1x whatever the missing values
             return 1.0, 1.0
         lo_o, hi_o = self.ranges[name]
         lo_p, hi_p = self.ranges["plink"]
