@@ -129,7 +129,7 @@ def _unit_scaled(matrix) -> np.ndarray:
     top = float(finite.max()) if finite.size else 0.0
     if top == 0.0:
         return m
-    return m * math.ldexp(1.0, -math.frexp(top)[1])
+    return np.ldexp(m, -math.frexp(top)[1])  # (elementwise: 2**1074 itself overflows, a subnormal top needs it)
 
 
 def tour_length(matrix: np.ndarray, tour) -> float:
