@@ -215,9 +215,10 @@ from plink.solvers.ringsearch import iterated_local_search, local_search, tour_l
 rng = np.random.default_rng(0)
 p = rng.random((60, 2)) * 100
 D = np.sqrt(((p[:, None] - p[None]) ** 2).sum(-1))
+D /= D.max()
 for engine in ("numba", "python") if sys.argv[1] == "1" else ("python",):
     base = tour_length(D, local_search(D, list(range(60)), engine=engine))
-    for scale in (3e6, 1e12, 1e-310):  # (1e-310: subnormal, whose scale factor 2**1030 overflowed a float)
+    for scale in (3e8, 1e14, 1e-310):  # (1e-310: subnormal, whose scale factor 2**1030 overflowed a float)
         t = local_search(D * scale, list(range(60)), engine=engine)
         r = iterated_local_search(D * scale, max_kicks=200, engine=engine)
         print(engine, scale, tour_length(D, t) / base, r.cost / scale / tour_length(D, r.tour))
