@@ -760,3 +760,22 @@ def test_kilo_bandwidth_units_and_small_bandwidths_are_kept(tmp_path):
     assert s["median_bandwidth_between_groups_gbps"] == pytest.approx(5e-6)
     warned = [w for w in loaded.warnings if "check the unit" in w]
     assert len(warned) == 1 and warned[0].endswith("check the unit (Gbit/s read as Kbit/s?)")
+
+
+def test_bandwidths_below_one_bit_per_second_are_refused(tmp_path):
+    """1e-305 Gbit/s was read: its inverse overflowed, orders were priced 'inf s', the exact solver
+    crashed ('negative shift count') and plink schedule wrote its file and then failed; 5e-320 read as
+    'is infinite'. A floor of 1 bit/s, as the ceiling of 1 Pbit/s (outside-in check)."""
+    from plink.data.probefile import from_dict
+
+    path = tmp_path / "bw.csv"
+    for value, unit in ((1e-305, "Gbit/s"), (5e-320, "Gbit/s"), (0.5, "bit/s"), (5e-7, "Mbit/s")):
+        np.savetxt(path, np.where(np.eye(5, dtype=bool), 0.0, value), delimiter=",")
+        with pytest.raises(ProbeFileError, match=r"bandwidth at row 0, column 1 \(h0 -> h1\) is .* less than 1 bit/s"):
+            load_input(path, kind="bandwidth", unit=unit)
+    np.savetxt(path, np.where(np.eye(5, dtype=bool), 0.0, 1.0), delimiter=",")
+    assert np.nanmin(load_input(path, kind="bandwidth", unit="bit/s").probe.bandwidth) == pytest.approx(1e-9)
+    doc = {"format": "plink-probe", "version": 1, "hosts": ["a", "b"], "latency_us": [[0, 10], [10, 0]],
+           "bandwidth_gbps": [[None, 1e-12], [1e-12, None]]}
+    with pytest.raises(ProbeFileError, match="is 1e-12 Gbit/s, less than 1 bit/s"):
+        from_dict(doc)

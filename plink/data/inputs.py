@@ -87,6 +87,9 @@ PLAUSIBLE_RTT_US = 10e6
 #: a median RTT below this (1 us) too: no network is that fast (RDMA within a rack takes ~2 us)
 FASTEST_RTT_US = 1.0
 MAX_BANDWIDTH_GBPS = 1e6
+#: Smallest accepted bandwidth (1 bit/s): below that a value is a unit mix-up (and its inverse, the
+#: distance, overflows: 1e-305 Gbit/s priced orders at 'inf s' and crashed the exact solver)
+MIN_BANDWIDTH_GBPS = 1e-9
 #: a median bandwidth above this (1.6 Tbit/s, twice the fastest NICs of 2026) or below the next
 #: (1 Mbit/s) is warned about as a likely unit mix-up (Mbit/s read as Gbit/s, or the other way)
 PLAUSIBLE_BANDWIDTH_GBPS = (1e-3, 1600.0)
@@ -348,7 +351,7 @@ def prepare_matrix(raw: np.ndarray, names: Sequence[str], *, kind: str, unit: st
     bad = np.isinf(m)
     if bad.any():
         i, j = np.argwhere(bad)[0]
-        raise ProbeFileError(f"{source}: value at {where(i, j)} is infinite")
+        raise ProbeFileError(f"{source}: value at {where(i, j)} is infinite (or beyond a float's 1.8e308)")
     bad = m < 0
     if bad.any():
         i, j = np.argwhere(bad)[0]
@@ -364,6 +367,12 @@ def prepare_matrix(raw: np.ndarray, names: Sequence[str], *, kind: str, unit: st
         i, j = np.argwhere(bad)[0]
         raise ProbeFileError(f"{source}: {kind} at {where(i, j)} is {_fmt(m[i, j], unit)}, more than {limit_txt}: "
                              f"wrong --unit or --kind?")
+    if kind == "bandwidth":
+        bad = (m > 0) & (m < MIN_BANDWIDTH_GBPS / factor)
+        if bad.any():
+            i, j = np.argwhere(bad)[0]
+            raise ProbeFileError(f"{source}: bandwidth at {where(i, j)} is {m[i, j]:.3g} {unit}, less than 1 bit/s: "
+                                 "wrong --unit or --kind?")
     zeros = m == 0
     if zeros.any():
         k = int(zeros.sum())

@@ -359,6 +359,13 @@ def validate(data: ProbeData) -> None:
                 raise ProbeFileError(
                     f"bandwidth at row {i}, column {j} {_where(data, i, j)} is {m[i, j]:g}: must be > 0 (use null for missing)"
                 )
+            from plink.data.inputs import MIN_BANDWIDTH_GBPS
+
+            bad = off & (m < MIN_BANDWIDTH_GBPS)
+            if bad.any():
+                i, j = np.argwhere(bad)[0]
+                raise ProbeFileError(f"bandwidth at row {i}, column {j} {_where(data, i, j)} is {m[i, j]:.3g} Gbit/s, "
+                                     "less than 1 bit/s: not a network's (use null for missing)")
             continue
         bad = m < 0
         if bad.any():
