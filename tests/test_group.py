@@ -344,7 +344,7 @@ def test_cli_show_groups_for_other_hosts(dc_file, tmp_path, capsys):
     other = tmp_path / "other.json"
     Groups(hosts=["x", "y", "z"], labels=np.array([0, 0, 1])).save(other)
     code, _, err = _run(["show", str(dc_file), "--groups", str(other)], capsys)
-    assert code == 1 and "do not cover the same hosts" in err
+    assert code == 1 and "lacks 16 host(s) of the probe file" in err
 
 
 def test_each_level_is_scored_against_the_true_level_nearest_it(tmp_path):
@@ -572,11 +572,14 @@ def test_plink_show_takes_a_rack_map_of_the_whole_site(tmp_path):
 
     g = Groups(["a", "B", "c", "d", "e"], np.array([0, 1, 0, 2, 1]), levels=[np.array([0, 1, 0, 2, 1]),
                np.array([0, 1, 0, 1, 1])], confidence=np.array([0.5, 1.0, 0.25, 1.0, 0.75]),
-               metrics={"low_confidence_hosts": ["a", "d"]})
+               metrics={"low_confidence_hosts": ["a", "d"], "ami": 0.85, "silhouette": 0.4})
     sub = g.restricted_to(["c", "b", "a"])
     assert sub.hosts == ["c", "b", "a"] and sub.labels.tolist() == [0, 1, 0]
     assert [lv.tolist() for lv in sub.levels] == [[0, 1, 0], [0, 1, 0]]
-    assert sub.confidence.tolist() == [0.25, 1.0, 0.5] and sub.metrics["low_confidence_hosts"] == ["a"]
+    assert sub.confidence.tolist() == [0.25, 1.0, 0.5]
+    # the whole site's AMI is no figure of part of it (plink show printed it as the probe's)
+    assert sub.metrics == {"low_confidence_hosts": ["a"]}
+    assert g.restricted_to(["e", "d", "c", "b", "a"]).metrics == g.metrics  # every host: all of them hold
     m = tmp_path / "m.csv"
     m.write_text(",a,b,c\na,0,90,10\nb,90,0,90\nc,10,90,0\n")
     gf = tmp_path / "g.json"
@@ -586,9 +589,13 @@ def test_plink_show_takes_a_rack_map_of_the_whole_site(tmp_path):
     out = json.loads(res.stdout)
     assert out["groups"] == 2 and sorted(map(sorted, out["members"])) == [["a", "c"], ["b"]]  # (the probe's names)
     assert "names 2 host(s) not in the probe ('d', 'e'): left out of the groups" in res.stderr
+    assert "ami" not in out
     res = CliRunner().invoke(cli, ["show", str(m), "--unit", "us", "--groups", str(gf), "--plot", str(tmp_path / "p.png")])
     assert res.exit_code == 0, res.output
     bad = tmp_path / "bad.csv"  # a probe host the groups lack is still an error
     bad.write_text(",a,b,z\na,0,90,10\nb,90,0,90\nz,10,90,0\n")
     res = CliRunner().invoke(cli, ["show", str(bad), "--unit", "us", "--groups", str(gf)])
-    assert res.exit_code != 0 and "missing ['z']" in str(res.exception)
+    assert res.exit_code != 0 and str(res.exception) == f"groups file {gf} lacks 1 host(s) of the probe file, e.g. 'z'"
+    res = CliRunner().invoke(cli, ["schedule", str(bad), "--unit", "us", "--groups", str(gf), "--size", "1MiB",
+                                   "-o", str(tmp_path / "s.json")])
+    assert res.exit_code != 0 and str(res.exception) == f"groups file {gf} lacks 1 host(s) of the probe file, e.g. 'z'"

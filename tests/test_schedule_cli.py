@@ -94,7 +94,7 @@ def test_groups_must_cover_hosts(tmp_path, dc, capsys):
     g.write_text(json.dumps({"format": "plink-groups", "version": 1, "hosts": ["vm000", "vm001"], "labels": [0, 1]}))
     code, _, err = run(["schedule", str(dc), "--groups", str(g), "--size", "1MiB", "-o", str(tmp_path / "x")],
                        capsys)
-    assert code == 1 and "do not cover" in err
+    assert code == 1 and "lacks 7 host(s) of the probe file" in err
 
 
 def test_groups_file_is_used(tmp_path, dc, capsys):

@@ -132,8 +132,10 @@ def schedule(probefile, groups_file, size, chunk, capacity, compact, output, as_
     probe = load_input(probefile)
     labels = None
     if groups_file:
+        from plink.order import group_labels
+
         groups = load_groups(groups_file)
-        labels = groups.aligned_to(probe.names, extra_ok=True)
+        labels = group_labels(probe, groups_file, groups)  # (its errors name the file, as plink order's)
         note_groups_beyond(groups_file, groups, probe.names)
     try:
         plan = plan_schedule(probe, labels, size=size, chunk=chunk,

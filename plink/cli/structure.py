@@ -319,7 +319,10 @@ def show(probefile, groups_file, plot, orderfile, as_json, no_structure, load_in
         from plink.data.groupfile import load_groups
 
         # a rack map of the whole site is fine (as for plink order): its other hosts are left out
+        from plink.order import group_labels
+
         whole = load_groups(groups_file)
+        group_labels(probe, groups_file, whole)  # every probe host in it, or plink order's one-line error
         groups = whole.restricted_to(probe.names)
         note_groups_beyond(groups_file, whole, probe.names)
     no_groups = None

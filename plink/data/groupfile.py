@@ -34,6 +34,10 @@ FORMAT = "plink-groups"
 VERSION = 1
 
 
+#: the ``metrics`` that :meth:`Groups.restricted_to` keeps for part of the hosts (host lists: filtered)
+_PER_HOST_METRICS = ("low_confidence_hosts", "alone_hosts", "split_by_bandwidth", "bandwidth_used")
+
+
 @dataclass
 class Groups:
     """Hosts and their group labels (``labels[i]`` is host ``i``'s group)."""
@@ -122,7 +126,8 @@ class Groups:
         """These groups over the hosts ``names`` only (named as there, in that order; case ignored as in
         :meth:`aligned_to` with ``extra_ok``): a rack map of the whole site for a probe of part of it.
         Labels and levels are renumbered ``0..k-1``; per-host data and host lists in ``metrics`` keep
-        the hosts in ``names``.  O(N)."""
+        the hosts in ``names``; of ``metrics``, where hosts are left out, only what holds per host
+        (the whole site's AMI or silhouette is no figure of part of it).  O(N)."""
         names = list(names)
         labels = self.aligned_to(names, extra_ok=True, where=where)
         pos = {h.lower(): i for i, h in enumerate(self.hosts)}
@@ -135,9 +140,10 @@ class Groups:
             return np.unique(np.asarray(lv)[idx], return_inverse=True)[1].reshape(-1).astype(int)
 
         kept = {n.lower() for n in names}
-        metrics = {k: ([h for h in v if isinstance(h, str) and h.lower() in kept]
-                       if k in ("low_confidence_hosts", "alone_hosts") and isinstance(v, list) else v)
-                   for k, v in self.metrics.items()}
+        metrics = dict(self.metrics)
+        if len(names) < len(self.hosts):  # figures of the whole site (AMI, silhouettes) are not these hosts'
+            metrics = {k: ([h for h in v if isinstance(h, str) and h.lower() in kept] if isinstance(v, list) else v)
+                       for k, v in self.metrics.items() if k in _PER_HOST_METRICS}
         return Groups(hosts=names, labels=labels, coordinates=per_host(self.coordinates),
                       heights=per_host(self.heights), metrics=metrics, params=dict(self.params),
                       levels=None if self.levels is None else [renumber(lv) for lv in self.levels],
