@@ -778,3 +778,29 @@ def test_watch_prints_costs_as_plink_order_does(tmp_path):
     assert proc.returncode == 0, proc.stderr
     line = next(ln for ln in (proc.stdout + proc.stderr).splitlines() if "cost model on" in ln)
     assert re.search(r"current \d+\.\d{3} (us|ms|s), best found \d+\.\d{3} (us|ms|s) \(ring\)", line), line
+
+
+def test_the_history_keeps_small_bandwidths(tmp_path):
+    """A bandwidth matrix in kbit/s was kept in the history at 4 decimals of a Gbit/s, so as 0: every later
+    run said 'no drift report: the last probe cannot be read' and --window was ignored; in Mbit/s the
+    rounding read as changes of -21% to +23% on an unchanged file (outside-in check)."""
+    from plink.data.inputs import load_input
+
+    rng = np.random.default_rng(0)
+    racks = np.repeat(np.arange(3), 3)
+    kbit = np.where(racks[:, None] == racks[None, :], 50.0, 5.0) * rng.uniform(0.5, 1.5, (9, 9))
+    kbit = (kbit + kbit.T) / 2
+    np.fill_diagonal(kbit, 0)
+    path = tmp_path / "bw.csv"
+    np.savetxt(path, kbit, delimiter=",")
+    probe = load_input(path, kind="bandwidth", unit="Kbit/s").probe
+    from plink.data.probefile import from_dict
+
+    back = from_dict(probe.to_dict())
+    np.testing.assert_allclose(back.bandwidth, probe.bandwidth, rtol=1e-3)
+    np.testing.assert_allclose(back.latency, probe.latency, rtol=1e-3)  # (its inverse: microseconds per byte)
+    state = tmp_path / "state"
+    for _ in range(2):
+        res = watch(state, lambda: probe, algo="ring", window=3, **OPTS)
+    assert not any("cannot be read" in n for n in res.notes), res.notes
+    assert res.probes_used == 2 and res.drift is not None and res.drift["median_change"] == pytest.approx(0, abs=1e-3)

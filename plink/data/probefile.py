@@ -413,9 +413,14 @@ def validate(data: ProbeData) -> None:
 
 
 def _matrix_to_list(m: np.ndarray, digits: int) -> list[list[float | None]]:
+    """Rows of ``m`` with ``digits`` decimals, or more where a value needs them for 4 significant digits
+    (10 kbit/s is 1e-5 Gbit/s, and 10 Gbit/s as an inverse bandwidth 8e-4 us per byte: both were
+    written as 0, which plink watch's history then refused or read as a change)."""
     out = []
     for row in m:
-        out.append([None if math.isnan(v) else round(float(v), digits) for v in row])
+        out.append([None if math.isnan(v) else round(float(v), digits if v == 0 or abs(v) >= 1
+                                                     else max(digits, 3 - math.floor(math.log10(abs(v)))))
+                    for v in row])
     return out
 
 
