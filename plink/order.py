@@ -100,6 +100,8 @@ class OrderResult:
     #: were assumed (priced as if they carried every NIC of the group), ``"latencies alone"`` when
     #: the NICs were (``measured_only``'s speedups: NICs and uplinks never the bottleneck)
     capacity_scenarios: dict[str, dict[str, float]] = field(default_factory=dict)
+    #: every order costs the same (BCube with base N, a ring of 3 hosts): every speedup is 1x
+    every_order_same: bool = False
 
     @property
     def speedup_vs_input(self) -> float:
@@ -122,6 +124,8 @@ class OrderResult:
         """
         if name not in self.ranges or name == "plink":
             raise ValueError(f"no order named {name!r} (choose from {', '.join(k for k in self.ranges if k != 'plink')})")
+        if getattr(self, "every_order_same", False):
+            return 1.0, 1.0
         mine = getattr(self, "order", None)  # (None: a result built field by field, without its orders)
         same = None if mine is None else {"input": list(range(len(mine))),
                                           "contiguous": getattr(self, "contiguous_order", None)}.get(name)
@@ -343,14 +347,18 @@ def order_hosts(
     # groups' numbering alone, a butterfly over unequal racks could price them slower, and plink's gain with it)
     blocks = contiguous_orders(groups.labels, seed=seed, lat=probe.latency)
     contiguous = blocks[int(np.argmin(_prices(price, blocks)))]
-    order_free = algo == "bcube" and base == n  # one step, every host with every other: no order is better
+    # BCube with base N: one step, every host with every other; a ring of 3 hosts: its one ring, whatever the
+    # order (every pair a hop; the ranges over unmeasured pairs read ~0.64-1.57x for one ring): no order is better
+    order_free = (algo == "bcube" and base == n) or (algo == "ring" and n == 3)  # (up to 2 hosts: "trivial")
     splits = _hedge_groupings(probe, groups, model, labels, use_bandwidth) if hedge and not order_free else []
     main_time, split_time = _hedge_times(time_limit, len(splits))
     if order_free:  # (the search ran its whole time limit and said "proven optimal: no")
         res, lb_model = SolveResult(identity, float(price(identity)), True, None, "none: every order costs the same",
                                     {}), None
         notes.append(f"BCube with base {base} = {n} hosts is one step in which every host exchanges with every "
-                     "other: every order costs the same, so the input order is kept")
+                     "other: every order costs the same, so the input order is kept" if algo == "bcube" else
+                     f"a ring of {n} hosts is the same ring in every order: every order costs the same, so the "
+                     "input order is kept")
     else:
         res, lb_model = _search(model, cm, identity, notes, labels=labels, time_limit=main_time, seed=seed,
                                 jobs=jobs, smt_time=smt_time, max_iter=max_iter, keep_on_interrupt=keep_on_interrupt,
@@ -403,7 +411,9 @@ def order_hosts(
                                     np.stack([identity, contiguous, best]), rand, measured_only)
     notes += _slower_if_notes(scenarios)
     proven, lb = _lower_bound(model, res, price, price_low, lb_model, best_cost, n_missing, n)
-    if res.proven_optimal and n_missing:
+    if order_free:  # optimal whatever the unmeasured pairs hold
+        proven = True
+    elif res.proven_optimal and n_missing:
         notes.append("optimal for the model with unmeasured pairs at their worst plausible value only")
     lonely = _never_measured(probe)
     if lonely:  # (plink group refuses such a host; an order still has to place it)
@@ -443,6 +453,7 @@ def order_hosts(
         notes=notes,
         measured_only=measured_only,
         capacity_scenarios=scenarios,
+        every_order_same=order_free,
     )
 
 
@@ -526,6 +537,10 @@ def _check_args(probe: ProbeData, algo: str, *, model, time_limit, smt_time, siz
     n = probe.n
     if n < 1:
         raise InputError("the probe file has no hosts")
+    if size == 0 and probe.inverse_bandwidth:  # (priced 0.08 us and '1.92x' from the inverse bandwidths)
+        raise OptionError("size 0 (--size 0) on a bandwidth matrix read alone: it holds no latency and no bytes "
+                          "move, so there is nothing to price; give the all-reduce's --size, or the RTT matrix as "
+                          "the input and this one as --bandwidth-matrix")
     if labels is not None and len(labels) != n:
         raise InputError(f"got {len(labels)} group labels for {n} hosts")
     try:

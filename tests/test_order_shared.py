@@ -1021,3 +1021,30 @@ def test_a_speedup_that_rests_on_assumed_uplinks_says_when_the_order_could_be_sl
     assert "pays only if the rack uplinks bind" in note[0]
     ring = order_hosts(probe, "ring", seed=0, time_limit=2)  # a ring rack by rack is no slower either way
     assert not any("priced slower than" in n for n in ring.notes)
+
+
+@pytest.mark.parametrize("model", ["shared", "pairsum"])
+def test_a_ring_of_three_hosts_is_one_ring_whatever_the_unmeasured_pair(model):
+    """Three hosts have one ring, but an unmeasured pair gave the median of the 6 orders '~0.64-1.57x' and
+    'proven optimal: no (... at most 57.1% above optimal)' (outside-in check)."""
+    lat = np.array([[0, 10, np.nan], [10, 0, 50], [np.nan, 50, 0]])
+    res = order_hosts(from_matrix(lat, ["a", "b", "c"]), "ring", model=model, size=0, time_limit=30)
+    assert res.proven_optimal and res.every_order_same and res.elapsed < 20
+    assert res.order == [0, 1, 2] and any("same ring in every order" in n for n in res.notes)
+    for name in ("input", "random_median", "contiguous"):
+        assert res.speedup_span(name) == (1.0, 1.0)
+    assert not order_hosts(from_matrix(lat[:2, :2], ["a", "b"]), "hd", model=model, time_limit=0.3).every_order_same
+
+
+def test_size_0_on_a_bandwidth_matrix_read_alone_is_refused(tmp_path):
+    """No latency and no bytes: plink order priced 0.08 us from the inverse bandwidths and said '1.92x'."""
+    from plink.data.inputs import load_input
+    from plink.errors import OptionError
+
+    csv = tmp_path / "bw.csv"
+    np.savetxt(csv, np.array([[0, 10, 1, 1], [10, 0, 1, 1], [1, 1, 0, 10], [1, 1, 10, 0.0]]), delimiter=",")
+    probe = load_input(csv, kind="bandwidth", unit="Gbit/s").probe
+    for model in ("shared", "pairsum"):
+        with pytest.raises(OptionError, match=r"size 0 \(--size 0\) on a bandwidth matrix read alone"):
+            order_hosts(probe, "ring", model=model, size=0, time_limit=0.3)
+        assert order_hosts(probe, "ring", model=model, size=2**20, time_limit=0.3).cost_plink > 0

@@ -139,7 +139,7 @@ def render_order_report(result, console) -> None:
                       f"real collectives, {UNRESOLVED}: README, 'How far to trust a prediction')")
     if result.missing_pairs:
         console.print(
-            f"note: {result.missing_pairs} host pairs were not measured; ranges price them at the lowest and the "
+            f"note: {result.missing_pairs} host {'pair was' if result.missing_pairs == 1 else 'pairs were'} not measured; ranges price them at the lowest and the "
             f"highest value measured between the same groups (over all pairs, for two groups with no pair measured "
             f"between them; the search used the highest); "
             f"{result.pairs_used_unmeasured} of the {result.pairs_used} pairs the plink order uses are unmeasured, "
