@@ -562,11 +562,13 @@ def smoothed(probe: ProbeData, history: Path, window: int) -> tuple[ProbeData, i
     return ProbeData(hosts=probe.hosts, latency=lat, meta=dict(probe.meta)), len(mats)
 
 
-def check_same_hosts(order: Sequence[str], probe: ProbeData, source: str) -> None:
-    """Raise if the order ``source`` is not over exactly the probe's hosts."""
-    names = set(probe.names)
-    extra = [n for n in order if n not in names]
-    missing = [n for n in probe.names if n not in set(order)]
+def check_same_hosts(order: Sequence[str], probe: ProbeData, source: str) -> list[str]:
+    """Raise if the order ``source`` is not over exactly the probe's hosts; else return it in the probe's
+    spelling (names differing only in case are one host, as in every file plink reads)."""
+    spelling = {n.lower(): n for n in probe.names}
+    listed = {n.lower() for n in order}
+    extra = [n for n in order if n.lower() not in spelling]
+    missing = [n for n in probe.names if n.lower() not in listed]
     if extra or missing:
         parts = []
         if extra:
@@ -574,6 +576,7 @@ def check_same_hosts(order: Sequence[str], probe: ProbeData, source: str) -> Non
         if missing:
             parts.append(f"lacks {len(missing)} probed host(s) ({', '.join(missing[:3])}{', ...' if len(missing) > 3 else ''})")
         raise PlinkError(f"{source} is from another host list: it {' and '.join(parts)}")
+    return [spelling[n.lower()] for n in order]
 
 
 def _host_names(field) -> list[str]:
@@ -856,8 +859,7 @@ def _current_order(state_dir: Path, state: dict | None, initial_order: Sequence[
     current = None if state is None else list(state["order"])
     source = f"{state_dir / 'state.json'}"
     if current is None and initial_order is not None:
-        current = list(initial_order)
-        check_same_hosts(current, probe, "the --initial-order file")
+        current = check_same_hosts(list(initial_order), probe, "the --initial-order file")
         source = "the --initial-order file"
     return current, source
 

@@ -804,3 +804,35 @@ def test_the_history_keeps_small_bandwidths(tmp_path):
         res = watch(state, lambda: probe, algo="ring", window=3, **OPTS)
     assert not any("cannot be read" in n for n in res.notes), res.notes
     assert res.probes_used == 2 and res.drift is not None and res.drift["median_change"] == pytest.approx(0, abs=1e-3)
+
+
+def test_order_files_match_the_probe_whatever_the_case(tmp_path):
+    """An order file in upper case was 'from another host list' for plink show --order and plink watch
+    --initial-order, and a probe in upper case 'differed' from its schedule in plink verify, while groups,
+    stats, node-rank and emit take names differing only in case as one host (outside-in check)."""
+    from click.testing import CliRunner
+
+    from plink.cli import cli
+    from plink.watch import check_same_hosts
+
+    probe = dc(1)
+    upper = [n.upper() for n in reversed(probe.names)]
+    assert check_same_hosts(upper, probe, "x") == list(reversed(probe.names))  # the probe's spelling
+    with pytest.raises(PlinkError, match="lists 1 host"):
+        check_same_hosts(upper[:-1] + ["OTHER"], probe, "x")
+    p = tmp_path / "p.json"
+    probe.save(p)
+    o = tmp_path / "O.txt"
+    o.write_text("\n".join(upper) + "\n")
+    res = CliRunner().invoke(cli, ["show", str(p), "--order", str(o), "--plot", str(tmp_path / "b.png")])
+    assert res.exit_code == 0, res.output
+    res = watch(tmp_path / "w", lambda: probe, algo="ring", initial_order=upper, **OPTS)
+    assert res.status in ("kept", "reordered") and set(res.order) == set(probe.names)
+    s = tmp_path / "s.json"
+    assert CliRunner().invoke(cli, ["schedule", str(p), "--size", "1MiB", "-o", str(s)]).exit_code == 0
+    shouting = probe.to_dict()
+    shouting["hosts"] = [dict(h, name=h["name"].upper()) if isinstance(h, dict) else h.upper() for h in shouting["hosts"]]
+    pu = tmp_path / "pu.json"
+    pu.write_text(json.dumps(shouting))
+    res = CliRunner().invoke(cli, ["verify", str(s), str(pu)])
+    assert res.exit_code == 0, (res.output, res.exception)

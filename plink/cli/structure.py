@@ -348,7 +348,7 @@ def show(probefile, groups_file, plot, orderfile, as_json, no_structure, load_in
         from plink.watch import check_same_hosts
 
         names = read_order(orderfile)
-        check_same_hosts(names, probe, f"the order file {orderfile}")
+        names = check_same_hosts(names, probe, f"the order file {orderfile}")  # (in the probe's spelling)
         labels = groups.aligned_to(probe.names) if groups is not None else None
         plot_heatmaps_before_after(probe, [probe.index(n) for n in names], plot, labels=labels)
     elif plot and groups is not None:

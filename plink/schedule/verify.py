@@ -338,9 +338,9 @@ def _hosts_differ(probe_hosts: list[str], sched_hosts: list[str]) -> str:
         return shown + (f" and {len(names) - 3} more" if len(names) > 3 else "")
 
     msg = "the probe file's hosts differ from the schedule's"
-    in_probe, in_sched = set(probe_hosts), set(sched_hosts)
-    extra = [h for h in probe_hosts if h not in in_sched]
-    lacking = [h for h in sched_hosts if h not in in_probe]
+    in_probe, in_sched = {h.lower() for h in probe_hosts}, {h.lower() for h in sched_hosts}
+    extra = [h for h in probe_hosts if h.lower() not in in_sched]
+    lacking = [h for h in sched_hosts if h.lower() not in in_probe]
     if not extra and not lacking:
         return msg + ": the same hosts in another order (the schedule's node i is the probe's host i)"
     parts = ([f"{len(lacking)} of the schedule's not in the probe ({few(lacking)})"] if lacking else []) + (
@@ -364,7 +364,8 @@ def summarize(sched, probe=None, verify_limit: int = VERIFY_LIMIT,
     """
     from plink.schedule.plan import balance
 
-    if probe is not None and probe.names != list(sched.hosts):  # before the probe's matrices meet the plan's
+    # before the probe's matrices meet the plan's (names differing only in case are one host, as everywhere)
+    if probe is not None and [h.lower() for h in probe.names] != [h.lower() for h in sched.hosts]:
         raise ScheduleError(_hosts_differ(probe.names, list(sched.hosts)))
     if probe is not None:
         from plink.data.probefile import check_every_host_measured
