@@ -45,3 +45,22 @@ def stop_with():
             pytest.fail(what)
 
     return stop
+
+
+@pytest.fixture
+def racked_bandwidth_csv(tmp_path):
+    """``make(within, between, spread)``: a CSV bandwidth matrix of 9 hosts in 3 racks of 3 (seeded,
+    symmetric, ``within`` / ``between`` racks times uniform(1 - spread, 1 + spread)); returns its path."""
+    import numpy as np
+
+    def make(within: float, between: float, spread: float):
+        rng = np.random.default_rng(0)
+        racks = np.repeat(np.arange(3), 3)
+        m = np.where(racks[:, None] == racks[None, :], within, between) * rng.uniform(1 - spread, 1 + spread, (9, 9))
+        m = (m + m.T) / 2
+        np.fill_diagonal(m, 0)
+        path = tmp_path / "bw.csv"
+        np.savetxt(path, m, delimiter=",")
+        return path
+
+    return make

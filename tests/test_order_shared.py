@@ -972,21 +972,14 @@ def test_the_library_refuses_bad_arguments_in_one_line_not_from_deep_inside():
                 call()
 
 
-def test_orders_priced_without_latency_or_without_bytes_say_so(tmp_path):
+def test_orders_priced_without_latency_or_without_bytes_say_so(racked_bandwidth_csv):
     """An outside-in check: a bandwidth matrix read alone (63 cloud regions) was priced at 115 ms for a
     ring across continents, with no latency in it and no word (plink schedule said so); --model pairsum
     on latency alone printed the same 'predicted' 1.8 ms for --size 1GiB and 0 (it prices no bytes)."""
     from plink.data.inputs import load_input
     from plink.pricing import NO_LATENCY_NOTE
 
-    rng = np.random.default_rng(0)
-    racks = np.repeat(np.arange(3), 3)
-    gbps = np.where(racks[:, None] == racks[None, :], 10.0, 1.0) * rng.uniform(0.9, 1.1, (9, 9))
-    gbps = (gbps + gbps.T) / 2
-    np.fill_diagonal(gbps, 0)
-    csv = tmp_path / "bw.csv"
-    np.savetxt(csv, gbps, delimiter=",")
-    probe = load_input(csv, kind="bandwidth", unit="Gbit/s").probe
+    probe = load_input(racked_bandwidth_csv(10.0, 1.0, 0.1), kind="bandwidth", unit="Gbit/s").probe
     assert NO_LATENCY_NOTE in order_hosts(probe, "ring", max_iter=200, seed=0).notes
     assert NO_LATENCY_NOTE in order_hosts(probe, "ring", model="pairsum", size=2**30, max_iter=200, seed=0).notes
     lat = simulate_datacenter(racks=2, hosts_per_rack=3, seed=1)

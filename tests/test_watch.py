@@ -780,20 +780,13 @@ def test_watch_prints_costs_as_plink_order_does(tmp_path):
     assert re.search(r"current \d+\.\d{3} (us|ms|s), best found \d+\.\d{3} (us|ms|s) \(ring\)", line), line
 
 
-def test_the_history_keeps_small_bandwidths(tmp_path):
+def test_the_history_keeps_small_bandwidths(tmp_path, racked_bandwidth_csv):
     """A bandwidth matrix in kbit/s was kept in the history at 4 decimals of a Gbit/s, so as 0: every later
     run said 'no drift report: the last probe cannot be read' and --window was ignored; in Mbit/s the
     rounding read as changes of -21% to +23% on an unchanged file (outside-in check)."""
     from plink.data.inputs import load_input
 
-    rng = np.random.default_rng(0)
-    racks = np.repeat(np.arange(3), 3)
-    kbit = np.where(racks[:, None] == racks[None, :], 50.0, 5.0) * rng.uniform(0.5, 1.5, (9, 9))
-    kbit = (kbit + kbit.T) / 2
-    np.fill_diagonal(kbit, 0)
-    path = tmp_path / "bw.csv"
-    np.savetxt(path, kbit, delimiter=",")
-    probe = load_input(path, kind="bandwidth", unit="Kbit/s").probe
+    probe = load_input(racked_bandwidth_csv(50.0, 5.0, 0.5), kind="bandwidth", unit="Kbit/s").probe
     from plink.data.probefile import from_dict
 
     back = from_dict(probe.to_dict())
