@@ -829,3 +829,24 @@ def test_order_files_match_the_probe_whatever_the_case(tmp_path):
     pu.write_text(json.dumps(shouting))
     res = CliRunner().invoke(cli, ["verify", str(s), str(pu)])
     assert res.exit_code == 0, (res.output, res.exception)
+
+
+def test_watch_json_carries_what_reading_the_probe_file_said(tmp_path):
+    """plink watch --json had the run's notes but not the input's ('the matrix names no hosts', a unit
+    warning): a cron job reading the JSON never saw them (stderr shows them with -v only)."""
+    from click.testing import CliRunner
+
+    from plink.cli import cli
+
+    m = tmp_path / "m.csv"
+    m.write_text("0,10,90,90\n10,0,90,90\n90,90,0,10\n90,90,10,0\n")
+    res = CliRunner().invoke(cli, ["watch", str(tmp_path / "w"), "--probe-file", str(m), "--unit", "us",
+                                   "--time-limit", "1", "--json"])
+    assert res.exit_code in (0, 4), (res.output, res.exception)
+    doc = json.loads(res.stdout)
+    assert any("names no hosts" in n for n in doc["input_notes"]), doc["input_notes"]
+    assert "names no hosts" not in res.stderr  # (quiet without -v, as before)
+    p = tmp_path / "p.json"
+    dc(1).save(p)
+    res = CliRunner().invoke(cli, ["watch", str(tmp_path / "w2"), "--probe-file", str(p), "--time-limit", "1", "--json"])
+    assert json.loads(res.stdout)["input_notes"] == []

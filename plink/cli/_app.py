@@ -147,8 +147,10 @@ def refuse_json_with_dash(as_json: bool, what: str) -> None:
 
 
 def _load_probe(path: str, hosts: str | None = None, unit: str | None = None, kind: str = "latency",
-                bandwidth: str | None = None, bandwidth_unit: str | None = None, quiet: bool = False):
-    """Read PROBEFILE with the input options (see :func:`matrix_input_options`); notes go to stderr."""
+                bandwidth: str | None = None, bandwidth_unit: str | None = None, quiet: bool = False,
+                collect: list | None = None):
+    """Read PROBEFILE with the input options (see :func:`matrix_input_options`); notes go to stderr
+    (not when ``quiet``), and into ``collect`` when given (warnings first, as printed)."""
     from plink.data.inputs import load_input
 
     loaded = load_input(path, hosts=hosts, unit=unit, kind=kind, bandwidth=bandwidth, bandwidth_unit=bandwidth_unit)
@@ -157,6 +159,8 @@ def _load_probe(path: str, hosts: str | None = None, unit: str | None = None, ki
     if not quiet:
         for note in loaded.notes:
             click.echo(f"plink: note: {note}", err=True)
+    if collect is not None:
+        collect.extend([*loaded.warnings, *loaded.notes])
     return loaded.probe
 
 
@@ -197,10 +201,9 @@ def matrix_input_options(hosts_flag: str = "--hosts"):
             if bandwidth_matrix is not None and kwargs.get("no_bandwidth"):  # (read, then set aside silently)
                 raise click.UsageError("--bandwidth-matrix and --no-bandwidth exclude each other")
 
-            def load(path, quiet=False, hosts=None):
-                if hosts is not None:
-                    return _load_probe(path, hosts, unit, kind, bandwidth_matrix, bandwidth_unit, quiet=quiet)
-                return _load_probe(path, matrix_hosts, unit, kind, bandwidth_matrix, bandwidth_unit, quiet=quiet)
+            def load(path, quiet=False, hosts=None, collect=None):
+                return _load_probe(path, matrix_hosts if hosts is None else hosts, unit, kind, bandwidth_matrix,
+                                   bandwidth_unit, quiet=quiet, collect=collect)
 
             return f(*args, load_input=load, **kwargs)
 

@@ -199,14 +199,16 @@ def _parse_emit(items) -> list[tuple[str, str]]:
     return out
 
 
-def _prober(hosts_file, probe_file, hosts_format="auto", load_input=None, max_hosts=None, quiet=True, **probe_kw):
+def _prober(hosts_file, probe_file, hosts_format="auto", load_input=None, max_hosts=None, quiet=True,
+            input_notes=None, **probe_kw):
     """The probe step of plink watch: a probe file (read with the input options; --hosts then
     names a plain matrix's hosts; its notes on stderr unless ``quiet``: a cron run stays quiet,
-    -v shows them), or the probing library over a host list."""
+    -v shows them; and into the list ``input_notes`` when given, for --json), or the probing
+    library over a host list."""
     # the input is read now, before plink watch makes its state directory: a bad file changes nothing
     # (a first run with a bad host list left DIR/history and DIR/lock behind, exit 1)
     if probe_file:
-        probe = load_input(probe_file, hosts=hosts_file, quiet=quiet)
+        probe = load_input(probe_file, hosts=hosts_file, quiet=quiet, collect=input_notes)
         return lambda: probe
     ssh_keys = ("ssh_config", "known_hosts")
     ssh_kw = {k: probe_kw.pop(k) for k in ssh_keys if probe_kw.get(k)}
@@ -321,9 +323,10 @@ def watch_cmd(state_dir, hosts_file, probe_file, method, count, timeout, retries
         if path is not None and is_state_file(state_dir, host_names_file(path) if flag == "--hosts" else path):
             raise click.UsageError(f"{flag} {path} is one of {state_dir}'s own files, which plink watch rewrites: "
                                    "keep the input elsewhere")
+    input_notes: list[str] = []  # what reading --probe-file said: in --json (stderr only with -v)
     try:
         prober = _prober(hosts_file, probe_file, hosts_format, load_input=load_input, max_hosts=max_hosts,
-                         quiet=not verbose, method=method, count=count, ssh_config=ssh_config, known_hosts=known_hosts, timeout=timeout,
+                         quiet=not verbose, input_notes=input_notes, method=method, count=count, ssh_config=ssh_config, known_hosts=known_hosts, timeout=timeout,
                          retries=retries)
         result = watch(
             state_dir, prober, algo=algo, size=size, base=base, min_gain=_parse_gain(min_gain),
@@ -352,7 +355,7 @@ def watch_cmd(state_dir, hosts_file, probe_file, method, count, timeout, retries
 
     try:
         if as_json:
-            _echo_json(result.to_dict())
+            _echo_json({**result.to_dict(), "input_notes": input_notes})
         elif result.noteworthy or verbose:
             click.echo("\n".join(result.summary()))
     except OSError as exc:  # the run is done and its files written: its exit code (4: changed) still holds
