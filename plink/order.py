@@ -124,16 +124,21 @@ class OrderResult:
         """
         if name not in self.ranges or name == "plink":
             raise ValueError(f"no order named {name!r} (choose from {', '.join(k for k in self.ranges if k != 'plink')})")
-        if getattr(self, "every_order_same", False):
-            return 1.0, 1.0
-        mine = getattr(self, "order", None)  # (None: a result built field by field, without its orders)
-        same = None if mine is None else {"input": list(range(len(mine))),
-                                          "contiguous": getattr(self, "contiguous_order", None)}.get(name)
-        if same is not None and list(same) == list(mine):  # one order: 1x whatever the missing values
+        if self.same_cost(name):  # one order (or every order one ring): 1x whatever the missing values
             return 1.0, 1.0
         lo_o, hi_o = self.ranges[name]
         lo_p, hi_p = self.ranges["plink"]
         return _ratio(lo_o, hi_p), _ratio(hi_o, lo_p)
+
+    def same_cost(self, name: str) -> bool:
+        """Whether order ``name`` costs what plink's does by construction, whatever is unmeasured: it is
+        plink's order itself (the input order or the rack-contiguous one), or ``every_order_same``."""
+        if getattr(self, "every_order_same", False):
+            return True
+        mine = getattr(self, "order", None)  # (None: a result built field by field, without its orders)
+        same = None if mine is None else {"input": list(range(len(mine))),
+                                          "contiguous": getattr(self, "contiguous_order", None)}.get(name)
+        return same is not None and list(same) == list(mine)
 
     def speedup_span(self, name: str) -> tuple[float, float]:
         """``(low, high)`` speedup of plink's order over order ``name`` over everything not measured:

@@ -1041,3 +1041,16 @@ def test_size_0_on_a_bandwidth_matrix_read_alone_is_refused(tmp_path):
         with pytest.raises(OptionError, match=r"size 0 \(--size 0\) on a bandwidth matrix read alone"):
             order_hosts(probe, "ring", model=model, size=0, time_limit=0.3)
         assert order_hosts(probe, "ring", model=model, size=2**20, time_limit=0.3).cost_plink > 0
+
+
+def test_an_order_that_is_plinks_own_prints_1x_without_a_tilde():
+    """'~1.00x' over the rack-contiguous order where it was plink's order itself read as a gap too small to
+    resolve; it is no gap: '1x (same order)', and it is not listed among the unresolved (outside-in check)."""
+    from plink.cli.order import _fmt_speedup
+
+    lat = np.array([[0, 10, np.nan], [10, 0, 50], [np.nan, 50, 0]])
+    res = order_hosts(from_matrix(lat, ["a", "b", "c"]), "ring", time_limit=1)
+    assert _fmt_speedup(res, "random_median") == "1x (every order alike)"
+    res.every_order_same = False
+    res.contiguous_order = list(res.order)
+    assert _fmt_speedup(res, "contiguous") == "1x (same order)" and res.same_cost("contiguous")

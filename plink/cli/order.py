@@ -32,6 +32,8 @@ def _digits(result, *values: float) -> int:
 
 
 def _fmt_speedup(result, name: str) -> str:
+    if result.same_cost(name):  # (no '~': not a gap too small to resolve, no gap at all)
+        return "1x (every order alike)" if getattr(result, "every_order_same", False) else "1x (same order)"
     span = result.speedup_span(name)
     digits = _digits(result, *span)
     lo, hi = (f"{v:.{digits}f}" for v in span)
@@ -129,7 +131,7 @@ def render_order_report(result, console) -> None:
     if result.solver.get("proven_for"):  # an exhaustive search of the clocks, too many orders to redo on the price
         proof = "no: proven for the search's model (the per-rank clocks), not for this price"
     console.print(f"proven optimal: {proof} (solver: {solver}{extra}); {result.elapsed:.1f} s")
-    ties = [label for label, name in rows if not result.span_resolved(name)]
+    ties = [label for label, name in rows if not result.span_resolved(name) and not result.same_cost(name)]
     if ties:
         from plink.solvers.resolution import UNRESOLVED
 
@@ -139,7 +141,7 @@ def render_order_report(result, console) -> None:
                       f"real collectives, {UNRESOLVED}: README, 'How far to trust a prediction')")
     if result.missing_pairs:
         console.print(
-            f"note: {result.missing_pairs} host {'pair was' if result.missing_pairs == 1 else 'pairs were'} not measured; ranges price them at the lowest and the "
+            f"note: {result.missing_pairs} host {'pair was' if result.missing_pairs == 1 else 'pairs were'} not measured; ranges price {'it' if result.missing_pairs == 1 else 'them'} at the lowest and the "
             f"highest value measured between the same groups (over all pairs, for two groups with no pair measured "
             f"between them; the search used the highest); "
             f"{result.pairs_used_unmeasured} of the {result.pairs_used} pairs the plink order uses are unmeasured, "
