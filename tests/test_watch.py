@@ -850,3 +850,30 @@ def test_watch_json_carries_what_reading_the_probe_file_said(tmp_path):
     dc(1).save(p)
     res = CliRunner().invoke(cli, ["watch", str(tmp_path / "w2"), "--probe-file", str(p), "--time-limit", "1", "--json"])
     assert json.loads(res.stdout)["input_notes"] == []
+
+
+def test_a_window_keeps_the_probes_bandwidths_and_the_drift_report_their_digits(tmp_path, racked_bandwidth_csv):
+    """--window 2 or more priced the median of the latencies alone: the probe's bandwidths and uplinks were
+    dropped (15.8 ms became 38.8 ms on an unchanged file); the drift report rounded kbit/s to '0 -> 0 Gbit/s'
+    and listed a bandwidth matrix's links a second time as microseconds (outside-in check)."""
+    from plink.data.inputs import load_input
+    from plink.watch import format_drift, smoothed
+
+    probe = dc(2, bandwidth=True)
+    state = tmp_path / "state"
+    one = watch(state, lambda: probe, algo="ring", window=1, **OPTS)
+    three = watch(state, lambda: probe, algo="ring", window=3, **OPTS)
+    assert three.probes_used == 2 and three.cost_current == pytest.approx(one.cost_new, rel=1e-6)
+    sm, used = smoothed(probe, state / "history", 3)
+    assert used == 3 and sm.bandwidth is not None and sm.uplinks == probe.uplinks
+    np.testing.assert_allclose(sm.bandwidth, probe.bandwidth, rtol=1e-3)
+    kbit = load_input(racked_bandwidth_csv(50.0, 5.0, 0.5), kind="bandwidth", unit="Kbit/s").probe
+    changed = kbit.bandwidth.copy()
+    changed[0, 1] = changed[1, 0] = kbit.bandwidth[0, 1] / 2
+    rep = drift_report(kbit, ProbeData(hosts=kbit.hosts, latency=8e-3 / np.where(np.isnan(changed), np.inf, changed),
+                                       bandwidth=changed, meta=dict(kbit.meta)))
+    assert rep["links"] == [] and rep["median_change_of"] == "bandwidth"
+    (link,) = rep["bandwidth_links"]
+    assert link["old"] == pytest.approx(kbit.bandwidth[0, 1], rel=1e-3) and link["change"] == pytest.approx(-0.5)
+    line = format_drift(rep)[-1]
+    assert " kbit/s -> " in line and line.endswith("kbit/s (-50%)"), line
