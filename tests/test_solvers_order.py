@@ -232,3 +232,19 @@ def test_jobs_beyond_the_cores_are_capped_and_said(monkeypatch):
                       time_limit=0.5, seed=0)
     assert "--jobs 64 is more than this machine's 2 cores: 2 jobs ran" in res.notes
     assert res.solver.get("jobs", 2) <= 2
+
+
+def test_a_bound_meets_a_tiny_cost_only_relatively():
+    """On a matrix of ~1e-310 the tolerance's floor of 1e-300 was larger than the cost itself, so a bound of
+    0 'met' it: 'proven optimal: yes' where the same matrix at normal scale was 'no' (outside-in check)."""
+    from plink.data.probefile import from_matrix
+    from plink.order import order_hosts
+
+    rng = np.random.default_rng(0)
+    m = rng.uniform(1, 2, (23, 23))
+    m = (m + m.T) / 2
+    np.fill_diagonal(m, 0)
+    names = [f"h{i}" for i in range(23)]
+    normal = order_hosts(from_matrix(m * 100, names), "ring", model="pairsum", time_limit=1, seed=0)
+    tiny = order_hosts(from_matrix(m * 1e-310, names), "ring", model="pairsum", time_limit=1, seed=0)
+    assert not (tiny.proven_optimal and not normal.proven_optimal)
