@@ -779,3 +779,19 @@ def test_bandwidths_below_one_bit_per_second_are_refused(tmp_path):
            "bandwidth_gbps": [[None, 1e-12], [1e-12, None]]}
     with pytest.raises(ProbeFileError, match="is 1e-12 Gbit/s, less than 1 bit/s"):
         from_dict(doc)
+
+
+@pytest.mark.parametrize("up, msg", [(5e-320, "less than 1 bit/s"), (0.1, "less than 1 bit/s"),
+                                     (1e300, "more than 1 Pbit/s")])
+def test_uplinks_beyond_any_network_are_refused(up, msg):
+    """An uplink of 5e-320 B/s crashed plink order and schedule ('internal error: ValueError'); 0.1 B/s was
+    priced 1310720000 s; 1e300 B/s was taken (outside-in check)."""
+    from plink.data.probefile import from_dict
+
+    doc = {"format": "plink-probe", "version": 1, "hosts": ["a", "b", "c", "d"],
+           "latency_us": [[0, 10, 90, 90], [10, 0, 90, 90], [90, 90, 0, 10], [90, 90, 10, 0]],
+           "uplinks": [{"hosts": [0, 1], "up_bps": up, "down_bps": 1e8}, {"hosts": [2, 3], "up_bps": 1e8, "down_bps": 1e8}]}
+    with pytest.raises(ProbeFileError, match=rf"uplinks\[0\]\.up_bps is .* bytes/s: {msg}"):
+        from_dict(doc)
+    doc["uplinks"][0]["up_bps"] = 1e8
+    assert from_dict(doc).uplinks[0].up_bps == 1e8

@@ -404,6 +404,12 @@ def validate(data: ProbeData) -> None:
             v = getattr(u, name)
             if not math.isfinite(v) or v <= 0:
                 raise ProbeFileError(f"uplinks[{k}].{name} is {v:g}: must be a positive number of bytes/s")
+            from plink.data.inputs import MAX_BANDWIDTH_GBPS, MIN_BANDWIDTH_GBPS
+
+            if not MIN_BANDWIDTH_GBPS <= v * 8e-9 <= MAX_BANDWIDTH_GBPS:  # (as pair bandwidths: 5e-320 crashed)
+                raise ProbeFileError(f"uplinks[{k}].{name} is {v:g} bytes/s: "
+                                     f"{'less than 1 bit/s' if v * 8e-9 < MIN_BANDWIDTH_GBPS else 'more than 1 Pbit/s'}, "
+                                     "not a network's")
     if data.truth is not None and len(data.truth.labels) != n:
         raise ProbeFileError(f"truth has {len(data.truth.labels)} labels but there are {n} hosts")
 
