@@ -582,6 +582,13 @@ def smoothed(probe: ProbeData, history: Path, window: int) -> tuple[ProbeData, i
 def check_same_hosts(order: Sequence[str], probe: ProbeData, source: str) -> list[str]:
     """Raise if the order ``source`` is not over exactly the probe's hosts; else return it in the probe's
     spelling (names differing only in case are one host, as in every file plink reads)."""
+    from plink.data.inputs import case_note, first_duplicate
+
+    twice = first_duplicate(list(order))  # ('VM027' beside 'vm027' was taken: one host twice)
+    if twice is not None:
+        i, j = twice
+        note = case_note(list(order), i, j)
+        raise PlinkError(f"{source} lists host {order[j]!r} twice" + (f" ({note})" if note else ""))
     spelling = {n.lower(): n for n in probe.names}
     listed = {n.lower() for n in order}
     extra = [n for n in order if n.lower() not in spelling]

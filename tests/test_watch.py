@@ -813,6 +813,8 @@ def test_order_files_match_the_probe_whatever_the_case(tmp_path):
     assert check_same_hosts(upper, probe, "x") == list(reversed(probe.names))  # the probe's spelling
     with pytest.raises(PlinkError, match="lists 1 host"):
         check_same_hosts(upper[:-1] + ["OTHER"], probe, "x")
+    with pytest.raises(PlinkError, match=r"x lists host '.*' twice \(as '.*': names differing only in case"):
+        check_same_hosts(upper + [probe.names[0]], probe, "x")  # (it was taken: one host twice)
     p = tmp_path / "p.json"
     probe.save(p)
     o = tmp_path / "O.txt"
