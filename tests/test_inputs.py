@@ -795,3 +795,19 @@ def test_uplinks_beyond_any_network_are_refused(up, msg):
         from_dict(doc)
     doc["uplinks"][0]["up_bps"] = 1e8
     assert from_dict(doc).uplinks[0].up_bps == 1e8
+
+
+def test_a_unit_per_second_in_a_file_name_is_one_word(tmp_path):
+    """'tput_Mbit_s.csv' read with --kind bandwidth warned 'the file name says s, a latency unit', even with
+    --unit Gbit/s given for 'bw_Gbit_s.csv' (outside-in check)."""
+    from plink.data.inputs import _name_unit
+
+    assert _name_unit("tput_Mbit_s.csv") == ("bandwidth", "Mbit/s", "Mbit_s")
+    assert _name_unit("x_KiB_s.csv") == ("bandwidth", "KiB/s", "KiB_s")
+    assert _name_unit("rtt_s_frame001.csv") == ("latency", "s", "s")  # (seconds alone still)
+    path = tmp_path / "bw_Gbit_s.csv"
+    np.savetxt(path, np.where(np.eye(4, dtype=bool), 0.0, 10.0), delimiter=",")
+    got = load_input(path, kind="bandwidth", unit="Gbit/s")
+    assert not any("file name says" in w for w in got.warnings), got.warnings
+    got = load_input(path, kind="bandwidth", unit="Mbit/s")
+    assert any("the file name says Gbit_s, but it was read with --unit Mbit/s" in w for w in got.warnings), got.warnings

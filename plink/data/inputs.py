@@ -575,9 +575,13 @@ def _name_unit(path: str) -> tuple[str, str, str] | None:
     """``(kind, unit, token)`` when the file's name holds exactly one unit as a word of its own
     (``rtt_ms_median18.csv``, ``mpi_send_bandwidth_MBps_192.csv``, ``rtt_s_frame001.csv``), else None."""
     found = set()
-    for tok in re.split(r"[^A-Za-z\u00b5\u03bc]+", Path(path).stem):
+    # 'tput_Mbit_s.csv': a unit per second written with '_' for '/' is one word ('s' alone read as seconds)
+    stem = re.sub(r"(?<![A-Za-z])([GMKk]?i?(?:bit|B))_s(?![A-Za-z])", r"\1/s", Path(path).stem)
+    for tok in re.split(r"[^A-Za-z\u00b5\u03bc/]+", stem):
         if tok in LATENCY_UNITS or tok in _LATENCY_ALIASES:
             found.add(("latency", _LATENCY_ALIASES.get(tok, tok), tok))
+        elif tok in BANDWIDTH_UNITS and tok not in ("bps",):
+            found.add(("bandwidth", tok, tok.replace("/", "_")))
         elif tok in _BANDWIDTH_ALIASES and tok not in ("bps",):
             found.add(("bandwidth", _BANDWIDTH_ALIASES[tok], tok))
     units = {(k, u) for k, u, _ in found}
