@@ -19,17 +19,19 @@ from plink.data.probefile import measured_pairs
 PERCENTILES = (0, 10, 50, 90, 100)
 
 
+def _round(v: float, digits: int, significant: bool = False) -> float:
+    """``v`` to ``digits`` decimals or, with ``significant``, to ``digits`` significant digits (bandwidths in
+    Gbit/s: 10 kbit/s is 1e-5, which 4 decimals made 0)."""
+    return float(f"{v:.{digits}g}") if significant else round(v, digits)
+
+
 def _pct(values: np.ndarray, digits: int, significant: bool = False) -> dict[str, float] | None:
-    """The percentiles of ``values``, each rounded to ``digits`` decimals or, with ``significant``, to
-    ``digits`` significant digits (bandwidths in Gbit/s: 10 kbit/s is 1e-5, which 4 decimals made 0)."""
+    """The percentiles of ``values``, each rounded by :func:`_round`."""
     if values.size == 0:
         return None
     q = np.percentile(values, PERCENTILES)
-
-    def rnd(v: float) -> float:
-        return float(f"{v:.{digits}g}") if significant else round(v, digits)
-
-    return {("min" if p == 0 else "max" if p == 100 else f"p{p}"): rnd(float(v)) for p, v in zip(PERCENTILES, q)}
+    return {("min" if p == 0 else "max" if p == 100 else f"p{p}"): _round(float(v), digits, significant)
+            for p, v in zip(PERCENTILES, q)}
 
 
 def _both_directions(probe, iu, bw_only: bool):
@@ -103,14 +105,10 @@ def summarize(probe, groups=None) -> dict[str, Any]:
         if both is not None:  # every direction as measured, each pair's twice
             full, within = both[1], np.r_[within, within]
         ok = ~np.isnan(full)
-
-        def rnd(v: float) -> float:  # bandwidths to significant digits, as their percentiles
-            return float(f"{v:.{digits}g}") if bw_only else round(v, digits)
-
-        if (ok & within).any():
-            out[f"median_{what}_within_groups_{unit}"] = rnd(float(np.median(full[ok & within])))
+        if (ok & within).any():  # (bandwidths to significant digits, as their percentiles)
+            out[f"median_{what}_within_groups_{unit}"] = _round(float(np.median(full[ok & within])), digits, bw_only)
         if (ok & ~within).any():
-            out[f"median_{what}_between_groups_{unit}"] = rnd(float(np.median(full[ok & ~within])))
+            out[f"median_{what}_between_groups_{unit}"] = _round(float(np.median(full[ok & ~within])), digits, bw_only)
     return out
 
 
