@@ -781,6 +781,29 @@ def test_bandwidths_below_one_bit_per_second_are_refused(tmp_path):
         from_dict(doc)
 
 
+def test_the_bandwidth_range_is_one_check_worded_for_the_option_that_set_the_unit(tmp_path):
+    """The range was written three times: a probe file's pair bandwidths had a floor but no ceiling,
+    a value just under the floor printed as '1e-09' (the floor itself), and a --bandwidth-matrix out of
+    range blamed '--unit or --kind', which do not apply to it (outside-in check)."""
+    from plink.data.inputs import bandwidth_out_of_range
+    from plink.data.probefile import from_dict, validate
+
+    assert bandwidth_out_of_range(1e-9) is None and bandwidth_out_of_range(1e6) is None
+    assert bandwidth_out_of_range(9.999e-10) == ((), "less than 1 bit/s")
+    assert bandwidth_out_of_range(np.array([[np.nan, 2e6], [1.0, np.nan]])) == ((0, 1), "more than 1 Pbit/s")
+    assert bandwidth_out_of_range(np.array([0.0, 1.0]), where=np.array([False, True])) is None
+
+    data = from_dict({"format": "plink-probe", "version": 1, "hosts": ["a", "b"], "latency_us": [[0, 10], [10, 0]]})
+    data.bandwidth = np.array([[np.nan, 5e6], [5e6, np.nan]])  # (probe data built in code, not read from a file)
+    with pytest.raises(ProbeFileError, match="is 5e[+]06 Gbit/s, more than 1 Pbit/s"):
+        validate(data)
+    lat, bw = tmp_path / "lat.csv", tmp_path / "bw.csv"
+    np.savetxt(lat, np.where(np.eye(3, dtype=bool), 0.0, 50.0), delimiter=",")
+    np.savetxt(bw, np.where(np.eye(3, dtype=bool), 0.0, 9.999e-10), delimiter=",")
+    with pytest.raises(ProbeFileError, match=r"is 9\.999e-10 Gbit/s, less than 1 bit/s: wrong --bandwidth-unit[?]$"):
+        load_input(lat, kind="latency", unit="us", bandwidth=bw)
+
+
 @pytest.mark.parametrize("up, msg", [(5e-320, "less than 1 bit/s"), (0.1, "less than 1 bit/s"),
                                      (1e300, "more than 1 Pbit/s")])
 def test_uplinks_beyond_any_network_are_refused(up, msg):

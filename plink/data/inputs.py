@@ -93,6 +93,26 @@ MIN_BANDWIDTH_GBPS = 1e-9
 #: a median bandwidth above this (1.6 Tbit/s, twice the fastest NICs of 2026) or below the next
 #: (1 Mbit/s) is warned about as a likely unit mix-up (Mbit/s read as Gbit/s, or the other way)
 PLAUSIBLE_BANDWIDTH_GBPS = (1e-3, 1600.0)
+
+
+def bandwidth_out_of_range(gbps, where=None) -> tuple[tuple[int, ...], str] | None:
+    """The first bandwidth (Gbit/s) outside 1 bit/s .. 1 Pbit/s and why, or None.
+
+    ``gbps`` is a scalar or an array (NaN is skipped, as missing); ``where`` an optional mask
+    of the entries to check.  Returns ``(index, "less than 1 bit/s" | "more than 1 Pbit/s")``,
+    the index ``()`` for a scalar.  One check for plain matrices, probe files' pair bandwidths
+    and their uplinks: outside that range a value is a unit mix-up, and its inverse (the
+    distance the solvers use) overflows.  O(size).
+    """
+    a = np.asarray(gbps, dtype=float)
+    with np.errstate(invalid="ignore"):
+        low, high = a < MIN_BANDWIDTH_GBPS, a > MAX_BANDWIDTH_GBPS
+    if where is not None:
+        low, high = low & where, high & where
+    for bad, words in ((low, "less than 1 bit/s"), (high, "more than 1 Pbit/s")):
+        if bad.any():
+            return tuple(int(k) for k in np.argwhere(bad)[0]), words
+    return None
 #: Names in the host column of a CSV table, in order of preference.
 _NAME_COLUMNS = ("name", "host", "hostname", "node", "address", "region", "ip")
 
@@ -323,12 +343,12 @@ def _fmt(value: float, unit: str) -> str:
 
 
 def prepare_matrix(raw: np.ndarray, names: Sequence[str], *, kind: str, unit: str, source: str,
-                   notes: list[str]) -> np.ndarray:
+                   notes: list[str], hint: str = "--unit or --kind") -> np.ndarray:
     """Check a raw matrix in the user's ``unit`` and return it in plink's unit (µs or Gbit/s).
 
     Diagonal values are dropped with a note, off-diagonal zeros of a latency matrix become
     missing with a note; negative, infinite or absurd values are errors quoting the value in
-    ``unit``.  Not yet symmetrised.
+    ``unit`` and naming the options that may be wrong (``hint``).  Not yet symmetrised.
     """
     m = np.array(raw, dtype=float)
     if m.ndim != 2 or m.shape[0] != m.shape[1]:
@@ -358,21 +378,19 @@ def prepare_matrix(raw: np.ndarray, names: Sequence[str], *, kind: str, unit: st
         raise ProbeFileError(f"{source}: {kind} at {where(i, j)} is negative ({_fmt(m[i, j], unit)})")
     if kind == "latency":
         factor = LATENCY_UNITS[unit]
-        limit, limit_txt = MAX_LATENCY_US / factor, "one day"
-    else:
-        factor = BANDWIDTH_UNITS[unit]
-        limit, limit_txt = MAX_BANDWIDTH_GBPS / factor, "1 Pbit/s"
-    bad = m > limit
-    if bad.any():
-        i, j = np.argwhere(bad)[0]
-        raise ProbeFileError(f"{source}: {kind} at {where(i, j)} is {_fmt(m[i, j], unit)}, more than {limit_txt}: "
-                             f"wrong --unit or --kind?")
-    if kind == "bandwidth":
-        bad = (m > 0) & (m < MIN_BANDWIDTH_GBPS / factor)
+        bad = m > MAX_LATENCY_US / factor
         if bad.any():
             i, j = np.argwhere(bad)[0]
-            raise ProbeFileError(f"{source}: bandwidth at {where(i, j)} is {m[i, j]:.3g} {unit}, less than 1 bit/s: "
-                                 "wrong --unit or --kind?")
+            raise ProbeFileError(f"{source}: latency at {where(i, j)} is {_fmt(m[i, j], unit)}, more than one day: "
+                                 f"wrong {hint}?")
+    else:
+        factor = BANDWIDTH_UNITS[unit]
+        with np.errstate(over="ignore", under="ignore"):
+            out_of_range = bandwidth_out_of_range(m * factor, where=m > 0)  # (zeros are missing, below)
+        if out_of_range:
+            (i, j), words = out_of_range
+            raise ProbeFileError(f"{source}: bandwidth at {where(i, j)} is {_fmt(m[i, j], unit)}, {words}: "
+                                 f"wrong {hint}?")
     zeros = m == 0
     if zeros.any():
         k = int(zeros.sum())
@@ -563,7 +581,8 @@ def _load_bandwidth(path, unit, names, out: Loaded) -> np.ndarray:
     warn = kind_warning(raw, "bandwidth", str(path), "give it as the main matrix, not as --bandwidth-matrix,")
     if warn:
         out.warnings.append(warn)
-    m = prepare_matrix(raw, names, kind="bandwidth", unit=unit, source=str(path), notes=notes)
+    m = prepare_matrix(raw, names, kind="bandwidth", unit=unit, source=str(path), notes=notes,
+                       hint="--bandwidth-unit")
     _warn_bandwidth_units(m, str(path), unit, out, "--bandwidth-unit")
     asym = count_asymmetric(m)
     if asym:
