@@ -198,8 +198,9 @@ def group_labels(probe: ProbeData, path: str, groups=None) -> np.ndarray:
 
     if groups is None:
         groups = load_groups(path)
-    index = {h.lower() for h in groups.hosts}  # (case ignored, as Groups.aligned_to does)
-    missing = [h for h in probe.names if h.lower() not in index]
+    from plink.data.inputs import hosts_not_in
+
+    missing = hosts_not_in(probe.names, groups.hosts)  # (case ignored, as Groups.aligned_to does)
     if missing:
         raise PlinkError(f"groups file {path} lacks {len(missing)} host(s) of the probe file, e.g. {missing[0]!r}")
     try:

@@ -222,8 +222,10 @@ def plot_hierarchy(probe, groups, path, *, title: str = "") -> None:
     ``MAX_CUTS`` groups; its bar on the left shows any number).  O(N^2).
     """
     plt = _pyplot()
-    pos = {h.lower(): i for i, h in enumerate(groups.hosts)}  # (case ignored, as Groups.aligned_to matches)
-    idx = np.array([pos[h.lower()] for h in probe.names])
+    from plink.data.inputs import host_key, host_positions
+
+    pos = host_positions(groups.hosts)  # (case ignored, as Groups.aligned_to matches)
+    idx = np.array([pos[host_key(h)] for h in probe.names])
     levels = [np.asarray(lv)[idx] for lv in (groups.levels or [groups.labels])]
     conf = None if groups.confidence is None else np.asarray(groups.confidence)[idx]
     order = np.lexsort(tuple(levels))

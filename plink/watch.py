@@ -582,17 +582,15 @@ def smoothed(probe: ProbeData, history: Path, window: int) -> tuple[ProbeData, i
 def check_same_hosts(order: Sequence[str], probe: ProbeData, source: str) -> list[str]:
     """Raise if the order ``source`` is not over exactly the probe's hosts; else return it in the probe's
     spelling (names differing only in case are one host, as in every file plink reads)."""
-    from plink.data.inputs import case_note, first_duplicate
+    from plink.data.inputs import case_note, first_duplicate, host_key, hosts_not_in
 
     twice = first_duplicate(list(order))  # ('VM027' beside 'vm027' was taken: one host twice)
     if twice is not None:
         i, j = twice
         note = case_note(list(order), i, j)
         raise PlinkError(f"{source} lists host {order[j]!r} twice" + (f" ({note})" if note else ""))
-    spelling = {n.lower(): n for n in probe.names}
-    listed = {n.lower() for n in order}
-    extra = [n for n in order if n.lower() not in spelling]
-    missing = [n for n in probe.names if n.lower() not in listed]
+    spelling = {host_key(n): n for n in probe.names}
+    extra, missing = hosts_not_in(order, probe.names), hosts_not_in(probe.names, order)
     if extra or missing:
         parts = []
         if extra:
@@ -600,7 +598,7 @@ def check_same_hosts(order: Sequence[str], probe: ProbeData, source: str) -> lis
         if missing:
             parts.append(f"lacks {len(missing)} probed host(s) ({', '.join(missing[:3])}{', ...' if len(missing) > 3 else ''})")
         raise PlinkError(f"{source} is from another host list: it {' and '.join(parts)}")
-    return [spelling[n.lower()] for n in order]
+    return [spelling[host_key(n)] for n in order]
 
 
 def _host_names(field) -> list[str]:

@@ -834,3 +834,14 @@ def test_a_unit_per_second_in_a_file_name_is_one_word(tmp_path):
     assert not any("file name says" in w for w in got.warnings), got.warnings
     got = load_input(path, kind="bandwidth", unit="Mbit/s")
     assert any("the file name says Gbit_s, but it was read with --unit Mbit/s" in w for w in got.warnings), got.warnings
+
+
+def test_one_rule_for_which_names_are_one_host():
+    """Every reader matches hosts by ``host_key`` (case ignored): the helpers behind groups, orders,
+    schedules, stats and pictures."""
+    from plink.data.inputs import host_key, host_positions, hosts_not_in
+
+    assert host_key("VM027") == host_key("vm027") != host_key("vm028")
+    assert host_positions(["a", "VM027"])["vm027"] == 1
+    assert hosts_not_in(["vm1", "VM2", "x"], ["VM1", "vm2"]) == ["x"]
+    assert hosts_not_in([], ["a"]) == [] and hosts_not_in(["b", "a"], []) == ["b", "a"]

@@ -131,8 +131,9 @@ def check_picture_format(path: str | None) -> None:
 def note_groups_beyond(groups_file: str, groups, names, where: str = "the probe") -> None:
     """A note on stderr when ``groups`` (read from ``groups_file``) names hosts that ``names`` (the
     probe's, the order's) lack: they are left out (a rack map of the whole site is fine; a typo shows here)."""
-    known = {n.lower() for n in names}  # (case ignored, as the groups are matched)
-    extra = sorted(h for h in groups.hosts if h.lower() not in known)
+    from plink.data.inputs import hosts_not_in
+
+    extra = sorted(hosts_not_in(groups.hosts, names))  # (case ignored, as the groups are matched)
     if extra:
         more = f", {extra[1]!r}" if len(extra) == 2 else (f" and {len(extra) - 1} more" if len(extra) > 2 else "")
         click.echo(f"plink: note: {groups_file} names {len(extra)} host(s) not in {where} ({extra[0]!r}{more}): "

@@ -29,6 +29,7 @@ import numpy as np
 
 from plink.errors import ProbeFileError
 from plink.data.fileio import atomic_write_text, check_envelope, read_json
+from plink.data.inputs import host_key, host_positions, hosts_not_in
 
 FORMAT = "plink-groups"
 VERSION = 1
@@ -110,12 +111,12 @@ class Groups:
                                  "the same hosts; name the matrices' hosts with --hosts FILE")
         pos = {h: i for i, h in enumerate(self.hosts)}
         # names differing only in case are one host (the readers refuse two such names in one list)
-        folded = {h.lower(): i for i, h in enumerate(self.hosts)}
+        folded = host_positions(self.hosts)
         for n in names:
-            if n not in pos and n.lower() in folded:
-                pos[n] = folded[n.lower()]
+            if n not in pos and host_key(n) in folded:
+                pos[n] = folded[host_key(n)]
         missing = [n for n in names if n not in pos]
-        extra = set() if extra_ok else {h for h in self.hosts if h.lower() not in {n.lower() for n in names}}
+        extra = set() if extra_ok else set(hosts_not_in(self.hosts, names))
         if missing or extra:
             what = f"missing {missing[:3]}" if missing else f"unknown {sorted(extra)[:3]}"
             raise ProbeFileError(f"groups do not cover the same hosts as {where} ({what})")
@@ -130,8 +131,8 @@ class Groups:
         (the whole site's AMI or silhouette is no figure of part of it).  O(N)."""
         names = list(names)
         labels = self.aligned_to(names, extra_ok=True, where=where)
-        pos = {h.lower(): i for i, h in enumerate(self.hosts)}
-        idx = np.array([pos[n.lower()] for n in names], dtype=int)
+        pos = host_positions(self.hosts)
+        idx = np.array([pos[host_key(n)] for n in names], dtype=int)
 
         def per_host(a):
             return None if a is None or len(a) != len(self.hosts) else np.asarray(a)[idx]
@@ -139,10 +140,10 @@ class Groups:
         def renumber(lv):
             return np.unique(np.asarray(lv)[idx], return_inverse=True)[1].reshape(-1).astype(int)
 
-        kept = {n.lower() for n in names}
+        kept = host_positions(names)
         metrics = dict(self.metrics)
         if len(names) < len(self.hosts):  # figures of the whole site (AMI, silhouettes) are not these hosts'
-            metrics = {k: ([h for h in v if isinstance(h, str) and h.lower() in kept] if isinstance(v, list) else v)
+            metrics = {k: ([h for h in v if isinstance(h, str) and host_key(h) in kept] if isinstance(v, list) else v)
                        for k, v in self.metrics.items() if k in _PER_HOST_METRICS}
         return Groups(hosts=names, labels=labels, coordinates=per_host(self.coordinates),
                       heights=per_host(self.heights), metrics=metrics, params=dict(self.params),

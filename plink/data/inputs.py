@@ -163,13 +163,32 @@ def check_host_name(name: str, what: str = "host name") -> str:
     return name
 
 
+def host_key(name: str) -> str:
+    """The key every spelling of one host shares: names differing only in case are one host to a
+    resolver, to the host-list reader and to every launcher file, so every file plink reads is
+    matched on this key."""
+    return name.lower()
+
+
+def host_positions(names: Sequence[str]) -> dict[str, int]:
+    """``host_key(name) -> index`` over ``names`` (the readers refuse two spellings of one host in a
+    list, :func:`first_duplicate`).  O(N)."""
+    return {host_key(h): i for i, h in enumerate(names)}
+
+
+def hosts_not_in(names: Sequence[str], others: Sequence[str]) -> list[str]:
+    """The names of ``names`` that are no host of ``others`` (case ignored), in their order.  O(N + M)."""
+    keys = {host_key(h) for h in others}
+    return [h for h in names if host_key(h) not in keys]
+
+
 def first_duplicate(names: Sequence[str]) -> tuple[int, int] | None:
     """``(i, j)``, ``i < j``: the first name of ``names`` that repeats an earlier one (``j``) and that
     one (``i``), case ignored: names differing only in case are one host to a resolver, to the
     host-list reader and to every launcher file.  None when every name is its own host.  O(N)."""
     seen: dict[str, int] = {}
     for j, n in enumerate(names):
-        i = seen.setdefault(n.lower(), j)
+        i = seen.setdefault(host_key(n), j)
         if i != j:
             return i, j
     return None

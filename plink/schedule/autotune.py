@@ -48,6 +48,7 @@ import numpy as np
 
 from plink.errors import OptionError, PlinkError
 from plink.data.fileio import atomic_write_text, check_envelope, read_json
+from plink.data.inputs import host_key, host_positions
 from plink.schedule.plan import Plan, assign_masters, capacities
 
 STATS_FORMAT = "plink-stats"
@@ -96,16 +97,16 @@ def stats_from_dict(doc: Any, hosts: list[str], path: str = "<stats>") -> LinkSt
     links = doc.get("links")
     if not isinstance(links, list) or not links:
         raise PlinkError(f"{path}: 'links' must be a non-empty list")
-    pos = {h.lower(): i for i, h in enumerate(hosts)}  # (case ignored: one host to a resolver, as everywhere)
+    pos = host_positions(hosts)  # (case ignored: one host to a resolver, as everywhere)
     n = len(hosts)
     nb, sec, rtt = (np.full((n, n), np.nan) for _ in range(3))
     for k, row in enumerate(links):
         if not isinstance(row, dict):
             raise PlinkError(f"{path}: link {k} is not an object")
         for end in ("src", "dst"):
-            if not isinstance(row.get(end), str) or row.get(end).lower() not in pos:
+            if not isinstance(row.get(end), str) or host_key(row.get(end)) not in pos:
                 raise PlinkError(f"{path}: link {k}: stats for unknown host {row.get(end)!r} (not in the schedule)")
-        i, j = pos[row["src"].lower()], pos[row["dst"].lower()]
+        i, j = pos[host_key(row["src"])], pos[host_key(row["dst"])]
         if i == j:
             raise PlinkError(f"{path}: link {k} goes from {row['src']!r} to itself")
         vals = {}

@@ -33,6 +33,7 @@ from typing import Any
 import numpy as np
 
 from plink.data.fileio import finite_json
+from plink.data.inputs import host_key, hosts_not_in
 from plink.schedule.dag import Dag, ScheduleError
 from plink.schedule.executor import DEFAULT_WAVES
 from plink.schedule.timemodel import (ASSUMED_GBPS, Traffic, cross_bytes, unmeasured_note, plan_traffic,
@@ -338,9 +339,7 @@ def _hosts_differ(probe_hosts: list[str], sched_hosts: list[str]) -> str:
         return shown + (f" and {len(names) - 3} more" if len(names) > 3 else "")
 
     msg = "the probe file's hosts differ from the schedule's"
-    in_probe, in_sched = {h.lower() for h in probe_hosts}, {h.lower() for h in sched_hosts}
-    extra = [h for h in probe_hosts if h.lower() not in in_sched]
-    lacking = [h for h in sched_hosts if h.lower() not in in_probe]
+    extra, lacking = hosts_not_in(probe_hosts, sched_hosts), hosts_not_in(sched_hosts, probe_hosts)
     if not extra and not lacking:
         return msg + ": the same hosts in another order (the schedule's node i is the probe's host i)"
     parts = ([f"{len(lacking)} of the schedule's not in the probe ({few(lacking)})"] if lacking else []) + (
@@ -365,7 +364,7 @@ def summarize(sched, probe=None, verify_limit: int = VERIFY_LIMIT,
     from plink.schedule.plan import balance
 
     # before the probe's matrices meet the plan's (names differing only in case are one host, as everywhere)
-    if probe is not None and [h.lower() for h in probe.names] != [h.lower() for h in sched.hosts]:
+    if probe is not None and list(map(host_key, probe.names)) != list(map(host_key, sched.hosts)):
         raise ScheduleError(_hosts_differ(probe.names, list(sched.hosts)))
     if probe is not None:
         from plink.data.probefile import check_every_host_measured
