@@ -27,6 +27,7 @@ import math
 import os
 import time
 from dataclasses import asdict, dataclass, field
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -190,21 +191,22 @@ def _ratio(a: float, b: float) -> float:
     return a / b
 
 
-def group_labels(probe: ProbeData, path: str, groups=None) -> np.ndarray:
-    """Group label per host of ``probe`` from a groups file (matched by host name; the file may
-    name more hosts, e.g. a rack map of the whole site: see ``Groups.aligned_to``); ``groups``:
-    the file already read, else it is read from ``path``."""
+def group_labels(probe: ProbeData | Sequence[str], path: str, groups=None, where: str = "the probe file") -> np.ndarray:
+    """Group label per host of ``probe`` (or of a list of host names, e.g. an order file's) from a
+    groups file (matched by host name; the file may name more hosts, e.g. a rack map of the whole
+    site: see ``Groups.aligned_to``); ``groups``: the file already read, else it is read from
+    ``path``; ``where``: what the hosts are, for the error when the file lacks some.  O(N)."""
     from plink.data.groupfile import load_groups
-
-    if groups is None:
-        groups = load_groups(path)
     from plink.data.inputs import hosts_not_in
 
-    missing = hosts_not_in(probe.names, groups.hosts)  # (case ignored, as Groups.aligned_to does)
+    names = list(probe.names) if isinstance(probe, ProbeData) else list(probe)
+    if groups is None:
+        groups = load_groups(path)
+    missing = hosts_not_in(names, groups.hosts)  # (case ignored, as Groups.aligned_to does)
     if missing:
-        raise PlinkError(f"groups file {path} lacks {len(missing)} host(s) of the probe file, e.g. {missing[0]!r}")
+        raise PlinkError(f"groups file {path} lacks {len(missing)} host(s) of {where}, e.g. {missing[0]!r}")
     try:
-        return groups.aligned_to(probe.names, extra_ok=True)
+        return groups.aligned_to(names, extra_ok=True, where=where)
     except ProbeFileError as exc:
         raise ProbeFileError(f"{path}: {exc}") from None
 

@@ -407,8 +407,11 @@ def test_cli_emit_from_order_file(dc, tmp_path):
     other = tmp_path / "other.json"
     Groups(hosts=probe.names[:-1] + ["stranger"], labels=np.zeros(probe.n, dtype=int)).save(other)
     proc = run("emit", str(js), "--format", "slurm-topology", "--groups", str(other))
-    assert proc.returncode == 1 and "different host lists" in proc.stderr and len(proc.stderr.splitlines()) == 1
-    assert "as the order (missing" in proc.stderr and "probe file" not in proc.stderr  # (emit reads no probe file)
+    assert proc.returncode == 1 and len(proc.stderr.splitlines()) == 1, proc.stderr
+    # worded as plink order's, schedule's and show's (it said "... are from different host lists: groups do not
+    # cover the same hosts as the order (missing [...])"); emit reads no probe file
+    assert f"groups file {other} lacks 1 host(s) of the order {js}, e.g. '{probe.names[-1]}'" in proc.stderr
+    assert "probe file" not in proc.stderr
     # a rack map naming more hosts than the job (two strangers in racks of their own) is fine
     site = tmp_path / "site.json"
     Groups(hosts=["stranger1"] + probe.names + ["stranger2"],

@@ -88,14 +88,12 @@ def emit_cmd(orderfile, fmt, slots, groups_file, algo, output) -> None:
     labels = None
     if groups_file:
         from plink.data.groupfile import load_groups
-        from plink.errors import ProbeFileError
+        from plink.order import group_labels
 
         groups = load_groups(groups_file)  # (its own errors say what is wrong with the file)
-        try:
-            labels = groups.aligned_to([h.name for h in hosts], extra_ok=True, where="the order").tolist()
-            note_groups_beyond(groups_file, groups, [h.name for h in hosts], "the order")
-        except ProbeFileError as exc:
-            raise ProbeFileError(f"{groups_file} and {orderfile} are from different host lists: {exc}") from None
+        names = [h.name for h in hosts]
+        labels = group_labels(names, groups_file, groups, where=f"the order {orderfile}").tolist()  # (as plink order's)
+        note_groups_beyond(groups_file, groups, names, "the order")
     order_file = output or (orderfile if orderfile != "-" else "THIS_FILE")  # what a torchrun map's header names
     try:
         text = emit(fmt, hosts, slots=slots, algo=algo, labels=labels, order_file=order_file, made_for=searched)
