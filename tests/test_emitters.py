@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from plink.launch import emitters as em
-from plink.errors import PlinkError
+from plink.errors import InputError, OptionError, PlinkError
 from plink.data.groupfile import Groups
 from plink.launch.noderank import Identity, node_rank
 from plink.data.orderfile import read_order, read_order_hosts
@@ -152,7 +152,7 @@ def test_env_hints_match_algorithm(algo, want, absent):
 def test_emit_dispatch_and_errors():
     assert em.emit("plain", HOSTS) == "b7\na1\nc3\n"
     assert body(em.emit("slurm-topology", HOSTS, labels=[0, 0, 1]))[0].startswith("SwitchName=plink-s0 Nodes=")
-    with pytest.raises(PlinkError, match="--groups"):
+    with pytest.raises(OptionError, match="needs the groups: pass labels"):
         em.emit("slurm-topology", HOSTS)
     with pytest.raises(PlinkError, match="unknown format"):
         em.emit("yaml", HOSTS)
@@ -659,10 +659,11 @@ def test_error_messages_exact():
     assert _error(em.torchrun_map, HOSTS, slots=[2, 2, 1]) == (
         "torchrun runs the same --nproc-per-node on every node: give one slot count")
     assert _error(em.emit, "slurm-topology", HOSTS) == (
-        "the slurm-topology format needs the groups: pass --groups GROUPS.json (from plink group)")
+        "the slurm-topology format needs the groups: pass labels, one group per host (e.g. a groups file's, "
+        "from plink group)")
     assert _error(em.emit, "plain", HOSTS, slots=2) == (
         "a plain order file has one line per host: slots apply to launcher formats")
-    assert _error(em.emit, "yaml", HOSTS) == ("unknown format 'yaml' (choose from plain, json, openmpi, rankfile, "
+    assert _error(em.emit, "yaml", HOSTS) == ("unknown format 'yaml' (choose from plain, openmpi, rankfile, "
                                               "mpich, slurm, slurm-topology, torchrun, deepspeed, horovod, env)")
     # an order file's algorithm that plink does not know gets no hints for another one
     assert _error(em.emit, "env", HOSTS, algo="allgather") == (
@@ -831,3 +832,75 @@ def test_node_rank_given_a_launcher_file_says_what_it_reads(tmp_path, fmt, hosts
     f.write_text(em.emit(fmt, hosts, slots=2, order_file="order.txt"))
     r = run("node-rank", str(f), "--master")
     assert r.returncode == 1 and said in r.stderr and r.stdout == "", (r.stdout, r.stderr)
+
+
+# -- the library API: bad values are one-line ValueErrors of plink's classes ------------------------
+
+
+@pytest.mark.parametrize("slots, got", [
+    ([2.5, 2.5], "2.5"),  # a list was cut to a:2, b:2 where slots=2.5 was refused
+    (None, "None"),  # a bare TypeError from int()
+    (float("nan"), "nan"),  # a bare 'cannot convert float NaN to integer'
+    (float("inf"), "inf"),
+    (["x", "y"], "'x'"),  # a bare 'invalid literal'
+    (["2", "2"], "'2'"),  # a string is not a count in a list either (nor alone)
+    ([True, 1], "True"),
+])
+def test_emit_refuses_slots_that_are_not_whole_numbers(slots, got):
+    with pytest.raises(OptionError) as exc:
+        em.emit("mpich", ["a", "b"], slots=slots)
+    assert str(exc.value) == f"slots must be a whole number, got {got}"
+    assert isinstance(exc.value, ValueError)
+
+
+def test_emit_takes_whole_numbers_of_any_type_as_slots():
+    assert body(em.emit("mpich", ["a", "b"], slots=[2.0, np.int8(3)])) == ["a:2", "b:3"]
+    assert body(em.emit("mpich", ["a", "b"], slots=np.float32(4))) == ["a:4", "b:4"]
+    assert body(em.emit("mpich", ["a", "b"], slots=np.array(2))) == ["a:2", "b:2"]
+    assert body(em.emit("mpich", ["a", "b"], slots=np.array([1, 2]))) == ["a:1", "b:2"]
+    with pytest.raises(OptionError, match="^2 slot counts for 3 hosts$"):
+        em.emit("mpich", ["a", "b", "c"], slots=[1, 1])
+
+
+def test_slurm_topology_takes_any_hashable_labels_as_groups():
+    # plink.order_hosts takes string labels (categories): so does the topology ('invalid literal for int()')
+    by_name = body(em.emit("slurm-topology", ["a", "b", "c"], labels=["rack2", "rack1", "rack2"]))
+    by_number = body(em.emit("slurm-topology", ["a", "b", "c"], labels=[5, 0, 5]))
+    assert by_name == by_number == ["SwitchName=plink-s0 Nodes=a,c", "SwitchName=plink-s1 Nodes=b",
+                                    "SwitchName=plink-root Switches=plink-s[0-1]"]
+    assert body(em.emit("slurm-topology", ["a", "b"], labels=np.array(["x", "y"]))) == [
+        "SwitchName=plink-s0 Nodes=a", "SwitchName=plink-s1 Nodes=b", "SwitchName=plink-root Switches=plink-s[0-1]"]
+    assert body(em.emit("slurm-topology", ["a", "b"], labels=np.array([1.0, 1.0]))) == ["SwitchName=plink-s0 Nodes=a,b"]
+
+
+@pytest.mark.parametrize("labels, msg", [
+    (["x", None], "host 'b' has no group (label None): give every host a group label"),
+    ([1.0, float("nan")], "host 'b' has no group (label nan): give every host a group label"),
+    (np.array([0.0, np.nan]), "host 'b' has no group (label np.float64(nan)): give every host a group label"),
+    (["x"], "1 group labels for 2 hosts"),
+    ("xy", "group labels must be a sequence of one label per host, got str"),
+    ([[0], [1]], "host 'a' has group label [0], which is not a label (a number or a name)"),
+])
+def test_slurm_topology_refuses_labels_that_are_not_groups(labels, msg):
+    with pytest.raises(InputError) as exc:
+        em.emit("slurm-topology", ["a", "b"], labels=labels)
+    assert str(exc.value) == msg
+
+
+def test_emit_option_errors_are_value_errors():
+    for call in (lambda: em.emit("yaml", ["a"]), lambda: em.emit("env", ["a"], algo="allgather"),
+                 lambda: em.emit("slurm-topology", ["a"]), lambda: em.env_hints(["a"], "tree")):
+        with pytest.raises(OptionError):
+            call()
+
+
+def test_emit_lists_only_the_formats_it_writes():
+    # 'json' was listed as a choice by the very error that refused it
+    with pytest.raises(OptionError) as exc:
+        em.emit("yaml", ["a"])
+    assert "json" not in str(exc.value) and "plain" in str(exc.value)
+    with pytest.raises(OptionError, match=r"^emit\(\) does not write the json order file: .*orderfile\.render"):
+        em.emit("json", ["a", "b"])
+    for fmt in em.EMIT_FORMATS:  # every format it lists, it writes
+        kw = {"labels": [0, 0]} if fmt == "slurm-topology" else {}
+        assert em.emit(fmt, ["a", "b"], **kw)

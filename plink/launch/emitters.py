@@ -40,17 +40,23 @@ All emitters are O(N * slots) string building.
 
 from __future__ import annotations
 
+import math
+import numbers
 import re
 import shlex
-from typing import Callable, Sequence
+from typing import Callable, Hashable, Sequence
 
-from plink.errors import OptionError, PlinkError
+from plink.errors import InputError, OptionError, PlinkError
 
 #: every format ``plink order --format`` accepts, in --help order
 FORMATS = (
     "plain", "json", "openmpi", "rankfile", "mpich", "slurm", "slurm-topology",
     "torchrun", "deepspeed", "horovod", "env",
 )
+
+#: the formats :func:`emit` writes from a host list: every one but ``json``, an order file that holds the
+#: search's result (:func:`plink.data.orderfile.render`)
+EMIT_FORMATS = tuple(f for f in FORMATS if f != "json")
 
 #: the collective algorithms an order is optimised for (``plink order --algo``)
 ALGOS = ("ring", "hd", "rd", "dbt", "bcube", "bintree")
@@ -111,16 +117,27 @@ def check_launcher_names(names: Sequence[str], what: str = "a launcher file",
 MAX_SLOTS = 4096  #: processes per host, far above any machine's cores, far below a file of gigabytes
 
 
+def _whole_slots(s) -> int:
+    """One slot count as an int, or :class:`OptionError` unless it is a whole number (``2`` or ``2.0``;
+    not ``2.5``, NaN, None, a bool or a string)."""
+    if isinstance(s, numbers.Integral) and not isinstance(s, bool):
+        return int(s)
+    if isinstance(s, numbers.Real) and not isinstance(s, bool) and math.isfinite(s) and float(s).is_integer():
+        return int(s)
+    raise OptionError(f"slots must be a whole number, got {s!r}")
+
+
 def check_slots(slots, n: int) -> list[int]:
-    """``slots`` as one integer in ``1..MAX_SLOTS`` per host (an int applies to all)."""
-    if not isinstance(slots, (int, float, str)) and hasattr(slots, "__len__"):
-        per = [int(s) for s in slots]
+    """``slots`` as one integer in ``1..MAX_SLOTS`` per host (an int applies to all; a list gives one per
+    host); :class:`OptionError` for anything else."""
+    if getattr(slots, "ndim", None) == 0:  # (a 0-d array: one count)
+        slots = slots[()]
+    if not isinstance(slots, (str, bytes)) and hasattr(slots, "__len__"):
+        per = [_whole_slots(s) for s in slots]
         if len(per) != n:
-            raise PlinkError(f"{len(per)} slot counts for {n} hosts")
+            raise OptionError(f"{len(per)} slot counts for {n} hosts")
     else:
-        if isinstance(slots, (bool, str)) or int(slots) != slots:
-            raise OptionError(f"slots must be a whole number, got {slots!r}")
-        per = [int(slots)] * n
+        per = [_whole_slots(slots)] * n
     bad = [s for s in per if s <= 0]
     if bad:
         raise OptionError(f"slots must be >= 1 (processes per host), got {bad[0]}")
@@ -262,23 +279,40 @@ def compress_hostlist(names: Sequence[str]) -> str:
     return ",".join(parts)
 
 
-def slurm_topology(hosts: Sequence, labels: Sequence[int], *, prefix: str = "plink") -> str:
+def _group_codes(labels, names: list[str]) -> list[int]:
+    """Each host's group as ``0, 1, ..`` in rank order of first appearance; the labels may be any hashable
+    values (ints, rack names), one per host; :class:`InputError` for a wrong length, a NaN or None."""
+    if labels is None or isinstance(labels, (str, bytes)) or not hasattr(labels, "__len__") \
+            or getattr(labels, "ndim", 1) != 1:
+        raise InputError(f"group labels must be a sequence of one label per host, got {type(labels).__name__}")
+    labels = list(labels)
+    if len(labels) != len(names):
+        raise InputError(f"{len(labels)} group labels for {len(names)} hosts")
+    first: dict = {}
+    codes = []
+    for name, g in zip(names, labels):
+        if g is None or (isinstance(g, numbers.Real) and not math.isfinite(g)):
+            raise InputError(f"host {name!r} has no group (label {g!r}): give every host a group label")
+        try:
+            codes.append(first.setdefault(g, len(first)))
+        except TypeError:  # (unhashable: a list, an array)
+            raise InputError(f"host {name!r} has group label {g!r}, which is not a label (a number or a "
+                             "name)") from None
+    return codes
+
+
+def slurm_topology(hosts: Sequence, labels: Sequence[Hashable], *, prefix: str = "plink") -> str:
     """Slurm ``topology.conf`` (``TopologyPlugin=topology/tree``) from plink groups.
 
-    ``labels[i]`` is the group of ``hosts[i]``; each group becomes a leaf
-    switch ``{prefix}-s{g}`` (numbered in rank order of first appearance),
+    ``labels[i]`` is the group of ``hosts[i]``: any hashable values (group numbers, rack names); each
+    group becomes a leaf switch ``{prefix}-s{g}`` (numbered in rank order of first appearance),
     joined by a root switch ``{prefix}-root``.
     """
     hs = _hosts(hosts)
-    labels = [int(x) for x in labels]
-    if len(labels) != len(hs):
-        raise PlinkError(f"{len(labels)} group labels for {len(hs)} hosts")
-    first: dict[int, int] = {}
-    for g in labels:
-        first.setdefault(g, len(first))
-    members: list[list[str]] = [[] for _ in first]
-    for h, g in zip(hs, labels):
-        members[first[g]].append(h.name)
+    codes = _group_codes(labels, [h.name for h in hs])
+    members: list[list[str]] = [[] for _ in range(max(codes) + 1)]
+    for h, g in zip(hs, codes):
+        members[g].append(h.name)
     out = _header([
         f"plink groups as a Slurm switch tree ({len(hs)} nodes, {len(members)} leaf switches).",
         "Put it next to slurm.conf and set TopologyPlugin=topology/tree; it steers node selection",
@@ -370,7 +404,7 @@ def env_hints(hosts: Sequence, algo: str = "ring", slots=1, made_for: str | None
       Rabenseifner = reduce-scatter halving + all-gather doubling (6).
     """
     if algo not in ALGOS:
-        raise PlinkError(f"unknown algorithm {algo!r} (choose from {', '.join(ALGOS)})")
+        raise OptionError(f"unknown algorithm {algo!r} (choose from {', '.join(ALGOS)})")
     hs = _hosts(hosts)
     per = check_slots(slots, len(hs))
     lines = [
@@ -437,22 +471,25 @@ def emit(
     *,
     slots=1,
     algo: str = "ring",
-    labels: Sequence[int] | None = None,
+    labels: Sequence[Hashable] | None = None,
     order_file: str = "order.json",
     made_for: str | None = "",
 ) -> str:
-    """Text of the launcher file ``fmt`` for ``hosts`` in rank order.
+    """Text of the file ``fmt`` (one of :data:`EMIT_FORMATS`) for ``hosts`` in rank order.
 
-    ``plain`` and ``json`` are the order file's own formats
-    (:mod:`plink.data.orderfile`); ``labels`` (one group per host) is needed by
-    ``slurm-topology`` only; ``made_for`` (what the order was searched for, None =
-    unknown; default ``algo``) by ``env`` only.
+    ``plain`` is the plain order file, one host per line (``slots`` must be 1); the
+    other formats are the launchers' of the module docstring.  The ``json`` order file
+    is not written here: it holds the search's result, not only the hosts
+    (:func:`plink.data.orderfile.render`).  ``labels`` (one group per host, any
+    hashable values) is needed by ``slurm-topology`` only; ``made_for`` (what the
+    order was searched for, None = unknown; default ``algo``) by ``env`` only.
     """
     if fmt in EMITTERS:
         return EMITTERS[fmt](hosts, slots)
     if fmt == "slurm-topology":
         if labels is None:
-            raise PlinkError("the slurm-topology format needs the groups: pass --groups GROUPS.json (from plink group)")
+            raise OptionError("the slurm-topology format needs the groups: pass labels, one group per host "
+                              "(e.g. a groups file's, from plink group)")
         return slurm_topology(hosts, labels)
     if fmt == "torchrun":
         return torchrun_map(hosts, slots, order_file=order_file)
@@ -462,4 +499,7 @@ def emit(
         if any(s != 1 for s in check_slots(slots, len(hosts))):
             raise PlinkError("a plain order file has one line per host: slots apply to launcher formats")
         return "".join(f"{h.name}\n" for h in _hosts(hosts))
-    raise PlinkError(f"unknown format {fmt!r} (choose from {', '.join(FORMATS)})")
+    if fmt == "json":
+        raise OptionError("emit() does not write the json order file: it holds the search's result, not only the "
+                          "hosts (write it with plink.data.orderfile.render(result, probe, 'json'))")
+    raise OptionError(f"unknown format {fmt!r} (choose from {', '.join(EMIT_FORMATS)})")
