@@ -125,3 +125,40 @@ def test_simulated_pair_bandwidth_never_exceeds_the_host_rate():
         p = simulate_datacenter(8, 8, bandwidth=True, host_gbps=25.0, seed=seed)
         bw = p.bandwidth[np.isfinite(p.bandwidth)]
         assert bw.max() <= 25.0 and (bw == 25.0).any() and bw.min() < 25.0 / 4 * 1.2
+
+
+@pytest.mark.parametrize("seed, msg", [
+    (-1, "seed must be 0 .. 2**32 - 1, got -1"),  # was numpy's 'expected non-negative integer'
+    (2**32, "seed must be 0 .. 2**32 - 1, got 4294967296"),
+    (1.5, "seed must be a whole number, got 1.5"),
+    (float("nan"), "seed must be a whole number, got nan"),
+    (True, "seed must be a whole number, got True"),
+    ("1", "seed must be a whole number, got '1'"),
+    (None, "seed must be a whole number, got None"),
+])
+def test_simulate_refuses_a_bad_seed_in_one_line(seed, msg):
+    from plink.errors import OptionError
+
+    with pytest.raises(OptionError) as exc:
+        simulate_datacenter(racks=2, hosts_per_rack=2, seed=seed)
+    assert str(exc.value) == msg and isinstance(exc.value, ValueError)
+
+
+def test_simulate_takes_a_whole_seed_of_any_number_type_as_order_hosts_does():
+    # seed=1.0 was a TypeError from numpy's SeedSequence; plink.order_hosts takes it (1e6 is a whole number)
+    want = simulate_datacenter(racks=2, hosts_per_rack=3, seed=1)
+    for seed in (1.0, np.int8(1), np.float32(1)):
+        p = simulate_datacenter(racks=2, hosts_per_rack=3, seed=seed)
+        assert np.array_equal(p.latency, want.latency)
+        assert p.meta["seed"] == 1 and type(p.meta["seed"]) is int
+
+
+def test_simulate_docstring_documents_every_parameter():
+    import inspect
+
+    doc = inspect.getdoc(simulate_datacenter)
+    documented = set()  # the names of the 'name : type' lines of its Parameters section
+    for line in doc.split("Parameters\n----------\n")[1].splitlines():
+        if " : " in line and not line.startswith(" "):
+            documented.update(n.strip() for n in line.split(" : ")[0].split(","))
+    assert documented == set(inspect.signature(simulate_datacenter).parameters)

@@ -34,6 +34,9 @@ true location of each host is kept in ``truth``.  Deterministic for a seed.
 
 from __future__ import annotations
 
+import math
+import numbers
+
 import numpy as np
 
 from plink.errors import OptionError, PlinkError
@@ -70,12 +73,59 @@ def simulate_datacenter(
     noisy_hosts: float = 0.0,
     noisy_factor: float = 10.0,
 ) -> ProbeData:
-    """Generate a :class:`ProbeData` for a synthetic datacenter.
+    """Generate a :class:`ProbeData` for a synthetic datacenter (the model: this module's docstring).
 
-    ``racks`` is the number of racks *per row*, ``rows`` per cluster,
-    ``clusters`` per datacenter, ``dcs`` in total; ``hosts_per_rack`` hosts
-    in each rack.  All latencies are RTTs in microseconds.
+    All latencies are RTTs in microseconds; fractions are in ``[0, 1]``.
+
+    Parameters
+    ----------
+    racks : int, default 8
+        Racks *per row*.
+    hosts_per_rack : int or (lo, hi), default 8
+        Hosts in each rack, or a range: each rack gets ``lo..hi`` hosts at random.
+    rows : int, default 1
+        Rows per cluster.
+    clusters : int, default 1
+        Clusters per datacenter.
+    dcs : int, default 1
+        Datacenters in total.
+    rack_us, row_us, cluster_us, dc_us, inter_dc_us : float
+        RTT of a pair inside one rack (default 20), between racks of a row (60), between rows of a
+        cluster (120), between clusters of a datacenter (250) and between datacenters (2000).
+    height_us : float, default 5
+        Largest per-host startup cost: each host gets one uniformly in ``[0, height_us]``, added to
+        every pair it is in.
+    jitter : float, default 0.05
+        Sigma of the multiplicative log-normal noise ``exp(N(0, jitter))`` on every pair (and bandwidth).
+    outlier_frac : float, default 0
+        Fraction of pairs inflated by heavy-tailed noise, ``1 + outlier_scale * Pareto(1.5)``.
+    outlier_scale : float, default 1
+        Scale of that noise.
+    asymmetry : float, default 0
+        Fraction of pairs whose two directions differ (one inflated by up to 50%).
+    missing_frac : float, default 0 (below 1)
+        Fraction of pairs left unmeasured (NaN).
+    bandwidth : bool, default False
+        Also generate a bandwidth matrix (Gbit/s).
+    host_gbps : float, default 25
+        Bandwidth of a pair inside a rack, and the most any pair gets.
+    oversubscription : float in [1, 1000], default 4
+        Bandwidth divisor per switch level above the rack that a pair crosses.
+    shuffle : bool, default True
+        Hand the hosts out in a random order (as a cloud does); False keeps them in rack order.
+    seed : int in 0 .. 2**32 - 1, default 0
+        Seeds every random draw: the same seed and parameters give the same datacenter.
+    tenant_us : float, default 0
+        Scale of other tenants' noise per host (heavy-tailed over hosts and over pairs); 0 = none.
+    noisy_hosts : float, default 0
+        Fraction of hosts with ``noisy_factor`` times more tenant noise (needs ``tenant_us > 0``).
+    noisy_factor : float, default 10
+        How much noisier the noisy hosts are.
+
+    Returns a :class:`ProbeData` whose ``truth`` holds each host's ``dc / cluster / row / rack``.
+    A parameter out of range is an :class:`~plink.errors.OptionError`.
     """
+    seed = _check_seed(seed)
     hpr_range, hosts_per_rack = _hosts_per_rack(hosts_per_rack)
     lat_levels = [inter_dc_us, dc_us, cluster_us, row_us, rack_us]
     _check_params(racks, hosts_per_rack, rows, clusters, dcs, lat_levels, height_us=height_us, jitter=jitter,
@@ -125,6 +175,19 @@ def simulate_datacenter(
         },
     )
     return ProbeData(hosts=hosts, latency=lat, bandwidth=bw, meta=meta, truth=Truth(LEVELS, labels))
+
+
+def _check_seed(seed) -> int:
+    """``seed`` as an int in ``0 .. 2**32 - 1`` (a whole float, ``1e6``, is taken), as
+    :func:`plink.order_hosts` checks its seed; else :class:`OptionError`."""
+    ok = isinstance(seed, numbers.Real) and not isinstance(seed, bool)
+    if ok and not isinstance(seed, numbers.Integral):
+        ok = math.isfinite(seed) and float(seed).is_integer()
+    if not ok:
+        raise OptionError(f"seed must be a whole number, got {seed!r}")
+    if not 0 <= seed < 2**32:
+        raise OptionError(f"seed must be 0 .. 2**32 - 1, got {seed}")
+    return int(seed)
 
 
 def _hosts_per_rack(hosts_per_rack) -> tuple[tuple[int, int] | None, int]:
