@@ -231,3 +231,57 @@ def test_a_probe_built_in_code_with_every_distance_0_is_refused():
 
     with pytest.raises(PlinkError, match="every measured distance is 0"):
         ProbeEmbed(2, **FAST).fit(ProbeData([Host(f"h{i}") for i in range(4)], np.zeros((4, 4))))
+
+
+# -- the library API: numpy numbers are numbers, bools and complex matrices are refused ------------
+
+
+@pytest.mark.parametrize("kw", [
+    dict(alpha=np.float32(1.5)),  # was 'alpha must be between 1 and 2, got np.float32(1.5)'
+    dict(alpha=np.float16(1)), dict(alpha=np.int8(2)),
+    dict(lr=np.float32(0.05)),  # was 'lr must be a positive number'
+    dict(tol=np.float32(1e-3)), dict(min_coverage=np.float32(0.5)),
+    dict(heights=np.bool_(False)),
+])
+def test_numpy_numbers_of_any_width_are_parameters(kw):
+    p = _dist(np.random.default_rng(0).uniform(size=(6, 2)))
+    e = ProbeEmbed(2, **{**FAST, **kw}).fit(p)
+    assert np.isfinite(e.loss_)
+
+
+@pytest.mark.parametrize("kw, msg", [
+    (dict(alpha=True), "alpha must be between 1 and 2, got True"),  # was read as 1.0
+    (dict(lr=True), "lr must be a positive number, got True"),
+    (dict(min_coverage=np.bool_(True)), "min_coverage must be between 0 and 1, got np.True_"),
+    (dict(heights="no"), "heights must be True or False, got 'no'"),  # any non-empty string was True
+    (dict(heights=1), "heights must be True or False, got 1"),
+    (dict(heights=None), "heights must be True or False, got None"),
+])
+def test_bools_and_non_bools_are_refused_where_they_do_not_fit(kw, msg):
+    from plink.errors import OptionError
+
+    p = _dist(np.random.default_rng(0).uniform(size=(6, 2)))
+    with pytest.raises(OptionError) as exc:
+        ProbeEmbed(2, **{**FAST, **kw}).fit(p)
+    assert str(exc.value) == msg
+
+
+@pytest.mark.filterwarnings("error")  # (numpy's ComplexWarning was all a user got)
+def test_a_complex_matrix_is_refused_as_hierarchical_grouper_refuses_it():
+    from plink.errors import InputError
+
+    p = _dist(np.random.default_rng(0).uniform(size=(6, 2)))
+    with pytest.raises(InputError, match=r"^distance matrix must be real numbers, got a complex matrix$"):
+        ProbeEmbed(2, **FAST).fit(p + 1j)
+    with pytest.raises(InputError, match="real numbers"):
+        ProbeEmbed(2, **FAST).fit((p + 0j).tolist())
+
+
+def test_the_public_methods_and_the_citations_are_documented():
+    import plink.structure.embed as embed
+
+    assert ProbeEmbed.get_params.__doc__
+    assert "[34]" not in embed.__doc__  # a numbered reference with no bibliography
+    assert "Vivaldi: A Decentralized Network Coordinate System" in " ".join(embed.__doc__.split())
+    assert "[Dabek et al. 2004] F. Dabek" in embed.__doc__  # the reference that "Vivaldi [..]" cites
+    assert ProbeEmbed(2, alpha=np.float32(1.5)).get_params()["alpha"] == np.float32(1.5)

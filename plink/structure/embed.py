@@ -2,7 +2,7 @@
 
 Dissertation §4.2.1, equation (4.1).  Find coordinates ``v_i`` (and optional
 non-negative per-host "heights" ``h_i``, a fixed startup cost such as the
-network stack, as in Vivaldi [34]) minimising
+network stack, as in Vivaldi [Dabek et al. 2004]) minimising
 
     sum_{i<j, (i,j) measured} (d_ij^alpha + 1_h (h_i + h_j) - p_ij)^2,
     d_ij = ||v_i - v_j||_2,
@@ -50,11 +50,17 @@ Details that are ours, not the paper's:
 Complexity: O(max_iter * n_restarts * N² * D) time for full-batch fits,
 O(max_iter * (L² + N L + batch_size) * D) above ``full_batch_max_n``; O(N²)
 memory.  Measured run times (benchmarks/embed_group.py) are in the README.
+
+References
+----------
+[Dabek et al. 2004] F. Dabek, R. Cox, F. Kaashoek, R. Morris. "Vivaldi: A Decentralized Network
+Coordinate System". ACM SIGCOMM 2004.
 """
 
 from __future__ import annotations
 
 import math
+import numbers
 from typing import Any
 
 import numpy as np
@@ -68,12 +74,28 @@ MIN_HOSTS = 3
 MIN_COVERAGE = 0.5
 
 
+def _is_number(v) -> bool:
+    """Whether ``v`` is a real number: Python's or numpy's of any width (``np.float32(1.5)``), not a bool
+    (``True`` is no exponent or rate). What the estimators' float parameters are checked with."""
+    return isinstance(v, numbers.Real) and not isinstance(v, (bool, np.bool_))
+
+
+def _is_complex(X) -> bool:
+    """Whether ``X`` is an array of complex numbers (numpy would drop the imaginary parts with a warning)."""
+    try:
+        return np.asarray(X).dtype.kind == "c"
+    except (TypeError, ValueError):  # (ragged: the conversion that follows says what is wrong)
+        return False
+
+
 def _as_matrix(X: Any) -> tuple[np.ndarray, list[str] | None]:
     """An (N, N) float matrix (NaN = missing) and host names, from ProbeData or an array."""
     from plink.data.probefile import ProbeData
 
     if isinstance(X, ProbeData):
         return np.array(X.latency, dtype=float), X.names
+    if _is_complex(X):  # (as HierarchicalGrouper refuses one)
+        raise InputError("distance matrix must be real numbers, got a complex matrix")
     try:
         m = np.array(X, dtype=float)
     except (TypeError, ValueError):
@@ -254,6 +276,8 @@ class ProbeEmbed(Params):
 
     # -- scikit-learn plumbing ----------------------------------------------
     def get_params(self, deep: bool = True) -> dict:
+        """The parameters of ``__init__`` by name, as set (``deep`` is scikit-learn's; there are no
+        sub-estimators)."""
         return {k: getattr(self, k) for k in (
             "n_components", "alpha", "heights", "max_iter", "lr", "tol", "patience", "n_restarts",
             "min_coverage", "full_batch_max_n", "batch_size", "random_state", "device", "n_jobs")}
@@ -265,8 +289,10 @@ class ProbeEmbed(Params):
 
         if not is_int(self.n_components) or not 1 <= self.n_components <= 64:
             raise OptionError(f"n_components (dims) must be an integer in 1..64, got {self.n_components!r}")
-        if not isinstance(self.alpha, (int, float)) or not 1.0 <= float(self.alpha) <= 2.0:
+        if not _is_number(self.alpha) or not 1.0 <= float(self.alpha) <= 2.0:
             raise OptionError(f"alpha must be between 1 and 2, got {self.alpha!r}")
+        if not isinstance(self.heights, (bool, np.bool_)):  # ('no' was read as True)
+            raise OptionError(f"heights must be True or False, got {self.heights!r}")
         if self.n_restarts != "auto" and (not is_int(self.n_restarts) or self.n_restarts < 1):
             raise OptionError(f"n_restarts must be a positive integer or 'auto', got {self.n_restarts!r}")
         for name in ("max_iter", "patience", "full_batch_max_n", "batch_size"):
@@ -275,11 +301,11 @@ class ProbeEmbed(Params):
                 raise OptionError(f"{name} must be a positive integer, got {v!r}")
         for name in ("lr", "tol"):
             v = getattr(self, name)
-            if not isinstance(v, (int, float)) or not (math.isfinite(v) and v > 0):
+            if not _is_number(v) or not (math.isfinite(v) and v > 0):
                 raise OptionError(f"{name} must be a positive number, got {v!r}")
         if self.n_jobs is not None and (not is_int(self.n_jobs) or self.n_jobs < 1):
             raise OptionError(f"n_jobs must be a positive integer or None, got {self.n_jobs!r}")
-        if not isinstance(self.min_coverage, (int, float)) or not 0.0 <= self.min_coverage <= 1.0:
+        if not _is_number(self.min_coverage) or not 0.0 <= self.min_coverage <= 1.0:
             raise OptionError(f"min_coverage must be between 0 and 1, got {self.min_coverage!r}")
 
     def _torch_device(self):
