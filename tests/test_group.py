@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from plink.errors import PlinkError
+from plink.errors import InputError, OptionError, PlinkError
 from plink.structure.group import (
     BalancedGrouper,
     BalancedRandom,
@@ -599,3 +599,51 @@ def test_plink_show_takes_a_rack_map_of_the_whole_site(tmp_path):
     res = CliRunner().invoke(cli, ["schedule", str(bad), "--unit", "us", "--groups", str(gf), "--size", "1MiB",
                                    "-o", str(tmp_path / "s.json")])
     assert res.exit_code != 0 and str(res.exception) == f"groups file {gf} lacks 1 host(s) of the probe file, e.g. 'z'"
+
+
+# -- the library API: numpy numbers, complex input, what BalancedRandom takes ----------------------
+
+
+def test_a_numpy_elasticity_of_any_width_is_a_number():
+    x, _ = blobs(3, 6, seed=1)
+    want = BalancedGrouper(3, elasticity=1.5, random_state=0).fit_predict(x)
+    for e in (np.float32(1.5), np.float16(1.5)):  # was 'must be between 1.0 and 2.0'
+        assert np.array_equal(BalancedGrouper(3, elasticity=e, random_state=0).fit_predict(x), want)
+    assert np.array_equal(BalancedGrouper(3, tol=np.float32(1e-4), random_state=0).fit_predict(x),
+                          BalancedGrouper(3, random_state=0).fit_predict(x))
+    with pytest.raises(OptionError, match=r"^balance elasticity must be between 1.0 and 2.0, got True$"):
+        BalancedGrouper(3, elasticity=True).fit(x)  # (a bool is not 1.0)
+    with pytest.raises(OptionError, match=r"^tol must be a number in \[0, 1\), got np.False_$"):
+        BalancedGrouper(3, tol=np.bool_(False)).fit(x)
+
+
+@pytest.mark.filterwarnings("error")  # (numpy's ComplexWarning was all a user got)
+def test_complex_coordinates_are_refused_as_hierarchical_grouper_refuses_a_complex_matrix():
+    x, _ = blobs(3, 4)
+    with pytest.raises(InputError, match=r"^coordinates must be real numbers, got complex ones$"):
+        BalancedGrouper(3).fit_predict(x + 1j)
+
+
+def test_balanced_random_takes_what_the_other_estimators_take():
+    probe = simulate_datacenter(racks=2, hosts_per_rack=4, seed=1)  # was "object of type 'ProbeData' has no len()"
+    want = BalancedRandom(random_state=0).fit_predict(8)
+    for x in (probe, probe.latency, np.zeros((8, 3)), np.int64(8), list(range(8))):
+        assert np.array_equal(BalancedRandom(random_state=0).fit_predict(x), want), type(x)
+
+
+@pytest.mark.parametrize("x", [2.5, None, "abcd", np.array(3), {"a": 1, "b": 2}, True])
+def test_balanced_random_refuses_what_is_not_hosts_in_one_line(x):
+    with pytest.raises(InputError) as exc:
+        BalancedRandom().fit(x)
+    assert str(exc.value) == ("expected a ProbeData, an (N, N) matrix, (N, D) coordinates or a number of hosts, "
+                              f"got {type(x).__name__}")
+
+
+def test_the_estimators_methods_and_citations_are_documented():
+    import plink.structure.group as group
+
+    for method in (BalancedGrouper.fit_predict, BalancedGrouper.get_params, BalancedRandom.fit,
+                   BalancedRandom.fit_predict, BalancedRandom.get_params):
+        assert method.__doc__, method
+    for cited in ("Arthur & Vassilvitskii 2007", "Bradley, Bennett & Demiriz 2000"):
+        assert f"[{cited}] " in group.__doc__  # the reference that the class docstring cites

@@ -11,17 +11,27 @@
 
 Number of groups: ``k = round(sqrt(N))`` by default: a group master sends and
 receives ``O(N/k + k)`` bytes-on-wire (eq. 4.2), minimised at ``k = sqrt(N)``.
+
+References
+----------
+[Arthur & Vassilvitskii 2007] D. Arthur, S. Vassilvitskii. "k-means++: The Advantages of Careful
+Seeding". ACM-SIAM Symposium on Discrete Algorithms (SODA) 2007.
+
+[Bradley, Bennett & Demiriz 2000] P. S. Bradley, K. P. Bennett, A. Demiriz. "Constrained K-Means
+Clustering". Microsoft Research technical report MSR-TR-2000-65, 2000.
 """
 
 from __future__ import annotations
 
 import math
+import numbers
 import time
+from collections.abc import Mapping, Set
 from typing import Any
 
 import numpy as np
 
-from plink.structure.embed import MIN_HOSTS, _check_random_state
+from plink.structure.embed import MIN_HOSTS, _check_random_state, _is_complex, _is_number
 from plink.errors import InputError, OptionError, PlinkError
 from plink.structure.params import Params
 
@@ -58,13 +68,15 @@ def _check_k_e(n: int, k: int, elasticity: float) -> None:
         raise OptionError(f"number of groups must be a positive integer, got {k!r}")
     if k > n:
         raise OptionError(f"{k} groups for {n} hosts: the number of groups must be at most the number of hosts")
-    if not isinstance(elasticity, (int, float)) or isinstance(elasticity, bool) or not (
+    if not _is_number(elasticity) or not (
         ELASTICITY_RANGE[0] <= float(elasticity) <= ELASTICITY_RANGE[1]
     ):
         raise OptionError(f"balance elasticity must be between 1.0 and 2.0, got {elasticity!r}")
 
 
 def _validate_points(X) -> np.ndarray:
+    if _is_complex(X):  # (as HierarchicalGrouper refuses a complex matrix)
+        raise InputError("coordinates must be real numbers, got complex ones")
     try:
         x = np.asarray(X, dtype=float)
     except (TypeError, ValueError):
@@ -199,6 +211,8 @@ class BalancedGrouper(Params):
         self.random_state = random_state
 
     def get_params(self, deep: bool = True) -> dict:
+        """The parameters of ``__init__`` by name, as set (``deep`` is scikit-learn's; there are no
+        sub-estimators)."""
         return {k: getattr(self, k) for k in ("n_groups", "elasticity", "n_init", "max_iter", "tol", "random_state")}
 
     def fit(self, X, y=None) -> "BalancedGrouper":
@@ -213,7 +227,7 @@ class BalancedGrouper(Params):
         for name, v in (("n_init", n_init), ("max_iter", self.max_iter)):
             if not isinstance(v, (int, np.integer)) or isinstance(v, bool) or v < 1:
                 raise OptionError(f"{name} must be a positive integer, got {v!r}")
-        if not isinstance(self.tol, (int, float)) or isinstance(self.tol, bool) or not 0 <= self.tol < 1:
+        if not _is_number(self.tol) or not 0 <= self.tol < 1:
             raise OptionError(f"tol must be a number in [0, 1), got {self.tol!r}")
         rng = _check_random_state(self.random_state)
         seeds = rng.integers(0, 2**31 - 1, size=n_init)
@@ -253,6 +267,8 @@ class BalancedGrouper(Params):
         return self
 
     def fit_predict(self, X, y=None) -> np.ndarray:
+        """Fit to ``X`` (as :meth:`fit`) and return ``labels_``: the group of each row, ``0 .. k-1``
+        numbered in order of each group's first row."""
         return self.fit(X).labels_
 
 
@@ -269,11 +285,27 @@ def _canonical(labels: np.ndarray, with_order: bool = False):
     return (remap[labels], order) if with_order else remap[labels]
 
 
+def _n_hosts(X) -> int:
+    """N for :class:`BalancedRandom`: a ProbeData's hosts, the rows of a matrix or of coordinates, or
+    ``X`` itself if it is an int; :class:`InputError` for anything else."""
+    from plink.data.probefile import ProbeData
+
+    if isinstance(X, ProbeData):
+        return X.n
+    if isinstance(X, numbers.Integral) and not isinstance(X, bool):
+        return int(X)
+    if isinstance(X, (str, bytes, Mapping, Set)) or not hasattr(X, "__len__") or getattr(X, "ndim", 1) == 0:
+        raise InputError(f"expected a ProbeData, an (N, N) matrix, (N, D) coordinates or a number of hosts, "
+                         f"got {type(X).__name__}")
+    return len(X)
+
+
 class BalancedRandom(Params):
     """The paper's baseline: ``k`` groups of ``floor/ceil(N/k)`` hosts, uniformly at random.
 
-    Ignores the distances; ``fit`` only needs ``X`` to have N rows (or N = ``X``
-    if it is an int).  Attributes: ``labels_``, ``sizes_``, ``n_groups_``.
+    Ignores the distances; ``fit`` only needs N: ``X`` is a
+    :class:`~plink.data.probefile.ProbeData`, an (N, N) matrix or (N, D) coordinates
+    (N rows), or N itself as an int.  Attributes: ``labels_``, ``sizes_``, ``n_groups_``.
     """
 
     def __init__(self, n_groups: int | None = None, *, random_state=None) -> None:
@@ -281,10 +313,12 @@ class BalancedRandom(Params):
         self.random_state = random_state
 
     def get_params(self, deep: bool = True) -> dict:
+        """The parameters of ``__init__`` by name, as set."""
         return {"n_groups": self.n_groups, "random_state": self.random_state}
 
     def fit(self, X, y=None) -> "BalancedRandom":
-        n = int(X) if isinstance(X, (int, np.integer)) else len(X)
+        """Deal the N hosts of ``X`` (see the class docstring) into ``k`` groups at random."""
+        n = _n_hosts(X)
         if n < 1:
             raise InputError("no hosts to group")
         k = default_groups(n) if self.n_groups is None else self.n_groups
@@ -298,6 +332,7 @@ class BalancedRandom(Params):
         return self
 
     def fit_predict(self, X, y=None) -> np.ndarray:
+        """Fit to ``X`` and return ``labels_``, the group of each host (``0 .. k-1``)."""
         return self.fit(X).labels_
 
 
