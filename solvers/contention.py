@@ -157,7 +157,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .costmodels import check_bcube, dbt_levels
+from .costmodels import check_bcube, check_orders, dbt_levels
 
 SHARED_ALGORITHMS = ("ring", "hd", "rd", "dbt", "bcube", "bintree")
 
@@ -730,7 +730,7 @@ class SharedCostModel:
         p = np.asarray(perm)
         if p.shape != (self.n,):
             raise ValueError(f"permutation must have {self.n} entries, got {p.shape}")
-        return float(self.batch(p[None, :])[0])
+        return float(self.batch(check_orders(p, self.n)[None, :])[0])
 
     def _link_index(self, hs, hd) -> np.ndarray:
         return self.net.link_index(hs, hd, self._L - 1)

@@ -70,31 +70,52 @@ ALGORITHMS = ("ring", "hd", "rd", "dbt", "bcube")
 _US_PER_BYTE_AT_1GBPS = 8e-3
 
 
+def _real_matrix(m, what: str) -> np.ndarray:
+    """``m`` as a float array; a one-line ``ValueError`` for text or complex values."""
+    a = np.asarray(m)
+    if a.dtype.kind == "c":
+        raise ValueError(f"{what} matrix must be real numbers, got complex values")
+    try:
+        return np.array(a, dtype=float)
+    except (TypeError, ValueError):
+        raise ValueError(f"{what} matrix must be numbers, got {a.dtype} values") from None
+
+
 @dataclass(frozen=True)
 class PairCost:
     """Pairwise ``c_ij(S) = lat_ij + S * inv_bw_ij`` (µs; S in bytes).
 
-    ``latency_us`` must be complete (no NaN): decide what a missing pair
-    costs before building the model.  ``bandwidth_gbps`` may be ``None``
-    (latency-only model).
+    Build it with :meth:`from_matrices` ``(latency_us, bandwidth_gbps=None)``: ``latency_us``
+    must be complete (no NaN) and >= 0: decide what a missing pair costs before building the
+    model.  ``bandwidth_gbps`` may be ``None`` (latency-only model).  The fields are the
+    latency (µs) and the inverse bandwidth (µs per byte, 0 where unknown).
     """
 
     latency: np.ndarray
     inv_bw: np.ndarray  # µs per byte, 0 where bandwidth is unknown/ignored
 
+    def __post_init__(self):
+        lat, inv = np.asarray(self.latency), np.asarray(self.inv_bw)
+        if lat.ndim != 2 or lat.shape[0] != lat.shape[1] or inv.shape != lat.shape:
+            raise ValueError(f"PairCost(latency, inv_bw) takes two square matrices of one shape, got {lat.shape} "
+                             f"and {inv.shape} (build it with PairCost.from_matrices(latency_us, bandwidth_gbps))")
+
     @classmethod
     def from_matrices(cls, latency_us, bandwidth_gbps=None) -> "PairCost":
-        lat = np.array(latency_us, dtype=float)
+        """From a complete latency matrix (µs) and an optional bandwidth matrix (Gbit/s). O(N^2)."""
+        lat = _real_matrix(latency_us, "latency")
         if lat.ndim != 2 or lat.shape[0] != lat.shape[1]:
             raise ValueError(f"latency matrix must be square, got shape {lat.shape}")
         off = ~np.eye(lat.shape[0], dtype=bool)
         if not np.all(np.isfinite(lat[off])):
             raise ValueError("latency matrix has missing or non-finite pairs; fill them before costing")
+        if np.any(lat[off] < 0):
+            raise ValueError("latency matrix has negative values: a latency is >= 0")
         np.fill_diagonal(lat, 0.0)
         if bandwidth_gbps is None:
             inv = np.zeros_like(lat)
         else:
-            bw = np.array(bandwidth_gbps, dtype=float)
+            bw = _real_matrix(bandwidth_gbps, "bandwidth")
             if bw.shape != lat.shape:
                 raise ValueError("bandwidth and latency matrices differ in shape")
             if not np.all(np.isfinite(bw[off])) or np.any(bw[off] <= 0):
@@ -118,6 +139,30 @@ class PairCost:
 
 # ---------------------------------------------------------------------------
 # structures (depend on N only)
+
+
+def check_orders(perms, n: int) -> np.ndarray:
+    """``perms`` as int64 rank orders over ``n`` hosts: one order ``(n,)`` or many ``(M, n)``, each
+    naming every host ``0..n-1`` exactly once; else a one-line ``ValueError`` (a host listed twice
+    was priced as if the other host were free).  O(M N)."""
+    p = np.asarray(perms)
+    if p.ndim not in (1, 2) or p.shape[-1] != n:
+        raise ValueError(f"an order must have {n} entries (one per host), got shape {p.shape}")
+    if p.size and not (np.issubdtype(p.dtype, np.integer)
+                       or (np.issubdtype(p.dtype, np.floating) and np.all(np.floor(p) == p))):
+        raise ValueError(f"an order holds host indices 0..{n - 1} (whole numbers), got {p.dtype} values")
+    p = p.astype(np.int64)
+    rows = p.reshape(-1, n)
+    if rows.size and (rows.min() < 0 or rows.max() >= n):
+        bad = int(rows.min() if rows.min() < 0 else rows.max())
+        raise ValueError(f"an order holds host indices 0..{n - 1}, got {bad}")
+    seen = np.zeros(rows.shape, dtype=bool)
+    seen[np.arange(len(rows))[:, None], rows] = True
+    if not seen.all():
+        k, h = np.argwhere(~seen)[0]
+        which = "" if p.ndim == 1 else f" (order {int(k)})"
+        raise ValueError(f"an order must name every host once{which}: host {int(h)} is missing, another listed twice")
+    return p
 
 
 def is_power_of(n: int, base: int) -> bool:
@@ -330,17 +375,17 @@ class CostModel:
         return self._matrix if self.algo == "ring" else None
 
     def __call__(self, perm) -> float:
-        p = np.asarray(perm, dtype=int)
+        p = np.asarray(perm)
         if p.shape != (self.n,):
             raise ValueError(f"permutation must have {self.n} entries, got {p.shape}")
-        return self._eval(p)
+        return self._eval(check_orders(p, self.n))
 
     def batch(self, perms) -> np.ndarray:
         """Costs of many orders at once: ``perms`` is ``(M, N)``; returns ``(M,)``. O(M N log N)."""
-        p = np.asarray(perms, dtype=np.int64)
+        p = np.asarray(perms)
         if p.ndim != 2 or p.shape[1] != self.n:
             raise ValueError(f"orders must be an (M, {self.n}) array, got shape {p.shape}")
-        return self._eval(p)
+        return self._eval(check_orders(p, self.n))
 
 
 def check_algorithm(algo: str, n: int, base: int = 2) -> None:

@@ -501,3 +501,34 @@ def test_single_orders_cost_python_floats_and_models_keep_their_inputs():
         model = CostModel(algo, pc, 100)
         assert type(model(p)) is float
         assert (model.algo, model.pc, model.size, model.n) == (algo, pc, 100.0, 8)
+
+
+def test_an_order_that_lists_a_host_twice_is_refused_not_priced():
+    """CostModel('ring', pc, 0)([0, 0, 0]) returned 0.0 (every hop a host to itself), and negative
+    latencies priced -21 (outside-in check of the library)."""
+    from plink.solvers.contention import Network, SharedCostModel
+    from plink.solvers.costmodels import check_orders
+
+    a = np.array([[0, 5, 9], [5, 0, 7], [9, 7, 0.0]])
+    pc = PairCost.from_matrices(a)
+    for algo in ("ring", "dbt", "hd"):
+        model = CostModel(algo, pc, 1e6)
+        for bad in ([0, 0, 0], [0, 1, 1], [0, 1, 3], [0, -1, 2], [0.5, 1, 2]):
+            with pytest.raises(ValueError, match="an order"):
+                model(bad)
+        with pytest.raises(ValueError, match=r"an order must name every host once \(order 1\)"):
+            model.batch([[0, 1, 2], [2, 2, 1]])
+        assert model([2.0, 0.0, 1.0]) == model([2, 0, 1])  # (whole floats are indices)
+    shared = SharedCostModel("ring", Network(a * 1e-6, np.ones(3) * 1e8, np.ones(3) * 1e8, np.zeros(3, int),
+                                             np.ones(1) * 1e8, np.ones(1) * 1e8), 1e6)
+    with pytest.raises(ValueError, match="every host once"):
+        shared([1, 1, 0])
+    assert check_orders([1, 0, 2], 3).dtype == np.int64
+    with pytest.raises(ValueError, match="negative values"):
+        PairCost.from_matrices(-a)
+    with pytest.raises(ValueError, match="real numbers"):
+        PairCost.from_matrices(a + 1j)
+    with pytest.raises(ValueError, match="must be numbers"):
+        PairCost.from_matrices(a, [["x"] * 3] * 3)
+    with pytest.raises(ValueError, match="from_matrices"):
+        PairCost(a, None)
