@@ -1279,3 +1279,27 @@ def test_round_prices_refuse_messages_they_cannot_price():
                 price(t, cost)
     ok = Traffic(np.array([0, 2]), np.array([3, 1]), np.array([10.0, 0.0]))
     assert shared_round_time(ok, net) > 0 and round_time(ok, pc) > 0
+
+
+# ---------------------------------------------------------------------------
+# plan_schedule's and fallback_groups' arguments
+
+
+@pytest.fixture(scope="module")
+def eight():
+    return simulate_datacenter(racks=2, hosts_per_rack=4, seed=1)
+
+
+def test_plan_holds_its_own_labels(eight):
+    from plink.schedule.plan import validate_plan
+
+    lab = np.array([0] * 4 + [1] * 4)
+    plan = plan_schedule(eight, lab, size=1 << 20)
+    assert not np.shares_memory(plan.labels, lab)
+    lab[:] = 0
+    validate_plan(plan)
+    assert plan.labels.tolist() == [0] * 4 + [1] * 4
+    lm, gm = assign_masters(np.array([0, 1]), np.array([4.0]), np.array([1.0, 1.0]), np.ones(2))
+    tables = [np.array([0, 1]), np.array([[0, 4]]), lm, gm]
+    built = Plan(["a", "b"], *tables, 4)
+    assert not any(np.shares_memory(a, b) for a, b in zip((built.labels, built.chunks, built.lm, built.gm), tables))

@@ -82,10 +82,11 @@ class Plan:
     meta: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        self.labels = np.asarray(self.labels, dtype=np.int64)
-        self.chunks = np.asarray(self.chunks, dtype=np.int64).reshape(-1, 2)
-        self.lm = np.asarray(self.lm, dtype=np.int64).reshape(len(self.chunks), -1)
-        self.gm = np.asarray(self.gm, dtype=np.int64)
+        # copies: a plan holds its own tables (one sharing the caller's labels changed when they did)
+        self.labels = np.array(self.labels, dtype=np.int64)
+        self.chunks = np.array(self.chunks, dtype=np.int64).reshape(-1, 2)
+        self.lm = np.array(self.lm, dtype=np.int64).reshape(len(self.chunks), -1)
+        self.gm = np.array(self.gm, dtype=np.int64)
         validate_plan(self)
 
     @property
