@@ -96,3 +96,54 @@ def test_a_host_list_name_a_launcher_file_refuses_is_refused_before_probing(tmp_
     assert len(r.stderr.strip().splitlines()) == 1
     r = plink("watch", str(tmp_path / "st"), "--hosts", str(hosts))
     assert r.returncode == 1 and f"host name '{name}'" in r.stderr and not (tmp_path / "st").exists()
+
+
+def _main(capsys, *args) -> tuple[int, str, str]:
+    """``plink ARGS`` in this process: (exit code, stdout, stderr)."""
+    from plink.cli import main
+
+    with pytest.raises(SystemExit) as exc:
+        main(list(args))
+    out, err = capsys.readouterr()
+    return exc.value.code, out, err
+
+
+def _unreached(entries, **kw):
+    """A probe that reached none of ``entries`` (a host key nobody knows, a wrong --ssh-config)."""
+    import numpy as np
+
+    from plink.data.probefile import Host, ProbeData
+
+    n = len(entries)
+    lat = np.full((n, n), np.nan)
+    np.fill_diagonal(lat, 0.0)
+    why = {e.name: f"{e.name}: host key (ssh-ed25519) is not in known_hosts (kh)" for e in entries}
+    return ProbeData(hosts=[Host(e.name) for e in entries], latency=lat,
+                     meta={"complete": False, "unreachable": why, "method": "udp"})
+
+
+def test_nothing_measured_says_left_as_it_was_only_of_a_file_that_exists(tmp_path, capsys, monkeypatch):
+    """With an unknown host key and no output file yet the error ended '...; unk.json left as it was',
+    of a file that never existed (outside-in check)."""
+    import plink.probes.probe as probe_mod
+
+    monkeypatch.setattr(probe_mod, "probe_hosts", lambda entries, **kw: _unreached(entries))
+    hosts = tmp_path / "hosts.txt"
+    hosts.write_text("node1\nnode2\n")
+    out = tmp_path / "unk.json"
+    code, _, err = _main(capsys, "probe", str(hosts), "-o", str(out))
+    assert code == 1 and len(err.strip().splitlines()) == 1, err
+    assert err.rstrip().endswith("; nothing written") and "left as it was" not in err and not out.exists()
+    out.write_text("an earlier probe\n")
+    code, _, err = _main(capsys, "probe", str(hosts), "-o", str(out))
+    assert code == 1 and err.rstrip().endswith(f"; {out} left as it was") and out.read_text() == "an earlier probe\n"
+
+
+def test_a_stop_before_any_pair_says_left_as_it_was_only_of_a_file_that_exists(tmp_path):
+    from plink.cli.probe import _kept, _stat
+
+    out = tmp_path / "p.json"
+    assert _kept(str(out), _stat(out), "Ctrl-C") == "stopped by Ctrl-C before any pair was measured: nothing written"
+    out.write_text("an earlier probe\n")
+    assert _kept(str(out), _stat(out), "SIGTERM") == (f"stopped by SIGTERM before any pair was measured: {out} "
+                                                      "left as it was")

@@ -37,6 +37,13 @@ def _stat(path) -> tuple | None:
     return None if st is None else (st.st_ino, st.st_mtime_ns, st.st_size)
 
 
+def _exists(path) -> bool:
+    """Whether ``path`` names something (a file, a device, a FIFO, a dangling symlink)."""
+    import os
+
+    return os.path.lexists(path)
+
+
 BW_SECONDS = 2.0  #: --bw-seconds's default
 
 
@@ -66,7 +73,9 @@ def _kept(checkpoint, before, how: str, rerun: str | None = None, uplinks_wanted
     if after is None or after == before:
         if journal_path(checkpoint).exists():
             return f"stopped by {how}: the pairs measured are in {journal_path(checkpoint)} ({rerun})"
-        return f"stopped by {how} before any pair was measured: {checkpoint} left as it was"
+        # (a file that was not there before the run is not "left as it was": there is none)
+        return (f"stopped by {how} before any pair was measured: "
+                + (f"{checkpoint} left as it was" if before is not None else "nothing written"))
     try:
         p = load(checkpoint)
     except PlinkError:
@@ -292,6 +301,7 @@ def probe(hosts, output, method, count, interval, passes, max_count, tol, bandwi
                       concurrency=concurrency, python=python)
     show_progress = not quiet and not as_json and sys.stderr.isatty()
     before = _stat(checkpoint)
+    had_output = output is not None and _exists(output)
     rerun = _rerun(output, bandwidth, bw_seconds, uplinks)
     try:
         with _ProbeProgress(show_progress) as bar:
@@ -311,7 +321,7 @@ def probe(hosts, output, method, count, interval, passes, max_count, tol, bandwi
         gone = {**summary["unreachable"], **summary["dead"]}
         first = next(iter(gone.values()), result.meta.get("aborted") or "no pair answered")
         raise PlinkError(f"nothing measured: {len(gone)} of {summary['hosts']} hosts unreachable (first: {first})"
-                         + (f"; {output} left as it was" if output else ""))
+                         + ((f"; {output} left as it was" if had_output else "; nothing written") if output else ""))
     if output and checkpoint is None:
         result.save(output)
     if not output:
