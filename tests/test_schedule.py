@@ -1290,6 +1290,48 @@ def eight():
     return simulate_datacenter(racks=2, hosts_per_rack=4, seed=1)
 
 
+@pytest.mark.parametrize("labels", [
+    [0.2] * 4 + [0.7] * 4,  # (cut to ints: one group)
+    np.array([0.2] * 4 + [0.7] * 4),
+    [-1] * 4 + [0] * 4,  # (numpy's 'must have no negative elements')
+    [0] * 4 + [2] * 4,  # (a skipped group number: an IndexError)
+    list("aaaabbbb"),  # (rack names: 'invalid literal for int()')
+    np.array(list("aaaabbbb")),
+    ["r1"] * 4 + [7] * 4,  # (labels that do not compare: in order of first appearance)
+])
+def test_plan_labels_are_categories(eight, labels):
+    plan = plan_schedule(eight, labels, size=1 << 20)
+    assert plan.k == 2 and plan.labels.tolist() == [0] * 4 + [1] * 4
+    assert plan.lm.shape == (plan.n_chunks, 2)
+
+
+def test_plan_labels_are_numbered_in_sorted_order(eight):
+    assert plan_schedule(eight, list("bbbbaaaa"), size=1 << 20).labels.tolist() == [1] * 4 + [0] * 4
+    assert plan_schedule(eight, [5] * 4 + [-3] * 4, size=1 << 20).labels.tolist() == [1] * 4 + [0] * 4
+    ints = [1, 0, 2, 1, 0, 2, 1, 0]  # (labels 0..k-1 keep their numbers, and their plan)
+    plan = plan_schedule(eight, ints, size=1 << 20)
+    assert plan.labels.tolist() == ints
+    assert plan_schedule(eight, np.array(ints, dtype=np.int32), size=1 << 20).lm.tolist() == plan.lm.tolist()
+
+
+@pytest.mark.parametrize("labels, message", [
+    ([None] + [0] * 7, "host 'vm000' has no group (label None): give every host a group label"),
+    ([0] * 7 + [float("nan")], "host 'vm007' has no group (label nan): give every host a group label"),
+    (np.array([0.0] * 7 + [np.nan]), "host 'vm007' has no group (label nan): give every host a group label"),
+    ([0] * 4 + [1] * 3, "7 group labels for 8 hosts"),
+    ([0, 1], "2 group labels for 8 hosts"),
+    (np.zeros((2, 4), dtype=int), "group labels must be one label per host (1-D), got an array of shape (2, 4)"),
+    ("aaaabbbb", "group labels must be a sequence of one label per host, got str"),
+    ([[0]] * 8, "host 'vm000' has group label [0], which is not a label (a number or a name)"),
+])
+def test_plan_refuses_labels_that_are_not_one_group_per_host(eight, labels, message):
+    from plink.errors import InputError
+
+    with pytest.raises(InputError) as e:
+        plan_schedule(eight, labels, size=1 << 20)
+    assert str(e.value) == message
+
+
 def test_plan_holds_its_own_labels(eight):
     from plink.schedule.plan import validate_plan
 

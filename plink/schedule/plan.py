@@ -50,12 +50,13 @@ from __future__ import annotations
 
 import heapq
 import math
+import numbers
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
-from plink.errors import OptionError, PlinkError
+from plink.errors import InputError, OptionError, PlinkError
 from plink.data.probefile import ProbeData, check_every_host_measured
 
 DEFAULT_CHUNK = 64 * 1024  #: bytes; AggEngine's chunk size (§4.2.2)
@@ -354,6 +355,49 @@ def lpt_assign(weights: np.ndarray, capacity: np.ndarray, load: np.ndarray | Non
 # planning
 
 
+def group_codes(labels, names: list[str]) -> np.ndarray:
+    """Each host's group as ``0 .. k-1``, from ``labels``: one label per host of any hashable values
+    (group numbers, rack names, floats), taken as categories, as :func:`plink.order_hosts` takes them.
+
+    Groups are numbered in sorted order of their labels, as ``np.unique`` numbers them (labels
+    ``0 .. k-1`` keep their numbers; ``[-1, 0]`` become ``[0, 1]``, ``[0, 2]`` become ``[0, 1]``); labels that do not
+    compare with each other (a number and a name) in order of first appearance.  :class:`InputError` for
+    labels that are not one per host (a wrong length, a 2-D array, a string), a None or NaN label (a host
+    without a group) or an unhashable one.  ``O(N log N)``.
+    """
+    n = len(names)
+    if getattr(labels, "ndim", 1) != 1:
+        raise InputError(f"group labels must be one label per host (1-D), got an array of shape "
+                         f"{np.shape(labels)}")
+    if isinstance(labels, (str, bytes)) or not hasattr(labels, "__len__"):
+        raise InputError(f"group labels must be a sequence of one label per host, got {type(labels).__name__}")
+    if len(labels) != n:
+        raise InputError(f"{len(labels)} group labels for {n} hosts")
+    if isinstance(labels, np.ndarray) and labels.dtype.kind in "iuf":  # (numbers: numpy's own unique)
+        bad = np.flatnonzero(~np.isfinite(labels)) if labels.dtype.kind == "f" else []
+        if len(bad):
+            i = int(bad[0])
+            raise InputError(f"host {names[i]!r} has no group (label {labels[i].item()!r}): give every host a "
+                             "group label")
+        return np.unique(labels, return_inverse=True)[1].reshape(n).astype(np.int64)
+    values = list(labels)
+    seen: dict = {}
+    for name, g in zip(names, values):
+        if g is None or (isinstance(g, numbers.Real) and not math.isfinite(g)):
+            raise InputError(f"host {name!r} has no group (label {g!r}): give every host a group label")
+        try:
+            seen.setdefault(g, len(seen))
+        except TypeError:  # (unhashable: a list, an array)
+            raise InputError(f"host {name!r} has group label {g!r}, which is not a label (a number or a "
+                             "name)") from None
+    try:
+        order = sorted(seen)
+    except TypeError:  # (labels that do not compare: in order of first appearance)
+        order = list(seen)
+    code = {g: c for c, g in enumerate(order)}
+    return np.array([code[g] for g in values], dtype=np.int64)
+
+
 def plan_schedule(
     probe: ProbeData,
     labels: np.ndarray | None = None,
@@ -364,7 +408,9 @@ def plan_schedule(
 ) -> Plan:
     """Chunk the buffer and choose every chunk's LMs and GM (see module docstring).
 
-    ``labels[i]`` is host ``i``'s group (``None``: :func:`fallback_groups`).
+    ``labels[i]`` is host ``i``'s group (``None``: :func:`default_groups`): any hashable
+    values, taken as categories and numbered ``0 .. k-1`` in sorted order (:func:`group_codes`);
+    these numbers are the plan's ``labels``, and group ``g``'s local masters are ``lm[:, g]``.
     ``capacity`` is ``"cardinality"`` or ``"bandwidth"``; default
     ``"bandwidth"`` when the probe has a bandwidth matrix (Quicktune's rule),
     else ``"cardinality"``.
@@ -379,9 +425,7 @@ def plan_schedule(
     source = "groups file"
     if labels is None:
         labels, source = default_groups(probe)
-    labels = np.asarray(labels, dtype=np.int64)
-    if labels.shape != (probe.n,):
-        raise PlinkError(f"{len(labels)} group labels for {probe.n} hosts")
+    labels = group_codes(labels, list(probe.names))
     bw = _bandwidth(probe)
     if capacity is None:
         capacity = "bandwidth" if bw is not None else "cardinality"
