@@ -1345,3 +1345,30 @@ def test_plan_holds_its_own_labels(eight):
     tables = [np.array([0, 1]), np.array([[0, 4]]), lm, gm]
     built = Plan(["a", "b"], *tables, 4)
     assert not any(np.shares_memory(a, b) for a, b in zip((built.labels, built.chunks, built.lm, built.gm), tables))
+
+
+@pytest.mark.parametrize("kw, message", [
+    ({"size": 1e6 + 0.5}, "buffer size must be a whole number of bytes, got 1000000.5"),
+    ({"size": 1.5}, "buffer size must be a whole number of bytes, got 1.5"),  # (was: give --chunk 1.5B or less)
+    ({"size": 1 << 20, "chunk": 1000.5}, "chunk size must be a whole number of bytes, got 1000.5"),
+    ({"size": float("nan")}, "buffer size must be a whole number of bytes, got nan"),
+    ({"size": True}, "buffer size must be a whole number of bytes, got True"),
+    ({"size": "1MB"}, "buffer size must be a whole number of bytes, got '1MB' (the library takes a number of "
+                      "bytes, e.g. 1 << 20; plink.units.parse_size reads a size with a unit, as the plink command "
+                      "does)"),
+    ({"size": 1 << 20, "chunk": "64KiB"}, "chunk size must be a whole number of bytes, got '64KiB' (the library "
+                                          "takes a number of bytes, e.g. 1 << 20; plink.units.parse_size reads a "
+                                          "size with a unit, as the plink command does)"),
+])
+def test_plan_sizes_are_whole_bytes(eight, kw, message):
+    from plink.errors import OptionError
+
+    with pytest.raises(OptionError) as e:
+        plan_schedule(eight, **kw)
+    assert str(e.value) == message
+
+
+def test_plan_takes_whole_float_sizes(eight):
+    plan = plan_schedule(eight, size=1e6, chunk=1000.0)
+    assert plan.size == 1000000 and type(plan.size) is int and plan.n_chunks == 1000
+    assert plan_schedule(eight, size=np.int32(1 << 20), chunk=np.float32(65536)).n_chunks == 16

@@ -148,8 +148,27 @@ MAX_CHUNKS = 1 << 20  #: a schedule's chunks
 MAX_CHUNK_HOSTS = 1 << 22
 
 
+def _whole_bytes(what: str, value) -> int:
+    """``value`` as an int number of bytes, or :class:`OptionError` unless it is a whole number (an int,
+    or a whole float: ``1e6``; not ``1.5``, NaN, a bool or a string)."""
+    if getattr(value, "ndim", None) == 0:  # (a 0-d array: one number)
+        value = value[()]
+    if isinstance(value, numbers.Integral) and not isinstance(value, (bool, np.bool_)):
+        return int(value)
+    if isinstance(value, numbers.Real) and not isinstance(value, (bool, np.bool_)) and math.isfinite(value) \
+            and float(value).is_integer():
+        return int(value)
+    hint = ""
+    if isinstance(value, (str, bytes)):
+        hint = (" (the library takes a number of bytes, e.g. 1 << 20; plink.units.parse_size reads a size "
+                "with a unit, as the plink command does)")
+    raise OptionError(f"{what} must be a whole number of bytes, got {value!r}{hint}")
+
+
 def chunk_buffer(size: int, chunk: int = DEFAULT_CHUNK) -> np.ndarray:
-    """``(C, 2)`` array of ``(offset, length)`` tiling ``[0, size)``; the last chunk may be short."""
+    """``(C, 2)`` array of ``(offset, length)`` tiling ``[0, size)``; the last chunk may be short.
+    ``size`` and ``chunk`` are whole numbers of bytes (whole floats, ``1e6``, are taken)."""
+    size, chunk = _whole_bytes("buffer size", size), _whole_bytes("chunk size", chunk)
     if size <= 0:
         raise OptionError(f"buffer size must be > 0 bytes, got {size}")
     if chunk <= 0:
@@ -411,6 +430,8 @@ def plan_schedule(
     ``labels[i]`` is host ``i``'s group (``None``: :func:`default_groups`): any hashable
     values, taken as categories and numbered ``0 .. k-1`` in sorted order (:func:`group_codes`);
     these numbers are the plan's ``labels``, and group ``g``'s local masters are ``lm[:, g]``.
+    ``size`` and ``chunk`` are whole numbers of bytes (``1e6`` is taken; ``1.5`` and ``'1MB'``
+    are not: :func:`plink.units.parse_size` reads a size with a unit).
     ``capacity`` is ``"cardinality"`` or ``"bandwidth"``; default
     ``"bandwidth"`` when the probe has a bandwidth matrix (Quicktune's rule),
     else ``"cardinality"``.
