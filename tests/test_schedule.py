@@ -1372,3 +1372,24 @@ def test_plan_takes_whole_float_sizes(eight):
     plan = plan_schedule(eight, size=1e6, chunk=1000.0)
     assert plan.size == 1000000 and type(plan.size) is int and plan.n_chunks == 1000
     assert plan_schedule(eight, size=np.int32(1 << 20), chunk=np.float32(65536)).n_chunks == 16
+
+
+@pytest.mark.parametrize("kw, message", [
+    ({"k": -2}, "number of groups k must be a whole number >= 1, got -2"),  # (4 groups, no error)
+    ({"k": 0}, "number of groups k must be a whole number >= 1, got 0"),  # (ZeroDivisionError)
+    ({"k": 2.5}, "number of groups k must be a whole number >= 1, got 2.5"),
+    ({"k": True}, "number of groups k must be a whole number >= 1, got True"),
+    ({"elasticity": 0}, "elasticity must be a finite number >= 1 (group sizes N/(E k) .. E N/k), got 0"),
+    ({"elasticity": 0.5}, "elasticity must be a finite number >= 1 (group sizes N/(E k) .. E N/k), got 0.5"),
+    ({"elasticity": float("inf")}, "elasticity must be a finite number >= 1 (group sizes N/(E k) .. E N/k), got inf"),
+])
+def test_fallback_groups_refuses_bad_k_and_elasticity(eight, kw, message):
+    from plink.errors import OptionError
+
+    with pytest.raises(OptionError) as e:
+        fallback_groups(eight, **kw)
+    assert str(e.value) == message
+
+
+def test_fallback_groups_takes_a_whole_float_k(eight):
+    assert fallback_groups(eight, k=2.0).tolist() == fallback_groups(eight, k=2).tolist()

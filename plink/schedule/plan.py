@@ -196,13 +196,25 @@ def fallback_groups(probe: ProbeData, k: int | None = None, elasticity: float = 
     average linkage makes a few huge groups and many singletons (PlanetLab 490:
     groups of 209 down to 1 host); the bounds keep 2LHA's premise of groups of
     about ``sqrt(N)``.  Missing pairs are priced as the worst measured pair.
-    Labels are renumbered in order of first appearance.  Complexity
+    Labels are renumbered in order of first appearance.  ``k`` (default
+    ``round(sqrt(N))``, at most ``N``) is a whole number >= 1, ``elasticity`` a
+    finite number >= 1 (:class:`OptionError` otherwise).  Complexity
     ``O(N^2 log N)``.  ``plink group`` (ProbeEmbed) is the better grouping;
     this is the documented fallback.
     """
     from scipy.cluster.hierarchy import fcluster, linkage
     from scipy.spatial.distance import squareform
 
+    if k is not None:
+        ok = isinstance(k, numbers.Real) and not isinstance(k, (bool, np.bool_)) and math.isfinite(k) \
+            and float(k).is_integer() and k >= 1
+        if not ok:
+            raise OptionError(f"number of groups k must be a whole number >= 1, got {k!r}")
+        k = int(k)
+    if not (isinstance(elasticity, numbers.Real) and not isinstance(elasticity, (bool, np.bool_))
+            and math.isfinite(elasticity) and elasticity >= 1):
+        raise OptionError(f"elasticity must be a finite number >= 1 (group sizes N/(E k) .. E N/k), "
+                          f"got {elasticity!r}")
     n = probe.n
     if k is None:
         k = max(1, int(round(math.sqrt(n))))
