@@ -1393,3 +1393,17 @@ def test_fallback_groups_refuses_bad_k_and_elasticity(eight, kw, message):
 
 def test_fallback_groups_takes_a_whole_float_k(eight):
     assert fallback_groups(eight, k=2.0).tolist() == fallback_groups(eight, k=2).tolist()
+
+
+@pytest.mark.parametrize("capacity", ["foo", 1])
+def test_plan_refuses_an_unknown_capacity(eight, capacity):
+    from plink.errors import OptionError
+
+    with pytest.raises(OptionError) as e:
+        plan_schedule(eight, size=1 << 20, capacity=capacity)
+    assert str(e.value) == f"unknown capacity mode {capacity!r} (choose from cardinality, bandwidth)"
+
+    from plink.schedule.plan import capacities
+
+    with pytest.raises(OptionError, match="^unknown capacity mode 'foo' "):
+        capacities(np.array([0, 1]), np.ones((2, 2)), "foo")

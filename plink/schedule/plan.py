@@ -337,7 +337,7 @@ def capacities(labels: np.ndarray, bandwidth: np.ndarray | None, mode: str, name
     if mode == "cardinality" or bandwidth is None:
         return np.bincount(labels, minlength=k).astype(float), np.ones(len(labels))
     if mode != "bandwidth":
-        raise PlinkError(f"unknown capacity mode {mode!r}")
+        raise OptionError(f"unknown capacity mode {mode!r} (choose from {', '.join(CAPACITY_MODES)})")
     other = labels[:, None] != labels[None, :]
     out = (bandwidth * other).sum(axis=1)
     group_cap = np.bincount(labels, weights=out, minlength=k)
@@ -448,6 +448,8 @@ def plan_schedule(
     ``"bandwidth"`` when the probe has a bandwidth matrix (Quicktune's rule),
     else ``"cardinality"``.
     """
+    if capacity is not None and not (isinstance(capacity, str) and capacity in CAPACITY_MODES):
+        raise OptionError(f"unknown capacity mode {capacity!r} (choose from {', '.join(CAPACITY_MODES)})")
     if probe.n < 2:
         raise PlinkError(f"an all-reduce schedule needs at least 2 hosts, the probe file has {probe.n}")
     check_every_host_measured(probe)  # (a 3-host matrix with nothing measured was planned and timed)
