@@ -65,6 +65,9 @@ class SSHOptions:
     backoff: float = 0.5
     concurrency: int = 16
     python: str = "python3"
+    #: ``(host, known_hosts file)`` of every key ``accept_new_host_keys`` stored, in order (filled while
+    #: connecting; :func:`added_keys_note` says it in one line, as OpenSSH's "Permanently added")
+    added_host_keys: list = field(default_factory=list, repr=False, compare=False)
 
     def __post_init__(self):
         if not 1 <= self.concurrency <= MAX_CONCURRENCY:
@@ -160,7 +163,10 @@ def _local_user() -> str:
 _known_hosts_lock = threading.Lock()
 
 
-def _make_policy(accept_new: bool, store: str | None, revoked: frozenset | set = frozenset()):
+def _make_policy(accept_new: bool, store: str | None, revoked: frozenset | set = frozenset(),
+                 added: list | None = None, label: str | None = None):
+    """The missing-host-key policy; a key stored under ``accept_new`` is appended to ``added`` as
+    ``(label or the host name, store)``."""
     import paramiko
 
     class AcceptNewPolicy(paramiko.MissingHostKeyPolicy):
@@ -195,6 +201,8 @@ def _make_policy(accept_new: bool, store: str | None, revoked: frozenset | set =
                     fh.write(line.encode())
                     fh.flush()
                     os.fsync(fh.fileno())
+                if added is not None:
+                    added.append((label or hostname, store))
             client.get_host_keys().add(hostname, key.get_name(), key)
 
     class RejectUnknown(paramiko.MissingHostKeyPolicy):
@@ -202,6 +210,24 @@ def _make_policy(accept_new: bool, store: str | None, revoked: frozenset | set =
             raise (_RevokedHostKey if key.asbytes() in revoked else _UnknownHostKey)(hostname, key)
 
     return AcceptNewPolicy() if accept_new else RejectUnknown()
+
+
+def added_keys_note(added, shown: int = 3) -> str | None:
+    """One line for the keys ``--accept-new-host-keys`` stored (``SSHOptions.added_host_keys``), or
+    None when it stored none: "added the host keys of 8 hosts (a, b, c and 5 more) to ~/.ssh/known_hosts"."""
+    hosts = list(dict.fromkeys(h for h, _ in added))
+    if not hosts:
+        return None
+    files = list(dict.fromkeys(_home_short(f) for _, f in added))
+    names = ", ".join(hosts[:shown]) + (f" and {len(hosts) - shown} more" if len(hosts) > shown else "")
+    what = "the host key of 1 host" if len(hosts) == 1 else f"the host keys of {len(hosts)} hosts"
+    return f"added {what} ({names}) to {', '.join(files)}"
+
+
+def _home_short(path: str) -> str:
+    """``path`` with the home directory as ``~`` (as OpenSSH names ~/.ssh/known_hosts)."""
+    home = str(Path("~").expanduser())
+    return "~" + path[len(home):] if home not in ("", "/", "~") and path.startswith(home + os.sep) else path
 
 
 def _host_pattern(patterns: list[str]):
@@ -383,7 +409,8 @@ def _connect_once(target: Target, options: SSHOptions, config, depth: int = 0):
     names = [target.hostname if target.port == 22 else f"[{target.hostname}]:{target.port}"]
     revoked = _known_hosts_cache.fill(client, target.known_hosts, names)
     store = target.known_hosts[0] if target.known_hosts else None
-    client.set_missing_host_key_policy(_make_policy(options.accept_new_host_keys, store, revoked))
+    client.set_missing_host_key_policy(_make_policy(options.accept_new_host_keys, store, revoked,
+                                                    options.added_host_keys, target.label))
     try:
         client.connect(
             target.hostname, port=target.port, username=target.user,

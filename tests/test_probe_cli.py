@@ -147,3 +147,50 @@ def test_a_stop_before_any_pair_says_left_as_it_was_only_of_a_file_that_exists(t
     out.write_text("an earlier probe\n")
     assert _kept(str(out), _stat(out), "SIGTERM") == (f"stopped by SIGTERM before any pair was measured: {out} "
                                                       "left as it was")
+
+
+def test_accept_new_host_keys_says_in_one_line_which_keys_it_added(tmp_path, capsys, monkeypatch):
+    """--accept-new-host-keys stored keys silently (OpenSSH prints "Permanently added ..."): one note line
+    names the hosts and the known_hosts file; -q keeps quiet, and a run that then fails says it before its
+    one error line (outside-in check)."""
+    import numpy as np
+
+    import plink.probes.probe as probe_mod
+    from plink.data.probefile import Host, ProbeData
+
+    kh = tmp_path / "known_hosts"
+    seen = []
+
+    def complete(entries, ssh=None, **kw):
+        seen.append(ssh.accept_new_host_keys)
+        ssh.added_host_keys.extend((e.name, str(kh)) for e in entries)
+        n = len(entries)
+        lat = np.full((n, n), 50.0)
+        np.fill_diagonal(lat, 0.0)
+        return ProbeData(hosts=[Host(e.name) for e in entries], latency=lat,
+                         meta={"complete": True, "method": "udp", "elapsed_s": 1.0, "schedule": []})
+
+    monkeypatch.setattr(probe_mod, "probe_hosts", complete)
+    hosts = tmp_path / "hosts.txt"
+    hosts.write_text("".join(f"node{i}\n" for i in range(8)))
+    out = tmp_path / "p.json"
+    code, _, err = _main(capsys, "probe", str(hosts), "-o", str(out), "--known-hosts", str(kh),
+                         "--accept-new-host-keys")
+    notes = [ln for ln in err.splitlines() if "host key" in ln]
+    assert code == 0 and seen == [True], err
+    assert notes == [f"plink probe: added the host keys of 8 hosts (node0, node1, node2 and 5 more) to {kh}"], err
+    code, _, err = _main(capsys, "probe", str(hosts), "-o", str(out), "--known-hosts", str(kh),
+                         "--accept-new-host-keys", "-q")
+    assert code == 0 and err == "", err
+
+    def refused_later(entries, ssh=None, **kw):
+        ssh.added_host_keys.append((entries[0].name, str(kh)))
+        return _unreached(entries)
+
+    monkeypatch.setattr(probe_mod, "probe_hosts", refused_later)
+    code, _, err = _main(capsys, "probe", str(hosts), "-o", str(tmp_path / "q.json"), "--known-hosts", str(kh),
+                         "--accept-new-host-keys")
+    lines = err.strip().splitlines()
+    assert code == 1 and len(lines) == 2, err
+    assert lines[0] == f"plink probe: added the host key of 1 host (node0) to {kh}"
+    assert lines[1].startswith("plink: error: nothing measured")

@@ -524,3 +524,33 @@ def test_known_hosts_patterns_revocations_in_any_file_and_the_stores_last_line(t
     store.write_text(f"@cert-authority *.example.com {line[1]}")  # no newline at the end
     ssh_mod._make_policy(True, str(store)).missing_host_key(paramiko.SSHClient(), "10.9.9.9", keys[2])
     assert store.read_text().splitlines() == [f"@cert-authority *.example.com {line[1]}", f"10.9.9.9 {line[2]}"]
+
+
+def test_accept_new_records_the_keys_it_stores_and_says_them_in_one_line(tmp_path, monkeypatch):
+    """--accept-new-host-keys added keys without a word, where OpenSSH says "Permanently added ..."
+    (outside-in check): the policy records each key it stores, and one line names them."""
+    keys = [paramiko.Ed25519Key.from_private_key_file(str(_keygen(tmp_path, f"k{i}"))) for i in range(2)]
+    store = tmp_path / "kh"
+    added: list = []
+    ssh_mod._make_policy(True, str(store), frozenset(), added, "node1").missing_host_key(
+        paramiko.SSHClient(), "10.0.0.1", keys[0])
+    ssh_mod._make_policy(True, str(store), frozenset(), added).missing_host_key(
+        paramiko.SSHClient(), "[10.0.0.2]:2222", keys[1])
+    assert added == [("node1", str(store)), ("[10.0.0.2]:2222", str(store))]
+    assert len(store.read_text().splitlines()) == 2
+    with pytest.raises(paramiko.BadHostKeyException):  # a known host under another key: nothing recorded
+        ssh_mod._make_policy(True, str(store), frozenset(), added, "again").missing_host_key(
+            paramiko.SSHClient(), "10.0.0.1", keys[1])
+    with pytest.raises(ssh_mod._UnknownHostKey):  # refused without accept-new: nothing recorded
+        ssh_mod._make_policy(False, str(store), frozenset(), added, "n3").missing_host_key(
+            paramiko.SSHClient(), "10.0.0.3", keys[0])
+    assert len(added) == 2
+    note = ssh_mod.added_keys_note
+    assert note([]) is None
+    assert note([("a", "/k")]) == "added the host key of 1 host (a) to /k"
+    many = [(f"h{i}", str(tmp_path / "kh")) for i in range(8)]
+    assert note(many) == f"added the host keys of 8 hosts (h0, h1, h2 and 5 more) to {tmp_path / 'kh'}"
+    monkeypatch.setenv("HOME", str(tmp_path))
+    assert note([("a", str(tmp_path / ".ssh" / "known_hosts")), ("b", "/etc/kh"), ("a", "/etc/kh")]) == \
+        "added the host keys of 2 hosts (a, b) to ~/.ssh/known_hosts, /etc/kh"
+    assert SSHOptions().added_host_keys == [] and SSHOptions() == SSHOptions(added_host_keys=[("x", "y")])

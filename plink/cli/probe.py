@@ -279,7 +279,7 @@ def probe(hosts, output, method, count, interval, passes, max_count, tol, bandwi
     """
     from plink.data.hostlist import check_entry_names, read_hostlist
     from plink.probes.probe import probe_hosts
-    from plink.probes.ssh import SSHOptions
+    from plink.probes.ssh import SSHOptions, added_keys_note
 
     if as_json and not output:
         raise click.UsageError("--json prints a summary on stdout, so the probe file needs -o FILE (not -)")
@@ -314,6 +314,11 @@ def probe(hosts, output, method, count, interval, passes, max_count, tol, bandwi
         raise Interrupted(_kept(checkpoint, before, "SIGTERM" if isinstance(exc, Terminated) else "Ctrl-C", rerun,
                                 bandwidth if uplinks is None else bool(uplinks)),
                           143 if isinstance(exc, Terminated) else 130) from None
+    finally:  # the keys --accept-new-host-keys stored, in one line (OpenSSH says "Permanently added"), also
+        # before an error's line: they were added whatever came after
+        added = added_keys_note(opts.added_host_keys)
+        if added and not quiet:
+            click.echo(f"plink probe: {added}", err=True)
     summary = _probe_summary(result, output)
     from plink.probes.probe import measured_anything
 
