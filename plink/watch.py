@@ -35,7 +35,9 @@ changed), 2 a usage error.
 
 An incomplete probe (unreachable hosts: ``meta["complete"] is False``) never
 replaces an order that covers the same hosts: the run keeps the order and
-says which hosts were missing.
+says which hosts were missing.  When the host list changed as well, no order
+fits: the run is an error (exit 1, nothing written) naming the hosts added or
+removed and the unreachable ones.
 """
 
 from __future__ import annotations
@@ -645,11 +647,15 @@ def decide(probe: ProbeData, current: Sequence[str] | None, solve: Callable[...,
     an error instead).  Else search from the current order (``solve`` on the probe subset in that
     order, whose ``cost_input`` is the current order's cost) and adopt the result when
     :func:`should_reorder` says so (``reordered``), else ``kept``.  ``incomplete`` (a reason,
-    empty when the probe is complete) keeps the order.  Cost: one ``solve`` call.
+    empty when the probe is complete) keeps the order; when the current order is over other
+    hosts too, no order fits: :class:`PlinkError` naming the change and the reason, before any
+    search.  Cost: one ``solve`` call.
     """
     if current is None:
         result = solve(probe, algo, **search)
-        return Decision("initial", list(result.hosts), None, result.cost_plink, None, result)
+        notes = [f"the probe is incomplete ({incomplete}): the first order was searched without the missing "
+                 "pairs' measurements"] if incomplete else []
+        return Decision("initial", list(result.hosts), None, result.cost_plink, None, result, notes)
     current = list(current)
     if not (set(current) == set(probe.names) and len(current) == probe.n):
         notes = []
@@ -659,6 +665,8 @@ def decide(probe: ProbeData, current: Sequence[str] | None, solve: Callable[...,
             if strict:
                 raise
             notes.append(str(exc))
+        if incomplete:  # the current order no longer fits, and an incomplete probe never replaces it
+            raise PlinkError(_changed_and_incomplete(current, probe, incomplete, source, notes))
         result = solve(probe, algo, **search)
         return Decision("hosts-changed", list(result.hosts), None, result.cost_plink, None, result, notes)
     # search from the current order: cost_input is the current order on this probe
@@ -669,6 +677,27 @@ def decide(probe: ProbeData, current: Sequence[str] | None, solve: Callable[...,
         return Decision("reordered", list(result.hosts), cost_cur, cost_new, gain, result)
     notes = [f"the probe is incomplete ({incomplete}): order kept"] if incomplete else []
     return Decision("kept", current, cost_cur, cost_new, gain, result, notes)
+
+
+def _changed_and_incomplete(current: Sequence[str], probe: ProbeData, incomplete: str, source: str,
+                            notes: Sequence[str]) -> str:
+    """The error of a run whose host list changed on an incomplete probe: no order fits (the current one
+    is over other hosts, and an incomplete probe never writes a new one)."""
+    from plink.data.inputs import hosts_not_in
+
+    def some(names: list[str]) -> str:
+        return ", ".join(names[:5]) + (f" and {len(names) - 5} more" if len(names) > 5 else "")
+
+    added, removed = hosts_not_in(probe.names, current), hosts_not_in(current, probe.names)
+    parts = []
+    if added:
+        parts.append(f"hosts added: {some(added)}")
+    if removed:
+        parts.append(f"hosts removed: {some(removed)}")
+    change = "; ".join(parts) or (notes[0] if notes else "the same hosts, spelled in another case")
+    return (f"the host list changed ({change}) but the probe is incomplete ({incomplete}): no new order written, "
+            f"nothing changed; {source} is for the old host list (make the hosts reachable or correct the host "
+            "list, then rerun)")
 
 
 def watch(

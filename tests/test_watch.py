@@ -879,3 +879,54 @@ def test_a_window_keeps_the_probes_bandwidths_and_the_drift_report_their_digits(
     assert link["old"] == pytest.approx(kbit.bandwidth[0, 1], rel=1e-3) and link["change"] == pytest.approx(-0.5)
     line = format_drift(rep)[-1]
     assert " kbit/s -> " in line and line.endswith("kbit/s (-50%)"), line
+
+
+def _with_unreachable(probe: ProbeData, name: str) -> ProbeData:
+    """``probe`` plus a host ``name`` that could not be reached (its pairs unmeasured), as plink probe writes it."""
+    from plink.data.probefile import Host
+
+    n = probe.n + 1
+    lat = np.full((n, n), np.nan)
+    lat[:-1, :-1] = probe.latency
+    lat[-1, -1] = 0.0
+    why = {name: f"{name}: cannot resolve {name} (Name or service not known)"}
+    return ProbeData(hosts=list(probe.hosts) + [Host(name)], latency=lat,
+                     meta={**probe.meta, "complete": False, "unreachable": why})
+
+
+def test_a_host_added_but_unreachable_writes_no_order_and_says_so(tmp_path):
+    """A misspelled host added to the host list was put into a new order (mid-ring, a rack split three ways),
+    exit 4, and nothing printed said it was unreachable (only status.json): no order fits, so the run is an
+    error naming the host, and the state, the order files and the --emit files stay as they were."""
+    clock = Clock()
+    emit = tmp_path / "hosts.ompi"
+    st = tmp_path / "st"
+    watch(st, lambda: dc(1), emit=[("openmpi", str(emit))], now=clock, **OPTS)
+    before, emitted = snapshot(st), emit.read_text()
+    bad = _with_unreachable(dc(1), "oi51r9h9")
+    with pytest.raises(PlinkError) as exc:
+        watch(st, lambda: bad, emit=[("openmpi", str(emit))], now=clock, **OPTS)
+    msg = str(exc.value)
+    assert msg.startswith("the host list changed (hosts added: oi51r9h9) but the probe is incomplete "
+                          "(unreachable: oi51r9h9): no new order written"), msg
+    assert f"the current order ({st / 'state.json'}) is for the old host list" in msg
+    assert snapshot(st) == before and emit.read_text() == emitted
+    # the command line: one error line, exit 1 (an error, nothing changed), and --json's status says it too
+    p = tmp_path / "bad.json"
+    bad.save(p)
+    r = run("watch", str(st), "--probe-file", str(p), "--model", "pairsum", "--time-limit", "0.2")
+    assert r.returncode == 1 and r.stdout == "" and len(r.stderr.strip().splitlines()) == 1, r.stderr
+    assert "unreachable: oi51r9h9" in r.stderr and "Traceback" not in r.stderr
+    r = run("watch", str(st), "--probe-file", str(p), "--model", "pairsum", "--time-limit", "0.2", "--json")
+    doc = json.loads(r.stdout)
+    assert r.returncode == 1 and doc["status"] == "error" and "unreachable: oi51r9h9" in doc["message"]
+    assert snapshot(st) == before
+
+
+def test_a_first_order_on_an_incomplete_probe_names_the_unreachable_hosts_in_its_output(tmp_path):
+    """The first run ordered what it had (exit 4) and its output did not say a host was unreachable."""
+    p = tmp_path / "p.json"
+    _with_unreachable(dc(1), "gone1").save(p)
+    r = run("watch", str(tmp_path / "st"), "--probe-file", str(p), "--model", "pairsum", "--time-limit", "0.2")
+    assert r.returncode == EXIT_CHANGED, r.stderr
+    assert "the probe is incomplete (unreachable: gone1)" in r.stdout, r.stdout

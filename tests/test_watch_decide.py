@@ -109,7 +109,7 @@ def test_incomplete_probe_keeps_the_order_and_says_why():
 ])
 def test_hosts_changed_searches_a_new_order(cur):
     s = Solver(cost_plink=7.0)
-    d = decide(probe(), cur, s, "dbt", {"seed": 3}, 0.05, incomplete="x", source="the current order (s)")
+    d = decide(probe(), cur, s, "dbt", {"seed": 3}, 0.05, source="the current order (s)")
     assert (d.status, d.order, d.cost_current, d.cost_new, d.gain) == \
         ("hosts-changed", ["d", "c", "b", "a"], None, 7.0, None)
     assert s.calls == [(NAMES, "dbt", {"seed": 3})] and d.result is s.last
@@ -129,3 +129,27 @@ def test_hosts_changed_default_source_in_the_note():
     d = decide(probe(), ["a", "b", "x", "d"], Solver(), "ring", {}, 0.05)
     assert d.notes == ["the current order is from another host list: it lists 1 host(s) not in the probe (x) "
                        "and lacks 1 probed host(s) (c)"]
+
+
+@pytest.mark.parametrize("cur, change", [
+    (["a", "b", "c"], "hosts added: d"),                           # a host added (misspelled, unreachable)
+    (["a", "b", "c", "d", "e"], "hosts removed: e"),
+    (["a", "b", "c", "x"], "hosts added: d; hosts removed: x"),
+])
+def test_hosts_changed_on_an_incomplete_probe_writes_no_order(cur, change):
+    """A misspelled host added to the list made a new order with the unreachable host mid-ring (and a rack
+    split three ways), exit 4, the output not saying it was unreachable (outside-in check): the current
+    order no longer fits and an incomplete probe never writes one, so the run is an error, before any search."""
+    s = Solver(cost_plink=7.0)
+    with pytest.raises(PlinkError) as exc:
+        decide(probe(), cur, s, "ring", {}, 0.05, incomplete="unreachable: d", source="the current order (s)")
+    assert str(exc.value) == (f"the host list changed ({change}) but the probe is incomplete (unreachable: d): no "
+                              "new order written, nothing changed; the current order (s) is for the old host list "
+                              "(make the hosts reachable or correct the host list, then rerun)")
+    assert s.calls == []
+
+
+def test_a_first_order_on_an_incomplete_probe_says_so():
+    d = decide(probe(), None, Solver(), "ring", {}, 0.05, incomplete="unreachable: b")
+    assert d.status == "initial" and d.notes == [
+        "the probe is incomplete (unreachable: b): the first order was searched without the missing pairs' measurements"]
