@@ -304,6 +304,10 @@ class WatchResult:
     drift: dict | None = None
     stale_lock: dict | None = None
     notes: list[str] = field(default_factory=list)
+    #: what the cost model assumed rather than measured (``plink order``'s notes: NICs without a bandwidth,
+    #: group uplinks nobody measured): printed with the costs and first in status.json's ``notes``, but no
+    #: reason on its own to speak up under cron (a latency-only probe assumes them on every run)
+    model_notes: list[str] = field(default_factory=list)
     probes_used: int = 1  #: probes in the median the decision was costed on (--window)
     incomplete: str = ""  #: why the probe was incomplete (then the order is never replaced), else ""
     pruned: int = 0  #: old runs removed from the history (--keep)
@@ -330,6 +334,7 @@ class WatchResult:
 
     def to_dict(self) -> dict:
         d = asdict(self)
+        d["notes"] = [*d.pop("model_notes"), *d["notes"]]
         d["exit_code"] = self.exit_code
         d["gain_resolved"] = self.gain_resolved
         return d
@@ -359,6 +364,7 @@ class WatchResult:
             fmt = (lambda c: format_us(c * 1e6)) if self.cost_unit == "s" else format_us
             lines.append(f"{self.model} cost model on {on}: current {fmt(self.cost_current)}, "
                          f"best found {fmt(self.cost_new)} ({self.algo})")
+        lines += self.model_notes
         lines += self.notes
         if self.pruned:
             lines.append(f"pruned {self.pruned} old run(s) from the history (--keep)")
@@ -624,6 +630,7 @@ class Decision:
     gain: float | None
     result: Any  #: what ``solve`` returned (its report is written when the order changes)
     notes: list[str] = field(default_factory=list)
+    assumed: list[str] = field(default_factory=list)  #: :func:`model_assumptions` of the search
 
 
 def relative_gain(cost_current: float, cost_new: float) -> float:
@@ -655,7 +662,8 @@ def decide(probe: ProbeData, current: Sequence[str] | None, solve: Callable[...,
         result = solve(probe, algo, **search)
         notes = [f"the probe is incomplete ({incomplete}): the first order was searched without the missing "
                  "pairs' measurements"] if incomplete else []
-        return Decision("initial", list(result.hosts), None, result.cost_plink, None, result, notes)
+        return Decision("initial", list(result.hosts), None, result.cost_plink, None, result, notes,
+                        model_assumptions(probe, result, search))
     current = list(current)
     if not (set(current) == set(probe.names) and len(current) == probe.n):
         notes = []
@@ -668,15 +676,35 @@ def decide(probe: ProbeData, current: Sequence[str] | None, solve: Callable[...,
         if incomplete:  # the current order no longer fits, and an incomplete probe never replaces it
             raise PlinkError(_changed_and_incomplete(current, probe, incomplete, source, notes))
         result = solve(probe, algo, **search)
-        return Decision("hosts-changed", list(result.hosts), None, result.cost_plink, None, result, notes)
+        return Decision("hosts-changed", list(result.hosts), None, result.cost_plink, None, result, notes,
+                        model_assumptions(probe, result, search))
     # search from the current order: cost_input is the current order on this probe
-    result = solve(probe.subset([probe.index(n) for n in current]), algo, **search)
+    searched = probe.subset([probe.index(n) for n in current])
+    result = solve(searched, algo, **search)
+    assumed = model_assumptions(searched, result, search)
     cost_cur, cost_new = float(result.cost_input), float(result.cost_plink)
     gain = relative_gain(cost_cur, cost_new)
     if should_reorder(cost_cur, cost_new, min_gain, incomplete=bool(incomplete)):
-        return Decision("reordered", list(result.hosts), cost_cur, cost_new, gain, result)
+        return Decision("reordered", list(result.hosts), cost_cur, cost_new, gain, result, [], assumed)
     notes = [f"the probe is incomplete ({incomplete}): order kept"] if incomplete else []
-    return Decision("kept", current, cost_cur, cost_new, gain, result, notes)
+    return Decision("kept", current, cost_cur, cost_new, gain, result, notes, assumed)
+
+
+def model_assumptions(probe: ProbeData, result: Any, search: dict) -> list[str]:
+    """What the shared cost model assumed rather than measured when ``result`` was searched on ``probe``:
+    ``plink order``'s notes on it, from the same function (:func:`plink.pricing.network`'s
+    ``assumption_notes``: host NICs without a bandwidth, group uplinks nobody measured), on the groups the
+    search found.  Empty for the pair-sum model, a size of 0 bytes (no capacity matters) or a result
+    without its groups (a stand-in solver).  O(N^2)."""
+    if search.get("model", "shared") != "shared" or int(search.get("size", 1)) <= 0:
+        return []
+    labels = getattr(result, "group_labels", None)
+    if labels is None or len(labels) != probe.n:
+        return []
+    from plink.pricing import Groups, network
+
+    groups = Groups(np.asarray(labels, dtype=np.int64), "the order search")
+    return list(network(probe, groups, nic_gbps=search.get("nic_gbps")).assumption_notes)
 
 
 def _changed_and_incomplete(current: Sequence[str], probe: ProbeData, incomplete: str, source: str,
@@ -721,6 +749,7 @@ def watch(
     now: Callable[[], datetime] = _utcnow,
     solve: Callable[..., Any] | None = None,
     model: str = "shared",
+    nic_gbps: float | None = None,
 ) -> WatchResult:
     """One cron run over ``state_dir``: probe, compare, re-order if it pays.
 
@@ -734,18 +763,26 @@ def watch(
     :class:`StateError` for an unusable state directory; in both cases
     nothing is changed.  ``model``: ``"shared"`` (default, as ``plink
     order``: NICs and group uplinks shared by concurrent flows, seconds) or
-    ``"pairsum"`` (the dissertation's sum of pair costs, µs).  Cost: one
-    probe plus one ``order_hosts`` search.
+    ``"pairsum"`` (the dissertation's sum of pair costs, µs); ``nic_gbps``: the
+    host NICs of a probe without bandwidths (shared model; ``None``: 10 Gbit/s,
+    as ``plink order``); what the model assumed is in the result's ``model_notes``.
+    Cost: one probe plus one ``order_hosts`` search.
     """
     from plink.order import DEFAULT_SIZE, order_hosts
 
     solve = solve or order_hosts
     size = DEFAULT_SIZE if size is None else int(size)
     _check_args(model=model, window=window, min_gain=min_gain, slots=slots, emit=emit, state_dir=state_dir)
+    if nic_gbps is not None:  # (checked as plink order checks it, before anything is probed)
+        from plink.order import check_options
+
+        check_options(algo, model=model, nic_gbps=nic_gbps)
     _check_emit_outside_state(Path(state_dir), emit)
     search = dict(size=size, time_limit=time_limit, seed=seed, base=base, model=model)
     if max_iter is not None:  # a reproducible search (tests, benchmarks)
         search["max_iter"] = max_iter
+    if nic_gbps is not None:
+        search["nic_gbps"] = nic_gbps
     state_dir = Path(state_dir)
     _check_dir(state_dir)
     started = now()
@@ -785,7 +822,8 @@ def watch(
             min_gain=min_gain, gain=None if d.gain is None else round(d.gain, 6),
             cost_current=d.cost_current, cost_new=d.cost_new, model=model,
             cost_unit=str(getattr(d.result, "unit", "s" if model == "shared" else "us")), order=d.order,
-            previous_order=current, drift=drift, stale_lock=stale, notes=notes, probes_used=used,
+            previous_order=current, drift=drift, stale_lock=stale, notes=notes, model_notes=d.assumed,
+            probes_used=used,
             incomplete=incomplete, started=_iso(started),
         )
         order_doc = _order_doc(d.order, probe, algo, size, _report(d))

@@ -930,3 +930,40 @@ def test_a_first_order_on_an_incomplete_probe_names_the_unreachable_hosts_in_its
     r = run("watch", str(tmp_path / "st"), "--probe-file", str(p), "--model", "pairsum", "--time-limit", "0.2")
     assert r.returncode == EXIT_CHANGED, r.stderr
     assert "the probe is incomplete (unreachable: gone1)" in r.stdout, r.stdout
+
+
+def test_costs_on_assumed_capacities_say_what_was_assumed(tmp_path):
+    """plink watch quoted 'current 36.838 ms, best found 36.818 ms' from NICs assumed at 10 Gbit/s without a
+    word (status.json: "notes": []), where plink order on the same probe says 'no bandwidth measured: host
+    NICs assumed 10 Gbit/s (set --nic-gbps)' (outside-in check). Its notes come from the same function,
+    a run that only keeps the order stays quiet, and --nic-gbps sets the NICs as plink order's does."""
+    from plink.order import order_hosts
+
+    shared = dict(time_limit=5, max_iter=2000, seed=0, model="shared")
+    probe = dc(1)
+    nic_note = "no bandwidth measured: host NICs assumed 10 Gbit/s (set --nic-gbps)"
+    assert nic_note in order_hosts(probe, "ring", max_iter=2000).notes  # plink order's own words
+    st = tmp_path / "st"
+    first = watch(st, lambda: probe, **shared)
+    assert first.model_notes[0] == nic_note and "uplink" in first.model_notes[1], first.model_notes
+    kept = watch(st, lambda: probe, **shared)
+    assert kept.status == "kept" and not kept.noteworthy  # (assumed on every run: no reason to mail cron)
+    lines = kept.summary()
+    at = next(i for i, ln in enumerate(lines) if "cost model on the new probe" in ln)
+    assert lines[at + 1] == nic_note, lines
+    status = json.loads((st / "history" / runs(st)[-1] / "status.json").read_text())
+    assert status["notes"][:2] == kept.model_notes and "model_notes" not in status
+    fast = watch(tmp_path / "fast", lambda: probe, nic_gbps=25, **shared)
+    assert fast.model_notes[0] == "no bandwidth measured: host NICs assumed 25 Gbit/s"
+    # measured bandwidths: the NICs are not assumed (the uplinks, not measured here, still are); the pair sum
+    # assumes no capacity
+    bw = dc(2, bandwidth=True)
+    assert watch(tmp_path / "bw", lambda: bw, **shared).model_notes == [
+        n for n in order_hosts(bw, "ring", max_iter=2000).notes if "measured: assumed" in n] != []
+    assert watch(tmp_path / "ps", lambda: probe, **OPTS).model_notes == []
+    p = tmp_path / "p.json"
+    probe.save(p)
+    r = run("watch", str(tmp_path / "cli"), "--probe-file", str(p), "--time-limit", "0.2", "--nic-gbps", "0")
+    assert r.returncode == 2 and "--nic-gbps must be > 0" in r.stderr and not (tmp_path / "cli").exists()
+    r = run("watch", str(tmp_path / "cli"), "--probe-file", str(p), "--time-limit", "0.2", "--nic-gbps", "40")
+    assert r.returncode == EXIT_CHANGED and "host NICs assumed 40 Gbit/s" in r.stdout, r.stdout + r.stderr

@@ -259,6 +259,8 @@ def _prober(hosts_file, probe_file, hosts_format="auto", load_input=None, max_ho
 @click.option("--base", default=2, show_default=True, type=int, help="BCube base (--algo bcube).")
 @click.option("--model", "cost_model", type=click.Choice(["shared", "pairsum"]), default="shared", show_default=True,
               help="Cost model, as plink order: shared NICs and rack uplinks (seconds), or the pair sum.")
+@click.option("--nic-gbps", type=float, default=None,
+              help="Host NIC speed for --model shared when the probe has no bandwidth (as plink order) [assumed 10].")
 @click.option("--min-gain", default="5%", show_default=True,
               help="Re-order only if the new order is predicted this much cheaper than the current one.")
 @click.option("--time-limit", default=5.0, show_default=True, type=float,
@@ -281,7 +283,7 @@ def _prober(hosts_file, probe_file, hosts_format="auto", load_input=None, max_ho
 @click.option("--max-hosts", default=4096, show_default=True, type=click.IntRange(1),
               help="Refuse a host list that expands to more hosts.")
 @matrix_input_options(hosts_flag=None)
-def watch_cmd(state_dir, hosts_file, probe_file, method, count, timeout, retries, ssh_config, known_hosts, hosts_format, algo, size, base, cost_model, min_gain, time_limit, seed, initial_order,
+def watch_cmd(state_dir, hosts_file, probe_file, method, count, timeout, retries, ssh_config, known_hosts, hosts_format, algo, size, base, cost_model, nic_gbps, min_gain, time_limit, seed, initial_order,
               emit_items, slots, keep, window, reset, as_json, verbose, max_hosts, load_input) -> None:
     """Re-probe and re-order only when it pays: for cron.
 
@@ -329,7 +331,7 @@ def watch_cmd(state_dir, hosts_file, probe_file, method, count, timeout, retries
         result = watch(
             state_dir, prober, algo=algo, size=size, base=base, min_gain=_parse_gain(min_gain),
             time_limit=time_limit, seed=seed, initial_order=read_order(initial_order) if initial_order else None,
-            emit=emits, slots=slots, keep=keep, window=window, reset=reset, model=cost_model,
+            emit=emits, slots=slots, keep=keep, window=window, reset=reset, model=cost_model, nic_gbps=nic_gbps,
         )
     except WatchBusy as exc:
         if not as_json:
