@@ -93,6 +93,10 @@ class OrderResult:
     #: topology.conf (not in ``to_dict``)
     group_labels: list[int] = field(default_factory=list, repr=False)
     notes: list[str] = field(default_factory=list)
+    #: the notes (of ``notes``) that say what the shared model assumed rather than measured (host NICs
+    #: without a bandwidth, group uplinks nobody measured): ``plink watch`` prints them with its costs
+    #: (not in ``to_dict``: they are in ``notes``)
+    assumption_notes: list[str] = field(default_factory=list, repr=False)
     #: when the shared model assumed the capacities (no bandwidth measured): ``{"basis": "the
     #: measured latencies alone", "speedups": {name: plink's speedup over that order by them}}``
     measured_only: dict[str, Any] = field(default_factory=dict)
@@ -173,7 +177,7 @@ class OrderResult:
 
     def to_dict(self) -> dict:
         d = asdict(self)
-        del d["group_labels"]
+        del d["group_labels"], d["assumption_notes"]
         d["speedup_vs_input"] = self.speedup_vs_input
         d["speedup_vs_random"] = self.speedup_vs_random
         d["speedup_vs_contiguous"] = self.speedup_vs_contiguous
@@ -459,6 +463,7 @@ def order_hosts(
                 "weak": weak_groups(groups.confidence, groups.k)},
         group_labels=[int(g) for g in groups.labels],
         notes=notes,
+        assumption_notes=[n for n in notes if n in getattr(getattr(cm, "net", None), "assumption_notes", ())],
         measured_only=measured_only,
         capacity_scenarios=scenarios,
         every_order_same=order_free,

@@ -663,7 +663,7 @@ def decide(probe: ProbeData, current: Sequence[str] | None, solve: Callable[...,
         notes = [f"the probe is incomplete ({incomplete}): the first order was searched without the missing "
                  "pairs' measurements"] if incomplete else []
         return Decision("initial", list(result.hosts), None, result.cost_plink, None, result, notes,
-                        model_assumptions(probe, result, search))
+                        model_assumptions(result))
     current = list(current)
     if not (set(current) == set(probe.names) and len(current) == probe.n):
         notes = []
@@ -677,11 +677,10 @@ def decide(probe: ProbeData, current: Sequence[str] | None, solve: Callable[...,
             raise PlinkError(_changed_and_incomplete(current, probe, incomplete, source, notes))
         result = solve(probe, algo, **search)
         return Decision("hosts-changed", list(result.hosts), None, result.cost_plink, None, result, notes,
-                        model_assumptions(probe, result, search))
+                        model_assumptions(result))
     # search from the current order: cost_input is the current order on this probe
-    searched = probe.subset([probe.index(n) for n in current])
-    result = solve(searched, algo, **search)
-    assumed = model_assumptions(searched, result, search)
+    result = solve(probe.subset([probe.index(n) for n in current]), algo, **search)
+    assumed = model_assumptions(result)
     cost_cur, cost_new = float(result.cost_input), float(result.cost_plink)
     gain = relative_gain(cost_cur, cost_new)
     if should_reorder(cost_cur, cost_new, min_gain, incomplete=bool(incomplete)):
@@ -690,21 +689,12 @@ def decide(probe: ProbeData, current: Sequence[str] | None, solve: Callable[...,
     return Decision("kept", current, cost_cur, cost_new, gain, result, notes, assumed)
 
 
-def model_assumptions(probe: ProbeData, result: Any, search: dict) -> list[str]:
-    """What the shared cost model assumed rather than measured when ``result`` was searched on ``probe``:
-    ``plink order``'s notes on it, from the same function (:func:`plink.pricing.network`'s
-    ``assumption_notes``: host NICs without a bandwidth, group uplinks nobody measured), on the groups the
-    search found.  Empty for the pair-sum model, a size of 0 bytes (no capacity matters) or a result
-    without its groups (a stand-in solver).  O(N^2)."""
-    if search.get("model", "shared") != "shared" or int(search.get("size", 1)) <= 0:
-        return []
-    labels = getattr(result, "group_labels", None)
-    if labels is None or len(labels) != probe.n:
-        return []
-    from plink.pricing import Groups, network
-
-    groups = Groups(np.asarray(labels, dtype=np.int64), "the order search")
-    return list(network(probe, groups, nic_gbps=search.get("nic_gbps")).assumption_notes)
+def model_assumptions(result: Any) -> list[str]:
+    """What the shared cost model assumed rather than measured when ``result`` was searched: ``plink
+    order``'s own notes on it (``OrderResult.assumption_notes``: host NICs without a bandwidth, group
+    uplinks nobody measured; none for the pair-sum model or a size of 0 bytes), empty for a result
+    without them (a stand-in solver).  O(1)."""
+    return list(getattr(result, "assumption_notes", None) or [])
 
 
 def _changed_and_incomplete(current: Sequence[str], probe: ProbeData, incomplete: str, source: str,
