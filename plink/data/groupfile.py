@@ -21,13 +21,15 @@ Versioned JSON written by ``plink group`` and read by ``plink schedule``,
 from __future__ import annotations
 
 import json
+import math
+import numbers
 import os
 from dataclasses import dataclass, field
 from typing import Any, Sequence
 
 import numpy as np
 
-from plink.errors import ProbeFileError
+from plink.errors import InputError, ProbeFileError
 from plink.data.fileio import atomic_write_text, check_envelope, read_json
 from plink.data.inputs import host_key, host_positions, hosts_not_in
 
@@ -37,6 +39,53 @@ VERSION = 1
 
 #: the ``metrics`` that :meth:`Groups.restricted_to` keeps for part of the hosts (host lists: filtered)
 _PER_HOST_METRICS = ("low_confidence_hosts", "alone_hosts", "split_by_bandwidth", "bandwidth_used")
+
+
+def group_codes(labels, names: Sequence[str], *, first_seen: bool = False) -> np.ndarray:
+    """Each host's group as ``0 .. k-1``, from ``labels``: one label per host of ``names`` of any
+    hashable values (group numbers, rack names, floats), taken as categories, as
+    :func:`plink.order_hosts` takes them.
+
+    Groups are numbered in sorted order of their labels, as ``np.unique`` numbers them (labels
+    ``0 .. k-1`` keep their numbers; ``[-1, 0]`` become ``[0, 1]``, ``[0, 2]`` become ``[0, 1]``); labels
+    that do not compare with each other (a number and a name), and every label with ``first_seen`` (a
+    launcher file's switches in rank order), in order of first appearance.  :class:`InputError` for
+    labels that are not one per host (a wrong length, a 2-D array, a string), a None or NaN label (a
+    host without a group) or an unhashable one.  ``O(N log N)``.
+    """
+    n = len(names)
+    if getattr(labels, "ndim", 1) != 1:
+        raise InputError(f"group labels must be one label per host (1-D), got an array of shape "
+                         f"{np.shape(labels)}")
+    if isinstance(labels, (str, bytes)) or not hasattr(labels, "__len__"):
+        raise InputError(f"group labels must be a sequence of one label per host, got {type(labels).__name__}")
+    if len(labels) != n:
+        raise InputError(f"{len(labels)} group labels for {n} hosts")
+    if not first_seen and isinstance(labels, np.ndarray) and labels.dtype.kind in "iuf":  # (numpy's own unique)
+        bad = np.flatnonzero(~np.isfinite(labels)) if labels.dtype.kind == "f" else []
+        if len(bad):
+            i = int(bad[0])
+            raise InputError(f"host {names[i]!r} has no group (label {labels[i].item()!r}): give every host a "
+                             "group label")
+        return np.unique(labels, return_inverse=True)[1].reshape(n).astype(np.int64)
+    values = list(labels)
+    seen: dict = {}
+    for name, g in zip(names, values):
+        if g is None or (isinstance(g, numbers.Real) and not math.isfinite(g)):
+            raise InputError(f"host {name!r} has no group (label {g!r}): give every host a group label")
+        try:
+            seen.setdefault(g, len(seen))
+        except TypeError:  # (unhashable: a list, an array)
+            raise InputError(f"host {name!r} has group label {g!r}, which is not a label (a number or a "
+                             "name)") from None
+    order = list(seen)
+    if not first_seen:
+        try:
+            order = sorted(seen)
+        except TypeError:  # (labels that do not compare: in order of first appearance)
+            pass
+    code = {g: c for c, g in enumerate(order)}
+    return np.array([code[g] for g in values], dtype=np.int64)
 
 
 @dataclass

@@ -279,28 +279,6 @@ def compress_hostlist(names: Sequence[str]) -> str:
     return ",".join(parts)
 
 
-def _group_codes(labels, names: list[str]) -> list[int]:
-    """Each host's group as ``0, 1, ..`` in rank order of first appearance; the labels may be any hashable
-    values (ints, rack names), one per host; :class:`InputError` for a wrong length, a NaN or None."""
-    if labels is None or isinstance(labels, (str, bytes)) or not hasattr(labels, "__len__") \
-            or getattr(labels, "ndim", 1) != 1:
-        raise InputError(f"group labels must be a sequence of one label per host, got {type(labels).__name__}")
-    labels = list(labels)
-    if len(labels) != len(names):
-        raise InputError(f"{len(labels)} group labels for {len(names)} hosts")
-    first: dict = {}
-    codes = []
-    for name, g in zip(names, labels):
-        if g is None or (isinstance(g, numbers.Real) and not math.isfinite(g)):
-            raise InputError(f"host {name!r} has no group (label {g!r}): give every host a group label")
-        try:
-            codes.append(first.setdefault(g, len(first)))
-        except TypeError:  # (unhashable: a list, an array)
-            raise InputError(f"host {name!r} has group label {g!r}, which is not a label (a number or a "
-                             "name)") from None
-    return codes
-
-
 def slurm_topology(hosts: Sequence, labels: Sequence[Hashable], *, prefix: str = "plink") -> str:
     """Slurm ``topology.conf`` (``TopologyPlugin=topology/tree``) from plink groups.
 
@@ -309,7 +287,9 @@ def slurm_topology(hosts: Sequence, labels: Sequence[Hashable], *, prefix: str =
     joined by a root switch ``{prefix}-root``.
     """
     hs = _hosts(hosts)
-    codes = _group_codes(labels, [h.name for h in hs])
+    from plink.data.groupfile import group_codes
+
+    codes = group_codes(labels, [h.name for h in hs], first_seen=True).tolist()
     members: list[list[str]] = [[] for _ in range(max(codes) + 1)]
     for h, g in zip(hs, codes):
         members[g].append(h.name)

@@ -57,6 +57,7 @@ from typing import Any
 import numpy as np
 
 from plink.errors import InputError, OptionError, PlinkError
+from plink.data.groupfile import group_codes
 from plink.data.probefile import ProbeData, check_every_host_measured
 
 DEFAULT_CHUNK = 64 * 1024  #: bytes; AggEngine's chunk size (§4.2.2)
@@ -384,49 +385,6 @@ def lpt_assign(weights: np.ndarray, capacity: np.ndarray, load: np.ndarray | Non
 
 # ---------------------------------------------------------------------------
 # planning
-
-
-def group_codes(labels, names: list[str]) -> np.ndarray:
-    """Each host's group as ``0 .. k-1``, from ``labels``: one label per host of any hashable values
-    (group numbers, rack names, floats), taken as categories, as :func:`plink.order_hosts` takes them.
-
-    Groups are numbered in sorted order of their labels, as ``np.unique`` numbers them (labels
-    ``0 .. k-1`` keep their numbers; ``[-1, 0]`` become ``[0, 1]``, ``[0, 2]`` become ``[0, 1]``); labels that do not
-    compare with each other (a number and a name) in order of first appearance.  :class:`InputError` for
-    labels that are not one per host (a wrong length, a 2-D array, a string), a None or NaN label (a host
-    without a group) or an unhashable one.  ``O(N log N)``.
-    """
-    n = len(names)
-    if getattr(labels, "ndim", 1) != 1:
-        raise InputError(f"group labels must be one label per host (1-D), got an array of shape "
-                         f"{np.shape(labels)}")
-    if isinstance(labels, (str, bytes)) or not hasattr(labels, "__len__"):
-        raise InputError(f"group labels must be a sequence of one label per host, got {type(labels).__name__}")
-    if len(labels) != n:
-        raise InputError(f"{len(labels)} group labels for {n} hosts")
-    if isinstance(labels, np.ndarray) and labels.dtype.kind in "iuf":  # (numbers: numpy's own unique)
-        bad = np.flatnonzero(~np.isfinite(labels)) if labels.dtype.kind == "f" else []
-        if len(bad):
-            i = int(bad[0])
-            raise InputError(f"host {names[i]!r} has no group (label {labels[i].item()!r}): give every host a "
-                             "group label")
-        return np.unique(labels, return_inverse=True)[1].reshape(n).astype(np.int64)
-    values = list(labels)
-    seen: dict = {}
-    for name, g in zip(names, values):
-        if g is None or (isinstance(g, numbers.Real) and not math.isfinite(g)):
-            raise InputError(f"host {name!r} has no group (label {g!r}): give every host a group label")
-        try:
-            seen.setdefault(g, len(seen))
-        except TypeError:  # (unhashable: a list, an array)
-            raise InputError(f"host {name!r} has group label {g!r}, which is not a label (a number or a "
-                             "name)") from None
-    try:
-        order = sorted(seen)
-    except TypeError:  # (labels that do not compare: in order of first appearance)
-        order = list(seen)
-    code = {g: c for c, g in enumerate(order)}
-    return np.array([code[g] for g in values], dtype=np.int64)
 
 
 def plan_schedule(
