@@ -27,6 +27,8 @@ fixed sample of 20,000 triples for the kind check.
 
 from __future__ import annotations
 
+import math
+import numbers
 import os
 import re
 import warnings
@@ -161,6 +163,18 @@ def check_host_name(name: str, what: str = "host name") -> str:
         if ch.isspace() or not ch.isprintable() or 0xD800 <= ord(ch) <= 0xDFFF:
             raise ProbeFileError(f"{what} {name!r} holds whitespace or a control character")
     return name
+
+
+def is_number(v) -> bool:
+    """Whether ``v`` is a real number: Python's or numpy's of any width (``np.float32(1.5)``), not a
+    bool (``True`` is no rate, size or count).  What the library's numeric parameters are checked with."""
+    return isinstance(v, numbers.Real) and not isinstance(v, (bool, np.bool_))
+
+
+def is_whole_number(v) -> bool:
+    """Whether ``v`` is a whole number (:func:`is_number`; a whole float such as ``1e6`` or ``2.0`` too,
+    not ``2.5``, NaN or infinity)."""
+    return is_number(v) and (isinstance(v, numbers.Integral) or (math.isfinite(v) and float(v).is_integer()))
 
 
 def host_key(name: str) -> str:

@@ -34,8 +34,6 @@ true location of each host is kept in ``truth``.  Deterministic for a seed.
 
 from __future__ import annotations
 
-import math
-import numbers
 
 import numpy as np
 
@@ -180,10 +178,9 @@ def simulate_datacenter(
 def _check_seed(seed) -> int:
     """``seed`` as an int in ``0 .. 2**32 - 1`` (a whole float, ``1e6``, is taken), as
     :func:`plink.order_hosts` checks its seed; else :class:`OptionError`."""
-    ok = isinstance(seed, numbers.Real) and not isinstance(seed, bool)
-    if ok and not isinstance(seed, numbers.Integral):
-        ok = math.isfinite(seed) and float(seed).is_integer()
-    if not ok:
+    from plink.data.inputs import is_whole_number
+
+    if not is_whole_number(seed):
         raise OptionError(f"seed must be a whole number, got {seed!r}")
     if not 0 <= seed < 2**32:
         raise OptionError(f"seed must be 0 .. 2**32 - 1, got {seed}")

@@ -40,13 +40,11 @@ All emitters are O(N * slots) string building.
 
 from __future__ import annotations
 
-import math
-import numbers
 import re
 import shlex
 from typing import Callable, Hashable, Sequence
 
-from plink.errors import InputError, OptionError, PlinkError
+from plink.errors import OptionError, PlinkError
 
 #: every format ``plink order --format`` accepts, in --help order
 FORMATS = (
@@ -120,9 +118,9 @@ MAX_SLOTS = 4096  #: processes per host, far above any machine's cores, far belo
 def _whole_slots(s) -> int:
     """One slot count as an int, or :class:`OptionError` unless it is a whole number (``2`` or ``2.0``;
     not ``2.5``, NaN, None, a bool or a string)."""
-    if isinstance(s, numbers.Integral) and not isinstance(s, bool):
-        return int(s)
-    if isinstance(s, numbers.Real) and not isinstance(s, bool) and math.isfinite(s) and float(s).is_integer():
+    from plink.data.inputs import is_whole_number
+
+    if is_whole_number(s):
         return int(s)
     raise OptionError(f"slots must be a whole number, got {s!r}")
 

@@ -50,14 +50,14 @@ from __future__ import annotations
 
 import heapq
 import math
-import numbers
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
-from plink.errors import InputError, OptionError, PlinkError
+from plink.errors import OptionError, PlinkError
 from plink.data.groupfile import group_codes
+from plink.data.inputs import is_number, is_whole_number
 from plink.data.probefile import ProbeData, check_every_host_measured
 
 DEFAULT_CHUNK = 64 * 1024  #: bytes; AggEngine's chunk size (§4.2.2)
@@ -154,10 +154,7 @@ def _whole_bytes(what: str, value) -> int:
     or a whole float: ``1e6``; not ``1.5``, NaN, a bool or a string)."""
     if getattr(value, "ndim", None) == 0:  # (a 0-d array: one number)
         value = value[()]
-    if isinstance(value, numbers.Integral) and not isinstance(value, (bool, np.bool_)):
-        return int(value)
-    if isinstance(value, numbers.Real) and not isinstance(value, (bool, np.bool_)) and math.isfinite(value) \
-            and float(value).is_integer():
+    if is_whole_number(value):
         return int(value)
     hint = ""
     if isinstance(value, (str, bytes)):
@@ -207,13 +204,10 @@ def fallback_groups(probe: ProbeData, k: int | None = None, elasticity: float = 
     from scipy.spatial.distance import squareform
 
     if k is not None:
-        ok = isinstance(k, numbers.Real) and not isinstance(k, (bool, np.bool_)) and math.isfinite(k) \
-            and float(k).is_integer() and k >= 1
-        if not ok:
+        if not (is_whole_number(k) and k >= 1):
             raise OptionError(f"number of groups k must be a whole number >= 1, got {k!r}")
         k = int(k)
-    if not (isinstance(elasticity, numbers.Real) and not isinstance(elasticity, (bool, np.bool_))
-            and math.isfinite(elasticity) and elasticity >= 1):
+    if not (is_number(elasticity) and math.isfinite(elasticity) and elasticity >= 1):
         raise OptionError(f"elasticity must be a finite number >= 1 (group sizes N/(E k) .. E N/k), "
                           f"got {elasticity!r}")
     n = probe.n

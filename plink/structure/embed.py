@@ -60,7 +60,6 @@ Coordinate System". ACM SIGCOMM 2004.
 from __future__ import annotations
 
 import math
-import numbers
 from typing import Any
 
 import numpy as np
@@ -75,9 +74,11 @@ MIN_COVERAGE = 0.5
 
 
 def _is_number(v) -> bool:
-    """Whether ``v`` is a real number: Python's or numpy's of any width (``np.float32(1.5)``), not a bool
-    (``True`` is no exponent or rate). What the estimators' float parameters are checked with."""
-    return isinstance(v, numbers.Real) and not isinstance(v, (bool, np.bool_))
+    """What the estimators' float parameters are checked with: :func:`plink.data.inputs.is_number`
+    (``True`` is no exponent or rate)."""
+    from plink.data.inputs import is_number
+
+    return is_number(v)
 
 
 def _is_complex(X) -> bool:
