@@ -194,3 +194,58 @@ def test_accept_new_host_keys_says_in_one_line_which_keys_it_added(tmp_path, cap
     assert code == 1 and len(lines) == 2, err
     assert lines[0] == f"plink probe: added the host key of 1 host (node0) to {kh}"
     assert lines[1].startswith("plink: error: nothing measured")
+
+
+def test_the_resume_hint_is_a_command_that_runs_as_printed(tmp_path, capsys, monkeypatch):
+    """The hints read '(rerun with -o us.json --resume)' and '(rerun with -o int.json --resume --bandwidth
+    --bw-seconds 1)': run as printed, `plink probe -o us.json --resume` is "Missing argument 'HOSTS'", and
+    the --ssh-config the probe needed was left out (outside-in check). The hint is the whole command, each
+    word quoted for the shell."""
+    import shlex
+
+    import numpy as np
+
+    import plink.probes.probe as probe_mod
+    from plink.data.probefile import Host, ProbeData
+
+    calls = []
+
+    def one_unreachable(entries, checkpoint=None, ssh=None, **kw):
+        calls.append(dict(kw, checkpoint=checkpoint, ssh_config=ssh.ssh_config))
+        n = len(entries)
+        lat = np.full((n, n), 50.0)
+        lat[-1, :] = lat[:, -1] = np.nan
+        np.fill_diagonal(lat, 0.0)
+        p = ProbeData(hosts=[Host(e.name) for e in entries], latency=lat,
+                      meta={"complete": False, "unreachable": {entries[-1].name: "timed out"}, "method": "udp",
+                            "elapsed_s": 1.0, "schedule": []})
+        p.save(checkpoint)
+        return p
+
+    monkeypatch.setattr(probe_mod, "probe_hosts", one_unreachable)
+    d = tmp_path / "a dir"
+    d.mkdir()
+    hosts, cfg, out = d / "hosts.txt", d / "ssh config", d / "us.json"
+    hosts.write_text("node1\nnode2\nnode3\n")
+    cfg.write_text("Host *\n  User me\n")
+    code, _, err = _main(capsys, "probe", str(hosts), "-o", str(out), "--ssh-config", str(cfg), "--bandwidth",
+                         "--bw-seconds", "1", "--count", "5", "-q")
+    assert code == 3, err
+    hint = err.strip().splitlines()[-1].split("(rerun with: ", 1)[1].rsplit("), exit 3", 1)[0]
+    argv = shlex.split(hint)
+    assert argv == ["plink", "probe", str(hosts), "-o", str(out), "--resume", "--count", "5", "--bandwidth",
+                    "--bw-seconds", "1", "--ssh-config", str(cfg)], hint
+    code, _, err = _main(capsys, *argv[1:])  # as printed: it runs, and resumes with what the probe had
+    assert code == 3 and calls[-1]["resume"] is True and calls[-1]["ssh_config"] == str(cfg), err
+    assert calls[-1]["bandwidth"] is True and calls[-1]["bw_seconds"] == 1.0 and calls[-1]["count"] == 5
+
+    def interrupted(entries, checkpoint=None, **kw):
+        (tmp_path / "int.json.journal").write_text("")
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(probe_mod, "probe_hosts", interrupted)
+    code, _, err = _main(capsys, "probe", str(hosts), "-o", str(tmp_path / "int.json"), "--uplinks", "--no-uplinks",
+                         "--timeout", "2.5")
+    assert code == 130 and err.rstrip().endswith(
+        f"(rerun with: plink probe {shlex.quote(str(hosts))} -o {tmp_path / 'int.json'} --resume --no-uplinks "
+        "--timeout 2.5)"), err

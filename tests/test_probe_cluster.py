@@ -260,7 +260,10 @@ def test_sigterm_mid_probe_keeps_measured_pairs_like_ctrl_c(cluster, tmp_path):
     jp = journal_path(out)
     code, err = _probe_stopped_mid_way(cluster, out, "terminate")
     assert code == 143, err
-    assert "stopped by SIGTERM:" in err and f"kept in {out} (rerun with -o {out} --resume)" in err
+    # the hint is the command to run, whole: the host list and the options given (--ssh-config above all)
+    assert "stopped by SIGTERM:" in err and (f"kept in {out} (rerun with: plink probe {cluster.hostfile} -o {out} "
+                                             f"--resume --count 60 --interval 0.01 --ssh-config {cluster.ssh_config})"
+                                             ) in err, err
     assert len(err.strip().splitlines()) == 1, err
     part = load(out)
     assert 0 < 28 - part.n_missing_pairs() < 28 and not jp.exists()

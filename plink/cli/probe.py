@@ -47,16 +47,47 @@ def _exists(path) -> bool:
 BW_SECONDS = 2.0  #: --bw-seconds's default
 
 
-def _rerun(output, bandwidth: bool = False, bw_seconds: float = BW_SECONDS, uplinks: bool | None = None) -> str:
-    """The resume hint: ``-o F --resume`` and the options that say what to measure (a resume
-    without ``--bandwidth`` of a file lacking bandwidths is refused, and without it a missing
-    uplink test is not run)."""
-    what = " --bandwidth" if bandwidth else " --uplinks" if uplinks else ""
-    if what and bw_seconds != BW_SECONDS:
-        what += f" --bw-seconds {bw_seconds:g}"
-    if bandwidth and uplinks is False:
-        what += " --no-uplinks"
-    return f"rerun with -o {output} --resume{what}"
+#: parameters of plink probe the resume hint does not repeat: HOSTS and -o come first, and these say
+#: nothing of what to measure or how to reach the hosts
+_NOT_RESUMED = ("hosts", "output", "resume", "as_json", "quiet")
+
+
+def _rerun(ctx: click.Context, hosts: str, output: str) -> str:
+    """The resume hint, a command that runs as printed: ``plink probe HOSTS -o FILE --resume`` and every
+    option given on the command line (what to measure: a resume without ``--bandwidth`` of a file lacking
+    bandwidths is refused, and without ``--uplinks`` a missing uplink test is not run; how to reach the
+    hosts: ``--ssh-config``, ``--known-hosts``, ...), each word quoted with :func:`shlex.quote`."""
+    import shlex
+
+    from click.core import ParameterSource
+
+    words = ["plink", "probe", hosts, "-o", output, "--resume"]
+    for param in ctx.command.params:
+        if not isinstance(param, click.Option) or param.name in _NOT_RESUMED:
+            continue
+        if ctx.get_parameter_source(param.name) is not ParameterSource.COMMANDLINE:
+            continue
+        value, name = ctx.params[param.name], _long(param.opts)
+        if param.is_flag and param.secondary_opts:  # --uplinks / --no-uplinks
+            words.append(name if value else _long(param.secondary_opts))
+        elif param.is_flag:
+            if value:
+                words.append(name)
+        else:
+            words += [name, _word(value)]
+    return "rerun with: " + " ".join(shlex.quote(w) for w in words)
+
+
+def _long(opts) -> str:
+    """An option's long name (``--output`` of ``-o, --output``)."""
+    return max(opts, key=len)
+
+
+def _word(value) -> str:
+    """An option's value as it is typed: 1 for 1.0, 0.01 for 0.01."""
+    if isinstance(value, float) and value.is_integer() and abs(value) < 1e15:
+        return str(int(value))
+    return str(value)
 
 
 def _kept(checkpoint, before, how: str, rerun: str | None = None, uplinks_wanted: bool = False) -> str:
@@ -68,7 +99,7 @@ def _kept(checkpoint, before, how: str, rerun: str | None = None, uplinks_wanted
 
     if checkpoint is None:
         return f"stopped by {how}: nothing written (no -o file)"
-    rerun = rerun or _rerun(checkpoint)
+    rerun = rerun or f"rerun with -o {checkpoint} --resume"
     after = _stat(checkpoint)
     if after is None or after == before:
         if journal_path(checkpoint).exists():
@@ -302,7 +333,7 @@ def probe(hosts, output, method, count, interval, passes, max_count, tol, bandwi
     show_progress = not quiet and not as_json and sys.stderr.isatty()
     before = _stat(checkpoint)
     had_output = output is not None and _exists(output)
-    rerun = _rerun(output, bandwidth, bw_seconds, uplinks)
+    rerun = _rerun(click.get_current_context(), hosts, output) if output else ""
     try:
         with _ProbeProgress(show_progress) as bar:
             result = probe_hosts(entries, method=method, count=count, interval=interval, passes=passes,
