@@ -152,7 +152,11 @@ class OrderResult:
         What a report should lead with: without measured uplinks the model's own figure is the
         oversubscribed end of the range (e.g. 14.84x over random orders on the 64 EC2 p4d hosts at
         the default 25 MiB, which non-blocking uplinks make 1.03x: ``plink order
-        rdma_read_us_64.csv --unit us --json``, ``speedup_spans``)."""
+        rdma_read_us_64.csv --unit us --json``, ``speedup_spans``).  Exactly ``(1.0, 1.0)`` where the
+        order costs what plink's does by construction (``same_cost``), whatever the scenarios' prices
+        of the two differ by in their last digits."""
+        if self.same_cost(name):
+            return 1.0, 1.0
         vals = [*self.speedup_range(name), *(s[name] for s in self.capacity_scenarios.values())]
         return min(vals), max(vals)
 
@@ -421,6 +425,10 @@ def order_hosts(
     measured_only = _measured_only(model, cm, np.stack([identity, contiguous, best]), rand)
     scenarios = _capacity_scenarios(model, algo, probe, groups, size, base, use_bandwidth, nic_gbps, price,
                                     np.stack([identity, contiguous, best]), rand, measured_only)
+    if order_free:  # every order costs the same: 1x exactly (the prices of other orders differ in their last digits)
+        if measured_only:
+            measured_only = {**measured_only, "speedups": dict.fromkeys(measured_only["speedups"], 1.0)}
+        scenarios = {sc: dict.fromkeys(speedups, 1.0) for sc, speedups in scenarios.items()}
     notes += _slower_if_notes(scenarios)
     proven, lb = _lower_bound(model, res, price, price_low, lb_model, best_cost, n_missing, n)
     if order_free:  # optimal whatever the unmeasured pairs hold

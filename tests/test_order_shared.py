@@ -1054,3 +1054,16 @@ def test_an_order_that_is_plinks_own_prints_1x_without_a_tilde():
     res.every_order_same = False
     res.contiguous_order = list(res.order)
     assert _fmt_speedup(res, "contiguous") == "1x (same order)" and res.same_cost("contiguous")
+
+
+def test_every_order_the_same_is_exactly_1x_in_every_span():
+    """A ring of 3 hosts costs the same in every order, but the median of the 6 orders' prices by the
+    latencies alone differed from plink's in the last digit: speedup_span('random_median') said
+    (1.0, 1.0000000000000002) (outside-in check); the same in ``measured_only`` and the scenarios."""
+    lat = np.array([[0, 1, 13], [1, 0, 1], [13, 1, 0]], dtype=float)
+    res = order_hosts(from_matrix(lat, ["a", "b", "c"]), "ring", time_limit=0.2)
+    assert res.every_order_same
+    for name in ("input", "random_median", "contiguous"):
+        assert res.speedup_span(name) == (1.0, 1.0)
+    assert all(v == 1.0 for s in res.capacity_scenarios.values() for v in s.values())
+    assert all(v == 1.0 for v in res.measured_only["speedups"].values())
