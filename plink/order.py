@@ -348,8 +348,9 @@ def order_hosts(
     the report is priced (``plink order`` then holds back a Ctrl-C until the order is written).
     """
     start = time.perf_counter()
-    _check_args(probe, algo, model=model, time_limit=time_limit, smt_time=smt_time, size=size, n_random=n_random,
-                jobs=jobs, max_iter=max_iter, nic_gbps=nic_gbps, labels=labels, base=base, seed=seed)
+    labels = _check_args(probe, algo, model=model, time_limit=time_limit, smt_time=smt_time, size=size,
+                         n_random=n_random, jobs=jobs, max_iter=max_iter, nic_gbps=nic_gbps, labels=labels, base=base,
+                         seed=seed)
     size, seed = int(size), int(seed)  # (whole floats, 1e6, are taken)
     n = probe.n
     groups = find_groups(probe, labels, seed, use_bandwidth)
@@ -544,9 +545,11 @@ def check_options(algo: str, *, model: str = "shared", time_limit: float = DEFAU
 
 
 def _check_args(probe: ProbeData, algo: str, *, model, time_limit, smt_time, size, n_random, jobs, max_iter,
-                nic_gbps, labels, base, seed=0) -> None:
+                nic_gbps, labels, base, seed=0) -> np.ndarray | None:
     """Raise :class:`PlinkError` for the first argument of :func:`order_hosts` that cannot be searched with
-    (a ``TypeError`` for a probe that is no :class:`ProbeData`)."""
+    (a ``TypeError`` for a probe that is no :class:`ProbeData`); return ``labels`` as group numbers
+    ``0 .. k-1`` (``plink.data.groupfile.group_codes``: an :class:`InputError` for a NaN or None label, a
+    2-D array, ...), None when not given."""
     if not isinstance(probe, ProbeData):
         raise TypeError(f"order_hosts takes a ProbeData (plink.load(path), plink.from_matrix(matrix, names)), "
                         f"got {type(probe).__name__}")
@@ -562,8 +565,10 @@ def _check_args(probe: ProbeData, algo: str, *, model, time_limit, smt_time, siz
         raise OptionError("size 0 (--size 0) on a bandwidth matrix read alone: it holds no latency and no bytes "
                           "move, so there is nothing to price; give the all-reduce's --size, or the RTT matrix as "
                           "the input and this one as --bandwidth-matrix")
-    if labels is not None and len(labels) != n:
-        raise InputError(f"got {len(labels)} group labels for {n} hosts")
+    if labels is not None:
+        from plink.data.groupfile import group_codes
+
+        labels = group_codes(labels, probe.names)
     try:
         if algo in ALGORITHMS:
             check_algorithm(algo, n, base)
@@ -575,6 +580,7 @@ def _check_args(probe: ProbeData, algo: str, *, model, time_limit, smt_time, siz
             raise InputError("no latency was measured, only pair bandwidths: nothing to order by (probe the latencies "
                              "again, or save the bandwidths as a CSV matrix and read it with --kind bandwidth)")
         raise InputError("no pair of hosts was measured: nothing to order by")
+    return labels
 
 
 def _never_measured(probe: ProbeData) -> list[str]:

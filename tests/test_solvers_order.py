@@ -248,3 +248,26 @@ def test_a_bound_meets_a_tiny_cost_only_relatively():
     normal = order_hosts(from_matrix(m * 100, names), "ring", model="pairsum", time_limit=1, seed=0)
     tiny = order_hosts(from_matrix(m * 1e-310, names), "ring", model="pairsum", time_limit=1, seed=0)
     assert not (tiny.proven_optimal and not normal.proven_optimal)
+
+
+def test_bad_group_labels_are_one_line_input_errors():
+    """A NaN label became a rack of its own, silently; a 2-D array or a None label gave a bare IndexError
+    or TypeError from deep inside (outside-in check). Valid labels are taken as before."""
+    from plink.errors import InputError
+
+    p = _probe(6)
+    for bad, msg in (([0, 0, 0, 1, 1, float("nan")], r"host 'h5' has no group \(label nan\)"),
+                     (np.array([0, 0, 0, 1, 1, np.nan]), r"host 'h5' has no group \(label nan\)"),
+                     ([0, 0, None, 1, 1, 1], r"host 'h2' has no group \(label None\)"),
+                     (np.zeros((6, 1)), r"one label per host \(1-D\), got an array of shape \(6, 1\)"),
+                     ([[0], [0], [0], [1], [1], [1]], "host 'h0' has group label \\[0\\], which is not a label"),
+                     ("abcdef", "a sequence of one label per host, got str"),
+                     ([0, 1], "2 group labels for 6 hosts")):
+        with pytest.raises(InputError, match=msg) as exc:
+            order_hosts(p, "ring", labels=bad, time_limit=0.1)
+        assert "\n" not in str(exc.value)
+    by_number = order_hosts(p, "ring", labels=[1, 1, 1, 5, 5, 5], time_limit=0.2, seed=0)
+    by_name = order_hosts(p, "ring", labels=["r1", "r1", "r1", "r5", "r5", "r5"], time_limit=0.2, seed=0)
+    assert by_number.group_labels == by_name.group_labels == [0, 0, 0, 1, 1, 1]
+    assert by_number.order == by_name.order and by_number.groups["k"] == 2
+
