@@ -529,17 +529,17 @@ def check_options(algo: str, *, model: str = "shared", time_limit: float = DEFAU
     if not (0 < time_limit <= MAX_SECONDS):
         raise OptionError(f"time limit must be > 0 and at most {MAX_SECONDS:g} seconds (a week), got {time_limit}")
     if not (0 <= smt_time <= MAX_SECONDS):
-        raise OptionError(f"--smt-time must be >= 0 and at most {MAX_SECONDS:g} seconds (a week), got {smt_time}")
+        raise OptionError(f"--smt-time (smt_time) must be >= 0 and at most {MAX_SECONDS:g} seconds (a week), got {smt_time}")
     if size < 0:
         raise OptionError(f"size must be >= 0 bytes, got {size}")
     if n_random < 1:
         raise OptionError("n_random must be >= 1")
     if jobs < 0:
-        raise OptionError(f"--jobs must be >= 0 (0: all cores), got {jobs}")
+        raise OptionError(f"--jobs (jobs) must be >= 0 (0: all cores), got {jobs}")
     if max_iter is not None and max_iter < 0:
         raise OptionError(f"max_iter must be >= 0, got {max_iter}")
     if nic_gbps is not None and not (nic_gbps > 0):
-        raise OptionError(f"--nic-gbps must be > 0, got {nic_gbps}")
+        raise OptionError(f"--nic-gbps (nic_gbps) must be > 0, got {nic_gbps}")
     if algo == "bcube" and not (isinstance(base, (int, np.integer)) and base >= 2):
         raise OptionError(f"BCube base must be an integer >= 2, got {base!r}")
 

@@ -302,7 +302,7 @@ def network(probe: ProbeData, groups: Groups, *, fill: str = "high", use_bandwid
     if nic is None:
         gbps = DEFAULT_NIC_GBPS if nic_gbps is None else float(nic_gbps)
         if not gbps > 0:
-            raise OptionError(f"--nic-gbps must be > 0, got {nic_gbps}")
+            raise OptionError(f"--nic-gbps (nic_gbps) must be > 0, got {nic_gbps}")
         nic = np.full(n, gbps * 1e9 / 8)
         notes.append((f"{SET_ASIDE} (latency only, --no-bandwidth)" if set_aside
                       else "no bandwidth measured") + f": host NICs assumed {gbps:g} Gbit/s"

@@ -100,8 +100,8 @@ def test_help_shows_examples():
         (["order", "{dc}", "--time-limit", "1e308"], 2, "time limit must be > 0 and at most 604800 seconds (a week), got 1e+308"),
         # a value out of range is a usage error (2) whether click or plink checks it (it was 1)
         (["order", "{dc}", "--time-limit", "nan"], 2, "time limit must be > 0 and at most 604800 seconds (a week), got nan"),
-        (["order", "{dc}", "--jobs", "-3"], 2, "--jobs must be >= 0 (0: all cores), got -3"),
-        (["order", "{dc}", "--smt-time", "604801"], 2, "--smt-time must be >= 0 and at most 604800 seconds (a week), got 604801.0"),
+        (["order", "{dc}", "--jobs", "-3"], 2, "--jobs (jobs) must be >= 0 (0: all cores), got -3"),
+        (["order", "{dc}", "--smt-time", "604801"], 2, "--smt-time (smt_time) must be >= 0 and at most 604800 seconds (a week), got 604801.0"),
         (["order", "{dc}", "--slots", "5000", "--format", "openmpi"], 2, "must be 1..4096 (processes per host), got 5000"),
         (["watch", "{tmp}/st", "--probe-file", "{dc}", "--slots", "5000"], 2, "5000 is not in the range 1<=x<=4096"),
         (["order", "{dc}", "--size", "12 parsecs"], 2, "invalid size"),
@@ -517,8 +517,8 @@ def test_bad_order_options_are_refused_before_the_matrix_is_read(tmp_path):
     m.write_text("0,1,9,9\n2,0,9,9\n9,9,0,1\n9,9,1,0\n")
     assert "symmetrised" in run("order", str(m), "--time-limit", "0.2").stderr
     assert_one_line_error(run("order", str(m), "--time-limit", "-1"), 2, "time limit must be > 0")
-    assert_one_line_error(run("order", str(m), "--nic-gbps", "0"), 2, "--nic-gbps must be > 0")
-    assert_one_line_error(run("order", str(m), "--jobs", "-2"), 2, "--jobs must be >= 0")
+    assert_one_line_error(run("order", str(m), "--nic-gbps", "0"), 2, "--nic-gbps (nic_gbps) must be > 0")
+    assert_one_line_error(run("order", str(m), "--jobs", "-2"), 2, "--jobs (jobs) must be >= 0")
 
 
 def test_no_span_note_where_no_row_is_a_span(dc, tmp_path):

@@ -271,3 +271,16 @@ def test_bad_group_labels_are_one_line_input_errors():
     assert by_number.group_labels == by_name.group_labels == [0, 0, 0, 1, 1, 1]
     assert by_number.order == by_name.order and by_number.groups["k"] == 2
 
+
+def test_library_option_errors_name_the_parameter():
+    """order_hosts(nic_gbps=0) said '--nic-gbps must be > 0': a flag the library caller never gave. The
+    messages name the parameter beside the flag, as '--jobs (jobs) must be a whole number' did."""
+    from plink.errors import OptionError
+
+    p = _probe(4)
+    for kw, msg in ((dict(nic_gbps=0), r"--nic-gbps \(nic_gbps\) must be > 0, got 0"),
+                    (dict(nic_gbps=float("nan")), r"--nic-gbps \(nic_gbps\) must be > 0, got nan"),
+                    (dict(jobs=-1), r"--jobs \(jobs\) must be >= 0"),
+                    (dict(smt_time=-1), r"--smt-time \(smt_time\) must be >= 0")):
+        with pytest.raises(OptionError, match=msg):
+            order_hosts(p, "ring", time_limit=0.1, **kw)

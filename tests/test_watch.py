@@ -964,6 +964,6 @@ def test_costs_on_assumed_capacities_say_what_was_assumed(tmp_path):
     p = tmp_path / "p.json"
     probe.save(p)
     r = run("watch", str(tmp_path / "cli"), "--probe-file", str(p), "--time-limit", "0.2", "--nic-gbps", "0")
-    assert r.returncode == 2 and "--nic-gbps must be > 0" in r.stderr and not (tmp_path / "cli").exists()
+    assert r.returncode == 2 and "--nic-gbps (nic_gbps) must be > 0" in r.stderr and not (tmp_path / "cli").exists()
     r = run("watch", str(tmp_path / "cli"), "--probe-file", str(p), "--time-limit", "0.2", "--nic-gbps", "40")
     assert r.returncode == EXIT_CHANGED and "host NICs assumed 40 Gbit/s" in r.stdout, r.stdout + r.stderr
