@@ -636,3 +636,23 @@ def test_from_matrix_of_ragged_rows_or_text_is_a_plink_error():
     for bad in (np.array([[0, 1], [1]], dtype=object), [["a", "b"], ["c", "d"]]):
         with pytest.raises(PlinkError, match="latency matrix is not a square array of numbers"):
             from_matrix(bad)
+
+
+def test_from_matrix_refuses_what_load_refuses_in_one_line():
+    """from_matrix took latencies of more than a day (load refuses them: a unit mix-up), a bandwidth of
+    text gave numpy's 'could not convert string to float', and meta=[1] a TypeError (outside-in check)."""
+    from plink.errors import InputError
+
+    lat = np.array([[0, 2e6], [2e6, 0]])
+    assert _err(from_matrix, lat, ["a", "b"], unit="s") == (
+        "latency matrix: latency at row 0, column 1 (a -> b) is 2e+06 s, more than one day: wrong unit?")
+    assert from_matrix(lat, ["a", "b"], unit="us").latency[0, 1] == 2e6  # 2 s is a latency
+    assert from_matrix([[1e12, 1], [1, 0]]).latency[0, 0] == 0  # the diagonal is ignored, as before
+    assert from_matrix(np.full((2, 2), 86400.0), unit="s").latency[0, 1] == 86400e6  # a day is the limit
+    for bw in ([["a", "b"], ["c", "d"]], "fast", np.array([[0, 1], [1]], dtype=object)):
+        msg = _err(from_matrix, lat, bandwidth=bw)
+        assert msg.startswith("bandwidth matrix is not a square array of numbers (") and "\n" not in msg
+    for meta in ([1], "x", [("a", 1)]):
+        with pytest.raises(InputError, match=r"meta must be a mapping \(a dict\), got (list|str)$"):
+            from_matrix(lat, meta=meta)
+    assert from_matrix(lat, meta={"method": "x"}).meta == {"method": "x"}

@@ -115,6 +115,19 @@ def bandwidth_out_of_range(gbps, where=None) -> tuple[tuple[int, ...], str] | No
         if bad.any():
             return tuple(int(k) for k in np.argwhere(bad)[0]), words
     return None
+def check_latency_at_most_a_day(m: np.ndarray, unit: str, names: Sequence[str], source: str, hint: str) -> None:
+    """Raise :class:`ProbeFileError` at the first latency of ``m`` (in ``unit``; NaN skipped) above one
+    day (``MAX_LATENCY_US``): a unit mix-up, quoted in the user's unit, with ``hint`` naming what to
+    check.  One rule for the matrix files (:func:`prepare_matrix`) and the matrices handed to
+    :func:`plink.data.probefile.from_matrix`.  O(N^2)."""
+    with np.errstate(invalid="ignore"):
+        bad = np.asarray(m) > MAX_LATENCY_US / LATENCY_UNITS[unit]
+    if bad.any():
+        i, j = np.argwhere(bad)[0]
+        raise ProbeFileError(f"{source}: latency at row {i}, column {j} ({names[i]} -> {names[j]}) is "
+                             f"{_fmt(m[i, j], unit)}, more than one day: wrong {hint}?")
+
+
 #: Names in the host column of a CSV table, in order of preference.
 _NAME_COLUMNS = ("name", "host", "hostname", "node", "address", "region", "ip")
 
@@ -411,11 +424,7 @@ def prepare_matrix(raw: np.ndarray, names: Sequence[str], *, kind: str, unit: st
         raise ProbeFileError(f"{source}: {kind} at {where(i, j)} is negative ({_fmt(m[i, j], unit)})")
     if kind == "latency":
         factor = LATENCY_UNITS[unit]
-        bad = m > MAX_LATENCY_US / factor
-        if bad.any():
-            i, j = np.argwhere(bad)[0]
-            raise ProbeFileError(f"{source}: latency at {where(i, j)} is {_fmt(m[i, j], unit)}, more than one day: "
-                                 f"wrong {hint}?")
+        check_latency_at_most_a_day(m, unit, names, source, hint)
     else:
         factor = BANDWIDTH_UNITS[unit]
         with np.errstate(over="ignore", under="ignore"):

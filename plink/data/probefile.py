@@ -55,12 +55,12 @@ import re
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Mapping, Sequence
 
 import numpy as np
 
 from plink import __version__
-from plink.errors import PlinkError, ProbeFileError, UnmeasuredHostError
+from plink.errors import InputError, PlinkError, ProbeFileError, UnmeasuredHostError
 from plink.data.fileio import atomic_write_text, read_json, read_text, text_lines
 
 FORMAT = "plink-probe"
@@ -798,6 +798,15 @@ def default_host_names(n: int) -> list[str]:
     return [f"h{i:0{width}d}" for i in range(n)]
 
 
+def _float_matrix(values, what: str) -> np.ndarray:
+    """``values`` as a float array (a copy); :class:`ProbeFileError` for ragged rows, text or complex
+    numbers, where numpy's bare message said little."""
+    try:
+        return np.array(values, dtype=float)
+    except (TypeError, ValueError) as exc:
+        raise ProbeFileError(f"{what} matrix is not a square array of numbers ({exc})") from None
+
+
 def from_matrix(
     latency: np.ndarray,
     names: Sequence[str] | None = None,
@@ -811,13 +820,18 @@ def from_matrix(
     Missing pairs are ``NaN``.  The diagonal is ignored (read as 0): a self-distance is
     not a distance between two hosts (:func:`plink.data.inputs.load_input` also says so).
     An off-diagonal 0 is read as unmeasured, with a ``UserWarning``, as the file readers read it.
+    A latency above one day is refused, as :func:`load` refuses it (a unit mix-up).
+    ``bandwidth``: pair bandwidths in Gbit/s, NaN where not measured; ``meta``: a mapping, copied.
     """
+    from plink.data.inputs import check_latency_at_most_a_day
+
     if unit not in LATENCY_UNITS:
         raise ProbeFileError(f"unknown latency unit {unit!r} (choose from {', '.join(LATENCY_UNITS)})")
-    try:
-        m = np.array(latency, dtype=float) * LATENCY_UNITS[unit]
-    except (TypeError, ValueError) as exc:  # ragged rows, text, complex numbers: numpy's bare message said little
-        raise ProbeFileError(f"latency matrix is not a square array of numbers ({exc})") from None
+    if meta is not None and not isinstance(meta, Mapping):
+        raise InputError(f"meta must be a mapping (a dict), got {type(meta).__name__}")
+    m = _float_matrix(latency, "latency")
+    if bandwidth is not None:
+        bandwidth = _float_matrix(bandwidth, "bandwidth")
     if m.ndim != 2 or m.shape[0] != m.shape[1]:
         raise ProbeFileError(f"latency matrix is not square (shape {'x'.join(map(str, m.shape))})")
     n = m.shape[0]
@@ -827,6 +841,8 @@ def from_matrix(
     if len(names) != n:
         raise ProbeFileError(f"{len(names)} host names for a {n}x{n} matrix")
     np.fill_diagonal(m, 0.0)
+    check_latency_at_most_a_day(m, unit, names, "latency matrix", "unit")
+    m *= LATENCY_UNITS[unit]
     zero = (m == 0) & ~np.eye(n, dtype=bool)
     if zero.any():
         import warnings
