@@ -555,8 +555,9 @@ def test_a_unit_of_the_other_kind_is_a_usage_error(tmp_path):
 def test_matrix_options_given_a_probe_file_are_usage_errors(dc):
     """--unit/--kind/--hosts given with a probe file exited 1 without pointing at --help, where the same
     misuse on a CSV exits 2: options that do not apply are usage errors."""
-    for argv, fragment in ((("order", str(dc), "--unit", "ms"), "--kind and --unit describe plain matrices"),
-                           (("group", str(dc), "--kind", "bandwidth"), "--kind and --unit describe plain matrices"),
+    plain_only = "--kind (kind) and --unit (unit) describe plain matrices"
+    for argv, fragment in ((("order", str(dc), "--unit", "ms"), plain_only),
+                           (("group", str(dc), "--kind", "bandwidth"), plain_only),
                            (("order", str(dc), "--hosts", str(dc)), "--hosts names the hosts of a plain matrix")):
         proc = run(*argv)
         assert_one_line_error(proc, 2, fragment)

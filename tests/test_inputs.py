@@ -176,7 +176,7 @@ def test_errors_quote_the_users_unit(tmp_path):
     with pytest.raises(ProbeFileError, match=r"negative \(-3 ms\)"):
         load_input(tmp_path / "m.csv", unit="ms")
     (tmp_path / "big.csv").write_text("0,1e308,1\n1e308,0,1\n1,1,0\n")
-    with pytest.raises(ProbeFileError, match="more than one day: wrong --unit or --kind"):
+    with pytest.raises(ProbeFileError, match=r"more than one day: wrong --unit \(unit\) or --kind \(kind\)"):
         load_input(tmp_path / "big.csv", unit="s")
 
 
@@ -452,7 +452,7 @@ def test_excel_csv_and_unit_spellings(tmp_path):
     from plink.data.inputs import _name_unit
 
     assert _name_unit("bytes_per_second.csv") is None  # the words are no unit in a file's name
-    with pytest.raises(Exception, match="'ms' is not a bandwidth unit .*pass --kind latency"):
+    with pytest.raises(Exception, match=r"'ms' is not a bandwidth unit .*pass --kind \(kind\) latency"):
         load_input(path, unit="MS", kind="bandwidth")
 
 
@@ -649,7 +649,7 @@ def test_a_probe_file_is_known_by_its_text_and_dash_reads_stdin(tmp_path, monkey
     nameless.write_bytes(src.read_bytes())
     got = load_input(nameless).probe
     assert got.names == probe.names and np.allclose(got.latency, probe.latency, equal_nan=True)
-    with pytest.raises(OptionError, match="--kind and --unit describe plain matrices"):
+    with pytest.raises(OptionError, match=r"--kind \(kind\) and --unit \(unit\) describe plain matrices"):
         load_input(nameless, unit="ms")
     monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(src.read_bytes())))
     got = load_input("-").probe
@@ -800,7 +800,7 @@ def test_the_bandwidth_range_is_one_check_worded_for_the_option_that_set_the_uni
     lat, bw = tmp_path / "lat.csv", tmp_path / "bw.csv"
     np.savetxt(lat, np.where(np.eye(3, dtype=bool), 0.0, 50.0), delimiter=",")
     np.savetxt(bw, np.where(np.eye(3, dtype=bool), 0.0, 9.999e-10), delimiter=",")
-    with pytest.raises(ProbeFileError, match=r"is 9\.999e-10 Gbit/s, less than 1 bit/s: wrong --bandwidth-unit[?]$"):
+    with pytest.raises(ProbeFileError, match=r"is 9\.999e-10 Gbit/s, less than 1 bit/s: wrong --bandwidth-unit \(bandwidth_unit\)[?]$"):
         load_input(lat, kind="latency", unit="us", bandwidth=bw)
 
 
@@ -845,3 +845,28 @@ def test_one_rule_for_which_names_are_one_host():
     assert host_positions(["a", "VM027"])["vm027"] == 1
     assert hosts_not_in(["vm1", "VM2", "x"], ["VM1", "vm2"]) == ["x"]
     assert hosts_not_in([], ["a"]) == [] and hosts_not_in(["b", "a"], []) == ["b", "a"]
+
+
+def test_unit_errors_of_the_library_name_its_parameters(tmp_path):
+    """plink.load(unit=...) errors named the command's flags alone ('pass --kind bandwidth', 'wrong --unit
+    or --kind?'); they name the parameters beside them, as '--jobs (jobs)' does. A wrong --bandwidth-unit
+    said 'pass --kind latency', which is no fix for the bandwidth matrix's unit."""
+    import plink
+
+    m = tmp_path / "m.csv"
+    m.write_text("0,2e6\n2e6,0\n")
+    for kw, msg in ((dict(unit="Gbit/s"), r"\(a bandwidth unit: pass --kind \(kind\) bandwidth\)$"),
+                    (dict(unit="ms", kind="bandwidth"), r"\(a latency unit: pass --kind \(kind\) latency\)$"),
+                    (dict(unit="s"), r"more than one day: wrong --unit \(unit\) or --kind \(kind\)\?$")):
+        with pytest.raises(ProbeFileError, match=msg):
+            plink.load(m, **kw)
+    small = tmp_path / "small.csv"
+    small.write_text("0,20\n20,0\n")
+    with pytest.raises(ProbeFileError, match=r"--bandwidth-matrix \(bandwidth\) adds bandwidth"):
+        plink.load(small, kind="bandwidth", bandwidth=small)
+    src = tmp_path / "dc.json"
+    plink.simulate_datacenter(racks=2, hosts_per_rack=2, seed=0).save(src)
+    with pytest.raises(OptionError, match=r"--kind \(kind\) and --unit \(unit\) describe plain matrices"):
+        plink.load(src, unit="ms")
+    with pytest.raises(ProbeFileError, match=r"'ms' is not a bandwidth unit \(use [^)]*\)$"):
+        load_input(small, bandwidth=small, bandwidth_unit="ms")

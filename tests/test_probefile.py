@@ -505,7 +505,7 @@ def test_load_passes_unit_kind_and_bandwidth_on(tmp_path):
     from plink.errors import OptionError
 
     for options in (dict(unit="ms"), dict(unit="us", kind="bandwidth")):  # options that do not apply: usage errors
-        with pytest.raises(OptionError, match="--kind and --unit describe plain matrices"):
+        with pytest.raises(OptionError, match=r"--kind \(kind\) and --unit \(unit\) describe plain matrices"):
             load(p, **options)
     bw = write(tmp_path, "bw.csv", "0,5,6\n5,0,7\n6,7,0\n")
     assert load(p, bandwidth=bw).bandwidth[0, 2] == 6

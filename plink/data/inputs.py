@@ -132,7 +132,10 @@ def check_latency_at_most_a_day(m: np.ndarray, unit: str, names: Sequence[str], 
 _NAME_COLUMNS = ("name", "host", "hostname", "node", "address", "region", "ip")
 
 
-def _norm_unit(unit: str | None, kind: str) -> str:
+def _norm_unit(unit: str | None, kind: str, flag: str = "--unit (unit)") -> str:
+    """``unit`` of a ``kind`` matrix as plink spells it (its default when None); :class:`UnitError` for
+    another kind's unit or none, naming ``--kind`` only where ``flag``, the option that gave the unit,
+    is the main matrix's ``--unit``."""
     if kind not in KINDS:
         raise UnitError(f"unknown matrix kind {kind!r} (use latency or bandwidth)")
     if unit is None:
@@ -140,10 +143,11 @@ def _norm_unit(unit: str | None, kind: str) -> str:
     unit = _WORD_ALIASES.get(unit, unit)
     unit = _BANDWIDTH_ALIASES.get(unit, _LATENCY_ALIASES.get(unit, unit))
     if kind == "latency" and unit not in LATENCY_UNITS:
-        hint = " (a bandwidth unit: pass --kind bandwidth)" if unit in BANDWIDTH_UNITS else ""
+        hint = " (a bandwidth unit: pass --kind (kind) bandwidth)" if unit in BANDWIDTH_UNITS else ""
         raise UnitError(f"{unit!r} is not a latency unit (use {', '.join(LATENCY_UNITS)}){hint}")
     if kind == "bandwidth" and unit not in BANDWIDTH_UNITS:
-        hint = " (a latency unit: pass --kind latency)" if unit in LATENCY_UNITS else ""
+        main = flag == "--unit (unit)"  # (--kind is no fix for the unit of --bandwidth-matrix)
+        hint = " (a latency unit: pass --kind (kind) latency)" if unit in LATENCY_UNITS and main else ""
         raise UnitError(f"{unit!r} is not a bandwidth unit (use {', '.join(BANDWIDTH_UNITS)}){hint}")
     return unit
 
@@ -389,7 +393,7 @@ def _fmt(value: float, unit: str) -> str:
 
 
 def prepare_matrix(raw: np.ndarray, names: Sequence[str], *, kind: str, unit: str, source: str,
-                   notes: list[str], hint: str = "--unit or --kind") -> np.ndarray:
+                   notes: list[str], hint: str = "--unit (unit) or --kind (kind)") -> np.ndarray:
     """Check a raw matrix in the user's ``unit`` and return it in plink's unit (µs or Gbit/s).
 
     Diagonal values are dropped with a note, off-diagonal zeros of a latency matrix become
@@ -527,8 +531,8 @@ def load_input(
     if is_json:  # a probe file: by its name, or by its text (/dev/stdin, <(cat probe.json), probe.out)
         if kind != "latency" or unit is not None:
             # options that do not apply to the input: a usage error (exit 2), as click's own are
-            raise OptionError(f"{path}: --kind and --unit describe plain matrices; a plink probe file is in us "
-                              "and Gbit/s already")
+            raise OptionError(f"{path}: --kind (kind) and --unit (unit) describe plain matrices; a plink probe "
+                              "file is in us and Gbit/s already")
         if hosts is not None:
             raise OptionError(f"{path}: --hosts names the hosts of a plain matrix; a probe file names its own")
         doc = loads_json(text if text is not None else read_text(p, ProbeFileError), str(path), ProbeFileError)
@@ -595,7 +599,8 @@ def load_input(
             np.fill_diagonal(best, 0.0)
         meta["distance"] = "inverse bandwidth: microseconds per byte (8e-3 / Gbit/s)"
         if bandwidth is not None:
-            raise ProbeFileError("--bandwidth-matrix adds bandwidth to a latency matrix; the main matrix is bandwidth already")
+            raise ProbeFileError("--bandwidth-matrix (bandwidth) adds bandwidth to a latency matrix; the main matrix "
+                                 "is bandwidth already")
     else:
         lat = m
         if bandwidth is not None:
@@ -613,7 +618,7 @@ def _load_bandwidth(path, unit, names, out: Loaded) -> np.ndarray:
     """The ``--bandwidth-matrix`` beside a latency matrix (its notes and warnings go to ``out``)."""
     notes = out.notes
     given = unit is not None
-    unit = _norm_unit(unit, "bandwidth")
+    unit = _norm_unit(unit, "bandwidth", "--bandwidth-unit (bandwidth_unit)")
     _warn_name_unit(str(path), "bandwidth", unit, given, out, "--bandwidth-unit")
     raw, file_names = _read_raw(Path(path), notes)
     if raw.shape[0] != len(names):
@@ -624,7 +629,7 @@ def _load_bandwidth(path, unit, names, out: Loaded) -> np.ndarray:
     if warn:
         out.warnings.append(warn)
     m = prepare_matrix(raw, names, kind="bandwidth", unit=unit, source=str(path), notes=notes,
-                       hint="--bandwidth-unit")
+                       hint="--bandwidth-unit (bandwidth_unit)")
     _warn_bandwidth_units(m, str(path), unit, out, "--bandwidth-unit")
     asym = count_asymmetric(m)
     if asym:
