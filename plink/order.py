@@ -313,8 +313,14 @@ def order_hosts(
     ``rd`` (recursive doubling), ``dbt`` (double binary tree), ``bcube``
     (with ``base``) or, with the shared model only, ``bintree`` (Open MPI's
     binary-tree reduce + broadcast); ``size`` is the all-reduce size in bytes.  ``labels``
-    (one group label per host, e.g. from ``plink group``) overrides the
-    groups found in the data.
+    (one group label per host, e.g. from ``plink group``: numbers or names, taken as categories,
+    ``plink.data.groupfile.group_codes``) overrides the groups found in the data; a NaN or None
+    label, a 2-D array or a wrong length is an :class:`InputError`.
+
+    ``use_bandwidth`` (default True): use the probe's pair bandwidths and measured group uplinks,
+    when it has them, to find the groups and to price the orders (host NICs at each host's best
+    measured bandwidth); False prices by the latencies alone, as ``plink order --no-bandwidth``
+    does (NICs then assumed ``nic_gbps``, uplinks assumed as if never measured).
 
     ``model="shared"`` (default) prices the collective's steps with host NICs
     and group uplinks shared by concurrent flows, in seconds
@@ -346,6 +352,32 @@ def order_hosts(
     ``solver["interrupted"]`` set (what ``plink order`` does); otherwise it propagates.
     ``on_searched``: called (no arguments) once the searches are over and the order is chosen, before
     the report is priced (``plink order`` then holds back a Ctrl-C until the order is written).
+
+    ``n_random``: how many uniformly random orders (what a cloud hands out) are priced for the
+    report's median (``cost_random_median``, the ``"random_median"`` range); where the hosts have no
+    more than ``n_random`` orders (2-5 hosts at the default 500) every order is priced once, so the
+    median is exact (``OrderResult.n_random`` is then the number of orders, ``N!``).
+
+    ``seed`` (0 .. 2**32 - 1) seeds every random choice: the group inference, the sample of random
+    orders, the orders of the groups tried for the rack-contiguous order and the searches.  It makes
+    the result repeatable only where the search is bounded by work, not by the clock: an exhaustive
+    search (small N), or ``max_iter`` with the shared model (its annealing then stops after
+    ``max_iter`` priced orders, not at ``time_limit``).  With a time limit alone a larger search
+    is time-limited, so one seed can give another order on another run or machine (how far the
+    annealing got in ``time_limit`` seconds depends on the machine and its load).  The pair-sum
+    model's search stops at ``max_iter`` or ``time_limit``, whichever comes first, and its Z3 stage
+    runs ``smt_time`` seconds: it repeats only where ``max_iter`` comes first and ``smt_time`` is 0.
+
+    Returns an :class:`OrderResult`: the order (``hosts``, ``order``: indices into ``probe``'s hosts,
+    rank 0 first); its predicted cost and that of the input order, the median of the random orders
+    and the rack-contiguous order (``cost_plink``, ``cost_input``, ``cost_random_median``,
+    ``cost_contiguous``, in ``unit``: s for the shared model, µs for the pair sum), with unmeasured
+    pairs at their worst plausible value, and at both ends in ``ranges``; plink's speedups over
+    them (``speedup_vs_input`` ..., ``speedup_range`` over unmeasured pairs, ``speedup_span`` also
+    over the assumed capacities, ``resolved`` whether the model tells the two orders apart);
+    whether the order is ``proven_optimal`` and a ``lower_bound``; the ``groups`` searched under;
+    the search's ``solver`` details; and ``notes`` saying what the costs rest on.  ``to_dict()``
+    gives it as JSON (what ``plink order --json`` prints).
     """
     start = time.perf_counter()
     labels = _check_args(probe, algo, model=model, time_limit=time_limit, smt_time=smt_time, size=size,

@@ -284,3 +284,25 @@ def test_library_option_errors_name_the_parameter():
                     (dict(smt_time=-1), r"--smt-time \(smt_time\) must be >= 0")):
         with pytest.raises(OptionError, match=msg):
             order_hosts(p, "ring", time_limit=0.1, **kw)
+
+
+def _undocumented(fn, doc=None) -> list[str]:
+    """The parameters of ``fn`` its docstring (or ``doc``) never names as ``name`` or ``name=...``."""
+    import inspect
+    import re
+
+    doc = inspect.getdoc(fn) if doc is None else doc
+    return [p for p in inspect.signature(fn).parameters if not re.search(rf"``{p}(=[^`]*)?``", doc)]
+
+
+def test_order_hosts_and_load_document_every_parameter():
+    """order_hosts' docstring left out seed, n_random and use_bandwidth and what it returns, and did not
+    say that a seed with a time limit alone repeats nothing; load's left out bandwidth (outside-in check)."""
+    import inspect
+
+    from plink.data.probefile import load
+
+    assert _undocumented(order_hosts) == []
+    assert _undocumented(load) == ["path"]
+    doc = " ".join(inspect.getdoc(order_hosts).split())
+    assert "time-limited" in doc and "Returns an :class:`OrderResult`" in doc

@@ -871,8 +871,14 @@ def load(
 
     ``hosts_file`` names the hosts of a plain matrix; ``unit`` and ``kind`` describe it
     (latency in ``us``/``ms``/``s``/``ns``, or bandwidth); JSON probe files are always in
-    microseconds.  See :func:`plink.data.inputs.load_input`, which also returns the notes
-    (ignored diagonal, symmetrised pairs) that this drops.
+    microseconds.  ``bandwidth``: the path of a plain bandwidth matrix in Gbit/s (``plink order
+    --bandwidth-matrix``) over the same hosts in the same order, added to a latency matrix or a
+    probe file (whose own pair bandwidths it replaces) as ``ProbeData.bandwidth``, each pair's the
+    smaller of its two directions; each pair measured on its own, so the shared model takes it as
+    the limit of that pair's flows.  Not with ``kind="bandwidth"`` (the main matrix is bandwidth
+    already); for another unit, :func:`plink.data.inputs.load_input` (``bandwidth_unit``).  See
+    :func:`plink.data.inputs.load_input`, which also returns the notes (ignored diagonal,
+    symmetrised pairs) and warnings (a unit that looks wrong) that this drops.
     """
     from plink.data.inputs import load_input
 
