@@ -600,6 +600,27 @@ def test_show_names_the_measured_uplinks_and_how_pair_bandwidths_were_taken(tmp_
     assert all(200 < u["up_mbit"] < 400 for u in summary["uplinks"])
 
 
+def test_an_uplink_test_of_a_group_larger_than_the_rest_says_how_many_hosts_crossed(tmp_path):
+    """A group of 5 hosts of 8 (a rack of 2 merged into a rack of 3) is tested with 3 flows per direction,
+    as many as the other hosts can take: plink probe and plink show said "all of them crossing at once"
+    (the outside-in netns walk); they say 3 of its 5 now, and all where the file records no flows."""
+    from plink.data.summary import crossing
+
+    assert crossing(5, 3) == "3 of its 5 hosts crossing at once"
+    assert crossing(4, 4) == crossing(4, None) == "all crossing at once"
+    doc = json.loads(open(os.path.join(ROOT, "benchmarks/results/2026-11-30-A-seed31/A.json")).read())
+    bw = doc["probes"]["bandwidth"]
+    first = bw["uplinks"][0]
+    first["hosts"] = first["hosts"] + bw["uplinks"][1]["hosts"][:1]
+    first["flows"] = 3
+    bw["uplinks"] = [first]
+    probe = tmp_path / "bw.json"
+    probe.write_text(json.dumps(bw))
+    text = " ".join(" ".join(run("show", str(probe), "--no-structure").stdout.split()).replace("│", " ").split())
+    assert "3 of its 5 hosts crossing at once" in text and "all crossing" not in text, text
+    assert json.loads(run("show", str(probe), "--no-structure", "--json").stdout)["uplinks"][0]["flows"] == 3
+
+
 def test_show_prints_pair_and_uplink_bandwidths_in_one_scale(tmp_path):
     """`plink show` printed the pair bandwidths as bare Gbit/s ('min 0.0569') beside the uplinks in
     Mbit/s: each figure now carries its unit, scaled as the latencies are (350 Mbit/s, 25 Gbit/s)."""

@@ -160,8 +160,10 @@ def _probe_summary(probe, output) -> dict:
         out["bandwidth_gbps"] = ({"min": round(float(bw.min()), 3), "median": round(float(np.median(bw)), 3),
                                   "max": round(float(bw.max()), 3)} if len(bw) else None)
     if probe.uplinks:
+        from plink.data.summary import uplink_flows
+
         out["uplinks"] = [{"hosts": [probe.hosts[i].name for i in u.hosts], "up_mbit": round(u.up_bps * 8e-6, 1),
-                           "down_mbit": round(u.down_bps * 8e-6, 1),
+                           "down_mbit": round(u.down_bps * 8e-6, 1), "flows": uplink_flows(u),
                            "passes": len(u.extra.get("passes_up_bps") or [None])} for u in probe.uplinks]
     return out
 
@@ -389,10 +391,12 @@ def probe(hosts, output, method, count, interval, passes, max_count, tol, bandwi
             skipped = (result.meta.get("uplinks") or {}).get("skipped")
             if skipped:
                 click.echo(f"plink probe: uplinks not measured: {skipped}", err=True)
+            from plink.data.summary import crossing
+
             for u in summary.get("uplinks", []):
                 click.echo(f"uplink of {len(u['hosts'])} host{'s' * (len(u['hosts']) != 1)} ({', '.join(u['hosts'][:4])}"
                            f"{', ...' if len(u['hosts']) > 4 else ''}): up {format_bandwidth(u['up_mbit'] / 1e3)} / down "
-                           f"{format_bandwidth(u['down_mbit'] / 1e3)} with all of them crossing at once"
+                           f"{format_bandwidth(u['down_mbit'] / 1e3)} with {crossing(len(u['hosts']), u['flows'])}"
                            + (f" (median of {u['passes']} passes)" if u["passes"] > 1 else ""), err=True)
             if output:
                 click.echo(f"wrote {output}", err=True)

@@ -244,6 +244,7 @@ def render_show(summary, console) -> None:
               if summary["pairs"] else "none (one host: no pairs)")
     if summary.get("bandwidth_pairs", summary["measured_pairs"]) != summary["measured_pairs"]:
         t.add_row("pairs with a bandwidth", f"{summary['bandwidth_pairs']} of {summary['pairs']}")
+    from plink.data.summary import crossing
     from plink.units import format_bandwidth, format_us
 
     fit = max(16, min(40, console.width - 30))  # the value column's room beside the labels
@@ -256,7 +257,8 @@ def render_show(summary, console) -> None:
     for u in summary.get("uplinks", []):
         t.add_row(f"uplink of {u['hosts']} host{'s' * (u['hosts'] != 1)} ({u['first']}{', ...' * (u['hosts'] > 1)})",
                   _figures([f"up {format_bandwidth(u['up_mbit'] / 1e3)} /",
-                            f"down {format_bandwidth(u['down_mbit'] / 1e3)},", "all crossing at once"], fit, " "))
+                            f"down {format_bandwidth(u['down_mbit'] / 1e3)},", crossing(u["hosts"], u.get("flows"))],
+                           fit, " "))
     if summary.get("truth_counts"):
         t.add_row("ground truth", ", ".join(f"{v} {k}{'' if v == 1 else 's'}" for k, v in summary["truth_counts"].items()))
     if "groups" in summary:

@@ -53,6 +53,22 @@ def _both_directions(probe, iu, bw_only: bool):
     return full[~np.isnan(full)], full
 
 
+def uplink_flows(u) -> int | None:
+    """The flows per direction an uplink's test ran (its file's ``flows``), None when not recorded."""
+    v = u.extra.get("flows")
+    return int(v) if isinstance(v, (int, float)) and not isinstance(v, bool) and v >= 1 else None
+
+
+def crossing(hosts: int, flows: int | None) -> str:
+    """How many of an uplink test's ``hosts`` sent across it at once, for a reader: "all crossing at once",
+    or, for a group larger than the rest of the cluster (its test runs ``min(|G|, N - |G|)`` flows per
+    direction, :mod:`plink.probes.uplinks`), "3 of its 5 hosts crossing at once"; ``flows`` None (a file
+    without it): all."""
+    if flows is None or flows >= hosts:
+        return "all crossing at once"
+    return f"{flows} of its {hosts} hosts crossing at once"
+
+
 def summarize(probe, groups=None) -> dict[str, Any]:
     """Counts and percentiles of a :class:`~plink.data.probefile.ProbeData` (O(N²))."""
     n = probe.n
@@ -82,7 +98,8 @@ def summarize(probe, groups=None) -> dict[str, Any]:
         out["bandwidth_concurrent"] = bool(probe.meta.get("bandwidth")) and not probe.inverse_bandwidth
     if probe.uplinks:
         out["uplinks"] = [{"hosts": len(u.hosts), "first": probe.names[u.hosts[0]] if len(u.hosts) else None,
-                           "up_mbit": round(u.up_bps * 8e-6, 1), "down_mbit": round(u.down_bps * 8e-6, 1)}
+                           "up_mbit": round(u.up_bps * 8e-6, 1), "down_mbit": round(u.down_bps * 8e-6, 1),
+                           "flows": uplink_flows(u)}
                           for u in probe.uplinks]
     if probe.truth is not None:
         out["truth_levels"] = list(probe.truth.levels)
