@@ -153,6 +153,36 @@ def test_simulate_takes_a_whole_seed_of_any_number_type_as_order_hosts_does():
         assert p.meta["seed"] == 1 and type(p.meta["seed"]) is int
 
 
+@pytest.mark.parametrize("kw, msg", [
+    (dict(jitter="x"), "jitter must be a number, got 'x'"),  # was numpy's "ufunc 'isfinite' not supported"
+    (dict(rack_us="20"), "per-level latencies must be a number, got '20'"),
+    (dict(asymmetry=True), "asymmetry must be a number, got True"),
+    (dict(bandwidth="no"), "bandwidth must be True or False, got 'no'"),  # was read as True
+    (dict(racks=2.5), "racks must be a positive integer, got 2.5"),
+])
+def test_simulate_refuses_a_parameter_of_the_wrong_type_in_one_line(kw, msg):
+    from plink.errors import OptionError
+
+    with pytest.raises(OptionError) as exc:
+        simulate_datacenter(**{"racks": 2, "hosts_per_rack": 2, **kw})
+    assert str(exc.value) == msg
+
+
+def test_simulate_takes_whole_counts_of_any_number_type_as_it_takes_the_seed():
+    # racks=2.0 was refused while seed=1.0 was taken
+    want = simulate_datacenter(racks=2, hosts_per_rack=3, rows=1, seed=1)
+    p = simulate_datacenter(racks=2.0, hosts_per_rack=np.float32(3), rows=np.int8(1), seed=1)
+    assert np.array_equal(p.latency, want.latency) and p.n == 6
+
+
+def test_a_ragged_latency_list_is_one_line_error():
+    from plink.errors import InputError
+    from plink.structure.hierarchy import infer_hierarchy
+
+    with pytest.raises(InputError, match=r"^latency must be an N x N numeric matrix, got list$"):
+        infer_hierarchy([[0, 1, 2], [1, 0], [2, 1, 0]])  # was numpy's "inhomogeneous shape" ValueError
+
+
 def test_simulate_docstring_documents_every_parameter():
     import inspect
 

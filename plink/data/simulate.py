@@ -124,12 +124,15 @@ def simulate_datacenter(
     A parameter out of range is an :class:`~plink.errors.OptionError`.
     """
     seed = _check_seed(seed)
+    if not isinstance(bandwidth, (bool, np.bool_)):  # ('no' would read as True)
+        raise OptionError(f"bandwidth must be True or False, got {bandwidth!r}")
     hpr_range, hosts_per_rack = _hosts_per_rack(hosts_per_rack)
     lat_levels = [inter_dc_us, dc_us, cluster_us, row_us, rack_us]
     _check_params(racks, hosts_per_rack, rows, clusters, dcs, lat_levels, height_us=height_us, jitter=jitter,
                   outlier_frac=outlier_frac, outlier_scale=outlier_scale, asymmetry=asymmetry,
                   missing_frac=missing_frac, host_gbps=host_gbps, oversubscription=oversubscription,
                   tenant_us=tenant_us, noisy_hosts=noisy_hosts, noisy_factor=noisy_factor)
+    racks, rows, clusters, dcs, hosts_per_rack = (int(v) for v in (racks, rows, clusters, dcs, hosts_per_rack))
     # one generator, drawn from in a fixed order by the steps below: the output is a function of the seed
     rng = np.random.default_rng(seed)
     loc = _locations(rng, racks, rows, clusters, dcs, hosts_per_rack, hpr_range)
@@ -203,10 +206,20 @@ def _check_params(racks, hosts_per_rack, rows, clusters, dcs, lat_levels, *, hei
                   outlier_scale, asymmetry, missing_frac, host_gbps, oversubscription, tenant_us, noisy_hosts,
                   noisy_factor) -> None:
     """Raise :class:`OptionError` for the first parameter out of range (``hosts_per_rack``: the largest rack)."""
+    from plink.data.inputs import is_number, is_whole_number
+
     counts = {"racks": racks, "hosts_per_rack": hosts_per_rack, "rows": rows, "clusters": clusters, "dcs": dcs}
-    for name, v in counts.items():
-        if not isinstance(v, (int, np.integer)) or v < 1:
+    for name, v in counts.items():  # (a whole float, 2.0, is taken, as the seed is)
+        if not is_whole_number(v) or v < 1:
             raise OptionError(f"{name.replace('_', '-')} must be a positive integer, got {v!r}")
+    numbers = {"jitter": jitter, "outlier-scale": outlier_scale, "height-us": height_us, "tenant-us": tenant_us,
+               "noisy-factor": noisy_factor, "--outliers (outlier_frac)": outlier_frac, "asymmetry": asymmetry,
+               "--missing (missing_frac)": missing_frac, "noisy-hosts": noisy_hosts, "host-gbps": host_gbps,
+               "oversubscription": oversubscription, "per-level latencies": lat_levels}
+    for name, v in numbers.items():  # (numpy's error, or a str compared with a float, otherwise)
+        for x in (v if isinstance(v, list) else [v]):
+            if not is_number(x):
+                raise OptionError(f"{name} must be a number, got {x!r}")
     for name, v in {"jitter": jitter, "outlier-scale": outlier_scale, "height-us": height_us,
                     "tenant-us": tenant_us, "noisy-factor": noisy_factor}.items():
         if not np.isfinite(v) or v < 0:
