@@ -169,14 +169,15 @@ def find_groups(probe: ProbeData, labels=None, seed: int = 0, use_bandwidth: boo
     groups on the latency matrix (on the inverse bandwidth when the groups are
     exactly the bandwidth's); for given ``labels``, the higher of the two.  When
     inference finds no structure (one group) and the probe measured uplinks
-    covering every host, their host sets are the groups.
+    covering every host, their host sets are the groups (not with ``use_bandwidth=False``,
+    ``plink order --no-bandwidth``, which sets the measured uplinks aside).
     Measured uplinks that are not groups become an outer level of
     ``network``.
     """
     if labels is not None:
         lab = _relabel(labels)
         return Groups(lab, "groups file", _given_silhouette(probe, lab, use_bandwidth))
-    up = uplink_labels(probe)
+    up = uplink_labels(probe) if use_bandwidth else None  # (use_bandwidth=False: the uplinks set aside too)
     found = _infer(probe, seed, use_bandwidth) if probe.n >= 3 else None
     if (found is None or found.k < 2) and up is not None and (up >= 0).all():
         return Groups(_relabel(up), "probe uplinks")

@@ -1084,3 +1084,15 @@ def test_with_no_racks_found_the_order_has_the_nearest_hops_not_the_input_order(
     assert sum(rack[i] != rack[i - 1] for i in range(len(rack))) == 3, rack
     assert any("lowest sum of pair latencies" in n for n in res.notes)
     assert res.cost_plink <= res.cost_input * (1 + 1e-4)  # priced as the model prices every order
+
+
+def test_no_bandwidth_sets_the_uplinks_host_sets_aside_too():
+    """plink order --no-bandwidth says it ignores the probe's bandwidths and measured uplinks, but where the
+    latencies showed one group it still took the uplink tests' host sets as the groups ('probe uplinks'; a
+    --bandwidth probe of racks 3 + 3 + 2 whose uplink tests ran on two groups of 4 that were no racks, from
+    the outside-in netns walk): now the groups are the latencies' alone."""
+    from plink import load
+
+    probe = load(Path(__file__).parent / "data" / "netns_racks_3_3_2_bandwidth_uplink_groups_probe.json")
+    g = find_groups(probe, use_bandwidth=False)
+    assert g.source != "probe uplinks" and g.source.startswith("inferred from latency")
