@@ -45,7 +45,8 @@ from plink.structure.metrics import ami  # noqa: E402
 SAVED = ROOT / "benchmarks" / "results" / "2026-12-03-small-clusters"
 #: shape:method:runs of the saved folders (3-3-fping-first was an earlier run of 3,3:fping:10)
 PLAN = ("3,3,2:fping:8", "3,3,2:udp:4", "3,3:fping:10", "2,2,2:fping:6", "4,4:fping:4", "2,3,4:fping:6",
-        "3,3,3:fping:4", "2,2,2,2:fping:4")
+        "3,3,3:fping:4", "2,2,2,2:fping:4",
+        "3,3:udp:8", "2,2,2:udp:6", "4,4:udp:4", "2,3,4:udp:6", "3,3,3:udp:4", "2,2,2,2:udp:4")
 MARGIN = 0.02
 
 
