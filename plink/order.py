@@ -432,9 +432,12 @@ def order_hosts(
         # as any, the input order kept (a netns walk: 7 of 8 ring hops across racks the latencies showed,
         # 3.0x slower than the racks in a row). The pair latencies still tell near from far: among the orders
         # priced alike, the lowest sum of hop latencies (the dissertation's pair-sum model, §5.2.1)
+        searched = best_cost
         best, best_cost = _nearest_hops(probe, algo, groups, size, base, best, best_cost, price, notes,
                                         time_limit=main_time, seed=seed, max_iter=max_iter,
                                         keep_on_interrupt=keep_on_interrupt)
+        if best_cost > searched:  # (within SAME_PRICE of it: no longer the proven optimum of the price)
+            res = SolveResult(res.perm, res.cost, False, None, res.method, res.info)
     elif (model == "shared" and not order_free and not np.array_equal(best, contiguous)
           and best_cost >= cost_contiguous * (1.0 - SAME_PRICE)
           and cm.uplink_bytes(contiguous) <= cm.uplink_bytes(best) + 1e-9):

@@ -1096,3 +1096,20 @@ def test_no_bandwidth_sets_the_uplinks_host_sets_aside_too():
     probe = load(Path(__file__).parent / "data" / "netns_racks_3_3_2_bandwidth_uplink_groups_probe.json")
     g = find_groups(probe, use_bandwidth=False)
     assert g.source != "probe uplinks" and g.source.startswith("inferred from latency")
+
+
+def test_the_report_has_no_rack_contiguous_row_when_no_racks_were_found(tmp_path):
+    """With one group the 'rack-contiguous' order is the input order again: the report printed it under that
+    name ('1x (same order)' beside plink's order, the outside-in walk); the row is left out, the JSON keeps it."""
+    import os
+    import subprocess
+    import sys
+
+    root = Path(__file__).resolve().parent.parent
+    probe = root / "tests" / "data" / "netns_racks_3_3_2_bandwidth_one_group_probe.json"
+    env = dict(os.environ, PYTHONPATH=str(root), COLUMNS="200")
+    proc = subprocess.run([sys.executable, "-m", "plink", "order", str(probe), "--algo", "ring", "--time-limit", "1",
+                           "-o", str(tmp_path / "o.json")], capture_output=True, text=True, env=env, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    out = proc.stdout + proc.stderr
+    assert "1 group(s)" in out and "input order" in out and "rack-contiguous" not in out.split("plink order")[0], out

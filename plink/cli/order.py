@@ -112,6 +112,8 @@ def render_order_report(result, console) -> None:
              "random_median"),
             (f"rack-contiguous (best of {result.n_contiguous} group orders)" if result.n_contiguous > 1
              else "rack-contiguous", "contiguous")]
+    if g.get("k", 2) < 2:  # no racks found: that row is the input order again, under a name it is not
+        rows = rows[:2]
     for label, name in rows:
         t.add_row(label, _fmt_range(result, name), _fmt_speedup(result, name))
     t.add_row("plink order", _fmt_range(result, "plink"), "")
