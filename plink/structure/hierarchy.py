@@ -280,11 +280,12 @@ def check_latency(latency, zeros: str = "unmeasured") -> np.ndarray:
     if zeros not in ("unmeasured", "measured"):
         raise OptionError(f"zeros must be 'unmeasured' or 'measured', got {zeros!r}")
     try:
-        if np.asarray(latency).dtype.kind == "c":  # (numpy would drop the imaginary parts with a warning)
-            raise InputError("latency must be real numbers, got a complex matrix")
-        d = np.array(latency, dtype=float)
+        kind = np.asarray(latency).dtype.kind
+        d = None if kind == "c" else np.array(latency, dtype=float)
     except (TypeError, ValueError):  # (text, or rows of different lengths)
         raise InputError(f"latency must be an N x N numeric matrix, got {type(latency).__name__}") from None
+    if d is None:  # (numpy would drop the imaginary parts with a warning)
+        raise InputError("latency must be real numbers, got a complex matrix")
     if d.ndim != 2 or d.shape[0] != d.shape[1] or d.shape[0] == 0:
         raise InputError(f"latency must be a square N x N matrix, got shape {d.shape}")
     n = d.shape[0]
