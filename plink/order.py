@@ -422,6 +422,14 @@ def order_hosts(
     # with measured pair bandwidths the model prices each flow at its link's rate and the latencies are a small
     # share (1e-4 on 8-host netns probes): it hardly tells orders apart by them (on assumed NICs they count more)
     bw_priced = use_bandwidth and probe.bandwidth is not None and not probe.inverse_bandwidth
+    # ... so among the orders it prices alike the pair latencies choose (the dissertation's pair-sum model,
+    # §5.2.1): with no racks in the model, of every order (a netns walk: plink kept the input order, 7 of 8
+    # ring hops across racks the latencies showed, 3.0x slower than the racks in a row); with groups, of those
+    # sending no more bytes over group uplinks, on up to NEAREST_HOPS_MAX_N hosts (a group the latencies
+    # merged, a rack of 2 with a rack of 3, kept its hosts in index order: 6 of 8 hops across racks, 1.85 s
+    # against 0.62 s)
+    nearest = (model == "shared" and not order_free and algo in ALGORITHMS and bw_priced and n >= 4
+               and (groups.k < 2 or n <= NEAREST_HOPS_MAX_N))
     cost_input = float(price(identity))
     cost_contiguous = float(price(contiguous))
     if best_cost > cost_input:  # never hand back something worse than what the user has
@@ -429,18 +437,8 @@ def order_hosts(
     if best_cost > cost_contiguous:  # ... nor than the best simple alternative (where price and search differ)
         best, best_cost = contiguous, cost_contiguous
         notes.append("the search's order was priced above the rack-contiguous one: plink's order is the latter")
-    elif model == "shared" and not order_free and groups.k < 2 and n >= 4 and algo in ALGORITHMS and bw_priced:
-        # no racks in the model: it prices every order alike but for the latencies' microseconds (with
-        # measured bandwidths, each at the NIC's rate: the same to 1e-4), and the search's order was as good
-        # as any, the input order kept (a netns walk: 7 of 8 ring hops across racks the latencies showed,
-        # 3.0x slower than the racks in a row). The pair latencies still tell near from far: among the orders
-        # priced alike, the lowest sum of hop latencies (the dissertation's pair-sum model, §5.2.1)
-        searched = best_cost
-        best, best_cost = _nearest_hops(probe, algo, groups, size, base, best, best_cost, price, notes,
-                                        time_limit=main_time, seed=seed, max_iter=max_iter,
-                                        keep_on_interrupt=keep_on_interrupt)
-        if best_cost > searched:  # (within SAME_PRICE of it: no longer the proven optimum of the price)
-            res = SolveResult(res.perm, res.cost, False, None, res.method, res.info)
+    elif nearest and groups.k < 2:
+        pass  # one group: its "rack-contiguous" order is the input order; the nearest hops below, from the search's
     elif (model == "shared" and not order_free and not np.array_equal(best, contiguous)
           and best_cost >= cost_contiguous * (1.0 - SAME_PRICE)
           and cm.uplink_bytes(contiguous) <= cm.uplink_bytes(best) + 1e-9):
@@ -451,19 +449,15 @@ def order_hosts(
                      "fewer bytes over group uplinks")
     elif best is res.perm and res.info.get("tie_break"):
         notes.extend(_tie_break_note(res.info["tie_break"], float(res.cost)))
-    if (model == "shared" and not order_free and groups.k >= 2 and 4 <= n <= NEAREST_HOPS_MAX_N
-            and algo in ALGORITHMS and bw_priced):
-        # inside a group the model sees no structure either: a group the latencies merged (a rack of 2 with a
-        # rack of 3) kept its hosts in index order, the two racks interleaved (a netns walk: 6 of 8 ring hops
-        # across racks, 1.85 s against 0.62 s). Of the orders priced alike and sending no more bytes over
-        # group uplinks, the lowest sum of hop latencies
+    if nearest:
         searched, before = best_cost, best
         best, best_cost = _nearest_hops(probe, algo, groups, size, base, best, best_cost, price, notes,
                                         time_limit=main_time, seed=seed, max_iter=max_iter,
-                                        keep_on_interrupt=keep_on_interrupt, uplink_bytes=cm.uplink_bytes)
+                                        keep_on_interrupt=keep_on_interrupt,
+                                        uplink_bytes=cm.uplink_bytes if groups.k >= 2 else None)
         if best is not before:  # (the note on the rack-contiguous order no longer holds)
             notes[:] = [x for x in notes if not x.startswith("plink's order is the rack-contiguous one")]
-        if best_cost > searched:
+        if best_cost > searched:  # (within SAME_PRICE of it: no longer the proven optimum of the price)
             res = SolveResult(res.perm, res.cost, False, None, res.method, res.info)
     if splits and not res.info.get("interrupted"):
         try:

@@ -1069,6 +1069,12 @@ def test_every_order_the_same_is_exactly_1x_in_every_span():
     assert all(v == 1.0 for v in res.measured_only["speedups"].values())
 
 
+def _rack_crossings(res) -> int:
+    """Ring hops of ``res``'s order between racks, the rack read from the netns names (``oi51r<rack>h<host>``)."""
+    rack = [h[5] for h in res.hosts]
+    return sum(rack[i] != rack[i - 1] for i in range(len(rack)))
+
+
 def test_with_no_racks_found_the_order_has_the_nearest_hops_not_the_input_order():
     """A --bandwidth probe of racks 3 + 3 + 2 on the netns cluster (hosts handed out shuffled) in which
     structure inference found one group: the shared model priced every ring alike (each flow at the NIC's
@@ -1080,8 +1086,7 @@ def test_with_no_racks_found_the_order_has_the_nearest_hops_not_the_input_order(
     probe = load(Path(__file__).parent / "data" / "netns_racks_3_3_2_bandwidth_one_group_probe.json")
     res = order_hosts(probe, "ring", time_limit=1.0, seed=0)
     assert res.groups["k"] == 1
-    rack = [h[5] for h in res.hosts]  # oi51r<rack>h<host>
-    assert sum(rack[i] != rack[i - 1] for i in range(len(rack))) == 3, rack
+    assert _rack_crossings(res) == 3, res.hosts
     assert any("lowest sum of pair latencies" in n for n in res.notes)
     assert res.cost_plink <= res.cost_input * (1 + 1e-4)  # priced as the model prices every order
 
@@ -1126,7 +1131,6 @@ def test_inside_a_group_the_order_follows_the_nearest_hops():
     probe = load(Path(__file__).parent / "data" / "netns_racks_3_3_2_bandwidth_merged_racks_probe.json")
     res = order_hosts(probe, "ring", time_limit=1.0, seed=0)
     assert res.groups["k"] == 2
-    rack = [h[5] for h in res.hosts]  # oi52r<rack>h<host>
-    assert sum(rack[i] != rack[i - 1] for i in range(len(rack))) == 3, rack
+    assert _rack_crossings(res) == 3, res.hosts
     assert any("lowest sum of pair latencies" in n for n in res.notes)
     assert not any(n.startswith("plink's order is the rack-contiguous one") for n in res.notes)
