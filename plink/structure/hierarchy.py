@@ -1380,6 +1380,7 @@ def merge_split_groups(raw: np.ndarray, labels: np.ndarray, parent: np.ndarray |
     lab = labels.copy()
     n = len(lab)
     par = np.zeros(n, dtype=int) if parent is None else np.asarray(parent)
+    split_need = effect if apart is None else apart  # the first condition's ratio
     merges: list[tuple[list[int], list[int]]] = []
     while True:
         k = int(lab.max()) + 1
@@ -1396,7 +1397,7 @@ def merge_split_groups(raw: np.ndarray, labels: np.ndarray, parent: np.ndarray |
                 inside = np.r_[own[a], own[b]]
                 w, wq = _finite_median(inside), _finite_quantile(inside, quantile)
                 bq = _finite_quantile(raw[np.ix_(ma, mb)].ravel(), quantile)
-                far = not (bq <= wq or bq < (effect if apart is None else apart) * wq)  # their split would pass inside one small group
+                far = not (bq <= wq or bq < split_need * wq)  # their split would pass inside one small group
                 if not w > 0 or (far and not scale):
                     continue
                 siblings = np.flatnonzero(gpar == gpar[a])
