@@ -880,6 +880,7 @@ def test_slurm_topology_takes_any_hashable_labels_as_groups():
     (["x"], "1 group labels for 2 hosts"),
     ("xy", "group labels must be a sequence of one label per host, got str"),
     ([[0], [1]], "host 'a' has group label [0], which is not a label (a number or a name)"),
+    ([1, "1"], "labels mix numbers and strings (1 and '1'): give one kind, group numbers or names"),
 ])
 def test_slurm_topology_refuses_labels_that_are_not_groups(labels, msg):
     with pytest.raises(InputError) as exc:

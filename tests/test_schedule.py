@@ -1297,7 +1297,7 @@ def eight():
     [0] * 4 + [2] * 4,  # (a skipped group number: an IndexError)
     list("aaaabbbb"),  # (rack names: 'invalid literal for int()')
     np.array(list("aaaabbbb")),
-    ["r1"] * 4 + [7] * 4,  # (labels that do not compare: in order of first appearance)
+    [(1, 2)] * 4 + [7] * 4,  # (labels that do not compare: in order of first appearance)
 ])
 def test_plan_labels_are_categories(eight, labels):
     plan = plan_schedule(eight, labels, size=1 << 20)
@@ -1323,6 +1323,8 @@ def test_plan_labels_are_numbered_in_sorted_order(eight):
     (np.zeros((2, 4), dtype=int), "group labels must be one label per host (1-D), got an array of shape (2, 4)"),
     ("aaaabbbb", "group labels must be a sequence of one label per host, got str"),
     ([[0]] * 8, "host 'vm000' has group label [0], which is not a label (a number or a name)"),
+    (["r1"] * 4 + [7] * 4, "labels mix numbers and strings (7 and 'r1'): give one kind, group numbers or names"),
+    ([1, "1"] * 4, "labels mix numbers and strings (1 and '1'): give one kind, group numbers or names"),
 ])
 def test_plan_refuses_labels_that_are_not_one_group_per_host(eight, labels, message):
     from plink.errors import InputError

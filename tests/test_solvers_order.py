@@ -272,6 +272,22 @@ def test_bad_group_labels_are_one_line_input_errors():
     assert by_number.order == by_name.order and by_number.groups["k"] == 2
 
 
+@pytest.mark.parametrize("labels, shown", [
+    ([1, "1", 1, 2, 2, 2], "(1 and '1')"),
+    (["r1", "r1", "r1", 5, 5, 5], "(5 and 'r1')"),
+    (np.array([0, "a", 0, 1, 1, 1], dtype=object), "(0 and 'a')"),
+    ([np.int64(0), np.str_("0"), 0, 1, 1, 1], "(0 and '0')"),
+])
+def test_group_labels_mixing_numbers_and_strings_are_refused(labels, shown):
+    """[1, "1", 2] was taken as three groups, silently (1 and "1" differ as values): labels of two kinds
+    are almost surely a mistake (numbers read from one file, names from another)."""
+    from plink.errors import InputError
+
+    with pytest.raises(InputError) as exc:
+        order_hosts(_probe(6), "ring", labels=labels, time_limit=0.1)
+    assert str(exc.value) == f"labels mix numbers and strings {shown}: give one kind, group numbers or names"
+
+
 def test_library_option_errors_name_the_parameter():
     """order_hosts(nic_gbps=0) said '--nic-gbps must be > 0': a flag the library caller never gave. The
     messages name the parameter beside the flag, as '--jobs (jobs) must be a whole number' did."""

@@ -48,10 +48,11 @@ def group_codes(labels, names: Sequence[str], *, first_seen: bool = False) -> np
 
     Groups are numbered in sorted order of their labels, as ``np.unique`` numbers them (labels
     ``0 .. k-1`` keep their numbers; ``[-1, 0]`` become ``[0, 1]``, ``[0, 2]`` become ``[0, 1]``); labels
-    that do not compare with each other (a number and a name), and every label with ``first_seen`` (a
+    that do not compare with each other (a number and a tuple), and every label with ``first_seen`` (a
     launcher file's switches in rank order), in order of first appearance.  :class:`InputError` for
     labels that are not one per host (a wrong length, a 2-D array, a string), a None or NaN label (a
-    host without a group) or an unhashable one.  ``O(N log N)``.
+    host without a group), an unhashable one, or numbers beside strings (``[1, "1", 2]``: two groups
+    by value, almost surely one group meant).  ``O(N log N)``.
     """
     n = len(names)
     if getattr(labels, "ndim", 1) != 1:
@@ -70,9 +71,16 @@ def group_codes(labels, names: Sequence[str], *, first_seen: bool = False) -> np
         return np.unique(labels, return_inverse=True)[1].reshape(n).astype(np.int64)
     values = list(labels)
     seen: dict = {}
+    kinds: dict = {}  # the first number and the first string: one of each is a mistake ([1, "1"] are two groups)
     for name, g in zip(names, values):
         if g is None or (isinstance(g, numbers.Real) and not math.isfinite(g)):
             raise InputError(f"host {name!r} has no group (label {g!r}): give every host a group label")
+        kind = "number" if isinstance(g, numbers.Number) else "string" if isinstance(g, (str, bytes)) else None
+        if kind is not None:
+            kinds.setdefault(kind, g.item() if isinstance(g, np.generic) else g)
+            if len(kinds) == 2:
+                raise InputError(f"labels mix numbers and strings ({kinds['number']!r} and {kinds['string']!r}): "
+                                 "give one kind, group numbers or names")
         try:
             seen.setdefault(g, len(seen))
         except TypeError:  # (unhashable: a list, an array)
