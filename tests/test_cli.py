@@ -558,7 +558,7 @@ def test_matrix_options_given_a_probe_file_are_usage_errors(dc):
     plain_only = "--kind (kind) and --unit (unit) describe plain matrices"
     for argv, fragment in ((("order", str(dc), "--unit", "ms"), plain_only),
                            (("group", str(dc), "--kind", "bandwidth"), plain_only),
-                           (("order", str(dc), "--hosts", str(dc)), "--hosts names the hosts of a plain matrix")):
+                           (("order", str(dc), "--hosts", str(dc)), "--hosts (hosts) names the hosts of a plain matrix")):
         proc = run(*argv)
         assert_one_line_error(proc, 2, fragment)
         assert f"(see 'plink {argv[0]} --help')" in proc.stderr

@@ -870,3 +870,36 @@ def test_unit_errors_of_the_library_name_its_parameters(tmp_path):
         plink.load(src, unit="ms")
     with pytest.raises(ProbeFileError, match=r"'ms' is not a bandwidth unit \(use [^)]*\)$"):
         load_input(small, bandwidth=small, bandwidth_unit="ms")
+
+
+def test_load_errors_name_load_s_own_parameters(tmp_path):
+    """plink.load(probe.json, hosts_file=...) said '--hosts names the hosts of a plain matrix' (no
+    parameter), a bandwidth matrix out of range said 'wrong --bandwidth-unit (bandwidth_unit)?' and a
+    host list over the cap 'raise the cap with --max-hosts': load has neither, nor do plink order, group,
+    show or schedule. Each now names what its caller can change; load_input's own messages name its own."""
+    import plink
+
+    src = tmp_path / "dc.json"
+    plink.simulate_datacenter(racks=2, hosts_per_rack=2, seed=0).save(src)
+    names = tmp_path / "hosts.txt"
+    names.write_text("a\nb\nc\nd\n")
+    with pytest.raises(OptionError) as exc:
+        plink.load(src, hosts_file=names)
+    assert str(exc.value) == f"{src}: --hosts (hosts_file) names the hosts of a plain matrix; a probe file names its own"
+    with pytest.raises(OptionError, match=r": --hosts \(hosts\) names the hosts"):
+        load_input(src, hosts=names)
+    m, bw = tmp_path / "m.csv", tmp_path / "bw.csv"
+    m.write_text("0,20\n20,0\n")
+    bw.write_text("0,5e9\n5e9,0\n")  # (5e9 Gbit/s: bits per second read as Gbit/s)
+    with pytest.raises(ProbeFileError) as exc:
+        plink.load(m, bandwidth=bw)
+    assert str(exc.value).endswith(": wrong unit (load reads the bandwidth matrix in Gbit/s; "
+                                   "plink.data.inputs.load_input takes its bandwidth_unit)?")
+    with pytest.raises(ProbeFileError, match=r": wrong --bandwidth-unit \(bandwidth_unit\)\?$"):
+        load_input(m, bandwidth=bw)
+    big = tmp_path / "big.txt"
+    big.write_text("h[0-30000]\n")
+    for call in (lambda: plink.load(m, hosts_file=big), lambda: load_input(m, hosts=big)):
+        with pytest.raises(ProbeFileError) as exc:
+            call()
+        assert str(exc.value) == f"{big}:1: 'h[0-30000]' takes the host list over 20000 hosts (more than a matrix takes)"

@@ -111,6 +111,14 @@ class _LineError(Exception):
     pass
 
 
+class _OverCap(_LineError):
+    """More hosts than the cap: ``parse_hostlist`` adds how to raise it (``cap_hint``)."""
+
+
+#: how the ``plink probe`` and ``plink watch`` commands raise the cap of a host list
+RAISE_CAP = "raise the cap with --max-hosts"
+
+
 def _check_name(name: str) -> str:
     if not name:
         raise _LineError("empty host name")
@@ -244,10 +252,10 @@ def _expand_slurm(token: str, budget: int, cap: int) -> list[str]:
             ranges.append((lo, hi, len(lo_s)))
             count += hi - lo + 1
             if count > budget:
-                raise _LineError(f"{token[:60]!r} takes the host list over {cap} hosts (raise the cap with --max-hosts)")
+                raise _OverCap(f"{token[:60]!r} takes the host list over {cap} hosts")
         total *= count
         if total > budget:
-            raise _LineError(f"{token[:60]!r} takes the host list over {cap} hosts (raise the cap with --max-hosts)")
+            raise _OverCap(f"{token[:60]!r} takes the host list over {cap} hosts")
         parts.append([str(v).zfill(w) for lo, hi, w in ranges for v in range(lo, hi + 1)])
         pos = rb + 1
     return ["".join(combo) for combo in itertools.product(*parts)]
@@ -307,7 +315,7 @@ def _parse_line(line: str, fmt: str, budget: int, cap: int) -> list[HostEntry]:
                     raise _LineError(f"{n!r}: ':' is not allowed in a node list")
                 names.append(_check_name(host))
                 if len(names) > budget:
-                    raise _LineError(f"more than {cap} hosts (raise the cap with --max-hosts)")
+                    raise _OverCap(f"more than {cap} hosts")
         return [HostEntry(n, slots=slots) for n in names]
 
     user = None
@@ -341,11 +349,12 @@ def _parse_line(line: str, fmt: str, budget: int, cap: int) -> list[HostEntry]:
 
 
 def parse_hostlist(text: str, source: str = "<hosts>", fmt: str = "auto",
-                   max_hosts: int | None = None) -> list[HostEntry]:
+                   max_hosts: int | None = None, cap_hint: str = RAISE_CAP) -> list[HostEntry]:
     """Parse a host list (see the module docstring for formats and rules).
 
     At most ``max_hosts`` hosts (default :data:`MAX_HOSTS`); Slurm ranges are counted
-    before they are expanded, so a short line cannot allocate millions of names.
+    before they are expanded, so a short line cannot allocate millions of names.  ``cap_hint``: what
+    the error for more hosts says in brackets (how the caller's user raises the cap, or why not).
 
     Returns the entries in file order; raises :class:`PlinkError` naming
     ``source`` and the line for malformed lines, duplicate hosts and an empty
@@ -368,11 +377,11 @@ def parse_hostlist(text: str, source: str = "<hosts>", fmt: str = "auto",
         except _LineError as exc:
             shown = raw.strip()
             shown = shown if len(shown) <= 80 else shown[:60] + f"... ({len(shown)} characters)"
-            msg = f"{source}:{lineno}: {exc}"
+            msg = f"{source}:{lineno}: {exc}" + (f" ({cap_hint})" if isinstance(exc, _OverCap) else "")
             # then the line, unless the message quotes all of it already
             raise PlinkError(msg if repr(shown) in msg else f"{msg}: {shown!r}") from None
         if len(entries) + len(parsed) > cap:
-            raise PlinkError(f"{source}:{lineno}: more than {cap} hosts (raise the cap with --max-hosts)")
+            raise PlinkError(f"{source}:{lineno}: more than {cap} hosts ({cap_hint})")
         for e in parsed:
             key = (e.name.lower(), e.port)
             if key in seen:

@@ -32,7 +32,7 @@ import numbers
 import os
 import re
 import warnings
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -244,13 +244,13 @@ def host_names_file(spec: str | os.PathLike) -> str:
     return _split_spec(spec)[0]
 
 
-def read_host_names(spec: str | os.PathLike, max_hosts: int | None = None) -> list[str]:
+def read_host_names(spec: str | os.PathLike, max_hosts: int | None = None, cap_hint: str | None = None) -> list[str]:
     """Host names from a host list (any :mod:`~plink.data.hostlist` format) or a CSV column.
 
     ``spec`` is a path, or ``path:COLUMN`` for one column of a CSV/TSV table.  A ``.csv`` /
     ``.tsv`` file with a header row uses the column named ``COLUMN``, else the first of
     name, host, hostname, node, address, region, ip; a one-column CSV without a header is
-    a list of names.
+    a list of names.  ``max_hosts``, ``cap_hint``: as :func:`~plink.data.hostlist.parse_hostlist` takes them.
     """
     from plink.data.fileio import read_text
 
@@ -261,12 +261,12 @@ def read_host_names(spec: str | os.PathLike, max_hosts: int | None = None) -> li
         text = read_text(path, ProbeFileError)
         names, chosen = _csv_column(text, path, column)
     else:
-        from plink.data.hostlist import parse_hostlist
+        from plink.data.hostlist import RAISE_CAP, parse_hostlist
         from plink.errors import PlinkError
 
         text = read_text(path, ProbeFileError)
         try:
-            entries = parse_hostlist(text, source=path, max_hosts=max_hosts)
+            entries = parse_hostlist(text, source=path, max_hosts=max_hosts, cap_hint=cap_hint or RAISE_CAP)
         except PlinkError as exc:
             raise ProbeFileError(str(exc)) from None
         names = [e.name for e in entries]
@@ -508,14 +508,17 @@ def load_input(
     bandwidth: str | os.PathLike | None = None,
     bandwidth_unit: str | None = None,
     max_hosts: int | None = None,
+    _say: Mapping[str, str] | None = None,
 ) -> Loaded:
     """Read a probe file (.json) or a plain matrix (.csv/.tsv/.txt/.npy) as :class:`ProbeData`.
 
     ``kind``/``unit`` describe the plain matrix at ``path``; ``bandwidth`` adds a bandwidth
     matrix (a plain matrix in ``bandwidth_unit``, default Gbit/s, same hosts in the same
     order) to a latency one; ``hosts`` names the hosts (see :func:`read_host_names`).
-    Returns the data and the notes/warnings to show the user.
+    Returns the data and the notes/warnings to show the user.  ``_say``: how the errors name
+    ``hosts`` and ``bandwidth_unit`` for a caller that calls them otherwise (``_SAY``'s keys).
     """
+    say = {**_SAY, **(_say or {})}
     from plink.data.fileio import STDIN_NAME, loads_json, read_stdin, read_text
     from plink.data.probefile import Host, ProbeData, from_dict
 
@@ -534,11 +537,11 @@ def load_input(
             raise OptionError(f"{path}: --kind (kind) and --unit (unit) describe plain matrices; a plink probe "
                               "file is in us and Gbit/s already")
         if hosts is not None:
-            raise OptionError(f"{path}: --hosts names the hosts of a plain matrix; a probe file names its own")
+            raise OptionError(f"{path}: {say['hosts']} names the hosts of a plain matrix; a probe file names its own")
         doc = loads_json(text if text is not None else read_text(p, ProbeFileError), str(path), ProbeFileError)
         probe = from_dict(doc, str(path), notes=out.notes)
         if bandwidth is not None:
-            bw = _load_bandwidth(bandwidth, bandwidth_unit, probe.names, out)
+            bw = _load_bandwidth(bandwidth, bandwidth_unit, probe.names, out, say["bandwidth_unit"])
             probe = ProbeData(hosts=probe.hosts, latency=probe.latency, latency_median=probe.latency_median,
                               latency_p90=probe.latency_p90, bandwidth=bw,
                               meta={**probe.meta, "bandwidth_source": MATRIX_BANDWIDTH}, truth=probe.truth,
@@ -551,7 +554,9 @@ def load_input(
     raw, names = _read_raw(p, out.notes, text=text)
     n = raw.shape[0]
     if hosts is not None:
-        listed = read_host_names(hosts, max_hosts=MAX_HOSTS if max_hosts is None else max_hosts)
+        # (no --max-hosts raises the cap here: a matrix takes at most MAX_HOSTS hosts)
+        listed = read_host_names(hosts, max_hosts=MAX_HOSTS if max_hosts is None else max_hosts,
+                                 cap_hint="more than a matrix takes" if max_hosts is None else "max_hosts")
         if names is not None and listed != names:
             raise ProbeFileError(f"{hosts}: host names differ from those in {path}")
         if len(listed) != n:
@@ -604,7 +609,7 @@ def load_input(
     else:
         lat = m
         if bandwidth is not None:
-            bw = _load_bandwidth(bandwidth, bandwidth_unit, names, out)
+            bw = _load_bandwidth(bandwidth, bandwidth_unit, names, out, say["bandwidth_unit"])
     np.fill_diagonal(lat, 0.0)
     try:
         out.probe = ProbeData(hosts=[Host(nm) for nm in names], latency=lat, bandwidth=bw, meta=meta,
@@ -614,8 +619,13 @@ def load_input(
     return out
 
 
-def _load_bandwidth(path, unit, names, out: Loaded) -> np.ndarray:
-    """The ``--bandwidth-matrix`` beside a latency matrix (its notes and warnings go to ``out``)."""
+#: how :func:`load_input`'s errors name its parameters (``_say`` overrides them)
+_SAY = {"hosts": "--hosts (hosts)", "bandwidth_unit": "--bandwidth-unit (bandwidth_unit)"}
+
+
+def _load_bandwidth(path, unit, names, out: Loaded, unit_hint: str = _SAY["bandwidth_unit"]) -> np.ndarray:
+    """The ``--bandwidth-matrix`` beside a latency matrix (its notes and warnings go to ``out``);
+    ``unit_hint``: what its out-of-range error blames (``wrong {unit_hint}?``)."""
     notes = out.notes
     given = unit is not None
     unit = _norm_unit(unit, "bandwidth", "--bandwidth-unit (bandwidth_unit)")
@@ -628,8 +638,7 @@ def _load_bandwidth(path, unit, names, out: Loaded) -> np.ndarray:
     warn = kind_warning(raw, "bandwidth", str(path), "give it as the main matrix, not as --bandwidth-matrix,")
     if warn:
         out.warnings.append(warn)
-    m = prepare_matrix(raw, names, kind="bandwidth", unit=unit, source=str(path), notes=notes,
-                       hint="--bandwidth-unit (bandwidth_unit)")
+    m = prepare_matrix(raw, names, kind="bandwidth", unit=unit, source=str(path), notes=notes, hint=unit_hint)
     _warn_bandwidth_units(m, str(path), unit, out, "--bandwidth-unit")
     asym = count_asymmetric(m)
     if asym:

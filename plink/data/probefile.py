@@ -878,13 +878,20 @@ def load(
     the limit of that pair's flows.  Not with ``kind="bandwidth"`` (the main matrix is bandwidth
     already); for another unit, :func:`plink.data.inputs.load_input` (``bandwidth_unit``).  See
     :func:`plink.data.inputs.load_input`, which also returns the notes (ignored diagonal,
-    symmetrised pairs) and warnings (a unit that looks wrong) that this drops.
+    symmetrised pairs) and warnings (a unit that looks wrong) that this drops.  Its errors name
+    this function's parameters (``hosts_file``; no ``bandwidth_unit`` here).
     """
     from plink.data.inputs import load_input
 
     if Path(path).suffix.lower() == ".json" and unit in (None, "us") and kind == "latency":
         unit = None
-    return load_input(path, hosts=hosts_file, unit=unit, kind=kind, bandwidth=bandwidth).probe
+    return load_input(path, hosts=hosts_file, unit=unit, kind=kind, bandwidth=bandwidth, _say=_LOAD_SAYS).probe
+
+
+#: how :func:`load`'s errors name what ``load_input``'s call ``hosts`` and ``bandwidth_unit``
+_LOAD_SAYS = {"hosts": "--hosts (hosts_file)",
+              "bandwidth_unit": "unit (load reads the bandwidth matrix in Gbit/s; plink.data.inputs.load_input "
+                                "takes its bandwidth_unit)"}
 
 
 def new_meta(method: str, **extra: Any) -> dict:
