@@ -8,7 +8,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from plink.schedule.dag import Dag, Schedule, ScheduleError, expand, from_dict, load_schedule
-from plink.errors import PlinkError
+from plink.errors import InputError, OptionError, PlinkError
 from plink.data.probefile import ProbeData, from_matrix
 from plink.schedule.plan import (Plan, assign_masters, balance, chunk_buffer, fallback_groups, lpt_assign,
                             node_loads, plan_schedule)
@@ -1011,7 +1011,7 @@ def test_shared_network_prices_the_measured_uplinks_whatever_the_schedules_group
     np.testing.assert_array_equal(network_groups(probe, mixed), [0, 0, 0, 0, 1, 2, 1, 2])
     net = shared_network(probe, mixed)
     assert net.up[0] == 2.5e7 and "uplinks" in net.assumed  # the measured rack priced, the others assumed
-    with pytest.raises(ValueError, match="8 integers"):
+    with pytest.raises(InputError, match="8 integers"):
         shared_network(probe, np.zeros(7, int))
     bare = from_matrix(lat, probe.names)  # no uplinks measured: the schedule's groups, uplinks assumed
     np.testing.assert_array_equal(shared_network(bare, mixed * 3).groups, mixed)  # (labels need not be 0..k-1)
@@ -1038,12 +1038,12 @@ def test_pipelined_runs_the_waves_as_the_executor_does():
             step = d + c * 4 // plan.n_chunks
             assert c in steps[step].chunk
     assert len(pipelined(rounds, plan.n_chunks, 100)) == 8 + len(rounds) - 1  # no more waves than chunks
-    with pytest.raises(ValueError):
+    with pytest.raises(OptionError):
         pipelined(rounds, plan.n_chunks, 0)
     # a chunk count that is not the plan's dropped messages silently (19.7 of 503 MB priced)
-    with pytest.raises(ValueError, match="not one of the 3 chunks"):
+    with pytest.raises(InputError, match="not one of the 3 chunks"):
         pipelined(rounds, 3, 2)
-    with pytest.raises(ValueError, match="waves must be >= 1"):
+    with pytest.raises(OptionError, match="waves must be a whole number >= 1"):
         predict_all(rounds, pair_cost(uniform_probe(4)), labels, 8000.0, waves=0, n_chunks=8)
 
 
@@ -1155,7 +1155,7 @@ def test_a_hand_made_dag_has_no_rules_and_no_compact_form(base):
     with pytest.raises(ScheduleError) as e:
         s.to_dict("compact")
     assert str(e.value) == "a schedule without a master assignment has no compact form"
-    with pytest.raises(ValueError, match="tree"):
+    with pytest.raises(OptionError, match="^form must be 'dag' or 'compact', got 'tree'$"):
         s.to_dict("tree")
     s.meta = {"x": float("nan")}
     with pytest.raises(ValueError):  # never writes a file that is not JSON
@@ -1215,7 +1215,7 @@ def test_assumed_bandwidth_must_be_positive(gbps):
 
     with pytest.raises(PlinkError) as e:
         pair_cost(from_matrix(np.array([[0, 1], [1, 0]]), ["a", "b"]), assumed_gbps=gbps)
-    assert str(e.value) == f"assumed bandwidth must be a number > 0 Gbit/s, got {gbps}"
+    assert str(e.value) == f"--assume-bandwidth (assumed_gbps) must be a number > 0 Gbit/s, got {gbps}"
 
 
 def test_baseline_traffic_shapes():
@@ -1275,7 +1275,7 @@ def test_round_prices_refuse_messages_they_cannot_price():
            "integers": Traffic(np.array([0.0]), np.array([1.0]), np.array([1.0]))}
     for msg, t in bad.items():
         for price, cost in ((shared_round_time, net), (round_time, pc)):
-            with pytest.raises(ValueError, match=msg.strip()):
+            with pytest.raises(InputError, match=msg.strip()):
                 price(t, cost)
     ok = Traffic(np.array([0, 2]), np.array([3, 1]), np.array([10.0, 0.0]))
     assert shared_round_time(ok, net) > 0 and round_time(ok, pc) > 0
@@ -1409,3 +1409,40 @@ def test_plan_refuses_an_unknown_capacity(eight, capacity):
 
     with pytest.raises(OptionError, match="^unknown capacity mode 'foo' "):
         capacities(np.array([0, 1]), np.ones((2, 2)), "foo")
+
+
+def test_library_errors_of_the_schedule_are_plink_errors(eight):
+    """Schedule.to_dict('tree') raised ValueError('tree'), summarize/compare/pipelined with waves=0 a bare
+    ValueError, waves='x' or None a TypeError ('<' not supported), waves=1.5 was taken (reported as 1.5
+    waves, run as 1), Schedule.from_plan(plan, 'x') an int() ValueError, assumed_gbps='x' and
+    finetune(beta='x') TypeErrors: each is now an OptionError (one line in the plink command)."""
+    from plink.schedule.autotune import finetune, model_stats
+    from plink.schedule.timemodel import pipelined, shared_network
+    from plink.schedule.verify import summarize
+
+    plan = plan_schedule(eight, size=1 << 20, chunk=1 << 16)
+    sched = Schedule.from_plan(plan)
+    net = shared_network(eight, plan.labels)
+    for waves in (0, -1, 1.5, "x", None):
+        for call in (lambda: summarize(sched, eight, waves=waves), lambda: compare(plan, net, waves=waves),
+                     lambda: pipelined(plan_traffic(plan), plan.n_chunks, waves)):
+            with pytest.raises(OptionError) as e:
+                call()
+            assert str(e.value) == f"waves must be a whole number >= 1, got {waves!r}"
+    assert summarize(sched, eight, waves=2.0)["waves"] == 2  # (a whole float is a count)
+    for form in ("tree", None):
+        for call in (sched.to_dict, sched.dumps):
+            with pytest.raises(OptionError, match=f"^form must be 'dag' or 'compact', got {form!r}$"):
+                call(form)
+    for chunk in ("x", 1.5):
+        with pytest.raises(OptionError, match=f"^chunk size must be a whole number of bytes, got {chunk!r}"):
+            Schedule.from_plan(plan, chunk)
+    with pytest.raises(OptionError, match=r"^--assume-bandwidth \(assumed_gbps\) must be a number > 0 Gbit/s, got x$"):
+        summarize(sched, eight, assumed_gbps="x")
+    stats = model_stats(plan, pair_cost(eight))
+    for kw, msg in (({"beta": "x"}, "beta must be a weight in [0, 1e+06], got x"),
+                    ({"epsilon": "x"}, "epsilon must be >= 1, got x"),
+                    ({"gamma": True}, "gamma must be a weight in [0, 1e+06], got True")):
+        with pytest.raises(OptionError) as e:
+            finetune(plan, stats, **kw)
+        assert str(e.value) == msg

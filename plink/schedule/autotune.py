@@ -48,7 +48,7 @@ import numpy as np
 
 from plink.errors import OptionError, PlinkError
 from plink.data.fileio import atomic_write_text, check_envelope, read_json
-from plink.data.inputs import host_key, host_positions
+from plink.data.inputs import host_key, host_positions, is_number
 from plink.schedule.plan import Plan, assign_masters, capacities
 
 STATS_FORMAT = "plink-stats"
@@ -242,10 +242,10 @@ def check_finetune(beta: float, gamma: float, epsilon: float, prefix: str = "") 
     """Finetune's settings: weights in ``[0, MAX_WEIGHT]``, ``epsilon >= 1`` (a ratio), else
     :class:`~plink.errors.OptionError` (a usage error); ``prefix`` goes before each name (``"--"``
     for the command line's options)."""
-    if not epsilon >= 1:
+    if not (is_number(epsilon) and epsilon >= 1):
         raise OptionError(f"{prefix}epsilon must be >= 1, got {epsilon}")
     for name, w in (("beta", beta), ("gamma", gamma)):
-        if not 0 <= w <= MAX_WEIGHT:
+        if not (is_number(w) and 0 <= w <= MAX_WEIGHT):
             raise OptionError(f"{prefix}{name} must be a weight in [0, {MAX_WEIGHT:g}], got {w}")
 
 

@@ -64,9 +64,9 @@ from typing import Any
 
 import numpy as np
 
-from plink.errors import PlinkError
+from plink.errors import OptionError, PlinkError
 from plink.data.fileio import atomic_write_text, check_envelope, read_json
-from plink.schedule.plan import Plan
+from plink.schedule.plan import Plan, _whole_bytes
 
 FORMAT = "plink-schedule"
 VERSION = 1
@@ -174,7 +174,7 @@ class Schedule:
 
     @classmethod
     def from_plan(cls, plan: Plan, chunk_bytes: int | None = None, meta=None, autotune=None) -> "Schedule":
-        cb = int(chunk_bytes if chunk_bytes is not None else plan.chunks[0, 1])
+        cb = int(plan.chunks[0, 1]) if chunk_bytes is None else _whole_bytes("chunk size", chunk_bytes)
         return cls(list(plan.hosts), plan.labels.copy(), plan.chunks.copy(), plan.size, cb, plan, None,
                    dict(meta or plan.meta), dict(autotune or {}))
 
@@ -188,7 +188,7 @@ class Schedule:
 
     def to_dict(self, form: str = "dag") -> dict:
         if form not in ("dag", "compact"):
-            raise ValueError(form)
+            raise OptionError(f"form must be 'dag' or 'compact', got {form!r}")
         doc: dict[str, Any] = {"format": FORMAT, "version": VERSION, "form": form}
         if self.plan is not None:
             doc["rules"] = RULES

@@ -58,7 +58,8 @@ from typing import Any
 
 import numpy as np
 
-from plink.errors import PlinkError
+from plink.data.inputs import is_number, is_whole_number
+from plink.errors import InputError, OptionError
 from plink.schedule.plan import Plan
 from plink.solvers.contention import Network
 from plink.solvers.costmodels import PairCost
@@ -136,23 +137,34 @@ def plan_traffic(plan: Plan) -> list[Traffic]:
     return [Traffic(s[r == i], d[r == i], b[r == i], chunk=h[r == i]) for i in range(1, int(r.max()) + 1)]
 
 
+def check_waves(waves) -> None:
+    """:class:`OptionError` unless ``waves`` (how many waves 2LHA's chunks run in) is a whole number >= 1."""
+    if not (is_whole_number(waves) and waves >= 1):
+        raise OptionError(f"waves must be a whole number >= 1, got {waves!r}")
+
+
+def _check_assumed_gbps(gbps) -> None:
+    """:class:`OptionError` unless ``gbps``, the host NICs' assumed bandwidth, is a number > 0."""
+    if not (is_number(gbps) and math.isfinite(gbps) and gbps > 0):
+        raise OptionError(f"--assume-bandwidth (assumed_gbps) must be a number > 0 Gbit/s, got {gbps}")
+
+
 def pipelined(traffic: list[Traffic], n_chunks: int, waves: int) -> list[Traffic]:
     """The rounds of a 2LHA schedule as :func:`plink.schedule.executor.all_reduce` runs them: the
     chunks cut into ``waves`` (chunk ``c`` in wave ``c * W // C``, ``W = min(waves, C)``), wave ``w``
     doing its round ``d`` in step ``w + d``, so one wave's local rounds share a step with another's
     global ones.  ``W + R - 1`` steps for ``R`` rounds; one wave gives the rounds back.  Every
     message needs its ``chunk``. O(M)."""
-    if waves < 1:
-        raise ValueError(f"waves must be >= 1, got {waves}")
+    check_waves(waves)
     w = min(int(waves), int(n_chunks))
     if w <= 1 or not traffic:
         return list(traffic)
     if any(t.chunk is None for t in traffic):
-        raise ValueError("pipelined() needs the chunk of every message (Traffic.chunk)")
+        raise InputError("pipelined() needs the chunk of every message (Traffic.chunk)")
     if any(t.repeat != 1 for t in traffic):
-        raise ValueError("pipelined() takes rounds that happen once (Traffic.repeat == 1)")
+        raise InputError("pipelined() takes rounds that happen once (Traffic.repeat == 1)")
     if any(len(t.chunk) and (t.chunk.min() < 0 or t.chunk.max() >= n_chunks) for t in traffic):
-        raise ValueError(f"a message's chunk is not one of the {n_chunks} chunks")
+        raise InputError(f"a message's chunk is not one of the {n_chunks} chunks")
     steps: list[list[Traffic]] = [[] for _ in range(w + len(traffic) - 1)]
     for d, t in enumerate(traffic):
         wave = t.chunk * w // n_chunks
@@ -200,8 +212,7 @@ def pair_cost(probe, assumed_gbps: float | None = None) -> PairCost:
         good = bw[off & np.isfinite(bw)]  # (ProbeData holds no bandwidth <= 0)
         bw[off & ~np.isfinite(bw)] = good.min() if good.size else 1.0
     elif assumed_gbps is not None:
-        if not (math.isfinite(assumed_gbps) and assumed_gbps > 0):
-            raise PlinkError(f"assumed bandwidth must be a number > 0 Gbit/s, got {assumed_gbps}")
+        _check_assumed_gbps(assumed_gbps)
         bw = np.full(lat.shape, float(assumed_gbps))
         np.fill_diagonal(bw, np.nan)
     return PairCost.from_matrices(lat, bw)
@@ -233,9 +244,8 @@ def shared_network(probe, labels, assumed_gbps: float = ASSUMED_GBPS) -> Network
 
     labels = np.asarray(labels)
     if labels.shape != (probe.n,) or not np.issubdtype(labels.dtype, np.integer):
-        raise ValueError(f"labels must be {probe.n} integers, one group per host")
-    if not (math.isfinite(assumed_gbps) and assumed_gbps > 0):
-        raise PlinkError(f"assumed bandwidth must be a number > 0 Gbit/s, got {assumed_gbps}")
+        raise InputError(f"labels must be {probe.n} integers, one group per host")
+    _check_assumed_gbps(assumed_gbps)
     measured = probe.bandwidth is not None and bool(np.isfinite(
         np.asarray(probe.bandwidth, dtype=float)[~np.eye(probe.n, dtype=bool)]).any())
     # (a bandwidth matrix read alone: network()'s notes say there is no latency)
@@ -278,22 +288,22 @@ def unmeasured_note(probe) -> str | None:
 
 
 def check_traffic(t: Traffic, n: int) -> None:
-    """Raise ``ValueError`` unless ``t``'s messages are between hosts ``0..n-1``, one ``src``, ``dst``
+    """Raise :class:`InputError` unless ``t``'s messages are between hosts ``0..n-1``, one ``src``, ``dst``
     and byte count each, the bytes finite and >= 0 (a host index past ``n`` would be read as another
     pair, a negative or NaN byte count would price a round wrongly). O(M)."""
     src, dst, nbytes = (np.asarray(a) for a in (t.src, t.dst, t.nbytes))
     if not (src.ndim == dst.ndim == nbytes.ndim == 1 and len(src) == len(dst) == len(nbytes)):
-        raise ValueError(f"a round needs one src, dst and byte count per message, got {src.shape}, {dst.shape} "
+        raise InputError(f"a round needs one src, dst and byte count per message, got {src.shape}, {dst.shape} "
                          f"and {nbytes.shape}")
     if len(src) == 0:
         return
     if not (np.issubdtype(src.dtype, np.integer) and np.issubdtype(dst.dtype, np.integer)):
-        raise ValueError("a round's src and dst must be host indices (integers)")
+        raise InputError("a round's src and dst must be host indices (integers)")
     lo, hi = min(int(src.min()), int(dst.min())), max(int(src.max()), int(dst.max()))
     if lo < 0 or hi >= n:
-        raise ValueError(f"a round's host indices must be in 0..{n - 1}, got {lo if lo < 0 else hi}")
+        raise InputError(f"a round's host indices must be in 0..{n - 1}, got {lo if lo < 0 else hi}")
     if not np.all(np.isfinite(nbytes) & (nbytes >= 0)):
-        raise ValueError("a round's byte counts must be finite and >= 0")
+        raise InputError("a round's byte counts must be finite and >= 0")
 
 
 def round_time(t: Traffic, pc: PairCost) -> float:
@@ -445,11 +455,10 @@ def predict_all(traffic: list[Traffic], cost: PairCost | Network, labels, size: 
     ``ring_contiguous`` :func:`contiguous_ring`'s, rack by rack over ``cost.groups``; pair by pair the ring runs in
     ``labels`` order.  Keys ``2lha``, ``ring`` (, ``ring_contiguous``), ``ps``."""
     labels = np.asarray(labels)
-    if waves < 1:
-        raise ValueError(f"waves must be >= 1, got {waves}")
+    check_waves(waves)
     if waves > 1 and traffic:  # priced once, in its waves: the steps carry the rounds' messages, bytes for bytes
         if n_chunks is None:
-            raise ValueError("waves > 1 needs n_chunks")
+            raise OptionError("waves > 1 needs n_chunks")
         piped = predict_time("2lha", pipelined(traffic, n_chunks, waves), cost, labels)
         lha = Prediction("2lha", piped.time_us, len(traffic), piped.bytes_total, piped.bytes_cross, piped.round_us)
     else:
