@@ -905,3 +905,14 @@ def test_emit_lists_only_the_formats_it_writes():
     for fmt in em.EMIT_FORMATS:  # every format it lists, it writes
         kw = {"labels": [0, 0]} if fmt == "slurm-topology" else {}
         assert em.emit(fmt, ["a", "b"], **kw)
+
+
+@pytest.mark.parametrize("fmt", ["plain", "openmpi", "slurm", "torchrun", "env", "slurm-topology"])
+def test_emit_refuses_hosts_that_are_not_a_sequence_of_names(fmt):
+    """emit(fmt, "node1") wrote one host per letter ('n', 'o', 'd', 'e', '1'), silently; None or a number
+    gave a bare TypeError ('object of type 'NoneType' has no len()')."""
+    for hosts, kind in (("node1", "str"), (b"ab", "bytes"), (None, "NoneType"), (5, "int")):
+        with pytest.raises(InputError) as exc:
+            em.emit(fmt, hosts, labels=[0])
+        assert str(exc.value) == f"hosts must be a sequence of host names, got {kind}"
+    assert em.emit("plain", iter(["a", "b"])) == "a\nb\n"  # (any iterable of names, as the launcher formats take)

@@ -44,7 +44,7 @@ import re
 import shlex
 from typing import Callable, Hashable, Sequence
 
-from plink.errors import OptionError, PlinkError
+from plink.errors import InputError, OptionError, PlinkError
 
 #: every format ``plink order --format`` accepts, in --help order
 FORMATS = (
@@ -63,9 +63,12 @@ DEFAULT_MASTER_PORT = 29500
 
 
 def _hosts(hosts: Sequence) -> list:
-    """``hosts`` as :class:`plink.data.probefile.Host` objects (names are wrapped)."""
+    """``hosts`` as :class:`plink.data.probefile.Host` objects (names are wrapped); :class:`InputError`
+    unless it is a sequence of hosts (a string would be its characters: one host per letter)."""
     from plink.data.probefile import Host
 
+    if isinstance(hosts, (str, bytes)) or not hasattr(hosts, "__iter__"):
+        raise InputError(f"hosts must be a sequence of host names, got {type(hosts).__name__}")
     out = []
     for h in hosts:
         out.append(h if isinstance(h, Host) else Host(str(h)))
@@ -474,9 +477,10 @@ def emit(
     if fmt == "env":
         return env_hints(hosts, algo, slots, made_for)
     if fmt == "plain":
-        if any(s != 1 for s in check_slots(slots, len(hosts))):
+        hs = _hosts(hosts)
+        if any(s != 1 for s in check_slots(slots, len(hs))):
             raise PlinkError("a plain order file has one line per host: slots apply to launcher formats")
-        return "".join(f"{h.name}\n" for h in _hosts(hosts))
+        return "".join(f"{h.name}\n" for h in hs)
     if fmt == "json":
         raise OptionError("emit() does not write the json order file: it holds the search's result, not only the "
                           "hosts (write it with plink.data.orderfile.render(result, probe, 'json'))")
