@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 
 import click
@@ -28,20 +29,11 @@ class Interrupted(PlinkError):
 
 
 def _stat(path) -> tuple | None:
-    import os
-
     try:
         st = os.stat(path) if path else None
     except OSError:
         return None
     return None if st is None else (st.st_ino, st.st_mtime_ns, st.st_size)
-
-
-def _exists(path) -> bool:
-    """Whether ``path`` names something (a file, a device, a FIFO, a dangling symlink)."""
-    import os
-
-    return os.path.lexists(path)
 
 
 BW_SECONDS = 2.0  #: --bw-seconds's default
@@ -334,7 +326,7 @@ def probe(hosts, output, method, count, interval, passes, max_count, tol, bandwi
                       concurrency=concurrency, python=python)
     show_progress = not quiet and not as_json and sys.stderr.isatty()
     before = _stat(checkpoint)
-    had_output = output is not None and _exists(output)
+    had_output = output is not None and os.path.lexists(output)  # (a file, a device, a FIFO, a dangling symlink)
     rerun = _rerun(click.get_current_context(), hosts, output) if output else ""
     try:
         with _ProbeProgress(show_progress) as bar:

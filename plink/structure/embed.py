@@ -64,7 +64,7 @@ from typing import Any
 
 import numpy as np
 
-from plink.errors import InputError, OptionError, PlinkError
+from plink.errors import InputError, OptionError
 from plink.structure.params import Params
 
 #: Fewest hosts plink embeds and groups (a triangle: fewer say nothing about locality).
