@@ -656,3 +656,19 @@ def test_from_matrix_refuses_what_load_refuses_in_one_line():
         with pytest.raises(InputError, match=r"meta must be a mapping \(a dict\), got (list|str)$"):
             from_matrix(lat, meta=meta)
     assert from_matrix(lat, meta={"method": "x"}).meta == {"method": "x"}
+
+
+def test_an_uplink_s_flows_are_a_finite_count_or_not_recorded():
+    """A probe file's uplink with "flows": Infinity (json reads it) made plink show an internal error
+    (int(inf): OverflowError); it is now not recorded, as a flows of 0 or a string is. A numpy count
+    (a probe built in Python) is taken as an int is."""
+    from plink.data.summary import summarize, uplink_flows
+
+    def up(flows):
+        return Uplink((0, 1), 1e9, 1e9, {"flows": flows})
+
+    assert [uplink_flows(up(v)) for v in (4, 4.0, np.int64(4), 1)] == [4, 4, 4, 1]
+    assert [uplink_flows(up(v)) for v in (float("inf"), float("nan"), 0, True, "4", None)] == [None] * 6
+    probe = from_matrix(np.array([[0.0, 1, 5], [1, 0, 5], [5, 5, 0]]), ["a", "b", "c"])
+    probe.uplinks = [up(float("inf"))]
+    assert summarize(probe)["uplinks"][0]["flows"] is None

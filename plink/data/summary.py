@@ -10,10 +10,12 @@ has ground truth, else the file's order.
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
 
+from plink.data.inputs import is_number
 from plink.data.probefile import measured_pairs
 
 PERCENTILES = (0, 10, 50, 90, 100)
@@ -54,9 +56,10 @@ def _both_directions(probe, iu, bw_only: bool):
 
 
 def uplink_flows(u) -> int | None:
-    """The flows per direction an uplink's test ran (its file's ``flows``), None when not recorded."""
+    """The flows per direction an uplink's test ran (its file's ``flows``), None when not recorded
+    (or not a finite number >= 1: a file's ``Infinity``)."""
     v = u.extra.get("flows")
-    return int(v) if isinstance(v, (int, float)) and not isinstance(v, bool) and v >= 1 else None
+    return int(v) if is_number(v) and 1 <= v < math.inf else None
 
 
 def crossing(hosts: int, flows: int | None) -> str:
