@@ -502,7 +502,7 @@ def test_schedule_file_keeps_every_field(tmp_path, base):
     (lambda d: {k: v for k, v in d.items() if k != "size"}, "x.json: invalid groups/chunks/size: 'size'"),
     (lambda d: {**d, "rules": "2lha-v0"}, "x.json: unknown rules '2lha-v0' (this plink knows 2lha-v1)"),
     (lambda d: {k: v for k, v in d.items() if k != "gm"}, "x.json: missing 'gm'"),
-    (lambda d: {**d, "lm": "x"}, "x.json: invalid master tables"),
+    (lambda d: {**d, "lm": "x"}, "x.json: lm must be whole numbers, got 'x'"),
 ])
 def test_schedule_file_error_messages(base, change, message):
     plan, _ = base
@@ -1090,8 +1090,7 @@ def test_master_tables_are_read_whenever_one_is_there(base):
     assert _schedule_err(_doc(base, "dag", drop=("gm",))) == "x.json: missing 'gm'"
     assert _schedule_err(_doc(base, "compact", drop=("lm", "gm"))) == "x.json: missing 'lm'"
     assert from_dict(_doc(base, "compact", drop=("rules",))).plan is not None  # rules default to 2lha-v1
-    assert (_schedule_err(_doc(base, lm="x")) ==
-            "x.json: invalid master tables: invalid literal for int() with base 10: 'x'")
+    assert _schedule_err(_doc(base, lm="x")) == "x.json: lm must be whole numbers, got 'x'"
 
 
 @pytest.mark.parametrize("key, value, message", [
@@ -1446,3 +1445,39 @@ def test_library_errors_of_the_schedule_are_plink_errors(eight):
         with pytest.raises(OptionError) as e:
             finetune(plan, stats, **kw)
         assert str(e.value) == msg
+
+
+def test_a_hand_built_plan_refuses_tables_that_are_not_whole_numbers(eight, tmp_path):
+    """Plan(labels=[..., 1.5]) cut 1.5 to 1 silently (an int64 cast), as it cut a master 0.5 to host 0
+    and a NaN label to -2**63; a string or None gave int()'s or numpy's error. One-line InputErrors,
+    naming the table; a schedule file with such a table says so with its path."""
+    from plink.errors import InputError
+
+    plan = plan_schedule(eight, size=1 << 20, chunk=1 << 18)
+    good = dict(labels=plan.labels, chunks=plan.chunks, lm=plan.lm, gm=plan.gm)
+
+    def build(**kw):
+        t = {**good, **kw}
+        return Plan(plan.hosts, t["labels"], t["chunks"], t["lm"], t["gm"], plan.size)
+
+    for kw, msg in ((dict(labels=plan.labels + 0.5), "labels must be whole numbers, got 0.5"),
+                    (dict(labels=[*plan.labels[:7].tolist(), 1.5]), "labels must be whole numbers, got 1.5"),
+                    (dict(labels=[*plan.labels[:7].tolist(), float("nan")]), "labels must be whole numbers, got nan"),
+                    (dict(labels=["a"] * 8), "labels must be whole numbers, got 'a'"),
+                    (dict(labels=None), "labels must be whole numbers, got None"),
+                    (dict(lm=plan.lm + 0.5), "lm must be whole numbers, got 0.5"),
+                    (dict(gm=plan.gm + 0.25), "gm must be whole numbers, got 0.25"),
+                    (dict(chunks=plan.chunks * 1.0 + [0, 0.5]), "chunks must be whole numbers, got 262144.5"),
+                    (dict(labels=[[0, 0, 0], [1]]), "labels must be an array of whole numbers, got a ragged list")):
+        with pytest.raises(InputError) as e:
+            build(**kw)
+        assert str(e.value) == msg
+    same = build(labels=plan.labels.astype(float), lm=plan.lm.tolist(), gm=plan.gm.astype(object))
+    assert same.labels.tolist() == plan.labels.tolist() and same.lm.tolist() == plan.lm.tolist()  # (whole: taken)
+    doc = Schedule.from_plan(plan).to_dict("compact")
+    doc["lm"][0][0] += 0.5
+    path = tmp_path / "s.json"
+    path.write_text(json.dumps(doc))
+    with pytest.raises(ScheduleError) as e:
+        load_schedule(path)
+    assert str(e.value) == f"{path}: lm must be whole numbers, got {doc['lm'][0][0]!r}"

@@ -55,7 +55,7 @@ from typing import Any
 
 import numpy as np
 
-from plink.errors import OptionError, PlinkError
+from plink.errors import InputError, OptionError, PlinkError
 from plink.data.groupfile import group_codes
 from plink.data.inputs import is_number, is_whole_number
 from plink.data.probefile import ProbeData, check_every_host_measured
@@ -85,10 +85,10 @@ class Plan:
 
     def __post_init__(self) -> None:
         # copies: a plan holds its own tables (one sharing the caller's labels changed when they did)
-        self.labels = np.array(self.labels, dtype=np.int64)
-        self.chunks = np.array(self.chunks, dtype=np.int64).reshape(-1, 2)
-        self.lm = np.array(self.lm, dtype=np.int64).reshape(len(self.chunks), -1)
-        self.gm = np.array(self.gm, dtype=np.int64)
+        self.labels = _whole_table("labels", self.labels)
+        self.chunks = _whole_table("chunks", self.chunks).reshape(-1, 2)
+        self.lm = _whole_table("lm", self.lm).reshape(len(self.chunks), -1)
+        self.gm = _whole_table("gm", self.gm)
         validate_plan(self)
 
     @property
@@ -112,6 +112,26 @@ class Plan:
     def copy(self) -> "Plan":
         return Plan(list(self.hosts), self.labels.copy(), self.chunks.copy(), self.lm.copy(), self.gm.copy(),
                     self.size, self.capacity, dict(self.meta))
+
+
+def _whole_table(what: str, value) -> np.ndarray:
+    """A copy of ``value`` as an int64 array, or :class:`InputError` unless every entry is a whole number
+    (the cast cut 1.5 to 1 and NaN to -2**63, silently; a string or None was numpy's or int()'s error)."""
+    try:
+        a = np.array(value)
+        if a.dtype.kind in "iub":
+            return a.astype(np.int64)
+        if a.dtype.kind == "f":
+            bad = a[~(np.isfinite(a) & (a == np.round(a)) & (np.abs(a) < 2.0**63))].tolist()
+        else:  # (objects, strings: one by one)
+            bad = [x for x in a.reshape(-1).tolist() if not is_whole_number(x)]
+        if not bad:
+            return a.astype(np.int64)
+    except ValueError:  # (a ragged list)
+        raise InputError(f"{what} must be an array of whole numbers, got a ragged list") from None
+    except OverflowError:
+        raise InputError(f"{what} must be whole numbers of 64 bits, got a larger one") from None
+    raise InputError(f"{what} must be whole numbers, got {bad[0]!r}")
 
 
 def validate_plan(p: Plan) -> None:
