@@ -1,6 +1,7 @@
 """Structure inference: infer_hierarchy, HierarchicalGrouper, infer_groups, plink group / show."""
 
 import json
+import os
 from pathlib import Path
 
 import numpy as np
@@ -1356,3 +1357,88 @@ def test_two_racks_of_three_apart_1_55x_are_not_merged():
     d, truth = _small_probe("3-3-2-udp", "p3.json")
     h = infer_hierarchy(d.structure_latency, random_state=0)
     assert h.scores["merged"] == [] and ami(truth, h.labels) == pytest.approx(1.0)
+
+
+def test_racks_of_a_small_udp_cluster_pass_the_small_cluster_permutation_test():
+    """A default udp probe of racks 2 + 3 + 4 (netns): the racks' cut has a silhouette of 0.83, but its
+    pairs are only 1.45x apart (udp's ~10 us of software on every pair dilutes the ratio), under the
+    1.6x a split of fewer than 16 hosts needed: one group, where average linkage given K found the racks.
+    The whole small cluster now gets a calibrated test of its own (small_cluster_cut): no more than 1%
+    of 200 copies with the pairs shuffled have a cut as good."""
+    d, truth = _small_probe("2-3-4-udp", "p2.json")
+    h = infer_hierarchy(d.structure_latency, random_state=0)
+    assert ami(truth, h.labels) == pytest.approx(1.0)
+    assert "p = 0.005 <= 0.01" in h.scores["splits"][0]["small_cluster"]
+
+
+def test_a_small_cluster_left_one_group_says_why_and_how_to_take_the_cut(capsys):
+    """A udp probe of racks 3 + 3 whose cut (silhouette 0.71, 1.60x apart) shuffled copies match often:
+    one group, and plink group says so, with the --groups K that takes the cut."""
+    from plink.cli import main
+
+    with pytest.raises(SystemExit) as exc:
+        main(["group", str(SMALL / "3-3-udp" / "p1.json"), "-o", os.devnull])
+    err = " ".join(capsys.readouterr().err.split())
+    assert exc.value.code == 0
+    assert "6 hosts: 1 group" in err
+    assert "one group: its best cut (2 groups: 3 + 3, silhouette 0.71, 1.60x apart) is matched by" in err
+    assert "(p > 0.01): 6 hosts are too few to tell these groups from noise; if they are racks, --groups 2" in err
+
+
+def _brute_p(s_raw, seed, n_null):
+    """small_cluster_cut's p-value counted over every copy (no early stop), the same draws."""
+    from plink.structure.hierarchy import (METRICS, MIN_GROUP, _best_cut, _distances, permuted,
+                                           remove_host_overheads)
+
+    def best(x, reimpute):
+        return max(_best_cut(_distances(x, reimpute=reimpute, metric=m), mg)[0] for m in METRICS for mg in (MIN_GROUP, 2))
+
+    s = best(remove_host_overheads(s_raw)[0], True)
+    sub = np.random.default_rng(np.random.default_rng(seed).bit_generator.seed_seq.spawn(1)[0])
+    good = sum(best(remove_host_overheads(permuted(s_raw, sub))[0], False) >= s - 1e-12 for _ in range(n_null))
+    return (1 + good) / (1 + n_null)
+
+
+def test_the_small_cluster_test_stops_early_yet_decides_as_the_full_count():
+    """small_cluster_cut stops drawing copies once too many are as good; its decision (and p-value when
+    it splits) is that of the p-value over all n_null copies, on racks and on noise alike."""
+    from plink.structure.hierarchy import remove_host_overheads, small_cluster_cut, symmetrise_min
+
+    rng = np.random.default_rng(5)
+    mats = []
+    for racks in ([3, 3], [2, 2, 2], [3, 3, 2]):
+        n = sum(racks)
+        lab = np.repeat(np.arange(len(racks)), racks)
+        mats.append(20 + 10 * (lab[:, None] != lab[None, :]) + rng.gamma(2.0, 2.5, (n, n)))
+    mats += [100 * rng.lognormal(0, 0.3, (n, n)) for n in (6, 8, 9)]
+    decided = set()
+    for m in mats:
+        s = symmetrise_min(m)
+        x = remove_host_overheads(s)[0]
+        for alpha in (0.02, 0.1):
+            got = small_cluster_cut(x, np.random.default_rng(3), alpha=alpha, n_null=49, raw=s)
+            p = _brute_p(s, 3, 49)
+            split = got is not None and got[0].max() > 0
+            assert split == (p <= alpha), (p, alpha)
+            if split:
+                assert f"p = {p:.3f}" in got[1]["small_cluster"]
+            elif got is not None:
+                assert f"(p > {alpha:g})" in got[1]["small_cluster"]
+            decided.add(split)
+    assert decided == {True, False}  # both outcomes were checked
+
+
+def test_the_small_cluster_test_rarely_splits_matrices_without_racks():
+    """Its false splits stay under SMALL_ALPHA where every pair's noise is alike: of 80 matrices of 6-13
+    hosts without racks (lognormal noise, sigma 0.3 and 0.6), at most 2 are split by it (shuffling the
+    matrix with its overheads removed, instead of the latencies, split 5% of such matrices)."""
+    from plink.structure.hierarchy import SMALL_ALPHA, remove_host_overheads, small_cluster_cut, symmetrise_min
+
+    rng = np.random.default_rng(11)
+    split = 0
+    for i in range(80):
+        n = 6 + i % 8
+        s = symmetrise_min(100 * rng.lognormal(0, 0.3 if i % 2 else 0.6, (n, n)))
+        got = small_cluster_cut(remove_host_overheads(s)[0], np.random.default_rng(i), raw=s)
+        split += got is not None and got[0].max() > 0
+    assert split <= max(2, SMALL_ALPHA * 80)

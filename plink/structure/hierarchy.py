@@ -49,6 +49,11 @@ The pipeline (each step a pure function over numpy arrays):
    significant cuts the one beating its null by most wins; none: K = 1.
    Inside a group of fewer than :data:`SMALL_GROUP` hosts found already (a rack, or
    a few), a cut needs both metrics to find it significant (:data:`SMALL_BOTH`).
+   A whole cluster of fewer than :data:`SMALL_GROUP` hosts none of whose cuts is
+   significant so gets one more, calibrated test (:func:`small_cluster_cut`): the
+   best silhouette of its four tries (two metrics, groups of :data:`MIN_GROUP` or
+   of 2) against the best of the four on each of :data:`SMALL_NULLS` shuffled
+   copies, taken at a permutation p-value of :data:`SMALL_ALPHA` at most.
 5. Recursion: each group found is split again the same way, on profiles over
    its own members (finer levels, e.g. racks inside rows) until no
    significant split remains or ``max_levels`` is reached; when the first
@@ -224,6 +229,20 @@ MERGE_APART = 1.4
 #: than to every other host but its one nearest (when it has 4 others or more): a rack of 2 whose host had
 #: one host of another rack 1.58x farther (one low measurement) was no pair, and the cut with it was refused
 PAIR_SKIP = 1
+#: a fourth rule for a whole small cluster, a test of its own when every test above refused its cuts
+#: (:func:`small_cluster_cut`): the best silhouette of the four tries (METRICS x groups of MIN_GROUP or 2) is
+#: compared with the best of the four on each of SMALL_NULLS shuffled copies, and taken when at most this share
+#: of them (p-value, (1 + as good) / (1 + SMALL_NULLS)) is as good. One test for the four tries, so its false
+#: splits of structureless matrices are about SMALL_ALPHA wherever the pairs' noise is exchangeable. The
+#: effect bar of a small group (EFFECT_MIN_SMALL 1.6) guards against the best of many cuts of noise looking
+#: far apart; a permutation test measures that selection directly, so only EFFECT_MIN is kept. With the
+#: default udp probe the racks of 6-9 hosts were 1.3-1.6x apart (udp's ~10 us of software on every pair
+#: dilutes the ratio) and plink found one group where average linkage found the racks (docs/structure.md,
+#: "Small clusters")
+SMALL_ALPHA = 0.01
+#: shuffled copies of that test (it stops early once more than SMALL_ALPHA of them are as good: a few copies
+#: for most matrices without racks)
+SMALL_NULLS = 200
 
 
 @dataclass
@@ -652,15 +671,89 @@ def split_group(x: np.ndarray, rng: np.random.Generator, n_null: int | None = No
     ok = [t for t in tried if t[0].max() > 0]
     one_only = (SMALL_BOTH and pairs == "small" and 0 < len(ok) < len(tried)
                 and not any("pairs" in t[1] for t in ok))
+    small = None  # a whole small cluster none of whose cuts the tests above take: a test of its own
+    if not ok and pairs in ("top", True) and 2 * MIN_GROUP <= x.shape[0] < SMALL_GROUP:
+        small = small_cluster_cut(x, rng, raw=raw)
+        if small is not None and small[0].max() > 0:
+            lab, sc, p = small
+            return lab, {**sc, "metrics": {t[1]["metric"]: t[1] for t in tried}}, p
     if not ok or one_only:
         p = tried[-1][2]
         out = {"k": 1, "metrics": {t[1]["metric"]: t[1] for t in tried}}
+        if small is not None:
+            out["small_cluster"] = small[1]["small_cluster"]
         if one_only:
             out["reason"] = (f"inside a small group only {ok[0][1]['metric']!r} found a split; "
                              "both profile distances must")
         return np.zeros(x.shape[0], dtype=int), out, p
     lab, sc, p = max(ok, key=lambda t: t[1]["best_silhouette"] - t[1]["null_silhouette"])
     return lab, {"k": int(lab.max() + 1), "metric": sc["metric"], "metrics": {t[1]["metric"]: t[1] for t in tried}}, p
+
+
+def small_cluster_cut(x: np.ndarray, rng: np.random.Generator, alpha: float | None = None,
+                      n_null: int | None = None, raw: np.ndarray | None = None
+                      ) -> tuple[np.ndarray, dict, np.ndarray] | None:
+    """The best cut of a whole small cluster (prepared matrix ``x``, 6 to :data:`SMALL_GROUP` - 1
+    hosts) if a permutation test finds it significant.
+
+    The four tries (both profile distances of :data:`METRICS`, smallest groups of
+    :data:`MIN_GROUP` or 2, :func:`_best_cut`) each give their best cut; the one with the
+    highest mean silhouette ``s`` is taken when ``s`` is at least :data:`SILHOUETTE_MIN`, its
+    effect at least :data:`EFFECT_MIN` (:func:`effect_size`), and at most ``alpha`` of
+    ``n_null`` copies with the pairs shuffled (:func:`permuted`) have a best cut, of the same
+    four tries, with a silhouette of ``s`` or more.  ``raw``: the symmetric latencies ``x`` was
+    made from (:func:`remove_host_overheads`); the copies shuffle them and have their overheads
+    removed the same way (removing overheads leaves the pairs of a row dependent, and shuffling
+    ``x`` itself split 5% of matrices of independent noise); None: ``x`` is shuffled.  The p-value ``(1 + as good) / (1 +
+    n_null)`` (Phipson & Smyth 2010, "Permutation p-values should never be zero"), one test for
+    the four tries (the max statistic).  ``alpha``, ``n_null``: None for :data:`SMALL_ALPHA`,
+    :data:`SMALL_NULLS`.  The copies stop as soon as too many are as good, so a matrix without
+    racks costs a few of them.  Draws from a child of ``rng``'s seed.  Returns ``(labels,
+    scores, distances of the chosen metric)``, the labels all 0 when the test refuses the cut
+    (``scores["small_cluster"]`` says why, for the user), or None when no cut has the silhouette
+    and effect to be tested.  O(n_null N^3) at most.
+    """
+    alpha = SMALL_ALPHA if alpha is None else alpha
+    n_null = SMALL_NULLS if n_null is None else n_null
+    n = x.shape[0]
+    if n < 2 * MIN_GROUP:  # 4 or 5 hosts: 6-10 pairs, too few to shuffle (TINY_GAP decides there)
+        return None
+    tries = []
+    for metric in METRICS:
+        p = _distances(x, metric=metric)
+        for mg in (MIN_GROUP, 2):
+            s, lab, _ = _best_cut(p, mg)
+            if lab is not None and np.isfinite(s):
+                tries.append((float(s), lab, p, metric))
+    if not tries:
+        return None
+    s, lab, p, metric = max(tries, key=lambda t: t[0])  # (of equal: "log" first, groups of MIN_GROUP first)
+    effect = effect_size(x, lab)
+    allowed = int(np.floor(alpha * (n_null + 1) + 1e-9)) - 1  # copies as good as s that still give p <= alpha
+    if s < SILHOUETTE_MIN or not effect >= EFFECT_MIN or allowed < 0:
+        return None
+    seq = getattr(rng.bit_generator, "seed_seq", None)
+    sub = np.random.default_rng(seq.spawn(1)[0] if seq is not None else 0)
+    as_good = drawn = 0
+    k = int(lab.max() + 1)
+    cut = " + ".join(map(str, sorted(np.bincount(lab).tolist(), reverse=True)))
+    scores = {"k": k, "metric": metric, "best_silhouette": round(s, 6), "effect": round(float(effect), 6)}
+    for _ in range(n_null):
+        xp = permuted(x, sub) if raw is None else remove_host_overheads(permuted(raw, sub))[0]
+        drawn += 1
+        if any(_best_cut(_distances(xp, reimpute=False, metric=m), mg)[0] >= s - 1e-12
+               for m in METRICS for mg in (MIN_GROUP, 2)):
+            as_good += 1
+            if as_good > allowed:
+                scores.update(k=1, small_cluster=(
+                    f"its best cut ({k} groups: {cut}, silhouette {s:.2f}, {effect:.2f}x apart) is matched by "
+                    f"{as_good} of {drawn} copies with the pairs shuffled (p > {alpha:g}): {n} hosts are too few "
+                    f"to tell these groups from noise; if they are racks, --groups {k} takes them"))
+                return np.zeros(n, dtype=int), scores, p
+    pval = (1 + as_good) / (1 + n_null)
+    scores["small_cluster"] = (f"{k} groups ({cut}, silhouette {s:.2f}, {effect:.2f}x apart): {as_good} of {n_null} "
+                               f"copies with the pairs shuffled as good (p = {pval:.3f} <= {alpha:g}; SMALL_ALPHA)")
+    return lab, scores, p
 
 
 def _split_one(x: np.ndarray, p: np.ndarray, metric: str, rng: np.random.Generator, n_null: int | None = None,
