@@ -1383,6 +1383,16 @@ def test_a_small_cluster_left_one_group_says_why_and_how_to_take_the_cut(capsys)
     assert "6 hosts: 1 group" in err
     assert "one group: its best cut (2 groups: 3 + 3, silhouette 0.71, 1.60x apart) is matched by" in err
     assert "(p > 0.01): 6 hosts are too few to tell these groups from noise; if they are racks, --groups 2" in err
+    assert "confidence: - (one group" in err and "confidence: mean" not in err
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as tmp:  # one group without a cut to test: no 'one group:' line
+        simulate_datacenter(1, 8, seed=0).save(Path(tmp) / "flat.json")
+        with pytest.raises(SystemExit) as exc:
+            main(["group", str(Path(tmp) / "flat.json"), "-o", os.devnull])
+    err = " ".join(capsys.readouterr().err.split())
+    assert exc.value.code == 0 and "8 hosts: 1 group" in err, err
+    assert "one group: its" not in err and "confidence: - (one group" in err and "confidence: mean" not in err
 
 
 def _brute_p(s_raw, seed, n_null):

@@ -79,11 +79,11 @@ def render_structure(groups, console) -> None:
             g.add_row("...", "", *([""] if conf is not None else []), f"{groups.k - 40} more groups")
             break
     print_table(console, g)
-    if conf is not None and groups.k == 1:
-        console.print("confidence: - (one group: nothing to tell its hosts apart from)")
     splits = (m.get("scores") or {}).get("splits") or [{}]
     if groups.k == 1 and isinstance(splits[0], dict) and splits[0].get("small_cluster"):
         console.print(f"one group: {splits[0]['small_cluster']}")  # (a small cluster's refused cut: why)
+    if conf is not None and groups.k == 1:
+        console.print("confidence: - (one group: nothing to tell its hosts apart from)")
     elif conf is not None:
         low = m.get("low_confidence_hosts")
         if low is None:
