@@ -6,13 +6,15 @@ of 2-4 hosts (``benchmarks/results/2026-12-03-small-clusters``: shape, method an
 README; the true rack of each host in ``truth.json``) and prints, per folder, how often
 ``plink group``'s grouping (:func:`plink.structure.hierarchy.infer_groups`, K from the data)
 finds the racks exactly (AMI 1), its mean AMI, and the same for average linkage on
-``min(d_ij, d_ji)`` given the true K (as ``benchmarks/structure.py`` runs it), then the probes
-where plink is under that baseline by more than 0.02; with ``--structureless R``, how often it splits
+``min(d_ij, d_ji)`` given the true K (as ``benchmarks/structure.py`` runs it) and with K of 2..N/2 by
+the best silhouette (not told K), then the probes where plink is under average linkage given K by
+more than 0.02; with ``--structureless R``, how often it splits
 matrices of 6-15 hosts that have no racks (6 kinds of noise, R each per size), the price of finding
 small racks. Deterministic, ~10 s::
 
     python benchmarks/structure_netns.py
-    python benchmarks/structure_netns.py --structureless 30   # and false splits of matrices without racks (~1 min)
+    python benchmarks/structure_netns.py --structureless 30   # and false splits of matrices without racks (~1.5 min)
+    python benchmarks/structure_netns.py --orders              # and the rack crossings of plink order's ring
     python benchmarks/structure_netns.py DIR [DIR ...]          # other folders of the same layout
 
 ``--collect DIR`` (root, network namespaces, sshd) probes new clusters into ``DIR`` first, in the
@@ -61,8 +63,33 @@ def folders(paths: list[Path]) -> list[Path]:
     return out
 
 
-def score(folder: Path) -> list[dict]:
-    """Per probe of ``folder``: plink's AMI (K from the data) and average linkage's given the true K."""
+def silhouette_k(s: np.ndarray) -> np.ndarray:
+    """Average linkage on ``s`` (symmetric, zero diagonal) cut at the K of 2..N/2 with the best mean
+    silhouette: the simple alternative that is not told K (it never answers one group)."""
+    from sklearn.metrics import silhouette_score
+
+    best = (-np.inf, np.zeros(s.shape[0], dtype=int))
+    for k in range(2, s.shape[0] // 2 + 1):
+        lab = linkage_labels(s, k, "average")
+        if 2 <= len(set(lab)) < s.shape[0]:
+            v = silhouette_score(s, lab, metric="precomputed")
+            if v > best[0]:
+                best = (v, lab)
+    return best[1]
+
+
+def ring_crossings(probe, racks: list) -> int:
+    """How many hops of ``plink order``'s ring (library :func:`plink.order.order_hosts`, the probe as
+    it is: latency-only when it has no bandwidths) go between true racks; K racks need K."""
+    from plink.order import order_hosts
+
+    order = [int(i) for i in order_hosts(probe, "ring", time_limit=2.0).order]
+    return sum(racks[a] != racks[b] for a, b in zip(order, order[1:] + order[:1]))
+
+
+def score(folder: Path, orders: bool = False) -> list[dict]:
+    """Per probe of ``folder``: plink's AMI (K from the data), average linkage's given the true K and with
+    K by the best silhouette; with ``orders``, the rack crossings of plink's ring order."""
     truth = json.loads((folder / "truth.json").read_text())
     rows = []
     for f in sorted(folder.glob("p*.json"), key=lambda f: int(f.stem[1:]) if f.stem[1:].isdigit() else 0):
@@ -70,9 +97,13 @@ def score(folder: Path) -> list[dict]:
         t = [truth[n] for n in probe.names]
         k = len(set(t))
         g = infer_groups(probe)
-        avg = linkage_labels(raw_symmetric(np.asarray(probe.structure_latency, dtype=float)), k, "average")
+        s = raw_symmetric(np.asarray(probe.structure_latency, dtype=float))
+        avg = linkage_labels(s, k, "average")
         rows.append({"probe": f.name, "k": k, "found": int(g.labels.max() + 1),
-                     "plink": float(ami(t, g.labels)), "average": float(ami(t, avg))})
+                     "plink": float(ami(t, g.labels)), "average": float(ami(t, avg)),
+                     "silhouette": float(ami(t, silhouette_k(s)))})
+        if orders:
+            rows[-1]["crossings"] = ring_crossings(probe, t)
     return rows
 
 
@@ -152,31 +183,44 @@ def main(argv=None) -> int:
     ap.add_argument("--subnet", default="10.234", help="with --collect: the clusters' subnet")
     ap.add_argument("--structureless", type=int, default=0, metavar="R",
                     help="also group R structureless matrices per size (6-15 hosts) and noise: false splits")
+    ap.add_argument("--orders", action="store_true",
+                    help="also count the rack crossings of plink order's ring on each probe (~1 min)")
     a = ap.parse_args(argv)
     if a.collect is not None:
         collect(a.collect, a.plan, a.prefix, a.subnet)
     paths = a.dirs or ([a.collect] if a.collect is not None else [SAVED])
     total, below = [], []
     print(f"{'cluster':18s} {'probes':>6s}  {'plink exact':>11s} {'mean AMI':>8s}   "
-          f"{'average|K exact':>15s} {'mean AMI':>8s}")
+          f"{'average|K exact':>15s} {'mean AMI':>8s}   {'average|sil exact':>17s} {'mean AMI':>8s}")
+
+    def line(name: str, rows: list[dict]) -> str:
+        n = len(rows)
+        return f"{name:18s} {n:6d}  " + "   ".join(
+            f"{sum(r[key] > 0.999 for r in rows):{w}d} of {n:<3d} {np.mean([r[key] for r in rows]):8.3f}"
+            for key, w in (("plink", 5), ("average", 9), ("silhouette", 11)))
+
     for d in folders(paths):
-        rows = score(d)
+        rows = score(d, a.orders)
+        for r in rows:
+            r["folder"] = d.name
         total += rows
         below += [(d.name, r) for r in rows if r["plink"] < r["average"] - MARGIN]
-        n = len(rows)
-        print(f"{d.name:18s} {n:6d}  {sum(r['plink'] > 0.999 for r in rows):5d} of {n:<3d} "
-              f"{np.mean([r['plink'] for r in rows]):8.3f}   {sum(r['average'] > 0.999 for r in rows):9d} of {n:<3d} "
-              f"{np.mean([r['average'] for r in rows]):8.3f}")
+        print(line(d.name, rows))
     n = len(total)
     if not n:
         print("no probes found")
         return 1
-    print(f"{'all':18s} {n:6d}  {sum(r['plink'] > 0.999 for r in total):5d} of {n:<3d} "
-          f"{np.mean([r['plink'] for r in total]):8.3f}   {sum(r['average'] > 0.999 for r in total):9d} of {n:<3d} "
-          f"{np.mean([r['average'] for r in total]):8.3f}")
+    print(line("all", total))
+    print("(average|sil: average linkage with K of 2..N/2 by the best silhouette, not told K; it never "
+          "answers one group)")
     print(f"plink under average linkage given K by > {MARGIN}: {len(below)} of {n}"
           + "".join(f"\n  {name}/{r['probe']}: plink {r['plink']:.3f} ({r['found']} groups), "
                     f"average {r['average']:.3f} (K={r['k']})" for name, r in below))
+    if a.orders:
+        extra = [r for r in total if r["crossings"] > r["k"]]
+        print(f"\nplink order --algo ring: crosses racks K times (the least) on {n - len(extra)} of {n} probes"
+              + "".join(f"\n  {r['folder']}/{r['probe']}: {r['crossings']} crossings of {r['k']} racks; "
+                        f"groups found {r['found']}, AMI {r['plink']:.3f}" for r in extra))
     if a.structureless:
         false_splits(a.structureless)
     return 0
