@@ -184,7 +184,7 @@ def main(argv=None) -> int:
     ap.add_argument("--structureless", type=int, default=0, metavar="R",
                     help="also group R structureless matrices per size (6-15 hosts) and noise: false splits")
     ap.add_argument("--orders", action="store_true",
-                    help="also count the rack crossings of plink order's ring on each probe (~1 min)")
+                    help="also count the rack crossings of plink order's ring on each probe (~10 s)")
     a = ap.parse_args(argv)
     if a.collect is not None:
         collect(a.collect, a.plan, a.prefix, a.subnet)
