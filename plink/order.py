@@ -645,14 +645,22 @@ def _never_measured(probe: ProbeData) -> list[str]:
     return [probe.names[i] for i in np.flatnonzero(~measured_pairs(probe).any(axis=1))]
 
 
-#: what the shared model's seconds leave out (measured: README, "Proof against real collectives")
-NETWORK_PART = ("'predicted' is the network's part of the collective: the library's own work (copies, reductions; "
-                "on busy hosts the CPU they lose) is the same for every order and not in it, so the whole collective "
-                "usually speeds up less (on the netns cluster Gloo's ring from 5% less to 8% more than predicted, Open "
-                "MPI's recursive doubling 0-15% less, tree from 10% less to 3% more, Rabenseifner 17-34% less, ring 30-59% "
-                "less; less still where a latency-only probe merged two racks (Gloo 17%) or priced rack uplinks that "
-                "carried two host links as oversubscribed (Gloo 49%; the low end of its span held): README, 'Proof against "
-                "real collectives')")
+#: what the shared model's seconds leave out, measured per collective on the netns cluster (README, "Proof
+#: against real collectives"; there too: less still where a latency-only probe merged two racks, Gloo 17%, or
+#: priced rack uplinks that carried two host links as oversubscribed, Gloo 49%)
+MEASURED_PART = {"ring": "Gloo's ring from 5% less to 8% more than predicted, Open MPI's ring 30-59% less",
+                 "rd": "Open MPI's recursive doubling 0-15% less than predicted",
+                 "hd": "Open MPI's Rabenseifner 17-34% less than predicted",
+                 "bintree": "Open MPI's binary-tree reduce + broadcast from 10% less to 3% more than predicted"}
+
+
+def network_part(algo: str) -> str:
+    """The note on what 'predicted' leaves out, with what was measured for ``algo`` (when it was)."""
+    measured = MEASURED_PART.get(algo)
+    return ("'predicted' is the network's part of the collective: the library's own work (copies, reductions) "
+            "is the same for every order and not in it, so the whole collective usually speeds up less"
+            + (f" (on the netns cluster {measured}: README, 'Proof against real collectives')" if measured
+               else " (this collective was not measured; README, 'Proof against real collectives')"))
 
 
 def _models(model: str, algo: str, probe: ProbeData, groups, n_missing: int, size: int, base: int,
@@ -666,7 +674,7 @@ def _models(model: str, algo: str, probe: ProbeData, groups, n_missing: int, siz
         notes.append("no racks found in the data (one group): the model sees no shared uplinks; "
                      "give them with --groups if you know them")
     if model == "shared":
-        notes.append(NETWORK_PART)
+        notes.append(network_part(algo))
     cm_low = _build(model, algo, probe, groups, "low", size, base, use_bandwidth, nic_gbps)[0] if n_missing else cm
     return cm, cm_low, kind, notes
 

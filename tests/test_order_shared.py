@@ -684,6 +684,14 @@ def test_report_says_the_prediction_is_the_networks_part_only():
     pairsum = order_hosts(pd, "ring", model="pairsum", time_limit=0.5, max_iter=500)
     assert sum("the network's part of the collective" in note for note in shared.notes) == 1
     assert not any("the network's part" in note for note in pairsum.notes)
+    # the figures measured for the collective asked for, not every collective's (the note was 9 lines)
+    note = next(n for n in shared.notes if "the network's part" in n)
+    assert "Gloo's ring from 5% less" in note and "Rabenseifner" not in note and len(note) < 400
+    hd = order_hosts(pd, "hd", time_limit=0.5, max_iter=500)
+    note = next(n for n in hd.notes if "the network's part" in n)
+    assert "Rabenseifner 17-34% less" in note and "Gloo" not in note
+    bcube = order_hosts(pd, "bcube", base=3, time_limit=0.5, max_iter=500)
+    assert any("this collective was not measured" in n for n in bcube.notes)
 
 
 def _slow_pairs_files(tmp_path):
