@@ -1371,9 +1371,9 @@ def test_racks_of_a_small_udp_cluster_pass_the_small_cluster_permutation_test():
     assert "p = 0.005 <= 0.01" in h.scores["splits"][0]["small_cluster"]
 
 
-def test_a_small_cluster_left_one_group_says_why_and_how_to_take_the_cut(capsys):
+def test_a_small_cluster_left_one_group_says_why_and_how_to_ask_for_the_cut(capsys):
     """A udp probe of racks 3 + 3 whose cut (silhouette 0.71, 1.60x apart) shuffled copies match often:
-    one group, and plink group says so, with the --groups K that takes the cut."""
+    one group, and plink group says so, with the --groups K that asks for K groups."""
     from plink.cli import main
 
     with pytest.raises(SystemExit) as exc:
@@ -1381,9 +1381,19 @@ def test_a_small_cluster_left_one_group_says_why_and_how_to_take_the_cut(capsys)
     err = " ".join(capsys.readouterr().err.split())
     assert exc.value.code == 0
     assert "6 hosts: 1 group" in err
-    assert "one group: its best cut (2 groups: 3 + 3, silhouette 0.71, 1.60x apart) is matched by" in err
-    assert "(p > 0.01): 6 hosts are too few to tell these groups from noise; if they are racks, --groups 2" in err
+    assert "one group: its best cut (2 groups: 3 + 3, silhouette 0.71, 1.60x apart) is matched by 2 of the first" in err
+    assert "(p > 0.01): 6 hosts are too few to tell these groups from noise; if you know there are 2 racks, " \
+           "--groups 2 asks for them" in err
     assert "confidence: - (one group" in err and "confidence: mean" not in err
+    from rich.console import Console
+
+    from plink.cli.structure import render_structure
+
+    g = infer_groups(_small_probe("3-3-udp", "p1.json")[0])  # a cut the test took that a later rule undid is no 'one group: its best cut' line
+    g.metrics["scores"]["splits"][0].update(k=2, small_cluster="2 groups (3 + 3, ...): p = 0.005 <= 0.01")
+    console = Console(record=True, width=200)
+    render_structure(g, console)
+    assert "one group: 2 groups" not in console.export_text()
     import tempfile
 
     with tempfile.TemporaryDirectory() as tmp:  # one group without a cut to test: no 'one group:' line

@@ -80,7 +80,7 @@ def render_structure(groups, console) -> None:
             break
     print_table(console, g)
     splits = (m.get("scores") or {}).get("splits") or [{}]
-    if groups.k == 1 and isinstance(splits[0], dict) and splits[0].get("small_cluster"):
+    if groups.k == 1 and isinstance(splits[0], dict) and splits[0].get("small_cluster") and splits[0].get("k") == 1:
         console.print(f"one group: {splits[0]['small_cluster']}")  # (a small cluster's refused cut: why)
     if conf is not None and groups.k == 1:
         console.print("confidence: - (one group: nothing to tell its hosts apart from)")

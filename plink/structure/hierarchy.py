@@ -240,8 +240,8 @@ PAIR_SKIP = 1
 #: dilutes the ratio) and plink found one group where average linkage found the racks (docs/structure.md,
 #: "Small clusters")
 SMALL_ALPHA = 0.01
-#: shuffled copies of that test (it stops early once more than SMALL_ALPHA of them are as good: a few copies
-#: for most matrices without racks)
+#: shuffled copies of that test (it stops as soon as its p-value can no longer reach SMALL_ALPHA: at 0.01 of
+#: 200, when two copies are as good, a few copies into most matrices without racks)
 SMALL_NULLS = 200
 
 
@@ -655,7 +655,9 @@ def split_group(x: np.ndarray, rng: np.random.Generator, n_null: int | None = No
 
     Tries both profile distances (:data:`METRICS`); of the significant splits
     (:func:`_split_one`) the one whose silhouette beats its permutation null by
-    the most wins. With ``pairs="small"`` (a group of fewer than :data:`SMALL_GROUP`
+    the most wins; none at the top of a cluster of 6 to :data:`SMALL_GROUP` - 1 hosts: the
+    calibrated test of :func:`small_cluster_cut` (its verdict in ``scores["small_cluster"]``).
+    With ``pairs="small"`` (a group of fewer than :data:`SMALL_GROUP`
     hosts found already) both must find a significant split (:data:`SMALL_BOTH`; a cut
     into pairs far apart excepted).  ``pairs``: whether groups of 2 are tried too, ``"top"`` (or True)
     for the top level, ``"inner"`` inside a group found already (see :func:`_split_one`).
@@ -699,19 +701,21 @@ def small_cluster_cut(x: np.ndarray, rng: np.random.Generator, alpha: float | No
     The four tries (both profile distances of :data:`METRICS`, smallest groups of
     :data:`MIN_GROUP` or 2, :func:`_best_cut`) each give their best cut; the one with the
     highest mean silhouette ``s`` is taken when ``s`` is at least :data:`SILHOUETTE_MIN`, its
-    effect at least :data:`EFFECT_MIN` (:func:`effect_size`), and at most ``alpha`` of
-    ``n_null`` copies with the pairs shuffled (:func:`permuted`) have a best cut, of the same
-    four tries, with a silhouette of ``s`` or more.  ``raw``: the symmetric latencies ``x`` was
+    effect at least :data:`EFFECT_MIN` (:func:`effect_size`), and its p-value is at most
+    ``alpha``: ``(1 + as good) / (1 + n_null)``, "as good" counting the ``n_null`` copies with
+    the pairs shuffled (:func:`permuted`) whose best cut, of the same four tries, has a
+    silhouette of ``s`` or more (at 0.01 of 200: one copy as good at most).  ``raw``: the symmetric latencies ``x`` was
     made from (:func:`remove_host_overheads`); the copies shuffle them and have their overheads
     removed the same way (removing overheads leaves the pairs of a row dependent, and shuffling
-    ``x`` itself split 5% of matrices of independent noise); None: ``x`` is shuffled.  The p-value ``(1 + as good) / (1 +
-    n_null)`` (Phipson & Smyth 2010, "Permutation p-values should never be zero"), one test for
-    the four tries (the max statistic).  ``alpha``, ``n_null``: None for :data:`SMALL_ALPHA`,
+    ``x`` itself split 5% of matrices of independent noise); None: ``x`` is shuffled.  The p-value
+    follows Phipson & Smyth 2010 ("Permutation p-values should never be zero"); one test for the
+    four tries (the max statistic).  ``alpha``, ``n_null``: None for :data:`SMALL_ALPHA`,
     :data:`SMALL_NULLS`.  The copies stop as soon as too many are as good, so a matrix without
     racks costs a few of them.  Draws from a child of ``rng``'s seed.  Returns ``(labels,
     scores, distances of the chosen metric)``, the labels all 0 when the test refuses the cut
-    (``scores["small_cluster"]`` says why, for the user), or None when no cut has the silhouette
-    and effect to be tested.  O(n_null N^3) at most.
+    (``scores["small_cluster"]`` says why, for the user), or None when there is nothing to test:
+    fewer than 6 hosts, no cut with the silhouette and effect, or ``n_null`` too few copies for
+    a p-value of ``alpha`` (``(1 + 0) / (1 + n_null) > alpha``).  O(n_null N^3) at most.
     """
     alpha = SMALL_ALPHA if alpha is None else alpha
     n_null = SMALL_NULLS if n_null is None else n_null
@@ -747,8 +751,9 @@ def small_cluster_cut(x: np.ndarray, rng: np.random.Generator, alpha: float | No
             if as_good > allowed:
                 scores.update(k=1, small_cluster=(
                     f"its best cut ({k} groups: {cut}, silhouette {s:.2f}, {effect:.2f}x apart) is matched by "
-                    f"{as_good} of {drawn} copies with the pairs shuffled (p > {alpha:g}): {n} hosts are too few "
-                    f"to tell these groups from noise; if they are racks, --groups {k} takes them"))
+                    f"{as_good} of the first {drawn} copies with the pairs shuffled (p > {alpha:g}): {n} hosts are "
+                    f"too few to tell these groups from noise; if you know there are {k} racks, --groups {k} "
+                    "asks for them"))
                 return np.zeros(n, dtype=int), scores, p
     pval = (1 + as_good) / (1 + n_null)
     scores["small_cluster"] = (f"{k} groups ({cut}, silhouette {s:.2f}, {effect:.2f}x apart): {as_good} of {n_null} "
