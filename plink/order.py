@@ -672,7 +672,8 @@ def _models(model: str, algo: str, probe: ProbeData, groups, n_missing: int, siz
     cm, kind, notes = _build(model, algo, probe, groups, "high", size, base, use_bandwidth, nic_gbps)
     if model == "shared" and groups.k < 2 and probe.n > 2:
         notes.append("no racks found in the data (one group): the model sees no shared uplinks; "
-                     "give them with --groups if you know them")
+                     "if you know them, give them with --groups FILE (a groups file: plink group -o FILE, "
+                     "with --groups K there if you know K)")
     if model == "shared":
         notes.append(network_part(algo))
     cm_low = _build(model, algo, probe, groups, "low", size, base, use_bandwidth, nic_gbps)[0] if n_missing else cm

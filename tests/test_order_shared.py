@@ -676,6 +676,15 @@ def test_zero_cost_order_gives_json_null_speedups_and_no_bandwidth_is_labelled_l
     assert res.model == "latency"
 
 
+def test_with_no_racks_found_the_note_names_the_groups_file_order_takes():
+    """The one-group note said 'give them with --groups', which invited 'plink order --groups 2' (a
+    file named 2 that does not exist): plink order's --groups takes a groups file (plink group -o)."""
+    flat = simulate_datacenter(racks=1, hosts_per_rack=8, seed=0)
+    res = order_hosts(flat, "ring", time_limit=0.3, max_iter=200)
+    note = next(n for n in res.notes if n.startswith("no racks found in the data"))
+    assert "--groups FILE (a groups file: plink group -o FILE" in note
+
+
 def test_report_says_the_prediction_is_the_networks_part_only():
     """Open MPI measured up to 58% less speedup than predicted (its own work is not in the model): the
     report says so for the shared model; the pair sum prices no seconds and does not say it."""
