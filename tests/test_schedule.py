@@ -1465,6 +1465,8 @@ def test_a_hand_built_plan_refuses_tables_that_are_not_whole_numbers(eight, tmp_
                     (dict(labels=[*plan.labels[:7].tolist(), float("nan")]), "labels must be whole numbers, got nan"),
                     (dict(labels=["a"] * 8), "labels must be whole numbers, got 'a'"),
                     (dict(labels=None), "labels must be whole numbers, got None"),
+                    (dict(labels=3), "labels must be an array of whole numbers, got 3"),  # (len(): a TypeError)
+                    (dict(labels=[0] * 7 + ["x"]), "labels must be whole numbers, got 'x'"),  # (numpy: '0', 'x')
                     (dict(lm=plan.lm + 0.5), "lm must be whole numbers, got 0.5"),
                     (dict(gm=plan.gm + 0.25), "gm must be whole numbers, got 0.25"),
                     (dict(chunks=plan.chunks * 1.0 + [0, 0.5]), "chunks must be whole numbers, got 262144.5"),

@@ -119,14 +119,19 @@ def _whole_table(what: str, value) -> np.ndarray:
     (the cast cut 1.5 to 1 and NaN to -2**63, silently; a string or None was numpy's or int()'s error)."""
     try:
         a = np.array(value)
+        if a.ndim == 0:  # (one number is no table: len() of it was a TypeError)
+            raise InputError(f"{what} must be {'an array of ' if is_whole_number(value) else ''}whole numbers, "
+                             f"got {value!r}")
         if a.dtype.kind in "iub":
             return a.astype(np.int64)
         if a.dtype.kind == "f":
             bad = a[~(np.isfinite(a) & (a == np.round(a)) & (np.abs(a) < 2.0**63))].tolist()
-        else:  # (objects, strings: one by one)
-            bad = [x for x in a.reshape(-1).tolist() if not is_whole_number(x)]
+        else:  # (objects, strings: one by one, as given: numpy reads [0, 'x'] as the strings '0', 'x')
+            bad = [x for x in np.array(value, dtype=object).reshape(-1).tolist() if not is_whole_number(x)]
         if not bad:
             return a.astype(np.int64)
+    except InputError:
+        raise
     except ValueError:  # (a ragged list)
         raise InputError(f"{what} must be an array of whole numbers, got a ragged list") from None
     except OverflowError:
