@@ -911,7 +911,8 @@ def test_emit_lists_only_the_formats_it_writes():
 def test_emit_refuses_hosts_that_are_not_a_sequence_of_names(fmt):
     """emit(fmt, "node1") wrote one host per letter ('n', 'o', 'd', 'e', '1'), silently; None or a number
     gave a bare TypeError ('object of type 'NoneType' has no len()')."""
-    for hosts, kind in (("node1", "str"), (b"ab", "bytes"), (None, "NoneType"), (5, "int")):
+    for hosts, kind in (("node1", "str"), (b"ab", "bytes"), (None, "NoneType"), (5, "int"),
+                        ({"b", "a"}, "set"), ({"a": 0, "b": 1}, "dict")):  # (no order: written in hash order)
         with pytest.raises(InputError) as exc:
             em.emit(fmt, hosts, labels=[0])
         assert str(exc.value) == f"hosts must be a sequence of host names, got {kind}"

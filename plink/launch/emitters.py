@@ -64,10 +64,13 @@ DEFAULT_MASTER_PORT = 29500
 
 def _hosts(hosts: Sequence) -> list:
     """``hosts`` as :class:`plink.data.probefile.Host` objects (names are wrapped); :class:`InputError`
-    unless it is a sequence of hosts (a string would be its characters: one host per letter)."""
+    unless it is a sequence of hosts (a string would be its characters: one host per letter; a set or
+    a mapping has no order, and the order is the rank order)."""
+    from collections.abc import Mapping, Set
+
     from plink.data.probefile import Host
 
-    if isinstance(hosts, (str, bytes)) or not hasattr(hosts, "__iter__"):
+    if isinstance(hosts, (str, bytes, Set, Mapping)) or not hasattr(hosts, "__iter__"):
         raise InputError(f"hosts must be a sequence of host names, got {type(hosts).__name__}")
     out = []
     for h in hosts:
