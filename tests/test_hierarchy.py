@@ -1385,15 +1385,11 @@ def test_a_small_cluster_left_one_group_says_why_and_how_to_ask_for_the_cut(caps
     assert "(p > 0.01): 6 hosts are too few to tell these groups from noise; if you know there are 2 racks, " \
            "--groups 2 asks for them" in err
     assert "confidence: - (one group" in err and "confidence: mean" not in err
-    from rich.console import Console
-
-    from plink.cli.structure import render_structure
-
-    g = infer_groups(_small_probe("3-3-udp", "p1.json")[0])  # a cut the test took that a later rule undid is no 'one group: its best cut' line
-    g.metrics["scores"]["splits"][0].update(k=2, small_cluster="2 groups (3 + 3, ...): p = 0.005 <= 0.01")
-    console = Console(record=True, width=200)
-    render_structure(g, console)
-    assert "one group: 2 groups" not in console.export_text()
+    # the groups file (and --json) carries it: metrics["one_group_why"], only where the test refused the cut
+    assert infer_groups(_small_probe("3-3-udp", "p1.json")[0]).metrics["one_group_why"].startswith("its best cut (2")
+    found = infer_groups(_small_probe("2-3-4-udp", "p2.json")[0])
+    assert found.k == 3 and "small_cluster" in found.metrics["scores"]["splits"][0]
+    assert "one_group_why" not in found.metrics
     import tempfile
 
     with tempfile.TemporaryDirectory() as tmp:  # one group without a cut to test: no 'one group:' line

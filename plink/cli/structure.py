@@ -79,9 +79,8 @@ def render_structure(groups, console) -> None:
             g.add_row("...", "", *([""] if conf is not None else []), f"{groups.k - 40} more groups")
             break
     print_table(console, g)
-    splits = (m.get("scores") or {}).get("splits") or [{}]
-    if groups.k == 1 and isinstance(splits[0], dict) and splits[0].get("small_cluster") and splits[0].get("k") == 1:
-        console.print(f"one group: {splits[0]['small_cluster']}")  # (a small cluster's refused cut: why)
+    if groups.k == 1 and m.get("one_group_why"):
+        console.print(f"one group: {m['one_group_why']}")  # (a small cluster's cut the permutation test refused)
     if conf is not None and groups.k == 1:
         console.print("confidence: - (one group: nothing to tell its hosts apart from)")
     elif conf is not None:

@@ -1737,7 +1737,9 @@ def infer_groups(probe, *, n_groups: int | None = None, max_levels: int = 3, see
     that differs from the latencies' cut into K; coarser levels it does not nest in are dropped,
     and the confidence is each host's silhouette on whichever matrix separates it better).  The result carries ``levels`` and ``confidence``; its metrics hold the
     group sizes per level, the mean / min confidence, the low-confidence hosts
-    (below :data:`LOW_CONFIDENCE`), the hosts alone in a finest group (``alone_hosts``), the scores that chose K, the run time and,
+    (below :data:`LOW_CONFIDENCE`), the hosts alone in a finest group (``alone_hosts``), the scores that chose K
+    (``one_group_why``: why a cluster of 6-15 hosts is one group when the test of :func:`small_cluster_cut`
+    refused its cut), the run time and,
     when the probe has ground truth, the AMI of the finest level against the
     true racks (and of each coarser level against the truth level above).
     O(N^3) time, O(N^2) memory.
@@ -1811,6 +1813,9 @@ def infer_groups(probe, *, n_groups: int | None = None, max_levels: int = 3, see
         "group_seconds": round(seconds, 3),
         "scores": h.scores,
     }
+    top = (h.scores.get("splits") or [{}])[0]
+    if labels.max() == 0 and top.get("k") == 1 and top.get("small_cluster"):
+        metrics["one_group_why"] = top["small_cluster"]  # (a small cluster's cut the permutation test refused)
     if split:
         metrics["split_by_bandwidth"] = split
     elif bandwidth_used:
