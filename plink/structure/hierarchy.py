@@ -704,12 +704,12 @@ def small_cluster_cut(x: np.ndarray, rng: np.random.Generator, alpha: float | No
     effect at least :data:`EFFECT_MIN` (:func:`effect_size`), and its p-value is at most
     ``alpha``: ``(1 + as good) / (1 + n_null)``, "as good" counting the ``n_null`` copies with
     the pairs shuffled (:func:`permuted`) whose best cut, of the same four tries, has a
-    silhouette of ``s`` or more (at 0.01 of 200: one copy as good at most).  ``raw``: the symmetric latencies ``x`` was
-    made from (:func:`remove_host_overheads`); the copies shuffle them and have their overheads
-    removed the same way (removing overheads leaves the pairs of a row dependent, and shuffling
-    ``x`` itself split 5% of matrices of independent noise); None: ``x`` is shuffled.  The p-value
-    follows Phipson & Smyth 2010 ("Permutation p-values should never be zero"); one test for the
-    four tries (the max statistic).  ``alpha``, ``n_null``: None for :data:`SMALL_ALPHA`,
+    silhouette of ``s`` or more (at 0.01 of 200: one copy as good at most).  ``raw``: the
+    symmetric latencies ``x`` was made from (:func:`remove_host_overheads`); the copies shuffle
+    them and have their overheads removed the same way (removing overheads leaves the pairs of a
+    row dependent, and shuffling ``x`` itself split 5% of matrices of independent noise); None:
+    ``x`` is shuffled.  The p-value follows Phipson & Smyth 2010 ("Permutation p-values should
+    never be zero"); one test for the four tries (the max statistic).  ``alpha``, ``n_null``: None for :data:`SMALL_ALPHA`,
     :data:`SMALL_NULLS`.  The copies stop as soon as too many are as good, so a matrix without
     racks costs a few of them.  Draws from a child of ``rng``'s seed.  Returns ``(labels,
     scores, distances of the chosen metric)``, the labels all 0 when the test refuses the cut
