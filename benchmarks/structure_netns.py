@@ -19,9 +19,14 @@ small racks. Deterministic, ~10 s::
 
 ``--collect DIR`` (root, network namespaces, sshd) probes new clusters into ``DIR`` first, in the
 layout read here: for each shape and method of ``--plan`` (default: the one the saved folders were
-made with), a cluster of its own (``--prefix``/``--subnet``) probed ``runs`` times::
+made with), a cluster of its own (``--prefix``/``--subnet``) probed ``runs`` times; a method
+``M+bw`` probes with ``--method M --bandwidth`` (pair bandwidths in rounds and the uplink test, the
+defaults ``--bw-seconds 2 --uplink-passes 3``) into ``<shape>-M-bw``; the load average is printed
+before and after each shape (the machine may be shared)::
 
     sudo "$(command -v python)" benchmarks/structure_netns.py --collect /tmp/small --plan 3,3:fping:4
+    sudo "$(command -v python)" benchmarks/structure_netns.py --collect /tmp/bw --plan 3,3,2:udp+bw:6 \
+        --prefix bw54 --subnet 10.254
 """
 
 from __future__ import annotations
@@ -155,11 +160,18 @@ def collect(out: Path, plan: list[str], prefix: str, subnet: str) -> None:
     """Probe one netns cluster per shape and method of ``plan`` into ``out/<shape>-<method>/pN.json``."""
     from plink.probes.netns import NetnsCluster
 
+    import time
+
+    def load() -> str:
+        return " ".join(Path("/proc/loadavg").read_text().split()[:3])
+
     for item in plan:
         shape, method, runs = item.split(":")
+        method, bw = (method[:-3], True) if method.endswith("+bw") else (method, False)
         sizes = [int(v) for v in shape.split(",")]
-        d = out / f"{'-'.join(map(str, sizes))}-{method}"
+        d = out / f"{'-'.join(map(str, sizes))}-{method}{'-bw' if bw else ''}"
         d.mkdir(parents=True, exist_ok=True)
+        print(f"{d.name}: start {time.strftime('%H:%M:%S', time.gmtime())} UTC, load {load()}", flush=True)
         with NetnsCluster(hosts_per_rack=sizes, prefix=prefix, subnet=subnet, host_mbit=400, uplink_mbit=400,
                           extra_hops=4, sshd=True) as c:
             (d / "truth.json").write_text(json.dumps({h.name: h.rack for h in c.hosts}))
@@ -168,9 +180,14 @@ def collect(out: Path, plan: list[str], prefix: str, subnet: str) -> None:
                         "--method", method, "--ssh-config", c.ssh_config, "--known-hosts", c.known_hosts, "-q"]
                 if method == "fping":
                     args += ["--count", "20"]
+                if bw:
+                    args += ["--bandwidth"]
                 env = dict(os.environ, PYTHONPATH=str(ROOT))
+                t0 = time.monotonic()
                 r = subprocess.run(args, capture_output=True, text=True, env=env)
-                print(f"{d.name} p{i}: exit {r.returncode} {r.stderr.strip()[-200:]}", flush=True)
+                print(f"{d.name} p{i}: exit {r.returncode} in {time.monotonic() - t0:.0f} s, load {load()} "
+                      f"{r.stderr.strip()[-200:]}", flush=True)
+        print(f"{d.name}: end {time.strftime('%H:%M:%S', time.gmtime())} UTC, load {load()}", flush=True)
 
 
 def main(argv=None) -> int:
