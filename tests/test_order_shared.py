@@ -1097,11 +1097,12 @@ def test_with_no_racks_found_the_order_has_the_nearest_hops_not_the_input_order(
     structure inference found one group: the shared model priced every ring alike (each flow at the NIC's
     rate, to 1e-4), and plink kept the input order, 7 of its 8 hops across racks: measured 1.87 s with
     Gloo against 0.62 s for the racks in a row (the outside-in walk). Among the orders priced alike, plink's
-    now has the lowest sum of pair latencies: 3 hops across racks, the fewest a ring of 3 racks can have."""
+    now has the lowest sum of pair latencies: 3 hops across racks, the fewest a ring of 3 racks can have.
+    (Its bandwidths now split that group in two, probegroups.split_far_halves: the one group is given.)"""
     from plink import load
 
     probe = load(Path(__file__).parent / "data" / "netns_racks_3_3_2_bandwidth_one_group_probe.json")
-    res = order_hosts(probe, "ring", time_limit=1.0, seed=0)
+    res = order_hosts(probe, "ring", time_limit=1.0, seed=0, labels=[0] * probe.n)
     assert res.groups["k"] == 1
     assert _rack_crossings(res) == 3, res.hosts
     assert any("lowest sum of pair latencies" in n for n in res.notes)
@@ -1122,7 +1123,8 @@ def test_no_bandwidth_sets_the_uplinks_host_sets_aside_too():
 
 def test_the_report_has_no_rack_contiguous_row_when_no_racks_were_found(tmp_path):
     """With one group the 'rack-contiguous' order is the input order again: the report printed it under that
-    name ('1x (same order)' beside plink's order, the outside-in walk); the row is left out, the JSON keeps it."""
+    name ('1x (same order)' beside plink's order, the outside-in walk); the row is left out, the JSON keeps it.
+    (--no-bandwidth: the latencies' one group; the bandwidths now split it, probegroups.split_far_halves.)"""
     import os
     import subprocess
     import sys
@@ -1131,7 +1133,8 @@ def test_the_report_has_no_rack_contiguous_row_when_no_racks_were_found(tmp_path
     probe = root / "tests" / "data" / "netns_racks_3_3_2_bandwidth_one_group_probe.json"
     env = dict(os.environ, PYTHONPATH=str(root), COLUMNS="200")
     proc = subprocess.run([sys.executable, "-m", "plink", "order", str(probe), "--algo", "ring", "--time-limit", "1",
-                           "-o", str(tmp_path / "o.json")], capture_output=True, text=True, env=env, timeout=120)
+                           "--no-bandwidth", "-o", str(tmp_path / "o.json")], capture_output=True, text=True, env=env,
+                          timeout=120)
     assert proc.returncode == 0, proc.stderr
     out = proc.stdout + proc.stderr
     assert "1 group(s)" in out and "input order" in out and "rack-contiguous" not in out.split("plink order")[0], out
@@ -1142,11 +1145,12 @@ def test_inside_a_group_the_order_follows_the_nearest_hops():
     of 3 and 5): the model sees nothing inside a group, and plink returned the rack-contiguous order with
     the 5 hosts in index order, the two racks interleaved: 6 of 8 ring hops across racks, 1.85 s against
     0.62 s measured with Gloo (the outside-in walk). Of the orders priced alike and sending no more bytes
-    over group uplinks, plink's now has the lowest sum of pair latencies: 3 crossings."""
+    over group uplinks, plink's now has the lowest sum of pair latencies: 3 crossings. (Its bandwidths now
+    cut the group of 5 into the two racks, probegroups.split_far_halves: the merged groups are given.)"""
     from plink import load
 
     probe = load(Path(__file__).parent / "data" / "netns_racks_3_3_2_bandwidth_merged_racks_probe.json")
-    res = order_hosts(probe, "ring", time_limit=1.0, seed=0)
+    res = order_hosts(probe, "ring", time_limit=1.0, seed=0, labels=[0, 0, 1, 0, 1, 1, 1, 1])
     assert res.groups["k"] == 2
     assert _rack_crossings(res) == 3, res.hosts
     assert any("lowest sum of pair latencies" in n for n in res.notes)

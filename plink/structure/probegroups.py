@@ -21,9 +21,14 @@ the median in-rack inverse bandwidth, cross-rack pairs 1.25x or more but for the
 alone on their uplinks, which read 1.00x. So the groups are the latency's, each split where the
 bandwidth's grouping splits it *and* the pairs between the parts are far
 (:data:`FAR_RATIO`); the bandwidth grouping's merges, and its splits between pairs measured at
-the in-group rate, are not taken. The latency's own splits are kept even where the bandwidth does not make them:
-a rack split in two prices only some of its flows as crossing an uplink, racks merged into one
-group price the flows between them as free.
+the in-group rate, are not taken. Then each group of 4 or more hosts whose halves by the bandwidth
+(average linkage) have pairs between them that read 1.25x slower than the pairs inside the groups
+and than their hosts carry is cut (:func:`split_far_halves`): the bandwidth's own grouping folds a rack
+of 2 into a neighbour, so where the latency too found one group for both (small clusters on a busy
+machine) they stayed merged (17 of the 56 ``--bandwidth`` probes of
+``benchmarks/results/2026-12-03-small-clusters-bw``, none after). The latency's own splits are
+kept even where the bandwidth does not make them: a rack split in two prices only some of its
+flows as crossing an uplink, racks merged into one group price the flows between them as free.
 
 Before this rule, where the groupings crossed (neither refines the other), the one with the
 higher silhouette on its own matrix won, and that chose the inverse bandwidth's grouping on
@@ -49,7 +54,7 @@ import numpy as np
 from plink.structure.metrics import separation
 
 __all__ = ["FAR_RATIO", "SPLIT_MIN_SIZE", "cut_with_bandwidth", "infer_probe_groups", "inverse", "placed_hosts",
-           "split_by_bandwidth", "split_by_far_pairs", "splits_in_two"]
+           "split_by_bandwidth", "split_by_far_pairs", "split_far_halves", "splits_in_two"]
 
 #: Two parts of a latency group stay apart only when the median inverse bandwidth of the pairs
 #: between them is at least this many times the in-group level (the median over the pairs both
@@ -118,7 +123,7 @@ def infer_probe_groups(latency: np.ndarray, bandwidth: np.ndarray | None = None,
     lab, m, source = cands[0]
     if len(cands) == 2:
         blab, inv, bsource = cands[1]
-        split = split_by_far_pairs(lab, blab, inv)
+        split = split_far_halves(split_by_far_pairs(lab, blab, inv), inv)
         if split.max() > lab.max():  # it only ever splits: more groups = a different partition
             own = split.max() == blab.max() and np.array_equal(split, _canonical(blab))
             lab, m, source = split, (inv if own else m), (bsource if own else f"{source}, split by bandwidth")
@@ -127,7 +132,8 @@ def infer_probe_groups(latency: np.ndarray, bandwidth: np.ndarray | None = None,
 
 def split_by_bandwidth(labels: np.ndarray, bandwidth: np.ndarray, *, seed: int = 0) -> np.ndarray:
     """``labels`` (a latency grouping of every host) split by :func:`split_by_far_pairs` against
-    the grouping of the inverse of ``bandwidth`` (pair bandwidths, any unit; NaN = not measured);
+    the grouping of the inverse of ``bandwidth`` (pair bandwidths, any unit; NaN = not measured),
+    then by :func:`split_far_halves`;
     ``labels`` unchanged when the bandwidths do not place every host. What ``plink group`` does
     to its finest level so that it shows the groups ``plink order`` prices. O(that of
     ``infer_hierarchy`` on the bandwidths)."""
@@ -136,7 +142,7 @@ def split_by_bandwidth(labels: np.ndarray, bandwidth: np.ndarray, *, seed: int =
     seen = placed_hosts(inv)
     if not seen.all():
         return labels
-    split = split_by_far_pairs(labels, _group(inv, seen, seed), inv)
+    split = split_far_halves(split_by_far_pairs(labels, _group(inv, seen, seed), inv), inv)
     return split if split.max() > labels.max() else labels
 
 
@@ -244,6 +250,72 @@ def split_by_far_pairs(labels: np.ndarray, other: np.ndarray, inverse_bandwidth:
                 if not len(between) or float(np.median(between)) < far * level:
                     parent[root(int(a))] = root(int(b))
     return _canonical(np.array([root(int(k)) for k in meet]))
+
+
+def split_far_halves(labels: np.ndarray, inverse_bandwidth: np.ndarray, far: float = FAR_RATIO,
+                     min_size: int = SPLIT_MIN_SIZE) -> np.ndarray:
+    """``labels`` with each group of ``min_size`` (at least 4) or more hosts cut in two by average
+    linkage of ``inverse_bandwidth`` over its hosts (a pair measured in neither direction at the
+    group's median) when both halves have 2 hosts or more and the measured pairs between them read
+    ``far`` times slower (medians) both than the pairs that the grouping with that group cut keeps
+    together and than their own hosts carry (each pair's inverse bandwidth over the slower of its two
+    hosts' fastest pairs: a pair bandwidth only drops below what both NICs carry when something is
+    shared); repeated until no group is cut.  Labels renumbered 0.. in order of first appearance.
+    The first test keeps pair bandwidths that are noise from cutting (their halves' fastest pairs
+    are far above the median pair), the second a host with a slower NIC (its every pair reads slow).
+
+    Why: the inverse bandwidth's own grouping (:func:`plink.structure.hierarchy.infer_hierarchy`:
+    groups of 3 or more, unless its pairs are tight) folds a rack of 2 into a neighbour, and where
+    the latency found one group for both, the racks stayed merged although most pairs between them
+    read at half the in-rack rate: 17 of the 56 ``--bandwidth`` probes of small netns clusters in
+    ``benchmarks/results/2026-12-03-small-clusters-bw`` (racks 3+3+2: the rack of 2 with a rack
+    of 3 in 8 of 12; 2+2+2: two racks of 2 as one in 7 of 8; 2+3+3: 2 of 6), none after it
+    (``tests/test_probegroups.py``).  Not cut: two racks of 3 merged when a third of their pairs
+    read the full rate (alone on the uplinks in their round) and average linkage does not find the
+    racks as the halves; racks of 2 all in one group (2+2+2+2 in 2 of 6), whose halves hold as many
+    cross-rack pairs as the pairs between them.
+    O(K g^2 log g) per pass for groups of up to g hosts, at most K passes."""
+    from scipy.cluster.hierarchy import fcluster, linkage
+    from scipy.spatial.distance import squareform
+
+    lab = _canonical(np.asarray(labels))
+    m = np.asarray(inverse_bandwidth, dtype=float)
+    m = np.fmin(m, m.T)
+    n = len(lab)
+    off = ~np.eye(n, dtype=bool) & np.isfinite(m)
+    if not off.any():
+        return lab
+    fastest = np.min(np.where(off, m, np.inf), axis=1)  # inf: a host with no measured pair
+    with np.errstate(invalid="ignore"):
+        slow = m / np.fmax(fastest[:, None], fastest[None, :])  # 1 = what both hosts carry
+    cut = True
+    while cut:
+        cut = False
+        for g in range(int(lab.max()) + 1):
+            idx = np.flatnonzero(lab == g)
+            if len(idx) < max(min_size, 4):
+                continue
+            sub = m[np.ix_(idx, idx)]
+            inside = sub[~np.eye(len(idx), dtype=bool) & np.isfinite(sub)]
+            if not len(inside):
+                continue
+            sub = np.where(np.isfinite(sub), sub, float(np.median(inside)))
+            np.fill_diagonal(sub, 0.0)
+            half = fcluster(linkage(squareform(sub, checks=False), method="average"), 2, criterion="maxclust")
+            a, b = idx[half == 1], idx[half == 2]
+            if len(a) < 2 or len(b) < 2:
+                continue
+            new = lab.copy()
+            new[b] = lab.max() + 1
+            level = m[(new[:, None] == new[None, :]) & off]  # the pairs the cut grouping keeps together
+            between = m[np.ix_(a, b)]
+            slower = slow[np.ix_(a, b)]
+            ok = np.isfinite(between)
+            if ok.any() and len(level) and float(np.median(between[ok])) >= far * float(np.median(level)) \
+                    and float(np.median(slower[ok])) >= far:
+                lab, cut = _canonical(new), True
+                break
+    return lab
 
 
 def splits_in_two(latency: np.ndarray, labels: np.ndarray, min_size: int = SPLIT_MIN_SIZE,
