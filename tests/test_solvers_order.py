@@ -288,6 +288,15 @@ def test_group_labels_mixing_numbers_and_strings_are_refused(labels, shown):
     assert str(exc.value) == f"labels mix numbers and strings {shown}: give one kind, group numbers or names"
 
 
+def test_group_labels_mixing_strings_and_bytes_are_refused():
+    """b"a" and "a" are two groups by value, as 1 and "1" are: a mistake, refused the same way."""
+    from plink.errors import InputError
+
+    with pytest.raises(InputError) as exc:
+        order_hosts(_probe(6), "ring", labels=[b"a", "a", "a", "b", "b", "b"], time_limit=0.1)
+    assert str(exc.value) == "labels mix strings and bytes ('a' and b'a'): give one kind, group numbers or names"
+
+
 def test_library_option_errors_name_the_parameter():
     """order_hosts(nic_gbps=0) said '--nic-gbps must be > 0': a flag the library caller never gave. The
     messages name the parameter beside the flag, as '--jobs (jobs) must be a whole number' did."""

@@ -75,12 +75,15 @@ def group_codes(labels, names: Sequence[str], *, first_seen: bool = False) -> np
     for name, g in zip(names, values):
         if g is None or (isinstance(g, numbers.Real) and not math.isfinite(g)):
             raise InputError(f"host {name!r} has no group (label {g!r}): give every host a group label")
-        kind = "number" if isinstance(g, numbers.Number) else "string" if isinstance(g, (str, bytes)) else None
+        kind = ("number" if isinstance(g, numbers.Number) else "string" if isinstance(g, str)
+                else "bytes" if isinstance(g, bytes) else None)  # (b"a" and "a" are two groups too)
         if kind is not None:
             kinds.setdefault(kind, g.item() if isinstance(g, np.generic) else g)
             if len(kinds) == 2:
-                raise InputError(f"labels mix numbers and strings ({kinds['number']!r} and {kinds['string']!r}): "
-                                 "give one kind, group numbers or names")
+                plural = {"number": "numbers", "string": "strings", "bytes": "bytes"}
+                (k1, v1), (k2, v2) = sorted(kinds.items(), key=lambda kv: list(plural).index(kv[0]))
+                raise InputError(f"labels mix {plural[k1]} and {plural[k2]} ({v1!r} and {v2!r}): give one kind, "
+                                 "group numbers or names")
         try:
             seen.setdefault(g, len(seen))
         except TypeError:  # (unhashable: a list, an array)
