@@ -1436,11 +1436,11 @@ def test_library_errors_of_the_schedule_are_plink_errors(eight):
     for chunk in ("x", 1.5):
         with pytest.raises(OptionError, match=f"^chunk size must be a whole number of bytes, got {chunk!r}"):
             Schedule.from_plan(plan, chunk)
-    with pytest.raises(OptionError, match=r"^--assume-bandwidth \(assumed_gbps\) must be a number > 0 Gbit/s, got x$"):
+    with pytest.raises(OptionError, match=r"^--assume-bandwidth \(assumed_gbps\) must be a number > 0 Gbit/s, got 'x'$"):
         summarize(sched, eight, assumed_gbps="x")
     stats = model_stats(plan, pair_cost(eight))
-    for kw, msg in (({"beta": "x"}, "beta must be a weight in [0, 1e+06], got x"),
-                    ({"epsilon": "x"}, "epsilon must be >= 1, got x"),
+    for kw, msg in (({"beta": "x"}, "beta must be a weight in [0, 1e+06], got 'x'"),
+                    ({"epsilon": "x"}, "epsilon must be >= 1, got 'x'"),
                     ({"gamma": True}, "gamma must be a weight in [0, 1e+06], got True")):
         with pytest.raises(OptionError) as e:
             finetune(plan, stats, **kw)

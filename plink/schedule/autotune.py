@@ -243,10 +243,10 @@ def check_finetune(beta: float, gamma: float, epsilon: float, prefix: str = "") 
     :class:`~plink.errors.OptionError` (a usage error); ``prefix`` goes before each name (``"--"``
     for the command line's options)."""
     if not (is_number(epsilon) and epsilon >= 1):
-        raise OptionError(f"{prefix}epsilon must be >= 1, got {epsilon}")
+        raise OptionError(f"{prefix}epsilon must be >= 1, got {epsilon!r}")
     for name, w in (("beta", beta), ("gamma", gamma)):
         if not (is_number(w) and 0 <= w <= MAX_WEIGHT):
-            raise OptionError(f"{prefix}{name} must be a weight in [0, {MAX_WEIGHT:g}], got {w}")
+            raise OptionError(f"{prefix}{name} must be a weight in [0, {MAX_WEIGHT:g}], got {w!r}")
 
 
 def finetune(plan: Plan, stats: LinkStats, state: dict | None = None, *, beta: float = 1.0,

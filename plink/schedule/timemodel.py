@@ -146,7 +146,7 @@ def check_waves(waves) -> None:
 def _check_assumed_gbps(gbps) -> None:
     """:class:`OptionError` unless ``gbps``, the host NICs' assumed bandwidth, is a number > 0."""
     if not (is_number(gbps) and math.isfinite(gbps) and gbps > 0):
-        raise OptionError(f"--assume-bandwidth (assumed_gbps) must be a number > 0 Gbit/s, got {gbps}")
+        raise OptionError(f"--assume-bandwidth (assumed_gbps) must be a number > 0 Gbit/s, got {gbps!r}")
 
 
 def pipelined(traffic: list[Traffic], n_chunks: int, waves: int) -> list[Traffic]:
