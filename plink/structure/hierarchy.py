@@ -692,6 +692,23 @@ def split_group(x: np.ndarray, rng: np.random.Generator, n_null: int | None = No
     return lab, {"k": int(lab.max() + 1), "metric": sc["metric"], "metrics": {t[1]["metric"]: t[1] for t in tried}}, p
 
 
+def _child_rng(rng: np.random.Generator) -> np.random.Generator:
+    """A generator seeded from a child of ``rng``'s seed sequence (``rng``'s own draws untouched)."""
+    seq = getattr(rng.bit_generator, "seed_seq", None)
+    return np.random.default_rng(seq.spawn(1)[0] if seq is not None else 0)
+
+
+def _four_tries(x: np.ndarray, reimpute: bool = True):
+    """Each try's best cut of ``x`` (:func:`_best_cut`), ``(silhouette, labels, distances, metric)``, for
+    both profile distances of :data:`METRICS` and smallest groups of :data:`MIN_GROUP` or 2; a
+    generator (a metric's distances computed once, for both sizes, and only when reached)."""
+    for metric in METRICS:
+        p = _distances(x, reimpute=reimpute, metric=metric)
+        for mg in (MIN_GROUP, 2):
+            s, lab, _ = _best_cut(p, mg)
+            yield s, lab, p, metric
+
+
 def small_cluster_cut(x: np.ndarray, rng: np.random.Generator, alpha: float | None = None,
                       n_null: int | None = None, raw: np.ndarray | None = None
                       ) -> tuple[np.ndarray, dict, np.ndarray] | None:
@@ -722,13 +739,8 @@ def small_cluster_cut(x: np.ndarray, rng: np.random.Generator, alpha: float | No
     n = x.shape[0]
     if n < 2 * MIN_GROUP:  # 4 or 5 hosts: 6-10 pairs, too few to shuffle (TINY_GAP decides there)
         return None
-    tries = []
-    for metric in METRICS:
-        p = _distances(x, metric=metric)
-        for mg in (MIN_GROUP, 2):
-            s, lab, _ = _best_cut(p, mg)
-            if lab is not None and np.isfinite(s):
-                tries.append((float(s), lab, p, metric))
+    tries = [(float(s), lab, p, metric) for s, lab, p, metric in _four_tries(x)
+             if lab is not None and np.isfinite(s)]
     if not tries:
         return None
     s, lab, p, metric = max(tries, key=lambda t: t[0])  # (of equal: "log" first, groups of MIN_GROUP first)
@@ -736,8 +748,7 @@ def small_cluster_cut(x: np.ndarray, rng: np.random.Generator, alpha: float | No
     allowed = int(np.floor(alpha * (n_null + 1) + 1e-9)) - 1  # copies as good as s that still give p <= alpha
     if s < SILHOUETTE_MIN or not effect >= EFFECT_MIN or allowed < 0:
         return None
-    seq = getattr(rng.bit_generator, "seed_seq", None)
-    sub = np.random.default_rng(seq.spawn(1)[0] if seq is not None else 0)
+    sub = _child_rng(rng)
     as_good = drawn = 0
     k = int(lab.max() + 1)
     cut = " + ".join(map(str, sorted(np.bincount(lab).tolist(), reverse=True)))
@@ -745,8 +756,7 @@ def small_cluster_cut(x: np.ndarray, rng: np.random.Generator, alpha: float | No
     for _ in range(n_null):
         xp = permuted(x, sub) if raw is None else remove_host_overheads(permuted(raw, sub))[0]
         drawn += 1
-        if any(_best_cut(_distances(xp, reimpute=False, metric=m), mg)[0] >= s - 1e-12
-               for m in METRICS for mg in (MIN_GROUP, 2)):
+        if any(t[0] >= s - 1e-12 for t in _four_tries(xp, reimpute=False)):
             as_good += 1
             if as_good > allowed:
                 scores.update(k=1, small_cluster=(
@@ -863,8 +873,7 @@ def _pairs_beat_null(x: np.ndarray, rng: np.random.Generator, n_null: int = PAIR
     hosts in tight pairs; shuffled, the same values leave a few (a host needs exactly one small value,
     and so does its partner). Draws from a child of ``rng``'s seed, not from ``rng``. O(n_null N^2)."""
     c = tight_pair_hosts(x, skip)
-    seq = getattr(rng.bit_generator, "seed_seq", None)
-    sub = np.random.default_rng(seq.spawn(1)[0] if seq is not None else 0)
+    sub = _child_rng(rng)
     return c, max((tight_pair_hosts(permuted(x, sub), skip) for _ in range(n_null)), default=0)
 
 
