@@ -119,9 +119,12 @@ def _whole_table(what: str, value) -> np.ndarray:
     (the cast cut 1.5 to 1 and NaN to -2**63, silently; a string or None was numpy's or int()'s error)."""
     try:
         a = np.array(value)
-        if a.ndim == 0:  # (one number is no table: len() of it was a TypeError)
-            raise InputError(f"{what} must be {'an array of ' if is_whole_number(value) else ''}whole numbers, "
-                             f"got {value!r}")
+    except ValueError:  # (a ragged list)
+        raise InputError(f"{what} must be an array of whole numbers, got a ragged list") from None
+    if a.ndim == 0:  # (one number is no table: len() of it was a TypeError)
+        raise InputError(f"{what} must be {'an array of ' if is_whole_number(value) else ''}whole numbers, "
+                         f"got {value!r}")
+    try:
         if a.dtype.kind in "iub":
             return a.astype(np.int64)
         if a.dtype.kind == "f":
@@ -130,10 +133,6 @@ def _whole_table(what: str, value) -> np.ndarray:
             bad = [x for x in np.array(value, dtype=object).reshape(-1).tolist() if not is_whole_number(x)]
         if not bad:
             return a.astype(np.int64)
-    except InputError:
-        raise
-    except ValueError:  # (a ragged list)
-        raise InputError(f"{what} must be an array of whole numbers, got a ragged list") from None
     except OverflowError:
         raise InputError(f"{what} must be whole numbers of 64 bits, got a larger one") from None
     raise InputError(f"{what} must be whole numbers, got {bad[0]!r}")
