@@ -31,7 +31,7 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from benchmarks.structure import linkage_labels, raw_symmetric  # noqa: E402
-from benchmarks.structure_netns import folders  # noqa: E402
+from benchmarks.structure_netns import crossings, folders  # noqa: E402
 from plink.data.probefile import load_json  # noqa: E402
 from plink.pricing import find_groups  # noqa: E402
 from plink.structure.metrics import ami  # noqa: E402
@@ -51,11 +51,6 @@ def ring_order(path: Path) -> list[str]:
     if r.returncode != 0:
         raise RuntimeError(f"plink order {path}: exit {r.returncode}: {r.stderr.strip()[-300:]}")
     return list(json.loads(r.stdout)["hosts"])
-
-
-def crossings(order: list[str], truth: dict) -> int:
-    """Ring hops (the closing one included) between hosts of different racks."""
-    return sum(truth[a] != truth[b] for a, b in zip(order, order[1:] + order[:1]))
 
 
 def shape(truth: dict) -> str:

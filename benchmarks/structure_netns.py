@@ -83,13 +83,18 @@ def silhouette_k(s: np.ndarray) -> np.ndarray:
     return best[1]
 
 
+def crossings(order: list, rack_of) -> int:
+    """Ring hops of ``order`` (the closing one included) between hosts of different racks; ``rack_of[h]``:
+    host ``h``'s rack (a list by index, or a dict by name)."""
+    return sum(rack_of[a] != rack_of[b] for a, b in zip(order, order[1:] + order[:1]))
+
+
 def ring_crossings(probe, racks: list) -> int:
     """How many hops of ``plink order``'s ring (library :func:`plink.order.order_hosts`, the probe as
     it is: latency-only when it has no bandwidths) go between true racks; K racks need K."""
     from plink.order import order_hosts
 
-    order = [int(i) for i in order_hosts(probe, "ring", time_limit=2.0).order]
-    return sum(racks[a] != racks[b] for a, b in zip(order, order[1:] + order[:1]))
+    return crossings([int(i) for i in order_hosts(probe, "ring", time_limit=2.0).order], racks)
 
 
 def score(folder: Path, orders: bool = False) -> list[dict]:
