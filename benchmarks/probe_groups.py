@@ -18,9 +18,13 @@ made the way the netns cluster makes them (:func:`simulated_probe`): 3-6 racks o
 in random order, the pair bandwidths of the circle-method rounds measured at the same time
 through shared rack uplinks, latency with in-rack 30-40 us and cross-rack 55-90 us; "quiet",
 "busy" (a third of the hosts add 0-40 us to every pair of theirs) and "flat" (the latency
-shows no racks: every pair 40-80 us). Deterministic, seconds, no root::
+shows no racks: every pair 40-80 us). ``--noisy-pairs F`` slows a share F of all pairs, in-rack
+ones too, as transients would; the column "plink, no re-deal" is plink's rule without its last
+step (:func:`plink.structure.probegroups.split_slow_pairs`), and a line counts the clusters that
+step makes better and worse. Deterministic, minutes, no root::
 
     python benchmarks/probe_groups.py --simulate 100
+    python benchmarks/probe_groups.py --simulate 60 --noisy-pairs 0.03
     python benchmarks/probe_groups.py benchmarks/results/2026-11-29-D-seed13/D.json
 """
 
@@ -42,7 +46,8 @@ from plink.data.probefile import Host, ProbeData, from_dict  # noqa: E402
 from plink.probes.rounds import round_robin  # noqa: E402
 from plink.structure.hierarchy import HierarchicalGrouper, infer_groups  # noqa: E402
 from plink.structure.metrics import ami, refines, separation  # noqa: E402
-from plink.structure.probegroups import FAR_RATIO, _group, infer_probe_groups, inverse, placed_hosts  # noqa: E402
+from plink.structure.probegroups import (FAR_RATIO, _group, infer_probe_groups, inverse, placed_hosts,  # noqa: E402
+                                        split_by_far_pairs, split_far_halves)
 
 
 def _older(lat_lab, lat, bw_lab, inv, both: bool):
@@ -60,12 +65,14 @@ def _older(lat_lab, lat, bw_lab, inv, both: bool):
     return bw_lab if s_bw > s_lat + 1e-12 else lat_lab
 
 
-def simulated_probe(seed: int, scenario: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def simulated_probe(seed: int, scenario: str, noisy: float = 0.0) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """``(racks, latency_us, bandwidth)`` of a drawn cluster (see the module docstring).
 
     Bandwidth: NIC rate 1; each rack's uplink carries 1-2 NIC rates each way; in every round of
     :func:`plink.probes.rounds.round_robin` each pair exchanges both ways at once, a cross-rack
-    pair at ``min(1, uplink / cross-rack flows of its rack)`` over its two racks, +-2% noise."""
+    pair at ``min(1, uplink / cross-rack flows of its rack)`` over its two racks, +-2% noise.
+    With ``noisy``, that share of the pairs (in-rack ones too) reads 0.40-0.75x its rate in one
+    direction, as a transient would make it (drawn apart, so the cluster is the same)."""
     rng = np.random.default_rng(seed)
     sizes = rng.integers(2, 8, rng.integers(3, 7))
     racks = rng.permutation(np.repeat(np.arange(len(sizes)), sizes))
@@ -91,6 +98,10 @@ def simulated_probe(seed: int, scenario: str) -> tuple[np.ndarray, np.ndarray, n
             extra = np.where(rng.random(n) < 1 / 3, rng.uniform(0, 40, n), 0.0)
             lat = lat + extra[:, None] + extra[None, :]
     np.fill_diagonal(lat, 0.0)
+    if noisy:
+        rng = np.random.default_rng(1000 + seed)
+        hit = np.triu(rng.random((n, n)) < noisy, 1)
+        bw = np.where(hit, bw * rng.uniform(0.4, 0.75, (n, n)), bw)
     return racks, lat, bw
 
 
@@ -110,11 +121,13 @@ def _rules(racks, lat_raw, bw_raw) -> dict:
     lat_lab = _group(lat, placed_hosts(lat), 0)
     bw_lab = _group(inv, placed_hosts(inv), 0)
     lab, _, source = infer_probe_groups(lat_raw, bw_raw)
+    undealt = split_far_halves(split_by_far_pairs(lat_lab, bw_lab, inv), inv)  # plink's, but for split_slow_pairs
+    undealt = undealt if undealt.max() > lat_lab.max() else lat_lab
     k_lat, k_plink = _forced(racks, lat_raw, bw_raw)
     return {"latency": ami(racks, lat_lab), "bandwidth": ami(racks, bw_lab),
             "own silhouette": ami(racks, _older(lat_lab, lat, bw_lab, inv, False)),
             "sum of silhouettes": ami(racks, _older(lat_lab, lat, bw_lab, inv, True)),
-            "plink": ami(racks, lab), "K given: latency": k_lat, "K given: plink": k_plink, "source": source,
+            "plink": ami(racks, lab), "plink, no re-deal": ami(racks, undealt), "K given: latency": k_lat, "K given: plink": k_plink, "source": source,
             "found": f"{lat_lab.max() + 1} / {bw_lab.max() + 1} / {lab.max() + 1}"}
 
 
@@ -136,7 +149,8 @@ def row(path: Path) -> dict | None:
             "cross under": float(np.mean(cross[np.isfinite(cross)] < FAR_RATIO * level))}
 
 
-COLUMNS = ["latency", "bandwidth", "own silhouette", "sum of silhouettes", "plink", "K given: latency",
+COLUMNS = ["latency", "bandwidth", "own silhouette", "sum of silhouettes", "plink", "plink, no re-deal",
+           "K given: latency",
            "K given: plink"]
 
 
@@ -146,9 +160,13 @@ def main(argv=None) -> int:
                     help="saved runs (default: every proof run under benchmarks/results made with the kernel's settings)")
     ap.add_argument("--simulate", type=int, default=0, metavar="S",
                     help="also S simulated clusters per scenario (seeds 0..S-1)")
+    ap.add_argument("--noisy-pairs", type=float, default=0.0, metavar="F",
+                    help="in the simulated clusters, a share F of the pairs read 0.40-0.75x their rate")
     a = ap.parse_args(argv)
     if a.simulate < 0:
         ap.error("--simulate must be >= 0")
+    if not 0 <= a.noisy_pairs <= 1:
+        ap.error("--noisy-pairs must be in [0, 1]")
     files = a.files or saved_cases(ROOT / "benchmarks" / "results")
     for f in files:
         if not f.is_file():
@@ -170,15 +188,21 @@ def main(argv=None) -> int:
           f"bandwidth; cross-rack pairs under {FAR_RATIO}x of it: "
           f"{min(r['cross under'] for r in rows):.0%}-{max(r['cross under'] for r in rows):.0%} per run")
     if a.simulate:
-        print(f"\nsimulated ({a.simulate} seeds per scenario): mean AMI [true racks found] "
-              "(worst), per grouping")
+        print(f"\nsimulated ({a.simulate} seeds per scenario"
+              + (f", {a.noisy_pairs:.0%} of the pairs read slow" if a.noisy_pairs else "")
+              + "): mean AMI [true racks found] (worst), per grouping")
         print("| scenario | " + " | ".join(COLUMNS) + " |")
         print("|---" * (len(COLUMNS) + 1) + "|")
+        redeal = {}
         for scenario in ("quiet", "busy", "flat"):
-            got = [_rules(*simulated_probe(seed, scenario)) for seed in range(a.simulate)]
+            got = [_rules(*simulated_probe(seed, scenario, a.noisy_pairs)) for seed in range(a.simulate)]
             print(f"| {scenario} | " + " | ".join(
                 f"{np.mean([g[c] for g in got]):.3f} [{sum(g[c] > 1 - 1e-9 for g in got)}] "
                 f"({min(g[c] for g in got):.2f})" for c in COLUMNS) + " |")
+            redeal[scenario] = (sum(g["plink"] > g["plink, no re-deal"] + 1e-9 for g in got),
+                                sum(g["plink"] < g["plink, no re-deal"] - 1e-9 for g in got))
+        print("split_slow_pairs (plink against 'plink, no re-deal'), clusters better / worse: "
+              + ", ".join(f"{k} {b} / {w}" for k, (b, w) in redeal.items()))
     return 0
 
 

@@ -9,7 +9,7 @@ import pytest
 
 from plink.structure.metrics import ami, refines, separation
 from plink.structure.probegroups import (FAR_RATIO, _canonical, _group, infer_probe_groups, inverse, placed_hosts,
-                                        split_by_far_pairs, split_far_halves)
+                                        slowness, split_by_far_pairs, split_far_halves, split_slow_pairs)
 
 TRUTH = np.array([0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 3, 3, 3, 3])  # racks of 4, 4, 2, 4
 
@@ -213,14 +213,16 @@ def test_find_groups_merges_no_racks_of_the_small_netns_bandwidth_probes():
     one of several groups on none of the shipped --bandwidth probes; before split_far_halves 17 of the
     56 did (a rack of 2 with a rack of 3 in 3+3+2 and 2+3+3, two racks of 2 as one in 2+2+2), where
     the latency found fewer groups than racks and the bandwidth's own grouping had folded the racks
-    of 2. Left: 2 probes of 2+2+2+2 found one group by both matrices (see above), and the latency's
-    cuts of a rack, which are kept (2 probes: racks of 4 cut into pairs)."""
+    of 2; none is one group (2 probes of 2+2+2+2 were, found one group by both matrices, before
+    split_slow_pairs dealt their hosts again). Left: the latency's cuts of a rack, which are kept
+    (2 probes: racks of 4 cut into pairs)."""
     from plink.pricing import find_groups
 
     groups = {name: (find_groups(probe).labels, t) for name, probe, t in _bw_probes()}
-    merged = [name for name, (g, t) in groups.items() if g.max() > 0 and not refines(g, t)]
+    merged = [name for name, (g, t) in groups.items() if not refines(g, t)]
     assert merged == []
-    assert sum(g.max() == 0 for g, _ in groups.values()) <= 2
+    exact = [name for name, (g, t) in groups.items() if ami(t, g) > 1 - 1e-9]
+    assert len(exact) == 54
 
 
 def test_hosts_with_slower_nics_are_not_cut_off():
@@ -236,3 +238,76 @@ def test_hosts_with_slower_nics_are_not_cut_off():
     bw[:3, 3:] = bw[3:, :3] = 200.0
     np.fill_diagonal(bw, np.nan)
     assert split_far_halves(np.zeros(6, int), inverse(bw)).tolist() == [0, 0, 0, 1, 1, 1]
+
+
+# The hosts of TRUTH_332 as helper 56's p1 probe (benchmarks/results/2026-12-03-gloo-3-3-2-bw)
+# read them: racks {0, 3, 6}, {1, 4, 7}, {2, 5}; cross-rack pairs at half the rate (a shared
+# uplink) but these five, alone on their uplinks in their round.
+TRUTH_332 = np.array([0, 1, 2, 0, 1, 2, 0, 1])
+ALONE_332 = [(1, 5), (1, 6), (2, 3), (2, 6), (5, 7)]
+
+
+def _bandwidth_332(alone=ALONE_332, slow=()) -> np.ndarray:
+    t = TRUTH_332
+    bw = np.where(t[:, None] == t[None, :], 380.0, 190.0)
+    for i, j in alone:
+        bw[i, j] = bw[j, i] = 380.0
+    for i, j in slow:
+        bw[i, j] = bw[j, i] = 190.0
+    np.fill_diagonal(bw, np.nan)
+    return bw
+
+
+def test_a_rack_of_two_dealt_to_two_racks_is_dealt_again():
+    """The latency shows no racks (one group); the bandwidth's own grouping is two groups of 4,
+    {0, 2, 3, 6} and {1, 4, 5, 7}: the rack of 2 dealt to the racks of 3, each group holding one
+    pair read at half the rate ((0, 2) and (4, 5)). The fewest groups with no such pair inside
+    are the racks (before split_slow_pairs, plink order and plink group gave the two groups)."""
+    bw = _bandwidth_332()
+    lat = np.full((8, 8), 30.0) + np.random.default_rng(0).uniform(0, 1, (8, 8))
+    np.fill_diagonal(lat, 0.0)
+    assert _group(inverse(bw), placed_hosts(bw), 0).tolist() == [0, 1, 0, 0, 1, 1, 0, 1]
+    lab, _, source = infer_probe_groups(lat, bw)
+    assert ami(TRUTH_332, lab) == pytest.approx(1.0)
+    assert source == "inferred from latency, split by bandwidth"
+    assert split_slow_pairs(np.zeros(8, int), [0, 1, 0, 0, 1, 1, 0, 1], inverse(bw)).tolist() == \
+        _canonical(TRUTH_332).tolist()
+
+
+def test_split_slow_pairs_keeps_racks_a_noisy_pair_or_two_would_cut():
+    """A group of one rack whose pairs read slow by noise is not cut: one host read slow with 2 of
+    its 2 rack-mates would be a group of 1 (not taken), with 2 of its 3 rack-mates likewise, and a
+    rack of 4 cut 2 + 2 by two slow pairs has half its pairs between the halves at the full rate
+    (not more than half slow: not taken). A group with no slow pair inside is left alone."""
+    racks = np.array([0, 0, 0, 1, 1, 1, 1])
+    bw = np.where(racks[:, None] == racks[None, :], 380.0, 190.0)
+    np.fill_diagonal(bw, np.nan)
+    for slow in ([(0, 1), (0, 2)], [(3, 4), (3, 5)], [(3, 5), (4, 6)]):
+        noisy = bw.copy()
+        for i, j in slow:
+            noisy[i, j] = noisy[j, i] = 190.0
+        assert split_slow_pairs(np.zeros(7, int), racks, inverse(noisy)).tolist() == racks.tolist(), slow
+    assert split_slow_pairs(np.zeros(7, int), racks, inverse(bw)).tolist() == racks.tolist()
+    # the same pairs slow, but the group is two racks: cut where more than half the pairs between are slow
+    assert split_slow_pairs(np.zeros(7, int), np.zeros(7, int), inverse(bw)).tolist() == racks.tolist()
+
+
+def test_split_slow_pairs_only_refines_its_parent_and_leaves_big_groups():
+    """The hosts are dealt again only inside a parent group (the latency's), and a parent group over
+    max_hosts is left as it is."""
+    bw = _bandwidth_332()
+    two = np.array([0, 1, 0, 0, 1, 1, 0, 1])
+    parent = np.array([0, 0, 0, 0, 0, 0, 0, 1])  # host 7 apart by latency
+    got = split_slow_pairs(parent, np.where(parent == 1, 2, two), inverse(bw))
+    assert refines(got, parent)
+    assert split_slow_pairs(np.zeros(8, int), two, inverse(bw), max_hosts=7).tolist() == two.tolist()
+
+
+def test_slowness_is_the_pair_over_what_both_hosts_carry():
+    bw = np.full((4, 4), 400.0)
+    bw[0, :] = bw[:, 0] = 300.0  # host 0's NIC
+    bw[2, 3] = bw[3, 2] = 200.0  # a shared uplink
+    np.fill_diagonal(bw, np.nan)
+    s = slowness(inverse(bw))
+    assert np.isnan(np.diag(s)).all()
+    assert s[0, 1] == pytest.approx(1.0) and s[1, 2] == pytest.approx(1.0) and s[2, 3] == pytest.approx(2.0)

@@ -26,7 +26,13 @@ the in-group rate, are not taken. Then each group of 4 or more hosts whose halve
 and than their hosts carry is cut (:func:`split_far_halves`): the bandwidth's own grouping folds a rack
 of 2 into a neighbour, so where the latency too found one group for both (small clusters on a busy
 machine) they stayed merged (17 of the 56 ``--bandwidth`` probes of
-``benchmarks/results/2026-12-03-small-clusters-bw``, none after). The latency's own splits are
+``benchmarks/results/2026-12-03-small-clusters-bw``, none after). Last, where a group still
+holds a pair read far slower than both its hosts carry (nothing inside a rack is shared), the
+hosts of its latency group are dealt again into the fewest groups with no such pair inside
+(:func:`split_slow_pairs`, with checks that keep a rack a noisy pair slowed whole): the
+bandwidth's own grouping deals a rack of 2 to two other racks where the latency sees no racks
+(``benchmarks/results/2026-12-03-gloo-3-3-2-bw`` p1) and keeps four racks of 2 as one group
+(2 of the 56). The latency's own splits are
 kept even where the bandwidth does not make them: a rack split in two prices only some of its
 flows as crossing an uplink, racks merged into one group price the flows between them as free.
 
@@ -53,8 +59,9 @@ import numpy as np
 
 from plink.structure.metrics import separation
 
-__all__ = ["FAR_RATIO", "SPLIT_MIN_SIZE", "cut_with_bandwidth", "infer_probe_groups", "inverse", "placed_hosts",
-           "split_by_bandwidth", "split_by_far_pairs", "split_far_halves", "splits_in_two"]
+__all__ = ["DEAL_MAX_HOSTS", "FAR_RATIO", "SPLIT_MIN_SIZE", "cut_with_bandwidth", "infer_probe_groups", "inverse",
+           "placed_hosts", "slowness", "split_by_bandwidth", "split_by_far_pairs", "split_far_halves",
+           "split_slow_pairs", "splits_in_two"]
 
 #: Two parts of a latency group stay apart only when the median inverse bandwidth of the pairs
 #: between them is at least this many times the in-group level (the median over the pairs both
@@ -66,6 +73,12 @@ FAR_RATIO = 1.25
 #: :func:`splits_in_two` splits groups of at least this many hosts: a rack of 2 beside a rack of
 #: 2 or more is the smallest merge latencies cannot rule out (``benchmarks/robust_groupings.py``).
 SPLIT_MIN_SIZE = 4
+
+#: :func:`split_slow_pairs` deals the hosts of a group again only up to this many hosts (its
+#: search for the fewest groups is exponential in the worst case; it also stops after
+#: ``_DEAL_BUDGET`` nodes).
+DEAL_MAX_HOSTS = 48
+_DEAL_BUDGET = 200_000
 
 
 def placed_hosts(matrix: np.ndarray) -> np.ndarray:
@@ -123,7 +136,7 @@ def infer_probe_groups(latency: np.ndarray, bandwidth: np.ndarray | None = None,
     lab, m, source = cands[0]
     if len(cands) == 2:
         blab, inv, bsource = cands[1]
-        split = split_far_halves(split_by_far_pairs(lab, blab, inv), inv)
+        split = split_slow_pairs(lab, split_far_halves(split_by_far_pairs(lab, blab, inv), inv), inv)
         if split.max() > lab.max():  # it only ever splits: more groups = a different partition
             own = split.max() == blab.max() and np.array_equal(split, _canonical(blab))
             lab, m, source = split, (inv if own else m), (bsource if own else f"{source}, split by bandwidth")
@@ -142,7 +155,8 @@ def split_by_bandwidth(labels: np.ndarray, bandwidth: np.ndarray, *, seed: int =
     seen = placed_hosts(inv)
     if not seen.all():
         return labels
-    split = split_far_halves(split_by_far_pairs(labels, _group(inv, seen, seed), inv), inv)
+    split = split_slow_pairs(labels, split_far_halves(split_by_far_pairs(labels, _group(inv, seen, seed), inv), inv),
+                             inv)
     return split if split.max() > labels.max() else labels
 
 
@@ -285,9 +299,7 @@ def split_far_halves(labels: np.ndarray, inverse_bandwidth: np.ndarray, far: flo
     off = ~np.eye(n, dtype=bool) & np.isfinite(m)
     if not off.any():
         return lab
-    fastest = np.min(np.where(off, m, np.inf), axis=1)  # inf: a host with no measured pair
-    with np.errstate(invalid="ignore"):
-        slow = m / np.fmax(fastest[:, None], fastest[None, :])  # 1 = what both hosts carry
+    slow = slowness(m)
     cut = True
     while cut:
         cut = False
@@ -316,6 +328,119 @@ def split_far_halves(labels: np.ndarray, inverse_bandwidth: np.ndarray, far: flo
                 lab, cut = _canonical(new), True
                 break
     return lab
+
+
+def slowness(inverse_bandwidth: np.ndarray) -> np.ndarray:
+    """Each pair's inverse bandwidth (the slower direction) over the slower of its two hosts'
+    fastest pairs: 1 where a pair reads what both NICs carry, 2 where it reads half of it. A pair
+    bandwidth only drops below what both NICs carry when something is shared, and a host with a
+    slower NIC reads every pair slow but 1 here. NaN where not measured. O(N^2)."""
+    m = np.asarray(inverse_bandwidth, dtype=float)
+    m = np.fmin(m, m.T)
+    off = ~np.eye(len(m), dtype=bool) & np.isfinite(m)
+    fastest = np.min(np.where(off, m, np.inf), axis=1)  # inf: a host with no measured pair
+    with np.errstate(invalid="ignore"):
+        return np.where(off, m / np.fmax(fastest[:, None], fastest[None, :]), np.nan)
+
+
+def _fewest_groups(apart: np.ndarray, keep: np.ndarray, budget: int) -> np.ndarray | None:
+    """Labels 0.. of the fewest groups no ``apart`` pair shares (a minimum colouring of the graph
+    ``apart``), ties broken by the most ``keep`` pairs kept together; None when the
+    branch-and-bound search visits more than ``budget`` nodes. Hosts are placed in order of most
+    ``apart`` pairs first, each into a group already open or one new group (so no colouring is
+    met twice up to renaming); groups are bit masks. Exponential in the worst case, bounded by
+    ``budget`` (200,000 nodes take 0.1-0.2 s here)."""
+    n = len(apart)
+    order = [int(v) for v in np.argsort(-np.asarray(apart).sum(axis=1), kind="stable")]
+    bits = [sum(1 << int(u) for u in np.flatnonzero(row)) for row in np.asarray(apart, dtype=bool)]
+    near = [sum(1 << int(u) for u in np.flatnonzero(row)) for row in np.asarray(keep, dtype=bool)]
+    groups: list[int] = []  # one bit mask of hosts per open group
+    best: dict = {"groups": n + 1, "kept": -1, "masks": None}
+    visited = 0
+
+    def place(pos: int, kept: int) -> None:
+        nonlocal visited
+        visited += 1
+        if visited > budget:
+            raise _OverBudget
+        if pos == n:
+            if len(groups) < best["groups"] or kept > best["kept"]:
+                best.update(groups=len(groups), kept=kept, masks=list(groups))
+            return
+        v = order[pos]
+        for c in range(len(groups)):
+            if not bits[v] & groups[c]:
+                groups[c] |= 1 << v
+                place(pos + 1, kept + (near[v] & groups[c]).bit_count())
+                groups[c] &= ~(1 << v)
+        if len(groups) + 1 <= best["groups"]:
+            groups.append(1 << v)
+            place(pos + 1, kept)
+            groups.pop()
+
+    try:
+        place(0, 0)
+    except _OverBudget:
+        return None
+    out = np.empty(n, dtype=np.int64)
+    for c, mask in enumerate(best["masks"]):
+        out[[v for v in range(n) if mask >> v & 1]] = c
+    return out
+
+
+class _OverBudget(Exception):
+    pass
+
+
+def split_slow_pairs(parent: np.ndarray, labels: np.ndarray, inverse_bandwidth: np.ndarray,
+                     far: float = FAR_RATIO, max_hosts: int = DEAL_MAX_HOSTS) -> np.ndarray:
+    """``labels`` (a refinement of ``parent``: the latency's groups split by the bandwidth) with
+    the hosts of a ``parent`` group dealt again when one of its groups in ``labels`` holds a *slow
+    pair*, one reading ``far`` times slower than what both its hosts carry (:func:`slowness`):
+    nothing inside a rack is shared, so such a pair is two racks in one group. The hosts are dealt
+    into the fewest groups that hold no slow pair (ties: the most pairs of ``labels`` kept
+    together), and that is taken only when it has at least as many groups there as ``labels``,
+    each of 2 hosts or more, and every two of them are told apart by their pairs: more than half
+    of the measured pairs between them slow, and at least 2. Those checks keep a rack whole
+    when noise slows one or two of its pairs: with 3% or 6% of all pairs read at 0.40-0.75x
+    their rate, it made none of 60 drawn clusters per scenario worse (``python
+    benchmarks/probe_groups.py --simulate 60 --noisy-pairs 0.03``; ``tests/test_probegroups.py``).
+    A ``parent`` group over ``max_hosts`` hosts, or whose
+    search runs over its budget, is left as it is. Labels renumbered 0.. in order of first
+    appearance.
+
+    Why: where the latency finds no racks (a small cluster on a busy machine), the groups are the
+    inverse bandwidth's own, and a cross-rack pair alone on its uplinks in its round reads the
+    full rate: average linkage then deals a rack of 2 to two other racks, each group holding one
+    slow pair (``benchmarks/results/2026-12-03-gloo-3-3-2-bw`` p1: {r0h0, r0h1, r0h2, r2h0} and
+    {r1h0, r1h1, r1h2, r2h1}); four racks of 2 stay one group the same way (2 of 6
+    ``benchmarks/results/2026-12-03-small-clusters-bw`` 2+2+2+2 probes). The fewest groups
+    without a slow pair are the racks in all three. Exponential in the worst case (a minimum
+    colouring), bounded by a budget of visited nodes; O(N^2) to check."""
+    parent, lab = np.asarray(parent), _canonical(np.asarray(labels))
+    slow = slowness(inverse_bandwidth)
+    apart = np.isfinite(slow) & (slow >= far)
+    out, nxt = lab.copy(), int(lab.max()) + 1
+    for g in np.unique(parent):
+        idx = np.flatnonzero(parent == g)
+        sub = lab[idx]
+        same = sub[:, None] == sub[None, :]
+        if len(idx) > max_hosts or not (apart[np.ix_(idx, idx)] & same).any():
+            continue
+        dealt = _fewest_groups(apart[np.ix_(idx, idx)], same, _DEAL_BUDGET)
+        if dealt is None or dealt.max() + 1 < len(np.unique(sub)) or np.bincount(dealt).min() < 2:
+            continue
+        told_apart = True
+        for a in range(int(dealt.max()) + 1):
+            for b in range(a + 1, int(dealt.max()) + 1):
+                v = slow[np.ix_(idx[dealt == a], idx[dealt == b])]
+                v = v[np.isfinite(v)]
+                if len(v) and (2 * int((v >= far).sum()) <= len(v) or int((v >= far).sum()) < 2):
+                    told_apart = False
+        if told_apart:
+            out[idx] = nxt + dealt
+            nxt += int(dealt.max()) + 1
+    return _canonical(out)
 
 
 def splits_in_two(latency: np.ndarray, labels: np.ndarray, min_size: int = SPLIT_MIN_SIZE,
