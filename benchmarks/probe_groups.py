@@ -46,8 +46,8 @@ from plink.data.probefile import Host, ProbeData, from_dict  # noqa: E402
 from plink.probes.rounds import round_robin  # noqa: E402
 from plink.structure.hierarchy import HierarchicalGrouper, infer_groups  # noqa: E402
 from plink.structure.metrics import ami, refines, separation  # noqa: E402
-from plink.structure.probegroups import (FAR_RATIO, _group, infer_probe_groups, inverse, placed_hosts,  # noqa: E402
-                                        split_by_far_pairs, split_far_halves)
+from plink.structure.probegroups import (FAR_RATIO, _group, infer_probe_groups, inverse,  # noqa: E402
+                                        joins_of_two, placed_hosts, split_by_far_pairs, split_far_halves)
 
 
 def _older(lat_lab, lat, bw_lab, inv, both: bool):
@@ -128,7 +128,8 @@ def _rules(racks, lat_raw, bw_raw) -> dict:
             "own silhouette": ami(racks, _older(lat_lab, lat, bw_lab, inv, False)),
             "sum of silhouettes": ami(racks, _older(lat_lab, lat, bw_lab, inv, True)),
             "plink": ami(racks, lab), "plink, no re-deal": ami(racks, undealt), "K given: latency": k_lat, "K given: plink": k_plink, "source": source,
-            "found": f"{lat_lab.max() + 1} / {bw_lab.max() + 1} / {lab.max() + 1}"}
+            "found": f"{lat_lab.max() + 1} / {bw_lab.max() + 1} / {lab.max() + 1}",
+            "joins": len(joins_of_two(lab, inv))}
 
 
 def row(path: Path) -> dict | None:
@@ -184,6 +185,7 @@ def main(argv=None) -> int:
               + f" | {r['found']} | {r['source']} | {r['in-rack max']:.2f} | {r['cross under']:.0%} |")
     print(f"\n{len(rows)} runs; AMI 1.000 (the true racks) in: "
           + ", ".join(f"{c} {sum(r[c] > 1 - 1e-9 for r in rows)}" for c in COLUMNS))
+    print(f"runs whose groups plink order hedges over two joined (joins_of_two): {sum(r['joins'] > 0 for r in rows)}")
     print(f"in-rack pairs read at most {max(r['in-rack max'] for r in rows):.2f}x their median inverse "
           f"bandwidth; cross-rack pairs under {FAR_RATIO}x of it: "
           f"{min(r['cross under'] for r in rows):.0%}-{max(r['cross under'] for r in rows):.0%} per run")

@@ -44,7 +44,7 @@ from plink.solvers.solve import SolveResult, minimise
 from plink.errors import InputError, OptionError, PlinkError, ProbeFileError
 from plink.data.probefile import ProbeData, measured_pairs
 from plink.pricing import NO_LATENCY_NOTE, Groups, find_groups, network, pair_cost  # noqa: F401  (pair_cost: public since 0.1)
-from plink.structure.probegroups import splits_in_two
+from plink.structure.probegroups import inverse, joins_of_two, splits_in_two
 
 DEFAULT_SIZE = 25 * 1024**2  #: bytes; PyTorch DDP's default gradient bucket (25 MiB)
 DEFAULT_TIME_LIMIT = 5.0  #: seconds of search
@@ -343,6 +343,9 @@ def order_hosts(
     ``max_iter`` iterations), and of the orders priced within the
     model's resolution (2%) of the best, the one whose worst price over those groupings is the
     least above that grouping's best is returned (``solvers.hedge.hedged_pick``; ``solver["hedge"]``).
+    With the groups inferred from a probe's latencies *and* pair bandwidths the hedge is over the
+    groupings with two groups joined whose every pair between reads as fast as a rack's
+    (``plink.structure.probegroups.joins_of_two``: the latencies can cut a rack in two).
 
     Never returns an order priced above the input order or the rack-contiguous one, and returns the
     rack-contiguous one where its own is priced the same (within ``SAME_PRICE``) and sends no fewer
@@ -399,7 +402,8 @@ def order_hosts(
     # BCube with base N: one step, every host with every other; a ring of 3 hosts: its one ring, whatever the
     # order (every pair a hop; the ranges over unmeasured pairs read ~0.64-1.57x for one ring): no order is better
     order_free = (algo == "bcube" and base == n) or (algo == "ring" and n == 3)  # (up to 2 hosts: "trivial")
-    splits = _hedge_groupings(probe, groups, model, labels, use_bandwidth) if hedge and not order_free else []
+    splits, hedge_kind = (_hedge_groupings(probe, groups, model, labels, use_bandwidth) if hedge and not order_free
+                          else ([], ""))
     main_time, split_time = _hedge_times(time_limit, len(splits))
     if order_free:  # (the search ran its whole time limit and said "proven optimal: no")
         res, lb_model = SolveResult(identity, float(price(identity)), True, None, "none: every order costs the same",
@@ -462,7 +466,7 @@ def order_hosts(
     if splits and not res.info.get("interrupted"):
         try:
             hedged = _hedged(splits, best, [identity, contiguous], price, algo=algo, probe=probe, groups=groups,
-                             size=size, base=base, use_bandwidth=use_bandwidth, nic_gbps=nic_gbps,
+                             kind=hedge_kind, size=size, base=base, use_bandwidth=use_bandwidth, nic_gbps=nic_gbps,
                              time_limit=split_time, seed=seed, max_iter=max_iter, keep_on_interrupt=keep_on_interrupt)
         except KeyboardInterrupt:  # after the hedge's searches, while it priced their orders: the search's order
             if not keep_on_interrupt:
@@ -767,19 +771,27 @@ def _hedge_times(time_limit: float, k: int) -> tuple[float, float]:
 HEDGE_MAX_SPLITS = 5
 
 
-def _hedge_groupings(probe: ProbeData, groups, model: str, labels, use_bandwidth: bool) -> list[np.ndarray]:
-    """The groupings ``order_hosts`` hedges over besides ``groups`` (``splits_in_two``, at most
-    ``HEDGE_MAX_SPLITS``, the largest groups' first): only for the shared model when the groups
-    were inferred from latencies alone (no groups given, no bandwidth matrix used); else none."""
-    if (model != "shared" or labels is not None or groups.source != "inferred from latency"
-            or (use_bandwidth and probe.bandwidth is not None)):
-        return []
-    return splits_in_two(probe.structure_latency, groups.labels, max_splits=HEDGE_MAX_SPLITS)
+def _hedge_groupings(probe: ProbeData, groups, model: str, labels, use_bandwidth: bool
+                     ) -> tuple[list[np.ndarray], str]:
+    """``(groupings, kind)``: the groupings ``order_hosts`` hedges over besides ``groups``, for the
+    shared model with the groups inferred (none given). From latencies alone (no bandwidth matrix
+    used): ``splits_in_two``, kind ``"split"``; with a probe's pair bandwidths: two groups joined
+    where every pair between them reads as fast as a rack's (``joins_of_two``: a rack the latency
+    cut in two), kind ``"join"``; at most ``HEDGE_MAX_SPLITS``, the largest groups' first; else none."""
+    if model != "shared" or labels is not None:
+        return [], ""
+    if use_bandwidth and probe.bandwidth is not None:
+        if probe.inverse_bandwidth or not groups.source.startswith("inferred from") or groups.k < 2:
+            return [], ""
+        return joins_of_two(groups.labels, inverse(probe.bandwidth), max_joins=HEDGE_MAX_SPLITS), "join"
+    if groups.source != "inferred from latency":
+        return [], ""
+    return splits_in_two(probe.structure_latency, groups.labels, max_splits=HEDGE_MAX_SPLITS), "split"
 
 
 def _hedged(splits: list[np.ndarray], best: np.ndarray, simple: list[np.ndarray], price, *, algo: str,
-            probe: ProbeData, groups, size: int, base: int, use_bandwidth: bool, nic_gbps, time_limit: float,
-            seed: int, max_iter, keep_on_interrupt: bool) -> dict[str, Any]:
+            probe: ProbeData, groups, kind: str = "split", size: int, base: int, use_bandwidth: bool, nic_gbps,
+            time_limit: float, seed: int, max_iter, keep_on_interrupt: bool) -> dict[str, Any]:
     """The hedge of ``order_hosts``: the search under each grouping of ``splits``, then
     ``hedged_pick`` over the candidates (``best`` first, the searches' orders, ``simple``: the
     input and rack-contiguous orders) priced under ``groups`` (by ``price``) and under each
@@ -791,7 +803,7 @@ def _hedged(splits: list[np.ndarray], best: np.ndarray, simple: list[np.ndarray]
     cands = [best]
     try:
         for lab in splits:
-            g = Groups(lab, "split of a latency group (hedge)")
+            g = Groups(lab, "split of a latency group (hedge)" if kind == "split" else "two groups joined (hedge)")
             cm_g = _build("shared", algo, probe, g, "high", size, base, use_bandwidth, nic_gbps)[0]
             price_g = pricing_model(cm_g)
             r = _exact_for_price(minimise_shared(cm_g, init=np.arange(probe.n), time_limit=time_limit, seed=seed,
@@ -812,10 +824,12 @@ def _hedged(splits: list[np.ndarray], best: np.ndarray, simple: list[np.ndarray]
             "seconds": round(time.perf_counter() - t0, 3)}
     if not info["changed"]:
         return {"order": None, "note": "", "info": info}
-    info["picked"] = ["search", *(f"search under split {i + 1}" for i in range(len(splits))), "input",
+    info["picked"] = ["search", *(f"search under {kind} {i + 1}" for i in range(len(splits))), "input",
                       "rack-contiguous"][k]
-    note = (f"hedged over {len(splits)} grouping(s) with one latency group split in two (latencies alone cannot "
-            f"tell a rack from two): this order ({info['picked']}) is priced "
+    why = ("one latency group split in two (latencies alone cannot tell a rack from two)" if kind == "split" else
+           "two groups joined (every pair between them reads as fast as a rack's: the bandwidths cannot tell "
+           "them from one rack)")
+    note = (f"hedged over {len(splits)} grouping(s) with {why}: this order ({info['picked']}) is priced "
             f"{(prices[0][k] / prices[0][0] - 1) * 100:+.1f}% against the search's under the groups found, and at "
             f"worst {(worst[k] - 1) * 100:.1f}% above the best under a grouping, against "
             f"{(worst[0] - 1) * 100:.1f}% (--no-hedge: the search's order)")

@@ -15,7 +15,7 @@ from plink.pricing import Groups, find_groups, network
 from plink.solvers.contention import SharedCostModel
 from plink.solvers.fluid import pricing_model
 from plink.solvers.hedge import hedged_pick, regrets
-from plink.structure.probegroups import splits_in_two
+from plink.structure.probegroups import inverse, joins_of_two, splits_in_two
 
 E24 = Path(__file__).parent.parent / "benchmarks/results/2026-11-30-E-seed24/E.json"
 MIB4 = 4 * 2**20
@@ -131,6 +131,8 @@ def test_order_hedges_a_latency_probe_and_reports_it(e24):
 
 @pytest.mark.parametrize("how", ["bandwidth", "labels", "pairsum"])
 def test_no_hedge_when_the_groups_do_not_rest_on_latencies_alone(e24, how):
+    """No split groupings once the bandwidths or given groups made the groups, or with the pair-sum
+    model; and no joins on this probe either (no two of its groups read as one rack)."""
     probe = from_dict(e24["probes"]["bandwidth" if how == "bandwidth" else "latency"])
     kw = {"labels": find_groups(probe).labels} if how == "labels" else {}
     if how == "pairsum":
@@ -184,8 +186,71 @@ def test_hedge_keeps_the_largest_groups_splits(monkeypatch):
     every = splits_in_two(probe.structure_latency, found)
     assert len(every) == len(sizes)
     monkeypatch.setattr(po, "HEDGE_MAX_SPLITS", 3)
-    kept = po._hedge_groupings(probe, groups, "shared", None, True)
+    kept, kind = po._hedge_groupings(probe, groups, "shared", None, True)
+    assert kind == "split"
     split_group = [int(found[np.flatnonzero(lab != found)[0]]) for lab in kept]
     assert split_group == [1, 4, 6]  # (sizes 7, 6 and 8, in the groups' order)
     monkeypatch.setattr(po, "HEDGE_MAX_SPLITS", 10)
-    assert len(po._hedge_groupings(probe, groups, "shared", None, True)) == len(sizes)
+    assert len(po._hedge_groupings(probe, groups, "shared", None, True)[0]) == len(sizes)
+
+
+# ---- joins: the bandwidths cannot tell two groups from one rack ------------------------------------
+
+SMALL_BW = Path(__file__).parent.parent / "benchmarks/results/2026-12-03-small-clusters-bw"
+
+
+def _rack_bandwidth(racks, fast=()):
+    """Pair bandwidths: 400 inside a rack, 200 across (a shared uplink), 400 for the pairs ``fast``."""
+    racks = np.asarray(racks)
+    bw = np.where(racks[:, None] == racks[None, :], 400.0, 200.0)
+    for i, j in fast:
+        bw[i, j] = bw[j, i] = 400.0
+    np.fill_diagonal(bw, np.nan)
+    return bw
+
+
+def test_joins_of_two_are_groups_whose_every_pair_between_reads_as_a_racks():
+    racks = [0, 0, 0, 0, 1, 1, 1]
+    cut = np.array([0, 0, 1, 1, 2, 2, 2])  # the rack of 4 cut in two
+    joins = joins_of_two(cut, inverse(_rack_bandwidth(racks)))
+    assert [j.tolist() for j in joins] == [[0, 0, 0, 0, 1, 1, 1]]
+    # two racks with a pair alone on its uplinks (the full rate) but the others slow: no join
+    assert joins_of_two(np.array(racks), inverse(_rack_bandwidth(racks, fast=[(0, 4)]))) == []
+    # fewer than 2 measured pairs between: no evidence
+    bw = _rack_bandwidth(racks)
+    bw[np.ix_([0, 1], [2, 3])] = np.nan
+    bw[np.ix_([2, 3], [0, 1])] = np.nan
+    bw[0, 2] = bw[2, 0] = 400.0
+    assert joins_of_two(cut, inverse(bw)) == []
+    # the largest joins first, at most max_joins
+    racks = [0, 0, 0, 0, 1, 1, 1, 1, 1, 1]
+    cut = np.array([0, 0, 1, 1, 2, 2, 2, 3, 3, 3])
+    joins = joins_of_two(cut, inverse(_rack_bandwidth(racks)), max_joins=1)
+    assert [j.tolist() for j in joins] == [[0, 0, 1, 1, 2, 2, 2, 2, 2, 2]]
+
+
+def test_plink_order_hedges_over_a_rack_the_latency_cut_in_two():
+    """benchmarks/results/2026-12-03-small-clusters-bw/2-3-4-udp-bw/p0.json: racks of 2, 3 and 4 whose
+    latencies cut the rack of 4 into two pairs (4 groups), every pair between them read at the full
+    rate. Under the 4 groups every ring entering each group once is priced alike; the hedge over the
+    two pairs joined takes one that keeps the rack of 4 together: 3 rack crossings, where the search's
+    own (--no-hedge) crosses 4 times, one rack's uplink carrying two ring flows each way."""
+    import plink.order as po
+    from plink.data.probefile import load_json
+
+    probe = load_json(SMALL_BW / "2-3-4-udp-bw" / "p0.json")
+    truth = json.loads((SMALL_BW / "2-3-4-udp-bw" / "truth.json").read_text())
+    groups = find_groups(probe)
+    assert groups.k == 4
+    joins, kind = po._hedge_groupings(probe, groups, "shared", None, True)
+    assert kind == "join" and len(joins) == 1
+
+    def crossings(r):
+        rack = [truth[probe.names[i]] for i in r.order] if isinstance(r.order[0], int) else [truth[h] for h in r.order]
+        return sum(rack[i] != rack[(i + 1) % len(rack)] for i in range(len(rack)))
+
+    hedged = order_hosts(probe, "ring", max_iter=2000)
+    plain = order_hosts(probe, "ring", max_iter=2000, hedge=False)
+    assert hedged.solver["hedge"]["changed"] and hedged.solver["hedge"]["picked"] == "search under join 1"
+    assert crossings(hedged) == 3 and crossings(plain) == 4
+    assert any("two groups joined" in n for n in hedged.notes)

@@ -243,8 +243,8 @@ def _check_format_options(fmt: str, slots: int, groups_file: str | None) -> None
 @click.option("--no-bandwidth", is_flag=True,
               help="Ignore the probe's bandwidths and measured uplinks; cost by latency only.")
 @click.option("--no-hedge", is_flag=True,
-              help="With groups inferred from latencies alone, do not also search under the groupings with one "
-                   "group split in two (the hedge: see above).")
+              help="With groups inferred, do not also search under the groupings with one group split in two "
+                   "(latencies alone) or two groups joined (pair bandwidths): the hedge, see above.")
 @click.option("--model", "cost_model", type=click.Choice(["shared", "pairsum"]), default="shared", show_default=True,
               help="shared: the collective's steps with NICs and rack uplinks shared (seconds); "
                    "pairsum: the dissertation's sum of pair costs.")
@@ -286,7 +286,9 @@ def order(probefile, algo, size, base, time_limit, jobs, smt_time, groups_file, 
     --time-limit, the main search gets the other), and of the orders
     priced within 2% of the best, plink takes the one least far above the
     best under its worst grouping (--no-hedge: off). Probing with
-    --bandwidth is the better fix.
+    --bandwidth is the better fix. With a --bandwidth probe the hedge is
+    over two groups joined instead, where every pair between them reads as
+    fast as a rack's (the latencies can cut a rack in two).
 
     \b
     Launcher files (--slots N processes per host; every format: 'plink emit --help'):

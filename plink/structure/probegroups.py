@@ -60,7 +60,7 @@ import numpy as np
 from plink.structure.metrics import separation
 
 __all__ = ["DEAL_MAX_HOSTS", "FAR_RATIO", "SPLIT_MIN_SIZE", "cut_with_bandwidth", "infer_probe_groups", "inverse",
-           "placed_hosts", "slowness", "split_by_bandwidth", "split_by_far_pairs", "split_far_halves",
+           "joins_of_two", "placed_hosts", "slowness", "split_by_bandwidth", "split_by_far_pairs", "split_far_halves",
            "split_slow_pairs", "splits_in_two"]
 
 #: Two parts of a latency group stay apart only when the median inverse bandwidth of the pairs
@@ -441,6 +441,36 @@ def split_slow_pairs(parent: np.ndarray, labels: np.ndarray, inverse_bandwidth: 
             out[idx] = nxt + dealt
             nxt += int(dealt.max()) + 1
     return _canonical(out)
+
+
+def joins_of_two(labels: np.ndarray, inverse_bandwidth: np.ndarray, far: float = FAR_RATIO,
+                 max_joins: int | None = None) -> list[np.ndarray]:
+    """The groupings that pair bandwidths cannot rule out beside ``labels``: ``labels`` with two
+    groups joined, one grouping for each two groups whose measured pairs between them (at least 2)
+    all read under ``far`` times what both their hosts carry (:func:`slowness`), i.e. as fast as
+    pairs inside a rack. With ``max_joins``: only the joins into the largest groups, at most that
+    many. Labels renumbered 0.. in order of first appearance.
+
+    Why: the latency can cut a rack in two (a rack of 4 into two pairs: 2 of the 56 ``--bandwidth``
+    probes of ``benchmarks/results/2026-12-03-small-clusters-bw``), and the groups keep the
+    latency's cuts (a wrong join prices the flows between two racks as free). Two racks whose
+    uplinks carry every flow between them read alike, so these are groupings to hedge over
+    (``plink order``'s hedge, :func:`plink.solvers.hedge.hedged_pick`), not groups.
+    O(N^2 + K^2)."""
+    lab = _canonical(np.asarray(labels))
+    slow = slowness(inverse_bandwidth)
+    k = int(lab.max()) + 1
+    found = []
+    for a in range(k):
+        for b in range(a + 1, k):
+            v = slow[np.ix_(lab == a, lab == b)]
+            v = v[np.isfinite(v)]
+            if len(v) >= 2 and bool((v < far).all()):
+                found.append((-int(np.sum((lab == a) | (lab == b))), a, b))
+    if max_joins is not None:
+        found = sorted(found)[:max_joins]
+        found.sort(key=lambda t: (t[1], t[2]))
+    return [_canonical(np.where(lab == b, a, lab)) for _, a, b in found]
 
 
 def splits_in_two(latency: np.ndarray, labels: np.ndarray, min_size: int = SPLIT_MIN_SIZE,
