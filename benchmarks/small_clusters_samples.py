@@ -139,6 +139,18 @@ def summary(paths: list[Path]) -> int:
                   + f"   {np.nanmean(w):9.1f} {np.nanmax(w):8.1f}  {np.mean([r['samples'] for r in rows]):12.1f}")
     print("(exact/N and mean AMI; average|K: average linkage given the true K; average|sil: K of 2..N/2 by the "
           "best silhouette; wall: the plink probe process)")
+    # the same cluster and round (probe pI.json of each configuration's folder) against the first configuration
+    from scipy.stats import binomtest
+
+    exact = {(c, s, r["probe"]): r["plink"] > 0.999 for (c, s), v in by.items() for r in v}
+    base = cfgs[0]
+    for c in cfgs[1:]:
+        keys = [(s, p) for (c2, s, p) in exact if c2 == c and (base, s, p) in exact]
+        won = sum(exact[(c, s, p)] and not exact[(base, s, p)] for s, p in keys)
+        lost = sum(exact[(base, s, p)] and not exact[(c, s, p)] for s, p in keys)
+        pv = binomtest(won, won + lost).pvalue if won + lost else 1.0
+        print(f"plink, {c} against {base} on the same cluster and round: exact where {base} was not {won}, "
+              f"not where it was {lost} (sign test p {pv:.2f})")
     return 0
 
 

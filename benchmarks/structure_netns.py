@@ -58,12 +58,13 @@ MARGIN = 0.02
 
 
 def folders(paths: list[Path]) -> list[Path]:
-    """The folders holding a truth.json under each path (itself or one level down), sorted."""
+    """The folders holding a truth.json under each path (itself or one level down), sorted; a path
+    that is a file (a README beside the folders, from a shell glob) is skipped."""
     out = []
     for p in paths:
         if (p / "truth.json").is_file():
             out.append(p)
-        else:
+        elif p.is_dir():
             out += sorted(d for d in p.iterdir() if (d / "truth.json").is_file())
     return out
 
