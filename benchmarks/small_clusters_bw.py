@@ -35,7 +35,7 @@ from benchmarks.structure_netns import crossings, folders  # noqa: E402
 from plink.data.probefile import load_json  # noqa: E402
 from plink.pricing import find_groups  # noqa: E402
 from plink.structure.metrics import ami  # noqa: E402
-from plink.structure.probegroups import FAR_RATIO, _group, inverse, placed_hosts  # noqa: E402
+from plink.structure.probegroups import FAR_RATIO, _group, inverse, placed_hosts, slowness  # noqa: E402
 
 SAVED = ROOT / "benchmarks" / "results" / "2026-12-03-small-clusters-bw"
 
@@ -135,8 +135,10 @@ def main(argv=None) -> int:
             if f.name not in orders:
                 orders[f.name] = ring_order(f)
             cx = crossings(orders[f.name], truth)
+            same = (t[:, None] == t[None, :]) & ~np.eye(len(t), dtype=bool)
             row = {"probe": f"{d.name}/{f.name}", "racks": shape(truth), "k": k, "bw": float(ami(t, gb.labels)),
-                   "lat": float(ami(t, gl.labels)), "avg": float(ami(t, avg)), "cross": cx}
+                   "lat": float(ami(t, gl.labels)), "avg": float(ami(t, avg)), "cross": cx,
+                   "in_rack": float(np.nanmax(slowness(inverse(probe.bandwidth))[same]))}
             rows.append(row)
             print(f"{row['probe']:24s} {row['racks']:8s} {row['bw']:6.3f} {row['lat']:6.3f} {row['avg']:6.3f} "
                   f"{cx:6d} (K={k})" + ("" if gb.labels.max() + 1 == k and row["bw"] > 0.999
@@ -156,6 +158,8 @@ def main(argv=None) -> int:
               f"{sum(r['lat'] > 0.999 for r in sel)}, average|K {sum(r['avg'] > 0.999 for r in sel)}; "
               f"ring orders crossing more than K times: {sum(r['cross'] > r['k'] for r in sel)} "
               f"(extra crossings {sum(max(r['cross'] - r['k'], 0) for r in sel)})")
+    print(f"in-rack pairs read at most {max(r['in_rack'] for r in rows):.3f}x what both their hosts carry "
+          f"(probegroups.slowness; split_slow_pairs takes {FAR_RATIO}x as slow)")
     return 0
 
 

@@ -311,3 +311,18 @@ def test_slowness_is_the_pair_over_what_both_hosts_carry():
     s = slowness(inverse(bw))
     assert np.isnan(np.diag(s)).all()
     assert s[0, 1] == pytest.approx(1.0) and s[1, 2] == pytest.approx(1.0) and s[2, 3] == pytest.approx(2.0)
+
+
+def test_groups_split_by_the_bandwidths_get_the_confidence_of_both_matrices():
+    """plink group on the Gloo walk's p1 (the latency one group, the racks from the bandwidths):
+    each host's confidence is the larger of its separations on the latencies and the inverse
+    bandwidths, as with --groups K; on the inverse bandwidths alone the rack of 2 read 0.25 and
+    its host was called low-confidence, for the true racks."""
+    from plink.data.probefile import load_json
+    from plink.structure.hierarchy import _both_separations, infer_groups
+
+    probe = load_json(BW_PROBES.parent / "2026-12-03-gloo-3-3-2-bw" / "p1.json")
+    g = infer_groups(probe)
+    assert ami(TRUTH_332, g.labels) == pytest.approx(1.0) and g.metrics["split_by_bandwidth"] == 2
+    assert np.allclose(g.confidence, _both_separations(probe, probe.bandwidth, g.labels))
+    assert g.metrics["low_confidence_hosts"] == []

@@ -1733,6 +1733,18 @@ __all__ = ["Hierarchy", "HierarchicalGrouper", "infer_hierarchy", "infer_groups"
 LOW_CONFIDENCE = 0.25  #: hosts below this confidence are named in reports
 
 
+def _both_separations(probe, bandwidth, labels: np.ndarray) -> np.ndarray:
+    """Each host's confidence in ``labels`` when the pair bandwidths made the groups: the larger of
+    its separation (silhouette, clipped to [0, 1]) on the latencies (the faster direction of each
+    pair) and on the inverse bandwidths. O(N^2)."""
+    from plink.structure.metrics import host_separation
+    from plink.structure.probegroups import inverse
+
+    lat = np.asarray(_as_matrix(probe), dtype=float)
+    return np.clip(np.fmax(host_separation(np.fmin(lat, lat.T), labels),
+                           host_separation(inverse(bandwidth), labels)), 0.0, 1.0)
+
+
 def infer_groups(probe, *, n_groups: int | None = None, max_levels: int = 3, seed: int = 0):
     """``plink group``'s default: :class:`HierarchicalGrouper` on a probe -> :class:`~plink.data.groupfile.Groups`.
 
@@ -1784,16 +1796,13 @@ def infer_groups(probe, *, n_groups: int | None = None, max_levels: int = 3, see
         finest = split_by_bandwidth(h.labels, bw, seed=seed)
         split = int(finest.max() - h.labels.max())
         levels[0] = finest
-        if split and h.n_groups == 1:  # the latency saw one group: how sure, from the bandwidths
-            from plink.structure.metrics import host_separation
-            from plink.structure.probegroups import inverse
-
-            confidence = np.clip(host_separation(inverse(bw), finest), 0.0, 1.0)  # as the latency's are
+        if split:  # groups the latency did not give: how sure, from both matrices (as with --groups K)
+            confidence = _both_separations(probe, bw, finest)
     elif with_bw:
         # K given: the groups K from the data gives (split by the bandwidths), made K by the latencies'
         # cut into K without joining parts the bandwidths measured far apart while others are left
-        from plink.structure.metrics import host_separation, refines
-        from plink.structure.probegroups import cut_with_bandwidth, inverse, split_by_bandwidth
+        from plink.structure.metrics import refines
+        from plink.structure.probegroups import cut_with_bandwidth, split_by_bandwidth
 
         auto = HierarchicalGrouper("auto", max_levels=max_levels, random_state=seed).fit(probe).hierarchy_
         finest = cut_with_bandwidth(split_by_bandwidth(auto.labels, bw, seed=seed), h.labels,
@@ -1801,9 +1810,7 @@ def infer_groups(probe, *, n_groups: int | None = None, max_levels: int = 3, see
         if not np.array_equal(finest, h.labels):
             # the coarser levels kept are those the new finest level still nests in
             levels = [finest] + [lv for lv in levels[1:] if refines(finest, lv) and lv.max() < finest.max()]
-            lat = np.asarray(_as_matrix(probe), dtype=float)
-            confidence = np.clip(np.fmax(host_separation(np.fmin(lat, lat.T), finest),
-                                         host_separation(inverse(bw), finest)), 0.0, 1.0)
+            confidence = _both_separations(probe, bw, finest)
             bandwidth_used = True
     labels = levels[0]
     seconds = time.perf_counter() - t0

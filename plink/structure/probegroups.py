@@ -146,7 +146,7 @@ def infer_probe_groups(latency: np.ndarray, bandwidth: np.ndarray | None = None,
 def split_by_bandwidth(labels: np.ndarray, bandwidth: np.ndarray, *, seed: int = 0) -> np.ndarray:
     """``labels`` (a latency grouping of every host) split by :func:`split_by_far_pairs` against
     the grouping of the inverse of ``bandwidth`` (pair bandwidths, any unit; NaN = not measured),
-    then by :func:`split_far_halves`;
+    then by :func:`split_far_halves` and :func:`split_slow_pairs`;
     ``labels`` unchanged when the bandwidths do not place every host. What ``plink group`` does
     to its finest level so that it shows the groups ``plink order`` prices. O(that of
     ``infer_hierarchy`` on the bandwidths)."""
@@ -331,8 +331,9 @@ def split_far_halves(labels: np.ndarray, inverse_bandwidth: np.ndarray, far: flo
 
 
 def slowness(inverse_bandwidth: np.ndarray) -> np.ndarray:
-    """Each pair's inverse bandwidth (the slower direction) over the slower of its two hosts'
-    fastest pairs: 1 where a pair reads what both NICs carry, 2 where it reads half of it. A pair
+    """Each pair's inverse bandwidth over the slower of its two hosts' fastest pairs (an asymmetric
+    matrix is read by the smaller of a pair's two entries; :func:`inverse` gives each pair its
+    slower direction already): 1 where a pair reads what both NICs carry, 2 where it reads half of it. A pair
     bandwidth only drops below what both NICs carry when something is shared, and a host with a
     slower NIC reads every pair slow but 1 here. NaN where not measured. O(N^2)."""
     m = np.asarray(inverse_bandwidth, dtype=float)
@@ -400,13 +401,20 @@ def split_slow_pairs(parent: np.ndarray, labels: np.ndarray, inverse_bandwidth: 
     nothing inside a rack is shared, so such a pair is two racks in one group. The hosts are dealt
     into the fewest groups that hold no slow pair (ties: the most pairs of ``labels`` kept
     together), and that is taken only when it has at least as many groups there as ``labels``,
-    each of 2 hosts or more, and every two of them are told apart by their pairs: more than half
-    of the measured pairs between them slow, and at least 2. Those checks keep a rack whole
-    when noise slows one or two of its pairs: with 3% or 6% of all pairs read at 0.40-0.75x
-    their rate, it made none of 60 drawn clusters per scenario worse (``python
+    each of 2 hosts or more, and every two of them are told apart by their pairs: at least 2
+    measured pairs between them slow, and more than half of those measured. Those checks keep a
+    rack whole when noise slows one or two of its pairs: with 3% or 6% of all pairs read at
+    0.40-0.75x their rate, it made none of 60 drawn clusters per scenario worse (``python
     benchmarks/probe_groups.py --simulate 60 --noisy-pairs 0.03``; ``tests/test_probegroups.py``).
+    They do not catch every such case: where two racks each hold a noisy pair and a host of each
+    pair reads the other at the full rate (alone on its uplinks), those two hosts become a group
+    of their own, the case the rule is for read the other way round (an outside-in review's
+    simulations, 2026-12-03: 6 of 100 flat-latency clusters with two noisy in-rack pairs made worse,
+    none better). No in-rack pair of the real probes reads near slow: at most 1.02x what both
+    hosts carry in the 59 small ones (``benchmarks/small_clusters_bw.py``), 1.07x the in-rack
+    median in the 52 of the proof runs (``benchmarks/probe_groups.py``).
     A ``parent`` group over ``max_hosts`` hosts, or whose
-    search runs over its budget, is left as it is. Labels renumbered 0.. in order of first
+    search runs over its budget (each such group's own: 0.1-0.2 s here), is left as it is. Labels renumbered 0.. in order of first
     appearance.
 
     Why: where the latency finds no racks (a small cluster on a busy machine), the groups are the
@@ -435,7 +443,7 @@ def split_slow_pairs(parent: np.ndarray, labels: np.ndarray, inverse_bandwidth: 
             for b in range(a + 1, int(dealt.max()) + 1):
                 v = slow[np.ix_(idx[dealt == a], idx[dealt == b])]
                 v = v[np.isfinite(v)]
-                if len(v) and (2 * int((v >= far).sum()) <= len(v) or int((v >= far).sum()) < 2):
+                if 2 * int((v >= far).sum()) <= len(v) or int((v >= far).sum()) < 2:  # (none measured: not told)
                     told_apart = False
         if told_apart:
             out[idx] = nxt + dealt
