@@ -621,6 +621,22 @@ def test_an_uplink_test_of_a_group_larger_than_the_rest_says_how_many_hosts_cros
     assert json.loads(run("show", str(probe), "--no-structure", "--json").stdout)["uplinks"][0]["flows"] == 3
 
 
+def test_show_says_when_an_uplink_test_ran_on_other_groups_than_those_shown():
+    """The Gloo walk's p1 (benchmarks/results/2026-12-03-gloo-3-3-2-bw): plink probe ran its uplink
+    tests on two groups of 4 (a rack of 2 dealt to the racks of 3), whose 684 / 764 Mbit/s `plink show`
+    printed beside the 3 racks it finds now, with no word that plink order does not price them. On p0,
+    whose tests ran on the racks, no note."""
+    gloo = os.path.join(ROOT, "benchmarks/results/2026-12-03-gloo-3-3-2-bw")
+    text = " ".join(run("show", os.path.join(gloo, "p1.json")).stdout.split())
+    assert ("note: 2 of the 2 uplink tests ran on hosts that are not one of the groups shown (the probe's groups "
+            "when it ran): plink order does not price them") in text, text
+    summary = json.loads(run("show", os.path.join(gloo, "p1.json"), "--json").stdout)
+    assert [u["a_group_shown"] for u in summary["uplinks"]] == [False, False] and summary["groups"] == 3
+    p0 = run("show", os.path.join(gloo, "p0.json"))
+    assert "not one of the groups shown" not in p0.stdout + p0.stderr
+    assert all(u["a_group_shown"] for u in json.loads(run("show", os.path.join(gloo, "p0.json"), "--json").stdout)["uplinks"])
+
+
 def test_show_prints_pair_and_uplink_bandwidths_in_one_scale(tmp_path):
     """`plink show` printed the pair bandwidths as bare Gbit/s ('min 0.0569') beside the uplinks in
     Mbit/s: each figure now carries its unit, scaled as the latencies are (350 Mbit/s, 25 Gbit/s)."""

@@ -115,6 +115,10 @@ def summarize(probe, groups=None) -> dict[str, Any]:
         out["group_sizes"] = np.bincount(labels).tolist()
         # what plink show's text says of the structure, in its JSON too
         out["members"] = [[probe.names[i] for i in np.flatnonzero(labels == k)] for k in range(out["groups"])]
+        if probe.uplinks:  # an uplink test run on other groups (the probe's, then): plink order does not price it
+            sets = {frozenset(np.flatnonzero(labels == k).tolist()) for k in range(out["groups"])}
+            for u, row in zip(probe.uplinks, out["uplinks"]):
+                row["a_group_shown"] = frozenset(int(h) for h in u.hosts) in sets
         for key in ("low_confidence_hosts", "alone_hosts", "ami", "truth_level", "ami_levels", "ami_levels_against",
                     "split_by_bandwidth", "bandwidth_used"):
             if (groups.metrics or {}).get(key) is not None:
