@@ -25,6 +25,7 @@ step makes better and worse. Deterministic, minutes, no root::
 
     python benchmarks/probe_groups.py --simulate 100
     python benchmarks/probe_groups.py --simulate 60 --noisy-pairs 0.03
+    python benchmarks/probe_groups.py --simulate 100 --noisy-in-rack 2 [--small]
     python benchmarks/probe_groups.py benchmarks/results/2026-11-29-D-seed13/D.json
 """
 
@@ -65,19 +66,22 @@ def _older(lat_lab, lat, bw_lab, inv, both: bool):
     return bw_lab if s_bw > s_lat + 1e-12 else lat_lab
 
 
-def simulated_probe(seed: int, scenario: str, noisy: float = 0.0) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def simulated_probe(seed: int, scenario: str, noisy: float = 0.0, noisy_in_rack: int = 0,
+                    small: bool = False) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """``(racks, latency_us, bandwidth)`` of a drawn cluster (see the module docstring).
 
     Bandwidth: NIC rate 1; each rack's uplink carries 1-2 NIC rates each way; in every round of
     :func:`plink.probes.rounds.round_robin` each pair exchanges both ways at once, a cross-rack
     pair at ``min(1, uplink / cross-rack flows of its rack)`` over its two racks, +-2% noise.
     With ``noisy``, that share of the pairs (in-rack ones too) reads 0.40-0.75x its rate in one
-    direction, as a transient would make it (drawn apart, so the cluster is the same)."""
+    direction, as a transient would make it (drawn apart, so the cluster is the same); with
+    ``noisy_in_rack``, that many in-rack pairs do. ``small``: 2-4 racks of 2-5 hosts whose
+    uplinks carry one NIC rate (a user's first few VMs)."""
     rng = np.random.default_rng(seed)
-    sizes = rng.integers(2, 8, rng.integers(3, 7))
+    sizes = rng.integers(2, 6, rng.integers(2, 5)) if small else rng.integers(2, 8, rng.integers(3, 7))
     racks = rng.permutation(np.repeat(np.arange(len(sizes)), sizes))
     n = len(racks)
-    cap = rng.uniform(1.0, 2.0, len(sizes))
+    cap = np.ones(len(sizes)) if small else rng.uniform(1.0, 2.0, len(sizes))
     bw = np.full((n, n), np.nan)
     for rnd in round_robin(n):
         flows = np.zeros(len(sizes))
@@ -102,6 +106,12 @@ def simulated_probe(seed: int, scenario: str, noisy: float = 0.0) -> tuple[np.nd
         rng = np.random.default_rng(1000 + seed)
         hit = np.triu(rng.random((n, n)) < noisy, 1)
         bw = np.where(hit, bw * rng.uniform(0.4, 0.75, (n, n)), bw)
+    if noisy_in_rack:
+        rng = np.random.default_rng(2000 + seed)
+        pairs = [(a, b) for a in range(n) for b in range(a + 1, n) if racks[a] == racks[b]]
+        for k in rng.choice(len(pairs), min(noisy_in_rack, len(pairs)), replace=False):
+            a, b = pairs[k]
+            bw[a, b] *= rng.uniform(0.4, 0.75)
     return racks, lat, bw
 
 
@@ -163,11 +173,17 @@ def main(argv=None) -> int:
                     help="also S simulated clusters per scenario (seeds 0..S-1)")
     ap.add_argument("--noisy-pairs", type=float, default=0.0, metavar="F",
                     help="in the simulated clusters, a share F of the pairs read 0.40-0.75x their rate")
+    ap.add_argument("--noisy-in-rack", type=int, default=0, metavar="K",
+                    help="in the simulated clusters, K in-rack pairs read 0.40-0.75x their rate")
+    ap.add_argument("--small", action="store_true",
+                    help="simulated clusters of 2-4 racks of 2-5 hosts, uplinks of one NIC rate")
     a = ap.parse_args(argv)
     if a.simulate < 0:
         ap.error("--simulate must be >= 0")
     if not 0 <= a.noisy_pairs <= 1:
         ap.error("--noisy-pairs must be in [0, 1]")
+    if a.noisy_in_rack < 0:
+        ap.error("--noisy-in-rack must be >= 0")
     files = a.files or saved_cases(ROOT / "benchmarks" / "results")
     for f in files:
         if not f.is_file():
@@ -192,12 +208,15 @@ def main(argv=None) -> int:
     if a.simulate:
         print(f"\nsimulated ({a.simulate} seeds per scenario"
               + (f", {a.noisy_pairs:.0%} of the pairs read slow" if a.noisy_pairs else "")
+              + (f", {a.noisy_in_rack} in-rack pairs read slow" if a.noisy_in_rack else "")
+              + (", small clusters" if a.small else "")
               + "): mean AMI [true racks found] (worst), per grouping")
         print("| scenario | " + " | ".join(COLUMNS) + " |")
         print("|---" * (len(COLUMNS) + 1) + "|")
         redeal = {}
         for scenario in ("quiet", "busy", "flat"):
-            got = [_rules(*simulated_probe(seed, scenario, a.noisy_pairs)) for seed in range(a.simulate)]
+            got = [_rules(*simulated_probe(seed, scenario, a.noisy_pairs, a.noisy_in_rack, a.small))
+                   for seed in range(a.simulate)]
             print(f"| {scenario} | " + " | ".join(
                 f"{np.mean([g[c] for g in got]):.3f} [{sum(g[c] > 1 - 1e-9 for g in got)}] "
                 f"({min(g[c] for g in got):.2f})" for c in COLUMNS) + " |")

@@ -408,9 +408,10 @@ def split_slow_pairs(parent: np.ndarray, labels: np.ndarray, inverse_bandwidth: 
     benchmarks/probe_groups.py --simulate 60 --noisy-pairs 0.03``; ``tests/test_probegroups.py``).
     They do not catch every such case: where two racks each hold a noisy pair and a host of each
     pair reads the other at the full rate (alone on its uplinks), those two hosts become a group
-    of their own, the case the rule is for read the other way round (an outside-in review's
-    simulations, 2026-12-03: 6 of 100 flat-latency clusters with two noisy in-rack pairs made worse,
-    none better). No in-rack pair of the real probes reads near slow: at most 1.02x what both
+    of their own, the case the rule is for read the other way round (``python
+    benchmarks/probe_groups.py --simulate 100 --noisy-in-rack 2 --small``: 3 of 100 flat-latency
+    clusters made worse, none better; without the noise, ``--small``: one better in each scenario,
+    none worse). No in-rack pair of the real probes reads near slow: at most 1.02x what both
     hosts carry in the 59 small ones (``benchmarks/small_clusters_bw.py``), 1.07x the in-rack
     median in the 52 of the proof runs (``benchmarks/probe_groups.py``).
     A ``parent`` group over ``max_hosts`` hosts, or whose
