@@ -629,7 +629,8 @@ def test_show_says_when_an_uplink_test_ran_on_other_groups_than_those_shown():
     gloo = os.path.join(ROOT, "benchmarks/results/2026-12-03-gloo-3-3-2-bw")
     text = " ".join(run("show", os.path.join(gloo, "p1.json")).stdout.split())
     assert ("note: 2 of the 2 uplink tests ran on hosts that are not one of the groups shown (the probe's groups "
-            "when it ran): plink order does not price them") in text, text
+            "when it ran): plink order does not price them as one group's uplink (its report says how it uses "
+            "them)") in text, text
     summary = json.loads(run("show", os.path.join(gloo, "p1.json"), "--json").stdout)
     assert [u["a_group_shown"] for u in summary["uplinks"]] == [False, False] and summary["groups"] == 3
     p0 = run("show", os.path.join(gloo, "p0.json"))

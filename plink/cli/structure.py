@@ -278,7 +278,8 @@ def render_show(summary, console) -> None:
     other = sum(u.get("a_group_shown") is False for u in summary.get("uplinks", []))
     if other:
         console.print(f"note: {other} of the {len(summary['uplinks'])} uplink tests ran on hosts that are not one of "
-                      "the groups shown (the probe's groups when it ran): plink order does not price them")
+                      "the groups shown (the probe's groups when it ran): plink order does not price them as one "
+                      "group's uplink (its report says how it uses them)")
     if summary.get("bandwidth_concurrent"):
         console.print("note: pair bandwidths were measured in rounds of N/2 pairs at once (every host in one), so a pair whose round "
                       "shared a rack uplink reads less than its path alone; the uplink rows are what a rack's hosts "
