@@ -836,10 +836,17 @@ def _hedged(splits: list[np.ndarray], best: np.ndarray, simple: list[np.ndarray]
     why = ("one latency group split in two (latencies alone cannot tell a rack from two)" if kind == "split" else
            "two groups joined (every pair between them reads as fast as a rack's: the bandwidths cannot tell "
            "them from one rack)")
+    # the grouping the search's order fares worst under, and the hosts it joins or splits
+    j = int(np.argmax(prices[1:, 0] / prices[1:].min(axis=1)))
+    lab, found = np.asarray(splits[j]), np.asarray(groups.labels)
+    outer, inner = (lab, found) if kind == "join" else (found, lab)
+    hosts = next(np.flatnonzero(outer == g) for g in np.unique(outer) if len(np.unique(inner[outer == g])) > 1)
+    named = ", ".join(probe.names[i] for i in hosts[:8]) + (f", ... (+{len(hosts) - 8})" if len(hosts) > 8 else "")
     note = (f"hedged over {len(splits)} grouping(s) with {why}: this order ({info['picked']}) is priced "
             f"{(prices[0][k] / prices[0][0] - 1) * 100:+.1f}% against the search's under the groups found, and at "
             f"worst {(worst[k] - 1) * 100:.1f}% above the best under a grouping, against "
-            f"{(worst[0] - 1) * 100:.1f}% (--no-hedge: the search's order)")
+            f"{(worst[0] - 1) * 100:.1f}% (--no-hedge: the search's order; its worst: {kind} {j + 1}, "
+            f"{'hosts ' + named + ' as one group' if kind == 'join' else 'the group of ' + named + ' in two'})")
     return {"order": np.asarray(cands[k]), "cost": float(prices[0][k]), "note": note, "info": info}
 
 

@@ -254,5 +254,8 @@ def test_plink_order_hedges_over_a_rack_the_latency_cut_in_two():
     assert hedged.solver["hedge"]["changed"] and hedged.solver["hedge"]["picked"] == "search under join 1"
     assert crossings(hedged) == 3 and crossings(plain) == 4
     assert any("two groups joined" in n for n in hedged.notes)
+    joined = sorted(h for h in probe.names if truth[h] == 2)  # (the rack of 4, the latency's two pairs)
+    note = " ".join(next(n for n in hedged.notes if "two groups joined" in n).split())
+    assert "its worst: join 1, hosts " in note and all(h in note for h in joined), note
     # priced the same as the exhaustive search's proven optimum (but the float sums' last digits): still proven
     assert plain.proven_optimal and hedged.proven_optimal
